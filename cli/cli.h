@@ -1,0 +1,101 @@
+/* The gridgpu command: shared declarations of cli/. The CLI parses, prompts and
+ * prints; all logic is in libgridgpu (lib/). */
+#ifndef GG_CLI_H
+#define GG_CLI_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "core/core.h"
+
+/* Exit codes (gridgpu(1)). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+	EXIT_CRED = 3,
+	EXIT_NET = 4,
+	EXIT_NOTFOUND = 5,
+	EXIT_JOB = 6,
+	EXIT_INTR = 130,
+};
+
+/* ---- options: one table per command drives parsing, --help and completion ---- */
+
+enum gg_opt_arg { OPT_NONE, OPT_ARG };
+
+struct gg_opt {
+	const char *name;   /* long name, without "--" */
+	int shortopt;       /* letter, or 0 */
+	enum gg_opt_arg arg;
+	const char *argname; /* "DUR", "FILE", ... for --help */
+	const char *help;
+	int id;             /* returned by cli_next_opt; use letters or values >= 256 */
+};
+#define OPT_END {NULL, 0, OPT_NONE, NULL, NULL, 0}
+
+struct gg_cli;
+
+struct gg_cmd {
+	const char *name;
+	int (*fn)(struct gg_cli *cli, int argc, char **argv);
+	const char *summary;
+	const char *usage;           /* after "gridgpu NAME " */
+	const struct gg_opt *opts;   /* command options (global ones are added) */
+	const char *subcommands;     /* space-separated, for completion; NULL if none */
+	unsigned flags;
+};
+#define CMD_HIDDEN 1u    /* not listed in --help (aliases) */
+#define CMD_NO_CONFIG 2u /* runs even when the config file is broken */
+
+struct gg_cli {
+	const char *prog;
+	int json, quiet, verbose;
+	const char *site;        /* --site */
+	const char *config_path; /* --config */
+	const struct gg_cmd *cmd;
+	const char *sub_usage;   /* "info [options]" while a subcommand parses */
+	struct gg_config *cfg;   /* loaded lazily by cli_config() */
+	/* option parser state */
+	int optind;
+	char *optarg;
+	const char *optname;
+};
+
+/* Iterate over the options of argv (argv[0] = command or subcommand name) with
+ * the table opts. Returns the id of an option (cli->optarg holds its value), 0 at
+ * the end (operands are then argv[cli->optind..argc-1]: GNU getopt moves them
+ * there, so options may follow operands unless "--" ends them), -1 after
+ * printing a usage error (exit 2), or -2 after printing --help (exit 0). Global
+ * options (--json, -q, -v, --site, --config, -h) are handled here. Set
+ * cli->optind = 0 before the first call. */
+int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts);
+/* Print the help of the current command (or subcommand, cli->sub_usage) to f. */
+void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FILE *f);
+/* Loaded config (after --config / $XDG_CONFIG_HOME). Prints the error and returns
+ * NULL when it cannot be read. */
+struct gg_config *cli_config(struct gg_cli *cli);
+const struct gg_cmd *cli_commands(size_t *n);
+
+/* ---- ui.c -------------------------------------------------------------------- */
+
+/* "gridgpu: <what>: <err->msg>" on stderr (or a JSON error object on stdout with
+ * --json); returns the exit code for err->code. */
+int ui_fail(struct gg_cli *cli, const struct gg_err *err, const char *what, ...)
+	GG_ATTR_PRINTF(3, 4);
+/* A usage error: "gridgpu: <msg>" plus "Try 'gridgpu help CMD'"; returns 2. */
+int ui_usage(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* A note on stderr unless -q. */
+void ui_info(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* Print a JSON value on stdout (pretty when a TTY), steals the reference. */
+int ui_json(json_t *v);
+/* Colour on stdout: only when a TTY and NO_COLOR is unset. */
+int ui_color(void);
+/* Read a passphrase from the terminal with echo off (prompt on /dev/tty), or one
+ * line from stdin when from_stdin. Returns a malloc'd string to be cleansed and
+ * freed with ui_secret_free, or NULL (err set: no terminal, EOF, interrupted). */
+char *ui_read_passphrase(const char *prompt, int from_stdin, struct gg_err *err);
+void ui_secret_free(char *s);
+
+#endif

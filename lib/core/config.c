@@ -1,0 +1,360 @@
+/* The INI configuration: [gridgpu] defaults and one [site NAME] section per site.
+ * Parsed with inih (Debian libinih). */
+#include "core/core.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gg_site_name_valid(const char *name)
+{
+	if (!name || !isalnum((unsigned char)name[0]))
+		return 0;
+	size_t n = 0;
+	for (const char *p = name; *p; p++, n++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+			return 0;
+	return n <= 64;
+}
+
+void gg_site_clear(struct gg_site *s)
+{
+	if (!s)
+		return;
+	free(s->name);
+	free(s->ce);
+	for (int i = 0; i < s->njumps; i++)
+		free(s->jumps[i]);
+	free(s->user);
+	free(s->queue);
+	free(s->gpu_queue);
+	free(s->gpu_rte);
+	free(s->image);
+	free(s->ca_dir);
+	free(s->auth);
+	free(s->identity);
+	free(s->known_hosts);
+	memset(s, 0, sizeof *s);
+}
+
+void gg_config_free(struct gg_config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < cfg->nsites; i++)
+		gg_site_clear(&cfg->sites[i]);
+	free(cfg->sites);
+	free(cfg->path);
+	free(cfg->default_site);
+	free(cfg);
+}
+
+const struct gg_site *gg_config_site(const struct gg_config *cfg, const char *name)
+{
+	for (size_t i = 0; cfg && i < cfg->nsites; i++)
+		if (strcmp(cfg->sites[i].name, name) == 0)
+			return &cfg->sites[i];
+	return NULL;
+}
+
+struct parse_ctx {
+	struct gg_config *cfg;
+	struct gg_err *err;
+	int failed;
+};
+
+static char **site_str_field(struct gg_site *s, const char *key)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} tab[] = {
+		{"ce", offsetof(struct gg_site, ce)},
+		{"user", offsetof(struct gg_site, user)},
+		{"queue", offsetof(struct gg_site, queue)},
+		{"gpu_queue", offsetof(struct gg_site, gpu_queue)},
+		{"gpu_rte", offsetof(struct gg_site, gpu_rte)},
+		{"image", offsetof(struct gg_site, image)},
+		{"ca_dir", offsetof(struct gg_site, ca_dir)},
+		{"auth", offsetof(struct gg_site, auth)},
+		{"identity", offsetof(struct gg_site, identity)},
+		{"known_hosts", offsetof(struct gg_site, known_hosts)},
+	};
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (strcmp(tab[i].key, key) == 0)
+			return (char **)((char *)s + tab[i].off);
+	return NULL;
+}
+
+static int set_str(char **field, const char *value, struct parse_ctx *c)
+{
+	char *v = strdup(value);
+	if (!v) {
+		gg_err_set(c->err, GG_ENOMEM, "out of memory");
+		return 0;
+	}
+	free(*field);
+	*field = v;
+	return 1;
+}
+
+static int site_set(struct gg_site *s, const char *key, const char *value, struct gg_err *err)
+{
+	char **f = site_str_field(s, key);
+	if (f) {
+		char *v = strdup(value);
+		if (!v)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		free(*f);
+		*f = v;
+		return 0;
+	}
+	if (strcmp(key, "jump") == 0) {
+		if (s->njumps == GG_MAX_JUMPS)
+			return gg_err_set(err, GG_EUSAGE, "more than %d jump hosts", GG_MAX_JUMPS);
+		if (!(s->jumps[s->njumps] = strdup(value)))
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		s->njumps++;
+		return 0;
+	}
+	if (strcmp(key, "connect_deadline") == 0)
+		return gg_duration_parse(value, &s->connect_deadline, err);
+	if (strcmp(key, "idle_limit") == 0)
+		return gg_duration_parse(value, &s->idle_limit, err);
+	return gg_err_set(err, GG_EUSAGE, "unknown key '%s'", key);
+}
+
+static struct gg_site *site_get_or_add(struct gg_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->nsites; i++)
+		if (strcmp(cfg->sites[i].name, name) == 0)
+			return &cfg->sites[i];
+	struct gg_site *ns = realloc(cfg->sites, (cfg->nsites + 1) * sizeof *ns);
+	if (!ns)
+		return NULL;
+	cfg->sites = ns;
+	struct gg_site *s = &ns[cfg->nsites];
+	memset(s, 0, sizeof *s);
+	if (!(s->name = strdup(name)))
+		return NULL;
+	cfg->nsites++;
+	return s;
+}
+
+static int config_ini_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *c = user;
+	if (c->failed)
+		return 0;
+	if (strcmp(section, "gridgpu") == 0) {
+		if (strcmp(name, "site") == 0)
+			return set_str(&c->cfg->default_site, value, c) ? 1 : (c->failed = 1, 0);
+		gg_err_set(c->err, GG_EUSAGE, "[gridgpu]: unknown key '%s'", name);
+		c->failed = 1;
+		return 0;
+	}
+	if (strncmp(section, "site ", 5) == 0) {
+		const char *sname = section + 5;
+		while (*sname == ' ')
+			sname++;
+		if (!gg_site_name_valid(sname)) {
+			gg_err_set(c->err, GG_EUSAGE, "invalid site name '%s'", sname);
+			c->failed = 1;
+			return 0;
+		}
+		struct gg_site *s = site_get_or_add(c->cfg, sname);
+		if (!s) {
+			gg_err_set(c->err, GG_ENOMEM, "out of memory");
+			c->failed = 1;
+			return 0;
+		}
+		if (!name) /* section start (INI_CALL_HANDLER_ON_NEW_SECTION builds) */
+			return 1;
+		if (site_set(s, name, value, c->err) < 0) {
+			gg_err_prefix(c->err, "[site %s]", sname);
+			c->failed = 1;
+			return 0;
+		}
+		return 1;
+	}
+	gg_err_set(c->err, GG_EUSAGE, "unknown section [%s] (expected [gridgpu] or [site NAME])",
+		   section);
+	c->failed = 1;
+	return 0;
+}
+
+int gg_config_default_path(char **out, struct gg_err *err)
+{
+	char *dir;
+	int rc = gg_xdg_dir(GG_XDG_CONFIG, &dir, err);
+	if (rc < 0)
+		return rc;
+	*out = gg_strdup_printf("%s/config", dir);
+	free(dir);
+	return *out ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
+{
+	struct gg_config *cfg = calloc(1, sizeof *cfg);
+	if (!cfg || !(cfg->path = strdup(path))) {
+		free(cfg);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT) {
+			*out = cfg;
+			return 0;
+		}
+		int e = errno;
+		gg_config_free(cfg);
+		return gg_err_sys(err, GG_EIO, e, "reading config '%s'", path);
+	}
+	struct parse_ctx c = {cfg, err, 0};
+	int line = ini_parse_file(f, config_ini_handler, &c);
+	fclose(f);
+	if (line != 0) {
+		if (line < 0)
+			gg_err_set(err, GG_EIO, "reading config '%s': cannot parse", path);
+		else if (c.failed)
+			gg_err_prefix(err, "config '%s' line %d", path, line);
+		else
+			gg_err_set(err, GG_EUSAGE, "config '%s' line %d: syntax error", path, line);
+		int code = err ? err->code : GG_EUSAGE;
+		gg_config_free(cfg);
+		return code;
+	}
+	*out = cfg;
+	return 0;
+}
+
+static int site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *err)
+{
+	memset(dst, 0, sizeof *dst);
+	if (!(dst->name = strdup(src->name)))
+		goto oom;
+	static const char *keys[] = {"ce",	"user",	  "queue", "gpu_queue", "gpu_rte",
+				     "image",	"ca_dir", "auth",  "identity",	"known_hosts"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		char *v = *site_str_field((struct gg_site *)src, keys[i]);
+		if (v && !(*site_str_field(dst, keys[i]) = strdup(v)))
+			goto oom;
+	}
+	for (int i = 0; i < src->njumps; i++) {
+		if (!(dst->jumps[i] = strdup(src->jumps[i])))
+			goto oom;
+		dst->njumps = i + 1;
+	}
+	dst->connect_deadline = src->connect_deadline;
+	dst->idle_limit = src->idle_limit;
+	return 0;
+oom:
+	gg_site_clear(dst);
+	return gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct gg_err *err)
+{
+	if (!gg_site_name_valid(site->name))
+		return gg_err_set(err, GG_EUSAGE,
+				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
+				  site->name ? site->name : "");
+	struct gg_site copy;
+	int rc = site_copy(&copy, site, err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < cfg->nsites; i++) {
+		if (strcmp(cfg->sites[i].name, site->name) == 0) {
+			gg_site_clear(&cfg->sites[i]);
+			cfg->sites[i] = copy;
+			return 0;
+		}
+	}
+	struct gg_site *ns = realloc(cfg->sites, (cfg->nsites + 1) * sizeof *ns);
+	if (!ns) {
+		gg_site_clear(&copy);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	cfg->sites = ns;
+	cfg->sites[cfg->nsites++] = copy;
+	return 0;
+}
+
+int gg_config_remove_site(struct gg_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->nsites; i++) {
+		if (strcmp(cfg->sites[i].name, name) == 0) {
+			gg_site_clear(&cfg->sites[i]);
+			memmove(&cfg->sites[i], &cfg->sites[i + 1],
+				(cfg->nsites - i - 1) * sizeof cfg->sites[0]);
+			cfg->nsites--;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+char *gg_config_format(const struct gg_config *cfg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "# gridgpu configuration (see gridgpu-site(1))\n");
+	if (cfg->default_site)
+		fprintf(f, "\n[gridgpu]\nsite = %s\n", cfg->default_site);
+	for (size_t i = 0; i < cfg->nsites; i++) {
+		const struct gg_site *s = &cfg->sites[i];
+		fprintf(f, "\n[site %s]\n", s->name);
+		if (s->ce)
+			fprintf(f, "ce = %s\n", s->ce);
+		for (int j = 0; j < s->njumps; j++)
+			fprintf(f, "jump = %s\n", s->jumps[j]);
+		static const char *keys[] = {"identity", "known_hosts", "user",	   "queue", "gpu_queue",
+					     "gpu_rte",	 "image",	"ca_dir", "auth"};
+		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+			char *v = *site_str_field((struct gg_site *)s, keys[k]);
+			if (v)
+				fprintf(f, "%s = %s\n", keys[k], v);
+		}
+		char d[32];
+		if (s->connect_deadline)
+			fprintf(f, "connect_deadline = %s\n",
+				gg_duration_format(s->connect_deadline, d, sizeof d));
+		if (s->idle_limit)
+			fprintf(f, "idle_limit = %s\n", gg_duration_format(s->idle_limit, d, sizeof d));
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int gg_config_save(const struct gg_config *cfg, struct gg_err *err)
+{
+	char *text = gg_config_format(cfg);
+	if (!text)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	char *dir = strdup(cfg->path);
+	if (!dir) {
+		free(text);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	char *slash = strrchr(dir, '/');
+	int rc = 0;
+	if (slash && slash != dir) {
+		*slash = '\0';
+		rc = gg_mkdir_p(dir, 0700, err);
+	}
+	free(dir);
+	if (rc == 0)
+		rc = gg_file_write_atomic(cfg->path, text, strlen(text), 0600, err);
+	free(text);
+	return rc;
+}

@@ -1,0 +1,191 @@
+/* Atomic writes, bounded reads, private-file checks. */
+#include "core/core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -1;
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(copy);
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd);
+	close(fd);
+	return r;
+}
+
+int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+			 struct gg_err *err)
+{
+	char *tmp = gg_strdup_printf("%s.tmp.XXXXXX", path);
+	if (!tmp)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(tmp);
+		return gg_err_sys(err, GG_EIO, e, "writing '%s'", path);
+	}
+	int e = 0;
+	if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		free(tmp);
+		return gg_err_sys(err, GG_EIO, e, "writing '%s'", path);
+	}
+	free(tmp);
+	fsync_dir_of(path); /* best effort: the rename is done */
+	return 0;
+}
+
+int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno,
+				  "reading '%s'", path);
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	for (;;) {
+		if (n == cap) {
+			if (cap >= max) {
+				free(buf);
+				close(fd);
+				return gg_err_set(err, GG_EIO, "reading '%s': larger than %zu bytes",
+						  path, max);
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return gg_err_set(err, GG_ENOMEM, "out of memory");
+			}
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			free(buf);
+			close(fd);
+			return gg_err_sys(err, GG_EIO, e, "reading '%s'", path);
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err)
+{
+	char *p = strdup(path);
+	if (!p)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST) {
+				int e = errno;
+				gg_err_sys(err, GG_EIO, e, "creating directory '%s'", p);
+				free(p);
+				return GG_EIO;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		gg_err_set(err, GG_EIO, "'%s' is not a directory", p);
+		free(p);
+		return GG_EIO;
+	}
+	free(p);
+	return 0;
+}
+
+int gg_file_check_private(const char *path, const char *what, struct gg_err *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return gg_err_sys(err, GG_ECRED, errno, "%s '%s'", what, path);
+	if (!S_ISREG(st.st_mode))
+		return gg_err_set(err, GG_ECRED, "%s '%s' is not a regular file", what, path);
+	if (st.st_uid != geteuid())
+		return gg_err_set(err, GG_ECRED, "%s '%s' is owned by uid %u, not by you", what,
+				  path, (unsigned)st.st_uid);
+	if (st.st_mode & 077)
+		return gg_err_set(err, GG_ECRED,
+				  "%s '%s' is accessible by others (mode %04o): run chmod 600 '%s'",
+				  what, path, (unsigned)(st.st_mode & 07777), path);
+	return 0;
+}
+
+int gg_file_shred(const char *path, struct gg_err *err)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno,
+				  "removing '%s'", path);
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		static const char zeros[4096];
+		off_t left = st.st_size;
+		while (left > 0) {
+			size_t n = left > (off_t)sizeof zeros ? sizeof zeros : (size_t)left;
+			if (write_all(fd, zeros, n) < 0)
+				break;
+			left -= (off_t)n;
+		}
+		fsync(fd);
+	}
+	close(fd);
+	if (unlink(path) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "removing '%s'", path);
+	return 0;
+}

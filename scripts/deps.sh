@@ -1,0 +1,43 @@
+#!/bin/sh
+# Install the Debian packages gridgpu's build, tests, demo and benchmarks need.
+#   scripts/deps.sh          install what is missing (as root), print what it installs
+#   scripts/deps.sh --check  exit 0 when everything is there, 1 (listing what is missing) otherwise
+set -eu
+
+# build
+PKGS="gcc make autoconf pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
+libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev"
+# tests and the local test site
+PKGS="$PKGS clang openssl curl openssh-client openssh-server socat iproute2 procps
+zsh bash-completion python3 python3-cryptography nordugrid-arc-arex nordugrid-arc-client
+nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
+valgrind"
+# benchmarks
+PKGS="$PKGS hyperfine time"
+
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = installed ] || missing="$missing $p"
+done
+
+if [ "${1:-}" = --check ]; then
+	[ -z "$missing" ] && exit 0
+	echo "deps: missing:$missing" >&2
+	exit 1
+fi
+
+if [ -z "$missing" ]; then
+	echo "deps: all $(echo $PKGS | wc -w) packages are installed"
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing:$missing" >&2
+	echo "deps: run 'make deps' as root (it uses apt-get) or install them yourself" >&2
+	exit 1
+fi
+echo "deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
