@@ -56,6 +56,7 @@ struct gg_cli {
 	const struct gg_cmd *cmd;
 	const char *sub_usage;   /* "info [options]" while a subcommand parses */
 	struct gg_config *cfg;   /* loaded lazily by cli_config() */
+	int cfg_exit;            /* exit code when cli_config() failed */
 	/* option parser state */
 	int optind;
 	char *optarg;
@@ -72,10 +73,11 @@ struct gg_cli {
 int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts);
 /* Print the help of the current command (or subcommand, cli->sub_usage) to f. */
 void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FILE *f);
-/* Loaded config (after --config / $XDG_CONFIG_HOME). Prints the error and returns
- * NULL when it cannot be read. */
+/* Loaded config (after --config / $GRIDGPU_CONFIG / $XDG_CONFIG_HOME). Prints the
+ * error, sets cli->cfg_exit and returns NULL when it cannot be read. */
 struct gg_config *cli_config(struct gg_cli *cli);
 const struct gg_cmd *cli_commands(size_t *n);
+const struct gg_opt *cli_global_opts(void);
 
 /* ---- ui.c -------------------------------------------------------------------- */
 

@@ -145,7 +145,7 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 	}
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg) {
-		rc = EXIT_FAIL;
+		rc = cli->cfg_exit;
 		goto out;
 	}
 	if (gg_config_set_site(cfg, &s, &err) < 0) {
@@ -182,7 +182,7 @@ static int site_list(struct gg_cli *cli, int argc, char **argv)
 		return ui_usage(cli, "site list takes no arguments");
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
-		return EXIT_FAIL;
+		return cli->cfg_exit;
 	if (cli->json) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < cfg->nsites; i++)
@@ -221,7 +221,7 @@ static int site_show_or_remove(struct gg_cli *cli, int argc, char **argv, int re
 		return ui_usage(cli, "site %s: expected one site NAME", remove ? "remove" : "show");
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
-		return EXIT_FAIL;
+		return cli->cfg_exit;
 	const char *name = nargs ? argv[cli->optind] : cli->site ? cli->site : cfg->default_site;
 	if (!name)
 		return ui_usage(cli, "site show: no default site: name one");

@@ -5,6 +5,7 @@
 struct gg_cli;
 int cmd_help(struct gg_cli *cli, int argc, char **argv);
 int cmd_site(struct gg_cli *cli, int argc, char **argv);
+int cmd_complete(struct gg_cli *cli, int argc, char **argv);
 
 extern const struct gg_opt cmd_site_opts[];
 

@@ -33,6 +33,11 @@ static const struct gg_opt global_opts[] = {
 	{"help", 'h', OPT_NONE, NULL, "show help and exit", G_HELP},
 	OPT_END,
 };
+const struct gg_opt *cli_global_opts(void)
+{
+	return global_opts;
+}
+
 static const struct gg_opt version_opt[] = {
 	{"version", 0, OPT_NONE, NULL, "show the version and exit", G_VERSION},
 	OPT_END,
@@ -233,13 +238,13 @@ struct gg_config *cli_config(struct gg_cli *cli)
 	const char *p = cli->config_path ? cli->config_path : getenv("GRIDGPU_CONFIG");
 	if (!p) {
 		if (gg_config_default_path(&path, &err) < 0) {
-			ui_fail(cli, &err, "configuration");
+			cli->cfg_exit = ui_fail(cli, &err, "configuration");
 			return NULL;
 		}
 		p = path;
 	}
 	if (gg_config_load(p, &cli->cfg, &err) < 0)
-		ui_fail(cli, &err, "configuration");
+		cli->cfg_exit = ui_fail(cli, &err, "configuration");
 	free(path);
 	return cli->cfg;
 }

@@ -75,21 +75,22 @@ int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct g
 	if (fd < 0)
 		return gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno,
 				  "reading '%s'", path);
-	size_t cap = 4096, n = 0;
+	/* Grow up to max + 1 bytes: reading one byte past max tells "too large". */
+	size_t limit = max + 1, cap = limit < 4096 ? limit : 4096, n = 0;
 	char *buf = malloc(cap + 1);
 	if (!buf) {
 		close(fd);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	for (;;) {
+		if (n > max) {
+			free(buf);
+			close(fd);
+			return gg_err_set(err, GG_EIO, "reading '%s': larger than %zu bytes", path,
+					  max);
+		}
 		if (n == cap) {
-			if (cap >= max) {
-				free(buf);
-				close(fd);
-				return gg_err_set(err, GG_EIO, "reading '%s': larger than %zu bytes",
-						  path, max);
-			}
-			cap = cap * 2 > max ? max : cap * 2;
+			cap = cap * 2 > limit ? limit : cap * 2;
 			char *nb = realloc(buf, cap + 1);
 			if (!nb) {
 				free(buf);

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Every command has a man page that documents every option of its table, the
+# pages render without warnings, and gridgpu(1) lists every command.
+. "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+man=$top/man
+for cmd in $("$GRIDGPU" __complete commands); do
+	[ "$cmd" = help ] && continue
+	page=$man/gridgpu-$cmd.1
+	# A page may document several commands: its NAME line lists them all.
+	[ -f "$page" ] || page=$(grep -l "^gridgpu.*gridgpu\\\\-$cmd[ ,]" "$man"/*.1 | head -1)
+	if [ -z "$page" ] || [ ! -f "$page" ]; then not_ok "$cmd has a man page"; continue; fi
+	ok "$cmd has a man page ($(basename "$page"))"
+	missing=""
+	for opt in $("$GRIDGPU" __complete options "$cmd" | sed 's/=$//'); do
+		"$GRIDGPU" __complete global-options | sed 's/=$//' | grep -qx -- "$opt" && continue
+		esc=$(printf '%s' "$opt" | sed 's/-/\\\\-/g')
+		grep -q -- "$esc" "$page" || missing="$missing $opt"
+	done
+	expect_eq "gridgpu-$cmd page documents every option" "${missing:-none}" none
+	grep -q "gridgpu\\\\-$cmd\|B $cmd" "$man/gridgpu.1" && ok "gridgpu(1) lists $cmd" || not_ok "gridgpu(1) lists $cmd"
+done
+for f in "$man"/*.1; do
+	w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
+	expect_eq "$(basename "$f") renders without warnings" "${w:-none}" none
+done
+done_testing

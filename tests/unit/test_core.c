@@ -1,0 +1,369 @@
+/* Unit tests of lib/core. */
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+static char tmpdir[64];
+
+static int setup_tmp(void **state)
+{
+	(void)state;
+	strcpy(tmpdir, "/tmp/gg-unit.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_tmp(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd);
+}
+
+static int64_t dur(const char *s)
+{
+	int64_t v = -1;
+	struct gg_err err = {0};
+	int rc = gg_duration_parse(s, &v, &err);
+	return rc < 0 ? -1 : v;
+}
+
+static void test_duration_parse(void **state)
+{
+	(void)state;
+	assert_int_equal(dur("90"), 90);
+	assert_int_equal(dur("90s"), 90);
+	assert_int_equal(dur("90m"), 5400);
+	assert_int_equal(dur("12h"), 43200);
+	assert_int_equal(dur("2d"), 172800);
+	assert_int_equal(dur("1w"), 604800);
+	assert_int_equal(dur("1h30m"), 5400);
+	assert_int_equal(dur("1d2h3m4s"), 93784);
+	assert_int_equal(dur("12:00"), 43200);
+	assert_int_equal(dur("01:30:15"), 5415);
+	assert_int_equal(dur("0"), 0);
+	/* rejected */
+	assert_int_equal(dur(""), -1);
+	assert_int_equal(dur("h"), -1);
+	assert_int_equal(dur("-5m"), -1);
+	assert_int_equal(dur("5x"), -1);
+	assert_int_equal(dur("5m3"), -1);
+	assert_int_equal(dur("30m1h"), -1);
+	assert_int_equal(dur("12:60"), -1);
+	assert_int_equal(dur("12"
+			     ":"),
+			 -1);
+	assert_int_equal(dur("1:2:3:4"), -1);
+	assert_int_equal(dur("99999999999999999999"), -1);
+	assert_int_equal(dur("9999999999999999d"), -1);
+	struct gg_err err = {0};
+	int64_t v;
+	assert_int_equal(gg_duration_parse("5q", &v, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "invalid duration '5q'"));
+}
+
+static void test_duration_format(void **state)
+{
+	(void)state;
+	char b[32];
+	assert_string_equal(gg_duration_format(0, b, sizeof b), "0s");
+	assert_string_equal(gg_duration_format(59, b, sizeof b), "59s");
+	assert_string_equal(gg_duration_format(5400, b, sizeof b), "1h30m");
+	assert_string_equal(gg_duration_format(43200, b, sizeof b), "12h");
+	assert_string_equal(gg_duration_format(93784, b, sizeof b), "1d2h");
+	assert_string_equal(gg_duration_format(-90, b, sizeof b), "-1m30s");
+	/* format then parse round-trips when two units suffice */
+	assert_int_equal(dur(gg_duration_format(7380, b, sizeof b)), 7380);
+}
+
+static void test_size(void **state)
+{
+	(void)state;
+	uint64_t v;
+	struct gg_err err = {0};
+	assert_int_equal(gg_size_parse("16G", &v, &err), 0);
+	assert_true(v == 16ull << 30);
+	assert_int_equal(gg_size_parse("512M", &v, &err), 0);
+	assert_true(v == 512ull << 20);
+	assert_int_equal(gg_size_parse("2GiB", &v, &err), 0);
+	assert_true(v == 2ull << 30);
+	assert_int_equal(gg_size_parse("1.5T", &v, &err), 0);
+	assert_true(v == 3ull << 39);
+	assert_int_equal(gg_size_parse("4096", &v, &err), 0);
+	assert_true(v == 4096);
+	assert_int_equal(gg_size_parse("16Q", &v, &err), GG_EUSAGE);
+	assert_int_equal(gg_size_parse("", &v, &err), GG_EUSAGE);
+	assert_int_equal(gg_size_parse("-1G", &v, &err), GG_EUSAGE);
+	assert_int_equal(gg_size_parse("1Gx", &v, &err), GG_EUSAGE);
+	assert_int_equal(gg_size_parse("99999999E", &v, &err), GG_EUSAGE);
+	char b[32];
+	assert_string_equal(gg_size_format(12, b, sizeof b), "12 B");
+	assert_string_equal(gg_size_format(1536ull << 20, b, sizeof b), "1.5 GiB");
+	assert_string_equal(gg_size_format(512ull << 20, b, sizeof b), "512 MiB");
+}
+
+static void test_err(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	assert_int_equal(gg_err_set(&err, GG_ECRED, "reading key '%s': %s", "k.pem", "bad"), GG_ECRED);
+	assert_int_equal(gg_err_prefix(&err, "proxy init"), GG_ECRED);
+	assert_string_equal(err.msg, "proxy init: reading key 'k.pem': bad");
+	assert_int_equal(gg_err_exit_code(GG_ECRED), 3);
+	assert_int_equal(gg_err_exit_code(GG_ENET), 4);
+	assert_int_equal(gg_err_exit_code(GG_EPROTO), 4);
+	assert_int_equal(gg_err_exit_code(GG_ENOTFOUND), 5);
+	assert_int_equal(gg_err_exit_code(GG_EJOB), 6);
+	assert_int_equal(gg_err_exit_code(GG_EINTR), 130);
+	assert_int_equal(gg_err_exit_code(GG_EIO), 1);
+	assert_int_equal(gg_err_exit_code(GG_OK), 0);
+	assert_string_equal(gg_err_kind(GG_ECRED), "credentials");
+	/* NULL err is allowed */
+	assert_int_equal(gg_err_set(NULL, GG_EIO, "x"), GG_EIO);
+	/* long messages are truncated, never overflow */
+	char big[3000];
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	gg_err_set(&err, GG_EFAIL, "%s", big);
+	assert_int_equal(strlen(err.msg), GG_ERR_MSG_MAX - 1);
+	gg_err_clear(&err);
+	assert_int_equal(err.code, 0);
+}
+
+static void test_strings(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_edit_distance("site", "sitte"), 1);
+	assert_int_equal(gg_edit_distance("", "abc"), 3);
+	assert_int_equal(gg_edit_distance("kitten", "sitting"), 3);
+	char s[] = " \t hello world\n ";
+	assert_string_equal(gg_strstrip(s), "hello world");
+	char e[] = "   ";
+	assert_string_equal(gg_strstrip(e), "");
+	char *p = gg_strdup_printf("%s-%d", "a", 7);
+	assert_string_equal(p, "a-7");
+	free(p);
+}
+
+static void test_atomic_write(void **state)
+{
+	(void)state;
+	char path[128], *data = NULL;
+	size_t len;
+	struct gg_err err = {0};
+	snprintf(path, sizeof path, "%s/f", tmpdir);
+	assert_int_equal(gg_file_write_atomic(path, "one", 3, 0600, &err), 0);
+	assert_int_equal(gg_file_write_atomic(path, "second", 6, 0640, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(gg_file_read(path, 1 << 20, &data, &len, &err), 0);
+	assert_int_equal(len, 6);
+	assert_string_equal(data, "second");
+	free(data);
+	/* too large */
+	assert_int_equal(gg_file_read(path, 3, &data, &len, &err), GG_EIO);
+	assert_non_null(strstr(err.msg, "larger than"));
+	/* missing */
+	snprintf(path, sizeof path, "%s/nosuch", tmpdir);
+	assert_int_equal(gg_file_read(path, 10, &data, &len, &err), GG_ENOTFOUND);
+	/* a directory that cannot be written: nothing is left behind */
+	char ro[128];
+	snprintf(ro, sizeof ro, "%s/ro", tmpdir);
+	assert_int_equal(mkdir(ro, 0500), 0);
+	snprintf(path, sizeof path, "%s/f", ro);
+	if (geteuid() != 0) { /* root ignores the mode */
+		assert_int_equal(gg_file_write_atomic(path, "x", 1, 0600, &err), GG_EIO);
+		assert_non_null(strstr(err.msg, "writing '"));
+	}
+	/* a path whose directory does not exist */
+	snprintf(path, sizeof path, "%s/no/such/f", tmpdir);
+	assert_int_equal(gg_file_write_atomic(path, "x", 1, 0600, &err), GG_EIO);
+	assert_non_null(strstr(err.msg, "No such file"));
+}
+
+static void test_private_and_shred(void **state)
+{
+	(void)state;
+	char path[128];
+	struct gg_err err = {0};
+	snprintf(path, sizeof path, "%s/key", tmpdir);
+	assert_int_equal(gg_file_write_atomic(path, "secret", 6, 0644, &err), 0);
+	assert_int_equal(gg_file_check_private(path, "key", &err), GG_ECRED);
+	assert_non_null(strstr(err.msg, "chmod 600"));
+	chmod(path, 0600);
+	assert_int_equal(gg_file_check_private(path, "key", &err), 0);
+	assert_int_equal(gg_file_check_private(tmpdir, "key", &err), GG_ECRED);
+	assert_int_equal(gg_file_shred(path, &err), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(gg_file_shred(path, &err), GG_ENOTFOUND);
+}
+
+static void test_mkdir_p(void **state)
+{
+	(void)state;
+	char path[128];
+	struct gg_err err = {0};
+	snprintf(path, sizeof path, "%s/a/b/c", tmpdir);
+	assert_int_equal(gg_mkdir_p(path, 0700, &err), 0);
+	assert_int_equal(gg_mkdir_p(path, 0700, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	char file[140];
+	snprintf(file, sizeof file, "%s/file", tmpdir);
+	gg_file_write_atomic(file, "", 0, 0600, &err);
+	snprintf(path, sizeof path, "%s/file/x", tmpdir);
+	assert_int_equal(gg_mkdir_p(path, 0700, &err), GG_EIO);
+}
+
+static void test_xdg(void **state)
+{
+	(void)state;
+	char *p;
+	struct gg_err err = {0};
+	setenv("XDG_CONFIG_HOME", "/x/conf", 1);
+	assert_int_equal(gg_xdg_dir(GG_XDG_CONFIG, &p, &err), 0);
+	assert_string_equal(p, "/x/conf/gridgpu");
+	free(p);
+	setenv("XDG_CONFIG_HOME", "relative", 1); /* ignored, per the spec */
+	setenv("HOME", "/home/u", 1);
+	assert_int_equal(gg_xdg_dir(GG_XDG_CONFIG, &p, &err), 0);
+	assert_string_equal(p, "/home/u/.config/gridgpu");
+	free(p);
+	unsetenv("XDG_STATE_HOME");
+	assert_int_equal(gg_xdg_dir(GG_XDG_STATE, &p, &err), 0);
+	assert_string_equal(p, "/home/u/.local/state/gridgpu");
+	free(p);
+	unsetenv("XDG_RUNTIME_DIR");
+	assert_int_equal(gg_xdg_dir(GG_XDG_RUNTIME, &p, &err), 0);
+	assert_string_equal(p, "/home/u/.local/state/gridgpu");
+	free(p);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	struct gg_err err = {0};
+	assert_int_equal(gg_file_write_atomic(path, text, strlen(text), 0600, &err), 0);
+}
+
+static void test_config(void **state)
+{
+	(void)state;
+	char path[128];
+	struct gg_err err = {0};
+	struct gg_config *cfg;
+	snprintf(path, sizeof path, "%s/config", tmpdir);
+	/* missing file: empty config */
+	assert_int_equal(gg_config_load(path, &cfg, &err), 0);
+	assert_int_equal(cfg->nsites, 0);
+	gg_config_free(cfg);
+
+	write_file(path, "# comment\n[gridgpu]\nsite = gla\n\n[site gla]\n"
+			 "ce = https://ce.gla.example/arex\njump = u@gw1\njump = u@gw2:2222\n"
+			 "gpu_queue = gpu\nidle_limit = 2h\nconnect_deadline = 20m\n"
+			 "[site lan]\nce = https://lan/arex\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), 0);
+	assert_int_equal(cfg->nsites, 2);
+	assert_string_equal(cfg->default_site, "gla");
+	const struct gg_site *s = gg_config_site(cfg, "gla");
+	assert_non_null(s);
+	assert_int_equal(s->njumps, 2);
+	assert_string_equal(s->jumps[1], "u@gw2:2222");
+	assert_string_equal(s->gpu_queue, "gpu");
+	assert_int_equal(s->idle_limit, 7200);
+	assert_int_equal(s->connect_deadline, 1200);
+	assert_null(gg_config_site(cfg, "nosuch"));
+
+	/* format → load round trip */
+	char *text = gg_config_format(cfg);
+	assert_non_null(text);
+	char path2[140];
+	snprintf(path2, sizeof path2, "%s/config2", tmpdir);
+	write_file(path2, text);
+	free(text);
+	struct gg_config *cfg2;
+	assert_int_equal(gg_config_load(path2, &cfg2, &err), 0);
+	assert_int_equal(cfg2->nsites, 2);
+	assert_int_equal(gg_config_site(cfg2, "gla")->idle_limit, 7200);
+	assert_string_equal(gg_config_site(cfg2, "gla")->jumps[0], "u@gw1");
+
+	/* set, replace, remove, save */
+	struct gg_site ns = {.name = (char *)"new", .ce = (char *)"https://new/arex"};
+	assert_int_equal(gg_config_set_site(cfg2, &ns, &err), 0);
+	ns.ce = (char *)"https://new2/arex";
+	assert_int_equal(gg_config_set_site(cfg2, &ns, &err), 0);
+	assert_int_equal(cfg2->nsites, 3);
+	assert_string_equal(gg_config_site(cfg2, "new")->ce, "https://new2/arex");
+	assert_int_equal(gg_config_remove_site(cfg2, "lan"), 1);
+	assert_int_equal(gg_config_remove_site(cfg2, "lan"), 0);
+	assert_int_equal(gg_config_save(cfg2, &err), 0);
+	gg_config_free(cfg2);
+	assert_int_equal(gg_config_load(path2, &cfg2, &err), 0);
+	assert_int_equal(cfg2->nsites, 2);
+	assert_null(gg_config_site(cfg2, "lan"));
+	gg_config_free(cfg2);
+	ns.name = (char *)"../bad";
+	assert_int_equal(gg_config_set_site(cfg, &ns, &err), GG_EUSAGE);
+	gg_config_free(cfg);
+
+	/* errors name the line */
+	write_file(path, "[site a]\nce = x\nnope = 1\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 3"));
+	assert_non_null(strstr(err.msg, "unknown key 'nope'"));
+	write_file(path, "[other]\nx = 1\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "unknown section"));
+	write_file(path, "[site a]\nidle_limit = forever\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "invalid duration"));
+	write_file(path, "[site a\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 1"));
+	write_file(path, "[site ../x]\nce = y\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	char jumps[512] = "[site a]\n";
+	for (int i = 0; i <= GG_MAX_JUMPS; i++)
+		strcat(jumps, "jump = u@h\n");
+	write_file(path, jumps);
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "jump hosts"));
+}
+
+static void test_site_name(void **state)
+{
+	(void)state;
+	assert_true(gg_site_name_valid("glasgow"));
+	assert_true(gg_site_name_valid("uk.gla-01_x"));
+	assert_false(gg_site_name_valid(""));
+	assert_false(gg_site_name_valid("-x"));
+	assert_false(gg_site_name_valid("a b"));
+	assert_false(gg_site_name_valid("a/b"));
+	assert_false(gg_site_name_valid(NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_duration_parse),
+		cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_err),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_private_and_shred),
+		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_xdg),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_site_name),
+	};
+	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
+}
