@@ -37,6 +37,7 @@ void gg_site_clear(struct gg_site *s)
 	free(s->auth);
 	free(s->identity);
 	free(s->known_hosts);
+	free(s->worker_address);
 	memset(s, 0, sizeof *s);
 }
 
@@ -82,6 +83,7 @@ static char **site_str_field(struct gg_site *s, const char *key)
 		{"auth", offsetof(struct gg_site, auth)},
 		{"identity", offsetof(struct gg_site, identity)},
 		{"known_hosts", offsetof(struct gg_site, known_hosts)},
+		{"worker_address", offsetof(struct gg_site, worker_address)},
 	};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (strcmp(tab[i].key, key) == 0)
@@ -237,8 +239,9 @@ static int site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_e
 	memset(dst, 0, sizeof *dst);
 	if (!(dst->name = strdup(src->name)))
 		goto oom;
-	static const char *keys[] = {"ce",	"user",	  "queue", "gpu_queue", "gpu_rte",
-				     "image",	"ca_dir", "auth",  "identity",	"known_hosts"};
+	static const char *keys[] = {"ce",	  "user",	 "queue",    "gpu_queue",
+				     "gpu_rte",	  "image",	 "ca_dir",   "auth",
+				     "identity", "known_hosts", "worker_address"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *v = *site_str_field((struct gg_site *)src, keys[i]);
 		if (v && !(*site_str_field(dst, keys[i]) = strdup(v)))
@@ -315,8 +318,10 @@ char *gg_config_format(const struct gg_config *cfg)
 			fprintf(f, "ce = %s\n", s->ce);
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
-		static const char *keys[] = {"identity", "known_hosts", "user",	   "queue", "gpu_queue",
-					     "gpu_rte",	 "image",	"ca_dir", "auth"};
+		static const char *keys[] = {"identity", "known_hosts", "worker_address",
+					     "user",	 "queue",	"gpu_queue",
+					     "gpu_rte",	 "image",	"ca_dir",
+					     "auth"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)

@@ -117,6 +117,7 @@ struct gg_site {
 	char *auth;       /* "proxy" (default) or "token" */
 	char *identity;   /* ssh key for the jump hosts (the user's site key) */
 	char *known_hosts; /* known_hosts file with the jump hosts' keys */
+	char *worker_address; /* address the last jump host reaches workers by */
 	int64_t connect_deadline; /* seconds, 0 = default */
 	int64_t idle_limit;       /* seconds, 0 = default */
 };

@@ -1,0 +1,736 @@
+/* The ARC CE backend: A-REX's REST interface (1.0 as A-REX 6 serves it, 1.1 when
+ * offered). Quirks handled here (see the notes on A-REX 6.17):
+ *  - without an Accept header A-REX answers HTML: always send one;
+ *  - action bodies need Content-Type exactly application/json;
+ *  - HTTP 201 on bulk calls says nothing about each job: read every status-code;
+ *  - errors carry their text in the reason phrase with an empty body;
+ *  - one-element lists collapse to objects, empty lists are empty bodies;
+ *  - the delegation id is the last path segment of a malformed Location. */
+#include "ce/ce.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+struct gg_ce {
+	char *endpoint; /* https://host:port/arex */
+	char *base;     /* endpoint/rest/<version> */
+	char version[8];
+	struct gg_http *http;
+};
+
+static const char JSON[] = "application/json";
+
+const char *gg_ce_state_name(enum gg_ce_state s)
+{
+	static const char *names[] = {"unknown", "accepted", "queued",	 "running", "finishing",
+				      "finished", "failed",   "killed", "gone"};
+	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+int gg_ce_state_terminal(enum gg_ce_state s)
+{
+	return s == GG_CE_FINISHED || s == GG_CE_FAILED || s == GG_CE_KILLED || s == GG_CE_GONE;
+}
+
+enum gg_ce_state gg_arc_state(const char *s)
+{
+	static const struct {
+		const char *name;
+		enum gg_ce_state st;
+	} tab[] = {
+		{"ACCEPTING", GG_CE_ACCEPTED}, {"ACCEPTED", GG_CE_ACCEPTED},
+		{"PREPARING", GG_CE_ACCEPTED}, {"PREPARED", GG_CE_ACCEPTED},
+		{"SUBMITTING", GG_CE_ACCEPTED}, {"QUEUING", GG_CE_QUEUED},
+		{"HELD", GG_CE_QUEUED},        {"RUNNING", GG_CE_RUNNING},
+		{"EXITINGLRMS", GG_CE_RUNNING}, {"OTHER", GG_CE_RUNNING},
+		{"EXECUTED", GG_CE_FINISHING}, {"FINISHING", GG_CE_FINISHING},
+		{"KILLING", GG_CE_FINISHING},  {"FINISHED", GG_CE_FINISHED},
+		{"FAILED", GG_CE_FAILED},      {"KILLED", GG_CE_KILLED},
+		{"WIPED", GG_CE_GONE},
+		/* grid-manager states, as diagnose/status gives them */
+		{"SUBMIT", GG_CE_ACCEPTED},    {"INLRMS", GG_CE_RUNNING},
+		{"CANCELING", GG_CE_FINISHING}, {"DELETED", GG_CE_GONE},
+	};
+	if (!s)
+		return GG_CE_UNKNOWN;
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (strcmp(tab[i].name, s) == 0)
+			return tab[i].st;
+	return GG_CE_UNKNOWN;
+}
+
+void gg_ce_results_free(struct gg_ce_result *r, size_t n)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].id);
+		free(r[i].reason);
+		free(r[i].raw_state);
+	}
+	free(r);
+}
+
+int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
+	       struct gg_err *err)
+{
+	if (strncmp(endpoint, "https://", 8) != 0 || !endpoint[8])
+		return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https://", endpoint);
+	if (!auth->proxy_path && !auth->token)
+		return gg_err_set(err, GG_ECRED, "no credential to talk to the CE: run 'gridgpu "
+						 "proxy init' or set BEARER_TOKEN");
+	struct gg_ce *ce = calloc(1, sizeof *ce);
+	if (!ce)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	ce->endpoint = strdup(endpoint);
+	if (!ce->endpoint) {
+		free(ce);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	size_t l = strlen(ce->endpoint);
+	while (l > 8 && ce->endpoint[l - 1] == '/')
+		ce->endpoint[--l] = '\0';
+	struct gg_http_opts ho = {.proxy_path = auth->token ? NULL : auth->proxy_path,
+				  .token = auth->token,
+				  .ca_dir = auth->ca_dir};
+	int rc = gg_http_new(&ho, &ce->http, err);
+	if (rc < 0) {
+		gg_ce_free(ce);
+		return rc;
+	}
+	*out = ce;
+	return 0;
+}
+
+void gg_ce_free(struct gg_ce *ce)
+{
+	if (!ce)
+		return;
+	gg_http_free(ce->http);
+	free(ce->endpoint);
+	free(ce->base);
+	free(ce);
+}
+
+struct gg_http *gg_ce_http(struct gg_ce *ce)
+{
+	return ce->http;
+}
+
+const char *gg_ce_endpoint(const struct gg_ce *ce)
+{
+	return ce->endpoint;
+}
+
+/* An HTTP answer that is not the expected one, as an error. */
+static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_err *err)
+{
+	const char *reason = r->reason && r->reason[0] ? r->reason : "no reason given";
+	if (r->status == 401 || r->status == 403)
+		return gg_err_set(err, GG_ECRED,
+				  "%s: the CE refused your credential (HTTP %ld %s); is your "
+				  "identity authorised at this site?",
+				  what, r->status, reason);
+	if (r->status == 404)
+		return gg_err_set(err, GG_ENOTFOUND, "%s: not found on the CE (HTTP 404 %s)", what,
+				  reason);
+	return gg_err_set(err, r->status >= 500 ? GG_EPROTO : GG_EFAIL, "%s: HTTP %ld %s", what,
+			  r->status, reason);
+}
+
+int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
+{
+	if (ce->base) {
+		*version = ce->version;
+		return 0;
+	}
+	char *url = gg_strdup_printf("%s/rest", ce->endpoint);
+	struct gg_http_resp r = {0};
+	json_t *j = NULL;
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	if (rc < 0)
+		goto out;
+	if (r.status != 200) {
+		rc = http_fail(&r, "asking the CE for its REST versions", err);
+		goto out;
+	}
+	if ((rc = gg_http_resp_json(&r, &j, err)) < 0) {
+		gg_err_prefix(err, "%s", url);
+		goto out;
+	}
+	/* {"version":"1.0"} or {"version":["1.0","1.1"]}: take the newest we speak. */
+	json_t *v = json_object_get(j, "version");
+	const char *best = NULL;
+	if (json_is_string(v)) {
+		best = json_string_value(v);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e)
+		{
+			const char *s = json_string_value(e);
+			if (s && (!strcmp(s, "1.0") || !strcmp(s, "1.1")) &&
+			    (!best || strcmp(s, best) > 0))
+				best = s;
+		}
+	}
+	if (!best || (strcmp(best, "1.0") && strcmp(best, "1.1"))) {
+		rc = gg_err_set(err, GG_EPROTO, "%s: the CE offers no REST version gridgpu speaks "
+						"(1.0, 1.1)",
+				url);
+		goto out;
+	}
+	snprintf(ce->version, sizeof ce->version, "%s", best);
+	ce->base = gg_strdup_printf("%s/rest/%s", ce->endpoint, ce->version);
+	*version = ce->version;
+out:
+	json_decref(j);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+/* Build a URL under the REST base; asks for the version on first use. */
+static char *rest_url(struct gg_ce *ce, const char *path, struct gg_err *err)
+{
+	const char *v;
+	if (gg_ce_version(ce, &v, err) < 0)
+		return NULL;
+	char *u = gg_strdup_printf("%s/%s", ce->base, path);
+	if (!u)
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+	return u;
+}
+
+/* A value that may be a string or an array of strings, as a list. */
+static void collect_strings(json_t *v, char ***out, size_t *n)
+{
+	if (json_is_string(v)) {
+		char **nl = realloc(*out, (*n + 1) * sizeof *nl);
+		if (nl) {
+			*out = nl;
+			if ((nl[*n] = strdup(json_string_value(v))))
+				(*n)++;
+		}
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e) collect_strings(e, out, n);
+	}
+}
+
+static json_t *as_array(json_t *v)
+{
+	/* One element comes as an object, many as an array: iterate both alike. */
+	if (json_is_array(v))
+		return json_incref(v);
+	json_t *a = json_array();
+	if (v)
+		json_array_append(a, v);
+	return a;
+}
+
+void gg_ce_info_clear(struct gg_ce_info *info)
+{
+	free(info->name);
+	for (size_t i = 0; i < info->nqueues; i++)
+		free(info->queues[i]);
+	free(info->queues);
+	for (size_t i = 0; i < info->nrtes; i++)
+		free(info->rtes[i]);
+	free(info->rtes);
+	free(info->rest_version);
+	memset(info, 0, sizeof *info);
+}
+
+int gg_ce_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
+{
+	memset(info, 0, sizeof *info);
+	char *url = rest_url(ce, "info?schema=glue2", err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	json_t *j = NULL;
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	if (rc < 0)
+		goto out;
+	if (r.status != 200) {
+		rc = http_fail(&r, "CE info", err);
+		goto out;
+	}
+	if ((rc = gg_http_resp_json(&r, &j, err)) < 0)
+		goto out;
+	json_t *svc = json_object_get(
+		json_object_get(json_object_get(json_object_get(j, "Domains"), "AdminDomain"),
+				"Services"),
+		"ComputingService");
+	json_t *svcs = as_array(svc);
+	size_t i;
+	json_t *s;
+	json_array_foreach(svcs, i, s)
+	{
+		if (!info->name && json_is_string(json_object_get(s, "Name")))
+			info->name = strdup(json_string_value(json_object_get(s, "Name")));
+		json_t *shares = as_array(json_object_get(s, "ComputingShare"));
+		size_t k;
+		json_t *sh;
+		json_array_foreach(shares, k, sh) collect_strings(json_object_get(sh, "Name"),
+								  &info->queues, &info->nqueues);
+		json_decref(shares);
+		json_t *mgrs = as_array(json_object_get(s, "ComputingManager"));
+		json_t *m;
+		json_array_foreach(mgrs, k, m)
+		{
+			json_t *aes = as_array(json_object_get(
+				json_object_get(m, "ApplicationEnvironments"),
+				"ApplicationEnvironment"));
+			size_t a;
+			json_t *ae;
+			json_array_foreach(aes, a, ae)
+				collect_strings(json_object_get(ae, "AppName"), &info->rtes,
+						&info->nrtes);
+			json_decref(aes);
+		}
+		json_decref(mgrs);
+	}
+	json_decref(svcs);
+	info->rest_version = strdup(ce->version);
+out:
+	json_decref(j);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
+		      struct gg_err *err)
+{
+	*results = NULL;
+	*n = 0;
+	struct gg_http_resp fake = {.body = (char *)body, .len = len};
+	json_t *j;
+	int rc = gg_http_resp_json(&fake, &j, err);
+	if (rc < 0)
+		return rc;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return gg_err_set(err, GG_EPROTO, "the CE's answer is not a JSON object");
+	}
+	json_t *jobs = json_object_get(j, "job");
+	if (jobs && !json_is_object(jobs) && !json_is_array(jobs)) {
+		json_decref(j);
+		return gg_err_set(err, GG_EPROTO, "the CE's answer has a malformed 'job' member");
+	}
+	json_t *arr = as_array(jobs);
+	size_t cnt = json_array_size(arr);
+	struct gg_ce_result *res = calloc(cnt ? cnt : 1, sizeof *res);
+	if (!res) {
+		json_decref(arr);
+		json_decref(j);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e)
+	{
+		if (!json_is_object(e)) {
+			gg_ce_results_free(res, cnt);
+			json_decref(arr);
+			json_decref(j);
+			return gg_err_set(err, GG_EPROTO, "the CE's answer lists a job that is not "
+							  "an object");
+		}
+		/* All values are strings in A-REX's JSON; accept numbers too. */
+		json_t *code = json_object_get(e, "status-code");
+		res[i].code = json_is_string(code)   ? atoi(json_string_value(code))
+			      : json_is_integer(code) ? (int)json_integer_value(code)
+						      : 200;
+		const char *id = json_string_value(json_object_get(e, "id"));
+		const char *reason = json_string_value(json_object_get(e, "reason"));
+		const char *state = json_string_value(json_object_get(e, "state"));
+		res[i].id = id ? strdup(id) : NULL;
+		res[i].reason = reason ? strdup(reason) : NULL;
+		res[i].raw_state = state ? strdup(state) : NULL;
+		res[i].state = res[i].code == 404 ? GG_CE_GONE : gg_arc_state(state);
+	}
+	json_decref(arr);
+	json_decref(j);
+	*results = res;
+	*n = cnt;
+	return 0;
+}
+
+/* POST jobs?action=ACTION with many ids; results in the order of ids. */
+static int bulk(struct gg_ce *ce, const char *action, const char *const *ids, size_t n,
+		struct gg_ce_result **results, struct gg_err *err)
+{
+	*results = NULL;
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:s}", "id", ids[i]));
+	json_t *body = json_pack("{s:o}", "job", list);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	char *path = gg_strdup_printf("jobs?action=%s", action);
+	char *url = path ? rest_url(ce, path, err) : NULL;
+	free(path);
+	struct gg_http_resp r = {0};
+	struct gg_ce_result *got = NULL;
+	size_t ngot = 0;
+	int rc;
+	if (!text || !url) {
+		rc = url ? gg_err_set(err, GG_ENOMEM, "out of memory") : (err ? err->code : GG_EFAIL);
+		goto out;
+	}
+	/* status is idempotent; kill and clean are harmless to repeat too. */
+	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
+	if (rc < 0)
+		goto out;
+	if (r.status != 201 && r.status != 200) {
+		rc = http_fail(&r, action, err);
+		goto out;
+	}
+	if ((rc = gg_arc_parse_jobs(r.body, r.len, &got, &ngot, err)) < 0)
+		goto out;
+	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
+	if (!res) {
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		for (k = 0; k < ngot; k++)
+			if (got[k].id && strcmp(got[k].id, ids[i]) == 0)
+				break;
+		if (k < ngot) {
+			res[i] = got[k];
+			memset(&got[k], 0, sizeof got[k]);
+		} else {
+			res[i].id = strdup(ids[i]);
+			res[i].code = 0;
+			res[i].reason = strdup("the CE did not answer for this job");
+			res[i].state = GG_CE_UNKNOWN;
+		}
+	}
+	*results = res;
+out:
+	gg_ce_results_free(got, ngot);
+	gg_http_resp_clear(&r);
+	free(url);
+	free(text);
+	return rc;
+}
+
+int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
+		 struct gg_ce_result **results, struct gg_err *err)
+{
+	/* ?action=status reads the info provider's per-job file, which lags by up
+	 * to its period; GET jobs?state= is computed live. Use the live list and
+	 * keep the bulk answer only for the ids the list does not have. */
+	struct gg_ce_result *live = NULL;
+	size_t nlive = 0;
+	int rc = gg_ce_list(ce, &live, &nlive, err);
+	if (rc < 0)
+		return rc;
+	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
+	if (!res) {
+		gg_ce_results_free(live, nlive);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		res[i].id = strdup(ids[i]);
+		res[i].state = GG_CE_GONE;
+		res[i].code = 404;
+		for (size_t k = 0; k < nlive; k++) {
+			if (live[k].id && strcmp(live[k].id, ids[i]) == 0) {
+				res[i].state = live[k].state;
+				res[i].raw_state = live[k].raw_state;
+				live[k].raw_state = NULL;
+				res[i].code = 200;
+				break;
+			}
+		}
+	}
+	gg_ce_results_free(live, nlive);
+	/* The live list calls killed jobs FAILED; ask the bulk status (which knows
+	 * KILLED) for the failed ones only. */
+	const char **failed = calloc(n ? n : 1, sizeof *failed);
+	size_t nf = 0;
+	if (!failed) {
+		gg_ce_results_free(res, n);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		if (res[i].state == GG_CE_FAILED)
+			failed[nf++] = ids[i];
+	if (nf) {
+		struct gg_ce_result *b = NULL;
+		struct gg_err e2 = {0};
+		if (bulk(ce, "status", failed, nf, &b, &e2) == 0) {
+			for (size_t k = 0; k < nf; k++)
+				for (size_t i = 0; i < n; i++)
+					if (!strcmp(res[i].id, b[k].id) && b[k].state == GG_CE_KILLED)
+						res[i].state = GG_CE_KILLED;
+			gg_ce_results_free(b, nf);
+		}
+	}
+	free(failed);
+	*results = res;
+	return 0;
+}
+
+int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+	       struct gg_err *err)
+{
+	return bulk(ce, "kill", ids, n, results, err);
+}
+
+int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n,
+		struct gg_ce_result **results, struct gg_err *err)
+{
+	return bulk(ce, "clean", ids, n, results, err);
+}
+
+int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err)
+{
+	char *url = rest_url(ce, "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,"
+				 "QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,"
+				 "FINISHED,FAILED,KILLING,KILLED,WIPED",
+			     err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = http_fail(&r, "listing jobs", err);
+	if (rc == 0)
+		rc = gg_arc_parse_jobs(r.body, r.len, results, n, err);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
+{
+	char *url = rest_url(ce, "jobs?action=new", err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	struct gg_ce_result *res = NULL;
+	size_t n = 0;
+	/* Not idempotent: a repeated submit makes a second job. */
+	int rc = gg_http_request(ce->http, "POST", url, "application/xrsl", description,
+				 strlen(description), JSON, 0, &r, err);
+	if (rc < 0)
+		goto out;
+	if (r.status != 201 && r.status != 200) {
+		rc = http_fail(&r, "submitting the job", err);
+		goto out;
+	}
+	if ((rc = gg_arc_parse_jobs(r.body, r.len, &res, &n, err)) < 0)
+		goto out;
+	if (n != 1) {
+		rc = gg_err_set(err, GG_EPROTO, "the CE answered the submission with %zu jobs", n);
+		goto out;
+	}
+	if (res[0].code != 201 || !res[0].id || !res[0].id[0]) {
+		/* The CE's own words: "nordugrid:xrsl parsing error: ..." */
+		char reason[512];
+		snprintf(reason, sizeof reason, "%s", res[0].reason ? res[0].reason : "no reason");
+		for (char *p = reason; *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+		rc = gg_err_set(err, GG_EJOB, "the CE refused the job: %s (code %d)", reason,
+				res[0].code);
+		goto out;
+	}
+	*id = res[0].id;
+	res[0].id = NULL;
+out:
+	gg_ce_results_free(res, n);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+static int valid_job_id(const char *id)
+{
+	if (!id || !*id)
+		return 0;
+	for (const char *p = id; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+			return 0;
+	return 1;
+}
+
+/* Percent-escape each segment of a relative path with libcurl; keep the '/'. */
+static char *escape_path(const char *name)
+{
+	char *out = calloc(1, 1);
+	size_t len = 0;
+	const char *p = name;
+	while (out) {
+		size_t seg = strcspn(p, "/");
+		char *e = curl_easy_escape(NULL, p, (int)seg);
+		if (!e) {
+			free(out);
+			return NULL;
+		}
+		size_t el = strlen(e);
+		char *no = realloc(out, len + el + 2);
+		if (!no) {
+			curl_free(e);
+			free(out);
+			return NULL;
+		}
+		out = no;
+		memcpy(out + len, e, el);
+		len += el;
+		curl_free(e);
+		if (!p[seg])
+			break;
+		out[len++] = '/';
+		p += seg + 1;
+	}
+	if (out)
+		out[len] = '\0';
+	return out;
+}
+
+static char *session_url(struct gg_ce *ce, const char *id, const char *name, struct gg_err *err)
+{
+	if (!valid_job_id(id)) {
+		gg_err_set(err, GG_EUSAGE, "'%s' is not a valid job id", id);
+		return NULL;
+	}
+	char *esc = NULL;
+	if (name && !(esc = escape_path(name))) {
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+		return NULL;
+	}
+	char *path = gg_strdup_printf("jobs/%s/session/%s", id, esc ? esc : "");
+	free(esc);
+	char *u = path ? rest_url(ce, path, err) : NULL;
+	free(path);
+	return u;
+}
+
+int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *data, size_t len,
+	      struct gg_err *err)
+{
+	char *url = session_url(ce, id, name, err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	/* PUT of the same bytes is idempotent. */
+	int rc = gg_http_request(ce->http, "PUT", url, "application/octet-stream", data, len, NULL,
+				 1, &r, err);
+	if (rc == 0 && (r.status < 200 || r.status >= 300))
+		rc = http_fail(&r, name, err);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_ce_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+		   gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	char *url = session_url(ce, id, name, err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	int rc = gg_http_put_file(ce->http, url, path, progress, ud, &r, err);
+	if (rc == 0 && (r.status < 200 || r.status >= 300))
+		rc = http_fail(&r, name, err);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_ce_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+	      size_t *len, struct gg_err *err)
+{
+	char *url = session_url(ce, id, name, err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "application/octet-stream", 1,
+				 &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = http_fail(&r, name, err);
+	if (rc == 0 && r.len > max)
+		rc = gg_err_set(err, GG_EPROTO, "%s: larger than %zu bytes", name, max);
+	if (rc == 0) {
+		*data = r.body;
+		if (len)
+			*len = r.len;
+		r.body = NULL;
+	}
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_ce_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+		   gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	char *url = session_url(ce, id, name, err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	int rc = gg_http_get_file(ce->http, url, path, 0644, progress, ud, &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = http_fail(&r, name, err);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err)
+{
+	*names = NULL;
+	*n = 0;
+	char *url = session_url(ce, id, NULL, err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	json_t *j = NULL;
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = http_fail(&r, "listing the session directory", err);
+	if (rc == 0)
+		rc = gg_http_resp_json(&r, &j, err);
+	if (rc == 0)
+		collect_strings(json_object_get(j, "file"), names, n);
+	json_decref(j);
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}
+
+int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
+		   struct gg_err *err)
+{
+	if (!valid_job_id(id))
+		return gg_err_set(err, GG_EUSAGE, "'%s' is not a valid job id", id);
+	char *path = gg_strdup_printf("jobs/%s/diagnose/%s", id, item);
+	char *url = path ? rest_url(ce, path, err) : NULL;
+	free(path);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	struct gg_http_resp r = {0};
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "text/plain", 1, &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = http_fail(&r, item, err);
+	if (rc == 0) {
+		*text = r.body;
+		r.body = NULL;
+	}
+	gg_http_resp_clear(&r);
+	free(url);
+	return rc;
+}

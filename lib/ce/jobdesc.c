@@ -1,0 +1,233 @@
+/* The job description model and its xRSL writer. */
+#include "ce/ce.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gg_jd_set(char **field, const char *value, struct gg_err *err)
+{
+	char *v = value ? strdup(value) : NULL;
+	if (value && !v)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(*field);
+	*field = v;
+	return 0;
+}
+
+static int push(char **arr, int *n, const char *v, const char *what, struct gg_err *err)
+{
+	if (*n >= GG_JD_MAX)
+		return gg_err_set(err, GG_EUSAGE, "too many %s (at most %d)", what, GG_JD_MAX);
+	if (!(arr[*n] = strdup(v)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	(*n)++;
+	return 0;
+}
+
+int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err)
+{
+	return push(jd->args, &jd->nargs, arg, "arguments", err);
+}
+
+int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err)
+{
+	for (int i = 0; i < jd->noutputs; i++)
+		if (strcmp(jd->outputs[i], name) == 0)
+			return 0;
+	return push(jd->outputs, &jd->noutputs, name, "output files", err);
+}
+
+int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err)
+{
+	if (jd->nrtes >= 16)
+		return gg_err_set(err, GG_EUSAGE, "too many runtime environments");
+	if (!(jd->rtes[jd->nrtes] = strdup(rte)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	jd->nrtes++;
+	return 0;
+}
+
+int gg_jd_env(struct gg_jobdesc *jd, const char *name, const char *value, struct gg_err *err)
+{
+	char *kv = gg_strdup_printf("%s=%s", name, value);
+	if (!kv)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = push(jd->env, &jd->nenv, kv, "environment variables", err);
+	free(kv);
+	return rc;
+}
+
+int gg_jd_input(struct gg_jobdesc *jd, const char *name, const char *source, const char *local,
+		struct gg_err *err)
+{
+	if (jd->ninputs >= GG_JD_MAX)
+		return gg_err_set(err, GG_EUSAGE, "too many input files (at most %d)", GG_JD_MAX);
+	if (!name[0] || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
+		return gg_err_set(err, GG_EUSAGE, "input file name '%s' must be a plain file name",
+				  name);
+	struct gg_jd_file *f = &jd->inputs[jd->ninputs];
+	memset(f, 0, sizeof *f);
+	if (gg_jd_set(&f->name, name, err) < 0 || gg_jd_set(&f->source, source, err) < 0 ||
+	    gg_jd_set(&f->local, local, err) < 0) {
+		free(f->name);
+		free(f->source);
+		free(f->local);
+		memset(f, 0, sizeof *f);
+		return GG_ENOMEM;
+	}
+	jd->ninputs++;
+	return 0;
+}
+
+void gg_jd_clear(struct gg_jobdesc *jd)
+{
+	if (!jd)
+		return;
+	free(jd->name);
+	free(jd->executable);
+	for (int i = 0; i < jd->nargs; i++)
+		free(jd->args[i]);
+	for (int i = 0; i < jd->ninputs; i++) {
+		free(jd->inputs[i].name);
+		free(jd->inputs[i].source);
+		free(jd->inputs[i].local);
+	}
+	for (int i = 0; i < jd->noutputs; i++)
+		free(jd->outputs[i]);
+	free(jd->stdout_name);
+	free(jd->stderr_name);
+	free(jd->queue);
+	for (int i = 0; i < jd->nrtes; i++)
+		free(jd->rtes[i]);
+	free(jd->delegation_id);
+	for (int i = 0; i < jd->nenv; i++)
+		free(jd->env[i]);
+	free(jd->extra);
+	memset(jd, 0, sizeof *jd);
+}
+
+/* An xRSL string literal: double quotes, a '"' inside written twice. */
+static void q(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void rel(FILE *f, const char *attr, const char *value)
+{
+	if (!value)
+		return;
+	fprintf(f, "(%s=", attr);
+	q(f, value);
+	fputs(")\n", f);
+}
+
+int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err)
+{
+	if (!jd->executable || !jd->executable[0])
+		return gg_err_set(err, GG_EUSAGE, "job description: no executable");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	fputs("&\n", f);
+	rel(f, "executable", jd->executable);
+	if (jd->nargs) {
+		fputs("(arguments=", f);
+		for (int i = 0; i < jd->nargs; i++) {
+			if (i)
+				fputc(' ', f);
+			q(f, jd->args[i]);
+		}
+		fputs(")\n", f);
+	}
+	rel(f, "jobname", jd->name);
+	if (jd->ninputs) {
+		fputs("(inputfiles=", f);
+		for (int i = 0; i < jd->ninputs; i++) {
+			fputc('(', f);
+			q(f, jd->inputs[i].name);
+			fputc(' ', f);
+			q(f, jd->inputs[i].source ? jd->inputs[i].source : "");
+			fputc(')', f);
+		}
+		fputs(")\n", f);
+	}
+	/* A-REX deletes every session file that is not a declared output when the
+	 * job ends, stdout and stderr included: declare them. */
+	const char *outs[GG_JD_MAX + 2];
+	int nouts = 0;
+	for (int i = 0; i < jd->noutputs; i++)
+		outs[nouts++] = jd->outputs[i];
+	const char *std[2] = {jd->stdout_name, jd->stderr_name};
+	for (int k = 0; k < 2; k++) {
+		if (!std[k])
+			continue;
+		int dup = 0;
+		for (int i = 0; i < nouts; i++)
+			dup |= strcmp(outs[i], std[k]) == 0;
+		if (!dup)
+			outs[nouts++] = std[k];
+	}
+	if (nouts) {
+		fputs("(outputfiles=", f);
+		for (int i = 0; i < nouts; i++) {
+			fputc('(', f);
+			q(f, outs[i]);
+			fputs(" \"\")", f);
+		}
+		fputs(")\n", f);
+	}
+	rel(f, "stdout", jd->stdout_name);
+	rel(f, "stderr", jd->stderr_name);
+	char num[32];
+	if (jd->walltime > 0) {
+		/* xRSL times without a unit are minutes: round up. */
+		snprintf(num, sizeof num, "%" PRId64, (jd->walltime + 59) / 60);
+		rel(f, "walltime", num);
+	}
+	if (jd->cpus > 0) {
+		snprintf(num, sizeof num, "%d", jd->cpus);
+		rel(f, "count", num);
+	}
+	if (jd->memory > 0) {
+		/* xRSL memory is MB per process slot. */
+		uint64_t per = jd->memory / (uint64_t)(jd->cpus > 0 ? jd->cpus : 1);
+		snprintf(num, sizeof num, "%" PRIu64, (per + (1u << 20) - 1) >> 20);
+		rel(f, "memory", num);
+	}
+	rel(f, "queue", jd->queue);
+	for (int i = 0; i < jd->nrtes; i++)
+		rel(f, "runtimeenvironment", jd->rtes[i]);
+	if (jd->nenv) {
+		fputs("(environment=", f);
+		for (int i = 0; i < jd->nenv; i++) {
+			const char *eq = strchr(jd->env[i], '=');
+			char name[256];
+			snprintf(name, sizeof name, "%.*s", (int)(eq - jd->env[i]), jd->env[i]);
+			fputc('(', f);
+			q(f, name);
+			fputc(' ', f);
+			q(f, eq + 1);
+			fputc(')', f);
+		}
+		fputs(")\n", f);
+	}
+	rel(f, "delegationid", jd->delegation_id);
+	if (jd->extra && jd->extra[0])
+		fprintf(f, "%s\n", jd->extra);
+	if (fclose(f) != 0) {
+		free(buf);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	*out = buf;
+	return 0;
+}

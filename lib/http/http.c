@@ -1,0 +1,499 @@
+/* lib/http: libcurl set-up, keep-alive, retries, TLS, auth. */
+#include "http/http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+struct gg_http {
+	CURL *curl;
+	struct gg_http_opts o;
+	char *proxy_path, *ca_dir, *auth_header;
+	long connections;
+	CURLcode last; /* of the last transfer */
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* Per-transfer state. */
+struct xfer {
+	struct gg_http *h;
+	struct gg_http_resp *resp;
+	size_t cap;
+	FILE *out;        /* body to a file when set (and status is 2xx) */
+	long status_line; /* status from the last status line */
+	gg_http_progress_fn progress;
+	void *ud;
+	int cancelled;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+const char *gg_http_default_ca_dir(void)
+{
+	const char *d = getenv("X509_CERT_DIR");
+	return d && *d ? d : "/etc/grid-security/certificates";
+}
+
+int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg_err *err)
+{
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK)
+		return gg_err_set(err, GG_EFAIL, "initialising libcurl: %s",
+				  curl_easy_strerror(global_rc));
+	struct gg_http *h = calloc(1, sizeof *h);
+	if (!h)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	h->o = *opts;
+	if (!h->o.connect_timeout_ms)
+		h->o.connect_timeout_ms = 10000;
+	if (!h->o.timeout_ms)
+		h->o.timeout_ms = 120000;
+	if (h->o.retries < 0)
+		h->o.retries = 0;
+	else if (!h->o.retries)
+		h->o.retries = 2;
+	if (!h->o.retry_base_ms)
+		h->o.retry_base_ms = 200;
+	h->ca_dir = strdup(opts->ca_dir ? opts->ca_dir : gg_http_default_ca_dir());
+	if (opts->proxy_path)
+		h->proxy_path = strdup(opts->proxy_path);
+	if (opts->token)
+		h->auth_header = gg_strdup_printf("Authorization: Bearer %s", opts->token);
+	h->o.proxy_path = h->proxy_path;
+	h->o.token = NULL; /* only the header keeps it */
+	h->o.ca_dir = h->ca_dir;
+	h->curl = curl_easy_init();
+	if (!h->curl || !h->ca_dir || (opts->proxy_path && !h->proxy_path) ||
+	    (opts->token && !h->auth_header)) {
+		gg_http_free(h);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	*out = h;
+	return 0;
+}
+
+void gg_http_free(struct gg_http *h)
+{
+	if (!h)
+		return;
+	if (h->curl)
+		curl_easy_cleanup(h->curl);
+	if (h->auth_header) {
+		OPENSSL_cleanse(h->auth_header, strlen(h->auth_header));
+		free(h->auth_header);
+	}
+	free(h->proxy_path);
+	free(h->ca_dir);
+	free(h);
+}
+
+long gg_http_connections(const struct gg_http *h)
+{
+	return h->connections;
+}
+
+void gg_http_resp_clear(struct gg_http_resp *r)
+{
+	if (!r)
+		return;
+	free(r->reason);
+	free(r->body);
+	free(r->content_type);
+	free(r->location);
+	memset(r, 0, sizeof *r);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = size * n;
+	if (x->out && x->status_line >= 200 && x->status_line < 300)
+		return fwrite(p, 1, len, x->out) == len ? len : 0;
+	struct gg_http_resp *r = x->resp;
+	if (r->len + len + 1 > x->cap) {
+		size_t cap = x->cap ? x->cap : 4096;
+		while (cap < r->len + len + 1)
+			cap *= 2;
+		char *nb = realloc(r->body, cap);
+		if (!nb)
+			return 0;
+		r->body = nb;
+		x->cap = cap;
+	}
+	memcpy(r->body + r->len, p, len);
+	r->len += len;
+	r->body[r->len] = '\0';
+	return len;
+}
+
+static char *dup_trim(const char *p, size_t len)
+{
+	while (len && (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
+		len--;
+	while (len && *p == ' ') {
+		p++;
+		len--;
+	}
+	char *s = malloc(len + 1);
+	if (s) {
+		memcpy(s, p, len);
+		s[len] = '\0';
+	}
+	return s;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	struct gg_http_resp *r = x->resp;
+	size_t len = size * n;
+	if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
+		/* A new response (after 100-continue, say): reset what we kept. */
+		const char *sp = memchr(p, ' ', len);
+		x->status_line = sp ? strtol(sp + 1, NULL, 10) : 0;
+		free(r->reason);
+		r->reason = NULL;
+		free(r->content_type);
+		r->content_type = NULL;
+		free(r->location);
+		r->location = NULL;
+		if (sp) {
+			const char *rs = memchr(sp + 1, ' ', len - (size_t)(sp + 1 - p));
+			if (rs)
+				r->reason = dup_trim(rs + 1, len - (size_t)(rs + 1 - p));
+		}
+		return len;
+	}
+	const char *colon = memchr(p, ':', len);
+	if (!colon)
+		return len;
+	size_t klen = (size_t)(colon - p);
+	char **slot = NULL;
+	if (klen == 12 && strncasecmp(p, "content-type", 12) == 0)
+		slot = &r->content_type;
+	else if (klen == 8 && strncasecmp(p, "location", 8) == 0)
+		slot = &r->location;
+	if (slot) {
+		free(*slot);
+		*slot = dup_trim(colon + 1, len - klen - 1);
+	}
+	return len;
+}
+
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct xfer *x = ud;
+	if (x->h->o.cancel && x->h->o.cancel(x->h->o.cancel_ud)) {
+		x->cancelled = 1;
+		return 1;
+	}
+	if (x->progress) {
+		uint64_t done = (uint64_t)(ulnow ? ulnow : dlnow);
+		uint64_t total = (uint64_t)(ultotal ? ultotal : dltotal);
+		if (x->progress(x->ud, done, total)) {
+			x->cancelled = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int transport_retryable(CURLcode c)
+{
+	switch (c) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct gg_err *err)
+{
+	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(c);
+	switch (c) {
+	case CURLE_ABORTED_BY_CALLBACK:
+		return gg_err_set(err, GG_EINTR, "interrupted");
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return gg_err_set(err, GG_ENET,
+				  "%s: TLS: the server's certificate does not match its name or is "
+				  "not trusted (%s)",
+				  url, detail);
+	case CURLE_SSL_CACERT_BADFILE:
+		return gg_err_set(err, GG_ENET, "%s: TLS: cannot use CA directory '%s' (%s)", url,
+				  h->ca_dir, detail);
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+		return gg_err_set(err, GG_ECRED, "%s: TLS: cannot use the proxy '%s' as client "
+						 "certificate (%s)",
+				  url, h->proxy_path ? h->proxy_path : "", detail);
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return gg_err_set(err, GG_ENET, "%s: cannot resolve the host name (%s)", url, detail);
+	case CURLE_COULDNT_CONNECT:
+		return gg_err_set(err, GG_ENET, "%s: cannot connect: is the CE up and the URL right? (%s)",
+				  url, detail);
+	case CURLE_OPERATION_TIMEDOUT:
+		return gg_err_set(err, GG_ENET, "%s: timed out (%s)", url, detail);
+	case CURLE_GOT_NOTHING:
+		return gg_err_set(err, GG_ENET, "%s: the server closed the connection without an "
+						"answer (is it an HTTPS endpoint?)",
+				  url);
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+		return gg_err_set(err, GG_EUSAGE, "%s: not a usable URL (%s)", url, detail);
+	default:
+		if (strstr(detail, "SSL") || strstr(detail, "TLS") || c == CURLE_SSL_CONNECT_ERROR)
+			return gg_err_set(err, GG_ENET,
+					  "%s: TLS handshake failed (%s); check the CA directory "
+					  "'%s' and your credential",
+					  url, detail, h->ca_dir);
+		return gg_err_set(err, GG_ENET, "%s: %s", url, detail);
+	}
+}
+
+static int sleep_ms(struct gg_http *h, long ms)
+{
+	while (ms > 0) {
+		if (h->o.cancel && h->o.cancel(h->o.cancel_ud))
+			return -1;
+		long step = ms > 50 ? 50 : ms;
+		struct timespec ts = {0, step * 1000000L};
+		nanosleep(&ts, NULL);
+		ms -= step;
+	}
+	return 0;
+}
+
+/* The common set-up of one transfer. */
+static struct curl_slist *setup(struct gg_http *h, struct xfer *x, const char *method,
+				const char *url, const char *content_type, const char *accept)
+{
+	CURL *c = h->curl;
+	curl_easy_reset(c); /* keeps the connection cache */
+	h->errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(c, CURLOPT_CAINFO, NULL); /* only the grid CA dir */
+	curl_easy_setopt(c, CURLOPT_CAPATH, h->ca_dir);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "gridgpu/" GG_VERSION);
+	if (h->proxy_path) {
+		curl_easy_setopt(c, CURLOPT_SSLCERT, h->proxy_path);
+		curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(c, CURLOPT_SSLKEY, h->proxy_path);
+	}
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	if (strcmp(method, "GET") == 0)
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	struct curl_slist *hdr = NULL, *t;
+	char line[160];
+	/* "Expect: 100-continue" costs a round trip on every upload. */
+	hdr = curl_slist_append(hdr, "Expect:");
+	if (accept) {
+		snprintf(line, sizeof line, "Accept: %s", accept);
+		if ((t = curl_slist_append(hdr, line)))
+			hdr = t;
+	}
+	if (content_type) {
+		snprintf(line, sizeof line, "Content-Type: %s", content_type);
+		if ((t = curl_slist_append(hdr, line)))
+			hdr = t;
+	}
+	if (h->auth_header && (t = curl_slist_append(hdr, h->auth_header)))
+		hdr = t;
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	return hdr;
+}
+
+static void free_headers(struct curl_slist *hdr)
+{
+	/* The bearer token is in one of these strings: wipe before freeing. */
+	for (struct curl_slist *s = hdr; s; s = s->next)
+		OPENSSL_cleanse(s->data, strlen(s->data));
+	curl_slist_free_all(hdr);
+}
+
+static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg_err *err)
+{
+	CURLcode c = h->last = curl_easy_perform(h->curl);
+	long nc = 0;
+	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &nc);
+	h->connections += nc;
+	if (c != CURLE_OK) {
+		if (x->cancelled)
+			return gg_err_set(err, GG_EINTR, "interrupted");
+		return map_curl_error(h, c, url, err);
+	}
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);
+	if (!x->resp->body) {
+		x->resp->body = calloc(1, 1);
+		if (!x->resp->body)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int gg_http_request(struct gg_http *h, const char *method, const char *url,
+		    const char *content_type, const void *body, size_t len, const char *accept,
+		    int idempotent, struct gg_http_resp *resp, struct gg_err *err)
+{
+	int tries = 1 + h->o.retries;
+	long backoff = h->o.retry_base_ms;
+	int rc = 0;
+	for (int i = 0; i < tries; i++) {
+		gg_http_resp_clear(resp);
+		struct xfer x = {.h = h, .resp = resp};
+		struct curl_slist *hdr = setup(h, &x, method, url, content_type, accept);
+		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
+		if (body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		}
+		rc = perform(h, &x, url, err);
+		free_headers(hdr);
+		if (rc == GG_EINTR)
+			return rc;
+		int retry = 0;
+		/* A request that never reached the server can always be sent again;
+		 * anything else only when repeating it is harmless. */
+		if (rc < 0)
+			retry = h->last == CURLE_COULDNT_CONNECT ||
+				(idempotent && transport_retryable(h->last));
+		else
+			retry = idempotent &&
+				(resp->status == 502 || resp->status == 503 || resp->status == 504);
+		if (!retry || i + 1 == tries)
+			break;
+		if (sleep_ms(h, backoff) < 0)
+			return gg_err_set(err, GG_EINTR, "interrupted");
+		backoff *= 2;
+	}
+	return rc;
+}
+
+int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
+		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		     struct gg_err *err)
+{
+	FILE *f = fopen(path, "rbe");
+	if (!f)
+		return gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno, "reading '%s'",
+				  path);
+	struct stat st;
+	if (fstat(fileno(f), &st) < 0) {
+		int e = errno;
+		fclose(f);
+		return gg_err_sys(err, GG_EIO, e, "reading '%s'", path);
+	}
+	gg_http_resp_clear(resp);
+	struct xfer x = {.h = h, .resp = resp, .progress = progress, .ud = ud};
+	struct curl_slist *hdr = setup(h, &x, "PUT", url, "application/octet-stream", NULL);
+	curl_easy_setopt(h->curl, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(h->curl, CURLOPT_READDATA, f);
+	curl_easy_setopt(h->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
+	/* A stalled upload is dead: under 1 KiB/s for 60 s. */
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	int rc = perform(h, &x, url, err);
+	free_headers(hdr);
+	fclose(f);
+	return rc;
+}
+
+int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_t mode,
+		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		     struct gg_err *err)
+{
+	char *tmp = gg_strdup_printf("%s.part.XXXXXX", path);
+	if (!tmp)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(tmp);
+		return gg_err_sys(err, GG_EIO, e, "writing '%s'", path);
+	}
+	FILE *f = fdopen(fd, "wb");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	gg_http_resp_clear(resp);
+	struct xfer x = {.h = h, .resp = resp, .out = f, .progress = progress, .ud = ud};
+	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	int rc = perform(h, &x, url, err);
+	free_headers(hdr);
+	int e = 0;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fchmod(fileno(f), mode) != 0)
+		e = errno;
+	if (fclose(f) != 0 && !e)
+		e = errno;
+	if (rc == 0 && resp->status >= 200 && resp->status < 300) {
+		if (e || rename(tmp, path) != 0) {
+			rc = gg_err_sys(err, GG_EIO, e ? e : errno, "writing '%s'", path);
+			unlink(tmp);
+		}
+	} else {
+		unlink(tmp);
+	}
+	free(tmp);
+	return rc;
+}
+
+int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_err *err)
+{
+	size_t i = 0;
+	while (i < resp->len && (resp->body[i] == ' ' || resp->body[i] == '\n' || resp->body[i] == '\r'))
+		i++;
+	if (i == resp->len) {
+		*out = json_object();
+		return *out ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	json_error_t je;
+	*out = json_loadb(resp->body, resp->len, JSON_REJECT_DUPLICATES, &je);
+	if (!*out)
+		return gg_err_set(err, GG_EPROTO, "the answer is not valid JSON (%s at byte %d)",
+				  je.text, je.position);
+	return 0;
+}

@@ -1,0 +1,69 @@
+/* lib/http: the one place that sets up libcurl. A handle keeps one connection
+ * open for all the requests of a command (keep-alive), authenticates with the
+ * proxy as TLS client certificate or with a bearer token, always verifies the
+ * peer against a CA directory, and retries idempotent requests a bounded
+ * number of times with backoff. */
+#ifndef GG_HTTP_H
+#define GG_HTTP_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+struct gg_http;
+
+/* Progress of an upload or download: return non-zero to abort (GG_EINTR). */
+typedef int (*gg_http_progress_fn)(void *ud, uint64_t done, uint64_t total);
+
+struct gg_http_opts {
+	const char *proxy_path; /* PEM with cert, key, chain; or NULL */
+	const char *token;      /* bearer token; or NULL (never logged) */
+	const char *ca_dir;     /* hashed CA directory; NULL = X509_CERT_DIR or default */
+	long connect_timeout_ms; /* default 10 s */
+	long timeout_ms;         /* whole request, default 120 s; 0 for transfers = none */
+	int retries;             /* extra tries for idempotent requests, default 2 */
+	long retry_base_ms;      /* first backoff, doubled each time, default 200 ms */
+	/* Called between retries and during transfers; non-zero aborts. */
+	int (*cancel)(void *ud);
+	void *cancel_ud;
+};
+
+struct gg_http_resp {
+	long status;        /* HTTP status */
+	char *reason;       /* reason phrase (A-REX puts its error text there) */
+	char *body;         /* NUL-terminated; may be empty */
+	size_t len;
+	char *content_type; /* or NULL */
+	char *location;     /* Location header or NULL */
+};
+
+int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg_err *err);
+void gg_http_free(struct gg_http *h);
+
+/* One request. body may be NULL. accept may be NULL. idempotent requests are
+ * retried on connection failures and 5xx answers (503, 502, 504). A response is
+ * returned for every HTTP status; only transport failures are errors (GG_ENET
+ * for unreachable/timeouts/TLS, GG_EINTR when cancelled). */
+int gg_http_request(struct gg_http *h, const char *method, const char *url,
+		    const char *content_type, const void *body, size_t len, const char *accept,
+		    int idempotent, struct gg_http_resp *resp, struct gg_err *err);
+/* PUT a local file (streamed, with progress). */
+int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
+		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		     struct gg_err *err);
+/* GET into a local file written atomically (mode); the body is not kept. */
+int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_t mode,
+		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		     struct gg_err *err);
+void gg_http_resp_clear(struct gg_http_resp *resp);
+/* Parse resp->body as JSON. An empty body gives an empty object (A-REX sends
+ * nothing for empty lists). */
+int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_err *err);
+/* Number of TCP connections opened so far (for tests and benchmarks). */
+long gg_http_connections(const struct gg_http *h);
+/* Default CA dir: $X509_CERT_DIR or /etc/grid-security/certificates. */
+const char *gg_http_default_ca_dir(void);
+
+#endif

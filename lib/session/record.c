@@ -1,0 +1,261 @@
+/* Session and job records: JSON form, states, the launcher's session file. */
+#include "session/session.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssh/ssh.h"
+
+static const char *state_names[] = {"requested", "queued", "starting", "ready",
+				    "finished",	 "failed", "killed",   "unknown"};
+
+const char *gg_sess_state_name(enum gg_sess_state s)
+{
+	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "unknown";
+}
+
+int gg_sess_state_parse(const char *name, enum gg_sess_state *out)
+{
+	for (size_t i = 0; name && i < sizeof state_names / sizeof state_names[0]; i++)
+		if (strcmp(state_names[i], name) == 0) {
+			*out = (enum gg_sess_state)i;
+			return 0;
+		}
+	return -1;
+}
+
+int gg_sess_state_ended(enum gg_sess_state s)
+{
+	return s == GG_S_FINISHED || s == GG_S_FAILED || s == GG_S_KILLED;
+}
+
+int gg_record_name_valid(const char *name)
+{
+	if (!name || !isalpha((unsigned char)name[0]))
+		return 0;
+	size_t n = 0;
+	for (const char *p = name; *p; p++, n++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+			return 0;
+	return n <= 63;
+}
+
+void gg_record_clear(struct gg_record *r)
+{
+	if (!r)
+		return;
+	char **strs[] = {&r->name, &r->uid,  &r->site,	     &r->ce,	     &r->job_id,
+			 &r->ce_state, &r->error, &r->mig,	     &r->image,	     &r->queue,
+			 &r->auth, &r->node,  &r->user,	     &r->host_key,   &r->sessiondir,
+			 &r->key,  &r->image_path, &r->command, &r->outputs_dir};
+	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+		free(*strs[i]);
+	memset(r, 0, sizeof *r);
+}
+
+#define STR_FIELDS(X)                                                                          \
+	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) X(queue)    \
+	X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) X(command)      \
+	X(outputs_dir)
+#define INT_FIELDS(X)                                                                          \
+	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline)        \
+	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity)
+
+json_t *gg_record_to_json(const struct gg_record *r)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "version", json_integer(1));
+	json_object_set_new(o, "kind", json_string(r->kind == GG_REC_JOB ? "job" : "session"));
+	json_object_set_new(o, "state", json_string(gg_sess_state_name(r->state)));
+	if (r->state == GG_S_UNKNOWN)
+		json_object_set_new(o, "last_known", json_string(gg_sess_state_name(r->last_known)));
+#define X(f)                                                                                   \
+	if (r->f)                                                                              \
+		json_object_set_new(o, #f, json_string(r->f));
+	STR_FIELDS(X)
+#undef X
+#define X(f)                                                                                   \
+	if (r->f)                                                                              \
+		json_object_set_new(o, #f, json_integer((json_int_t)r->f));
+	INT_FIELDS(X)
+#undef X
+	return o;
+}
+
+int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
+{
+	memset(r, 0, sizeof *r);
+	if (!json_is_object(j))
+		return gg_err_set(err, GG_EPROTO, "not a JSON object");
+	json_t *v = json_object_get(j, "version");
+	if (!json_is_integer(v) || json_integer_value(v) != 1)
+		return gg_err_set(err, GG_EPROTO, "unknown record version");
+	r->version = 1;
+	const char *kind = json_string_value(json_object_get(j, "kind"));
+	if (!kind || (strcmp(kind, "session") && strcmp(kind, "job")))
+		return gg_err_set(err, GG_EPROTO, "bad or missing 'kind'");
+	r->kind = strcmp(kind, "job") == 0 ? GG_REC_JOB : GG_REC_SESSION;
+	if (gg_sess_state_parse(json_string_value(json_object_get(j, "state")), &r->state) < 0)
+		return gg_err_set(err, GG_EPROTO, "bad or missing 'state'");
+	if (gg_sess_state_parse(json_string_value(json_object_get(j, "last_known")),
+				&r->last_known) < 0)
+		r->last_known = r->state;
+#define X(f)                                                                                   \
+	v = json_object_get(j, #f);                                                            \
+	if (v && !json_is_string(v)) {                                                         \
+		gg_record_clear(r);                                                            \
+		return gg_err_set(err, GG_EPROTO, "'%s' is not a string", #f);                 \
+	}                                                                                      \
+	if (v && !(r->f = strdup(json_string_value(v)))) {                                     \
+		gg_record_clear(r);                                                            \
+		return gg_err_set(err, GG_ENOMEM, "out of memory");                            \
+	}
+	STR_FIELDS(X)
+#undef X
+#define X(f)                                                                                   \
+	v = json_object_get(j, #f);                                                            \
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {                         \
+		gg_record_clear(r);                                                            \
+		return gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer", #f);   \
+	}                                                                                      \
+	if (v)                                                                                 \
+		r->f = (__typeof__(r->f))json_integer_value(v);
+	INT_FIELDS(X)
+#undef X
+	if (!gg_record_name_valid(r->name)) {
+		gg_record_clear(r);
+		return gg_err_set(err, GG_EPROTO, "bad or missing 'name'");
+	}
+	if (r->port < 0 || r->port > 65535) {
+		gg_record_clear(r);
+		return gg_err_set(err, GG_EPROTO, "bad 'port'");
+	}
+	return 0;
+}
+
+void gg_launch_info_clear(struct gg_launch_info *li)
+{
+	if (!li)
+		return;
+	free(li->state);
+	free(li->reason);
+	free(li->node);
+	free(li->user);
+	free(li->host_key);
+	free(li->sessiondir);
+	free(li->launcher_version);
+	free(li->container);
+	memset(li, 0, sizeof *li);
+}
+
+static int host_ok(const char *h)
+{
+	if (!h || !*h || strlen(h) > 253)
+		return 0;
+	for (const char *p = h; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(".-:_", *p))
+			return 0;
+	return h[0] != '-';
+}
+
+static int user_ok(const char *u)
+{
+	if (!u || !*u || strlen(u) > 64 || u[0] == '-')
+		return 0;
+	for (const char *p = u; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._-$", *p))
+			return 0;
+	return 1;
+}
+
+int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li,
+			 struct gg_err *err)
+{
+	memset(li, 0, sizeof *li);
+	json_error_t je;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return gg_err_set(err, GG_EPROTO, "not valid JSON (%s)", je.text);
+	int rc = 0;
+	const char *state = json_string_value(json_object_get(j, "state"));
+	if (!json_is_object(j) || !state ||
+	    (strcmp(state, "starting") && strcmp(state, "ready") && strcmp(state, "ended"))) {
+		rc = gg_err_set(err, GG_EPROTO, "missing or unknown 'state'");
+		goto out;
+	}
+	li->state = strdup(state);
+	const char *s;
+	if ((s = json_string_value(json_object_get(j, "reason"))))
+		li->reason = strdup(s);
+	if ((s = json_string_value(json_object_get(j, "launcher"))))
+		li->launcher_version = strdup(s);
+	if ((s = json_string_value(json_object_get(j, "container"))))
+		li->container = strdup(s);
+	if ((s = json_string_value(json_object_get(j, "sessiondir"))))
+		li->sessiondir = strdup(s);
+	json_t *v;
+	int64_t *ints[] = {&li->started, &li->deadline_at, &li->idle_limit, &li->last_activity};
+	const char *names[] = {"started", "connect_deadline", "idle_limit", "last_activity"};
+	for (int i = 0; i < 4; i++) {
+		v = json_object_get(j, names[i]);
+		if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+			rc = gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer", names[i]);
+			goto out;
+		}
+		*ints[i] = v ? json_integer_value(v) : 0;
+	}
+	if (strcmp(state, "ready") != 0)
+		goto out; /* no connection details expected */
+	const char *node = json_string_value(json_object_get(j, "node"));
+	const char *user = json_string_value(json_object_get(j, "user"));
+	const char *key = json_string_value(json_object_get(j, "host_key"));
+	v = json_object_get(j, "port");
+	if (!host_ok(node)) {
+		rc = gg_err_set(err, GG_EPROTO, "missing or invalid 'node'");
+		goto out;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65535) {
+		rc = gg_err_set(err, GG_EPROTO, "missing or invalid 'port'");
+		goto out;
+	}
+	if (!user_ok(user)) {
+		rc = gg_err_set(err, GG_EPROTO, "missing or invalid 'user'");
+		goto out;
+	}
+	if (!key || gg_ssh_pubkey_check(key, err) < 0) {
+		rc = key ? gg_err_prefix(err, "host key") : gg_err_set(err, GG_EPROTO, "no 'host_key'");
+		if (err)
+			err->code = rc = GG_EPROTO;
+		goto out;
+	}
+	li->node = strdup(node);
+	li->port = (int)json_integer_value(v);
+	li->user = strdup(user);
+	li->host_key = strdup(key);
+out:
+	json_decref(j);
+	if (rc < 0)
+		gg_launch_info_clear(li);
+	else if (!li->state)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	return rc;
+}
+
+int gg_record_copy(struct gg_record *dst, const struct gg_record *src)
+{
+	*dst = *src;
+#define X(f) dst->f = NULL;
+	STR_FIELDS(X)
+#undef X
+#define X(f)                                                                                   \
+	if (src->f && !(dst->f = strdup(src->f))) {                                            \
+		gg_record_clear(dst);                                                          \
+		return GG_ENOMEM;                                                              \
+	}
+	STR_FIELDS(X)
+#undef X
+	return 0;
+}

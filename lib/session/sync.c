@@ -1,0 +1,209 @@
+/* The state machine: records refreshed from their CE. */
+#include "session/session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ce/ce.h"
+#include "session/sync.h"
+
+static void set_str(char **f, const char *v)
+{
+	char *n = v ? strdup(v) : NULL;
+	free(*f);
+	*f = n;
+}
+
+/* One line from a CE text: the first non-empty line, trimmed, at most 300 chars. */
+static void first_line(const char *text, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (!text)
+		return;
+	while (*text == '\n' || *text == ' ' || *text == '\r')
+		text++;
+	size_t n = strcspn(text, "\r\n");
+	if (n > 300)
+		n = 300;
+	snprintf(out, len, "%.*s", (int)n, text);
+}
+
+static void last_line(const char *text, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (!text)
+		return;
+	const char *end = text + strlen(text);
+	while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		end--;
+	const char *start = end;
+	while (start > text && start[-1] != '\n')
+		start--;
+	size_t n = (size_t)(end - start);
+	snprintf(out, len, "%.*s", (int)(n > 300 ? 300 : n), start);
+}
+
+int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary)
+{
+	*summary = NULL;
+	if (!r->job_id)
+		return -1;
+	char *failed = NULL, *launcher = NULL;
+	char a[320] = "", b[320] = "";
+	struct gg_err e = {0};
+	if (gg_ce_diagnose(ce, r->job_id, "failed", &failed, &e) == 0)
+		first_line(failed, a, sizeof a);
+	size_t len;
+	if (gg_ce_get(ce, r->job_id, GG_LAUNCHER_LOG, 1 << 20, &launcher, &len, &e) == 0)
+		last_line(launcher, b, sizeof b);
+	if (a[0] && b[0])
+		*summary = gg_strdup_printf("%s; the node said: %s", a, b);
+	else if (a[0] || b[0])
+		*summary = strdup(a[0] ? a : b);
+	free(failed);
+	free(launcher);
+	return *summary ? 0 : -1;
+}
+
+/* Fold the launcher's file into a record; returns 1 when the record changed. */
+static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
+{
+	if (strcmp(li->state, "ready") != 0) {
+		if (li->started)
+			r->started = li->started;
+		if (li->deadline_at)
+			r->deadline_at = li->deadline_at;
+		if (strcmp(li->state, "ended") == 0 && li->reason && li->reason[0] &&
+		    (!r->error || strcmp(r->error, li->reason)))
+			set_str(&r->error, li->reason);
+		return 0;
+	}
+	if (r->host_key && strcmp(r->host_key, li->host_key) != 0) {
+		/* Pinned once, never replaced: a new key is an attack or a bug. */
+		r->state = GG_S_FAILED;
+		set_str(&r->error, "the session's host key changed after it was pinned: refusing "
+				   "it (possible man-in-the-middle); kill the session");
+		return 1;
+	}
+	set_str(&r->host_key, li->host_key);
+	set_str(&r->node, li->node);
+	set_str(&r->user, li->user);
+	set_str(&r->sessiondir, li->sessiondir);
+	r->port = li->port;
+	r->started = li->started;
+	r->deadline_at = li->deadline_at;
+	r->last_activity = li->last_activity;
+	if (li->idle_limit)
+		r->idle_limit = li->idle_limit;
+	r->state = GG_S_READY;
+	return 1;
+}
+
+static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
+{
+	char *text = NULL;
+	size_t len;
+	struct gg_err e = {0};
+	if (gg_ce_get(ce, r->job_id, GG_SESSION_FILE, 64 * 1024, &text, &len, &e) < 0)
+		return; /* not published yet */
+	struct gg_launch_info li;
+	if (gg_launch_info_parse(text, len, &li, &e) < 0) {
+		r->state = GG_S_FAILED;
+		free(r->error);
+		r->error = gg_strdup_printf("the session file published on the node is invalid "
+					    "(%s): refusing it",
+					    e.msg);
+	} else {
+		apply_launch(r, &li);
+		gg_launch_info_clear(&li);
+	}
+	free(text);
+}
+
+void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)
+{
+	if (gg_sess_state_ended(r->state) && r->state != GG_S_UNKNOWN)
+		return; /* final: a killed session stays killed */
+	set_str(&r->ce_state, res->raw_state ? res->raw_state : gg_ce_state_name(res->state));
+	switch (res->state) {
+	case GG_CE_UNKNOWN:
+		if (r->state != GG_S_UNKNOWN)
+			r->last_known = r->state;
+		r->state = GG_S_UNKNOWN;
+		return;
+	case GG_CE_ACCEPTED:
+	case GG_CE_QUEUED:
+	case GG_CE_RUNNING:
+		if (r->state == GG_S_UNKNOWN)
+			r->state = r->last_known;
+		if (r->kind == GG_REC_JOB) {
+			r->state = res->state == GG_CE_RUNNING ? GG_S_READY : GG_S_QUEUED;
+			return;
+		}
+		if (r->state != GG_S_READY)
+			r->state = res->state == GG_CE_RUNNING ? GG_S_STARTING : GG_S_QUEUED;
+		/* Session files are often readable before the CE says RUNNING. */
+		if (ce && r->state != GG_S_READY)
+			fetch_launch(ce, r);
+		return;
+	case GG_CE_FINISHING:
+		if (r->state == GG_S_UNKNOWN)
+			r->state = r->last_known;
+		return;
+	case GG_CE_FINISHED:
+	case GG_CE_GONE:
+		if (ce && r->kind == GG_REC_SESSION)
+			fetch_launch(ce, r); /* why it ended */
+		if (r->state != GG_S_FAILED)
+			r->state = GG_S_FINISHED;
+		return;
+	case GG_CE_FAILED:
+		r->state = GG_S_FAILED;
+		if (ce) {
+			char *sum = NULL;
+			if (gg_session_diagnose(ce, r, &sum) == 0) {
+				free(r->error);
+				r->error = sum;
+			}
+		}
+		if (!r->error)
+			set_str(&r->error, "the job failed on the CE (see 'gridgpu status')");
+		return;
+	case GG_CE_KILLED:
+		r->state = GG_S_KILLED;
+		return;
+	}
+}
+
+int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struct gg_err *err)
+{
+	const char **ids = calloc(n ? n : 1, sizeof *ids);
+	size_t *idx = calloc(n ? n : 1, sizeof *idx);
+	size_t k = 0;
+	if (!ids || !idx) {
+		free(ids);
+		free(idx);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].job_id) {
+			ids[k] = recs[i].job_id;
+			idx[k++] = i;
+		}
+	struct gg_ce_result *res = NULL;
+	int rc = k ? gg_ce_status(ce, ids, k, &res, err) : 0;
+	if (rc < 0) {
+		/* Unreachable: every record becomes unknown, none is dropped. */
+		struct gg_ce_result unknown = {.state = GG_CE_UNKNOWN};
+		for (size_t i = 0; i < k; i++)
+			gg_session_apply(NULL, &recs[idx[i]], &unknown);
+	} else {
+		for (size_t i = 0; i < k; i++)
+			gg_session_apply(ce, &recs[idx[i]], &res[i]);
+		gg_ce_results_free(res, k);
+	}
+	free(ids);
+	free(idx);
+	return rc;
+}

@@ -1,0 +1,25 @@
+/* Records refreshed from their CE (the part of lib/session that talks to a CE). */
+#ifndef GG_SESSION_SYNC_H
+#define GG_SESSION_SYNC_H
+
+#include "ce/ce.h"
+#include "session/session.h"
+
+/* Names of the files the session launcher uses in the session dir. */
+#define GG_SESSION_FILE "gridgpu-session.json"
+#define GG_LAUNCHER_LOG "gridgpu-launcher.log"
+#define GG_LAUNCHER_NAME "gridgpu-launcher"
+#define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
+
+/* Apply one CE answer to a record (and, for running sessions, read the
+ * launcher's file through ce when not NULL). */
+void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res);
+/* Refresh records that all live on ce with one bulk status call. When the CE
+ * cannot be reached the records become "unknown" (kept) and the error is
+ * returned. */
+int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struct gg_err *err);
+/* A one-line summary of why a job failed, from the CE's diagnostics and the
+ * launcher's log. malloc'd in *summary; -1 when nothing could be read. */
+int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary);
+
+#endif

@@ -1,0 +1,179 @@
+/* Unit tests of lib/ce: the xRSL writer and the A-REX answer parser. */
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ce/ce.h"
+
+static void test_xrsl(void **state)
+{
+	(void)state;
+	struct gg_jobdesc jd = {0};
+	struct gg_err err = {0};
+	char *x = NULL;
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), GG_EUSAGE); /* no executable */
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	gg_jd_set(&jd.name, "gridgpu-abc", &err);
+	gg_jd_arg(&jd, "-c", &err);
+	gg_jd_arg(&jd, "echo \"hi\"", &err);
+	assert_int_equal(gg_jd_input(&jd, "launcher", NULL, "/tmp/l", &err), 0);
+	assert_int_equal(gg_jd_input(&jd, "data", "https://x/y", NULL, &err), 0);
+	assert_int_equal(gg_jd_input(&jd, "../evil", NULL, NULL, &err), GG_EUSAGE);
+	assert_int_equal(gg_jd_input(&jd, "a/b", NULL, NULL, &err), GG_EUSAGE);
+	gg_jd_output(&jd, "result.txt", &err);
+	gg_jd_output(&jd, "result.txt", &err); /* once */
+	gg_jd_set(&jd.stdout_name, "out.txt", &err);
+	gg_jd_set(&jd.stderr_name, "out.txt", &err);
+	jd.walltime = 4 * 3600 + 1; /* rounds up to minutes */
+	jd.cpus = 4;
+	jd.memory = 16ull << 30;
+	gg_jd_set(&jd.queue, "gpu", &err);
+	gg_jd_rte(&jd, "ENV/GPU", &err);
+	gg_jd_env(&jd, "GRIDGPU_GPUS", "2", &err);
+	gg_jd_set(&jd.delegation_id, "d123", &err);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_true(x[0] == '&');
+	assert_non_null(strstr(x, "(executable=\"/bin/sh\")"));
+	assert_non_null(strstr(x, "(arguments=\"-c\" \"echo \"\"hi\"\"\")"));
+	assert_non_null(strstr(x, "(jobname=\"gridgpu-abc\")"));
+	assert_non_null(strstr(x, "(inputfiles=(\"launcher\" \"\")(\"data\" \"https://x/y\"))"));
+	/* stdout/stderr become outputs (A-REX deletes the rest), once each */
+	assert_non_null(strstr(x, "(outputfiles=(\"result.txt\" \"\")(\"out.txt\" \"\"))"));
+	assert_non_null(strstr(x, "(walltime=\"241\")"));
+	assert_non_null(strstr(x, "(count=\"4\")"));
+	assert_non_null(strstr(x, "(memory=\"4096\")")); /* MB per slot */
+	assert_non_null(strstr(x, "(queue=\"gpu\")"));
+	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\")"));
+	assert_non_null(strstr(x, "(environment=(\"GRIDGPU_GPUS\" \"2\"))"));
+	assert_non_null(strstr(x, "(delegationid=\"d123\")"));
+	/* balanced parentheses outside strings */
+	int depth = 0, inq = 0;
+	for (char *p = x; *p; p++) {
+		if (*p == '"')
+			inq = !inq;
+		else if (!inq && *p == '(')
+			depth++;
+		else if (!inq && *p == ')')
+			depth--;
+		assert_true(depth >= 0);
+	}
+	assert_int_equal(depth, 0);
+	assert_int_equal(inq, 0);
+	free(x);
+	for (int i = 0; i < GG_JD_MAX - 2; i++)
+		gg_jd_arg(&jd, "a", &err);
+	assert_int_equal(gg_jd_arg(&jd, "a", &err), GG_EUSAGE);
+	gg_jd_clear(&jd);
+	gg_jd_clear(&jd); /* twice is fine */
+}
+
+static void test_states(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_arc_state("ACCEPTING"), GG_CE_ACCEPTED);
+	assert_int_equal(gg_arc_state("PREPARING"), GG_CE_ACCEPTED);
+	assert_int_equal(gg_arc_state("QUEUING"), GG_CE_QUEUED);
+	assert_int_equal(gg_arc_state("RUNNING"), GG_CE_RUNNING);
+	assert_int_equal(gg_arc_state("INLRMS"), GG_CE_RUNNING);
+	assert_int_equal(gg_arc_state("EXECUTED"), GG_CE_FINISHING);
+	assert_int_equal(gg_arc_state("FINISHED"), GG_CE_FINISHED);
+	assert_int_equal(gg_arc_state("FAILED"), GG_CE_FAILED);
+	assert_int_equal(gg_arc_state("KILLED"), GG_CE_KILLED);
+	assert_int_equal(gg_arc_state("WIPED"), GG_CE_GONE);
+	assert_int_equal(gg_arc_state("nonsense"), GG_CE_UNKNOWN);
+	assert_int_equal(gg_arc_state(NULL), GG_CE_UNKNOWN);
+	assert_true(gg_ce_state_terminal(GG_CE_KILLED));
+	assert_false(gg_ce_state_terminal(GG_CE_RUNNING));
+	assert_string_equal(gg_ce_state_name(GG_CE_QUEUED), "queued");
+}
+
+static struct gg_ce_result *parse(const char *body, size_t *n, int expect)
+{
+	struct gg_ce_result *r = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_arc_parse_jobs(body, strlen(body), &r, n, &err), expect);
+	return r;
+}
+
+static void test_parse_jobs(void **state)
+{
+	(void)state;
+	size_t n;
+	/* one job: an object */
+	struct gg_ce_result *r = parse("{\"job\":{\"status-code\":\"201\",\"reason\":\"Created\","
+				       "\"id\":\"abc\",\"state\":\"ACCEPTING\"}}",
+				       &n, 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(r[0].code, 201);
+	assert_string_equal(r[0].id, "abc");
+	assert_int_equal(r[0].state, GG_CE_ACCEPTED);
+	gg_ce_results_free(r, n);
+	/* many: an array; per-job errors */
+	r = parse("{\"job\":[{\"status-code\":\"200\",\"id\":\"A\",\"state\":\"FINISHED\"},"
+		  "{\"status-code\":\"404\",\"reason\":\"Job not found\",\"id\":\"B\",\"state\":"
+		  "\"None\"}]}",
+		  &n, 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(r[0].state, GG_CE_FINISHED);
+	assert_int_equal(r[1].code, 404);
+	assert_int_equal(r[1].state, GG_CE_GONE);
+	assert_string_equal(r[1].reason, "Job not found");
+	gg_ce_results_free(r, n);
+	/* an empty list is an empty body */
+	r = parse("", &n, 0);
+	assert_int_equal(n, 0);
+	gg_ce_results_free(r, n);
+	r = parse("  \n", &n, 0);
+	assert_int_equal(n, 0);
+	gg_ce_results_free(r, n);
+	/* a refused submission */
+	r = parse("{\"job\":{\"status-code\":\"500\",\"reason\":\"nordugrid:xrsl parsing "
+		  "error:\\n')' expected\"}}",
+		  &n, 0);
+	assert_int_equal(r[0].code, 500);
+	assert_null(r[0].id);
+	gg_ce_results_free(r, n);
+	/* numbers instead of strings are accepted too */
+	r = parse("{\"job\":{\"status-code\":202,\"id\":\"X\"}}", &n, 0);
+	assert_int_equal(r[0].code, 202);
+	gg_ce_results_free(r, n);
+	/* garbage */
+	parse("<html>", &n, GG_EPROTO);
+	parse("[1,2]", &n, GG_EPROTO);
+	parse("{\"job\":\"x\"}", &n, GG_EPROTO);
+	parse("{\"job\":[1]}", &n, GG_EPROTO);
+	parse("{\"job\":{\"id\":\"a\"},\"job\":{}}", &n, GG_EPROTO); /* duplicate keys */
+}
+
+static void test_open(void **state)
+{
+	(void)state;
+	struct gg_ce *ce = NULL;
+	struct gg_err err = {0};
+	struct gg_ce_auth none = {0};
+	struct gg_ce_auth tok = {.token = "abc", .ca_dir = "/nonexistent"};
+	assert_int_equal(gg_ce_open("http://ce/arex", &tok, &ce, &err), GG_EUSAGE);
+	assert_int_equal(gg_ce_open("https://ce/arex", &none, &ce, &err), GG_ECRED);
+	assert_non_null(strstr(err.msg, "proxy init"));
+	assert_int_equal(gg_ce_open("https://ce.example.org:443/arex/", &tok, &ce, &err), 0);
+	assert_string_equal(gg_ce_endpoint(ce), "https://ce.example.org:443/arex");
+	/* a job id that would leave the REST tree is refused before any request */
+	char *data;
+	size_t len;
+	assert_int_equal(gg_ce_get(ce, "../../x", "f", 10, &data, &len, &err), GG_EUSAGE);
+	assert_int_equal(gg_ce_diagnose(ce, "a/b", "errors", &data, &err), GG_EUSAGE);
+	gg_ce_free(ce);
+	gg_ce_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_xrsl),
+		cmocka_unit_test(test_states),
+		cmocka_unit_test(test_parse_jobs),
+		cmocka_unit_test(test_open),
+	};
+	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);
+}

@@ -1,0 +1,288 @@
+/* Unit tests of lib/session: records, the store (with concurrent writers), the
+ * launcher's session file, the state machine. */
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "session/session.h"
+#include "session/sync.h"
+
+static char dir[64];
+static const char KEY[] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/gg-unit-store.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static void test_record_json(void **state)
+{
+	(void)state;
+	struct gg_record r = {.kind = GG_REC_SESSION, .state = GG_S_READY, .gpus = 2,
+			      .port = 22001, .walltime = 3600, .memory = 1ull << 34};
+	r.name = strdup("gla-1");
+	r.uid = strdup("0123456789ab");
+	r.host_key = strdup(KEY);
+	json_t *j = gg_record_to_json(&r);
+	struct gg_record b;
+	struct gg_err err = {0};
+	assert_int_equal(gg_record_from_json(j, &b, &err), 0);
+	assert_string_equal(b.name, "gla-1");
+	assert_int_equal(b.state, GG_S_READY);
+	assert_int_equal(b.gpus, 2);
+	assert_int_equal(b.port, 22001);
+	assert_true(b.memory == 1ull << 34);
+	assert_string_equal(b.host_key, KEY);
+	struct gg_record c;
+	assert_int_equal(gg_record_copy(&c, &b), 0);
+	assert_ptr_not_equal(c.name, b.name);
+	assert_string_equal(c.uid, "0123456789ab");
+	gg_record_clear(&c);
+	gg_record_clear(&b);
+	/* corrupt records are refused with a reason */
+	json_object_set_new(j, "state", json_string("dancing"));
+	assert_int_equal(gg_record_from_json(j, &b, &err), GG_EPROTO);
+	json_object_set_new(j, "state", json_string("ready"));
+	json_object_set_new(j, "port", json_string("22"));
+	assert_int_equal(gg_record_from_json(j, &b, &err), GG_EPROTO);
+	json_object_set_new(j, "port", json_integer(-1));
+	assert_int_equal(gg_record_from_json(j, &b, &err), GG_EPROTO);
+	json_object_set_new(j, "port", json_integer(22));
+	json_object_set_new(j, "name", json_string("../x"));
+	assert_int_equal(gg_record_from_json(j, &b, &err), GG_EPROTO);
+	json_object_set_new(j, "name", json_string("ok"));
+	json_object_set_new(j, "version", json_integer(2));
+	assert_int_equal(gg_record_from_json(j, &b, &err), GG_EPROTO);
+	json_decref(j);
+	gg_record_clear(&r);
+	assert_true(gg_record_name_valid("a"));
+	assert_false(gg_record_name_valid("1a"));
+	assert_false(gg_record_name_valid("a b"));
+}
+
+static void test_store(void **state)
+{
+	(void)state;
+	struct gg_store *st;
+	struct gg_err err = {0};
+	assert_int_equal(gg_store_open(dir, &st, &err), 0);
+	struct gg_record r = {.kind = GG_REC_SESSION};
+	assert_int_equal(gg_store_create(st, &r, "gla", &err), 0);
+	assert_string_equal(r.name, "gla-1");
+	gg_record_clear(&r);
+	r = (struct gg_record){.kind = GG_REC_SESSION};
+	assert_int_equal(gg_store_create(st, &r, "gla", &err), 0);
+	assert_string_equal(r.name, "gla-2");
+	gg_record_clear(&r);
+	r = (struct gg_record){.kind = GG_REC_JOB, .name = strdup("gla-1")};
+	assert_int_equal(gg_store_create(st, &r, "gla", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "exists already"));
+	gg_record_clear(&r);
+	/* records are 0600 */
+	char path[128];
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/gla-1.json", dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(gg_store_load(st, "nosuch", &r, &err), GG_ENOTFOUND);
+	assert_int_equal(gg_store_load(st, "../etc/passwd", &r, &err), GG_ENOTFOUND);
+	/* a corrupt record is reported and skipped by list */
+	snprintf(path, sizeof path, "%s/bad.json", dir);
+	FILE *f = fopen(path, "w");
+	fputs("{\"version\":1,", f);
+	fclose(f);
+	assert_int_equal(gg_store_load(st, "bad", &r, &err), GG_EIO);
+	assert_non_null(strstr(err.msg, "corrupt"));
+	struct gg_record *recs;
+	size_t n, bad;
+	assert_int_equal(gg_store_list(st, &recs, &n, &bad, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(bad, 1);
+	gg_records_free(recs, n);
+	unlink(path);
+	assert_int_equal(gg_store_remove(st, "gla-2", &err), 0);
+	assert_int_equal(gg_store_remove(st, "gla-2", &err), GG_ENOTFOUND);
+	gg_store_free(st);
+	/* a store others can write to is refused */
+	chmod(dir, 0777);
+	assert_int_equal(gg_store_open(dir, &st, &err), GG_EIO);
+	assert_non_null(strstr(err.msg, "chmod 700"));
+	chmod(dir, 0700);
+}
+
+static int bump(struct gg_record *r, void *ud)
+{
+	(void)ud;
+	r->cpus++;
+	return 0;
+}
+
+/* Many processes updating one record and creating records at once: no update
+ * is lost, no record is corrupt, every name is unique. */
+static void test_store_concurrent(void **state)
+{
+	(void)state;
+	struct gg_store *st;
+	struct gg_err err = {0};
+	assert_int_equal(gg_store_open(dir, &st, &err), 0);
+	struct gg_record r = {.kind = GG_REC_SESSION, .name = strdup("counter")};
+	assert_int_equal(gg_store_create(st, &r, "x", &err), 0);
+	gg_record_clear(&r);
+	enum { PROCS = 20, ROUNDS = 10 };
+	for (int p = 0; p < PROCS; p++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct gg_store *s2;
+			if (gg_store_open(dir, &s2, NULL) < 0)
+				_exit(1);
+			for (int i = 0; i < ROUNDS; i++) {
+				if (gg_store_update(s2, "counter", bump, NULL, NULL, NULL) < 0)
+					_exit(2);
+				struct gg_record nr = {.kind = GG_REC_JOB};
+				if (gg_store_create(s2, &nr, "job", NULL) < 0)
+					_exit(3);
+				gg_record_clear(&nr);
+			}
+			gg_store_free(s2);
+			_exit(0);
+		}
+	}
+	for (int p = 0; p < PROCS; p++) {
+		int status;
+		wait(&status);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	assert_int_equal(gg_store_load(st, "counter", &r, &err), 0);
+	assert_int_equal(r.cpus, PROCS * ROUNDS);
+	gg_record_clear(&r);
+	struct gg_record *recs;
+	size_t n, bad;
+	assert_int_equal(gg_store_list(st, &recs, &n, &bad, &err), 0);
+	assert_int_equal(bad, 0);
+	size_t jobs = 0;
+	for (size_t i = 0; i < n; i++)
+		jobs += recs[i].kind == GG_REC_JOB;
+	assert_int_equal(jobs, PROCS * ROUNDS);
+	gg_records_free(recs, n);
+	gg_store_free(st);
+}
+
+static int parse_li(const char *text, struct gg_launch_info *li)
+{
+	struct gg_err err = {0};
+	return gg_launch_info_parse(text, strlen(text), li, &err);
+}
+
+static void test_launch_info(void **state)
+{
+	(void)state;
+	struct gg_launch_info li;
+	char buf[1024];
+	snprintf(buf, sizeof buf,
+		 "{\"version\":1,\"launcher\":\"0.1.0\",\"state\":\"ready\",\"node\":\"wn01.example\","
+		 "\"port\":22001,\"user\":\"gguser\",\"host_key\":\"%s\",\"started\":100,"
+		 "\"connect_deadline\":1300,\"idle_limit\":0,\"last_activity\":100}",
+		 KEY);
+	assert_int_equal(parse_li(buf, &li), 0);
+	assert_string_equal(li.node, "wn01.example");
+	assert_int_equal(li.port, 22001);
+	assert_int_equal(li.deadline_at, 1300);
+	gg_launch_info_clear(&li);
+	/* starting: no connection details needed */
+	assert_int_equal(parse_li("{\"state\":\"starting\"}", &li), 0);
+	gg_launch_info_clear(&li);
+	/* malformed ones are refused */
+	assert_int_equal(parse_li("{\"state\":\"ready\"", &li), GG_EPROTO);
+	assert_int_equal(parse_li("[]", &li), GG_EPROTO);
+	assert_int_equal(parse_li("{\"state\":\"ready\",\"node\":\"x\",\"port\":0,\"user\":\"u\","
+				  "\"host_key\":\"ssh-ed25519 AAAA\"}",
+				  &li),
+			 GG_EPROTO);
+	snprintf(buf, sizeof buf,
+		 "{\"state\":\"ready\",\"node\":\"x; rm -rf /\",\"port\":22,\"user\":\"u\","
+		 "\"host_key\":\"%s\"}",
+		 KEY);
+	assert_int_equal(parse_li(buf, &li), GG_EPROTO);
+	snprintf(buf, sizeof buf,
+		 "{\"state\":\"ready\",\"node\":\"x\",\"port\":22,\"user\":\"-oProxyCommand=x\","
+		 "\"host_key\":\"%s\"}",
+		 KEY);
+	assert_int_equal(parse_li(buf, &li), GG_EPROTO);
+	struct gg_err err = {0};
+	const char *badkey = "{\"state\":\"ready\",\"node\":\"x\",\"port\":22,\"user\":\"u\","
+			     "\"host_key\":\"ssh-ed25519 not-base64!\"}";
+	assert_int_equal(gg_launch_info_parse(badkey, strlen(badkey), &li, &err), GG_EPROTO);
+	assert_non_null(strstr(err.msg, "host key"));
+	assert_int_equal(parse_li("{\"state\":\"ready\",\"started\":-5}", &li), GG_EPROTO);
+}
+
+static void test_apply(void **state)
+{
+	(void)state;
+	struct gg_record r = {.kind = GG_REC_SESSION, .state = GG_S_REQUESTED};
+	struct gg_ce_result res = {.state = GG_CE_ACCEPTED, .raw_state = (char *)"ACCEPTING"};
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_QUEUED);
+	assert_string_equal(r.ce_state, "ACCEPTING");
+	res.state = GG_CE_RUNNING;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_STARTING);
+	/* the CE cannot be reached: unknown, with what was known before */
+	res.state = GG_CE_UNKNOWN;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_UNKNOWN);
+	assert_int_equal(r.last_known, GG_S_STARTING);
+	res.state = GG_CE_RUNNING;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_STARTING);
+	res.state = GG_CE_FINISHED;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_FINISHED);
+	/* ended is final */
+	res.state = GG_CE_RUNNING;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_FINISHED);
+	gg_record_clear(&r);
+	r = (struct gg_record){.kind = GG_REC_JOB, .state = GG_S_QUEUED};
+	res.state = GG_CE_FAILED;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_FAILED);
+	assert_non_null(r.error);
+	gg_record_clear(&r);
+	r = (struct gg_record){.kind = GG_REC_JOB, .state = GG_S_QUEUED};
+	res.state = GG_CE_KILLED;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_KILLED);
+	gg_record_clear(&r);
+	char uid[13];
+	assert_int_equal(gg_random_uid(uid, NULL), 0);
+	assert_int_equal(strlen(uid), 12);
+	assert_int_equal(strspn(uid, "0123456789abcdef"), 12);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_json),
+		cmocka_unit_test(test_store),
+		cmocka_unit_test(test_store_concurrent),
+		cmocka_unit_test(test_launch_info),
+		cmocka_unit_test(test_apply),
+	};
+	return cmocka_run_group_tests_name("session", tests, setup, teardown);
+}
