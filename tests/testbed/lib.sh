@@ -1,0 +1,248 @@
+# shellcheck shell=bash disable=SC2034 # the variables are used by the sourcing scripts
+# Shared helpers of the gridgpu local test site (site-up, site-down, site-status,
+# mint-token).  Sourced, never run.  Pitfall numbers (§10 pN, §9 pN) refer to
+# /work/shared/notes/arex.md.
+
+# ---- fixed shape of the site --------------------------------------------------
+TB_NS=ggsite                # the network namespace: "the site"
+TB_REST_PORT=9543           # A-REX WS/REST, bridged to the root namespace
+TB_ISSUER_PORT=9544         # OIDC issuer, inside only
+TB_JUMP1_PORT=9522          # sshd jump1, root namespace
+TB_JUMP2_PORT=9523          # sshd jump2, inside; bridged to the root namespace
+TB_WORKER_PORT=9524         # sshd "worker", inside only
+TB_USER=gguser              # unprivileged account jobs and ssh logins map to
+TB_CE_URL="https://localhost:$TB_REST_PORT/arex"
+TB_ISSUER="https://localhost:$TB_ISSUER_PORT"
+TB_TOKEN_SUB=gridgpu-test
+TB_TOKEN_KID=gridgpu-test-key
+TB_CA_DN="/DC=org/DC=example/CN=gridgpu Test CA"
+TB_BAD_CA_DN="/DC=org/DC=example/CN=gridgpu Untrusted CA"
+TB_USER_DN="/DC=org/DC=example/CN=gridgpu Test User"
+TB_EXPIRED_DN="/DC=org/DC=example/CN=gridgpu Expired User"
+TB_BAD_USER_DN="/DC=org/DC=example/CN=gridgpu Untrusted User"
+TB_HOST_DN="/DC=org/DC=example/CN=localhost"
+TB_NETNS_ETC=/etc/netns/$TB_NS
+TB_PY=/usr/bin/python3      # Debian's python (python3-cryptography); not a pyenv shim
+TB_MARKER=.gridgpu-testbed  # marks a directory as a test-site state dir
+
+# Sanitised environment for every daemon we start, so that the caller's X509_*,
+# BEARER_TOKEN, LD_* etc. never leak into A-REX or (through it) into jobs.
+TB_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root)
+
+TB_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# ---- paths --------------------------------------------------------------------
+# tb_paths DIR: set every TB_* path below DIR (made absolute).
+tb_paths() {
+	local d=${1:-${GG_TB_DIR:-/tmp/gridgpu-testbed}}
+	case $d in /*) ;; *) d=$PWD/$d ;; esac
+	TB_DIR=${d%/}
+	TB_RUN=$TB_DIR/run
+	TB_LOG=$TB_DIR/log
+	TB_CA=$TB_DIR/ca                    # CA keys and openssl config (private)
+	TB_CA_DIR=$TB_DIR/certificates      # trusted CA dir, hashed
+	TB_BAD_CA_DIR=$TB_DIR/bad-certificates
+	TB_HOSTD=$TB_DIR/host
+	TB_USERD=$TB_DIR/user
+	TB_ISS=$TB_DIR/issuer
+	TB_AREX=$TB_DIR/arex
+	TB_SSH=$TB_DIR/ssh
+	TB_CREATED=$TB_RUN/created          # paths outside DIR we created (one a line)
+}
+
+# ---- output -------------------------------------------------------------------
+say() { printf 'testbed: %s\n' "$*"; }
+warn() { printf 'testbed: warning: %s\n' "$*" >&2; }
+# die MSG [LOGFILE...]: print the message and the tail of each log, exit 1.
+die() {
+	local msg=$1 f
+	shift
+	printf 'testbed: error: %s\n' "$msg" >&2
+	for f in "$@"; do
+		[ -s "$f" ] || continue
+		printf 'testbed: --- last lines of %s ---\n' "$f" >&2
+		tail -n 20 "$f" | sed 's/^/  | /' >&2
+	done
+	[ -z "${TB_DIE_HINT:-}" ] || printf 'testbed: %s\n' "$TB_DIE_HINT" >&2
+	exit 1
+}
+
+# now_ms: monotonic-ish wall clock in milliseconds (for bounded waits).
+now_ms() { local s; s=$(date +%s%N); echo $((s / 1000000)); }
+
+# ---- processes ------------------------------------------------------------------
+# pid_gone PID: true when the process no longer exists.  A zombie counts as gone:
+# pid 1 of this VM reaps orphans only every ~2 s and kill -0 succeeds on a
+# zombie (§10 pitfall 11).
+pid_gone() {
+	local line
+	[ -r "/proc/$1/status" ] || return 0
+	{
+		while IFS= read -r line; do
+			case $line in
+			State:*[ZX]\ \(*) return 0 ;;
+			State:*) return 1 ;;
+			esac
+		done <"/proc/$1/status"
+	} 2>/dev/null
+	return 0
+}
+
+# pid_cmdline PID: the command line with NULs as spaces.
+pid_cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+
+# pidfile_pid FILE PATTERN: print the pid from FILE when that process is alive and
+# its command line contains PATTERN (guards against recycled pids); else fail.
+pidfile_pid() {
+	local pid
+	[ -r "$1" ] || return 1
+	read -r pid <"$1" 2>/dev/null || return 1
+	case $pid in '' | *[!0-9]*) return 1 ;; esac
+	pid_gone "$pid" && return 1
+	case $(pid_cmdline "$pid") in *"$2"*) echo "$pid" ;; *) return 1 ;; esac
+}
+
+# descendants PID...: all descendants of the given pids, one a line.  Killed
+# listeners (sshd, socat fork) leave their per-connection children running, so
+# these are collected *before* the listener is signalled (§10 pitfall 10).
+descendants() {
+	ps -e -o pid= -o ppid= | awk -v roots="$*" '
+		{ kids[$2] = kids[$2] " " $1 }
+		END {
+			n = split(roots, q, " "); h = 1
+			while (h <= n) {
+				p = q[h++]; m = split(kids[p], k, " ")
+				for (j = 1; j <= m; j++) { q[++n] = k[j]; print k[j] }
+			}
+		}'
+}
+
+# wait_gone TIMEOUT_MS PID...: poll /proc every 0.1 s until all are gone.
+wait_gone() {
+	local limit=$1 p t0 alive
+	shift
+	t0=$(now_ms)
+	while :; do
+		alive=
+		for p in "$@"; do pid_gone "$p" || alive="$alive $p"; done
+		[ -z "$alive" ] && return 0
+		[ $(($(now_ms) - t0)) -ge "$limit" ] && return 1
+		sleep 0.1
+	done
+}
+
+# kill_pids TIMEOUT_MS PID...: SIGTERM, bounded wait, then SIGKILL (+1 s wait).
+# The pids that needed SIGKILL are left in TB_KILLED.
+kill_pids() {
+	local limit=$1 p left=()
+	shift
+	TB_KILLED=
+	[ $# -eq 0 ] && return 0
+	kill -TERM "$@" 2>/dev/null
+	wait_gone "$limit" "$@" && return 0
+	for p in "$@"; do pid_gone "$p" || left+=("$p"); done
+	TB_KILLED=${left[*]}
+	kill -KILL "${left[@]}" 2>/dev/null
+	wait_gone 1000 "${left[@]}"
+}
+
+# stop_pidfile NAME PIDFILE PATTERN TIMEOUT_MS: stop a daemon and its whole tree.
+stop_pidfile() {
+	local name=$1 pf=$2 pat=$3 limit=$4 pid kids
+	if pid=$(pidfile_pid "$pf" "$pat"); then
+		kids=$(descendants "$pid")
+		# shellcheck disable=SC2086 # word splitting of the pid list is intended
+		if kill_pids "$limit" "$pid" $kids; then
+			say "$name stopped (pid $pid${kids:+ and $(echo $kids | wc -w) children})"
+		else
+			warn "$name (pid $pid) did not stop"
+		fi
+	else
+		say "$name not running"
+	fi
+	rm -f "$pf"
+}
+
+# tb_lock: serialise site-up/site-down on one DIR (fd 9; daemons must be
+# started with 9>&- so that they do not inherit the lock).
+tb_lock() {
+	exec 9>"$TB_RUN/lock"
+	flock -w 120 9 || die "another site-up/site-down holds $TB_RUN/lock"
+}
+
+# ---- netns and listening ports -------------------------------------------------
+ns_exists() { [ -e "/run/netns/$TB_NS" ]; }
+# ns_ours: the namespace was made by site-up for this DIR (recorded in DIR).
+ns_ours() { grep -qxF "netns:$TB_NS" "$TB_CREATED" 2>/dev/null; }
+# ns_owner_guess: the state dir of the site whose daemons run in the namespace
+# (from their command lines), for messages.
+ns_owner_guess() {
+	local p
+	for p in $(ip netns pids "$TB_NS" 2>/dev/null); do
+		{ pid_cmdline "$p"; echo; } | sed -n 's#.* -f \(/.*\)/ssh/[a-z0-9]*/sshd_config .*#\1#p; s#.*arched -c \(/.*\)/arex/tmp/.*#\1#p'
+	done | head -n 1
+}
+
+# listening NS PORT: true when something listens on 127.0.0.1:PORT (NS "" = root).
+listening() {
+	local out
+	if [ -n "$1" ]; then
+		ns_exists || return 1
+		out=$(ss -N "$1" -Hltn "sport = :$2" 2>/dev/null)
+	else
+		out=$(ss -Hltn "sport = :$2" 2>/dev/null)
+	fi
+	[ -n "$out" ]
+}
+
+# wait_for TIMEOUT_MS CMD...: poll CMD every 0.05 s until it succeeds.
+wait_for() {
+	local limit=$1 t0
+	shift
+	t0=$(now_ms)
+	until "$@"; do
+		[ $(($(now_ms) - t0)) -ge "$limit" ] && return 1
+		sleep 0.05
+	done
+}
+
+# ---- files ---------------------------------------------------------------------
+# put FILE MODE: write stdin to FILE atomically with MODE (temp file + rename).
+put() {
+	local tmp
+	tmp=$(mktemp "$1.XXXXXX") || return 1
+	cat >"$tmp" && chmod "$2" "$tmp" && mv -f "$tmp" "$1"
+}
+
+# sq STRING: STRING single-quoted for sh.
+sq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# ---- component table -------------------------------------------------------------
+# name|pidfile|cmdline pattern|netns ("" = root)|port ("" = none)
+tb_components() {
+	cat <<EOF
+arex|$TB_RUN/arex.pid|arched -c $TB_AREX/tmp/|$TB_NS|
+arex-ws|$TB_RUN/arex-ws.pid|arched -c $TB_AREX/tmp/|$TB_NS|$TB_REST_PORT
+issuer|$TB_RUN/issuer.pid|oidc-issuer.py --dir $TB_DIR |$TB_NS|$TB_ISSUER_PORT
+jump2|$TB_RUN/jump2.pid|$TB_SSH/jump2/sshd_config |$TB_NS|$TB_JUMP2_PORT
+worker|$TB_RUN/worker.pid|$TB_SSH/worker/sshd_config |$TB_NS|$TB_WORKER_PORT
+jump1|$TB_RUN/jump1.pid|$TB_SSH/jump1/sshd_config ||$TB_JUMP1_PORT
+bridge-rest|$TB_RUN/bridge-rest.pid|TCP-LISTEN:$TB_REST_PORT,bind=127.0.0.1||$TB_REST_PORT
+bridge-jump2|$TB_RUN/bridge-jump2.pid|TCP-LISTEN:$TB_JUMP2_PORT,bind=127.0.0.1||$TB_JUMP2_PORT
+EOF
+}
+
+comp() { # NAME -> sets C_PF C_PAT C_NS C_PORT from the component table
+	local line
+	line=$(tb_components | grep "^$1|")
+	IFS='|' read -r _ C_PF C_PAT C_NS C_PORT <<<"$line"
+}
+
+# running NAME: print the pid when the component runs (and listens, if it has a port).
+running() {
+	local pid
+	comp "$1"
+	pid=$(pidfile_pid "$C_PF" "$C_PAT") || return 1
+	if [ -n "$C_PORT" ]; then listening "$C_NS" "$C_PORT" || return 1; fi
+	echo "$pid"
+}
