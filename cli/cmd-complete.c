@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "session/session.h"
 
 static void print_opts(const struct gg_opt *o, int describe)
 {
@@ -69,6 +70,18 @@ int cmd_complete(struct gg_cli *cli, int argc, char **argv)
 		struct gg_config *cfg = cli_config(cli);
 		for (size_t i = 0; cfg && i < cfg->nsites; i++)
 			printf("%s\n", cfg->sites[i].name);
+		return EXIT_OK;
+	}
+	if (!strcmp(what, "sessions")) {
+		struct gg_store *st = NULL;
+		struct gg_record *recs = NULL;
+		size_t nr = 0;
+		if (gg_store_open(NULL, &st, NULL) == 0 &&
+		    gg_store_list(st, &recs, &nr, NULL, NULL) == 0)
+			for (size_t i = 0; i < nr; i++)
+				printf("%s\n", recs[i].name);
+		gg_records_free(recs, nr);
+		gg_store_free(st);
 		return EXIT_OK;
 	}
 	return EXIT_USAGE;

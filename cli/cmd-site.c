@@ -7,7 +7,7 @@
 
 enum {
 	O_CE = 256, O_JUMP, O_IDENTITY, O_KNOWN_HOSTS, O_USER, O_QUEUE, O_GPU_QUEUE, O_GPU_RTE,
-	O_IMAGE, O_CA_DIR, O_AUTH, O_DEADLINE, O_IDLE, O_DEFAULT,
+	O_IMAGE, O_CA_DIR, O_AUTH, O_DEADLINE, O_IDLE, O_DEFAULT, O_WORKER,
 };
 
 const struct gg_opt cmd_site_opts[] = {
@@ -15,6 +15,7 @@ const struct gg_opt cmd_site_opts[] = {
 	{"jump", 'J', OPT_ARG, "USER@HOST[:PORT]", "a jump host, in order (repeat for more hops)", O_JUMP},
 	{"identity", 'i', OPT_ARG, "FILE", "your ssh key for the jump hosts", O_IDENTITY},
 	{"known-hosts", 0, OPT_ARG, "FILE", "known_hosts file with the jump hosts' keys", O_KNOWN_HOSTS},
+	{"worker-address", 0, OPT_ARG, "ADDR", "address the last jump host reaches workers by", O_WORKER},
 	{"user", 0, OPT_ARG, "USER", "account on the worker nodes, if fixed", O_USER},
 	{"queue", 0, OPT_ARG, "QUEUE", "default queue", O_QUEUE},
 	{"gpu-queue", 0, OPT_ARG, "QUEUE", "queue for GPU jobs", O_GPU_QUEUE},
@@ -57,7 +58,7 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 	const struct {
 		const char *k;
 		const char *v;
-	} f[] = {{"identity", s->identity}, {"known_hosts", s->known_hosts}, {"user", s->user},
+	} f[] = {{"identity", s->identity}, {"known_hosts", s->known_hosts}, {"worker_address", s->worker_address}, {"user", s->user},
 		 {"queue", s->queue},	    {"gpu_queue", s->gpu_queue},     {"gpu_rte", s->gpu_rte},
 		 {"image", s->image},	    {"ca_dir", s->ca_dir},	     {"auth", s->auth}};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -101,6 +102,7 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 			break;
 		case O_IDENTITY: field = &s.identity; break;
 		case O_KNOWN_HOSTS: field = &s.known_hosts; break;
+		case O_WORKER: field = &s.worker_address; break;
 		case O_USER: field = &s.user; break;
 		case O_QUEUE: field = &s.queue; break;
 		case O_GPU_QUEUE: field = &s.gpu_queue; break;

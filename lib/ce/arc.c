@@ -456,29 +456,44 @@ int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		}
 	}
 	gg_ce_results_free(live, nlive);
-	/* The live list calls killed jobs FAILED; ask the bulk status (which knows
-	 * KILLED) for the failed ones only. */
-	const char **failed = calloc(n ? n : 1, sizeof *failed);
-	size_t nf = 0;
-	if (!failed) {
+	/* Ask the bulk status (the per-job record) about two kinds of jobs: those
+	 * the live list calls FAILED, since it calls killed jobs FAILED too, and
+	 * those it does not list at all, since a job moving between the CE's
+	 * state directories can be missing from one listing. Only a 404 from the
+	 * bulk status means the job is gone. */
+	const char **ask = calloc(n ? n : 1, sizeof *ask);
+	size_t na = 0;
+	if (!ask) {
 		gg_ce_results_free(res, n);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++)
-		if (res[i].state == GG_CE_FAILED)
-			failed[nf++] = ids[i];
-	if (nf) {
+		if (res[i].state == GG_CE_FAILED || res[i].state == GG_CE_GONE)
+			ask[na++] = ids[i];
+	if (na) {
 		struct gg_ce_result *b = NULL;
 		struct gg_err e2 = {0};
-		if (bulk(ce, "status", failed, nf, &b, &e2) == 0) {
-			for (size_t k = 0; k < nf; k++)
-				for (size_t i = 0; i < n; i++)
-					if (!strcmp(res[i].id, b[k].id) && b[k].state == GG_CE_KILLED)
+		if (bulk(ce, "status", ask, na, &b, &e2) == 0) {
+			for (size_t k = 0; k < na; k++) {
+				for (size_t i = 0; i < n; i++) {
+					if (strcmp(res[i].id, b[k].id) != 0)
+						continue;
+					if (res[i].state == GG_CE_FAILED && b[k].state == GG_CE_KILLED)
 						res[i].state = GG_CE_KILLED;
-			gg_ce_results_free(b, nf);
+					else if (res[i].state == GG_CE_GONE && b[k].code != 404 &&
+						 b[k].state != GG_CE_UNKNOWN) {
+						res[i].state = b[k].state;
+						res[i].code = b[k].code;
+						free(res[i].raw_state);
+						res[i].raw_state = b[k].raw_state;
+						b[k].raw_state = NULL;
+					}
+				}
+			}
+			gg_ce_results_free(b, na);
 		}
 	}
-	free(failed);
+	free(ask);
 	*results = res;
 	return 0;
 }

@@ -1,0 +1,151 @@
+/* gridgpu connect (reconnect): wait for a session if it is still starting,
+ * then exec OpenSSH with the generated configuration, so the user keeps agent
+ * forwarding, port forwards, X11 and IDE integration. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "ctx.h"
+#include "session/sync.h"
+#include "ssh/ssh.h"
+
+enum { O_TIMEOUT = 256, O_NO_WAIT };
+
+const struct gg_opt cmd_connect_opts[] = {
+	{"timeout", 0, OPT_ARG, "DUR", "give up waiting for a starting session after DUR", O_TIMEOUT},
+	{"no-wait", 0, OPT_NONE, NULL, "fail at once if the session is not ready", O_NO_WAIT},
+	OPT_END,
+};
+
+/* The only live session, when the user gives no name. */
+static int pick_session(struct gg_cli *cli, struct gg_store *st, char **name)
+{
+	struct gg_record *recs = NULL;
+	size_t n = 0, live = 0;
+	struct gg_err err = {0};
+	if (gg_store_list(st, &recs, &n, NULL, &err) < 0)
+		return ui_fail(cli, &err, "connect");
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].kind == GG_REC_SESSION && !gg_sess_state_ended(recs[i].state)) {
+			live++;
+			free(*name);
+			*name = strdup(recs[i].name);
+		}
+	gg_records_free(recs, n);
+	if (live == 1)
+		return 0;
+	gg_err_set(&err, GG_ENOTFOUND, live ? "%zu live sessions: name one (see 'gridgpu list')"
+					   : "no live session: start one with 'gridgpu request'",
+		   live);
+	return ui_fail(cli, &err, "connect");
+}
+
+int cmd_connect(struct gg_cli *cli, int argc, char **argv)
+{
+	int c, nowait = 0;
+	int64_t timeout = 0;
+	struct gg_err err = {0};
+	/* Everything after "--" belongs to ssh: getopt must not see it. */
+	int dd = argc;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dd = i;
+			break;
+		}
+	while ((c = cli_next_opt(cli, dd, argv, cmd_connect_opts)) > 0) {
+		if (c == O_NO_WAIT)
+			nowait = 1;
+		else if (c == O_TIMEOUT && gg_duration_parse(cli->optarg, &timeout, &err) < 0)
+			return ui_fail(cli, &err, "--timeout");
+	}
+	if (c < 0)
+		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	int nargs = dd - cli->optind;
+	if (nargs > 1)
+		return ui_usage(cli, "connect: one session NAME (ssh options and a command go "
+				     "after '--')");
+	struct gg_store *st = cli_store(cli);
+	if (!st)
+		return cli->cfg_exit;
+	char *name = nargs ? strdup(argv[cli->optind]) : NULL;
+	struct gg_record r = {0};
+	int rc = 0;
+	if (!name && (rc = pick_session(cli, st, &name)) != 0)
+		goto out;
+	if ((rc = cli_find_record(cli, st, name, &r)) != 0)
+		goto out;
+	if (r.kind != GG_REC_SESSION) {
+		gg_err_set(&err, GG_EUSAGE, "is a batch job, not a session ('gridgpu get %s')", name);
+		rc = ui_fail(cli, &err, "'%s'", name);
+		goto out;
+	}
+	if (r.state != GG_S_READY && !gg_sess_state_ended(r.state)) {
+		if (nowait) {
+			gg_err_set(&err, GG_ENET, "not ready yet (%s)", gg_sess_state_name(r.state));
+			rc = ui_fail(cli, &err, "connect %s", name);
+			goto out;
+		}
+		struct cli_auth auth = {0};
+		struct gg_ce *ce = NULL;
+		const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
+		cli_catch_interrupt();
+		int wrc = cli_auth(cli, site, r.auth, 0, &auth, &err);
+		if (wrc == 0)
+			wrc = cli_open_ce(r.ce, &auth, &ce, &err);
+		if (wrc == 0)
+			wrc = cli_wait_ready(cli, st, ce, &r, timeout, &err);
+		gg_ce_free(ce);
+		cli_auth_clear(&auth);
+		if (wrc == GG_EINTR) {
+			fprintf(stderr, "gridgpu: connect: interrupted; session %s keeps starting\n",
+				name);
+			rc = EXIT_INTR;
+			goto out;
+		}
+		if (wrc < 0) {
+			rc = ui_fail(cli, &err, "connect %s", name);
+			goto out;
+		}
+	}
+	if (r.state != GG_S_READY) {
+		gg_err_set(&err, gg_sess_state_ended(r.state) ? GG_ENOTFOUND : GG_ENET,
+			   "the session has %s%s%s", gg_sess_state_name(r.state),
+			   r.error ? ": " : "", r.error ? r.error : "");
+		rc = ui_fail(cli, &err, "connect %s", name);
+		goto out;
+	}
+	struct gg_ssh_paths sp;
+	if (gg_ssh_paths_init(&sp, &err) < 0 || cli_write_ssh_config(cli, st, &err) < 0) {
+		rc = ui_fail(cli, &err, "connect %s", name);
+		goto out;
+	}
+	/* ssh [-F config] [options from after --] NAME [command from after --] */
+	char **av = calloc((size_t)(argc - dd) + 6, sizeof *av);
+	int k = 0;
+	av[k++] = "ssh";
+	av[k++] = "-F";
+	av[k++] = sp.config;
+	int i = dd + 1;
+	for (; i < argc && argv[i][0] == '-'; i++)
+		av[k++] = argv[i];
+	av[k++] = name;
+	for (; i < argc; i++)
+		av[k++] = argv[i];
+	av[k] = NULL;
+	fflush(stdout);
+	gg_store_free(st);
+	st = NULL;
+	execvp("ssh", av);
+	gg_err_sys(&err, GG_EFAIL, errno, "running ssh (install openssh-client)");
+	rc = ui_fail(cli, &err, "connect %s", name);
+	free(av);
+	gg_ssh_paths_clear(&sp);
+out:
+	gg_record_clear(&r);
+	free(name);
+	gg_store_free(st);
+	return rc;
+}

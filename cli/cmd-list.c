@@ -1,0 +1,294 @@
+/* gridgpu list (ls) and gridgpu status: sessions and jobs in the local store,
+ * refreshed from their CEs on request. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "ctx.h"
+#include "session/sync.h"
+#include "ssh/ssh.h"
+
+enum { O_SYNC = 256, O_JOBS, O_SESSIONS, O_NO_SYNC };
+
+const struct gg_opt cmd_list_opts[] = {
+	{"sync", 's', OPT_NONE, NULL, "refresh from the CEs first (one bulk call per CE)", O_SYNC},
+	{"jobs", 0, OPT_NONE, NULL, "only batch jobs", O_JOBS},
+	{"sessions", 0, OPT_NONE, NULL, "only interactive sessions", O_SESSIONS},
+	OPT_END,
+};
+
+const struct gg_opt cmd_status_opts[] = {
+	{"no-sync", 0, OPT_NONE, NULL, "show the stored record, do not ask the CE", O_NO_SYNC},
+	OPT_END,
+};
+
+/* Refresh the records in recs (indexes idx) from their CEs, one CE at a time,
+ * and save them. Returns 0, or the exit code of the first CE that failed. */
+int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *recs, size_t n,
+		     int only_live)
+{
+	int exit_code = EXIT_OK;
+	char *done = calloc(n ? n : 1, 1);
+	if (!done)
+		return EXIT_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		if (done[i] || !recs[i].ce || !recs[i].job_id ||
+		    (only_live && gg_sess_state_ended(recs[i].state))) {
+			done[i] = 1;
+			continue;
+		}
+		/* All the records on the same CE with the same kind of credential. */
+		size_t *grp = calloc(n, sizeof *grp), ng = 0;
+		if (!grp)
+			break;
+		for (size_t k = i; k < n; k++) {
+			if (done[k] || !recs[k].ce || !recs[k].job_id ||
+			    strcmp(recs[k].ce, recs[i].ce) ||
+			    strcmp(recs[k].auth ? recs[k].auth : "proxy",
+				   recs[i].auth ? recs[i].auth : "proxy") ||
+			    (only_live && gg_sess_state_ended(recs[k].state)))
+				continue;
+			grp[ng++] = k;
+			done[k] = 1;
+		}
+		struct gg_record *sub = calloc(ng, sizeof *sub);
+		struct gg_err err = {0};
+		struct cli_auth auth = {0};
+		struct gg_ce *ce = NULL;
+		const struct gg_site *site =
+			recs[i].site ? gg_config_site(cli_config(cli), recs[i].site) : NULL;
+		for (size_t k = 0; sub && k < ng; k++)
+			sub[k] = recs[grp[k]]; /* shallow: moved back below */
+		int rc = sub ? 0 : gg_err_set(&err, GG_ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = cli_auth(cli, site, recs[i].auth, 0, &auth, &err);
+		if (rc == 0)
+			rc = cli_open_ce(recs[i].ce, &auth, &ce, &err);
+		if (rc == 0) {
+			rc = gg_session_refresh(ce, sub, ng, &err);
+		} else if (sub) {
+			/* no credential: say so, keep the records as they are */
+		}
+		if (rc < 0) {
+			int code = ui_fail(cli, &err, "syncing with %s", recs[i].ce);
+			if (!exit_code)
+				exit_code = code;
+		}
+		for (size_t k = 0; sub && k < ng; k++) {
+			struct gg_err e2 = {0};
+			cli_save_refreshed(st, &sub[k], &e2);
+			recs[grp[k]] = sub[k];
+		}
+		free(sub);
+		free(grp);
+		gg_ce_free(ce);
+		cli_auth_clear(&auth);
+	}
+	free(done);
+	struct gg_err e3 = {0};
+	cli_write_ssh_config(cli, st, &e3);
+	return exit_code;
+}
+
+static void fmt_dur(int64_t s, char *b, size_t n)
+{
+	if (s < 0)
+		snprintf(b, n, "-");
+	else
+		gg_duration_format(s, b, n);
+}
+
+int cmd_list(struct gg_cli *cli, int argc, char **argv)
+{
+	int c, sync = 0, jobs = 0, sessions = 0;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_list_opts)) > 0) {
+		if (c == O_SYNC)
+			sync = 1;
+		else if (c == O_JOBS)
+			jobs = 1;
+		else if (c == O_SESSIONS)
+			sessions = 1;
+	}
+	if (c < 0)
+		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	if (argc - cli->optind)
+		return ui_usage(cli, "list takes no arguments");
+	if (!strcmp(argv[0], "jobs"))
+		jobs = 1;
+	struct gg_store *st = cli_store(cli);
+	if (!st)
+		return cli->cfg_exit;
+	struct gg_err err = {0};
+	struct gg_record *recs = NULL;
+	size_t n = 0, bad = 0;
+	if (gg_store_list(st, &recs, &n, &bad, &err) < 0) {
+		gg_store_free(st);
+		return ui_fail(cli, &err, "list");
+	}
+	int exit_code = EXIT_OK;
+	if (sync) {
+		cli_catch_interrupt();
+		exit_code = cli_sync_records(cli, st, recs, n, 1);
+	}
+	if (bad)
+		ui_warn(cli, "%zu unreadable record(s) in %s skipped", bad, gg_store_dir(st));
+	time_t now = time(NULL);
+	if (cli->json) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < n; i++) {
+			if ((jobs && recs[i].kind != GG_REC_JOB) ||
+			    (sessions && recs[i].kind != GG_REC_SESSION))
+				continue;
+			json_array_append_new(a, gg_record_to_json(&recs[i]));
+		}
+		ui_json(a);
+	} else if (n == 0) {
+		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
+	} else {
+		int color = ui_color();
+		printf("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
+		       "GPU", "AGE", "LEFT", "IDLE");
+		for (size_t i = 0; i < n; i++) {
+			const struct gg_record *r = &recs[i];
+			if ((jobs && r->kind != GG_REC_JOB) || (sessions && r->kind != GG_REC_SESSION))
+				continue;
+			char gpu[24], age[16], left[16], idle[16];
+			if (r->mig)
+				snprintf(gpu, sizeof gpu, "%s", r->mig);
+			else if (r->gpus)
+				snprintf(gpu, sizeof gpu, "%d", r->gpus);
+			else
+				snprintf(gpu, sizeof gpu, "-");
+			fmt_dur((int64_t)now - r->created, age, sizeof age);
+			int live = !gg_sess_state_ended(r->state);
+			/* Before anyone connects, the connect deadline is what runs out;
+			 * after, the walltime. */
+			int64_t l = -1;
+			if (live && r->started) {
+				int connected = r->last_activity > r->started;
+				l = connected || !r->deadline_at
+					    ? r->started + r->walltime - (int64_t)now
+					    : r->deadline_at - (int64_t)now;
+				if (l < 0)
+					l = 0;
+			}
+			fmt_dur(l, left, sizeof left);
+			fmt_dur(live && r->state == GG_S_READY && r->last_activity
+					? (int64_t)now - r->last_activity
+					: -1,
+				idle, sizeof idle);
+			const char *col = "";
+			if (color)
+				col = r->state == GG_S_READY	 ? "\033[32m"
+				      : r->state == GG_S_FAILED	 ? "\033[31m"
+				      : r->state == GG_S_UNKNOWN ? "\033[33m"
+								 : "";
+			printf("%-16s %-10s %-7s %s%-9s%s %-8s %-6s %-7s %s\n", r->name,
+			       r->site ? r->site : "-", r->kind == GG_REC_JOB ? "job" : "session", col,
+			       gg_sess_state_name(r->state), *col ? "\033[0m" : "", gpu, age, left,
+			       idle);
+		}
+	}
+	gg_records_free(recs, n);
+	gg_store_free(st);
+	return exit_code;
+}
+
+int cmd_status(struct gg_cli *cli, int argc, char **argv)
+{
+	int c, nosync = 0;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_status_opts)) > 0)
+		nosync = c == O_NO_SYNC;
+	if (c < 0)
+		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	if (argc - cli->optind != 1)
+		return ui_usage(cli, "status: expected one NAME");
+	struct gg_store *st = cli_store(cli);
+	if (!st)
+		return cli->cfg_exit;
+	struct gg_record r;
+	int rc = cli_find_record(cli, st, argv[cli->optind], &r);
+	if (rc) {
+		gg_store_free(st);
+		return rc;
+	}
+	int exit_code = EXIT_OK;
+	char *diag = NULL;
+	if (!nosync && r.job_id) {
+		cli_catch_interrupt();
+		exit_code = cli_sync_records(cli, st, &r, 1, 0);
+		/* The CE's own diagnostics for a failed job. */
+		if (r.state == GG_S_FAILED && r.ce) {
+			struct cli_auth auth = {0};
+			struct gg_ce *ce = NULL;
+			struct gg_err e = {0};
+			const struct gg_site *site =
+				r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
+			if (cli_auth(cli, site, r.auth, 0, &auth, &e) == 0 &&
+			    cli_open_ce(r.ce, &auth, &ce, &e) == 0)
+				gg_ce_diagnose(ce, r.job_id, "errors", &diag, &e);
+			gg_ce_free(ce);
+			cli_auth_clear(&auth);
+		}
+	}
+	if (cli->json) {
+		json_t *j = gg_record_to_json(&r);
+		if (diag)
+			json_object_set_new(j, "ce_errors", json_string(diag));
+		ui_json(j);
+	} else {
+		char b[32];
+		time_t now = time(NULL);
+		printf("name:        %s\nkind:        %s\nstate:       %s\n", r.name,
+		       r.kind == GG_REC_JOB ? "batch job" : "interactive session",
+		       gg_sess_state_name(r.state));
+		if (r.error)
+			printf("reason:      %s\n", r.error);
+		printf("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
+		       r.site ? r.site : "-", r.ce ? r.ce : "-", r.job_id ? r.job_id : "-",
+		       r.ce_state ? r.ce_state : "-");
+		printf("age:         %s\n", gg_duration_format((int64_t)now - r.created, b, sizeof b));
+		printf("walltime:    %s\n", gg_duration_format(r.walltime, b, sizeof b));
+		if (r.gpus || r.mig)
+			printf("GPUs:        %s%s\n", r.mig ? "MIG " : "",
+			       r.mig ? r.mig : (snprintf(b, sizeof b, "%d", r.gpus), b));
+		if (r.image)
+			printf("image:       %s\n", r.image);
+		if (r.kind == GG_REC_SESSION) {
+			int connected = r.last_activity > r.started;
+			if (r.deadline_at && !connected && !gg_sess_state_ended(r.state)) {
+				int64_t left = r.deadline_at - (int64_t)now;
+				char when[32];
+				time_t t = (time_t)r.deadline_at;
+				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
+				printf("connect by:  %s (in %s), or the session ends\n", when,
+				       gg_duration_format(left > 0 ? left : 0, b, sizeof b));
+			}
+			if (r.idle_limit)
+				printf("idle limit:  %s\n", gg_duration_format(r.idle_limit, b, sizeof b));
+			if (r.last_activity && r.state == GG_S_READY)
+				printf("idle for:    %s\n",
+				       gg_duration_format((int64_t)now - r.last_activity, b, sizeof b));
+			if (r.node)
+				printf("sshd:        %s@%s port %d\n", r.user ? r.user : "?", r.node,
+				       r.port);
+			char fp[80];
+			if (r.host_key && gg_ssh_fingerprint(r.host_key, fp, sizeof fp, NULL) == 0)
+				printf("host key:    %s (pinned)\n", fp);
+			if (r.sessiondir)
+				printf("session dir: %s\n", r.sessiondir);
+			if (r.key)
+				printf("key:         %s\n", r.key);
+		}
+		if (diag && *diag)
+			printf("CE errors:\n%s%s", diag, diag[strlen(diag) - 1] == '\n' ? "" : "\n");
+	}
+	if (!exit_code && r.state == GG_S_FAILED)
+		exit_code = EXIT_JOB;
+	free(diag);
+	gg_record_clear(&r);
+	gg_store_free(st);
+	return exit_code;
+}

@@ -1,0 +1,57 @@
+/* Helpers shared by the commands that talk to sites and sessions. */
+#ifndef GG_CLI_CTX_H
+#define GG_CLI_CTX_H
+
+#include "ce/ce.h"
+#include "cli.h"
+#include "cred/cred.h"
+#include "session/session.h"
+
+/* Ctrl-C and SIGTERM set a flag the waits and transfers poll. */
+void cli_catch_interrupt(void);
+int cli_interrupted(void);
+int cli_cancel_cb(void *ud);
+
+/* The site from --site or the default one; NULL (error printed when required,
+ * or when --site names no site; cli->cfg_exit set) when none. */
+const struct gg_site *cli_site(struct gg_cli *cli, int required);
+
+struct cli_auth {
+	const char *kind;   /* "proxy" or "token" */
+	char *proxy_path;
+	struct gg_token *token;
+	char *ca_dir;
+};
+/* Find the credential for a site (its auth, or want_auth) and check it lasts
+ * need_left seconds; the error says how to get one (GG_ECRED). */
+int cli_auth(struct gg_cli *cli, const struct gg_site *site, const char *want_auth,
+	     int64_t need_left, struct cli_auth *a, struct gg_err *err);
+void cli_auth_clear(struct cli_auth *a);
+int cli_open_ce(const char *endpoint, const struct cli_auth *a, struct gg_ce **ce,
+		struct gg_err *err);
+
+struct gg_store *cli_store(struct gg_cli *cli);
+/* Regenerate the SSH configuration from the store. */
+int cli_write_ssh_config(struct gg_cli *cli, struct gg_store *st, struct gg_err *err);
+/* The session launcher script to stage (malloc'd). */
+char *cli_launcher_path(void);
+/* Load a record by name; prints "no such session or job (known: ...)", exit 5. */
+int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name,
+		    struct gg_record *r);
+
+
+/* Save a refreshed record over the stored one (under the lock); a record that
+ * was meanwhile ended elsewhere wins. */
+int cli_save_refreshed(struct gg_store *st, struct gg_record *r, struct gg_err *err);
+/* Refresh from the CE until the session is ready or ended, showing progress on
+ * stderr; GG_EINTR on Ctrl-C, GG_ENET after timeout seconds (0 = none). */
+int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, struct gg_record *r,
+		   int64_t timeout, struct gg_err *err);
+
+/* Refresh records from their CEs (one bulk call per CE and credential), save
+ * them, rewrite the SSH configuration. only_live skips ended records. Returns
+ * 0 or the exit code of the first CE that could not be asked (records kept). */
+int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *recs, size_t n,
+		     int only_live);
+
+#endif

@@ -1,0 +1,176 @@
+#!/bin/sh
+# Interactive sessions against the real test site: request → ready with the
+# host key pinned → ssh through both jump hosts → list/status → kill; the
+# connect deadline; tokens; and the faults of the request and sessions issues.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
+CFG=$XDG_CONFIG_HOME/gridgpu/ssh/config
+REST=$GG_TB_CE_URL/rest/1.0
+
+# REST state of a job, straight from the CE with curl (the peer's own view).
+ce_state() {
+	curl -s --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" --capath "$GG_TB_CA_DIR" \
+		-H 'Accept: application/json' "$REST/jobs?state=ACCEPTING,ACCEPTED,PREPARING,SUBMITTING,RUNNING,EXECUTED,FINISHING,FINISHED,FAILED,KILLING,KILLED" |
+		python3 -c 'import json,sys
+t=sys.stdin.read().strip(); d=json.loads(t) if t else {}
+j=d.get("job",[]); j=[j] if isinstance(j,dict) else j
+print(next((x.get("state","") for x in j if x.get("id")==sys.argv[1]),"GONE"))' "$1"
+}
+# Wait (bounded) until a command's output matches: we wait on the CE, an
+# outside system, so polling with a deadline is the honest way.
+wait_for() { # seconds pattern command...
+	secs=$1 pat=$2; shift 2
+	end=$(( $(date +%s) + secs ))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		"$@" 2>/dev/null | grep -qE "$pat" && return 0
+		sleep 1
+	done
+	return 1
+}
+field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1],""))' "$1"; }
+
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
+check "proxy made for the session tests" test -s "$X509_USER_PROXY"
+check "site profile added" "$GRIDGPU" site add tb --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" \
+	--jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" \
+	--worker-address 127.0.0.1 --connect-deadline 10m
+
+# --- a session, end to end -------------------------------------------------
+run_gg request --name s1 --walltime 2h
+expect_eq "request --wait reaches ready" "$RC" 0
+printf '%s' "$OUT" | grep -q "gridgpu connect s1" && ok "request says how to connect" || not_ok "request says how to connect"
+run_gg --json status s1 --no-sync
+JOB=$(printf '%s' "$OUT" | field job_id)
+PORT=$(printf '%s' "$OUT" | field port)
+UID12=$(printf '%s' "$OUT" | field uid)
+expect_eq "status --json: ready" "$(printf '%s' "$OUT" | field state)" ready
+# The pinned key is the one the launcher made on the node (read on the site side).
+made=$(awk '{print $1" "$2}' "$GG_TB_SESSION_DIR/$JOB/.gridgpu/hostkey.pub" 2>/dev/null)
+pinned=$(awk -v a="gridgpu-$UID12" '$1 == a {print $2" "$3}' "$XDG_CONFIG_HOME/gridgpu/ssh/known_hosts")
+expect_eq "pinned host key = the launcher's" "$pinned" "$made"
+check "ssh -F config s1 true (both jump hosts, StrictHostKeyChecking yes)" ssh -F "$CFG" -o BatchMode=yes s1 true
+G=$(ssh -G -F "$CFG" s1)
+printf '%s\n' "$G" | grep -qx "proxyjump gridgpu-hop.tb.2" && printf '%s\n' "$G" | grep -qx "stricthostkeychecking true" &&
+	ok "ssh -G shows the hops and strict checking" || not_ok "ssh -G shows the hops and strict checking"
+hop2=$(ssh -G -F "$CFG" gridgpu-hop.tb.2 | grep '^proxyjump ')
+expect_eq "hop 2 goes through hop 1" "$hop2" "proxyjump gridgpu-hop.tb.1"
+run_gg connect s1 -- readlink /proc/self/ns/net
+expect_eq "connect -- CMD runs inside the site's namespace" "$OUT" "$(ip netns exec "$GG_TB_NETNS" readlink /proc/self/ns/net)"
+run_gg connect s1 -- id -un
+expect_eq "connect lands as the mapped user" "$OUT" "$GG_TB_JOB_USER"
+if ssh -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+	-p "$PORT" -i "$XDG_CONFIG_HOME/gridgpu/ssh/keys/$UID12" "$GG_TB_JOB_USER@127.0.0.1" true 2>"$T_TMP/direct"; then
+	not_ok "the session's sshd is not reachable directly"
+else
+	grep -q "refused" "$T_TMP/direct" && ok "the session's sshd is not reachable directly" || not_ok "direct ssh fails for the right reason: $(cat "$T_TMP/direct")"
+fi
+# A wrong pinned key is refused.
+cp "$XDG_CONFIG_HOME/gridgpu/ssh/known_hosts" "$T_TMP/kh.good"
+sed "s|^gridgpu-$UID12 .*|gridgpu-$UID12 $(awk '{print $1" "$2}' "$GG_TB_SSH_KEY.pub")|" "$T_TMP/kh.good" >"$XDG_CONFIG_HOME/gridgpu/ssh/known_hosts"
+if ssh -F "$CFG" -o BatchMode=yes -o ControlMaster=no -o ControlPath=none s1 true 2>"$T_TMP/mitm"; then
+	not_ok "a wrong pinned host key is refused"
+else
+	grep -q "Host key verification failed" "$T_TMP/mitm" && ok "a wrong pinned host key is refused" || not_ok "a wrong pinned host key is refused: $(cat "$T_TMP/mitm")"
+fi
+cp "$T_TMP/kh.good" "$XDG_CONFIG_HOME/gridgpu/ssh/known_hosts"
+# VS Code style: plain ssh after --install, in a fresh HOME.
+run_gg ssh-config --install
+expect_eq "ssh-config --install" "$RC" 0
+run_gg ssh-config --install
+printf '%s' "$ERR" | grep -q "already included" && ok "--install adds the Include once" || not_ok "--install adds the Include once"
+# OpenSSH takes ~ from the password database, not from $HOME: give it the
+# temporary HOME in a private mount namespace, as a fresh user would have it.
+as_home() { unshare -m sh -c 'mount --bind "$HOME" "$(getent passwd "$(id -un)" | cut -d: -f6)" && exec "$@"' sh "$@"; }
+check "plain 'ssh s1 true' works after --install" as_home ssh -o BatchMode=yes s1 true
+check "scp to the session" as_home scp -q -o BatchMode=yes "$GG_TB_CA_CERT" s1:gg-scp-test
+check "the copied file is there" sh -c "ssh -F '$CFG' -o BatchMode=yes s1 cat gg-scp-test | cmp - '$GG_TB_CA_CERT'"
+run_gg ssh-config --windows
+printf '%s' "$OUT" | grep -q "Host s1" && ! printf '%s' "$OUT" | grep -q ControlMaster &&
+	ok "ssh-config --windows (no ControlMaster)" || not_ok "ssh-config --windows"
+run_gg --json list
+expect_eq "list --json shows the session" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([r["name"] for r in json.load(sys.stdin)])')" "['s1']"
+run_gg list --sync
+printf '%s' "$OUT" | grep -Eq '^s1 +tb +session +ready' && ok "list --sync: ready" || not_ok "list --sync: $OUT"
+
+# kill: the job ends on the CE and the sshd is gone.
+run_gg kill s1
+expect_eq "kill" "$RC" 0
+wait_for 60 'KILLED|FINISHED|FAILED|GONE' ce_state "$JOB" && ok "the CE ended the job after kill ($(ce_state "$JOB"))" || not_ok "the CE ended the job after kill ($(ce_state "$JOB"))"
+if wait_for 30 '^gone$' sh -c "ip netns exec $GG_TB_NETNS ss -ltn | grep -q ':$PORT ' || echo gone"; then
+	ok "the session's sshd is gone after kill"
+else
+	not_ok "the session's sshd is gone after kill"
+fi
+test -f "$CFG" && ! grep -q "Host s1" "$CFG" && ok "the ssh block of a killed session is removed" || not_ok "the ssh block of a killed session is removed"
+[ -e "$XDG_CONFIG_HOME/gridgpu/ssh/keys/$UID12" ] && not_ok "the session key is removed" || ok "the session key is removed"
+expect_fail "connect to a killed session" 5 "has killed" connect s1
+run_gg clean s1
+expect_eq "clean forgets the killed session" "$RC" 0
+expect_fail "unknown session name" 5 "no such session or job" status s1
+
+# --- a session nobody connects to ends by itself ----------------------------
+run_gg request --name s2 --walltime 1h --connect-deadline 4s
+expect_eq "request s2 ready" "$RC" 0
+wait_for 90 '^s2 +tb +session +finished' "$GRIDGPU" list --sync && ok "an unused session ends at its connect deadline" || not_ok "an unused session ends at its connect deadline"
+run_gg status s2 --no-sync
+printf '%s' "$OUT" | grep -q "nobody connected before the connect deadline" && ok "status says why it ended" || not_ok "status says why it ended: $OUT"
+
+# --- bearer token instead of the proxy --------------------------------------
+BEARER_TOKEN=$("$GG_TB_MINT_TOKEN") run_gg request --name s3 --token --walltime 30m
+expect_eq "request with a bearer token reaches ready" "$RC" 0
+check "ssh into the token session" ssh -F "$CFG" -o BatchMode=yes s3 true
+BEARER_TOKEN=$("$GG_TB_MINT_TOKEN") run_gg kill s3
+expect_eq "kill the token session" "$RC" 0
+
+# --- bad input and faults ---------------------------------------------------
+REC=$XDG_STATE_HOME/gridgpu/records
+before=$(ls "$REC" | grep -c '\.json$')
+expect_fail "unparseable walltime" 2 "invalid duration" request --walltime 4x
+expect_fail "unparseable memory" 2 "invalid size" request --memory lots
+expect_fail "--gpus and --mig" 2 "exclude each other" request --gpus 1 --mig 1g.5gb
+X509_USER_PROXY=$T_TMP/none expect_fail "no proxy" 3 "gridgpu proxy init" request
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin --valid 30m -q \
+	--out "$T_TMP/short" <"$GG_TB_USER_KEY_PASS_FILE"
+X509_USER_PROXY=$T_TMP/short expect_fail "proxy shorter than the walltime" 3 "proxy init --valid 5h" request --walltime 4h
+BEARER_TOKEN=$("$GG_TB_MINT_TOKEN" --exp -60) expect_fail "expired token" 3 "expired" request --token
+expect_fail "CE down" 4 "cannot connect" request --ce https://localhost:1/arex
+expect_fail "CE URL of another service" 4 "" request --ce https://localhost:9522/arex
+X509_CERT_DIR=$GG_TB_BAD_CA_DIR expect_fail "untrusted CE certificate" 4 "TLS" request
+expect_fail "CE host name mismatch" 4 "does not match its name or is not trusted" request --ce https://vm:9543/arex
+after=$(ls "$REC" | grep -c '\.json$')
+[ "$before" -ge 1 ] && [ "$after" = "$before" ] && ok "refused requests leave no record" || not_ok "refused requests leave no record ($before → $after)"
+run_gg request --name s4 --queue nosuchqueue --walltime 10m
+[ "$RC" -ne 0 ] && printf '%s' "$ERR" | grep -qi "queue" && ok "CE refuses the job: its reason is shown" || not_ok "CE refuses the job: $RC $ERR"
+# A launcher that fails on the node: the CE's diagnostics reach the user.
+mkdir -p "$T_TMP/fake1" "$T_TMP/fake2" "$T_TMP/fake3"
+printf '#!/bin/sh\necho "gridgpu-launcher: sshd is not installed on this node (install openssh-server)" >&2\nexit 1\n' >"$T_TMP/fake1/session-launcher"
+GRIDGPU_LIBEXEC_DIR=$T_TMP/fake1 run_gg request --name s5 --walltime 10m
+[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "sshd is not installed" && ok "launcher failure: the node's reason in the error (exit 6)" || not_ok "launcher failure: exit $RC: $ERR"
+run_gg status s5 --no-sync
+printf '%s' "$OUT" | grep -q "state: *failed" && ok "the failed session is marked failed" || not_ok "the failed session is marked failed"
+printf '#!/bin/sh\necho "{not json" > gridgpu-session.json\nsleep 60\n' >"$T_TMP/fake2/session-launcher"
+GRIDGPU_LIBEXEC_DIR=$T_TMP/fake2 run_gg request --name s6 --walltime 10m
+[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "session file published on the node is invalid" && ok "malformed session file refused, session failed" || not_ok "malformed session file: $RC $ERR"
+printf '#!/bin/sh\necho "{\\"state\\":\\"ready\\",\\"node\\":\\"127.0.0.1\\",\\"port\\":22,\\"user\\":\\"gguser\\",\\"host_key\\":\\"ssh-ed25519 AAAAnotakey\\"}" > gridgpu-session.json\nsleep 60\n' >"$T_TMP/fake3/session-launcher"
+GRIDGPU_LIBEXEC_DIR=$T_TMP/fake3 run_gg request --name s7 --walltime 10m
+[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "host key" && ok "a host key that does not parse is refused" || not_ok "bad host key: $RC $ERR"
+test -f "$CFG" && ! grep -q "Host s6\|Host s7" "$CFG" && ok "refused sessions get no ssh block" || not_ok "refused sessions get no ssh block"
+run_gg kill s6 s7
+run_gg clean
+test -d "$REC" && [ "$(ls "$REC" | grep -c '\.json$')" = 0 ] && ok "clean removes the ended records" || not_ok "clean removes the ended records"
+# Wrong permissions on the generated config directory are refused.
+chmod 755 "$XDG_CONFIG_HOME/gridgpu/ssh"
+expect_fail "ssh config dir readable by others" 1 "chmod 700" ssh-config
+chmod 700 "$XDG_CONFIG_HOME/gridgpu/ssh"
+# ~/.ssh/config that cannot be changed on --install (root ignores modes: make
+# the file immutable where the file system allows it).
+HOME2=$T_TMP/home2; mkdir -p "$HOME2/.ssh"; printf 'Host x\n' >"$HOME2/.ssh/config"; chmod 400 "$HOME2/.ssh/config"
+if [ "$(id -u)" != 0 ] || chattr +i "$HOME2/.ssh/config" 2>/dev/null; then
+	HOME=$HOME2 expect_fail "read-only ~/.ssh/config on --install" 1 "$HOME2/.ssh/config" ssh-config --install
+	expect_eq "read-only ~/.ssh/config is unchanged" "$(cat "$HOME2/.ssh/config" 2>&1)" "Host x"
+	chattr -i "$HOME2/.ssh/config" 2>/dev/null
+else
+	T_N=$((T_N + 1)); echo "ok $T_N - # SKIP read-only ~/.ssh/config: chattr +i not supported here"
+fi
+done_testing
