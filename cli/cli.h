@@ -4,6 +4,7 @@
 #define GG_CLI_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/core.h"
@@ -51,7 +52,9 @@ struct gg_cmd {
 struct gg_cli {
 	const char *prog;
 	int json, quiet, verbose;
-	const char *site;        /* --site */
+	const char *site;        /* --site (the first one) */
+	const char *sites[16];   /* every --site, in order (submit tries them all) */
+	int nsites;
 	const char *config_path; /* --config */
 	const struct gg_cmd *cmd;
 	const char *sub_usage;   /* "info [options]" while a subcommand parses */
@@ -99,5 +102,10 @@ int ui_color(void);
  * freed with ui_secret_free, or NULL (err set: no terminal, EOF, interrupted). */
 char *ui_read_passphrase(const char *prompt, int from_stdin, struct gg_err *err);
 void ui_secret_free(char *s);
+/* Progress of a transfer on stderr (a TTY, not -q): a gg_http_progress_fn. */
+struct ui_progress;
+struct ui_progress *ui_progress_new(struct gg_cli *cli, const char *label);
+int ui_progress_cb(void *ud, uint64_t done, uint64_t total);
+void ui_progress_end(struct ui_progress *p);
 
 #endif

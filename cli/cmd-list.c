@@ -181,7 +181,7 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 				idle, sizeof idle);
 			const char *col = "";
 			if (color)
-				col = r->state == GG_S_READY	 ? "\033[32m"
+				col = r->state == GG_S_READY || r->state == GG_S_RUNNING ? "\033[32m"
 				      : r->state == GG_S_FAILED	 ? "\033[31m"
 				      : r->state == GG_S_UNKNOWN ? "\033[33m"
 								 : "";

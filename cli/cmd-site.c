@@ -7,7 +7,7 @@
 
 enum {
 	O_CE = 256, O_JUMP, O_IDENTITY, O_KNOWN_HOSTS, O_USER, O_QUEUE, O_GPU_QUEUE, O_GPU_RTE,
-	O_IMAGE, O_CA_DIR, O_AUTH, O_DEADLINE, O_IDLE, O_DEFAULT, O_WORKER,
+	O_IMAGE, O_CA_DIR, O_AUTH, O_DEADLINE, O_IDLE, O_DEFAULT, O_WORKER, O_RUNTIME,
 };
 
 const struct gg_opt cmd_site_opts[] = {
@@ -23,6 +23,7 @@ const struct gg_opt cmd_site_opts[] = {
 	{"image", 0, OPT_ARG, "IMAGE", "default container image", O_IMAGE},
 	{"ca-dir", 0, OPT_ARG, "DIR", "CA directory for this site", O_CA_DIR},
 	{"auth", 0, OPT_ARG, "proxy|token", "credential the CE takes (default proxy)", O_AUTH},
+	{"runtime", 0, OPT_ARG, "apptainer|bwrap", "how batch jobs run images (default apptainer)", O_RUNTIME},
 	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR", O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end a session idle for longer than DUR", O_IDLE},
 	{"default", 0, OPT_NONE, NULL, "make this the default site", O_DEFAULT},
@@ -60,7 +61,7 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 		const char *v;
 	} f[] = {{"identity", s->identity}, {"known_hosts", s->known_hosts}, {"worker_address", s->worker_address}, {"user", s->user},
 		 {"queue", s->queue},	    {"gpu_queue", s->gpu_queue},     {"gpu_rte", s->gpu_rte},
-		 {"image", s->image},	    {"ca_dir", s->ca_dir},	     {"auth", s->auth}};
+		 {"image", s->image},	    {"ca_dir", s->ca_dir},	     {"auth", s->auth}, {"runtime", s->runtime}};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (f[i].v)
 			json_object_set_new(o, f[i].k, json_string(f[i].v));
@@ -103,6 +104,14 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 		case O_IDENTITY: field = &s.identity; break;
 		case O_KNOWN_HOSTS: field = &s.known_hosts; break;
 		case O_WORKER: field = &s.worker_address; break;
+		case O_RUNTIME:
+			if (strcmp(cli->optarg, "apptainer") && strcmp(cli->optarg, "bwrap")) {
+				rc = ui_usage(cli, "--runtime '%s': expected apptainer or bwrap",
+					      cli->optarg);
+				goto out;
+			}
+			field = &s.runtime;
+			break;
 		case O_USER: field = &s.user; break;
 		case O_QUEUE: field = &s.queue; break;
 		case O_GPU_QUEUE: field = &s.gpu_queue; break;

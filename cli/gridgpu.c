@@ -100,7 +100,12 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 		case G_JSON: cli->json = 1; continue;
 		case G_QUIET: cli->quiet = 1; continue;
 		case G_VERBOSE: cli->verbose++; continue;
-		case G_SITE: cli->site = optarg; continue;
+		case G_SITE:
+			if (!cli->site)
+				cli->site = optarg;
+			if (cli->nsites < 16)
+				cli->sites[cli->nsites++] = optarg;
+			continue;
 		case G_CONFIG: cli->config_path = optarg; continue;
 		case G_HELP: return -2;
 		case '?':

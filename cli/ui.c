@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -189,4 +190,61 @@ char *ui_read_passphrase(const char *prompt, int from_stdin, struct gg_err *err)
 		return NULL;
 	}
 	return line;
+}
+
+/* A progress line on stderr, redrawn at most 10 times a second. */
+struct ui_progress {
+	struct gg_cli *cli;
+	const char *label;
+	struct timespec start, last;
+	int shown;
+};
+
+int ui_progress_cb(void *ud, uint64_t done, uint64_t total)
+{
+	struct ui_progress *p = ud;
+	if (p->cli->quiet || !isatty(STDERR_FILENO))
+		return 0;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!p->start.tv_sec && !p->start.tv_nsec)
+		p->start = now;
+	double since = (double)(now.tv_sec - p->last.tv_sec) +
+		       (double)(now.tv_nsec - p->last.tv_nsec) / 1e9;
+	if (p->shown && since < 0.1 && done < total)
+		return 0;
+	p->last = now;
+	p->shown = 1;
+	double el = (double)(now.tv_sec - p->start.tv_sec) +
+		    (double)(now.tv_nsec - p->start.tv_nsec) / 1e9;
+	char d[32], t[32], r[32], eta[32] = "";
+	gg_size_format(done, d, sizeof d);
+	gg_size_format(total, t, sizeof t);
+	double rate = el > 0 ? (double)done / el : 0;
+	gg_size_format((uint64_t)rate, r, sizeof r);
+	if (rate > 0 && total > done) {
+		char e[24];
+		snprintf(eta, sizeof eta, " ETA %s",
+			 gg_duration_format((int64_t)((double)(total - done) / rate), e, sizeof e));
+	}
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 0;
+	fprintf(stderr, "\r\033[K  %s %3d%% %s / %s, %s/s%s", p->label, pct, d, t, r, eta);
+	return 0;
+}
+
+struct ui_progress *ui_progress_new(struct gg_cli *cli, const char *label)
+{
+	struct ui_progress *p = calloc(1, sizeof *p);
+	if (p) {
+		p->cli = cli;
+		p->label = label;
+	}
+	return p;
+}
+
+void ui_progress_end(struct ui_progress *p)
+{
+	if (p && p->shown)
+		fputc('\n', stderr);
+	free(p);
 }

@@ -38,6 +38,7 @@ void gg_site_clear(struct gg_site *s)
 	free(s->identity);
 	free(s->known_hosts);
 	free(s->worker_address);
+	free(s->runtime);
 	memset(s, 0, sizeof *s);
 }
 
@@ -84,6 +85,7 @@ static char **site_str_field(struct gg_site *s, const char *key)
 		{"identity", offsetof(struct gg_site, identity)},
 		{"known_hosts", offsetof(struct gg_site, known_hosts)},
 		{"worker_address", offsetof(struct gg_site, worker_address)},
+		{"runtime", offsetof(struct gg_site, runtime)},
 	};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (strcmp(tab[i].key, key) == 0)
@@ -241,7 +243,7 @@ static int site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_e
 		goto oom;
 	static const char *keys[] = {"ce",	  "user",	 "queue",    "gpu_queue",
 				     "gpu_rte",	  "image",	 "ca_dir",   "auth",
-				     "identity", "known_hosts", "worker_address"};
+				     "identity", "known_hosts", "worker_address", "runtime"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *v = *site_str_field((struct gg_site *)src, keys[i]);
 		if (v && !(*site_str_field(dst, keys[i]) = strdup(v)))
@@ -321,7 +323,7 @@ char *gg_config_format(const struct gg_config *cfg)
 		static const char *keys[] = {"identity", "known_hosts", "worker_address",
 					     "user",	 "queue",	"gpu_queue",
 					     "gpu_rte",	 "image",	"ca_dir",
-					     "auth"};
+					     "auth",	 "runtime"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)

@@ -118,6 +118,7 @@ struct gg_site {
 	char *identity;   /* ssh key for the jump hosts (the user's site key) */
 	char *known_hosts; /* known_hosts file with the jump hosts' keys */
 	char *worker_address; /* address the last jump host reaches workers by */
+	char *runtime;    /* batch runtime: "apptainer" (default) or "bwrap" */
 	int64_t connect_deadline; /* seconds, 0 = default */
 	int64_t idle_limit;       /* seconds, 0 = default */
 };

@@ -7,7 +7,7 @@
 
 #include "ssh/ssh.h"
 
-static const char *state_names[] = {"requested", "queued", "starting", "ready",
+static const char *state_names[] = {"requested", "queued", "starting", "ready",  "running",
 				    "finished",	 "failed", "killed",   "unknown"};
 
 const char *gg_sess_state_name(enum gg_sess_state s)

@@ -15,7 +15,8 @@ enum gg_sess_state {
 	GG_S_REQUESTED, /* record written, job not (yet) known to be submitted */
 	GG_S_QUEUED,    /* the CE has the job, not running */
 	GG_S_STARTING,  /* running, the sshd not published yet (sessions) */
-	GG_S_READY,     /* the sshd is published and pinned (sessions) / running (jobs) */
+	GG_S_READY,     /* the sshd is published and its host key pinned (sessions) */
+	GG_S_RUNNING,   /* running (batch jobs) */
 	GG_S_FINISHED,
 	GG_S_FAILED,
 	GG_S_KILLED,

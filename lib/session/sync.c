@@ -138,7 +138,7 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		if (r->state == GG_S_UNKNOWN)
 			r->state = r->last_known;
 		if (r->kind == GG_REC_JOB) {
-			r->state = res->state == GG_CE_RUNNING ? GG_S_READY : GG_S_QUEUED;
+			r->state = res->state == GG_CE_RUNNING ? GG_S_RUNNING : GG_S_QUEUED;
 			return;
 		}
 		if (r->state != GG_S_READY)
