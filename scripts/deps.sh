@@ -6,14 +6,14 @@ set -eu
 
 # build
 PKGS="gcc make autoconf pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
-libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev"
+libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflate-dev"
 # tests and the local test site
 PKGS="$PKGS clang openssl curl openssh-client openssh-server socat iproute2 procps
 zsh bash-completion python3 python3-cryptography nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
-valgrind"
+valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck"
 # benchmarks
-PKGS="$PKGS hyperfine time"
+PKGS="$PKGS hyperfine time debootstrap"
 
 missing=""
 for p in $PKGS; do

@@ -18,7 +18,8 @@ for cmd in $("$GRIDGPU" __complete commands); do
 		grep -q -- "$esc" "$page" || missing="$missing $opt"
 	done
 	expect_eq "gridgpu-$cmd page documents every option" "${missing:-none}" none
-	grep -q "gridgpu\\\\-$cmd\|B $cmd" "$man/gridgpu.1" && ok "gridgpu(1) lists $cmd" || not_ok "gridgpu(1) lists $cmd"
+	ecmd=$(printf '%s' "$cmd" | sed 's/-/\\\\-/g')
+	grep -q -e "^\.B $ecmd\b" -e "\\\\fB$ecmd\b" "$man/gridgpu.1" && ok "gridgpu(1) lists $cmd" || not_ok "gridgpu(1) lists $cmd"
 done
 for f in "$man"/*.1; do
 	w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)

@@ -1,0 +1,96 @@
+#!/bin/sh
+# Batch work against the real test site: a SIF frozen from a test sandbox runs
+# on the ARC CE, inside the image's file system, and `get` returns its output.
+# The test site has no apptainer (Debian does not ship it): its profile says
+# "runtime = bwrap", so the job's wrapper unpacks the image's squashfs
+# partition with unsquashfs and runs the command in it under bubblewrap. The
+# command reads a file that exists only in the image, which proves where it ran.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
+REST=$GG_TB_CE_URL/rest/1.0
+ce_jobs() { # how many jobs the CE holds for the test user
+	curl -s --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" --capath "$GG_TB_CA_DIR" \
+		-H 'Accept: application/json' "$REST/jobs" |
+		python3 -c 'import json,sys
+t=sys.stdin.read().strip(); j=json.loads(t).get("job",[]) if t else []
+print(len([j] if isinstance(j,dict) else j))'
+}
+
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
+"$GRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" --runtime bwrap
+"$GRIDGPU" site add down -q --ce https://localhost:1/arex --runtime bwrap
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox"
+echo "this file exists only in the image" >"$T_TMP/sandbox/data/marker.txt"
+check "freeze the test sandbox" "$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
+echo "an input staged by submit" >"$T_TMP/input.txt"
+cd "$T_TMP" || exit 1
+
+run_gg --site tb submit work.sif --name j1 --walltime 30m --input input.txt --output result.txt -- \
+	sh -c 'cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt'
+expect_eq "submit" "$RC" 0
+expect_eq "submit prints the job name" "$OUT" j1
+run_gg get --wait --timeout 3m j1
+expect_eq "get --wait" "$RC" 0
+grep -qx "this file exists only in the image" j1/gridgpu-job.out && ok "the command ran inside the image's file system" || not_ok "the command ran inside the image: $(cat j1/gridgpu-job.out j1/gridgpu-job.err 2>&1)"
+grep -qx "an input staged by submit" j1/gridgpu-job.out && ok "--input reached the job" || not_ok "--input reached the job"
+expect_eq "the declared output came back" "$(cat j1/result.txt 2>&1)" computed
+grep -q "bubblewrap" j1/gridgpu-job.err && ok "the wrapper says which runtime it used" || not_ok "the wrapper says which runtime it used"
+echo "local edit" >j1/result.txt
+expect_fail "get does not overwrite without --force" 1 "use --force" get j1
+expect_eq "the local file is untouched" "$(cat j1/result.txt)" "local edit"
+run_gg get --force j1
+expect_eq "get --force replaces it" "$(cat j1/result.txt)" computed
+run_gg --json jobs
+expect_eq "jobs --json: finished" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([(r["name"], r["state"], r["kind"]) for r in json.load(sys.stdin)])')" "[('j1', 'finished', 'job')]"
+run_gg get --clean --force -d out2 j1
+[ "$RC" -eq 0 ] && [ -f out2/result.txt ] && ok "get --clean downloads, then cleans" || not_ok "get --clean: $ERR"
+expect_fail "a cleaned job is forgotten" 5 "no such session or job" status j1
+
+# A job whose command fails: outputs still come back, exit 6.
+run_gg --site tb submit work.sif --name j2 --walltime 10m -- sh -c 'echo failing >&2; exit 3'
+run_gg get --wait --timeout 3m j2
+[ "$RC" -eq 6 ] && grep -q failing j2/gridgpu-job.err && ok "a failed job: outputs fetched, exit 6" || not_ok "a failed job: exit $RC $ERR"
+
+# Several sites: the first that accepts; several jobs spread over them.
+run_gg --site down --site tb submit work.sif --name j3 --walltime 10m -- true
+[ "$RC" -eq 0 ] && printf '%s' "$ERR" | grep -q "site down: .*cannot connect" && ok "--site down --site tb: the CE that is down is reported, tb takes the job" || not_ok "multi-site: $RC $ERR"
+run_gg --json status --no-sync j3
+expect_eq "j3 went to tb" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["site"])')" tb
+run_gg --site tb submit work.sif --count 2 --walltime 10m -- true
+expect_eq "--count 2 submits two jobs" "$(printf '%s\n' "$OUT" | grep -c '^job-')" 2
+
+# --dry-run: the exact description, nothing submitted.
+n0=$(ce_jobs)
+run_gg --site tb submit work.sif --dry-run --gpus 2 --walltime 2h -- echo hi
+printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-g" "-o" "32768" "-r" "bwrap" "image.sif" "--" "echo" "hi")' &&
+	ok "--dry-run prints the job description" || not_ok "--dry-run: $OUT"
+printf '%s' "$OUT" | grep -q '(walltime="120")' && ok "--dry-run: walltime in minutes" || not_ok "--dry-run walltime"
+expect_eq "--dry-run submits nothing" "$(ce_jobs)" "$n0"
+
+# Bad input: checked before anything is uploaded or recorded.
+recs() { ls "$XDG_STATE_HOME/gridgpu/records" | grep -c '\.json$'; }
+r0=$(recs)
+expect_fail "image missing" 5 "No such file" --site tb submit nosuch.sif -- true
+echo "not an image" >fake.sif
+expect_fail "not a SIF" 1 "fake.sif" --site tb submit fake.sif -- true
+head -c 40000 work.sif >cut.sif
+expect_fail "a truncated SIF" 1 "cut.sif" --site tb submit cut.sif -- true
+expect_fail "command missing" 2 "no command" --site tb submit work.sif --
+expect_fail "no -- COMMAND at all" 2 "no command" --site tb submit work.sif
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin --valid 1h -q \
+	--out "$T_TMP/short" <"$GG_TB_USER_KEY_PASS_FILE"
+X509_USER_PROXY=$T_TMP/short expect_fail "walltime longer than the proxy" 3 "proxy init --valid" --site tb submit work.sif --walltime 8h -- true
+expect_fail "unknown site" 5 "no such site" --site nowhere submit work.sif -- true
+expect_fail "unknown --input" 2 "not a readable file" --site tb submit work.sif --input nosuch -- true
+expect_fail "the CE refuses the job: its reason" 6 "refused the job" --site tb submit work.sif --queue nosuchqueue -- true
+expect_eq "refused submissions leave no record" "$(recs)" "$r0"
+expect_eq "refused submissions leave no job on the CE" "$(ce_jobs)" "$n0"
+
+# kill works for jobs too.
+run_gg --site tb submit work.sif --name j9 --walltime 10m -- sh -c 'sleep 20'
+run_gg kill j9
+expect_eq "kill a batch job" "$RC" 0
+run_gg status --no-sync j9
+printf '%s' "$OUT" | grep -q "state: *killed" && ok "the killed job is marked killed" || not_ok "killed job: $OUT"
+done_testing
