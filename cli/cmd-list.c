@@ -121,29 +121,41 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	if (!st)
 		return cli->cfg_exit;
 	struct gg_err err = {0};
-	struct gg_record *recs = NULL;
-	size_t n = 0, bad = 0;
-	if (gg_store_list(st, &recs, &n, &bad, &err) < 0) {
-		gg_store_free(st);
-		return ui_fail(cli, &err, "list");
-	}
 	int exit_code = EXIT_OK;
 	if (sync) {
+		struct gg_record *recs = NULL;
+		size_t nr = 0;
+		if (gg_store_list(st, &recs, &nr, NULL, &err) < 0) {
+			gg_store_free(st);
+			return ui_fail(cli, &err, "list");
+		}
 		cli_catch_interrupt();
-		exit_code = cli_sync_records(cli, st, recs, n, 1);
+		exit_code = cli_sync_records(cli, st, recs, nr, 1);
+		gg_records_free(recs, nr);
+	}
+	struct gg_record_row *rows = NULL;
+	size_t n = 0, bad = 0;
+	if (gg_store_rows(st, &rows, &n, &bad, &err) < 0) {
+		gg_store_free(st);
+		return ui_fail(cli, &err, "list");
 	}
 	if (bad)
 		ui_warn(cli, "%zu unreadable record(s) in %s skipped", bad, gg_store_dir(st));
 	time_t now = time(NULL);
 	if (cli->json) {
-		json_t *a = json_array();
+		/* The records as they are stored: no need to parse them again. */
+		fputc('[', stdout);
+		int first = 1;
 		for (size_t i = 0; i < n; i++) {
-			if ((jobs && recs[i].kind != GG_REC_JOB) ||
-			    (sessions && recs[i].kind != GG_REC_SESSION))
+			if ((jobs && rows[i].kind != GG_REC_JOB) ||
+			    (sessions && rows[i].kind != GG_REC_SESSION))
 				continue;
-			json_array_append_new(a, gg_record_to_json(&recs[i]));
+			if (!first)
+				fputc(',', stdout);
+			fputs(rows[i].json, stdout);
+			first = 0;
 		}
-		ui_json(a);
+		fputs("]\n", stdout);
 	} else if (n == 0) {
 		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
 	} else {
@@ -151,11 +163,11 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 		printf("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
 		       "GPU", "AGE", "LEFT", "IDLE");
 		for (size_t i = 0; i < n; i++) {
-			const struct gg_record *r = &recs[i];
+			const struct gg_record_row *r = &rows[i];
 			if ((jobs && r->kind != GG_REC_JOB) || (sessions && r->kind != GG_REC_SESSION))
 				continue;
 			char gpu[24], age[16], left[16], idle[16];
-			if (r->mig)
+			if (strcmp(r->mig, "-"))
 				snprintf(gpu, sizeof gpu, "%s", r->mig);
 			else if (r->gpus)
 				snprintf(gpu, sizeof gpu, "%d", r->gpus);
@@ -182,16 +194,16 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 			const char *col = "";
 			if (color)
 				col = r->state == GG_S_READY || r->state == GG_S_RUNNING ? "\033[32m"
-				      : r->state == GG_S_FAILED	 ? "\033[31m"
-				      : r->state == GG_S_UNKNOWN ? "\033[33m"
-								 : "";
-			printf("%-16s %-10s %-7s %s%-9s%s %-8s %-6s %-7s %s\n", r->name,
-			       r->site ? r->site : "-", r->kind == GG_REC_JOB ? "job" : "session", col,
+				      : r->state == GG_S_FAILED				 ? "\033[31m"
+				      : r->state == GG_S_UNKNOWN			 ? "\033[33m"
+												 : "";
+			printf("%-16s %-10s %-7s %s%-9s%s %-8s %-6s %-7s %s\n", r->name, r->site,
+			       r->kind == GG_REC_JOB ? "job" : "session", col,
 			       gg_sess_state_name(r->state), *col ? "\033[0m" : "", gpu, age, left,
 			       idle);
 		}
 	}
-	gg_records_free(recs, n);
+	gg_record_rows_free(rows, n);
 	gg_store_free(st);
 	return exit_code;
 }

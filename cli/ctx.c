@@ -170,11 +170,24 @@ int cli_write_ssh_config(struct gg_cli *cli, struct gg_store *st, struct gg_err 
 	int rc = gg_ssh_paths_init(&p, err);
 	if (rc < 0)
 		return rc;
+	/* Only live sessions get a block: find them in the rows (one cached file
+	 * even with thousands of records), then read just those. */
+	struct gg_record_row *rows = NULL;
+	size_t nrows = 0, n = 0;
 	struct gg_record *recs = NULL;
-	size_t n = 0;
-	if ((rc = gg_store_list(st, &recs, &n, NULL, err)) == 0)
-		rc = gg_ssh_write_config(&p, cli_config(cli), recs, n, err);
+	if ((rc = gg_store_rows(st, &rows, &nrows, NULL, err)) == 0) {
+		recs = calloc(nrows ? nrows : 1, sizeof *recs);
+		for (size_t i = 0; recs && i < nrows; i++) {
+			if (rows[i].kind != GG_REC_SESSION || gg_sess_state_ended(rows[i].state))
+				continue;
+			if (gg_store_load(st, rows[i].name, &recs[n], NULL) == 0)
+				n++;
+		}
+		rc = recs ? gg_ssh_write_config(&p, cli_config(cli), recs, n, err)
+			  : gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
 	gg_records_free(recs, n);
+	gg_record_rows_free(rows, nrows);
 	gg_ssh_paths_clear(&p);
 	return rc;
 }

@@ -100,6 +100,22 @@ int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_
 		  struct gg_err *err);
 void gg_records_free(struct gg_record *recs, size_t n);
 
+/* What 'list' shows of a record, and the record itself as compact JSON text. */
+struct gg_record_row {
+	char *name, *site, *mig;
+	enum gg_rec_kind kind;
+	enum gg_sess_state state;
+	int gpus;
+	int64_t created, started, walltime, deadline_at, last_activity;
+	char *json; /* the whole record, compact JSON, one line */
+};
+/* Rows of every record, sorted by creation time, from one cache file when the
+ * store has not changed since it was written (a full scan otherwise, which
+ * rewrites the cache): listing 10,000 records reads one file. */
+int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_t *n, size_t *bad,
+		  struct gg_err *err);
+void gg_record_rows_free(struct gg_record_row *rows, size_t n);
+
 /* A random id of 12 lowercase hex digits. */
 int gg_random_uid(char out[13], struct gg_err *err);
 

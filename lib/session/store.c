@@ -19,6 +19,7 @@
 struct gg_store {
 	char *dir;
 	char *lockpath;
+	char *cachepath; /* <dir>.cache: every record in one file, for list */
 };
 
 const char *gg_store_dir(const struct gg_store *st)
@@ -63,7 +64,10 @@ int gg_store_open(const char *dir, struct gg_store **out, struct gg_err *err)
 		return rc;
 	}
 	struct gg_store *st = calloc(1, sizeof *st);
-	if (!st || !(st->lockpath = gg_strdup_printf("%s/.lock", d))) {
+	if (!st || !(st->lockpath = gg_strdup_printf("%s/.lock", d)) ||
+	    !(st->cachepath = gg_strdup_printf("%s.cache", d))) {
+		if (st)
+			free(st->lockpath);
 		free(st);
 		free(d);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -79,6 +83,7 @@ void gg_store_free(struct gg_store *st)
 		return;
 	free(st->dir);
 	free(st->lockpath);
+	free(st->cachepath);
 	free(st);
 }
 
@@ -275,6 +280,195 @@ static int by_created(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The directory's modification time in nanoseconds: every create, update
+ * (an atomic rename) and remove changes it. */
+static int dir_mtime(const char *dir, int64_t *ns)
+{
+	struct stat sb;
+	if (stat(dir, &sb) < 0)
+		return -1;
+	*ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	return 0;
+}
+
+void gg_record_rows_free(struct gg_record_row *rows, size_t n)
+{
+	if (!rows)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].name);
+		free(rows[i].site);
+		free(rows[i].mig);
+		free(rows[i].json);
+	}
+	free(rows);
+}
+
+static int row_from_record(const struct gg_record *r, struct gg_record_row *w)
+{
+	memset(w, 0, sizeof *w);
+	json_t *j = gg_record_to_json(r);
+	w->json = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(j);
+	w->name = strdup(r->name);
+	w->site = strdup(r->site ? r->site : "-");
+	w->mig = strdup(r->mig ? r->mig : "-");
+	w->kind = r->kind;
+	w->state = r->state;
+	w->gpus = r->gpus;
+	w->created = r->created;
+	w->started = r->started;
+	w->walltime = r->walltime;
+	w->deadline_at = r->deadline_at;
+	w->last_activity = r->last_activity;
+	return w->json && w->name && w->site && w->mig ? 0 : -1;
+}
+
+/* The cache, one line per record: the table's fields, tab-separated, then the
+ * record as compact JSON (names and sites cannot hold tabs or newlines; JSON
+ * escapes them). The first line names the directory state it was made from. */
+#define CACHE_MAGIC "gridgpu-records-cache 1"
+
+static int read_cache(struct gg_store *st, int64_t mtime, struct gg_record_row **rows, size_t *n,
+		      size_t *bad)
+{
+	char *text = NULL;
+	size_t len;
+	if (gg_file_read(st->cachepath, 1u << 30, &text, &len, NULL) < 0)
+		return -1;
+	long long m = 0, b = 0;
+	char *p = text;
+	if (sscanf(p, CACHE_MAGIC " %lld %lld", &m, &b) != 2 || m != mtime) {
+		free(text);
+		return -1;
+	}
+	size_t cap = 64, cnt = 0;
+	struct gg_record_row *a = calloc(cap, sizeof *a);
+	p = strchr(p, '\n');
+	while (a && p && *++p) {
+		char *eol = strchr(p, '\n');
+		if (!eol) /* a truncated cache */
+			goto bad;
+		*eol = '\0';
+		char *f[12];
+		int nf = 0;
+		for (char *q = p; nf < 12; nf++) {
+			f[nf] = q;
+			char *tab = nf < 11 ? strchr(q, '\t') : NULL;
+			if (!tab) {
+				nf++;
+				break;
+			}
+			*tab = '\0';
+			q = tab + 1;
+		}
+		if (nf != 12)
+			goto bad;
+		if (cnt == cap) {
+			struct gg_record_row *na = realloc(a, 2 * cap * sizeof *na);
+			if (!na)
+				goto bad;
+			a = na;
+			cap *= 2;
+		}
+		struct gg_record_row *w = &a[cnt];
+		memset(w, 0, sizeof *w);
+		enum gg_sess_state state;
+		if (gg_sess_state_parse(f[3], &state) < 0)
+			goto bad;
+		w->name = strdup(f[0]);
+		w->site = strdup(f[1]);
+		w->kind = strcmp(f[2], "job") == 0 ? GG_REC_JOB : GG_REC_SESSION;
+		w->state = state;
+		w->gpus = atoi(f[4]);
+		w->mig = strdup(f[5]);
+		w->created = strtoll(f[6], NULL, 10);
+		w->started = strtoll(f[7], NULL, 10);
+		w->walltime = strtoll(f[8], NULL, 10);
+		w->deadline_at = strtoll(f[9], NULL, 10);
+		w->last_activity = strtoll(f[10], NULL, 10);
+		w->json = strdup(f[11]);
+		cnt++;
+		if (!w->name || !w->site || !w->mig || !w->json)
+			goto bad;
+		p = eol;
+	}
+	if (!a)
+		goto bad;
+	free(text);
+	*rows = a;
+	*n = cnt;
+	if (bad)
+		*bad = (size_t)b;
+	return 0;
+bad:
+	gg_record_rows_free(a, cnt);
+	free(text);
+	return -1;
+}
+
+static void write_cache(struct gg_store *st, int64_t mtime, const struct gg_record_row *rows,
+			size_t n, size_t bad)
+{
+	/* A change made in the same clock tick as the scan could keep the same
+	 * mtime: only trust a directory that has been still for a second. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	if (now_ns - mtime < 1000000000)
+		return;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return;
+	fprintf(f, CACHE_MAGIC " %lld %zu\n", (long long)mtime, bad);
+	for (size_t i = 0; i < n; i++) {
+		const struct gg_record_row *w = &rows[i];
+		fprintf(f, "%s\t%s\t%s\t%s\t%d\t%s\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\n", w->name,
+			w->site, w->kind == GG_REC_JOB ? "job" : "session",
+			gg_sess_state_name(w->state), w->gpus, w->mig, (long long)w->created,
+			(long long)w->started, (long long)w->walltime, (long long)w->deadline_at,
+			(long long)w->last_activity, w->json);
+	}
+	if (fclose(f) == 0)
+		gg_file_write_atomic(st->cachepath, buf, len, 0600, NULL);
+	free(buf);
+}
+
+int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_t *n, size_t *bad,
+		  struct gg_err *err)
+{
+	*rows = NULL;
+	*n = 0;
+	int64_t mtime = 0;
+	int have_mtime = dir_mtime(st->dir, &mtime) == 0;
+	if (have_mtime && read_cache(st, mtime, rows, n, bad) == 0)
+		return 0;
+	struct gg_record *recs = NULL;
+	size_t nr = 0, nbad = 0;
+	int rc = gg_store_list(st, &recs, &nr, &nbad, err);
+	if (rc < 0)
+		return rc;
+	struct gg_record_row *w = calloc(nr ? nr : 1, sizeof *w);
+	for (size_t i = 0; w && i < nr; i++) {
+		if (row_from_record(&recs[i], &w[i]) < 0) {
+			gg_record_rows_free(w, i + 1);
+			w = NULL;
+		}
+	}
+	gg_records_free(recs, nr);
+	if (!w)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (have_mtime)
+		write_cache(st, mtime, w, nr, nbad);
+	if (bad)
+		*bad = nbad;
+	*rows = w;
+	*n = nr;
+	return 0;
+}
+
 int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_t *bad,
 		  struct gg_err *err)
 {
@@ -285,7 +479,7 @@ int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_
 	DIR *d = opendir(st->dir);
 	if (!d)
 		return gg_err_sys(err, GG_EIO, errno, "reading the record store '%s'", st->dir);
-	size_t cap = 0, cnt = 0;
+	size_t cap = 0, cnt = 0, nbad = 0;
 	struct gg_record *arr = NULL;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -307,12 +501,14 @@ int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_
 		struct gg_err e2 = {0};
 		if (read_rec(st, name, &arr[cnt], &e2) == 0)
 			cnt++;
-		else if (bad)
-			(*bad)++;
+		else
+			nbad++;
 	}
 	closedir(d);
 	if (cnt)
 		qsort(arr, cnt, sizeof *arr, by_created);
+	if (bad)
+		*bad = nbad;
 	*recs = arr;
 	*n = cnt;
 	return 0;

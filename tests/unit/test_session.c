@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -182,6 +183,65 @@ static void test_store_concurrent(void **state)
 	gg_store_free(st);
 }
 
+static int set_gpus(struct gg_record *r, void *ud)
+{
+	r->gpus = *(int *)ud;
+	return 0;
+}
+
+/* The rows cache: used only while the store is unchanged. */
+static void test_rows_cache(void **state)
+{
+	(void)state;
+	char sub[128], cache[140];
+	snprintf(sub, sizeof sub, "%s/rows", dir);
+	snprintf(cache, sizeof cache, "%s.cache", sub);
+	struct gg_store *st;
+	struct gg_err err = {0};
+	assert_int_equal(gg_store_open(sub, &st, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		struct gg_record r = {.kind = i ? GG_REC_JOB : GG_REC_SESSION, .gpus = i};
+		assert_int_equal(gg_store_create(st, &r, "r", &err), 0);
+		gg_record_clear(&r);
+	}
+	/* a store changed within the last second is not cached */
+	struct gg_record_row *rows;
+	size_t n, bad;
+	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);
+	assert_int_equal(n, 3);
+	gg_record_rows_free(rows, n);
+	assert_int_equal(access(cache, F_OK), -1);
+	/* an old one is */
+	struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+	assert_int_equal(utimensat(AT_FDCWD, sub, old, 0), 0);
+	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);
+	gg_record_rows_free(rows, n);
+	assert_int_equal(access(cache, F_OK), 0);
+	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].name, "r-1");
+	assert_int_equal(rows[0].kind, GG_REC_SESSION);
+	assert_int_equal(rows[2].gpus, 2);
+	json_t *j = json_loads(rows[1].json, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "name")), "r-2");
+	json_decref(j);
+	gg_record_rows_free(rows, n);
+	/* an update changes the directory: the cache is not used */
+	int g = 7;
+	assert_int_equal(gg_store_update(st, "r-3", set_gpus, &g, NULL, &err), 0);
+	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);
+	assert_int_equal(rows[2].gpus, 7);
+	gg_record_rows_free(rows, n);
+	/* a corrupt cache is ignored */
+	assert_int_equal(utimensat(AT_FDCWD, sub, old, 0), 0);
+	assert_int_equal(gg_file_write_atomic(cache, "gridgpu-records-cache 1 1000000000000000000 0\nbroken\n", 50, 0600, &err), 0);
+	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);
+	assert_int_equal(n, 3);
+	gg_record_rows_free(rows, n);
+	gg_store_free(st);
+}
+
 static int parse_li(const char *text, struct gg_launch_info *li)
 {
 	struct gg_err err = {0};
@@ -281,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_record_json),
 		cmocka_unit_test(test_store),
 		cmocka_unit_test(test_store_concurrent),
+		cmocka_unit_test(test_rows_cache),
 		cmocka_unit_test(test_launch_info),
 		cmocka_unit_test(test_apply),
 	};
