@@ -128,9 +128,15 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 	av[k++] = "ssh";
 	av[k++] = "-F";
 	av[k++] = sp.config;
+	/* ssh options first (with the value of those that take one), then the
+	 * host, then the command. */
 	int i = dd + 1;
-	for (; i < argc && argv[i][0] == '-'; i++)
+	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		av[k++] = argv[i];
+		char last = argv[i][strlen(argv[i]) - 1];
+		if (argv[i][1] != '-' && strchr("BbcDEeFIiJLlmOoPpQRSWw", last) && i + 1 < argc)
+			av[k++] = argv[++i];
+	}
 	av[k++] = name;
 	for (; i < argc; i++)
 		av[k++] = argv[i];

@@ -372,6 +372,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 			goto fail;
 		}
 	}
+	if (cli->verbose)
+		ui_info(cli, "%ld TLS connection(s) to the CE so far", gg_http_connections(gg_ce_http(ce)));
 	if (!q.wait) {
 		if (cli->json)
 			ui_json(gg_record_to_json(&r));

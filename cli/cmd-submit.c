@@ -221,6 +221,8 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 			goto fail;
 		}
 	}
+	if (cli->verbose)
+		ui_info(cli, "%ld TLS connection(s) to the CE", gg_http_connections(gg_ce_http(ce)));
 	*out = r;
 	memset(&r, 0, sizeof r);
 	goto out;

@@ -149,10 +149,17 @@ int cli_auth(struct gg_cli *cli, const struct gg_site *site, const char *want_au
 int cli_open_ce(const char *endpoint, const struct cli_auth *a, struct gg_ce **ce,
 		struct gg_err *err)
 {
+	char *state = NULL, *cache = NULL;
+	if (gg_xdg_dir(GG_XDG_STATE, &state, NULL) == 0 && gg_mkdir_p(state, 0700, NULL) == 0)
+		cache = gg_strdup_printf("%s/ce.json", state);
+	free(state);
 	struct gg_ce_auth ca = {.proxy_path = a->proxy_path,
 				.token = a->token ? a->token->value : NULL,
-				.ca_dir = a->ca_dir};
-	return gg_ce_open(endpoint, &ca, ce, err);
+				.ca_dir = a->ca_dir,
+				.cache_path = cache};
+	int rc = gg_ce_open(endpoint, &ca, ce, err);
+	free(cache);
+	return rc;
 }
 
 struct gg_store *cli_store(struct gg_cli *cli)

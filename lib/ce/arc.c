@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
 struct gg_ce {
+	char *cache_path; /* where REST versions are remembered, or NULL */
 	char *endpoint; /* https://host:port/arex */
 	char *base;     /* endpoint/rest/<version> */
 	char version[8];
@@ -94,6 +96,10 @@ int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce
 	size_t l = strlen(ce->endpoint);
 	while (l > 8 && ce->endpoint[l - 1] == '/')
 		ce->endpoint[--l] = '\0';
+	if (auth->cache_path && !(ce->cache_path = strdup(auth->cache_path))) {
+		gg_ce_free(ce);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
 	struct gg_http_opts ho = {.proxy_path = auth->token ? NULL : auth->proxy_path,
 				  .token = auth->token,
 				  .ca_dir = auth->ca_dir};
@@ -111,6 +117,7 @@ void gg_ce_free(struct gg_ce *ce)
 	if (!ce)
 		return;
 	gg_http_free(ce->http);
+	free(ce->cache_path);
 	free(ce->endpoint);
 	free(ce->base);
 	free(ce);
@@ -142,9 +149,42 @@ static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_e
 			  r->status, reason);
 }
 
+static json_t *load_cache(const char *path)
+{
+	char *text = NULL;
+	size_t len;
+	json_t *j = NULL;
+	if (path && gg_file_read(path, 1 << 20, &text, &len, NULL) == 0)
+		j = json_loadb(text, len, 0, NULL);
+	free(text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		j = json_object();
+	}
+	return j;
+}
+
+static int use_version(struct gg_ce *ce, const char *v)
+{
+	snprintf(ce->version, sizeof ce->version, "%s", v);
+	ce->base = gg_strdup_printf("%s/rest/%s", ce->endpoint, ce->version);
+	return ce->base ? 0 : -1;
+}
+
 int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 {
 	if (ce->base) {
+		*version = ce->version;
+		return 0;
+	}
+	/* What this CE said less than a day ago still holds. */
+	json_t *cache = ce->cache_path ? load_cache(ce->cache_path) : NULL;
+	json_t *known = json_object_get(cache, ce->endpoint);
+	const char *kv = json_string_value(json_object_get(known, "rest"));
+	json_int_t when = json_integer_value(json_object_get(known, "checked"));
+	if (kv && (!strcmp(kv, "1.0") || !strcmp(kv, "1.1")) && time(NULL) - when < 86400 &&
+	    use_version(ce, kv) == 0) {
+		json_decref(cache);
 		*version = ce->version;
 		return 0;
 	}
@@ -184,10 +224,21 @@ int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 				url);
 		goto out;
 	}
-	snprintf(ce->version, sizeof ce->version, "%s", best);
-	ce->base = gg_strdup_printf("%s/rest/%s", ce->endpoint, ce->version);
+	if (use_version(ce, best) < 0) {
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
 	*version = ce->version;
+	if (ce->cache_path && cache) {
+		json_object_set_new(cache, ce->endpoint, json_pack("{s:s,s:I}", "rest", ce->version,
+								  "checked", (json_int_t)time(NULL)));
+		char *text = json_dumps(cache, JSON_INDENT(1) | JSON_SORT_KEYS);
+		if (text)
+			gg_file_write_atomic(ce->cache_path, text, strlen(text), 0600, NULL);
+		free(text);
+	}
 out:
+	json_decref(cache);
 	json_decref(j);
 	gg_http_resp_clear(&r);
 	free(url);

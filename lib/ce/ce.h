@@ -85,6 +85,8 @@ struct gg_ce_auth {
 	const char *proxy_path; /* X.509 proxy (client certificate) */
 	const char *token;      /* or a bearer token */
 	const char *ca_dir;
+	const char *cache_path; /* JSON file remembering each CE's REST version (a
+				   day), saving a round trip per command; or NULL */
 };
 
 struct gg_ce;
