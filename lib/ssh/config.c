@@ -89,17 +89,42 @@ static void parse_jump(const char *j, char *user, char *host, char *port)
 	snprintf(port, 16, "%s", colon ? colon + 1 : "");
 }
 
+/* Paths for OpenSSH for Windows: forward slashes are fine; quote everything. */
+static void path_kw(FILE *f, const char *kw, const char *path)
+{
+	fprintf(f, "  %s \"%s\"\n", kw, path);
+}
+
+void gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra)
+{
+	for (int k = 0; k < site->njumps; k++) {
+		char user[128], host[256], port[16];
+		parse_jump(site->jumps[k], user, host, port);
+		fprintf(f, "\nHost gridgpu-hop.%s.%d\n  HostName %s\n", site->name, k + 1, host);
+		if (port[0])
+			fprintf(f, "  Port %s\n", port);
+		if (user[0])
+			fprintf(f, "  User %s\n", user);
+		if (k > 0)
+			fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, k);
+		if (site->identity) {
+			path_kw(f, "IdentityFile", site->identity);
+			fprintf(f, "  IdentitiesOnly yes\n");
+		}
+		if (site->known_hosts) {
+			path_kw(f, "UserKnownHostsFile", site->known_hosts);
+			fprintf(f, "  StrictHostKeyChecking yes\n");
+		}
+		fprintf(f, "  BatchMode yes\n%s", extra ? extra : "");
+	}
+}
+
 static int session_live(const struct gg_record *r)
 {
 	return r->kind == GG_REC_SESSION && r->host_key && r->node && r->port > 0 &&
 	       !gg_sess_state_ended(r->state);
 }
 
-/* Paths for OpenSSH for Windows: forward slashes are fine; quote everything. */
-static void path_kw(FILE *f, const char *kw, const char *path)
-{
-	fprintf(f, "  %s \"%s\"\n", kw, path);
-}
 
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 			   const struct gg_record *recs, size_t n, int windows)
@@ -121,26 +146,7 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 				strcmp(recs[i].site, site->name) == 0;
 		if (!used)
 			continue;
-		for (int k = 0; k < site->njumps; k++) {
-			char user[128], host[256], port[16];
-			parse_jump(site->jumps[k], user, host, port);
-			fprintf(f, "\nHost gridgpu-hop.%s.%d\n  HostName %s\n", site->name, k + 1, host);
-			if (port[0])
-				fprintf(f, "  Port %s\n", port);
-			if (user[0])
-				fprintf(f, "  User %s\n", user);
-			if (k > 0)
-				fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, k);
-			if (site->identity) {
-				path_kw(f, "IdentityFile", site->identity);
-				fprintf(f, "  IdentitiesOnly yes\n");
-			}
-			if (site->known_hosts) {
-				path_kw(f, "UserKnownHostsFile", site->known_hosts);
-				fprintf(f, "  StrictHostKeyChecking yes\n");
-			}
-			fprintf(f, "  BatchMode yes\n  ServerAliveInterval 30\n");
-		}
+		gg_ssh_format_hops(f, site, "  ServerAliveInterval 30\n");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct gg_record *r = &recs[i];

@@ -5,6 +5,7 @@
 #define GG_SSH_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "core/core.h"
 #include "session/session.h"
@@ -39,6 +40,11 @@ int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cf
 /* The text of the config (windows = OpenSSH for Windows form). malloc'd. */
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 			   const struct gg_record *recs, size_t n, int windows);
+
+/* Write the Host blocks of a site's jump hosts ("gridgpu-hop.SITE.N", each
+ * through the one before, with the site's identity and known_hosts) to f.
+ * extra (may be NULL) is added to every block, e.g. "  ConnectTimeout 5\n". */
+void gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra);
 
 /* Make an ed25519 key pair with ssh-keygen at path (path.pub too), 0600.
  * Removes a stale pair first. */

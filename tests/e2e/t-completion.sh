@@ -23,7 +23,7 @@ expect_eq "bash: command options" "$(bash_complete gridgpu site add --gpu | tr '
 expect_eq "bash: global options" "$(bash_complete gridgpu --js | tr '\n' ' ')" "--json "
 expect_eq "bash: site names after --site" "$(bash_complete gridgpu --site '' | tr '\n' ' ')" "glasgow lancaster "
 expect_eq "bash: site names for site show" "$(bash_complete gridgpu site show la | tr '\n' ' ')" "lancaster "
-expect_eq "bash: help COMMAND" "$(bash_complete gridgpu help s | tr '\n' ' ')" "site "
+expect_eq "bash: help COMMAND" "$(bash_complete gridgpu help si | tr '\n' ' ')" "site "
 
 # zsh: load the function with compinit under zsh -f, with _describe/compadd
 # replaced by recorders, so the test sees exactly what zsh would be offered.
