@@ -24,12 +24,88 @@ const struct gg_opt cmd_status_opts[] = {
 	OPT_END,
 };
 
-/* Refresh the records in recs (indexes idx) from their CEs, one CE at a time,
- * and save them. Returns 0, or the exit code of the first CE that failed. */
+/* Records written before a submission whose answer never got saved (gridgpu
+ * was killed, the machine crashed): find their jobs on the CE by job name
+ * (gridgpu-<uid>) and adopt them, so no job burns a GPU unseen. */
+static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_record *recs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct gg_record *o = &recs[i];
+		if (o->job_id || o->state != GG_S_REQUESTED || !o->ce || !o->uid)
+			continue;
+		struct cli_auth auth = {0};
+		struct gg_ce *ce = NULL;
+		struct gg_ce_result *jobs = NULL;
+		size_t nj = 0;
+		struct gg_err err = {0};
+		const struct gg_site *site = o->site ? gg_config_site(cli_config(cli), o->site) : NULL;
+		if (cli_auth(cli, site, o->auth, 0, &auth, &err) < 0 ||
+		    cli_open_ce(o->ce, &auth, &ce, &err) < 0 || gg_ce_list(ce, &jobs, &nj, &err) < 0) {
+			gg_ce_free(ce);
+			cli_auth_clear(&auth);
+			continue; /* try again next time */
+		}
+		/* The CE's jobs no record knows, by name. */
+		const char **unknown = calloc(nj ? nj : 1, sizeof *unknown);
+		char **names = calloc(nj ? nj : 1, sizeof *names);
+		size_t nu = 0;
+		for (size_t k = 0; unknown && k < nj; k++) {
+			int known = 0;
+			for (size_t m = 0; m < n && !known; m++)
+				known = recs[m].job_id && jobs[k].id && !strcmp(recs[m].job_id, jobs[k].id);
+			if (!known && jobs[k].id)
+				unknown[nu++] = jobs[k].id;
+		}
+		if (unknown && names && nu && gg_ce_job_names(ce, unknown, nu, names, &err) == 0) {
+			for (size_t m = i; m < n; m++) {
+				struct gg_record *r = &recs[m];
+				if (r->job_id || r->state != GG_S_REQUESTED || !r->uid || !r->ce ||
+				    strcmp(r->ce, o->ce))
+					continue;
+				char want[32];
+				snprintf(want, sizeof want, "gridgpu-%s", r->uid);
+				for (size_t k = 0; k < nu; k++) {
+					if (names[k] && !strcmp(names[k], want)) {
+						r->job_id = strdup(unknown[k]);
+						r->state = GG_S_QUEUED;
+						struct gg_err e2 = {0};
+						gg_store_save(st, r, &e2);
+						ui_info(cli, "adopted %s: its job %s was submitted but never "
+							     "recorded",
+							r->name, r->job_id);
+						break;
+					}
+				}
+			}
+		}
+		for (size_t k = 0; k < nu; k++)
+			free(names[k]);
+		free(names);
+		free(unknown);
+		gg_ce_results_free(jobs, nj);
+		gg_ce_free(ce);
+		cli_auth_clear(&auth);
+	}
+	/* One that the CE never got, long after: failed, say why. */
+	time_t now = time(NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct gg_record *r = &recs[i];
+		if (!r->job_id && r->state == GG_S_REQUESTED && now - r->created > 600) {
+			r->state = GG_S_FAILED;
+			free(r->error);
+			r->error = strdup("the submission never reached the CE");
+			gg_store_save(st, r, NULL);
+		}
+	}
+}
+
+/* Refresh the records in recs from their CEs, one CE at a time, and save them.
+ * Returns 0, or the exit code of the first CE that failed. */
 int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *recs, size_t n,
 		     int only_live)
 {
 	int exit_code = EXIT_OK;
+	adopt_orphans(cli, st, recs, n);
 	char *done = calloc(n ? n : 1, 1);
 	if (!done)
 		return EXIT_FAIL;

@@ -580,6 +580,54 @@ int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struc
 	return rc;
 }
 
+int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+		    struct gg_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		names[i] = NULL;
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:s}", "id", ids[i]));
+	json_t *body = json_pack("{s:o}", "job", list);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	char *url = text ? rest_url(ce, "jobs?action=info", err) : NULL;
+	struct gg_http_resp r = {0};
+	json_t *j = NULL;
+	int rc;
+	if (!url) {
+		rc = text ? (err ? err->code : GG_EFAIL) : gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
+	if (rc == 0 && r.status != 201 && r.status != 200)
+		rc = http_fail(&r, "asking the CE about jobs", err);
+	if (rc == 0)
+		rc = gg_http_resp_json(&r, &j, err);
+	if (rc == 0) {
+		json_t *arr = as_array(json_object_get(j, "job"));
+		size_t i;
+		json_t *e;
+		json_array_foreach(arr, i, e)
+		{
+			const char *id = json_string_value(json_object_get(e, "id"));
+			json_t *act = json_object_get(json_object_get(e, "info_document"),
+						      "ComputingActivity");
+			const char *name = json_string_value(json_object_get(act, "Name"));
+			for (size_t k = 0; id && name && k < n; k++)
+				if (!names[k] && strcmp(ids[k], id) == 0)
+					names[k] = strdup(name);
+		}
+		json_decref(arr);
+	}
+out:
+	json_decref(j);
+	gg_http_resp_clear(&r);
+	free(url);
+	free(text);
+	return rc;
+}
+
 int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
 {
 	char *url = rest_url(ce, "jobs?action=new", err);

@@ -128,6 +128,10 @@ int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n,
 		struct gg_ce_result **results, struct gg_err *err);
 /* All the caller's jobs with their states (fresh, not the info provider's). */
 int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err);
+/* The job names (xRSL jobname) of many jobs in one request: names[i] is
+ * malloc'd or NULL when the CE does not say. */
+int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+		    struct gg_err *err);
 /* Files in the job's session dir. get: GG_ENOTFOUND when absent. */
 int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *data, size_t len,
 	      struct gg_err *err);

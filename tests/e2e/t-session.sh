@@ -123,6 +123,23 @@ check "ssh into the token session" ssh -F "$CFG" -o BatchMode=yes s3 true
 BEARER_TOKEN=$("$GG_TB_MINT_TOKEN") run_gg kill s3
 expect_eq "kill the token session" "$RC" 0
 
+# --- a job submitted but never recorded (gridgpu killed in between) is adopted
+uid=0123abcd4567
+curl -s --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" --capath "$GG_TB_CA_DIR" -H 'Accept: application/json' \
+	--data-binary "&(executable=\"/bin/sh\")(arguments=\"-c\" \"sleep 30\")(jobname=\"gridgpu-$uid\")" \
+	"$REST/jobs?action=new" >"$T_TMP/orphan.json"
+ojob=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["id"])' "$T_TMP/orphan.json")
+now=$(date +%s)
+printf '{"version":1,"kind":"session","name":"orphan","uid":"%s","site":"tb","ce":"%s","state":"requested","auth":"proxy","created":%s,"walltime":600}\n' \
+	"$uid" "$GG_TB_CE_URL" "$now" >"$XDG_STATE_HOME/gridgpu/records/orphan.json"
+chmod 600 "$XDG_STATE_HOME/gridgpu/records/orphan.json"
+run_gg list --sync
+printf '%s' "$ERR" | grep -q "adopted orphan" && ok "list --sync adopts a job that was never recorded" || not_ok "orphan adoption: $ERR"
+run_gg --json status --no-sync orphan
+expect_eq "the adopted record has the CE's job id" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("job_id"))')" "$ojob"
+run_gg kill orphan
+expect_eq "the adopted job can be killed" "$RC" 0
+
 # --- bad input and faults ---------------------------------------------------
 REC=$XDG_STATE_HOME/gridgpu/records
 before=$(ls "$REC" | grep -c '\.json$')
