@@ -1,0 +1,551 @@
+/* gridgpu proxy: make, inspect and destroy X.509 proxy certificates (and show the
+ * bearer token found by the WLCG discovery order). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/provider.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "cred/cred.h"
+
+enum {
+	O_CERT = 256, O_KEY, O_OUT, O_PASS_STDIN, O_VALID, O_BITS, O_LIMITED, O_INDEPENDENT,
+	O_PATH_LENGTH, O_VERIFY, O_CA_DIR, O_FILE, O_EXISTS, O_LEFT,
+};
+
+#define OPT_CA_DIR \
+	{"ca-dir", 0, OPT_ARG, "DIR", \
+	 "CA directory for --verify ($X509_CERT_DIR, /etc/grid-security/certificates)", O_CA_DIR}
+
+static const struct gg_opt init_opts[] = {
+	{"cert", 'C', OPT_ARG, "FILE", "user certificate, PEM or PKCS#12 ($X509_USER_CERT)", O_CERT},
+	{"key", 'K', OPT_ARG, "FILE", "user key ($X509_USER_KEY, ~/.globus/userkey.pem)", O_KEY},
+	{"out", 'o', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_OUT},
+	{"pass-stdin", 0, OPT_NONE, NULL, "read the passphrase from standard input", O_PASS_STDIN},
+	{"valid", 0, OPT_ARG, "DUR", "lifetime, e.g. 12h, 2d, 1h30m or HH:MM (default 12h)", O_VALID},
+	{"bits", 'b', OPT_ARG, "N", "RSA key size of the proxy (default 2048)", O_BITS},
+	{"limited", 0, OPT_NONE, NULL, "make a limited proxy", O_LIMITED},
+	{"independent", 0, OPT_NONE, NULL, "make an independent proxy", O_INDEPENDENT},
+	{"path-length", 0, OPT_ARG, "N", "allow at most N proxies below this one", O_PATH_LENGTH},
+	{"verify", 0, OPT_NONE, NULL, "verify the new proxy against the CA directory", O_VERIFY},
+	OPT_CA_DIR,
+	OPT_END,
+};
+
+static const struct gg_opt info_opts[] = {
+	{"file", 'f', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_FILE},
+	{"exists", 'e', OPT_NONE, NULL, "exit 0 if a valid proxy exists, 1 if not; print nothing",
+	 O_EXISTS},
+	{"valid", 0, OPT_ARG, "DUR", "exit 0 if the proxy is valid for at least DUR, 1 if not",
+	 O_VALID},
+	{"left", 0, OPT_NONE, NULL, "print the seconds the proxy has left", O_LEFT},
+	{"verify", 0, OPT_NONE, NULL, "verify the proxy's chain against the CA directory",
+	 O_VERIFY},
+	OPT_CA_DIR,
+	OPT_END,
+};
+
+static const struct gg_opt destroy_opts[] = {
+	{"file", 'f', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_FILE},
+	OPT_END,
+};
+
+/* Every option of every subcommand, once: for completion and `help proxy`. */
+const struct gg_opt cmd_proxy_opts[] = {
+	{"cert", 'C', OPT_ARG, "FILE", "init: user certificate, PEM or PKCS#12", O_CERT},
+	{"key", 'K', OPT_ARG, "FILE", "init: user key", O_KEY},
+	{"out", 'o', OPT_ARG, "FILE", "init: proxy file to write", O_OUT},
+	{"pass-stdin", 0, OPT_NONE, NULL, "init: read the passphrase from standard input",
+	 O_PASS_STDIN},
+	{"valid", 0, OPT_ARG, "DUR", "init: lifetime (12h); info: require DUR left (exit 0/1)",
+	 O_VALID},
+	{"bits", 'b', OPT_ARG, "N", "init: RSA key size (2048)", O_BITS},
+	{"limited", 0, OPT_NONE, NULL, "init: make a limited proxy", O_LIMITED},
+	{"independent", 0, OPT_NONE, NULL, "init: make an independent proxy", O_INDEPENDENT},
+	{"path-length", 0, OPT_ARG, "N", "init: allow at most N proxies below", O_PATH_LENGTH},
+	{"verify", 0, OPT_NONE, NULL, "init, info: verify against the CA directory", O_VERIFY},
+	{"ca-dir", 0, OPT_ARG, "DIR", "init, info: CA directory for --verify", O_CA_DIR},
+	{"file", 'f', OPT_ARG, "FILE", "info, destroy: proxy file", O_FILE},
+	{"exists", 'e', OPT_NONE, NULL, "info: exit 0 if a valid proxy exists, 1 if not", O_EXISTS},
+	{"left", 0, OPT_NONE, NULL, "info: print the seconds left", O_LEFT},
+	OPT_END,
+};
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static char *iso_time(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "%lld", (long long)t);
+	return buf;
+}
+
+static char *human_time(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "%lld", (long long)t);
+	return buf;
+}
+
+/* voms-proxy-info's form: H:MM:SS */
+static char *hms(int64_t s, char *buf, size_t len)
+{
+	if (s < 0)
+		s = 0;
+	snprintf(buf, len, "%" PRId64 ":%02d:%02d", s / 3600, (int)(s / 60 % 60), (int)(s % 60));
+	return buf;
+}
+
+/* Parse --valid: an unreadable duration is a credential-request error (exit 3),
+ * as documented in gridgpu-proxy(1). */
+static int parse_valid(const char *s, int64_t *out, struct gg_err *err)
+{
+	int rc = gg_duration_parse(s, out, err);
+	if (rc < 0) {
+		err->code = GG_ECRED;
+		return GG_ECRED;
+	}
+	return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static const char *kind_name(enum gg_cert_kind k)
+{
+	switch (k) {
+	case GG_CERT_EEC: return "eec";
+	case GG_CERT_CA: return "ca";
+	case GG_CERT_PROXY: return "proxy";
+	case GG_CERT_PROXY_LIMITED: return "limited";
+	case GG_CERT_PROXY_INDEPENDENT: return "independent";
+	default: return "restricted";
+	}
+}
+
+static json_t *token_json(const struct gg_token *t, time_t now)
+{
+	if (!t)
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "source", json_string(t->source));
+	json_object_set_new(o, "jwt", json_boolean(t->jwt));
+	if (t->exp) {
+		char b[32];
+		json_object_set_new(o, "exp", json_string(iso_time((time_t)t->exp, b, sizeof b)));
+		json_object_set_new(o, "time_left",
+				    json_integer(t->exp > now ? (json_int_t)(t->exp - now) : 0));
+	}
+	if (t->sub)
+		json_object_set_new(o, "sub", json_string(t->sub));
+	if (t->iss)
+		json_object_set_new(o, "iss", json_string(t->iss));
+	return o;
+}
+
+static json_t *info_json(const struct gg_proxy_info *in, int verified, const struct gg_token *t,
+			 time_t now)
+{
+	char b1[32], b2[32];
+	json_t *o = json_object();
+	json_object_set_new(o, "path", in->path ? json_string(in->path) : json_null());
+	json_object_set_new(o, "subject", json_string(in->subject));
+	json_object_set_new(o, "issuer", json_string(in->issuer));
+	json_object_set_new(o, "identity", json_string(in->identity));
+	json_object_set_new(o, "type", json_string(in->type));
+	json_object_set_new(o, "kind", json_string(kind_name(in->kind)));
+	json_object_set_new(o, "key_type", json_string(in->key_type));
+	json_object_set_new(o, "bits", json_integer(in->bits));
+	json_object_set_new(o, "signature", json_string(in->signature));
+	json_object_set_new(o, "serial", json_string(in->serial));
+	json_object_set_new(o, "path_length",
+			    in->path_length >= 0 ? json_integer(in->path_length) : json_null());
+	json_object_set_new(o, "chain_length", json_integer(in->chain_length));
+	json_object_set_new(o, "not_before", json_string(iso_time(in->not_before, b1, sizeof b1)));
+	json_object_set_new(o, "not_after", json_string(iso_time(in->not_after, b2, sizeof b2)));
+	json_object_set_new(o, "time_left", json_integer((json_int_t)in->time_left));
+	if (verified >= 0)
+		json_object_set_new(o, "verified", json_boolean(verified));
+	json_object_set_new(o, "token", token_json(t, now));
+	return o;
+}
+
+static void print_info_text(const struct gg_proxy_info *in, int verified, const char *ca_dir,
+			    const struct gg_token *t, time_t now)
+{
+	char b1[40], b2[40];
+	printf("subject   : %s\n", in->subject);
+	printf("issuer    : %s\n", in->issuer);
+	printf("identity  : %s\n", in->identity);
+	printf("type      : %s\n", in->type);
+	printf("strength  : %d bits (%s)\n", in->bits, in->key_type);
+	if (in->path_length >= 0)
+		printf("pathlen   : %d\n", in->path_length);
+	if (in->path)
+		printf("path      : %s\n", in->path);
+	if (in->not_yet_valid)
+		printf("timeleft  : not valid before %s\n", human_time(in->not_before, b1, sizeof b1));
+	else
+		printf("timeleft  : %s (until %s)%s\n", hms(in->time_left, b1, sizeof b1),
+		       human_time(in->end, b2, sizeof b2), in->time_left ? "" : " expired");
+	if (verified > 0)
+		printf("verified  : yes (against %s)\n", ca_dir);
+	if (t) {
+		printf("token     : %s%s\n", t->source, t->jwt ? " (JWT)" : "");
+		if (t->sub || t->iss)
+			printf("token sub : %s%s%s\n", t->sub ? t->sub : "?", t->iss ? " from " : "",
+			       t->iss ? t->iss : "");
+		if (t->exp)
+			printf("token exp : %s (%s left)\n", human_time((time_t)t->exp, b1, sizeof b1),
+			       hms(t->exp > now ? t->exp - now : 0, b2, sizeof b2));
+		else
+			printf("token exp : unknown\n");
+	}
+}
+
+/* The bearer token for display: NULL when none; a warning when it is invalid. */
+static struct gg_token *find_token(struct gg_cli *cli)
+{
+	struct gg_token *t = NULL;
+	struct gg_err err = {0};
+	int rc = gg_token_find(&t, &err);
+	if (rc < 0 && rc != GG_ENOTFOUND)
+		ui_warn(cli, "%s", err.msg);
+	return rc < 0 ? NULL : t;
+}
+
+/* ---- init ----------------------------------------------------------------------- */
+
+/* Old PKCS#12 files (browser exports) use RC2, which OpenSSL 3 keeps in its
+ * legacy provider: loaded for this process, and only for PKCS#12 input.
+ * Always "succeeds" (returns 1): without it only such old files fail. */
+static int load_legacy(struct gg_cli *cli, OSSL_PROVIDER **legacy)
+{
+	if (!*legacy && !(*legacy = OSSL_PROVIDER_try_load(NULL, "legacy", 1)) && cli->verbose)
+		ui_info(cli, "OpenSSL's legacy provider is not available: PKCS#12 files "
+			     "encrypted with RC2 cannot be read");
+	return 1;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int keygen_threads(void)
+{
+	const char *s = getenv("GRIDGPU_KEYGEN_THREADS");
+	int n;
+	return s && parse_int(s, 1, 64, &n) == 0 ? n : 0;
+}
+
+static int proxy_init(struct gg_cli *cli, int argc, char **argv)
+{
+	const char *cert = NULL, *key = NULL, *out_opt = NULL, *ca_opt = NULL;
+	int pass_stdin = 0, verify = 0, bits = GG_PROXY_DEFAULT_BITS, c;
+	struct gg_proxy_opts po;
+	struct gg_err err = {0};
+	gg_proxy_opts_init(&po);
+	cli->sub_usage = "init [--cert FILE [--key FILE]] [--out FILE] [--valid DUR] [options]";
+	while ((c = cli_next_opt(cli, argc, argv, init_opts)) > 0) {
+		switch (c) {
+		case O_CERT: cert = cli->optarg; break;
+		case O_KEY: key = cli->optarg; break;
+		case O_OUT: out_opt = cli->optarg; break;
+		case O_PASS_STDIN: pass_stdin = 1; break;
+		case O_LIMITED: po.policy = GG_PROXY_LIMITED; break;
+		case O_INDEPENDENT: po.policy = GG_PROXY_INDEPENDENT; break;
+		case O_VERIFY: verify = 1; break;
+		case O_CA_DIR: ca_opt = cli->optarg; break;
+		case O_VALID:
+			if (parse_valid(cli->optarg, &po.lifetime, &err) < 0)
+				return ui_fail(cli, &err, "proxy init --valid");
+			if (po.lifetime == 0) {
+				gg_err_set(&err, GG_ECRED, "the lifetime must be more than 0");
+				return ui_fail(cli, &err, "proxy init --valid");
+			}
+			break;
+		case O_BITS:
+			if (parse_int(cli->optarg, 1024, 16384, &bits) < 0)
+				return ui_usage(cli, "--bits '%s': expected 1024 to 16384", cli->optarg);
+			break;
+		case O_PATH_LENGTH:
+			if (parse_int(cli->optarg, 0, 1000000, &po.path_length) < 0)
+				return ui_usage(cli, "--path-length '%s': expected 0 or more",
+						cli->optarg);
+			break;
+		}
+	}
+	if (c < 0)
+		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	if (argc - cli->optind != 0)
+		return ui_usage(cli, "proxy init takes no arguments");
+	if (key && !cert)
+		return ui_usage(cli, "--key needs --cert");
+
+	struct gg_cred_source src = {0};
+	struct gg_cred *user = NULL, *proxy = NULL;
+	struct gg_keygen *kg = NULL;
+	OSSL_PROVIDER *legacy = NULL;
+	char *out = NULL, *ca_dir = NULL, *pass = NULL;
+	int clipped = 0, rc = EXIT_OK;
+
+	/* The new key is made first, in the background: everything else (reading
+	 * the certificate, the passphrase prompt) happens meanwhile. The key is a
+	 * secret too, so no core dumps from here on. */
+	struct gg_err e2 = {0};
+	if (gg_cred_disable_core_dumps(&e2) < 0)
+		ui_warn(cli, "%s", e2.msg);
+	double t_start = now_ms(), t_key;
+	if (gg_keygen_start(bits, keygen_threads(), &kg, &err) < 0)
+		goto fail;
+	/* Everything that can be checked before the passphrase is asked for. */
+	if (gg_proxy_path(out_opt, &out, &err) < 0 || gg_proxy_check_target(out, &err) < 0 ||
+	    (verify && gg_cred_ca_dir(ca_opt, &ca_dir, &err) < 0) ||
+	    gg_cred_locate(cert, key, &src, &err) < 0 ||
+	    (src.pkcs12 && !load_legacy(cli, &legacy)) || gg_cred_open(&src, &user, &err) < 0 ||
+	    (gg_cred_cert(user) && gg_cred_check_time(user, 0, &err) < 0))
+		goto fail;
+	if (gg_cred_is_pkcs12(user))
+		load_legacy(cli, &legacy);
+	if (gg_cred_needs_passphrase(user)) {
+		char prompt[1200];
+		snprintf(prompt, sizeof prompt, "Enter GRID pass phrase for %s: ",
+			 gg_cred_key_path(user));
+		if (!(pass = ui_read_passphrase(prompt, pass_stdin, &err)))
+			goto fail;
+		int r = gg_cred_unlock(user, pass, strlen(pass), &err);
+		ui_secret_free(pass);
+		pass = NULL;
+		if (r < 0 || gg_cred_check_time(user, 0, &err) < 0)
+			goto fail;
+	}
+	if (gg_keygen_finish(kg, &po.key, &err) < 0) {
+		kg = NULL;
+		goto fail;
+	}
+	kg = NULL;
+	t_key = now_ms();
+	po.bits = bits;
+	if (gg_proxy_create(user, &po, &proxy, &clipped, &err) < 0 ||
+	    (verify && gg_cred_verify(proxy, ca_dir, 0, &err) < 0) ||
+	    gg_proxy_write(proxy, out, &err) < 0)
+		goto fail;
+
+	if (cli->verbose)
+		ui_info(cli, "timing: key ready after %.1f ms, the rest took %.1f ms", t_key - t_start,
+			now_ms() - t_key);
+	struct gg_proxy_info in;
+	if (gg_proxy_info_get(proxy, 0, &in, &err) < 0)
+		goto fail;
+	free(in.path);
+	in.path = out;
+	out = NULL;
+	char b1[40], b2[40];
+	if (clipped)
+		ui_warn(cli, "the proxy is valid until %s only: its signing certificate ends then",
+			human_time(in.end, b1, sizeof b1));
+	if (cli->json) {
+		struct gg_token *t = find_token(cli);
+		ui_json(info_json(&in, verify ? 1 : -1, t, time(NULL)));
+		gg_token_free(t);
+	} else {
+		ui_info(cli, "proxy '%s' is valid until %s (%s)%s", in.path,
+			human_time(in.end, b1, sizeof b1),
+			gg_duration_format(in.time_left, b2, sizeof b2),
+			verify ? ", verified" : "");
+	}
+	gg_proxy_info_clear(&in);
+	goto out;
+fail:
+	rc = ui_fail(cli, &err, "proxy init");
+out:
+	ui_secret_free(pass);
+	gg_keygen_free(kg);
+	EVP_PKEY_free(po.key);
+	gg_cred_free(proxy);
+	gg_cred_free(user);
+	gg_cred_source_clear(&src);
+	free(out);
+	free(ca_dir);
+	if (legacy)
+		OSSL_PROVIDER_unload(legacy);
+	return rc;
+}
+
+/* ---- info ----------------------------------------------------------------------- */
+
+static int proxy_info(struct gg_cli *cli, int argc, char **argv)
+{
+	const char *file = NULL, *ca_opt = NULL;
+	int exists = 0, left = 0, verify = 0, has_valid = 0, c;
+	int64_t need = 0;
+	struct gg_err err = {0};
+	cli->sub_usage = "info [--file FILE] [--exists] [--valid DUR] [--left] [--verify]";
+	while ((c = cli_next_opt(cli, argc, argv, info_opts)) > 0) {
+		switch (c) {
+		case O_FILE: file = cli->optarg; break;
+		case O_EXISTS: exists = 1; break;
+		case O_LEFT: left = 1; break;
+		case O_VERIFY: verify = 1; break;
+		case O_CA_DIR: ca_opt = cli->optarg; break;
+		case O_VALID:
+			if (parse_valid(cli->optarg, &need, &err) < 0)
+				return ui_fail(cli, &err, "proxy info --valid");
+			has_valid = 1;
+			break;
+		}
+	}
+	if (c < 0)
+		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	if (argc - cli->optind != 0)
+		return ui_usage(cli, "proxy info takes no arguments");
+
+	int check = exists || has_valid;
+	char *path = NULL, *ca_dir = NULL;
+	struct gg_cred *cred = NULL;
+	struct gg_proxy_info in = {0};
+	int rc = EXIT_OK, have_info = 0, verified = -1;
+	time_t now = time(NULL);
+	if (gg_proxy_path(file, &path, &err) < 0 ||
+	    (verify && gg_cred_ca_dir(ca_opt, &ca_dir, &err) < 0))
+		goto fail;
+	if (gg_cred_load_public(path, &cred, &err) < 0) {
+		if (err.code == GG_ENOTFOUND)
+			gg_err_set(&err, GG_ECRED, "no proxy at '%s' (make one with 'gridgpu proxy init')",
+				   path);
+		goto fail;
+	}
+	if (gg_proxy_info_get(cred, now, &in, &err) < 0)
+		goto fail;
+	have_info = 1;
+	if (verify) {
+		if (gg_cred_verify(cred, ca_dir, 0, &err) < 0) {
+			if (!check)
+				goto fail;
+			verified = 0;
+		} else {
+			verified = 1;
+		}
+	}
+	if (left) {
+		printf("%" PRId64 "\n", in.not_yet_valid ? 0 : in.time_left);
+		if (!check)
+			goto out;
+	}
+	if (check) {
+		/* The scripting interface of voms-proxy-info: 0 or 1, nothing on stdout. */
+		char b1[32], b2[32];
+		const char *why = NULL;
+		if (in.not_yet_valid)
+			why = "is not valid yet";
+		else if (in.time_left <= 0)
+			why = "has expired";
+		else if (verified == 0)
+			why = err.msg;
+		if (why) {
+			if (!cli->quiet)
+				fprintf(stderr, "gridgpu: proxy '%s' %s\n", path, why);
+			rc = EXIT_FAIL;
+		} else if (has_valid && in.time_left < need) {
+			if (!cli->quiet)
+				fprintf(stderr, "gridgpu: proxy '%s' has %s left, less than %s\n", path,
+					gg_duration_format(in.time_left, b1, sizeof b1),
+					gg_duration_format(need, b2, sizeof b2));
+			rc = EXIT_FAIL;
+		}
+		goto out;
+	}
+	struct gg_err perm = {0};
+	if (gg_file_check_private(path, "proxy", &perm) < 0)
+		ui_warn(cli, "%s", perm.msg);
+	struct gg_token *t = find_token(cli);
+	if (cli->json)
+		ui_json(info_json(&in, verified, t, now));
+	else
+		print_info_text(&in, verified, ca_dir, t, now);
+	gg_token_free(t);
+	goto out;
+fail:
+	if (check && err.code == GG_ECRED) {
+		/* --exists: a missing or unreadable proxy is a "no", not an error */
+		if (!cli->quiet)
+			fprintf(stderr, "gridgpu: %s\n", err.msg);
+		rc = EXIT_FAIL;
+	} else {
+		rc = ui_fail(cli, &err, "proxy info");
+	}
+out:
+	if (have_info)
+		gg_proxy_info_clear(&in);
+	gg_cred_free(cred);
+	free(path);
+	free(ca_dir);
+	return rc;
+}
+
+/* ---- destroy ---------------------------------------------------------------------- */
+
+static int proxy_destroy(struct gg_cli *cli, int argc, char **argv)
+{
+	const char *file = NULL;
+	int c;
+	struct gg_err err = {0};
+	cli->sub_usage = "destroy [--file FILE]";
+	while ((c = cli_next_opt(cli, argc, argv, destroy_opts)) > 0)
+		if (c == O_FILE)
+			file = cli->optarg;
+	if (c < 0)
+		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	if (argc - cli->optind != 0)
+		return ui_usage(cli, "proxy destroy takes no arguments");
+	char *path = NULL;
+	if (gg_proxy_path(file, &path, &err) < 0)
+		return ui_fail(cli, &err, "proxy destroy");
+	int rc = gg_proxy_destroy(path, &err);
+	if (rc == GG_ENOTFOUND) {
+		ui_info(cli, "no proxy at '%s'", path);
+		rc = EXIT_OK;
+	} else if (rc < 0) {
+		rc = ui_fail(cli, &err, "proxy destroy");
+	} else {
+		ui_info(cli, "proxy '%s' destroyed", path);
+	}
+	free(path);
+	return rc;
+}
+
+int cmd_proxy(struct gg_cli *cli, int argc, char **argv)
+{
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			cli_print_cmd_help(cli, cmd_proxy_opts, stdout);
+			return EXIT_OK;
+		}
+		return ui_usage(cli, "proxy: expected a subcommand: init, info or destroy");
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "init"))
+		return proxy_init(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "info"))
+		return proxy_info(cli, argc - 1, argv + 1);
+	if (!strcmp(sub, "destroy"))
+		return proxy_destroy(cli, argc - 1, argv + 1);
+	return ui_usage(cli, "proxy: unknown subcommand '%s' (init, info, destroy)", sub);
+}
