@@ -332,9 +332,10 @@ char *gg_config_format(const struct gg_config *cfg)
 		char d[32];
 		if (s->connect_deadline)
 			fprintf(f, "connect_deadline = %s\n",
-				gg_duration_format(s->connect_deadline, d, sizeof d));
+				gg_duration_format_exact(s->connect_deadline, d, sizeof d));
 		if (s->idle_limit)
-			fprintf(f, "idle_limit = %s\n", gg_duration_format(s->idle_limit, d, sizeof d));
+			fprintf(f, "idle_limit = %s\n",
+				gg_duration_format_exact(s->idle_limit, d, sizeof d));
 	}
 	if (fclose(f) != 0) {
 		free(buf);

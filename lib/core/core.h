@@ -68,6 +68,8 @@ char *gg_strstrip(char *s);
 int gg_duration_parse(const char *s, int64_t *out, struct gg_err *err);
 /* "2d3h", "12h", "45m", "30s", "0s" (largest two units). buf >= 32 bytes. */
 char *gg_duration_format(int64_t secs, char *buf, size_t len);
+/* Every unit, nothing rounded ("1d2h3m4s"): parses back to secs. buf >= 32. */
+char *gg_duration_format_exact(int64_t secs, char *buf, size_t len);
 /* Parse "16G", "512M", "2GiB", "1.5T", "4096" (bytes) into bytes; binary units
  * (K = 1024). */
 int gg_size_parse(const char *s, uint64_t *out, struct gg_err *err);

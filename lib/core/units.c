@@ -131,6 +131,27 @@ char *gg_duration_format(int64_t secs, char *buf, size_t len)
 	return buf;
 }
 
+char *gg_duration_format_exact(int64_t secs, char *buf, size_t len)
+{
+	static const struct {
+		char u;
+		int64_t s;
+	} units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
+	if (secs <= 0) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < 4 && off < len; i++) {
+		int64_t n = secs / units[i].s;
+		secs %= units[i].s;
+		if (n)
+			off += (size_t)snprintf(buf + off, len - off, "%" PRId64 "%c", n, units[i].u);
+	}
+	return buf;
+}
+
 int gg_size_parse(const char *s, uint64_t *out, struct gg_err *err)
 {
 	if (!s || !*s)

@@ -81,6 +81,13 @@ static void test_duration_format(void **state)
 	assert_string_equal(gg_duration_format(-90, b, sizeof b), "-1m30s");
 	/* format then parse round-trips when two units suffice */
 	assert_int_equal(dur(gg_duration_format(7380, b, sizeof b)), 7380);
+	/* the exact form always does (config files are written with it) */
+	assert_string_equal(gg_duration_format_exact(93784, b, sizeof b), "1d2h3m4s");
+	assert_string_equal(gg_duration_format_exact(0, b, sizeof b), "0s");
+	assert_string_equal(gg_duration_format_exact(7200, b, sizeof b), "2h");
+	int64_t samples[] = {1, 59, 61, 3599, 3601, 86399, 90061, 9999999, INT64_MAX / 2};
+	for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++)
+		assert_true(dur(gg_duration_format_exact(samples[i], b, sizeof b)) == samples[i]);
 }
 
 static void test_size(void **state)
