@@ -18,7 +18,8 @@ config.mk: configure.ac config.mk.in
 
 B        ?= build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-            -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith
+            -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith \
+            $(if $(findstring clang,$(CC)),-Wno-unknown-warning-option)
 BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Ilib $(WARN) -DGG_VERSION='"$(VERSION)"' \
             -DGG_LIBEXECDIR='"$(libexecdir)/gridgpu"'
 CFLAGS   ?= -O2 -g
@@ -39,7 +40,7 @@ LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean \
-        sanitize clang-check format-check help
+        sanitize clang-check format-check help fuzz-build fuzz-short valgrind
 
 all: $(BIN)
 
@@ -49,6 +50,8 @@ help:
 	@echo "make check      unit tests (ASan+UBSan) and end-to-end tests on the local test site"
 	@echo "make demo       the user's loop end to end against the local test site"
 	@echo "make bench      benchmarks beside the peer tools"
+	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
+	@echo "make valgrind   unit tests under valgrind (no leaks, no invalid access)"
 	@echo "make install    install (prefix and DESTDIR honoured)"
 
 deps:
@@ -80,6 +83,30 @@ $(B)/tests/%: tests/unit/%.c $(LIBA) tests/unit/unit.h
 	@mkdir -p $(@D)
 	$(CC) $(ALLCFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LIBS)
 
+# Fake GPU libraries (tests/fakegpu/): NVML and the CUDA driver answering from a
+# description of devices, loaded by the same dlopen as the real ones. Built
+# without the sanitizers so that both the plain binary and the sanitized unit
+# tests can load them.
+FAKEGPU_DIR := $(B)/tests/fakegpu
+FAKEGPU  := $(FAKEGPU_DIR)/libnvidia-ml.so.1 $(FAKEGPU_DIR)/old/libnvidia-ml.so.1 \
+            $(FAKEGPU_DIR)/broken/libnvidia-ml.so.1 $(FAKEGPU_DIR)/libcuda.so.1
+FAKEGPU_CC = $(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared $(WARN) -Wno-missing-prototypes
+$(FAKEGPU_DIR)/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
+	@mkdir -p $(@D)
+	$(FAKEGPU_CC) -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+$(FAKEGPU_DIR)/old/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
+	@mkdir -p $(@D)
+	$(FAKEGPU_CC) -DFAKE_OLD -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+$(FAKEGPU_DIR)/broken/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
+	@mkdir -p $(@D)
+	$(FAKEGPU_CC) -DFAKE_BROKEN -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+$(FAKEGPU_DIR)/libcuda.so.1: tests/fakegpu/fake-cuda.c
+	@mkdir -p $(@D)
+	$(FAKEGPU_CC) -Wl,-soname,libcuda.so.1 -o $@ $<
+$(B)/tests/test_gpu: $(FAKEGPU)
+$(B)/tests/test_gpu: ALLCFLAGS += -DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"' \
+                                  -DGG_FAKEGPU_SPECS='"$(abspath tests/fakegpu)"'
+
 unit: $(UNIT_BIN)
 	@tests/run-unit $(UNIT_BIN)
 
@@ -87,15 +114,61 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 sanitize:
 	$(MAKE) B=build-san CFLAGS="$(SANFLAGS)" LDFLAGS="-fsanitize=address,undefined" unit
 
-e2e: $(BIN)
+e2e: $(BIN) $(FAKEGPU)
 	@tests/run-e2e $(B)
 
-check: $(BIN)
+check: $(BIN) $(FAKEGPU)
 	$(MAKE) sanitize
 	@tests/run-e2e $(B)
 
 clang-check:
 	$(MAKE) B=build-clang CC=clang all $(patsubst $(B)/%,build-clang/%,$(UNIT_BIN))
+
+# ---- fuzzing and valgrind (tests/fuzz/) ------------------------------------------
+# make fuzz        every tests/fuzz/fuzz_*.c as a libFuzzer binary in build-fuzz/fuzz/
+#                  (clang, ASan+UBSan; the library compiled with fuzzer-no-link in its
+#                  own tree), the generated seeds (tests/fuzz/make-seeds.sh), then
+#                  tests/fuzz/run for FUZZ_SECONDS each (default 60)
+# make fuzz-short  the same, 10 s each (CI)
+# make valgrind    the unit tests of a plain -O1 -g build (build-vg/) under valgrind
+FUZZ_SECONDS ?= 60
+FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
+FUZZ_SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+                 -fno-sanitize-recover=all -fsanitize=fuzzer-no-link
+VALGRIND_FLAGS := --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1
+
+$(B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(LIBA) $(LIBS)
+
+# the regression runner includes the targets (tests/unit/test_fuzz_regress.c)
+$(B)/tests/test_fuzz_regress: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+$(B)/tests/test_fuzz_regress: ALLCFLAGS += -DGG_FUZZ_DIR='"$(abspath tests/fuzz)"'
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz:
+	$(MAKE) B=build-fuzz CC=clang CFLAGS="$(FUZZ_SANFLAGS)" fuzz-build
+	@tests/fuzz/make-seeds.sh
+	@tests/fuzz/run -t $(FUZZ_SECONDS) build-fuzz/fuzz
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECONDS=10
+
+valgrind:
+	$(MAKE) B=build-vg CFLAGS="-O1 -g" $(patsubst $(B)/%,build-vg/%,$(UNIT_BIN))
+	@rm -rf build-vg/valgrind && mkdir -p build-vg/valgrind; pass=0 fail=0; \
+	for t in $(patsubst $(B)/%,build-vg/%,$(UNIT_BIN)); do \
+	  n=$${t##*/}; \
+	  if valgrind $(VALGRIND_FLAGS) --log-file=build-vg/valgrind/$$n.%p.log $$t \
+	     >build-vg/valgrind/$$n.out 2>&1; then pass=$$((pass + 1)); \
+	  else fail=$$((fail + 1)); echo "valgrind: FAILED: $$t (build-vg/valgrind/$$n.*)" >&2; fi; \
+	done; \
+	cat build-vg/valgrind/*.log | awk '/ERROR SUMMARY:/ { e += $$4 } \
+	  /definitely lost:/ { gsub(",", "", $$4); d += $$4 } \
+	  END { printf "valgrind: %d errors, %d bytes definitely lost", e, d }'; \
+	echo ", $$pass passed, $$fail failed (test programs)"; [ $$fail -eq 0 ]
 
 demo: $(BIN)
 	@scripts/demo.sh $(B)
@@ -114,6 +187,9 @@ install: $(BIN)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libgridgpu.so
 	for f in $(wildcard libexec/gridgpu/*); do install -m 0755 $$f $(DESTDIR)$(libexecdir)/gridgpu/; done
 	install -m 0644 $(MAN1) $(DESTDIR)$(mandir)/man1/
+	# commands documented on another command's page
+	for l in verify:inspect status:list jobs:list clean:kill reconnect:connect; do \
+	  ln -sf gridgpu-$${l#*:}.1 $(DESTDIR)$(mandir)/man1/gridgpu-$${l%%:*}.1; done
 	install -m 0644 completions/gridgpu.bash $(DESTDIR)$(datarootdir)/bash-completion/completions/gridgpu
 	install -m 0644 completions/_gridgpu $(DESTDIR)$(datarootdir)/zsh/vendor-completions/_gridgpu
 
@@ -121,6 +197,7 @@ uninstall:
 	rm -f $(DESTDIR)$(bindir)/gridgpu $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/libgridgpu.so
 	rm -rf $(DESTDIR)$(libexecdir)/gridgpu
 	rm -f $(addprefix $(DESTDIR)$(mandir)/man1/,$(notdir $(MAN1)))
+	rm -f $(foreach c,verify status jobs clean reconnect,$(DESTDIR)$(mandir)/man1/gridgpu-$(c).1)
 	rm -f $(DESTDIR)$(datarootdir)/bash-completion/completions/gridgpu
 	rm -f $(DESTDIR)$(datarootdir)/zsh/vendor-completions/_gridgpu
 

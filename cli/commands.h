@@ -5,8 +5,38 @@
 struct gg_cli;
 int cmd_help(struct gg_cli *cli, int argc, char **argv);
 int cmd_site(struct gg_cli *cli, int argc, char **argv);
+int cmd_freeze(struct gg_cli *cli, int argc, char **argv);
+int cmd_inspect(struct gg_cli *cli, int argc, char **argv);
+int cmd_verify(struct gg_cli *cli, int argc, char **argv);
+int cmd_proxy(struct gg_cli *cli, int argc, char **argv);
+int cmd_request(struct gg_cli *cli, int argc, char **argv);
+int cmd_list(struct gg_cli *cli, int argc, char **argv);
+int cmd_status(struct gg_cli *cli, int argc, char **argv);
+int cmd_connect(struct gg_cli *cli, int argc, char **argv);
+int cmd_kill(struct gg_cli *cli, int argc, char **argv);
+int cmd_clean(struct gg_cli *cli, int argc, char **argv);
+int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv);
+int cmd_submit(struct gg_cli *cli, int argc, char **argv);
+int cmd_get(struct gg_cli *cli, int argc, char **argv);
 int cmd_complete(struct gg_cli *cli, int argc, char **argv);
+int cmd_gpus(struct gg_cli *cli, int argc, char **argv);
+int cmd_doctor(struct gg_cli *cli, int argc, char **argv);
 
 extern const struct gg_opt cmd_site_opts[];
+extern const struct gg_opt cmd_freeze_opts[];
+extern const struct gg_opt cmd_inspect_opts[];
+extern const struct gg_opt cmd_verify_opts[];
+extern const struct gg_opt cmd_request_opts[];
+extern const struct gg_opt cmd_list_opts[];
+extern const struct gg_opt cmd_status_opts[];
+extern const struct gg_opt cmd_connect_opts[];
+extern const struct gg_opt cmd_kill_opts[];
+extern const struct gg_opt cmd_clean_opts[];
+extern const struct gg_opt cmd_ssh_config_opts[];
+extern const struct gg_opt cmd_submit_opts[];
+extern const struct gg_opt cmd_get_opts[];
+extern const struct gg_opt cmd_proxy_opts[];
+extern const struct gg_opt cmd_gpus_opts[];
+extern const struct gg_opt cmd_doctor_opts[];
 
 #endif

@@ -1,0 +1,398 @@
+/* gridgpu freeze: a sandbox directory, tar stream or OCI image into a SIF image. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "gpu/gpu.h"
+#include "image/image.h"
+
+enum {
+	O_OUTPUT = 'o',
+	O_JOBS = 'j',
+	O_FORCE = 256,
+	O_LEVEL,
+	O_COMP,
+	O_LABEL,
+	O_NO_REPRO,
+	O_SKIP,
+	O_FORMAT,
+};
+
+const struct gg_opt cmd_freeze_opts[] = {
+        {"output", 'o', OPT_ARG, "IMAGE.sif", "the SIF image to write (required)", O_OUTPUT},
+        {"force", 0, OPT_NONE, NULL, "replace IMAGE.sif if it exists (atomically)", O_FORCE},
+        {"format", 0, OPT_ARG, "dir|tar|oci", "what the source is (detected by default)", O_FORMAT},
+        {"comp", 0, OPT_ARG, "gzip|zstd|xz|lz4", "squashfs compression (default gzip)", O_COMP},
+        {"level", 0, OPT_ARG, "N", "compression level (gzip 1-12, default 6; zstd 1-22; xz 1-9)",
+         O_LEVEL},
+        {"jobs", 'j', OPT_ARG, "N", "compression threads (default: all cores)", O_JOBS},
+        {"label", 0, OPT_ARG, "KEY=VALUE", "add a label to the image (repeat for more)", O_LABEL},
+        {"no-reproducible", 0, OPT_NONE, NULL, "random image UUID and the current time",
+         O_NO_REPRO},
+        {"skip-unreadable", 0, OPT_NONE, NULL, "leave out unreadable files with a warning", O_SKIP},
+        OPT_END,
+};
+
+/* ---- signals: the library polls the flag through the cancel callback -------------- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct ctx {
+	struct gg_cli *cli;
+	int bar;   /* draw the progress bar */
+	int drawn; /* a bar is on the line */
+	struct timespec start;
+	int cols;
+};
+
+static int cancel_cb(void *ud)
+{
+	(void)ud;
+	return stop_signal != 0;
+}
+
+static void clear_bar(struct ctx *c)
+{
+	if (c->drawn) {
+		fputs("\r\033[K", stderr);
+		c->drawn = 0;
+	}
+}
+
+static void warn_cb(void *ud, const char *msg)
+{
+	struct ctx *c = ud;
+	clear_bar(c);
+	ui_warn(c->cli, "%s", msg);
+}
+
+static double elapsed(const struct ctx *c)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - c->start.tv_sec) +
+	       (double)(now.tv_nsec - c->start.tv_nsec) / 1e9;
+}
+
+static void human(uint64_t b, char *buf, size_t len)
+{
+	gg_size_format(b, buf, len);
+}
+
+/* "147/344 MiB": both in the unit of the total. */
+static void pair(uint64_t done, uint64_t total, char *buf, size_t len)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+	double div = 1;
+	while (u < 4 && (double)total / div >= 1024) {
+		div *= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.*f/%.*f %s", u && (double)total / div < 10 ? 1 : 0,
+	         (double)done / div, u && (double)total / div < 10 ? 1 : 0, (double)total / div,
+	         unit[u]);
+}
+
+static void progress_cb(void *ud, const struct gg_image_progress *p)
+{
+	struct ctx *c = ud;
+	if (!c->bar)
+		return;
+	if (p->phase == GG_IMAGE_PHASE_DONE) {
+		clear_bar(c);
+		return;
+	}
+	double t = elapsed(c);
+	char done[32], total[32], rate[32], line[256];
+	human(p->bytes_done, done, sizeof done);
+	human(t > 0.2 ? (uint64_t)((double)p->bytes_done / t) : 0, rate, sizeof rate);
+	int n;
+	if (p->phase == GG_IMAGE_PHASE_SCAN) {
+		human(p->bytes_total, total, sizeof total);
+		n = snprintf(line, sizeof line, "scanning  %llu files, %s",
+		             (unsigned long long)p->files_total, total);
+	} else if (p->phase == GG_IMAGE_PHASE_META) {
+		n = snprintf(line, sizeof line, "writing inodes, directories and tables");
+	} else if (p->bytes_total) {
+		char bytes[48];
+		pair(p->bytes_done, p->bytes_total, bytes, sizeof bytes);
+		double f = (double)p->bytes_done / (double)p->bytes_total;
+		if (f > 1)
+			f = 1;
+		char eta[32] = "--:--";
+		if (f > 0.01 && t > 1) {
+			long s = (long)(t / f - t);
+			snprintf(eta, sizeof eta, "%ld:%02ld", s / 60, s % 60);
+		}
+		int width = 16;
+		char bar[32];
+		int fill = (int)(f * width);
+		for (int i = 0; i < width; i++)
+			bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
+		bar[width] = '\0';
+		if (p->files_total)
+			n = snprintf(line, sizeof line,
+			             "[%s] %3d%%  %llu/%llu files  %s  %s/s  ETA %s", bar,
+			             (int)(f * 100), (unsigned long long)p->files_done,
+			             (unsigned long long)p->files_total, bytes, rate, eta);
+		else
+			n = snprintf(line, sizeof line, "[%s] %3d%%  %llu files  %s  %s/s  ETA %s",
+			             bar, (int)(f * 100), (unsigned long long)p->files_done, bytes,
+			             rate, eta);
+	} else {
+		n = snprintf(line, sizeof line, "%llu files  %s read  %s/s",
+		             (unsigned long long)p->files_done, done, rate);
+	}
+	if (n > c->cols - 1)
+		line[c->cols > 1 ? c->cols - 1 : 0] = '\0';
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	c->drawn = 1;
+}
+
+/* Drop what changes from one moment to the next (free memory), so that two freezes on
+ * the same node stay byte-identical. */
+static void strip_volatile(json_t *v)
+{
+	size_t i;
+	const char *k;
+	json_t *x;
+	if (json_is_object(v)) {
+		json_object_del(v, "memory_free");
+		json_object_foreach (v, k, x)
+			strip_volatile(x);
+	} else if (json_is_array(v)) {
+		json_array_foreach (v, i, x)
+			strip_volatile(x);
+	}
+}
+
+/* The GPUs of this node for the image's provenance (gridgpu gpus --json, less the
+ * volatile values), or NULL off a GPU node. malloc'd. */
+static char *gpu_provenance(struct gg_cli *cli)
+{
+	char *raw = NULL;
+	struct gg_err err = {0};
+	if (gg_gpu_provenance(&raw, &err) < 0) {
+		ui_warn(cli, "the image records no GPUs: %s", err.msg);
+		return NULL;
+	}
+	json_t *j = raw ? json_loads(raw, 0, NULL) : NULL;
+	free(raw);
+	if (!j)
+		return NULL;
+	strip_volatile(j);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(j);
+	return s;
+}
+
+static int parse_uint(const char *s, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
+{
+	struct gg_freeze_opts o = {.input_fd = STDIN_FILENO, .tool_version = GG_VERSION};
+	const char **labels = NULL;
+	char *gpus = NULL;
+	size_t nlabels = 0;
+	int c, rc = EXIT_OK;
+	long v;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_freeze_opts)) > 0) {
+		switch (c) {
+		case O_OUTPUT: o.output = cli->optarg; break;
+		case O_FORCE: o.force = 1; break;
+		case O_NO_REPRO: o.no_reproducible = 1; break;
+		case O_SKIP: o.skip_unreadable = 1; break;
+		case O_LEVEL:
+			if (parse_uint(cli->optarg, 22, &v) < 0 || v == 0) {
+				rc = ui_usage(cli, "--level '%s': expected a number (gzip 1-12)",
+				              cli->optarg);
+				goto out;
+			}
+			o.level = (int)v;
+			break;
+		case O_JOBS:
+			if (parse_uint(cli->optarg, 1024, &v) < 0 || v == 0) {
+				rc = ui_usage(cli, "--jobs '%s': expected a number of threads",
+				              cli->optarg);
+				goto out;
+			}
+			o.jobs = (unsigned)v;
+			break;
+		case O_COMP:
+			o.comp = gg_image_comp_parse(cli->optarg);
+			if (!o.comp) {
+				rc = ui_usage(cli, "--comp '%s': expected gzip, zstd, xz or lz4",
+				              cli->optarg);
+				goto out;
+			}
+			break;
+		case O_FORMAT:
+			if (!strcmp(cli->optarg, "dir"))
+				o.format = GG_IMAGE_DIR;
+			else if (!strcmp(cli->optarg, "tar"))
+				o.format = GG_IMAGE_TAR;
+			else if (!strcmp(cli->optarg, "oci"))
+				o.format = GG_IMAGE_OCI;
+			else {
+				rc = ui_usage(cli, "--format '%s': expected dir, tar or oci",
+				              cli->optarg);
+				goto out;
+			}
+			break;
+		case O_LABEL: {
+			if (!strchr(cli->optarg, '=') || cli->optarg[0] == '=') {
+				rc = ui_usage(cli, "--label '%s': expected KEY=VALUE", cli->optarg);
+				goto out;
+			}
+			const char **nl = realloc(labels, (nlabels + 1) * sizeof *nl);
+			if (!nl) {
+				rc = EXIT_FAIL;
+				goto out;
+			}
+			labels = nl;
+			labels[nlabels++] = cli->optarg;
+			break;
+		}
+		}
+	}
+	if (c < 0) {
+		rc = c == -2 ? EXIT_OK : EXIT_USAGE;
+		goto out;
+	}
+	if (argc - cli->optind != 1) {
+		rc = ui_usage(cli, "freeze: expected one SANDBOX (a directory, a tar, an OCI image "
+		                   "or - for a tar on standard input)");
+		goto out;
+	}
+	if (!o.output) {
+		rc = ui_usage(cli, "freeze: -o IMAGE.sif is required");
+		goto out;
+	}
+	o.source = argv[cli->optind];
+	o.labels = labels;
+	o.nlabels = nlabels;
+	enum gg_image_comp comp = o.comp ? o.comp : GG_IMAGE_COMP_GZIP;
+	int max_level = comp == GG_IMAGE_COMP_GZIP   ? 12
+	                : comp == GG_IMAGE_COMP_ZSTD ? 22
+	                : comp == GG_IMAGE_COMP_XZ   ? 9
+	                                             : 1;
+	if (o.level > max_level) {
+		rc = ui_usage(cli, "--level %d: %s levels are 1-%d", o.level,
+		              gg_image_comp_name(comp), max_level);
+		goto out;
+	}
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	if (sde && *sde) {
+		char *end;
+		errno = 0;
+		long long t = strtoll(sde, &end, 10);
+		if (errno || *end || t < 0) {
+			rc = ui_usage(cli, "SOURCE_DATE_EPOCH '%s': expected seconds since 1970",
+			              sde);
+			goto out;
+		}
+		o.have_source_date_epoch = 1;
+		o.source_date_epoch = t;
+	}
+	if (o.comp && o.comp != GG_IMAGE_COMP_GZIP)
+		ui_warn(cli,
+		        "%s squashfs compression might not work with some installations (apptainer "
+		        "needs kernel or squashfuse support for it; gzip works everywhere)",
+		        gg_image_comp_name(o.comp));
+
+	struct ctx ctx = {.cli = cli, .cols = 80};
+	ctx.bar = !cli->quiet && isatty(STDERR_FILENO);
+	struct winsize ws;
+	if (ctx.bar && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		ctx.cols = ws.ws_col;
+	clock_gettime(CLOCK_MONOTONIC, &ctx.start);
+	struct gg_image_callbacks cb = {
+	        .progress = progress_cb, .warn = warn_cb, .cancel = cancel_cb, .ud = &ctx};
+
+	/* Ctrl-C, SIGTERM, SIGHUP: the library stops at the next poll, removes its temp
+	 * file and returns GG_EINTR. No SA_RESTART: blocking reads return EINTR. */
+	struct sigaction sa, old_int, old_term, old_hup;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	stop_signal = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+
+	struct gg_freeze_result res;
+	struct gg_err err = {0};
+	gpus = gpu_provenance(cli);
+	o.gpus_json = gpus;
+	int frc = gg_image_freeze(&o, &cb, &res, &err);
+	clear_bar(&ctx);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	if (frc < 0) {
+		rc = ui_fail(cli, &err, "freeze %s", o.source);
+		goto out;
+	}
+	double secs = elapsed(&ctx);
+	if (cli->json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "output", json_string(o.output));
+		json_object_set_new(j, "source", json_string(o.source));
+		json_object_set_new(j, "format", json_string(gg_image_format_name(res.format)));
+		json_object_set_new(j, "size", json_integer((json_int_t)res.image_size));
+		json_object_set_new(j, "squashfs_size",
+		                    json_integer((json_int_t)res.squashfs_size));
+		json_object_set_new(j, "data_bytes", json_integer((json_int_t)res.data_bytes));
+		json_object_set_new(j, "files", json_integer((json_int_t)res.files));
+		json_object_set_new(j, "dirs", json_integer((json_int_t)res.dirs));
+		json_object_set_new(j, "symlinks", json_integer((json_int_t)res.symlinks));
+		json_object_set_new(j, "specials", json_integer((json_int_t)res.specials));
+		json_object_set_new(j, "hardlinks", json_integer((json_int_t)res.hardlinks));
+		json_object_set_new(j, "arch", json_string(res.arch));
+		json_object_set_new(
+		        j, "compression",
+		        json_string(gg_image_comp_name(o.comp ? o.comp : GG_IMAGE_COMP_GZIP)));
+		json_object_set_new(j, "reproducible", json_boolean(!o.no_reproducible));
+		json_object_set_new(j, "build_time", json_integer(res.build_time));
+		json_object_set_new(j, "warnings", json_integer(res.warnings));
+		json_object_set_new(j, "seconds", json_real(secs));
+		ui_json(j);
+	} else {
+		char in[32], outsz[32];
+		gg_size_format(res.data_bytes, in, sizeof in);
+		gg_size_format(res.image_size, outsz, sizeof outsz);
+		ui_info(cli,
+		        "froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
+		        "into "
+		        "%s: %s, %s, %.1f s%s",
+		        o.source, in, (unsigned long long)res.files, (unsigned long long)res.dirs,
+		        (unsigned long long)res.symlinks, (unsigned long long)res.specials,
+		        o.output, outsz, res.arch, secs, res.warnings ? " (with warnings)" : "");
+	}
+out:
+	free(labels);
+	free(gpus);
+	return rc;
+}

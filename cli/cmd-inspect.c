@@ -1,0 +1,328 @@
+/* gridgpu inspect and gridgpu verify: what a SIF image holds, and whether its structure
+ * is sound. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "image/image.h"
+
+const struct gg_opt cmd_inspect_opts[] = {OPT_END};
+const struct gg_opt cmd_verify_opts[] = {OPT_END};
+
+#define JSON_OBJ_MAX (16u << 20)
+
+static int keycmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const char *str_or(const json_t *v, const char *dflt)
+{
+	const char *s = json_string_value(v);
+	return s ? s : dflt;
+}
+
+static int one_operand(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts,
+                       const char **path)
+{
+	int c;
+	while ((c = cli_next_opt(cli, argc, argv, opts)) > 0)
+		;
+	if (c < 0)
+		return c == -2 ? -2 : EXIT_USAGE;
+	if (argc - cli->optind != 1)
+		return ui_usage(cli, "%s: expected one IMAGE.sif", cli->cmd->name);
+	*path = argv[cli->optind];
+	return 0;
+}
+
+static void uuid_str(const uint8_t id[16], char out[37])
+{
+	static const int dash[] = {4, 6, 8, 10};
+	size_t o = 0;
+	for (int i = 0; i < 16; i++) {
+		for (size_t d = 0; d < 4; d++)
+			if (dash[d] == i)
+				out[o++] = '-';
+		snprintf(out + o, 3, "%02x", id[i]);
+		o += 2;
+	}
+	out[o] = '\0';
+}
+
+static void time_str(int64_t t, char *buf, size_t len)
+{
+	if (t == GG_SIF_GO_ZERO_TIME) {
+		snprintf(buf, len, "none (reproducible image)");
+		return;
+	}
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (gmtime_r(&tt, &tm))
+		strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	else
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
+static json_t *read_json_object(const struct gg_sif *s, const char *name)
+{
+	const struct gg_sif_descr *d = gg_sif_find(s, GG_SIF_GENERIC_JSON, name);
+	if (!d)
+		return NULL;
+	char *buf;
+	size_t len;
+	struct gg_err err = {0};
+	if (gg_sif_read_object(s, d, JSON_OBJ_MAX, &buf, &len, &err) < 0)
+		return NULL;
+	json_t *v = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	return v;
+}
+
+static char *link_str(uint32_t link, char *buf, size_t len)
+{
+	if (!link)
+		snprintf(buf, len, "NONE");
+	else if (link & GG_SIF_GROUP_MASK)
+		snprintf(buf, len, "%u (G)", link & ~GG_SIF_GROUP_MASK);
+	else
+		snprintf(buf, len, "%u", link);
+	return buf;
+}
+
+static char *group_str(uint32_t group, char *buf, size_t len)
+{
+	uint32_t g = group & ~GG_SIF_GROUP_MASK;
+	if (!g)
+		snprintf(buf, len, "NONE");
+	else
+		snprintf(buf, len, "%u", g);
+	return buf;
+}
+
+static char *type_str(const struct gg_sif_descr *d, char *buf, size_t len)
+{
+	int32_t fs, pt;
+	char arch[3];
+	if (gg_sif_partition_info(d, &fs, &pt, arch) == 0)
+		snprintf(buf, len, "FS (%s/%s/%s)", gg_sif_fstype_name(fs),
+		         gg_sif_parttype_name(pt), gg_image_arch_name(arch));
+	else
+		snprintf(buf, len, "%s", gg_sif_type_name(d->type));
+	return buf;
+}
+
+int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
+{
+	const char *path;
+	int rc = one_operand(cli, argc, argv, cmd_inspect_opts, &path);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	struct gg_err err = {0};
+	struct gg_sif *s;
+	if (gg_sif_open(path, &s, &err) < 0)
+		return ui_fail(cli, &err, "inspect %s", path);
+	struct gg_sif_verify_report rep;
+	struct gg_err verr = {0};
+	int have_sqfs = gg_sif_verify(path, &rep, &verr) == 0 && rep.sqfs_inodes;
+	json_t *labels = NULL, *prov = read_json_object(s, "gridgpu-provenance.json");
+	json_t *meta = read_json_object(s, "inspect-metadata.json");
+	if (meta)
+		labels = json_incref(json_object_get(
+		        json_object_get(json_object_get(meta, "data"), "attributes"), "labels"));
+	char uuid[37], created[64];
+	uuid_str(s->hdr.id, uuid);
+	time_str(s->hdr.created, created, sizeof created);
+	const char *arch = gg_image_arch_name(s->hdr.arch);
+
+	if (cli->json) {
+		json_t *o = json_object(), *objs = json_array(), *hdr = json_object();
+		json_object_set_new(o, "path", json_string(path));
+		json_object_set_new(o, "size", json_integer((json_int_t)s->file_size));
+		json_object_set_new(hdr, "version", json_string("01"));
+		json_object_set_new(hdr, "arch", json_string(arch));
+		json_object_set_new(hdr, "id", json_string(uuid));
+		json_object_set_new(hdr, "created", json_integer(s->hdr.created));
+		json_object_set_new(hdr, "modified", json_integer(s->hdr.modified));
+		json_object_set_new(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
+		json_object_set_new(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
+		json_object_set_new(hdr, "data_offset", json_integer(s->hdr.data_offset));
+		json_object_set_new(hdr, "data_size", json_integer(s->hdr.data_size));
+		json_object_set_new(o, "header", hdr);
+		for (size_t i = 0; i < s->ndescr; i++) {
+			const struct gg_sif_descr *d = &s->descr[i];
+			if (!d->used)
+				continue;
+			json_t *j = json_object();
+			json_object_set_new(j, "id", json_integer(d->id));
+			json_object_set_new(j, "group",
+			                    json_integer(d->group & ~GG_SIF_GROUP_MASK));
+			json_object_set_new(j, "link", json_integer(d->link));
+			json_object_set_new(j, "type", json_string(gg_sif_type_name(d->type)));
+			json_object_set_new(
+			        j, "name", json_stringn(d->name, strnlen(d->name, sizeof d->name)));
+			json_object_set_new(j, "offset", json_integer(d->offset));
+			json_object_set_new(j, "size", json_integer(d->size));
+			int32_t fs, pt;
+			char pa[3];
+			if (gg_sif_partition_info(d, &fs, &pt, pa) == 0) {
+				json_object_set_new(j, "fstype",
+				                    json_string(gg_sif_fstype_name(fs)));
+				json_object_set_new(j, "parttype",
+				                    json_string(gg_sif_parttype_name(pt)));
+				json_object_set_new(j, "arch", json_string(gg_image_arch_name(pa)));
+			}
+			json_array_append_new(objs, j);
+		}
+		json_object_set_new(o, "objects", objs);
+		if (have_sqfs) {
+			json_t *q = json_object();
+			json_object_set_new(
+			        q, "compression",
+			        json_string(gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp)));
+			json_object_set_new(q, "inodes", json_integer(rep.sqfs_inodes));
+			json_object_set_new(q, "block_size", json_integer(rep.sqfs_block_size));
+			json_object_set_new(q, "bytes_used",
+			                    json_integer((json_int_t)rep.sqfs_bytes_used));
+			json_object_set_new(q, "mkfs_time", json_integer(rep.sqfs_mkfs_time));
+			json_object_set_new(o, "squashfs", q);
+		}
+		json_object_set_new(o, "labels", labels ? labels : json_object());
+		labels = NULL;
+		json_object_set_new(o, "provenance", prov ? prov : json_null());
+		prov = NULL;
+		ui_json(o);
+		goto out;
+	}
+
+	char sz[32];
+	gg_size_format(s->file_size, sz, sizeof sz);
+	printf("%s: SIF 01, %s, %s\n", path, arch, sz);
+	printf("  id:       %s\n", uuid);
+	printf("  created:  %s\n", created);
+	if (have_sqfs)
+		printf("  squashfs: %s, %u inodes, %u KiB blocks\n",
+		       gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp), rep.sqfs_inodes,
+		       rep.sqfs_block_size / 1024);
+	printf("\n%-4s %-6s %-7s %-26s %s\n", "ID", "GROUP", "LINK", "SIF POSITION (start-end)",
+	       "TYPE");
+	for (size_t i = 0; i < s->ndescr; i++) {
+		const struct gg_sif_descr *d = &s->descr[i];
+		if (!d->used)
+			continue;
+		char g[16], l[16], pos[48], t[96];
+		snprintf(pos, sizeof pos, "%lld-%lld", (long long)d->offset,
+		         (long long)(d->offset + d->size));
+		type_str(d, t, sizeof t);
+		printf("%-4u %-6s %-7s %-26s %s%s%.*s\n", d->id, group_str(d->group, g, sizeof g),
+		       link_str(d->link, l, sizeof l), pos, t, d->name[0] ? "  " : "",
+		       (int)strnlen(d->name, sizeof d->name), d->name);
+	}
+	if (labels && json_object_size(labels)) {
+		printf("\nLabels:\n");
+		size_t n = json_object_size(labels), i = 0;
+		const char **keys = malloc(n * sizeof *keys);
+		const char *k;
+		json_t *v;
+		if (keys) {
+			json_object_foreach (labels, k, v)
+				keys[i++] = k;
+			qsort(keys, i, sizeof *keys, keycmp);
+			for (size_t j = 0; j < i; j++)
+				printf("  %s: %s\n", keys[j],
+				       str_or(json_object_get(labels, keys[j]), ""));
+			free(keys);
+		}
+	}
+	if (prov) {
+		json_t *src = json_object_get(prov, "source");
+		printf("\nProvenance:\n");
+		printf("  source:     %s %s\n", str_or(json_object_get(src, "kind"), "?"),
+		       str_or(json_object_get(src, "path"), "?"));
+		if (json_string_value(json_object_get(src, "digest")))
+			printf("  digest:     %s\n",
+			       json_string_value(json_object_get(src, "digest")));
+		if (json_string_value(json_object_get(src, "ref")))
+			printf("  reference:  %s\n",
+			       json_string_value(json_object_get(src, "ref")));
+		printf("  built:      %s%s\n", str_or(json_object_get(prov, "build_time"), "?"),
+		       json_is_true(json_object_get(prov, "reproducible")) ? " (reproducible)"
+		                                                           : "");
+		printf("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
+		json_t *gpus = json_object_get(prov, "gpus");
+		json_t *devs = json_object_get(gpus, "gpus");
+		if (json_array_size(devs)) {
+			/* what `gridgpu gpus --json` gave on the node it was frozen on */
+			printf("  gpus:       %zu, driver %s\n", json_array_size(devs),
+			       str_or(json_object_get(gpus, "driver_version"), "?"));
+			size_t i;
+			json_t *d;
+			json_array_foreach (devs, i, d)
+				printf("              %s, compute capability %s, %lld MiB, %s\n",
+				       str_or(json_object_get(d, "name"), "?"),
+				       str_or(json_object_get(d, "compute_capability"), "?"),
+				       (long long)json_integer_value(
+				               json_object_get(d, "memory_total_mb")),
+				       str_or(json_object_get(d, "uuid"), "?"));
+		} else if (gpus && !json_is_null(gpus)) {
+			char *g = json_dumps(gpus, JSON_COMPACT | JSON_SORT_KEYS);
+			printf("  gpus:       %s\n", g ? g : "?");
+			free(g);
+		} else {
+			printf("  gpus:       none recorded\n");
+		}
+	}
+out:
+	json_decref(labels);
+	json_decref(prov);
+	json_decref(meta);
+	gg_sif_close(s);
+	return EXIT_OK;
+}
+
+int cmd_verify(struct gg_cli *cli, int argc, char **argv)
+{
+	const char *path;
+	int rc = one_operand(cli, argc, argv, cmd_verify_opts, &path);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	struct gg_err err = {0};
+	struct gg_sif_verify_report rep;
+	if (gg_sif_verify(path, &rep, &err) < 0)
+		return ui_fail(cli, &err, "verify %s", path);
+	const char *first = NULL;
+	for (size_t i = 0; i < rep.nchecks; i++)
+		if (!rep.checks[i].ok && !first)
+			first = rep.checks[i].detail;
+	if (cli->json) {
+		json_t *o = json_object(), *a = json_array();
+		json_object_set_new(o, "path", json_string(path));
+		json_object_set_new(o, "ok", json_boolean(rep.ok));
+		for (size_t i = 0; i < rep.nchecks; i++) {
+			json_t *c = json_object();
+			json_object_set_new(c, "check", json_string(rep.checks[i].what));
+			json_object_set_new(c, "ok", json_boolean(rep.checks[i].ok));
+			json_object_set_new(c, "detail", json_string(rep.checks[i].detail));
+			json_array_append_new(a, c);
+		}
+		json_object_set_new(o, "checks", a);
+		ui_json(o);
+	} else if (!cli->quiet) {
+		for (size_t i = 0; i < rep.nchecks; i++)
+			printf("%-4s %-20s %s\n", rep.checks[i].ok ? "ok" : "FAIL",
+			       rep.checks[i].what, rep.checks[i].detail);
+	}
+	if (!rep.ok) {
+		gg_err_set(&err, GG_EFAIL, "%s", first ? first : "structure is not sound");
+		if (cli->json) {
+			fprintf(stderr, "gridgpu: verify %s: %s\n", path, err.msg);
+			return EXIT_FAIL;
+		}
+		return ui_fail(cli, &err, "verify %s", path);
+	}
+	if (!cli->json)
+		ui_info(cli, "%s: the structure is sound", path);
+	return EXIT_OK;
+}

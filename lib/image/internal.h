@@ -1,0 +1,239 @@
+/* lib/image internals shared between its files: the in-memory tree, the squashfs writer,
+ * the freeze context the sandbox readers feed. Not installed, not for other modules. */
+#ifndef GG_IMAGE_INTERNAL_H
+#define GG_IMAGE_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "image/image.h"
+
+struct sqfs_inode_generic_t;
+
+/* ---- the tree -------------------------------------------------------------------- */
+
+/* One squashfs inode. Hard links are several nodes sharing one. Inodes live until the
+ * tree is freed (the block processor keeps a pointer to ->sq while blocks are in flight),
+ * even when a later tar entry or whiteout drops every name. */
+struct gg_inode {
+	uint32_t mode; /* with the S_IF* type bits */
+	uint32_t uid, gid;
+	int64_t mtime;
+	uint32_t rdev; /* Linux new_encode_dev */
+	char *target;  /* symlink target */
+	unsigned char
+	        *xattrs; /* packed: repeated {u16 keylen, key, u32 vallen, value}, keys sorted */
+	size_t xattrs_len;
+	uint64_t size;                   /* regular files: size announced by the source */
+	struct sqfs_inode_generic_t *sq; /* regular files: filled by the block processor */
+	char *capture; /* content kept for the image metadata (labels.json, runscript...) */
+	size_t capture_len;
+	uint32_t ino;              /* squashfs inode number, assigned when serialising */
+	uint32_t nlink;            /* names referencing it, counted when serialising */
+	uint64_t ref;              /* position in the inode table */
+	uint64_t src_dev, src_ino; /* directory source: identity for hard links */
+	uint64_t src_seq; /* OCI: (layer << 40) | entry index of the entry holding the data */
+	char elf[3];      /* SIF arch code from the ELF header of the data, "" if none */
+	uint8_t fed;      /* data given to the block processor */
+	uint8_t skipped;  /* unreadable, left out (--skip-unreadable) */
+	uint8_t visited;  /* scratch for walks */
+	struct gg_inode *next_all;
+};
+
+struct gg_node {
+	char *name; /* "" for the root */
+	struct gg_node *parent;
+	struct gg_inode *inode;
+	struct gg_node **kids; /* directories: sorted by strcmp of name */
+	size_t nkids, cap;
+	int layer; /* OCI: layer that last created or declared this entry */
+};
+
+struct gg_tree {
+	struct gg_node *root;
+	struct gg_inode *all; /* every inode ever made, for freeing */
+	/* distinct uid/gid values (squashfs keeps at most 65536) */
+	uint32_t *ids;
+	size_t nids, idcap;
+	uint8_t id_max_seen;
+	uint8_t root_set; /* the source gave the root's attributes */
+	uint64_t nnodes;
+};
+
+struct gg_tree *gg_image_tree_new(void);
+void gg_image_tree_free(struct gg_tree *t);
+struct gg_inode *gg_image_inode_new(struct gg_tree *t);
+/* Record a uid/gid; GG_EFAIL past 65536 distinct values. */
+int gg_image_tree_note_id(struct gg_tree *t, uint32_t id, struct gg_err *err);
+struct gg_node *gg_image_node_find(const struct gg_node *dir, const char *name);
+/* Insert a child (dir must not hold name yet); NULL on allocation failure. */
+struct gg_node *gg_image_node_add(struct gg_tree *t, struct gg_node *dir, const char *name,
+                                  size_t namelen, struct gg_inode *ino);
+/* Detach and free a node and its subtree (the inodes stay until the tree is freed). */
+void gg_image_node_remove(struct gg_tree *t, struct gg_node *n);
+/* Path of a node relative to the root ("" for the root); malloc'd. */
+char *gg_image_node_path(const struct gg_node *n);
+/* Look a clean relative path up without following symlinks; NULL when missing. */
+struct gg_node *gg_image_tree_lookup(const struct gg_tree *t, const char *path);
+/* Resolve a path inside the tree following symlinks (absolute targets from the root,
+ * at most 40 hops); NULL when it does not resolve. */
+struct gg_node *gg_image_tree_resolve(const struct gg_tree *t, const char *path);
+/* Attach a packed xattr set to an inode (copied). */
+int gg_image_inode_set_xattrs(struct gg_inode *ino, const unsigned char *packed, size_t len);
+
+/* Packed xattr builder, used by the readers. */
+struct gg_xattr_buf {
+	unsigned char *buf;
+	size_t len, cap;
+	size_t count;
+};
+int gg_image_xattr_add(struct gg_xattr_buf *b, const char *key, const void *val, size_t vlen);
+/* Sort by key (the packed order is what the image gets). */
+int gg_image_xattr_sort(struct gg_xattr_buf *b);
+void gg_image_xattr_free(struct gg_xattr_buf *b);
+/* 1 for the namespaces squashfs stores: user., trusted., security. */
+int gg_image_xattr_supported(const char *key);
+
+/* One archive entry, normalised, applied to the tree by gg_image_tree_apply. */
+struct gg_entry {
+	const char *path; /* clean relative path (gg_image_path_clean) */
+	uint32_t mode;    /* with S_IF* bits */
+	uint32_t uid, gid;
+	int64_t mtime;
+	uint32_t rdev;
+	const char *symlink;  /* target, for S_IFLNK */
+	const char *hardlink; /* clean path of the link target, or NULL */
+	uint64_t size;
+	const unsigned char *xattrs; /* packed, sorted */
+	size_t xattrs_len;
+};
+/* Apply an entry: create or replace the node at e->path (a directory over a directory
+ * keeps the children and takes the new attributes; anything else replaces), creating
+ * missing parents. Rejects paths through a symlink or a non-directory, hard links to
+ * missing entries or directories. With whiteouts set, ".wh.NAME" removes NAME from lower
+ * layers and ".wh..wh..opq" empties the directory of lower-layer entries. *data gets the
+ * inode whose bytes follow (a regular file that is not a hard link), else NULL. */
+int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, int whiteouts,
+                        struct gg_inode **data, struct gg_err *err);
+
+/* ---- the squashfs writer ------------------------------------------------------------ */
+
+struct gg_sqfs_writer;
+struct gg_sqfs_opts {
+	int comp;      /* enum gg_image_comp */
+	int level;     /* 0 = default */
+	unsigned jobs; /* >= 1 */
+	uint32_t block_size;
+};
+/* Write a squashfs into fd starting at base (the SIF partition offset). path is for
+ * messages. */
+int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_sqfs_opts *o,
+                       struct gg_sqfs_writer **out, struct gg_err *err);
+int gg_sqfs_file_begin(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg_err *err);
+int gg_sqfs_file_append(struct gg_sqfs_writer *w, const void *data, size_t len, struct gg_err *err);
+int gg_sqfs_file_end(struct gg_sqfs_writer *w, struct gg_err *err);
+/* Bytes written so far (for progress). */
+uint64_t gg_sqfs_writer_size(const struct gg_sqfs_writer *w);
+/* Finish the data, serialise the tree (skipping skipped inodes), write the tables and
+ * the superblock with mkfs_time, pad to 4 KiB. clamp_time >= 0 clamps every inode mtime
+ * to it. *size = the padded squashfs size; counts go to res. */
+int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t mkfs_time,
+                          int64_t clamp_time, uint64_t *size, struct gg_freeze_result *res,
+                          struct gg_err *err);
+void gg_sqfs_writer_free(struct gg_sqfs_writer *w);
+/* Message for a libsquashfs error code. */
+const char *gg_sqfs_strerror(int code);
+
+/* ---- the freeze context the readers feed ------------------------------------------ */
+
+struct gg_freeze;
+/* Report a warning (counted; the callback gets it unless too many were reported). */
+void gg_image_warn(struct gg_freeze *fz, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* Poll the cancel callback: GG_EINTR (err set) when asked to stop. */
+int gg_image_check_cancel(struct gg_freeze *fz, struct gg_err *err);
+/* Progress bookkeeping. */
+void gg_image_progress_totals(struct gg_freeze *fz, uint64_t files, uint64_t bytes);
+void gg_image_progress_phase(struct gg_freeze *fz, enum gg_image_phase phase);
+void gg_image_progress_input(struct gg_freeze *fz, uint64_t bytes_consumed);
+/* Feed one regular file's data: begin (path = clean relative path, for metadata capture
+ * and messages), append any number of times, end. */
+int gg_image_feed_begin(struct gg_freeze *fz, struct gg_inode *ino, const char *path,
+                        struct gg_err *err);
+int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struct gg_err *err);
+int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err);
+/* Append n zero bytes (holes of sparse files). */
+int gg_image_feed_zeros(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
+struct gg_tree *gg_image_freeze_tree(struct gg_freeze *fz);
+/* 1 for files the directory reader leaves out (the temp file, the output it replaces). */
+int gg_image_freeze_excluded(const struct gg_freeze *fz, dev_t dev, ino_t ino);
+int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz);
+
+/* Readers (sandbox.c, tar.c, oci.c). source_desc gets a malloc'd digest ("sha256:...")
+ * when the reader knows one. */
+int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err);
+int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **digest,
+                      struct gg_err *err);
+struct gg_oci_info {
+	char *digest;          /* manifest digest, or the image ID for legacy docker archives */
+	char *config_json;     /* the image config's "config" object, compact JSON, or NULL */
+	char *labels_json;     /* its Labels, compact JSON object, or NULL */
+	char *ref;             /* a repo tag / ref name when the archive names one */
+	const char *bootstrap; /* "oci", "oci-archive" or "docker-archive" (static) */
+};
+int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
+                      struct gg_err *err);
+void gg_image_oci_info_clear(struct gg_oci_info *info);
+/* Detect the format of a path (dir, OCI layout/archive, tar). */
+int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *err);
+
+/* libarchive entry -> struct gg_entry helpers shared by tar.c and oci.c. */
+struct archive;
+struct archive_entry;
+struct gg_entry_buf {
+	char *path, *hardlink;
+	struct gg_xattr_buf xattrs;
+	struct gg_entry e;
+};
+/* Fill b->e from an archive entry; rejects traversal and unsupported types. */
+int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
+                                struct gg_entry_buf *b, const char *what, struct gg_err *err);
+void gg_image_entry_buf_free(struct gg_entry_buf *b);
+/* Enable the decompression filters a tar or layer may use. */
+void gg_image_archive_filters(struct archive *a);
+/* 0 for libarchive warnings not worth showing (locale conversion of UTF-8 names). */
+int gg_image_archive_warning_matters(const char *msg);
+/* Copy the data of the current archive entry into the freeze (sparse holes as zeros). */
+int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct gg_inode *ino,
+                               const char *path, const char *what, struct gg_err *err);
+
+/* ---- metadata (meta.c) ------------------------------------------------------------ */
+
+/* SIF arch code of the tree: /bin/sh (symlinks resolved inside the tree), else the first
+ * executable ELF in sorted order, else the host's. */
+const char *gg_image_tree_arch(const struct gg_tree *t);
+/* Paths whose content the metadata needs (labels.json, runscript, env scripts...). */
+int gg_image_meta_wanted(const char *path);
+
+struct gg_meta_in {
+	const struct gg_tree *tree;
+	const char *source;     /* as given */
+	const char *source_abs; /* absolute path, or "stdin" */
+	enum gg_image_format format;
+	const char *source_digest;
+	const struct gg_oci_info *oci;
+	const char *arch; /* SIF code */
+	int64_t build_time;
+	int reproducible;
+	const char *const *labels;
+	size_t nlabels;
+	const char *gpus_json;
+	const char *tool_version;
+	int comp, level;
+	uint32_t block_size;
+};
+/* The definition text, inspect-metadata.json and gridgpu-provenance.json objects
+ * (malloc'd, compact JSON with sorted keys). */
+int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **inspect,
+                        char **provenance, struct gg_err *err);
+
+#endif

@@ -1,0 +1,408 @@
+/* Image metadata: the architecture from the sandbox's /bin/sh ELF header, the definition
+ * object, inspect-metadata.json (what `apptainer inspect` reads from a SIF) and
+ * gridgpu-provenance.json. */
+#include "image/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <jansson.h>
+
+/* ---- names ------------------------------------------------------------------------ */
+
+const char *gg_image_comp_name(enum gg_image_comp comp)
+{
+	switch (comp) {
+	case GG_IMAGE_COMP_GZIP: return "gzip";
+	case GG_IMAGE_COMP_XZ: return "xz";
+	case GG_IMAGE_COMP_LZ4: return "lz4";
+	case GG_IMAGE_COMP_ZSTD: return "zstd";
+	default: return "unknown";
+	}
+}
+
+enum gg_image_comp gg_image_comp_parse(const char *name)
+{
+	static const enum gg_image_comp all[] = {GG_IMAGE_COMP_GZIP, GG_IMAGE_COMP_XZ,
+	                                         GG_IMAGE_COMP_LZ4, GG_IMAGE_COMP_ZSTD};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (!strcmp(name, gg_image_comp_name(all[i])))
+			return all[i];
+	return (enum gg_image_comp)0;
+}
+
+const char *gg_image_format_name(enum gg_image_format f)
+{
+	switch (f) {
+	case GG_IMAGE_DIR: return "dir";
+	case GG_IMAGE_TAR: return "tar";
+	case GG_IMAGE_OCI: return "oci";
+	default: return "auto";
+	}
+}
+
+/* ---- architecture ------------------------------------------------------------------ */
+
+static const char *const arch_names[] = {"unknown",  "386",     "amd64",   "arm",    "arm64",
+                                         "ppc64",    "ppc64le", "mips",    "mipsle", "mips64",
+                                         "mips64le", "s390x",   "riscv64", "loong64"};
+static const char *const arch_codes[] = {"00", "01", "02", "03", "04", "05", "06",
+                                         "07", "08", "09", "10", "11", "12", "13"};
+
+const char *gg_image_arch_name(const char *code)
+{
+	for (size_t i = 0; i < sizeof arch_codes / sizeof arch_codes[0]; i++)
+		if (code && !strncmp(code, arch_codes[i], 2))
+			return arch_names[i];
+	return "unknown";
+}
+
+const char *gg_image_host_arch(void)
+{
+#if defined(__x86_64__)
+	return "02";
+#elif defined(__i386__)
+	return "01";
+#elif defined(__aarch64__)
+	return "04";
+#elif defined(__arm__)
+	return "03";
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return "06";
+#elif defined(__powerpc64__)
+	return "05";
+#elif defined(__s390x__)
+	return "11";
+#elif defined(__riscv) && __riscv_xlen == 64
+	return "12";
+#elif defined(__loongarch64)
+	return "13";
+#else
+	return "00";
+#endif
+}
+
+const char *gg_image_elf_arch(const unsigned char *h, size_t len)
+{
+	if (len < 20 || memcmp(h,
+	                       "\x7f"
+	                       "ELF",
+	                       4) != 0)
+		return NULL;
+	int cls = h[4], data = h[5];
+	if ((cls != 1 && cls != 2) || (data != 1 && data != 2))
+		return NULL;
+	unsigned mach = data == 1 ? (unsigned)h[18] | (unsigned)h[19] << 8
+	                          : (unsigned)h[19] | (unsigned)h[18] << 8;
+	int b64 = cls == 2, le = data == 1;
+	switch (mach) {
+	case 3: return !b64 && le ? "01" : NULL;                      /* EM_386 */
+	case 62: return b64 && le ? "02" : NULL;                      /* EM_X86_64 */
+	case 40: return !b64 && le ? "03" : NULL;                     /* EM_ARM */
+	case 183: return b64 && le ? "04" : NULL;                     /* EM_AARCH64 */
+	case 21: return b64 ? (le ? "06" : "05") : NULL;              /* EM_PPC64 */
+	case 8: return b64 ? (le ? "10" : "09") : (le ? "08" : "07"); /* EM_MIPS */
+	case 22: return b64 && !le ? "11" : NULL;                     /* EM_S390 */
+	case 243: return b64 && le ? "12" : NULL;                     /* EM_RISCV */
+	case 258: return b64 && le ? "13" : NULL;                     /* EM_LOONGARCH */
+	default: return NULL;
+	}
+}
+
+static const char *first_exec_elf(const struct gg_node *n)
+{
+	for (size_t i = 0; i < n->nkids; i++) {
+		const struct gg_node *k = n->kids[i];
+		const struct gg_inode *ino = k->inode;
+		if (ino->skipped)
+			continue;
+		if (S_ISREG(ino->mode) && ino->elf[0] && (ino->mode & 0111))
+			return ino->elf;
+		if (S_ISDIR(ino->mode)) {
+			const char *a = first_exec_elf(k);
+			if (a)
+				return a;
+		}
+	}
+	return NULL;
+}
+
+static const char *code_of(const char *elf)
+{
+	for (size_t i = 0; i < sizeof arch_codes / sizeof arch_codes[0]; i++)
+		if (!strncmp(elf, arch_codes[i], 2))
+			return arch_codes[i];
+	return NULL;
+}
+
+const char *gg_image_tree_arch(const struct gg_tree *t)
+{
+	const struct gg_node *sh = gg_image_tree_resolve(t, "bin/sh");
+	if (sh && S_ISREG(sh->inode->mode) && sh->inode->elf[0] && code_of(sh->inode->elf))
+		return code_of(sh->inode->elf);
+	const char *a = first_exec_elf(t->root);
+	if (a && code_of(a))
+		return code_of(a);
+	return gg_image_host_arch();
+}
+
+/* ---- metadata the sandbox carries -------------------------------------------------- */
+
+static int glob_env(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 4 || strcmp(name + n - 3, ".sh"))
+		return 0;
+	if (!strncmp(name, "10-docker", 9))
+		return 1;
+	return name[0] == '9' && n >= 16 && !strcmp(name + n - 15, "-environment.sh");
+}
+
+int gg_image_meta_wanted(const char *path)
+{
+	static const char *const files[] = {
+	        ".singularity.d/labels.json",    ".singularity.d/runscript",
+	        ".singularity.d/startscript",    ".singularity.d/test",
+	        ".singularity.d/runscript.help",
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (!strcmp(path, files[i]))
+			return 1;
+	const char *env = ".singularity.d/env/";
+	size_t el = strlen(env);
+	return !strncmp(path, env, el) && !strchr(path + el, '/') && glob_env(path + el);
+}
+
+static const struct gg_inode *captured(const struct gg_tree *t, const char *path)
+{
+	const struct gg_node *n = gg_image_tree_resolve(t, path);
+	if (!n || n->inode->skipped || !S_ISREG(n->inode->mode) || !n->inode->capture)
+		return NULL;
+	return n->inode;
+}
+
+/* A JSON string of a captured file without its trailing newlines, as apptainer shows it;
+ * NULL when absent or not UTF-8. */
+static json_t *captured_str(const struct gg_tree *t, const char *path)
+{
+	const struct gg_inode *ino = captured(t, path);
+	if (!ino)
+		return NULL;
+	size_t len = ino->capture_len;
+	while (len && ino->capture[len - 1] == '\n')
+		len--;
+	return json_stringn(ino->capture, len);
+}
+
+static void set_new(json_t *o, const char *k, json_t *v)
+{
+	if (v)
+		json_object_set_new(o, k, v);
+}
+
+static void fmt_time(int64_t t, char *rfc, size_t rlen, char *schema, size_t slen)
+{
+	static const char *const wd[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+	                                 "Thursday", "Friday", "Saturday"};
+	static const char *const mon[] = {"January",   "February", "March",    "April",
+	                                  "May",       "June",     "July",     "August",
+	                                  "September", "October",  "November", "December"};
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (!gmtime_r(&tt, &tm))
+		memset(&tm, 0, sizeof tm);
+	snprintf(rfc, rlen, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (schema)
+		snprintf(schema, slen, "%s_%d_%s_%d_%d:%d:%d_UTC", wd[tm.tm_wday % 7], tm.tm_mday,
+		         mon[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static const char *bootstrap_of(const struct gg_meta_in *in)
+{
+	if (in->format == GG_IMAGE_OCI && in->oci && in->oci->bootstrap)
+		return in->oci->bootstrap;
+	return "localimage";
+}
+
+static char *dump(json_t *v)
+{
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(v);
+	return s;
+}
+
+int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **inspect,
+                        char **provenance, struct gg_err *err)
+{
+	*deffile = *inspect = *provenance = NULL;
+	char rfc[64], schema[96];
+	fmt_time(in->build_time, rfc, sizeof rfc, schema, sizeof schema);
+	const char *archname = gg_image_arch_name(in->arch);
+	const char *boot = bootstrap_of(in);
+
+	char *def = gg_strdup_printf("bootstrap: %s\nfrom: %s\n\n", boot, in->source);
+	json_t *labels = json_object(), *env = json_object(), *attrs = json_object();
+	json_t *top = json_object(), *data = json_object(), *prov = json_object();
+	if (!def || !labels || !env || !attrs || !top || !data || !prov)
+		goto nomem;
+
+	/* labels: the sandbox's own, the OCI config's, the build's, then --label */
+	const struct gg_inode *lj = captured(in->tree, ".singularity.d/labels.json");
+	if (lj) {
+		json_t *old = json_loadb(lj->capture, lj->capture_len, 0, NULL);
+		const char *k;
+		json_t *v;
+		json_object_foreach (old, k, v)
+			if (json_is_string(v))
+				json_object_set(labels, k, v);
+		json_decref(old);
+	}
+	if (in->oci && in->oci->labels_json) {
+		json_t *ol = json_loads(in->oci->labels_json, 0, NULL);
+		const char *k;
+		json_t *v;
+		json_object_foreach (ol, k, v)
+			if (json_is_string(v))
+				json_object_set(labels, k, v);
+		json_decref(ol);
+	}
+	set_new(labels, "org.label-schema.schema-version", json_string("1.0"));
+	set_new(labels, "org.label-schema.build-date", json_string(schema));
+	set_new(labels, "org.opencontainers.image.created", json_string(rfc));
+	set_new(labels, "org.label-schema.usage.singularity.deffile.bootstrap", json_string(boot));
+	set_new(labels, "org.label-schema.usage.singularity.deffile.from", json_string(in->source));
+	set_new(labels, "org.opencontainers.image.architecture", json_string(archname));
+	set_new(labels, "org.label-schema.build-arch", json_string(archname));
+	set_new(labels, "org.label-schema.usage.gridgpu.version", json_string(in->tool_version));
+	if (in->source_digest)
+		set_new(labels, "org.opencontainers.image.base.digest",
+		        json_string(in->source_digest));
+	if (in->oci && in->oci->ref)
+		set_new(labels, "org.opencontainers.image.base.name", json_string(in->oci->ref));
+	for (size_t i = 0; i < in->nlabels; i++) {
+		const char *eq = strchr(in->labels[i], '=');
+		if (!eq || eq == in->labels[i]) {
+			gg_err_set(err, GG_EUSAGE, "label '%s': expected KEY=VALUE", in->labels[i]);
+			goto fail;
+		}
+		char *k = strndup(in->labels[i], (size_t)(eq - in->labels[i]));
+		json_t *v = json_string(eq + 1);
+		if (!k || !v) {
+			free(k);
+			json_decref(v);
+			gg_err_set(err, GG_EUSAGE, "label '%s': not valid UTF-8", in->labels[i]);
+			goto fail;
+		}
+		json_object_set_new(labels, k, v);
+		free(k);
+	}
+
+	/* environment scripts, keyed by their path in the image */
+	const struct gg_node *envdir = gg_image_tree_resolve(in->tree, ".singularity.d/env");
+	if (envdir && S_ISDIR(envdir->inode->mode)) {
+		for (size_t i = 0; i < envdir->nkids; i++) {
+			if (!glob_env(envdir->kids[i]->name))
+				continue;
+			char *rel =
+			        gg_strdup_printf(".singularity.d/env/%s", envdir->kids[i]->name);
+			char *abs =
+			        gg_strdup_printf("/.singularity.d/env/%s", envdir->kids[i]->name);
+			json_t *v = rel ? captured_str(in->tree, rel) : NULL;
+			if (v && abs)
+				json_object_set_new(env, abs, v);
+			else
+				json_decref(v);
+			free(rel);
+			free(abs);
+		}
+	}
+	json_object_set(attrs, "labels", labels);
+	if (json_object_size(env))
+		json_object_set(attrs, "environment", env);
+	set_new(attrs, "runscript", captured_str(in->tree, ".singularity.d/runscript"));
+	set_new(attrs, "startscript", captured_str(in->tree, ".singularity.d/startscript"));
+	set_new(attrs, "test", captured_str(in->tree, ".singularity.d/test"));
+	set_new(attrs, "helpfile", captured_str(in->tree, ".singularity.d/runscript.help"));
+	size_t dl = strlen(def);
+	while (dl && def[dl - 1] == '\n')
+		dl--;
+	set_new(attrs, "deffile", json_stringn(def, dl)); /* as apptainer shows it */
+	json_object_set_new(data, "attributes", attrs);
+	attrs = NULL;
+	json_object_set_new(top, "data", data);
+	data = NULL;
+	set_new(top, "type", json_string("container"));
+
+	/* provenance */
+	json_t *src = json_object(), *comp = json_object();
+	if (!src || !comp) {
+		json_decref(src);
+		json_decref(comp);
+		goto nomem;
+	}
+	set_new(src, "kind", json_string(gg_image_format_name(in->format)));
+	set_new(src, "path", json_string(in->source_abs));
+	set_new(src, "given", json_string(in->source));
+	if (in->source_digest)
+		set_new(src, "digest", json_string(in->source_digest));
+	if (in->oci && in->oci->ref)
+		set_new(src, "ref", json_string(in->oci->ref));
+	set_new(comp, "algorithm", json_string(gg_image_comp_name((enum gg_image_comp)in->comp)));
+	if (in->comp == GG_IMAGE_COMP_GZIP)
+		set_new(comp, "encoder", json_string("libdeflate"));
+	set_new(comp, "level", json_integer(in->level));
+	set_new(comp, "block_size", json_integer(in->block_size));
+	set_new(prov, "schema", json_string("gridgpu-provenance/1"));
+	set_new(prov, "gridgpu_version", json_string(in->tool_version));
+	set_new(prov, "build_time", json_string(rfc));
+	set_new(prov, "reproducible", json_boolean(in->reproducible));
+	set_new(prov, "arch", json_string(archname));
+	json_object_set_new(prov, "source", src);
+	json_object_set_new(prov, "squashfs", comp);
+	if (in->oci && in->oci->config_json) {
+		json_t *cfg = json_loads(in->oci->config_json, 0, NULL);
+		set_new(prov, "oci_config", cfg);
+	}
+	if (in->gpus_json && *in->gpus_json) {
+		json_error_t je;
+		json_t *g = json_loads(in->gpus_json, JSON_DECODE_ANY, &je);
+		if (!g) {
+			gg_err_set(err, GG_EUSAGE, "GPU description: not valid JSON: %s", je.text);
+			goto fail;
+		}
+		json_object_set_new(prov, "gpus", g);
+	} else {
+		json_object_set_new(prov, "gpus", json_null());
+	}
+
+	*inspect = dump(top);
+	top = NULL;
+	*provenance = dump(prov);
+	prov = NULL;
+	json_decref(labels);
+	json_decref(env);
+	if (!*inspect || !*provenance) {
+		free(*inspect);
+		free(*provenance);
+		*inspect = *provenance = NULL;
+		free(def);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	*deffile = def;
+	return 0;
+nomem:
+	gg_err_set(err, GG_ENOMEM, "out of memory");
+fail:
+	free(def);
+	json_decref(labels);
+	json_decref(env);
+	json_decref(attrs);
+	json_decref(data);
+	json_decref(top);
+	json_decref(prov);
+	return err->code;
+}

@@ -1,0 +1,1111 @@
+/* The OCI reader: an OCI image layout (a directory, or a tar of one) or a `docker save`
+ * archive. Layers are applied in order with whiteouts and opaque directories in a first
+ * pass over their headers; a second pass streams only the data that survives into the
+ * squashfs, so files replaced or deleted by upper layers cost nothing in the image.
+ * Blobs named by digest are checked against it. Also: format detection. */
+#include "image/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#define JSON_MAX  (16u << 20)
+#define RANGE_BUF (256u << 10)
+
+/* ---- the outer container: a directory or an uncompressed tar ----------------------- */
+
+struct member {
+	char *name;
+	char *link; /* symlink or hard link target (clean, relative to the archive root) */
+	uint64_t off, size;
+};
+
+struct container {
+	const char *path;
+	int is_dir;
+	int fd; /* tar */
+	uint64_t fsize;
+	struct member *m;
+	size_t nm, cap;
+};
+
+static void container_close(struct container *c)
+{
+	for (size_t i = 0; i < c->nm; i++) {
+		free(c->m[i].name);
+		free(c->m[i].link);
+	}
+	free(c->m);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->m = NULL;
+	c->nm = 0;
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -1 : 0;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 1;
+}
+
+static int parse_num(const unsigned char *f, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (f[0] & 0x80) { /* GNU base-256 */
+		if (f[0] != 0x80)
+			return -1;
+		for (size_t i = 1; i < len; i++) {
+			if (v >> 56)
+				return -1;
+			v = v << 8 | f[i];
+		}
+		*out = v;
+		return 0;
+	}
+	size_t i = 0;
+	while (i < len && f[i] == ' ')
+		i++;
+	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++) {
+		if (v >> 60)
+			return -1;
+		v = v * 8 + (uint64_t)(f[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static int add_member(struct container *c, char *name, char *link, uint64_t off, uint64_t size)
+{
+	if (c->nm == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 32;
+		struct member *nm = realloc(c->m, ncap * sizeof *nm);
+		if (!nm)
+			return -1;
+		c->m = nm;
+		c->cap = ncap;
+	}
+	c->m[c->nm].name = name;
+	c->m[c->nm].link = link;
+	c->m[c->nm].off = off;
+	c->m[c->nm].size = size;
+	c->nm++;
+	return 0;
+}
+
+/* pax "len key=value\n" records: pick path, linkpath and size */
+static void pax_parse(const char *buf, size_t len, char **path, char **linkpath, uint64_t *size,
+                      int *have_size)
+{
+	size_t off = 0;
+	while (off < len) {
+		char *end;
+		unsigned long rl = strtoul(buf + off, &end, 10);
+		if (rl == 0 || rl > len - off || *end != ' ')
+			return;
+		const char *kv = end + 1, *rec_end = buf + off + rl - 1; /* at '\n' */
+		if (kv >= rec_end || *rec_end != '\n')
+			return; /* shorter than its own length field: corrupt */
+		const char *eq = memchr(kv, '=', (size_t)(rec_end - kv));
+		if (eq) {
+			size_t kl = (size_t)(eq - kv), vl = (size_t)(rec_end - eq - 1);
+			if (kl == 4 && !memcmp(kv, "path", 4)) {
+				free(*path);
+				*path = strndup(eq + 1, vl);
+			} else if (kl == 8 && !memcmp(kv, "linkpath", 8)) {
+				free(*linkpath);
+				*linkpath = strndup(eq + 1, vl);
+			} else if (kl == 4 && !memcmp(kv, "size", 4)) {
+				*size = strtoull(eq + 1, NULL, 10);
+				*have_size = 1;
+			}
+		}
+		off += rl;
+	}
+}
+
+/* Index the members of an uncompressed tar. *is_tar = 0 (rc 0) when the first header is
+ * not a tar header; later damage is an error. */
+static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
+{
+	*is_tar = 0;
+	uint64_t pos = 0;
+	char *long_name = NULL, *long_link = NULL, *pax_path = NULL, *pax_link = NULL;
+	uint64_t pax_size = 0;
+	int have_pax_size = 0, rc = 0;
+	unsigned char h[512];
+	for (;;) {
+		int r = pread_full(c->fd, h, sizeof h, pos);
+		if (r < 0) {
+			rc = gg_err_sys(err, GG_EIO, errno, "reading '%s'", c->path);
+			break;
+		}
+		if (r == 0) {
+			if (pos == 0)
+				break;
+			/* no end marker: tolerated, as GNU tar does */
+			*is_tar = 1;
+			break;
+		}
+		int zero = 1;
+		for (size_t i = 0; i < sizeof h && zero; i++)
+			zero = h[i] == 0;
+		if (zero) {
+			*is_tar = pos > 0;
+			break;
+		}
+		uint64_t sum = 0, want;
+		for (size_t i = 0; i < sizeof h; i++)
+			sum += (i >= 148 && i < 156) ? ' ' : h[i];
+		if (parse_num(h + 148, 8, &want) < 0 || want != sum) {
+			if (pos == 0)
+				break;
+			rc = gg_err_set(err, GG_EFAIL, "'%s': corrupt tar header at offset %llu",
+			                c->path, (unsigned long long)pos);
+			break;
+		}
+		uint64_t size;
+		if (parse_num(h + 124, 12, &size) < 0) {
+			rc = gg_err_set(err, GG_EFAIL,
+			                "'%s': bad size in the tar header at offset %llu", c->path,
+			                (unsigned long long)pos);
+			break;
+		}
+		char type = (char)h[156];
+		if (have_pax_size && type != 'x' && type != 'g')
+			size = pax_size;
+		uint64_t data = pos + 512; /* <= fsize: the header was read in full */
+		if (size > c->fsize - data) {
+			rc = gg_err_set(err, GG_EFAIL,
+			                "'%s': truncated (member at %llu runs past the "
+			                "end)",
+			                c->path, (unsigned long long)pos);
+			break;
+		}
+		if (type == 'L' || type == 'K' || type == 'x') {
+			if (size > (1u << 20)) {
+				rc = gg_err_set(err, GG_EFAIL,
+				                "'%s': tar extension header too large", c->path);
+				break;
+			}
+			char *buf = malloc((size_t)size + 1);
+			if (!buf || pread_full(c->fd, buf, (size_t)size, data) != 1) {
+				free(buf);
+				rc = gg_err_set(err, GG_EIO, "reading '%s' failed", c->path);
+				break;
+			}
+			buf[size] = '\0';
+			if (type == 'L') {
+				free(long_name);
+				long_name = buf;
+			} else if (type == 'K') {
+				free(long_link);
+				long_link = buf;
+			} else {
+				pax_parse(buf, (size_t)size, &pax_path, &pax_link, &pax_size,
+				          &have_pax_size);
+				free(buf);
+			}
+		} else if (type != 'g') {
+			char raw[257];
+			const char *name;
+			if (pax_path) {
+				name = pax_path;
+			} else if (long_name) {
+				name = long_name;
+			} else {
+				size_t pl = strnlen((const char *)h + 345, 155);
+				size_t nl = strnlen((const char *)h, 100);
+				size_t o = 0;
+				if (!memcmp(h + 257, "ustar", 5) && pl) {
+					memcpy(raw, h + 345, pl);
+					raw[pl] = '/';
+					o = pl + 1;
+				}
+				memcpy(raw + o, h, nl);
+				raw[o + nl] = '\0';
+				name = raw;
+			}
+			char *clean = malloc(strlen(name) + 1);
+			char *link = NULL;
+			if (!clean) {
+				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+				break;
+			}
+			struct gg_err perr = {0};
+			if (gg_image_path_clean(name, clean, &perr) < 0) {
+				free(clean);
+				rc = gg_err_set(err, GG_EFAIL, "'%s': %s", c->path, perr.msg);
+				break;
+			}
+			if (type == '1' || type == '2') {
+				char lraw[101];
+				const char *ln = pax_link ? pax_link : long_link;
+				if (!ln) {
+					memcpy(lraw, h + 157, 100);
+					lraw[100] = '\0';
+					ln = lraw;
+				}
+				if (type == '2' && ln[0] != '/') {
+					/* symlink: relative to the member's directory */
+					const char *slash = strrchr(clean, '/');
+					size_t dl = slash ? (size_t)(slash - clean) + 1 : 0;
+					char *joined = malloc(dl + strlen(ln) + 1);
+					if (joined) {
+						memcpy(joined, clean, dl);
+						strcpy(joined + dl, ln);
+					}
+					link = joined;
+				} else {
+					link = strdup(ln[0] == '/' ? ln + 1 : ln);
+				}
+				/* resolve ".." by hand: clean() refuses it */
+				if (link) {
+					char *parts[256];
+					size_t np = 0;
+					char *save, *tok, *tmp = strdup(link);
+					for (tok = tmp ? strtok_r(tmp, "/", &save) : NULL; tok;
+					     tok = strtok_r(NULL, "/", &save)) {
+						if (!strcmp(tok, "."))
+							continue;
+						if (!strcmp(tok, "..")) {
+							if (np)
+								np--;
+							continue;
+						}
+						if (np < 256)
+							parts[np++] = tok;
+					}
+					size_t o = 0;
+					for (size_t i = 0; i < np; i++) {
+						size_t l = strlen(parts[i]);
+						if (o)
+							link[o++] = '/';
+						memmove(link + o, parts[i], l);
+						o += l;
+					}
+					link[o] = '\0';
+					free(tmp);
+				}
+			}
+			if ((type == '0' || type == '\0' || type == '7' || type == '1' ||
+			     type == '2') &&
+			    add_member(c, clean, link, data,
+			               type == '1' || type == '2' ? 0 : size) < 0) {
+				free(clean);
+				free(link);
+				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+				break;
+			}
+			if (!(type == '0' || type == '\0' || type == '7' || type == '1' ||
+			      type == '2')) {
+				free(clean);
+				free(link);
+			}
+			free(long_name);
+			free(long_link);
+			free(pax_path);
+			free(pax_link);
+			long_name = long_link = pax_path = pax_link = NULL;
+			have_pax_size = 0;
+		}
+		*is_tar = 1;
+		pos = data + (size + 511) / 512 * 512;
+	}
+	free(long_name);
+	free(long_link);
+	free(pax_path);
+	free(pax_link);
+	return rc;
+}
+
+static int container_open(struct container *c, const char *path, struct gg_err *err)
+{
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+	c->path = path;
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", path);
+	if (S_ISDIR(st.st_mode)) {
+		c->is_dir = 1;
+		return 0;
+	}
+	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "opening '%s'", path);
+	c->fsize = (uint64_t)st.st_size;
+	int is_tar;
+	if (tar_index(c, &is_tar, err) < 0) {
+		container_close(c);
+		return err->code;
+	}
+	if (!is_tar) {
+		container_close(c);
+		return gg_err_set(err, GG_EFAIL,
+		                  "'%s' is not an uncompressed tar (an OCI or docker archive must "
+		                  "be decompressed first)",
+		                  path);
+	}
+	return 0;
+}
+
+static const struct member *find_member(const struct container *c, const char *name, int depth)
+{
+	for (size_t i = c->nm; i-- > 0;) /* the last entry of a name wins, as in tar */
+		if (!strcmp(c->m[i].name, name)) {
+			if (c->m[i].link && depth < 16)
+				return find_member(c, c->m[i].link, depth + 1);
+			return c->m[i].link ? NULL : &c->m[i];
+		}
+	return NULL;
+}
+
+/* A blob's bytes: fd (own for directories, close it; shared for tars), offset, size. */
+struct range {
+	int fd, own;
+	uint64_t off, size, pos;
+	unsigned char *buf;
+};
+
+static int blob_open(const struct container *c, const char *name, struct range *r,
+                     struct gg_err *err)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = -1;
+	char *clean = malloc(strlen(name) + 1);
+	if (!clean)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	struct gg_err perr = {0};
+	if (gg_image_path_clean(name, clean, &perr) < 0 || !*clean) {
+		free(clean);
+		return gg_err_set(err, GG_EFAIL, "'%s': bad blob name '%s'", c->path, name);
+	}
+	if (c->is_dir) {
+		char *p = gg_strdup_printf("%s/%s", c->path, clean);
+		free(clean);
+		if (!p)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		r->fd = open(p, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (r->fd < 0 || fstat(r->fd, &st) < 0) {
+			int e = errno;
+			gg_err_sys(err, GG_EFAIL, e, "'%s'", p);
+			free(p);
+			if (r->fd >= 0)
+				close(r->fd);
+			return err->code;
+		}
+		free(p);
+		r->own = 1;
+		r->size = (uint64_t)st.st_size;
+		return 0;
+	}
+	const struct member *m = find_member(c, clean, 0);
+	if (!m) {
+		gg_err_set(err, GG_EFAIL, "'%s': no '%s' in the archive", c->path, clean);
+		free(clean);
+		return err->code;
+	}
+	free(clean);
+	r->fd = c->fd;
+	r->off = m->off;
+	r->size = m->size;
+	return 0;
+}
+
+static void blob_close(struct range *r)
+{
+	if (r->own && r->fd >= 0)
+		close(r->fd);
+	free(r->buf);
+	r->fd = -1;
+	r->buf = NULL;
+}
+
+static int blob_read_all(const struct container *c, const char *name, char **out, size_t *len,
+                         struct gg_err *err)
+{
+	struct range r;
+	if (blob_open(c, name, &r, err) < 0)
+		return err->code;
+	if (r.size > JSON_MAX) {
+		blob_close(&r);
+		return gg_err_set(err, GG_EFAIL, "'%s': '%s' is too large", c->path, name);
+	}
+	char *buf = malloc((size_t)r.size + 1);
+	if (!buf || pread_full(r.fd, buf, (size_t)r.size, r.off) != 1) {
+		free(buf);
+		blob_close(&r);
+		return gg_err_set(err, GG_EIO, "'%s': reading '%s' failed", c->path, name);
+	}
+	buf[r.size] = '\0';
+	*out = buf;
+	*len = (size_t)r.size;
+	blob_close(&r);
+	return 0;
+}
+
+/* ---- digests ----------------------------------------------------------------------- */
+
+/* "sha256:<hex>" -> blob name "blobs/sha256/<hex>"; NULL for a malformed digest. */
+static char *digest_blob(const char *digest)
+{
+	const char *colon = digest ? strchr(digest, ':') : NULL;
+	if (!colon || colon == digest || !colon[1] || strchr(colon + 1, '/') ||
+	    memchr(digest, '/', (size_t)(colon - digest)) || strstr(digest, ".."))
+		return NULL;
+	return gg_strdup_printf("blobs/%.*s/%s", (int)(colon - digest), digest, colon + 1);
+}
+
+/* The digest a blob name claims: blobs/sha256/<hex> -> "sha256:<hex>", else NULL. */
+static char *name_digest(const char *name)
+{
+	const char *p = name;
+	if (!strncmp(p, "./", 2))
+		p += 2;
+	if (strncmp(p, "blobs/sha256/", 13) || strlen(p + 13) != 64)
+		return NULL;
+	return gg_strdup_printf("sha256:%s", p + 13);
+}
+
+static int check_digest(const struct container *c, const char *name, const char *digest,
+                        struct gg_err *err)
+{
+	if (strncmp(digest, "sha256:", 7) != 0)
+		return 0; /* other algorithms: not checked */
+	struct range r;
+	if (blob_open(c, name, &r, err) < 0)
+		return err->code;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	unsigned char *buf = malloc(RANGE_BUF);
+	int rc = 0;
+	if (!md || !buf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint64_t pos = 0; pos < r.size;) {
+		size_t want = r.size - pos < RANGE_BUF ? (size_t)(r.size - pos) : RANGE_BUF;
+		ssize_t n = pread(r.fd, buf, want, (off_t)(r.off + pos));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = gg_err_set(err, GG_EFAIL, "'%s': '%s' is truncated", c->path, name);
+			goto out;
+		}
+		EVP_DigestUpdate(md, buf, (size_t)n);
+		pos += (uint64_t)n;
+	}
+	unsigned char d[32];
+	unsigned dl;
+	EVP_DigestFinal_ex(md, d, &dl);
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	if (strcmp(hex, digest + 7) != 0)
+		rc = gg_err_set(err, GG_EFAIL,
+		                "'%s': '%s' does not match its digest (corrupt archive)", c->path,
+		                name);
+out:
+	free(buf);
+	EVP_MD_CTX_free(md);
+	blob_close(&r);
+	return rc;
+}
+
+/* ---- layers through libarchive ----------------------------------------------------- */
+
+static la_ssize_t range_read(struct archive *a, void *ud, const void **out)
+{
+	struct range *r = ud;
+	if (r->pos >= r->size)
+		return 0;
+	size_t want = r->size - r->pos < RANGE_BUF ? (size_t)(r->size - r->pos) : RANGE_BUF;
+	for (;;) {
+		ssize_t n = pread(r->fd, r->buf, want, (off_t)(r->off + r->pos));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			archive_set_error(a, errno, "%s", strerror(errno));
+			return -1;
+		}
+		r->pos += (uint64_t)n;
+		*out = r->buf;
+		return n;
+	}
+}
+
+static la_int64_t range_skip(struct archive *a, void *ud, la_int64_t req)
+{
+	(void)a;
+	struct range *r = ud;
+	uint64_t left = r->size - r->pos;
+	uint64_t n = req < 0 ? 0 : (uint64_t)req > left ? left : (uint64_t)req;
+	r->pos += n;
+	return (la_int64_t)n;
+}
+
+static int layer_open(const struct container *c, const char *name, struct range *r,
+                      struct archive **out, struct gg_err *err)
+{
+	*out = NULL;
+	if (blob_open(c, name, r, err) < 0)
+		return err->code;
+	r->buf = malloc(RANGE_BUF);
+	struct archive *a = archive_read_new();
+	if (!r->buf || !a) {
+		if (a)
+			archive_read_free(a);
+		blob_close(r);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	gg_image_archive_filters(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	archive_read_support_format_empty(a);
+	if (archive_read_open2(a, r, NULL, range_read, range_skip, NULL) != ARCHIVE_OK) {
+		gg_err_set(err, GG_EFAIL, "'%s': layer '%s': %s", c->path, name,
+		           archive_error_string(a) ? archive_error_string(a) : "not a tar");
+		archive_read_free(a);
+		blob_close(r);
+		return err->code;
+	}
+	*out = a;
+	return 0;
+}
+
+/* ---- manifests --------------------------------------------------------------------- */
+
+struct image_ref {
+	char *config;   /* blob name of the config */
+	char **layers;  /* blob names */
+	char **digests; /* layer digests ("" when unknown) */
+	size_t nlayers;
+};
+
+static void image_ref_clear(struct image_ref *r)
+{
+	for (size_t i = 0; i < r->nlayers; i++) {
+		free(r->layers[i]);
+		free(r->digests[i]);
+	}
+	free(r->layers);
+	free(r->digests);
+	free(r->config);
+	memset(r, 0, sizeof *r);
+}
+
+static json_t *load_json(const struct container *c, const char *name, const char *digest,
+                         struct gg_err *err)
+{
+	if (digest && check_digest(c, name, digest, err) < 0)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	if (blob_read_all(c, name, &buf, &len, err) < 0)
+		return NULL;
+	json_error_t je;
+	json_t *v = json_loadb(buf, len, 0, &je);
+	free(buf);
+	if (!v)
+		gg_err_set(err, GG_EFAIL, "'%s': '%s': bad JSON (%s, line %d)", c->path, name,
+		           je.text, je.line);
+	return v;
+}
+
+static int add_layer(struct image_ref *r, const char *blob, const char *digest)
+{
+	char **nl = realloc(r->layers, (r->nlayers + 1) * sizeof *nl);
+	if (!nl)
+		return -1;
+	r->layers = nl;
+	char **nd = realloc(r->digests, (r->nlayers + 1) * sizeof *nd);
+	if (!nd)
+		return -1;
+	r->digests = nd;
+	r->layers[r->nlayers] = strdup(blob);
+	r->digests[r->nlayers] = strdup(digest ? digest : "");
+	if (!r->layers[r->nlayers] || !r->digests[r->nlayers]) {
+		free(r->layers[r->nlayers]);
+		free(r->digests[r->nlayers]);
+		return -1;
+	}
+	r->nlayers++;
+	return 0;
+}
+
+static const char *host_goarch(void)
+{
+	return gg_image_arch_name(gg_image_host_arch());
+}
+
+/* Choose one manifest descriptor from an index's "manifests". */
+static json_t *choose_manifest(const struct container *c, json_t *index, struct gg_err *err)
+{
+	json_t *ms = json_object_get(index, "manifests");
+	size_t n = json_array_size(ms);
+	if (!n) {
+		gg_err_set(err, GG_EFAIL, "'%s': the image index lists no manifests", c->path);
+		return NULL;
+	}
+	if (n == 1)
+		return json_array_get(ms, 0);
+	size_t i;
+	json_t *d;
+	json_array_foreach (ms, i, d) {
+		json_t *pf = json_object_get(d, "platform");
+		const char *os = json_string_value(json_object_get(pf, "os"));
+		const char *ar = json_string_value(json_object_get(pf, "architecture"));
+		if (os && ar && !strcmp(os, "linux") && !strcmp(ar, host_goarch()))
+			return d;
+	}
+	gg_err_set(err, GG_EFAIL, "'%s': the index lists %zu images and none is linux/%s", c->path,
+	           n, host_goarch());
+	return NULL;
+}
+
+static int read_oci_index(const struct container *c, struct image_ref *ref,
+                          struct gg_oci_info *info, struct gg_err *err)
+{
+	json_t *index = load_json(c, "index.json", NULL, err), *sub = NULL, *man = NULL;
+	int rc = GG_EFAIL;
+	if (!index)
+		return err->code;
+	json_t *d = choose_manifest(c, index, err);
+	if (!d)
+		goto out;
+	const char *ref_name = json_string_value(json_object_get(
+	        json_object_get(d, "annotations"), "org.opencontainers.image.ref.name"));
+	if (ref_name)
+		info->ref = strdup(ref_name);
+	const char *mt = json_string_value(json_object_get(d, "mediaType"));
+	const char *dg = json_string_value(json_object_get(d, "digest"));
+	char *blob = digest_blob(dg);
+	if (!blob) {
+		gg_err_set(err, GG_EFAIL, "'%s': a manifest without a valid digest", c->path);
+		goto out;
+	}
+	if (mt && (strstr(mt, "image.index") || strstr(mt, "manifest.list"))) {
+		sub = load_json(c, blob, dg, err);
+		free(blob);
+		blob = NULL;
+		if (!sub || !(d = choose_manifest(c, sub, err)))
+			goto out;
+		dg = json_string_value(json_object_get(d, "digest"));
+		if (!(blob = digest_blob(dg))) {
+			gg_err_set(err, GG_EFAIL, "'%s': a manifest without a valid digest",
+			           c->path);
+			goto out;
+		}
+	}
+	man = load_json(c, blob, dg, err);
+	free(blob);
+	if (!man)
+		goto out;
+	info->digest = strdup(dg);
+	const char *cd =
+	        json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
+	if (!(ref->config = digest_blob(cd))) {
+		gg_err_set(err, GG_EFAIL, "'%s': the manifest has no config digest", c->path);
+		goto out;
+	}
+	json_t *layers = json_object_get(man, "layers");
+	size_t i;
+	json_t *l;
+	json_array_foreach (layers, i, l) {
+		const char *ld = json_string_value(json_object_get(l, "digest"));
+		char *lb = digest_blob(ld);
+		if (!lb) {
+			gg_err_set(err, GG_EFAIL, "'%s': layer %zu has no valid digest", c->path,
+			           i + 1);
+			goto out;
+		}
+		int r = add_layer(ref, lb, ld);
+		free(lb);
+		if (r < 0) {
+			gg_err_set(err, GG_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(index);
+	json_decref(sub);
+	json_decref(man);
+	return rc < 0 ? (err->code ? err->code : rc) : 0;
+}
+
+static int read_docker_manifest(const struct container *c, struct image_ref *ref,
+                                struct gg_oci_info *info, struct gg_err *err)
+{
+	json_t *m = load_json(c, "manifest.json", NULL, err);
+	int rc = GG_EFAIL;
+	if (!m)
+		return err->code;
+	if (!json_is_array(m) || json_array_size(m) != 1) {
+		gg_err_set(err, GG_EFAIL, "'%s': the archive holds %zu images (save just one)",
+		           c->path, json_array_size(m));
+		goto out;
+	}
+	json_t *img = json_array_get(m, 0);
+	const char *cfg = json_string_value(json_object_get(img, "Config"));
+	if (!cfg) {
+		gg_err_set(err, GG_EFAIL, "'%s': manifest.json has no Config", c->path);
+		goto out;
+	}
+	ref->config = strdup(cfg);
+	const char *tag = json_string_value(json_array_get(json_object_get(img, "RepoTags"), 0));
+	if (tag)
+		info->ref = strdup(tag);
+	char *cd = name_digest(cfg);
+	if (!cd) {
+		/* legacy: "<hex>.json" is the image ID */
+		const char *base = strrchr(cfg, '/');
+		base = base ? base + 1 : cfg;
+		if (strlen(base) == 69 && !strcmp(base + 64, ".json"))
+			cd = gg_strdup_printf("sha256:%.64s", base);
+	}
+	info->digest = cd;
+	json_t *layers = json_object_get(img, "Layers");
+	size_t i;
+	json_t *l;
+	json_array_foreach (layers, i, l) {
+		const char *name = json_string_value(l);
+		if (!name) {
+			gg_err_set(err, GG_EFAIL, "'%s': manifest.json: layer %zu is not a name",
+			           c->path, i + 1);
+			goto out;
+		}
+		char *dg = name_digest(name);
+		int r = add_layer(ref, name, dg);
+		free(dg);
+		if (r < 0) {
+			gg_err_set(err, GG_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(m);
+	return rc < 0 ? (err->code ? err->code : rc) : 0;
+}
+
+static int has_blob(const struct container *c, const char *name)
+{
+	if (c->is_dir) {
+		char *p = gg_strdup_printf("%s/%s", c->path, name);
+		int ok = p && access(p, F_OK) == 0;
+		free(p);
+		return ok;
+	}
+	return find_member(c, name, 0) != NULL;
+}
+
+/* ---- the two passes ---------------------------------------------------------------- */
+
+static int cmp_seq(const void *a, const void *b)
+{
+	uint64_t x = (*(struct gg_inode *const *)a)->src_seq;
+	uint64_t y = (*(struct gg_inode *const *)b)->src_seq;
+	return x < y ? -1 : x > y;
+}
+
+struct winners {
+	struct gg_inode **v;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static int collect(struct gg_node *n, struct winners *w)
+{
+	for (size_t i = 0; i < n->nkids; i++) {
+		struct gg_node *k = n->kids[i];
+		struct gg_inode *ino = k->inode;
+		if (S_ISDIR(ino->mode)) {
+			if (collect(k, w) < 0)
+				return -1;
+		} else if (S_ISREG(ino->mode) && ino->src_seq && !ino->visited) {
+			ino->visited = 1;
+			if (w->n == w->cap) {
+				size_t nc = w->cap ? w->cap * 2 : 256;
+				struct gg_inode **nv = realloc(w->v, nc * sizeof *nv);
+				if (!nv)
+					return -1;
+				w->v = nv;
+				w->cap = nc;
+			}
+			w->v[w->n++] = ino;
+			w->bytes += ino->size;
+		}
+	}
+	return 0;
+}
+
+static int read_layers(struct gg_freeze *fz, const struct container *c, const struct image_ref *ref,
+                       struct gg_err *err)
+{
+	struct gg_tree *t = gg_image_freeze_tree(fz);
+	struct gg_entry_buf eb;
+	memset(&eb, 0, sizeof eb);
+	struct winners w = {0};
+	int rc = 0;
+	char what[1024];
+
+	/* pass 1: headers only, whiteouts applied */
+	for (size_t L = 0; L < ref->nlayers && !rc; L++) {
+		snprintf(what, sizeof what, "'%s': layer %zu", c->path, L + 1);
+		if (ref->digests[L][0] &&
+		    (rc = check_digest(c, ref->layers[L], ref->digests[L], err)) < 0)
+			break;
+		struct range r;
+		struct archive *a;
+		if ((rc = layer_open(c, ref->layers[L], &r, &a, err)) < 0)
+			break;
+		uint64_t idx = 0;
+		for (;;) {
+			struct archive_entry *ae;
+			int x = archive_read_next_header(a, &ae);
+			if (x == ARCHIVE_EOF)
+				break;
+			if (x == ARCHIVE_WARN) {
+				if (gg_image_archive_warning_matters(archive_error_string(a)))
+					gg_image_warn(fz, "%s: %s", what, archive_error_string(a));
+			} else if (x != ARCHIVE_OK) {
+				const char *m = archive_error_string(a);
+				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
+				                m ? m : "read error");
+				break;
+			}
+			idx++;
+			if ((rc = gg_image_check_cancel(fz, err)) < 0)
+				break;
+			if ((rc = gg_image_entry_from_archive(fz, ae, &eb, what, err)) < 0)
+				break;
+			struct gg_inode *data;
+			if ((rc = gg_image_tree_apply(t, &eb.e, (int)L + 1, 1, &data, err)) < 0) {
+				gg_err_prefix(err, "%s", what);
+				break;
+			}
+			if (data)
+				data->src_seq = ((uint64_t)(L + 1) << 40) | idx;
+		}
+		archive_read_free(a);
+		blob_close(&r);
+	}
+	if (rc < 0)
+		goto out;
+
+	for (struct gg_inode *i = t->all; i; i = i->next_all)
+		i->visited = 0;
+	if (collect(t->root, &w) < 0) {
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		w.v[i]->visited = 0;
+	qsort(w.v, w.n, sizeof *w.v, cmp_seq);
+	gg_image_progress_totals(fz, w.n, w.bytes);
+
+	/* pass 2: the data of the entries that survived, in archive order */
+	size_t next = 0;
+	for (size_t L = 0; L < ref->nlayers && next < w.n && !rc; L++) {
+		uint64_t lay = (uint64_t)(L + 1) << 40;
+		if ((w.v[next]->src_seq & ~((1ull << 40) - 1)) != lay)
+			continue; /* nothing of this layer survived */
+		snprintf(what, sizeof what, "'%s': layer %zu", c->path, L + 1);
+		struct range r;
+		struct archive *a;
+		if ((rc = layer_open(c, ref->layers[L], &r, &a, err)) < 0)
+			break;
+		uint64_t idx = 0;
+		while (next < w.n && (w.v[next]->src_seq & ~((1ull << 40) - 1)) == lay) {
+			struct archive_entry *ae;
+			int x = archive_read_next_header(a, &ae);
+			if (x == ARCHIVE_EOF) {
+				rc = gg_err_set(err, GG_EFAIL, "%s changed while reading", what);
+				break;
+			}
+			if (x != ARCHIVE_OK && x != ARCHIVE_WARN) {
+				const char *m = archive_error_string(a);
+				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
+				                m ? m : "read error");
+				break;
+			}
+			idx++;
+			if ((lay | idx) != w.v[next]->src_seq)
+				continue;
+			const char *nm = archive_entry_pathname_utf8(ae);
+			if (!nm)
+				nm = archive_entry_pathname(ae);
+			char *path = nm ? malloc(strlen(nm) + 1) : NULL;
+			if (!path) {
+				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+				break;
+			}
+			if ((rc = gg_image_path_clean(nm, path, err)) == 0)
+				rc = gg_image_feed_archive_data(fz, a, w.v[next], path, what, err);
+			free(path);
+			if (rc < 0)
+				break;
+			next++;
+		}
+		archive_read_free(a);
+		blob_close(&r);
+	}
+out:
+	free(w.v);
+	gg_image_entry_buf_free(&eb);
+	return rc;
+}
+
+int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
+                      struct gg_err *err)
+{
+	struct container c;
+	struct image_ref ref;
+	memset(&ref, 0, sizeof ref);
+	json_t *cfg = NULL;
+	if (container_open(&c, path, err) < 0)
+		return err->code;
+	int rc;
+	if (has_blob(&c, "manifest.json")) {
+		info->bootstrap = "docker-archive";
+		rc = read_docker_manifest(&c, &ref, info, err);
+	} else if (has_blob(&c, "index.json")) {
+		info->bootstrap = c.is_dir ? "oci" : "oci-archive";
+		rc = read_oci_index(&c, &ref, info, err);
+	} else {
+		rc = gg_err_set(err, GG_EFAIL,
+		                "'%s': neither an OCI image layout (index.json) nor a docker save "
+		                "archive (manifest.json)",
+		                path);
+	}
+	if (rc < 0)
+		goto out;
+	char *cd = name_digest(ref.config);
+	cfg = load_json(&c, ref.config, cd, err);
+	free(cd);
+	if (!cfg) {
+		rc = err->code;
+		goto out;
+	}
+	json_t *cc = json_object_get(cfg, "config");
+	if (json_is_object(cc)) {
+		info->config_json = json_dumps(cc, JSON_COMPACT | JSON_SORT_KEYS);
+		json_t *labels = json_object_get(cc, "Labels");
+		if (json_is_object(labels))
+			info->labels_json = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
+	}
+	rc = read_layers(fz, &c, &ref, err);
+out:
+	json_decref(cfg);
+	image_ref_clear(&ref);
+	container_close(&c);
+	return rc;
+}
+
+void gg_image_oci_info_clear(struct gg_oci_info *info)
+{
+	free(info->digest);
+	free(info->config_json);
+	free(info->labels_json);
+	free(info->ref);
+	memset(info, 0, sizeof *info);
+}
+
+/* ---- detection --------------------------------------------------------------------- */
+
+static int looks_like_image_archive(const char *name)
+{
+	while (!strncmp(name, "./", 2))
+		name += 2;
+	return !strcmp(name, "manifest.json") || !strcmp(name, "oci-layout") ||
+	       !strcmp(name, "index.json") || !strcmp(name, "repositories") ||
+	       !strncmp(name, "blobs/sha256/", 13);
+}
+
+int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", path);
+	if (S_ISDIR(st.st_mode)) {
+		char *a = gg_strdup_printf("%s/oci-layout", path);
+		char *b = gg_strdup_printf("%s/index.json", path);
+		int oci = a && b && access(a, F_OK) == 0 && access(b, F_OK) == 0;
+		free(a);
+		free(b);
+		*out = oci ? GG_IMAGE_OCI : GG_IMAGE_DIR;
+		return 0;
+	}
+	*out = GG_IMAGE_TAR;
+	if (!S_ISREG(st.st_mode))
+		return 0; /* a pipe or device: a tar stream */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "opening '%s'", path);
+	unsigned char h[512];
+	int r = pread_full(fd, h, sizeof h, 0);
+	close(fd);
+	if (r < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "reading '%s'", path);
+	if (r == 1 && !memcmp(h + 257, "ustar", 5)) {
+		struct container c;
+		struct gg_err ignore = {0};
+		if (container_open(&c, path, &ignore) == 0) {
+			int img = 0;
+			for (size_t i = 0; i < c.nm && !img; i++)
+				img = !strcmp(c.m[i].name, "manifest.json") ||
+				      (!strcmp(c.m[i].name, "index.json") &&
+				       find_member(&c, "oci-layout", 0));
+			container_close(&c);
+			if (img)
+				*out = GG_IMAGE_OCI;
+		}
+		return 0;
+	}
+	/* compressed? peek at the first entries for an image archive's files */
+	struct archive *a = archive_read_new();
+	if (!a)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	gg_image_archive_filters(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	int img = 0, compressed = 0;
+	if (archive_read_open_filename(a, path, 64 << 10) == ARCHIVE_OK) {
+		struct archive_entry *ae;
+		for (int i = 0; i < 64 && !img; i++) {
+			if (archive_read_next_header(a, &ae) != ARCHIVE_OK)
+				break;
+			compressed = archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE;
+			const char *nm = archive_entry_pathname(ae);
+			img = nm && looks_like_image_archive(nm);
+		}
+	}
+	archive_read_free(a);
+	if (img && compressed)
+		return gg_err_set(err, GG_EUSAGE,
+		                  "'%s' looks like a compressed docker or OCI archive: decompress "
+		                  "it first (or give --format tar to freeze it as a plain tar)",
+		                  path);
+	return 0;
+}

@@ -1,0 +1,639 @@
+/* Unit tests of lib/image/freeze.c and the readers (sandbox.c, tar.c, oci.c): whole
+ * freezes of trees made here, reproducibility, tar and OCI inputs with whiteouts, and
+ * the bad inputs: traversal in tars, corrupt and truncated archives, existing outputs,
+ * cancellation, too many ids, unreadable files. Nothing may be left behind on failure. */
+#include "unit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "image/internal.h"
+
+static char tmpdir[64];
+
+static int setup_tmp(void **state)
+{
+	(void)state;
+	strcpy(tmpdir, "/tmp/gg-unit-freeze.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return chmod(tmpdir, 0777); /* the unreadable-file test runs as nobody */
+}
+
+static int teardown_tmp(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd);
+}
+
+static char *P(const char *fmt, const char *a)
+{
+	static char buf[4][512];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof buf[i], "%s/", tmpdir);
+	size_t l = strlen(buf[i]);
+	snprintf(buf[i] + l, sizeof buf[i] - l, fmt, a);
+	return buf[i];
+}
+
+static void put(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+}
+
+static int read_all(const char *path, unsigned char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	fstat(fd, &st);
+	*out = malloc((size_t)st.st_size + 1);
+	*len = (size_t)read(fd, *out, (size_t)st.st_size);
+	close(fd);
+	return 0;
+}
+
+/* No output and no temp file next to it. */
+static void assert_clean(const char *dir, const char *out_name)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *de;
+	size_t ol = strlen(out_name);
+	while ((de = readdir(d))) {
+		if (!strncmp(de->d_name, out_name, ol))
+			fail_msg("'%s' left behind in %s", de->d_name, dir);
+	}
+	closedir(d);
+}
+
+static void make_sandbox(const char *where)
+{
+	char p[600], root[512];
+	snprintf(root, sizeof root, "%s", where);
+	mkdir(root, 0755);
+	snprintf(p, sizeof p, "%s/bin", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/bin/sh", root);
+	unsigned char *sh;
+	size_t shl;
+	assert_int_equal(read_all("/bin/sh", &sh, &shl), 0);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	assert_int_equal(write(fd, sh, shl), (ssize_t)shl);
+	close(fd);
+	free(sh);
+	snprintf(p, sizeof p, "%s/etc", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/etc/hello", root);
+	put(p, "hello\n");
+	setxattr(p, "user.note", "v", 1, 0);
+	char q[600];
+	snprintf(q, sizeof q, "%s/etc/hard", root);
+	assert_int_equal(link(p, q), 0);
+	snprintf(p, sizeof p, "%s/etc/link", root);
+	assert_int_equal(symlink("hello", p), 0);
+	snprintf(p, sizeof p, "%s/sparse", root);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(pwrite(fd, "end", 3, 5 << 20), 3);
+	close(fd);
+	snprintf(p, sizeof p, "%s/fifo", root);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof p, "%s/.singularity.d", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/.singularity.d/runscript", root);
+	put(p, "#!/bin/sh\necho hi\n");
+}
+
+static int freeze(const char *src, const char *out, struct gg_freeze_opts *extra,
+                  struct gg_err *err)
+{
+	struct gg_freeze_opts o = {.source = src, .output = out, .jobs = 2};
+	if (extra) {
+		o = *extra;
+		o.source = src;
+		o.output = out;
+	}
+	struct gg_freeze_result res;
+	return gg_image_freeze(&o, NULL, &res, err);
+}
+
+static void assert_same_file(const char *a, const char *b, int same)
+{
+	unsigned char *x, *y;
+	size_t xl, yl;
+	assert_int_equal(read_all(a, &x, &xl), 0);
+	assert_int_equal(read_all(b, &y, &yl), 0);
+	int eq = xl == yl && memcmp(x, y, xl) == 0;
+	free(x);
+	free(y);
+	if (eq != same)
+		fail_msg("%s and %s %s", a, b, same ? "differ" : "are the same");
+}
+
+static void test_dir_reproducible(void **state)
+{
+	(void)state;
+	make_sandbox(P("%s", "sb"));
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "sb"), P("%s", "a.sif"), NULL, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(P("%s", "a.sif"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	struct gg_freeze_opts o = {.jobs = 1}; /* thread count must not matter */
+	assert_int_equal(freeze(P("%s", "sb"), P("%s", "b.sif"), &o, &err), 0);
+	assert_same_file(P("%s", "a.sif"), P("%s", "b.sif"), 1);
+	o.no_reproducible = 1;
+	assert_int_equal(freeze(P("%s", "sb"), P("%s", "c.sif"), &o, &err), 0);
+	assert_same_file(P("%s", "a.sif"), P("%s", "c.sif"), 0);
+
+	/* what was written is a sound SIF with the expected objects */
+	struct gg_sif_verify_report rep;
+	assert_int_equal(gg_sif_verify(P("%s", "a.sif"), &rep, &err), 0);
+	assert_true(rep.ok);
+	struct gg_sif *s;
+	assert_int_equal(gg_sif_open(P("%s", "a.sif"), &s, &err), 0);
+	const struct gg_sif_descr *p = gg_sif_primary(s);
+	assert_non_null(p);
+	assert_int_equal(p->offset, 32768);
+	assert_non_null(gg_sif_find(s, GG_SIF_DEFFILE, NULL));
+	assert_int_equal(gg_sif_find(s, GG_SIF_DEFFILE, NULL)->id, 1);
+	assert_non_null(gg_sif_find(s, GG_SIF_GENERIC_JSON, "inspect-metadata.json"));
+	const struct gg_sif_descr *pv =
+	        gg_sif_find(s, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
+	assert_non_null(pv);
+	char *buf;
+	size_t len;
+	assert_int_equal(gg_sif_read_object(s, pv, 1 << 20, &buf, &len, &err), 0);
+	assert_non_null(strstr(buf, "\"kind\":\"dir\""));
+	free(buf);
+	assert_memory_equal(s->hdr.arch, gg_image_host_arch(), 2);
+	gg_sif_close(s);
+
+	/* SOURCE_DATE_EPOCH: a different fixed time, still reproducible */
+	struct gg_freeze_opts sde = {.have_source_date_epoch = 1, .source_date_epoch = 86400};
+	assert_int_equal(freeze(P("%s", "sb"), P("%s", "d.sif"), &sde, &err), 0);
+	assert_int_equal(freeze(P("%s", "sb"), P("%s", "e.sif"), &sde, &err), 0);
+	assert_same_file(P("%s", "d.sif"), P("%s", "e.sif"), 1);
+	assert_same_file(P("%s", "a.sif"), P("%s", "d.sif"), 0);
+}
+
+static void test_output_handling(void **state)
+{
+	(void)state;
+	make_sandbox(P("%s", "sb2"));
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "out.sif"), NULL, &err), 0);
+	/* exists: refused, untouched; --force replaces */
+	put(P("%s", "out.sif"), "old");
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "out.sif"), NULL, &err), GG_EFAIL);
+	assert_non_null(strstr(err.msg, "--force"));
+	unsigned char *b;
+	size_t l;
+	read_all(P("%s", "out.sif"), &b, &l);
+	assert_int_equal(l, 3);
+	free(b);
+	struct gg_freeze_opts o = {.force = 1};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "out.sif"), &o, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(P("%s", "out.sif"), &st), 0);
+	assert_true(st.st_size > 32768);
+	/* missing sandbox, bad options */
+	assert_true(freeze(P("%s", "missing"), P("%s", "m.sif"), NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "No such file"));
+	assert_clean(tmpdir, "m.sif");
+	o = (struct gg_freeze_opts){.level = 13};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "m.sif"), &o, &err), GG_EUSAGE);
+	const char *bad[] = {"nolabel"};
+	o = (struct gg_freeze_opts){.labels = bad, .nlabels = 1};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "m.sif"), &o, &err), GG_EUSAGE);
+	o = (struct gg_freeze_opts){.gpus_json = "{"};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "m.sif"), &o, &err), GG_EUSAGE);
+	o = (struct gg_freeze_opts){.format = GG_IMAGE_TAR};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "m.sif"), &o, &err), GG_EUSAGE);
+	assert_clean(tmpdir, "m.sif");
+	/* an output inside the sandbox is not frozen into itself */
+	o = (struct gg_freeze_opts){.force = 1};
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "sb2/self.sif"), &o, &err), 0);
+	assert_int_equal(freeze(P("%s", "sb2"), P("%s", "sb2/self.sif"), &o, &err), 0);
+	struct gg_sif *s;
+	assert_int_equal(gg_sif_open(P("%s", "sb2/self.sif"), &s, &err), 0);
+	assert_true(gg_sif_primary(s)->size < 200000);
+	gg_sif_close(s);
+}
+
+/* ---- tars ------------------------------------------------------------------------ */
+
+struct tent {
+	const char *name;
+	unsigned type;    /* AE_IF*, 0 = hard link */
+	const char *data; /* contents, or link target */
+	int64_t uid;
+};
+
+static void write_tar(const char *path, const struct tent *e, size_t n, int gz)
+{
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	if (gz)
+		archive_write_add_filter_gzip(a);
+	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+	for (size_t i = 0; i < n; i++) {
+		struct archive_entry *ae = archive_entry_new();
+		archive_entry_set_pathname(ae, e[i].name);
+		archive_entry_set_mtime(ae, 1600000000, 0);
+		archive_entry_set_uid(ae, e[i].uid);
+		archive_entry_set_gid(ae, e[i].uid);
+		if (e[i].type == 0) {
+			archive_entry_set_hardlink(ae, e[i].data);
+		} else {
+			archive_entry_set_filetype(ae, e[i].type);
+			archive_entry_set_perm(ae, e[i].type == AE_IFDIR ? 0755 : 0644);
+			if (e[i].type == AE_IFLNK)
+				archive_entry_set_symlink(ae, e[i].data);
+			if (e[i].type == AE_IFREG)
+				archive_entry_set_size(ae, (la_int64_t)strlen(e[i].data));
+		}
+		assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+		if (e[i].type == AE_IFREG)
+			archive_write_data(a, e[i].data, strlen(e[i].data));
+		archive_entry_free(ae);
+	}
+	archive_write_close(a);
+	archive_write_free(a);
+}
+
+static void expect_tar_fails(const struct tent *e, size_t n, const char *msg)
+{
+	write_tar(P("%s", "bad.tar"), e, n, 0);
+	struct gg_err err = {0};
+	assert_true(freeze(P("%s", "bad.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' does not say '%s'", err.msg, msg);
+	assert_clean(tmpdir, "bad.sif");
+}
+
+static void test_tar(void **state)
+{
+	(void)state;
+	const struct tent good[] = {
+	        {"./", AE_IFDIR, NULL, 0},
+	        {"./etc/", AE_IFDIR, NULL, 0},
+	        {"./etc/passwd", AE_IFREG, "root:x:0:0::/root:/bin/sh\n", 0},
+	        {"./etc/pw2", 0, "./etc/passwd", 0},
+	        {"./usr/lib/x", AE_IFREG, "implicit parents\n", 5},
+	        {"./link", AE_IFLNK, "/etc/passwd", 0},
+	        {"./etc/passwd", AE_IFREG, "replaced\n", 0},
+	        {"./.singularity.d/labels.json", AE_IFREG, "{\"from\":\"tar\"}", 0},
+	};
+	write_tar(P("%s", "good.tar"), good, sizeof good / sizeof good[0], 0);
+	write_tar(P("%s", "good.tar.gz"), good, sizeof good / sizeof good[0], 1);
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "good.tar"), P("%s", "t1.sif"), NULL, &err), 0);
+	assert_int_equal(freeze(P("%s", "good.tar.gz"), P("%s", "t2.sif"), NULL, &err), 0);
+	/* same entries, same partition; the objects differ (source digest) */
+	struct gg_sif *a, *b;
+	assert_int_equal(gg_sif_open(P("%s", "t1.sif"), &a, &err), 0);
+	assert_int_equal(gg_sif_open(P("%s", "t2.sif"), &b, &err), 0);
+	char *pa, *pb;
+	size_t la, lb;
+	assert_int_equal(gg_sif_read_object(a, gg_sif_primary(a), 1 << 24, &pa, &la, &err), 0);
+	assert_int_equal(gg_sif_read_object(b, gg_sif_primary(b), 1 << 24, &pb, &lb, &err), 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(pa, pb, la);
+	free(pa);
+	free(pb);
+	char *meta;
+	size_t ml;
+	assert_int_equal(
+	        gg_sif_read_object(a, gg_sif_find(a, GG_SIF_GENERIC_JSON, "inspect-metadata.json"),
+	                           1 << 20, &meta, &ml, &err),
+	        0);
+	assert_non_null(strstr(meta, "\"from\":\"tar\""));
+	free(meta);
+	assert_int_equal(gg_sif_read_object(
+	                         a, gg_sif_find(a, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json"),
+	                         1 << 20, &meta, &ml, &err),
+	                 0);
+	assert_non_null(strstr(meta, "\"digest\":\"sha256:"));
+	free(meta);
+	gg_sif_close(a);
+	gg_sif_close(b);
+
+	/* stdin-like: a pipe through input_fd */
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	unsigned char *tb;
+	size_t tl;
+	read_all(P("%s", "good.tar"), &tb, &tl);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		ssize_t w = write(fds[1], tb, tl);
+		_exit(w == (ssize_t)tl ? 0 : 1);
+	}
+	close(fds[1]);
+	struct gg_freeze_opts o = {.input_fd = fds[0]};
+	assert_int_equal(freeze("-", P("%s", "t3.sif"), &o, &err), 0);
+	close(fds[0]);
+	free(tb);
+
+	/* traversal and other bad entries */
+	const struct tent up[] = {{"../evil", AE_IFREG, "x", 0}};
+	expect_tar_fails(up, 1, "'..'");
+	const struct tent up2[] = {{"a/../../evil", AE_IFREG, "x", 0}};
+	expect_tar_fails(up2, 1, "'..'");
+	const struct tent abs[] = {{"/etc/evil", AE_IFREG, "x", 0}};
+	expect_tar_fails(abs, 1, "absolute");
+	const struct tent esc[] = {{"etc", AE_IFLNK, "/host-etc", 0},
+	                           {"etc/passwd", AE_IFREG, "x", 0}};
+	expect_tar_fails(esc, 2, "symbolic link");
+	const struct tent hl[] = {{"x", 0, "nowhere", 0}};
+	expect_tar_fails(hl, 1, "hard link");
+	const struct tent hlup[] = {{"a", AE_IFREG, "x", 0}, {"x", 0, "../a", 0}};
+	expect_tar_fails(hlup, 2, "'..'");
+
+	/* not a tar, empty, truncated, corrupt */
+	put(P("%s", "bad.tar"), "this is not a tar archive at all, just some text\n");
+	assert_true(freeze(P("%s", "bad.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
+	assert_clean(tmpdir, "bad.sif");
+	put(P("%s", "bad.tar"), "");
+	assert_true(freeze(P("%s", "bad.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "empty"));
+	assert_clean(tmpdir, "bad.sif");
+	char big[20000];
+	memset(big, 'q', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	const struct tent one[] = {{"big", AE_IFREG, big, 0}};
+	write_tar(P("%s", "trunc.tar"), one, 1, 0);
+	assert_int_equal(truncate(P("%s", "trunc.tar"), 5000), 0);
+	assert_true(freeze(P("%s", "trunc.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "runcated"));
+	assert_clean(tmpdir, "bad.sif");
+	write_tar(P("%s", "corrupt.tar"), one, 1, 0);
+	int fd = open(P("%s", "corrupt.tar"), O_RDWR);
+	assert_int_equal(pwrite(fd, "XXXXXXXX", 8, 148), 8); /* header checksum */
+	close(fd);
+	assert_true(freeze(P("%s", "corrupt.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
+	assert_clean(tmpdir, "bad.sif");
+	write_tar(P("%s", "trunc.tar.gz"), one, 1, 1);
+	assert_int_equal(truncate(P("%s", "trunc.tar.gz"), 40), 0);
+	assert_true(freeze(P("%s", "trunc.tar.gz"), P("%s", "bad.sif"), NULL, &err) < 0);
+	assert_clean(tmpdir, "bad.sif");
+}
+
+static void test_too_many_ids(void **state)
+{
+	(void)state;
+	size_t n = 65537;
+	struct archive *a = archive_write_new();
+	archive_write_set_format_ustar(a);
+	assert_int_equal(archive_write_open_filename(a, P("%s", "ids.tar")), ARCHIVE_OK);
+	for (size_t i = 0; i < n; i++) {
+		struct archive_entry *ae = archive_entry_new();
+		char name[32];
+		snprintf(name, sizeof name, "f%zu", i);
+		archive_entry_set_pathname(ae, name);
+		archive_entry_set_filetype(ae, AE_IFREG);
+		archive_entry_set_perm(ae, 0644);
+		archive_entry_set_uid(ae, (la_int64_t)(i + 100));
+		archive_entry_set_gid(ae, 100);
+		archive_entry_set_size(ae, 0);
+		archive_write_header(a, ae);
+		archive_entry_free(ae);
+	}
+	archive_write_close(a);
+	archive_write_free(a);
+	struct gg_err err = {0};
+	assert_true(freeze(P("%s", "ids.tar"), P("%s", "ids.sif"), NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "65536"));
+	assert_clean(tmpdir, "ids.sif");
+}
+
+/* ---- OCI layout ------------------------------------------------------------------ */
+
+static char *blob(const char *layout, const void *data, size_t len)
+{
+	unsigned char md[32];
+	unsigned ml;
+	EVP_Digest(data, len, md, &ml, EVP_sha256(), NULL);
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	char path[600];
+	snprintf(path, sizeof path, "%s/blobs/sha256/%s", layout, hex);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+	return gg_strdup_printf("sha256:%s", hex);
+}
+
+static char *tar_blob(const char *layout, const struct tent *e, size_t n, size_t *len)
+{
+	write_tar(P("%s", "layer.tmp"), e, n, 1);
+	unsigned char *b;
+	read_all(P("%s", "layer.tmp"), &b, len);
+	char *d = blob(layout, b, *len);
+	free(b);
+	return d;
+}
+
+static void make_oci(const char *where)
+{
+	char p[600], layout[512];
+	snprintf(layout, sizeof layout, "%s", where); /* P() buffers rotate */
+	mkdir(layout, 0755);
+	snprintf(p, sizeof p, "%s/blobs", layout);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/blobs/sha256", layout);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/oci-layout", layout);
+	put(p, "{\"imageLayoutVersion\":\"1.0.0\"}");
+	const struct tent l1[] = {
+	        {"etc/", AE_IFDIR, NULL, 0},  {"etc/a", AE_IFREG, "a1", 0},
+	        {"etc/b", AE_IFREG, "b1", 0}, {"opt/x", AE_IFREG, "x", 0},
+	        {"opt/y", AE_IFREG, "y", 0},  {"gone/big", AE_IFREG, "big data to be deleted", 0},
+	};
+	const struct tent l2[] = {
+	        {"etc/.wh.b", AE_IFREG, "", 0},
+	        {"etc/a", AE_IFREG, "a2", 0},
+	        {"opt/.wh..wh..opq", AE_IFREG, "", 0},
+	        {"opt/z", AE_IFREG, "z", 0},
+	        {".wh.gone", AE_IFREG, "", 0},
+	        {"new/f", AE_IFREG, "f", 7},
+	        {"new/hl", 0, "new/f", 0},
+	};
+	size_t s1, s2;
+	char *d1 = tar_blob(layout, l1, sizeof l1 / sizeof l1[0], &s1);
+	char *d2 = tar_blob(layout, l2, sizeof l2 / sizeof l2[0], &s2);
+	const char *cfg = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Labels\":"
+	                  "{\"org.example\":\"oci\"},\"Env\":[\"A=1\"]}}";
+	char *dc = blob(layout, cfg, strlen(cfg));
+	json_t *man = json_pack(
+	        "{s:i,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:i},{s:s,s:s,s:i}]}", "schemaVersion", 2,
+	        "mediaType", "application/vnd.oci.image.manifest.v1+json", "config", "mediaType",
+	        "application/vnd.oci.image.config.v1+json", "digest", dc, "size", (int)strlen(cfg),
+	        "layers", "mediaType", "application/vnd.oci.image.layer.v1.tar+gzip", "digest", d1,
+	        "size", (int)s1, "mediaType", "application/vnd.oci.image.layer.v1.tar+gzip",
+	        "digest", d2, "size", (int)s2);
+	char *ms = json_dumps(man, JSON_COMPACT);
+	char *dm = blob(layout, ms, strlen(ms));
+	json_t *idx = json_pack("{s:i,s:[{s:s,s:s,s:i}]}", "schemaVersion", 2, "manifests",
+	                        "mediaType", "application/vnd.oci.image.manifest.v1+json", "digest",
+	                        dm, "size", (int)strlen(ms));
+	char *is = json_dumps(idx, JSON_COMPACT);
+	snprintf(p, sizeof p, "%s/index.json", layout);
+	put(p, is);
+	free(is);
+	free(ms);
+	json_decref(idx);
+	json_decref(man);
+	free(d1);
+	free(d2);
+	free(dc);
+	free(dm);
+}
+
+static void test_oci(void **state)
+{
+	(void)state;
+	make_oci(P("%s", "oci"));
+	enum gg_image_format f;
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_detect(P("%s", "oci"), &f, &err), 0);
+	assert_int_equal(f, GG_IMAGE_OCI);
+	struct gg_freeze_result res;
+	struct gg_freeze_opts o = {.source = P("%s", "oci"), .output = P("%s", "oci.sif")};
+	assert_int_equal(gg_image_freeze(&o, NULL, &res, &err), 0);
+	assert_int_equal(res.format, GG_IMAGE_OCI);
+	assert_int_equal(res.files, 3); /* etc/a, opt/z, new/f (new/hl shares it), nothing else */
+	assert_int_equal(res.hardlinks, 1);
+	assert_int_equal(res.data_bytes, 2 + 1 + 1);
+	struct gg_sif *s;
+	assert_int_equal(gg_sif_open(P("%s", "oci.sif"), &s, &err), 0);
+	assert_non_null(gg_sif_find(s, GG_SIF_GENERIC_JSON, "oci-config.json"));
+	char *m;
+	size_t ml;
+	assert_int_equal(
+	        gg_sif_read_object(s, gg_sif_find(s, GG_SIF_GENERIC_JSON, "inspect-metadata.json"),
+	                           1 << 20, &m, &ml, &err),
+	        0);
+	assert_non_null(strstr(m, "\"org.example\":\"oci\""));
+	free(m);
+	gg_sif_close(s);
+
+	/* a corrupt layer blob fails its digest check */
+	char cmd[700];
+	snprintf(cmd, sizeof cmd,
+	         "cd '%s/oci/blobs/sha256' && f=$(ls -S | head -1) && printf X | dd of=$f bs=1 "
+	         "seek=20 conv=notrunc 2>/dev/null",
+	         tmpdir);
+	assert_int_equal(system(cmd), 0);
+	o.output = P("%s", "oci2.sif");
+	assert_true(gg_image_freeze(&o, NULL, &res, &err) < 0);
+	assert_non_null(strstr(err.msg, "digest"));
+	assert_clean(tmpdir, "oci2.sif");
+	/* a missing blob */
+	snprintf(cmd, sizeof cmd, "cd '%s/oci/blobs/sha256' && rm -f $(ls -S | head -1)", tmpdir);
+	assert_int_equal(system(cmd), 0);
+	assert_true(gg_image_freeze(&o, NULL, &res, &err) < 0);
+	assert_clean(tmpdir, "oci2.sif");
+	/* an OCI layout cannot come from standard input */
+	o.source = "-";
+	o.format = GG_IMAGE_OCI;
+	assert_int_equal(gg_image_freeze(&o, NULL, &res, &err), GG_EUSAGE);
+}
+
+/* ---- cancel, unreadable ------------------------------------------------------------ */
+
+static int cancel_after(void *ud)
+{
+	int *n = ud;
+	return --*n <= 0;
+}
+
+static void test_cancel(void **state)
+{
+	(void)state;
+	make_sandbox(P("%s", "sb3"));
+	for (int when = 1; when <= 12; when += 3) {
+		int n = when;
+		struct gg_image_callbacks cb = {.cancel = cancel_after, .ud = &n};
+		struct gg_freeze_opts o = {.source = P("%s", "sb3"), .output = P("%s", "cx.sif")};
+		struct gg_err err = {0};
+		assert_int_equal(gg_image_freeze(&o, &cb, NULL, &err), GG_EINTR);
+		assert_clean(tmpdir, "cx.sif");
+	}
+}
+
+static void warn_count(void *ud, const char *msg)
+{
+	(void)msg;
+	++*(int *)ud;
+}
+
+static void test_unreadable(void **state)
+{
+	(void)state;
+	make_sandbox(P("%s", "sb4"));
+	put(P("%s", "sb4/secret"), "no");
+	chmod(P("%s", "sb4/secret"), 0);
+	mkdir(P("%s", "sb4/closed"), 0);
+	int as_root = geteuid() == 0;
+	if (as_root)
+		assert_int_equal(seteuid(65534), 0); /* root reads everything */
+	struct gg_err err = {0};
+	struct gg_freeze_opts o = {.source = P("%s", "sb4"), .output = P("%s", "u.sif")};
+	int rc = gg_image_freeze(&o, NULL, NULL, &err);
+	int warnings = 0;
+	struct gg_image_callbacks cb = {.warn = warn_count, .ud = &warnings};
+	struct gg_freeze_opts o2 = o;
+	o2.skip_unreadable = 1;
+	o2.output = P("%s", "u2.sif");
+	struct gg_err err2 = {0};
+	int rc2 = gg_image_freeze(&o2, &cb, NULL, &err2);
+	if (as_root)
+		assert_int_equal(seteuid(0), 0);
+	assert_true(rc < 0);
+	if (!strstr(err.msg, "closed") && !strstr(err.msg, "secret"))
+		fail_msg("'%s' does not name the unreadable path", err.msg);
+	assert_clean(tmpdir, "u.sif");
+	assert_int_equal(rc2, 0);
+	assert_int_equal(warnings, 2);
+	struct gg_sif *s;
+	assert_int_equal(gg_sif_open(P("%s", "u2.sif"), &s, &err), 0);
+	gg_sif_close(s);
+	chmod(P("%s", "sb4/closed"), 0755);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_dir_reproducible),
+	        cmocka_unit_test(test_output_handling),
+	        cmocka_unit_test(test_tar),
+	        cmocka_unit_test(test_too_many_ids),
+	        cmocka_unit_test(test_oci),
+	        cmocka_unit_test(test_cancel),
+	        cmocka_unit_test(test_unreadable),
+	};
+	return cmocka_run_group_tests_name("image_freeze", tests, setup_tmp, teardown_tmp);
+}

@@ -1,0 +1,347 @@
+/* Unit tests of lib/image/deflate.c and squashfs.c: the libdeflate compressor emits
+ * zlib streams that zlib's inflate (libsquashfs' gzip decompressor) accepts; a squashfs
+ * written by our writer reads back through libsquashfs' own readers: names, types,
+ * modes, owners, times, symlinks, devices, hard links, xattrs, data, sparse files. */
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqfs/compressor.h>
+#include <sqfs/data_reader.h>
+#include <sqfs/dir_reader.h>
+#include <sqfs/id_table.h>
+#include <sqfs/inode.h>
+#include <sqfs/io.h>
+#include <sqfs/super.h>
+#include <sqfs/xattr_reader.h>
+
+#include "image/internal.h"
+
+static char tmpdir[64];
+
+static int setup_tmp(void **state)
+{
+	(void)state;
+	strcpy(tmpdir, "/tmp/gg-unit-sqfs.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_tmp(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd);
+}
+
+static sqfs_compressor_t *zlib_inflater(void)
+{
+	sqfs_compressor_config_t cfg;
+	sqfs_compressor_t *c = NULL;
+	assert_int_equal(sqfs_compressor_config_init(&cfg, SQFS_COMP_GZIP, 131072,
+	                                             SQFS_COMP_FLAG_UNCOMPRESS),
+	                 0);
+	assert_int_equal(sqfs_compressor_create(&cfg, &c), 0);
+	return c;
+}
+
+static void fill_text(unsigned char *b, size_t n, unsigned seed)
+{
+	static const char *const words[] = {"squashfs ", "gridgpu ",   "deflate ", "block ",
+	                                    "image\n",   "apptainer ", "the ",     "GPU "};
+	size_t o = 0;
+	while (o < n) {
+		seed = seed * 1103515245u + 12345u;
+		const char *w = words[(seed >> 16) % 8];
+		size_t l = strlen(w);
+		if (l > n - o)
+			l = n - o;
+		memcpy(b + o, w, l);
+		o += l;
+	}
+}
+
+static void test_deflate_zlib_compatible(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n), *out = malloc(n), *back = malloc(n);
+	fill_text(in, n, 1);
+	sqfs_compressor_t *inf = zlib_inflater();
+	for (int level = 1; level <= 12; level += (level < 6 ? 5 : 3)) {
+		sqfs_compressor_t *c = gg_sqfs_deflate_new(level, (uint32_t)n);
+		assert_non_null(c);
+		sqfs_compressor_config_t cfg;
+		c->get_configuration(c, &cfg);
+		assert_int_equal(cfg.id, SQFS_COMP_GZIP);
+		assert_int_equal(c->write_options(c, NULL), 0); /* no options block */
+		sqfs_s32 clen = c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n);
+		assert_true(clen > 0 && (size_t)clen < n / 4);
+		assert_int_equal(out[0] & 0x0F, 8); /* zlib header: CM = deflate */
+		assert_int_equal(((out[0] << 8) | out[1]) % 31, 0);
+		memset(back, 0, n);
+		sqfs_s32 dlen = inf->do_block(inf, out, (sqfs_u32)clen, back, (sqfs_u32)n);
+		assert_int_equal(dlen, (sqfs_s32)n);
+		assert_memory_equal(in, back, n);
+		/* a copy is an independent compressor giving the same bytes */
+		sqfs_compressor_t *c2 = sqfs_copy(c);
+		assert_non_null(c2);
+		sqfs_destroy(c);
+		assert_int_equal(c2->do_block(c2, in, (sqfs_u32)n, back, (sqfs_u32)n), clen);
+		assert_memory_equal(out, back, (size_t)clen);
+		sqfs_destroy(c2);
+	}
+	/* incompressible data: 0, the block is stored raw */
+	sqfs_compressor_t *c = gg_sqfs_deflate_new(6, (uint32_t)n);
+	unsigned s = 7;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1103515245u + 12345u;
+		in[i] = (unsigned char)(s >> 23);
+	}
+	assert_int_equal(c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n), 0);
+	sqfs_destroy(c);
+	assert_null(gg_sqfs_deflate_new(0, 131072));
+	assert_null(gg_sqfs_deflate_new(13, 131072));
+	sqfs_destroy(inf);
+	free(in);
+	free(out);
+	free(back);
+}
+
+/* ---- a squashfs through the writer, read back through libsquashfs ----------------- */
+
+static struct gg_inode *add(struct gg_tree *t, const char *path, uint32_t mode, uint32_t uid,
+                            int64_t mtime)
+{
+	struct gg_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = path;
+	e.mode = mode;
+	e.uid = uid;
+	e.gid = uid + 1;
+	e.mtime = mtime;
+	struct gg_inode *data = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
+	return gg_image_tree_lookup(t, path)->inode;
+}
+
+static void feed(struct gg_sqfs_writer *w, struct gg_inode *ino, const void *d, size_t n)
+{
+	struct gg_err err = {0};
+	assert_int_equal(gg_sqfs_file_begin(w, ino, &err), 0);
+	if (n)
+		assert_int_equal(gg_sqfs_file_append(w, d, n, &err), 0);
+	assert_int_equal(gg_sqfs_file_end(w, &err), 0);
+}
+
+static const sqfs_tree_node_t *child(const sqfs_tree_node_t *n, const char *name)
+{
+	for (const sqfs_tree_node_t *c = n->children; c; c = c->next)
+		if (!strcmp((const char *)c->name, name))
+			return c;
+	fail_msg("no '%s' in the image", name);
+	return NULL;
+}
+
+static void read_file(sqfs_data_reader_t *dr, const sqfs_tree_node_t *n, unsigned char *buf,
+                      size_t len)
+{
+	sqfs_u64 size = 0;
+	assert_int_equal(sqfs_inode_get_file_size(n->inode, &size), 0);
+	assert_int_equal(size, len);
+	size_t off = 0;
+	while (off < len) {
+		sqfs_u32 chunk = len - off > 65536 ? 65536 : (sqfs_u32)(len - off);
+		assert_int_equal(sqfs_data_reader_read(dr, n->inode, off, buf + off, chunk),
+		                 (sqfs_s32)chunk);
+		off += chunk;
+	}
+}
+
+static void test_writer_roundtrip(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof path, "%s/w.sqfs", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	struct gg_sqfs_opts o = {
+	        .comp = GG_IMAGE_COMP_GZIP, .level = 6, .jobs = 2, .block_size = 131072};
+	struct gg_sqfs_writer *w;
+	struct gg_err err = {0};
+	assert_int_equal(gg_sqfs_writer_new(fd, path, 0, &o, &w, &err), 0);
+	struct gg_tree *t = gg_image_tree_new();
+
+	size_t big = 3 * 131072 + 1000;
+	unsigned char *data = malloc(big), *back = malloc(big);
+	fill_text(data, big, 3);
+	struct gg_inode *f = add(t, "dir/big", S_IFREG | 04755, 1000, 1700000000);
+	feed(w, f, data, big);
+	struct gg_inode *small = add(t, "dir/small", S_IFREG | 0600, 0, 5);
+	feed(w, small, "hello\n", 6);
+	struct gg_inode *empty = add(t, "empty", S_IFREG | 0644, 0, 5);
+	feed(w, empty, NULL, 0);
+	/* hard link: a second name for dir/small */
+	struct gg_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = "hl";
+	e.hardlink = "dir/small";
+	struct gg_inode *none;
+	assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &none, &err), 0);
+	/* sparse: 1 MiB of zeros then 10 bytes */
+	struct gg_inode *sp = add(t, "sparse", S_IFREG | 0644, 0, 5);
+	assert_int_equal(gg_sqfs_file_begin(w, sp, &err), 0);
+	unsigned char *zero = calloc(1, 1 << 20);
+	assert_int_equal(gg_sqfs_file_append(w, zero, 1 << 20, &err), 0);
+	assert_int_equal(gg_sqfs_file_append(w, "0123456789", 10, &err), 0);
+	assert_int_equal(gg_sqfs_file_end(w, &err), 0);
+	struct gg_inode *ln = add(t, "link", S_IFLNK | 0777, 0, 5);
+	free(ln->target);
+	ln->target = strdup("dir/small");
+	struct gg_inode *dev = add(t, "dev/null", S_IFCHR | 0666, 0, 5);
+	dev->rdev = (3 & 0xff) | (1 << 8);
+	add(t, "fifo", S_IFIFO | 0644, 0, 5);
+	add(t, "sock", S_IFSOCK | 0755, 0, 5);
+	struct gg_xattr_buf xb = {0};
+	gg_image_xattr_add(&xb, "user.k", "v", 1);
+	gg_image_xattr_add(&xb, "trusted.t", "", 0);
+	gg_image_xattr_sort(&xb);
+	gg_image_inode_set_xattrs(small, xb.buf, xb.len);
+	gg_image_xattr_free(&xb);
+	/* a file with an mtime past SOURCE_DATE_EPOCH gets clamped */
+	struct gg_inode *late = add(t, "late", S_IFREG | 0644, 0, 1900000000);
+	feed(w, late, "x", 1);
+
+	uint64_t size = 0;
+	struct gg_freeze_result res;
+	memset(&res, 0, sizeof res);
+	assert_int_equal(gg_sqfs_writer_finish(w, t, 1800000000, 1800000000, &size, &res, &err), 0);
+	assert_int_equal(size % 4096, 0);
+	assert_int_equal(res.files, 5);
+	assert_int_equal(res.hardlinks, 1);
+	assert_int_equal(res.symlinks, 1);
+	assert_int_equal(res.specials, 3);
+	assert_int_equal(res.dirs, 3);
+	gg_sqfs_writer_free(w);
+	gg_image_tree_free(t);
+	close(fd);
+
+	/* read it back with libsquashfs */
+	sqfs_file_t *file = sqfs_open_file(path, SQFS_FILE_OPEN_READ_ONLY);
+	assert_non_null(file);
+	sqfs_super_t sb;
+	assert_int_equal(sqfs_super_read(&sb, file), 0);
+	assert_int_equal(sb.compression_id, SQFS_COMP_GZIP);
+	assert_int_equal(sb.modification_time, 1800000000);
+	assert_int_equal(sb.inode_count, 12); /* 3 dirs, 5 files (hl shares one), 4 others */
+	sqfs_compressor_t *inf = zlib_inflater();
+	sqfs_id_table_t *ids = sqfs_id_table_create(0);
+	assert_int_equal(sqfs_id_table_read(ids, file, &sb, inf), 0);
+	sqfs_dir_reader_t *dr = sqfs_dir_reader_create(&sb, inf, file, 0);
+	assert_non_null(dr);
+	sqfs_tree_node_t *root;
+	assert_int_equal(sqfs_dir_reader_get_full_hierarchy(dr, ids, NULL, 0, &root), 0);
+	sqfs_data_reader_t *data_rd = sqfs_data_reader_create(file, sb.block_size, inf, 0);
+	assert_int_equal(sqfs_data_reader_load_fragment_table(data_rd, &sb), 0);
+
+	const sqfs_tree_node_t *d = child(root, "dir");
+	const sqfs_tree_node_t *n = child(d, "big");
+	assert_int_equal(n->inode->base.mode, S_IFREG | 04755);
+	assert_int_equal(n->uid, 1000);
+	assert_int_equal(n->gid, 1001);
+	assert_int_equal(n->inode->base.mod_time, 1700000000);
+	read_file(data_rd, n, back, big);
+	assert_memory_equal(back, data, big);
+	n = child(d, "small");
+	read_file(data_rd, n, back, 6);
+	assert_memory_equal(back, "hello\n", 6);
+	assert_int_equal(n->inode->base.type, SQFS_INODE_EXT_FILE); /* xattrs + 2 links */
+	assert_int_equal(n->inode->data.file_ext.nlink, 2);
+	sqfs_u32 xidx;
+	assert_int_equal(sqfs_inode_get_xattr_index(n->inode, &xidx), 0);
+	assert_true(xidx != 0xFFFFFFFF);
+	const sqfs_tree_node_t *h = child(root, "hl");
+	assert_int_equal(h->inode->base.inode_number, n->inode->base.inode_number);
+	n = child(root, "sparse");
+	unsigned char *sparse_back = malloc((1 << 20) + 10);
+	read_file(data_rd, n, sparse_back, (1 << 20) + 10);
+	assert_memory_equal(sparse_back, zero, 1 << 20);
+	assert_memory_equal(sparse_back + (1 << 20), "0123456789", 10);
+	assert_int_equal(n->inode->base.type, SQFS_INODE_EXT_FILE);
+	assert_true(n->inode->data.file_ext.sparse >= (1 << 20)); /* holes are sparse blocks */
+	free(sparse_back);
+	n = child(root, "empty");
+	read_file(data_rd, n, back, 0);
+	n = child(root, "link");
+	assert_int_equal(n->inode->base.type, SQFS_INODE_SLINK);
+	assert_int_equal(n->inode->data.slink.target_size, 9);
+	assert_memory_equal(n->inode->extra, "dir/small", 9);
+	n = child(child(root, "dev"), "null");
+	assert_int_equal(n->inode->base.type, SQFS_INODE_CDEV);
+	assert_int_equal(n->inode->data.dev.devno, (1 << 8) | 3);
+	assert_int_equal(child(root, "fifo")->inode->base.type, SQFS_INODE_FIFO);
+	assert_int_equal(child(root, "sock")->inode->base.mode, S_IFSOCK | 0755);
+	assert_int_equal(child(root, "late")->inode->base.mod_time, 1800000000); /* clamped */
+	/* directory listing in byte order, nlink = 2 + subdirectories */
+	const char *order[] = {"dev",  "dir",  "empty", "fifo",  "hl",
+	                       "late", "link", "sock",  "sparse"};
+	size_t i = 0;
+	for (const sqfs_tree_node_t *c = root->children; c; c = c->next, i++)
+		assert_string_equal((const char *)c->name, order[i]);
+	assert_int_equal(i, 9);
+	assert_int_equal(root->inode->data.dir.nlink, 4);
+
+	sqfs_destroy(data_rd);
+	sqfs_dir_tree_destroy(root);
+	sqfs_destroy(dr);
+	sqfs_destroy(ids);
+	sqfs_destroy(inf);
+	sqfs_destroy(file);
+	free(data);
+	free(back);
+	free(zero);
+}
+
+static void test_writer_io_error(void **state)
+{
+	(void)state;
+	/* a read-only descriptor: the first write fails and the error names the file */
+	char path[128];
+	snprintf(path, sizeof path, "%s/ro.sqfs", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	close(fd);
+	fd = open(path, O_RDONLY);
+	struct gg_sqfs_opts o = {.comp = GG_IMAGE_COMP_GZIP, .jobs = 1};
+	struct gg_sqfs_writer *w = NULL;
+	struct gg_err err = {0};
+	assert_true(gg_sqfs_writer_new(fd, path, 0, &o, &w, &err) < 0);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "ro.sqfs"));
+	close(fd);
+	/* bad levels are usage errors */
+	fd = open(path, O_RDWR);
+	o.level = 13;
+	assert_int_equal(gg_sqfs_writer_new(fd, path, 0, &o, &w, &err), GG_EUSAGE);
+	o.comp = GG_IMAGE_COMP_ZSTD;
+	o.level = 3;
+	assert_int_equal(gg_sqfs_writer_new(fd, path, 0, &o, &w, &err), 0);
+	gg_sqfs_writer_free(w);
+	close(fd);
+	assert_string_equal(gg_sqfs_strerror(-2), "input/output error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_deflate_zlib_compatible),
+	        cmocka_unit_test(test_writer_roundtrip),
+	        cmocka_unit_test(test_writer_io_error),
+	};
+	return cmocka_run_group_tests_name("image_squashfs", tests, setup_tmp, teardown_tmp);
+}
