@@ -1,5 +1,7 @@
 /* gridgpu freeze: a sandbox directory, tar stream or OCI image into a SIF image. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctx.h"
+#include "ssh/ssh.h"
 #include "commands.h"
 #include "gpu/gpu.h"
 #include "image/image.h"
@@ -22,6 +26,8 @@ enum {
 	O_NO_REPRO,
 	O_SKIP,
 	O_FORMAT,
+	O_SESSION,
+	O_REMOTE_PATH,
 };
 
 const struct gg_opt cmd_freeze_opts[] = {
@@ -36,6 +42,8 @@ const struct gg_opt cmd_freeze_opts[] = {
         {"no-reproducible", 0, OPT_NONE, NULL, "random image UUID and the current time",
          O_NO_REPRO},
         {"skip-unreadable", 0, OPT_NONE, NULL, "leave out unreadable files with a warning", O_SKIP},
+        {"session", 0, OPT_ARG, "NAME", "freeze a sandbox on a live session's node, streamed over ssh", O_SESSION},
+        {"path", 0, OPT_ARG, "DIR", "the sandbox's directory on the node (with --session)", O_REMOTE_PATH},
         OPT_END,
 };
 
@@ -210,11 +218,98 @@ static int parse_uint(const char *s, long max, long *out)
 	return 0;
 }
 
+static int wait_child(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ssh -F <generated config> NAME "tar -C PATH -cf - ." with its output on a
+ * pipe; the session must be ready (its host key pinned). */
+static int start_session_tar(struct gg_cli *cli, const char *name, const char *path, int *fd,
+                             pid_t *pid)
+{
+	struct gg_err err = {0};
+	struct gg_store *st = cli_store(cli);
+	if (!st)
+		return cli->cfg_exit;
+	struct gg_record r = {0};
+	int rc = cli_find_record(cli, st, name, &r);
+	if (rc) {
+		gg_store_free(st);
+		return rc;
+	}
+	struct gg_ssh_paths sp = {0};
+	if (r.kind != GG_REC_SESSION || r.state != GG_S_READY) {
+		gg_err_set(&err, GG_ENOTFOUND, "is not a ready session (%s): 'gridgpu connect %s' "
+		                               "waits for one",
+		           gg_sess_state_name(r.state), name);
+		rc = ui_fail(cli, &err, "freeze --session %s", name);
+	} else if (gg_ssh_paths_init(&sp, &err) < 0 || cli_write_ssh_config(cli, st, &err) < 0) {
+		rc = ui_fail(cli, &err, "freeze --session %s", name);
+	}
+	gg_record_clear(&r);
+	gg_store_free(st);
+	if (rc) {
+		gg_ssh_paths_clear(&sp);
+		return rc;
+	}
+	/* The remote shell reads the command: quote the path for it. */
+	size_t n = strlen(path);
+	char *q = malloc(4 * n + 3), *o = q;
+	*o++ = '\'';
+	for (const char *p = path; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	char *cmd = gg_strdup_printf("test -d %s && exec tar -C %s --numeric-owner -cf - .", q, q);
+	free(q);
+	int pfd[2];
+	if (!cmd || pipe2(pfd, O_CLOEXEC) < 0) {
+		free(cmd);
+		gg_ssh_paths_clear(&sp);
+		return EXIT_FAIL;
+	}
+	pid_t p = fork();
+	if (p == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull >= 0)
+			dup2(devnull, STDIN_FILENO);
+		execlp("ssh", "ssh", "-F", sp.config, "-o", "BatchMode=yes", name, cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	free(cmd);
+	gg_ssh_paths_clear(&sp);
+	if (p < 0) {
+		close(pfd[0]);
+		gg_err_sys(&err, GG_EFAIL, errno, "starting ssh");
+		return ui_fail(cli, &err, "freeze --session %s", name);
+	}
+	*fd = pfd[0];
+	*pid = p;
+	return 0;
+}
+
 int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 {
 	struct gg_freeze_opts o = {.input_fd = STDIN_FILENO, .tool_version = GG_VERSION};
 	const char **labels = NULL;
 	char *gpus = NULL;
+	const char *session = NULL, *rpath = NULL;
+	char *tmp_out = NULL, *session_label = NULL;
+	pid_t ssh_pid = -1;
+	const char *final_output = NULL;
 	size_t nlabels = 0;
 	int c, rc = EXIT_OK;
 	long v;
@@ -222,6 +317,8 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		switch (c) {
 		case O_OUTPUT: o.output = cli->optarg; break;
 		case O_FORCE: o.force = 1; break;
+		case O_SESSION: session = cli->optarg; break;
+		case O_REMOTE_PATH: rpath = cli->optarg; break;
 		case O_NO_REPRO: o.no_reproducible = 1; break;
 		case O_SKIP: o.skip_unreadable = 1; break;
 		case O_LEVEL:
@@ -281,16 +378,51 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		rc = c == -2 ? EXIT_OK : EXIT_USAGE;
 		goto out;
 	}
-	if (argc - cli->optind != 1) {
-		rc = ui_usage(cli, "freeze: expected one SANDBOX (a directory, a tar, an OCI image "
-		                   "or - for a tar on standard input)");
+	if (argc - cli->optind != (session ? 0 : 1)) {
+		rc = ui_usage(cli, session ? "freeze --session NAME --path DIR takes no SANDBOX"
+		                           : "freeze: expected one SANDBOX (a directory, a tar, an OCI "
+		                             "image or - for a tar on standard input)");
 		goto out;
 	}
 	if (!o.output) {
 		rc = ui_usage(cli, "freeze: -o IMAGE.sif is required");
 		goto out;
 	}
-	o.source = argv[cli->optind];
+	if (!session != !rpath) {
+		rc = ui_usage(cli, "--session NAME and --path DIR go together");
+		goto out;
+	}
+	o.source = session ? "-" : argv[cli->optind];
+	if (session) {
+		/* The sandbox stays on the node: stream it as a tar over ssh (through
+		 * the jump hosts, host key pinned) into the same pipeline. */
+		if (access(o.output, F_OK) == 0 && !o.force) {
+			struct gg_err e = {0};
+			gg_err_set(&e, GG_EUSAGE, "'%s' exists: use --force to replace it", o.output);
+			rc = ui_fail(cli, &e, "freeze");
+			goto out;
+		}
+		int fd = -1;
+		rc = start_session_tar(cli, session, rpath, &fd, &ssh_pid);
+		if (rc)
+			goto out;
+		o.input_fd = fd;
+		o.format = GG_IMAGE_TAR;
+		/* Written under another name, renamed only once ssh and tar said
+		 * the stream was whole. */
+		tmp_out = gg_strdup_printf("%s.session.%ld", o.output, (long)getpid());
+		session_label = gg_strdup_printf("org.gridgpu.source=session %s:%s", session, rpath);
+		const char **nl = realloc(labels, (nlabels + 1) * sizeof *nl);
+		if (!tmp_out || !session_label || !nl) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		labels = nl;
+		labels[nlabels++] = session_label;
+		final_output = o.output;
+		o.output = tmp_out;
+		o.force = 1;
+	}
 	o.labels = labels;
 	o.nlabels = nlabels;
 	enum gg_image_comp comp = o.comp ? o.comp : GG_IMAGE_COMP_GZIP;
@@ -348,11 +480,33 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	o.gpus_json = gpus;
 	int frc = gg_image_freeze(&o, &cb, &res, &err);
 	clear_bar(&ctx);
+	if (session) {
+		close(o.input_fd);
+		int st = wait_child(ssh_pid);
+		ssh_pid = -1;
+		if (st != 0 && frc != GG_EINTR) {
+			/* What went wrong on the node says more than an empty stream. */
+			gg_err_set(&err, GG_EFAIL,
+			           st == 1 ? "no directory '%s' on the session's node"
+			                   : "reading '%s' on the session's node failed (ssh or tar "
+			                     "exit %d)",
+			           rpath, st);
+			frc = GG_EFAIL;
+		}
+		const char *final = final_output;
+		if (frc == 0 && rename(tmp_out, final) < 0) {
+			gg_err_sys(&err, GG_EIO, errno, "writing '%s'", final);
+			frc = GG_EIO;
+		}
+		if (frc < 0)
+			unlink(tmp_out);
+		o.output = final;
+	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
 	if (frc < 0) {
-		rc = ui_fail(cli, &err, "freeze %s", o.source);
+		rc = ui_fail(cli, &err, "freeze %s", session ? session : o.source);
 		goto out;
 	}
 	double secs = elapsed(&ctx);
@@ -392,6 +546,12 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		        o.output, outsz, res.arch, secs, res.warnings ? " (with warnings)" : "");
 	}
 out:
+	if (ssh_pid > 0) {
+		kill(ssh_pid, SIGTERM);
+		wait_child(ssh_pid);
+	}
+	free(tmp_out);
+	free(session_label);
 	free(labels);
 	free(gpus);
 	return rc;

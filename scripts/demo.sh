@@ -37,7 +37,10 @@ run "$G" proxy info
 
 step "Add the site profile a site admin would hand out: CE URL and two jump hosts"
 run "$G" site add testsite --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
-	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
+	--runtime bwrap
+echo "(runtime bwrap: the test site has no apptainer, which Debian does not ship; batch jobs"
+echo " unpack the image with unsquashfs and run in it under bubblewrap)"
 run "$G" site show testsite
 
 step "Ask the CE for an interactive session (the job starts an sshd only our key can enter)"
@@ -45,10 +48,23 @@ run "$G" request --name dev --walltime 2h --connect-deadline 10m
 
 step "Connect through both jump hosts, host key pinned, and work in the session"
 run "$G" connect dev -- 'echo "hello from $(hostname) as $(id -un), netns $(readlink /proc/self/ns/net)"'
-run "$G" connect dev -- 'mkdir -p sandbox && echo "result computed in the session" > sandbox/result.txt && ls -l sandbox'
+sb=demo-sandbox-$$
+echo "(a small development sandbox on the node: a shell and a few tools)"
+"$G" connect dev -- sh -s "$sb" <"$top/tests/e2e/mkrootfs.sh"
+run "$G" connect dev -- "echo 'trained in the session, $(date -u +%H:%M:%S)' > $sb/data/result.txt; ls $sb"
 
 step "Plain ssh works too, with the generated config"
-run ssh -F "$XDG_CONFIG_HOME/gridgpu/ssh/config" dev 'cat sandbox/result.txt'
+run ssh -F "$XDG_CONFIG_HOME/gridgpu/ssh/config" dev "cat $sb/data/result.txt"
+
+step "Freeze the sandbox into a reproducible SIF image, streamed from the session over ssh"
+run "$G" freeze --session dev --path "$sb" -o "$demo/work.sif"
+run "$G" inspect "$demo/work.sif"
+
+step "Submit the image as batch work: the command runs inside the image"
+run "$G" submit "$demo/work.sif" --name batch --walltime 30m -- cat /data/result.txt
+run "$G" get --wait --dir "$demo/batch" batch
+run cat "$demo/batch/gridgpu-job.out"
+"$G" connect dev -- rm -rf "$sb" >/dev/null 2>&1 || true
 
 step "Sessions at a glance, refreshed from the CE"
 run "$G" list --sync
@@ -59,4 +75,4 @@ run "$G" kill dev
 run "$G" list
 run "$G" clean
 
-printf '\n\033[1;32mdemo: success — proxy, request, connect through two jump hosts, list, kill, clean all worked against a real ARC CE\033[0m\n'
+printf '\n\033[1;32mdemo: success — proxy, request, connect through two jump hosts, freeze from the session, submit, get, kill and clean all worked against a real ARC CE\033[0m\n'

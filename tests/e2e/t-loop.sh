@@ -1,0 +1,41 @@
+#!/bin/sh
+# The whole user loop against the real test site, as in `make demo`:
+# proxy → request → connect → change the sandbox over ssh → freeze (streamed
+# from the session over ssh) → submit → get; the change made over ssh shows in
+# the batch job's output.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$T_TMP" || exit 1
+
+check "proxy init" sh -c "'$GRIDGPU' proxy init -q --cert '$GG_TB_USER_CERT' --key '$GG_TB_USER_KEY' --pass-stdin <'$GG_TB_USER_KEY_PASS_FILE'"
+check "site add" "$GRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 --runtime bwrap
+run_gg request --name dev --walltime 1h
+expect_eq "request" "$RC" 0
+sb=sandbox-$$
+# The development sandbox lives on the node: build it there, then change it over ssh.
+check "make a sandbox on the node" sh -c "'$GRIDGPU' connect dev -- sh -s '$sb' <'$top/tests/e2e/mkrootfs.sh'"
+stamp="changed over ssh at $(date +%s.%N)"
+check "change the sandbox over ssh" "$GRIDGPU" connect dev -- "echo '$stamp' > $sb/data/result.txt"
+run_gg freeze --session dev --path "$sb" -o work.sif
+expect_eq "freeze --session (the sandbox streamed over ssh)" "$RC" 0
+run_gg verify work.sif
+expect_eq "the frozen image verifies" "$RC" 0
+run_gg submit work.sif --name batch --walltime 30m -- cat /data/result.txt
+expect_eq "submit" "$RC" 0
+run_gg get --wait --timeout 3m batch
+expect_eq "get" "$RC" 0
+expect_eq "the change made over ssh is in the batch job's output" "$(cat batch/gridgpu-job.out 2>&1)" "$stamp"
+expect_fail "freeze --session of a path that is not there" 1 "no directory 'no-such-dir'" freeze --session dev --path no-such-dir -o z.sif
+[ -z "$(ls z.sif* 2>/dev/null)" ] && ok "nothing left behind by it" || not_ok "left behind: $(ls z.sif*)"
+expect_fail "freeze --session without --path" 2 "go together" freeze --session dev -o z.sif
+"$GRIDGPU" connect dev -- rm -rf "$sb" >/dev/null 2>&1
+run_gg kill dev
+expect_eq "kill the session" "$RC" 0
+run_gg clean
+expect_eq "clean" "$RC" 0
+expect_fail "freeze --session of an unknown session" 5 "no such session" freeze --session nosuch --path x -o y.sif
+[ -e y.sif ] && not_ok "no image left by a failed freeze --session" || ok "no image left by a failed freeze --session"
+done_testing
