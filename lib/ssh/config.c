@@ -30,8 +30,11 @@ static int private_dir(const char *d, struct gg_err *err)
 	if (rc < 0)
 		return rc;
 	struct stat st;
-	if (stat(d, &st) < 0)
+	/* lstat: in /tmp, a symbolic link put there by someone else is refused */
+	if (lstat(d, &st) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "'%s'", d);
+	if (!S_ISDIR(st.st_mode))
+		return gg_err_set(err, GG_EIO, "'%s' is not a directory", d);
 	if (st.st_uid != geteuid())
 		return gg_err_set(err, GG_EIO, "'%s' is owned by uid %u, not by you", d,
 				  (unsigned)st.st_uid);
@@ -57,7 +60,14 @@ int gg_ssh_paths_init(struct gg_ssh_paths *p, struct gg_err *err)
 	p->config_win = gg_strdup_printf("%s/config.windows", p->dir);
 	p->known_hosts = gg_strdup_printf("%s/known_hosts", p->dir);
 	p->keys = gg_strdup_printf("%s/keys", p->dir);
-	p->control = gg_strdup_printf("%s/cm", p->dir);
+	/* ssh's control sockets: a Unix socket path holds at most 107 bytes and ssh
+	 * adds 41 for %C and 17 while it binds, so the config dir is often too
+	 * deep. Use a short private directory. */
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	if (rt && rt[0] == '/' && strlen(rt) < 40)
+		p->control = gg_strdup_printf("%s/gridgpu-cm", rt);
+	else
+		p->control = gg_strdup_printf("/tmp/gridgpu-cm-%u", (unsigned)geteuid());
 	if (!p->config || !p->config_win || !p->known_hosts || !p->keys || !p->control) {
 		gg_ssh_paths_clear(p);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");

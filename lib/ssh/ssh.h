@@ -22,7 +22,8 @@ struct gg_ssh_paths {
 	char *config_win;  /* dir/config.windows */
 	char *known_hosts; /* dir/known_hosts */
 	char *keys;        /* dir/keys (0700) */
-	char *control;     /* dir/cm (0700), ControlPath directory */
+	char *control;     /* ControlPath directory (0700): $XDG_RUNTIME_DIR/gridgpu-cm,
+			      else /tmp/gridgpu-cm-<uid> (socket paths must be short) */
 };
 /* Resolve and create the directories (0700); refuses directories others can
  * write to or read. */
