@@ -110,7 +110,9 @@ $(B)/tests/test_gpu: ALLCFLAGS += -DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"'
 unit: $(UNIT_BIN)
 	@tests/run-unit $(UNIT_BIN)
 
-SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+# float-cast-overflow: gcc leaves it out of -fsanitize=undefined (clang does not)
+SANFLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer \
+            -fno-sanitize-recover=all
 sanitize:
 	$(MAKE) B=build-san CFLAGS="$(SANFLAGS)" LDFLAGS="-fsanitize=address,undefined" unit
 
@@ -202,7 +204,7 @@ uninstall:
 	rm -f $(DESTDIR)$(datarootdir)/zsh/vendor-completions/_gridgpu
 
 clean:
-	rm -rf build build-san build-clang build-fuzz
+	rm -rf build build-san build-clang build-fuzz build-vg
 
 distclean: clean
 	rm -rf config.mk config.log config.status configure autom4te.cache aclocal.m4 configure~

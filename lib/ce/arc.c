@@ -397,9 +397,17 @@ int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **result
 		}
 		/* All values are strings in A-REX's JSON; accept numbers too. */
 		json_t *code = json_object_get(e, "status-code");
-		res[i].code = json_is_string(code)   ? atoi(json_string_value(code))
-			      : json_is_integer(code) ? (int)json_integer_value(code)
-						      : 200;
+		long c = 200;
+		if (json_is_string(code)) {
+			char *end;
+			c = strtol(json_string_value(code), &end, 10);
+			if (*end || c < 0 || c > 999)
+				c = 0; /* not a status code: "the CE did not say" */
+		} else if (json_is_integer(code)) {
+			json_int_t v = json_integer_value(code);
+			c = v >= 0 && v <= 999 ? (long)v : 0;
+		}
+		res[i].code = (int)c;
 		const char *id = json_string_value(json_object_get(e, "id"));
 		const char *reason = json_string_value(json_object_get(e, "reason"));
 		const char *state = json_string_value(json_object_get(e, "state"));

@@ -105,8 +105,32 @@ static int set_str(char **field, const char *value, struct parse_ctx *c)
 	return 1;
 }
 
+/* What an INI line (inih, 200 bytes a line at most) can hold and give back
+ * unchanged: no newline, no leading or trailing blank, nothing inih would read
+ * as a comment (';' or '#' first, or ';' after a blank), short enough. */
+int gg_config_value_ok(const char *v)
+{
+	size_t n = strlen(v);
+	if (n > GG_CONFIG_VALUE_MAX || v[0] == ';' || v[0] == '#' ||
+	    (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] == '\n' || v[i] == '\r' || v[i] == '\0')
+			return 0;
+		if (v[i] == ';' && i && isspace((unsigned char)v[i - 1]))
+			return 0;
+	}
+	return 1;
+}
+
 static int site_set(struct gg_site *s, const char *key, const char *value, struct gg_err *err)
 {
+	if (!gg_config_value_ok(value))
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s: the value cannot be stored in the configuration (at most %d "
+				  "characters, no line breaks, no leading or trailing blanks, no ';' "
+				  "after a blank or ';'/'#' first)",
+				  key, GG_CONFIG_VALUE_MAX);
 	char **f = site_str_field(s, key);
 	if (f) {
 		char *v = strdup(value);
@@ -268,6 +292,23 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 		return gg_err_set(err, GG_EUSAGE,
 				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
 				  site->name ? site->name : "");
+	static const char *keys[] = {"ce",	 "user",	"queue",    "gpu_queue",
+				     "gpu_rte",	 "image",	"ca_dir",   "auth",
+				     "identity", "known_hosts", "worker_address", "runtime"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *v = *site_str_field((struct gg_site *)site, keys[i]);
+		if (v && !gg_config_value_ok(v))
+			return gg_err_set(err, GG_EUSAGE,
+					  "%s '%s': cannot be stored in the configuration (at most "
+					  "%d characters, one line, no leading or trailing blanks, no "
+					  "';' after a blank or ';'/'#' first)",
+					  keys[i], v, GG_CONFIG_VALUE_MAX);
+	}
+	for (int i = 0; i < site->njumps; i++)
+		if (!gg_config_value_ok(site->jumps[i]))
+			return gg_err_set(err, GG_EUSAGE, "jump '%s': cannot be stored in the "
+							  "configuration",
+					  site->jumps[i]);
 	struct gg_site copy;
 	int rc = site_copy(&copy, site, err);
 	if (rc < 0)

@@ -146,6 +146,10 @@ char *gg_config_format(const struct gg_config *cfg);
 int gg_config_save(const struct gg_config *cfg, struct gg_err *err);
 void gg_config_free(struct gg_config *cfg);
 void gg_site_clear(struct gg_site *site);
+/* Values longer than this do not fit an inih line once written as "key = value". */
+#define GG_CONFIG_VALUE_MAX 180
+/* Can v be written to the INI file and read back unchanged? */
+int gg_config_value_ok(const char *v);
 /* Validate a site name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 int gg_site_name_valid(const char *name);
 

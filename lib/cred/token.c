@@ -101,7 +101,8 @@ static void read_jwt(struct gg_token *t)
 		json_t *exp = json_object_get(o, "exp");
 		if (json_is_integer(exp))
 			t->exp = (int64_t)json_integer_value(exp);
-		else if (json_is_real(exp))
+		else if (json_is_real(exp) && json_real_value(exp) > 0 &&
+			 json_real_value(exp) < 9.2e18) /* else it does not fit: no expiry read */
 			t->exp = (int64_t)json_real_value(exp);
 		t->sub = dup_claim(o, "sub");
 		t->iss = dup_claim(o, "iss");

@@ -2,6 +2,7 @@
 #include "session/session.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,12 @@ json_t *gg_record_to_json(const struct gg_record *r)
 	return o;
 }
 
+/* Does a non-negative JSON integer fit a field of size bytes (int, int64_t, uint64_t)? */
+static int fits(json_int_t v, size_t size)
+{
+	return size >= sizeof(int64_t) || v <= INT_MAX;
+}
+
 int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
 {
 	memset(r, 0, sizeof *r);
@@ -117,9 +124,11 @@ int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
 #undef X
 #define X(f)                                                                                   \
 	v = json_object_get(j, #f);                                                            \
-	if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {                         \
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||                          \
+		  !fits(json_integer_value(v), sizeof r->f))) {                                \
 		gg_record_clear(r);                                                            \
-		return gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer", #f);   \
+		return gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer in range", \
+				  #f);                                                         \
 	}                                                                                      \
 	if (v)                                                                                 \
 		r->f = (__typeof__(r->f))json_integer_value(v);

@@ -345,6 +345,44 @@ static void test_config(void **state)
 	assert_non_null(strstr(err.msg, "jump hosts"));
 }
 
+static void test_config_values(void **state)
+{
+	(void)state;
+	assert_true(gg_config_value_ok("/home/u/.ssh/id_ed25519"));
+	assert_true(gg_config_value_ok("a;b"));
+	assert_false(gg_config_value_ok(";x"));
+	assert_false(gg_config_value_ok("#x"));
+	assert_false(gg_config_value_ok("a ;b"));
+	assert_false(gg_config_value_ok(" a"));
+	assert_false(gg_config_value_ok("a "));
+	assert_false(gg_config_value_ok("a\nb"));
+	char big[GG_CONFIG_VALUE_MAX + 2];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_false(gg_config_value_ok(big));
+	big[GG_CONFIG_VALUE_MAX] = '\0';
+	assert_true(gg_config_value_ok(big));
+	/* what is accepted survives a save and a load */
+	struct gg_config cfg = {.path = NULL};
+	struct gg_err err = {0};
+	struct gg_site s = {.name = (char *)"a", .ce = (char *)"https://x/arex", .identity = big};
+	assert_int_equal(gg_config_set_site(&cfg, &s, &err), 0);
+	s.identity = (char *)";oops";
+	assert_int_equal(gg_config_set_site(&cfg, &s, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "cannot be stored"));
+	char path[128];
+	snprintf(path, sizeof path, "%s/values.conf", tmpdir);
+	cfg.path = path;
+	assert_int_equal(gg_config_save(&cfg, &err), 0);
+	struct gg_config *back;
+	assert_int_equal(gg_config_load(path, &back, &err), 0);
+	assert_string_equal(gg_config_site(back, "a")->identity, big);
+	gg_config_free(back);
+	for (size_t i = 0; i < cfg.nsites; i++)
+		gg_site_clear(&cfg.sites[i]);
+	free(cfg.sites);
+}
+
 static void test_site_name(void **state)
 {
 	(void)state;
@@ -370,6 +408,7 @@ int main(void)
 		cmocka_unit_test(test_mkdir_p),
 		cmocka_unit_test(test_xdg),
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_config_values),
 		cmocka_unit_test(test_site_name),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);

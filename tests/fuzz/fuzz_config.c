@@ -1,0 +1,109 @@
+/* The INI configuration ($XDG_CONFIG_HOME/gridgpu/config, edited by hand and by
+ * `gridgpu site add`): gg_config_load from a file. A configuration that loads must
+ * load again, the same, after gg_config_format (what gg_config_save writes), and
+ * its sites feed the SSH config writer (jump host parsing). */
+#include <string.h>
+
+#include "core/core.h"
+#include "fuzz.h"
+#include "session/session.h"
+#include "ssh/ssh.h"
+
+static int config_str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static void config_same(const struct gg_config *a, const struct gg_config *b, const char *text)
+{
+	FUZZ_CHECK(config_str_eq(a->default_site, b->default_site),
+		   "default site changed on a round trip\n%s", text);
+	FUZZ_CHECK(a->nsites == b->nsites, "%zu sites became %zu on a round trip\n%s", a->nsites,
+		   b->nsites, text);
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct gg_site *x = &a->sites[i], *y = &b->sites[i];
+#define S(f)                                                                                   \
+	FUZZ_CHECK(config_str_eq(x->f, y->f), "[site %s] '%s' changed on a round trip\n%s",     \
+		   x->name, #f, text);
+		S(name) S(ce) S(user) S(queue) S(gpu_queue) S(gpu_rte) S(image) S(ca_dir) S(auth)
+		S(identity) S(known_hosts) S(worker_address) S(runtime)
+#undef S
+		FUZZ_CHECK(x->njumps == y->njumps, "[site %s] %d jumps became %d\n%s", x->name,
+			   x->njumps, y->njumps, text);
+		for (int k = 0; k < x->njumps; k++)
+			FUZZ_CHECK(config_str_eq(x->jumps[k], y->jumps[k]),
+				   "[site %s] jump %d changed on a round trip\n%s", x->name, k + 1,
+				   text);
+		FUZZ_CHECK(x->connect_deadline == y->connect_deadline,
+			   "[site %s] connect_deadline %lld became %lld on a round trip\n%s",
+			   x->name, (long long)x->connect_deadline, (long long)y->connect_deadline,
+			   text);
+		FUZZ_CHECK(x->idle_limit == y->idle_limit,
+			   "[site %s] idle_limit %lld became %lld on a round trip\n%s", x->name,
+			   (long long)x->idle_limit, (long long)y->idle_limit, text);
+	}
+}
+
+FUZZ_TARGET(config)
+{
+	char path[4096];
+	if (fuzz_write_file("config", data, size, path) < 0)
+		return 0;
+	struct gg_config *cfg = NULL;
+	struct gg_err err = {0};
+	int rc = gg_config_load(path, &cfg, &err);
+	if (rc < 0) {
+		FUZZ_CHECK(cfg == NULL && err.msg[0], "failure without a message (rc %d)", rc);
+		unlink(path);
+		return 0;
+	}
+	FUZZ_CHECK(cfg && !strcmp(cfg->path, path), "no configuration, or another path");
+	for (size_t i = 0; i < cfg->nsites; i++) {
+		FUZZ_CHECK(gg_site_name_valid(cfg->sites[i].name), "loaded a bad site name");
+		FUZZ_CHECK(gg_config_site(cfg, cfg->sites[i].name) == &cfg->sites[i],
+			   "site '%s' is there twice", cfg->sites[i].name);
+		FUZZ_CHECK(cfg->sites[i].njumps >= 0 && cfg->sites[i].njumps <= GG_MAX_JUMPS,
+			   "%d jumps", cfg->sites[i].njumps);
+	}
+
+	/* saved (formatted) and loaded again */
+	char *text = gg_config_format(cfg);
+	FUZZ_CHECK(text, "gg_config_format failed");
+	FILE *f = fopen(path, "we");
+	FUZZ_CHECK(f, "reopening %s", path);
+	fputs(text, f);
+	FUZZ_CHECK(fclose(f) == 0, "rewriting %s", path);
+	struct gg_config *cfg2 = NULL;
+	struct gg_err err2 = {0};
+	rc = gg_config_load(path, &cfg2, &err2);
+	unlink(path);
+	FUZZ_CHECK(rc == 0, "a configuration that loaded does not load once saved: %s\n%s",
+		   err2.msg, text);
+	config_same(cfg, cfg2, text);
+	gg_config_free(cfg2);
+	free(text);
+
+	/* the sites' jump hosts in the generated ssh config */
+	struct gg_record *recs = calloc(cfg->nsites ? cfg->nsites : 1, sizeof *recs);
+	FUZZ_CHECK(recs, "out of memory");
+	for (size_t i = 0; i < cfg->nsites; i++) {
+		recs[i].kind = GG_REC_SESSION;
+		recs[i].state = GG_S_READY;
+		recs[i].name = "s1";
+		recs[i].site = cfg->sites[i].name;
+		recs[i].node = "node1.example.org";
+		recs[i].port = 22001;
+		recs[i].host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
+	}
+	struct gg_ssh_paths p = {0};
+	p.dir = "/nonexistent/ssh";
+	p.config = "/nonexistent/ssh/config";
+	p.known_hosts = "/nonexistent/ssh/known_hosts";
+	p.control = "/nonexistent/ssh/cm";
+	char *conf = gg_ssh_format_config(&p, cfg, recs, cfg->nsites, 0);
+	FUZZ_CHECK(conf, "gg_ssh_format_config failed");
+	free(conf);
+	free(recs);
+	gg_config_free(cfg);
+	return 0;
+}
