@@ -251,8 +251,19 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 			crc = cli_auth(cli, site, recs[i].auth, 0, &auth, &err);
 			if (crc == 0)
 				crc = cli_open_ce(recs[i].ce, &auth, &ce, &err);
-			if (crc == 0 && (crc = gg_ce_clean(ce, ids, nid, &res, &err)) == 0)
+			/* A-REX queues a clean of a job that is still staging or running
+			 * and leaves the job going: cancel it first (harmless when it
+			 * has ended). */
+			if (crc == 0 && gg_ce_kill(ce, ids, nid, &res, NULL) == 0)
 				gg_ce_results_free(res, nid);
+			res = NULL;
+			if (crc == 0 && (crc = gg_ce_clean(ce, ids, nid, &res, &err)) == 0) {
+				for (size_t k = 0; k < nid; k++)
+					if (res[k].code >= 400 && res[k].code != 404)
+						ui_warn(cli, "the CE said for job %s: %d %s", ids[k],
+							res[k].code, res[k].reason ? res[k].reason : "");
+				gg_ce_results_free(res, nid);
+			}
 			gg_ce_free(ce);
 			cli_auth_clear(&auth);
 		}

@@ -24,6 +24,27 @@ const struct gg_opt cmd_status_opts[] = {
 	OPT_END,
 };
 
+/* Under the store lock: adopt only a record that is still waiting for its job. */
+static int adopt_job(struct gg_record *r, void *ud)
+{
+	if (r->job_id || r->state != GG_S_REQUESTED)
+		return 1; /* changed meanwhile: leave it */
+	r->job_id = strdup((const char *)ud);
+	r->state = GG_S_QUEUED;
+	return 0;
+}
+
+static int never_submitted(struct gg_record *r, void *ud)
+{
+	(void)ud;
+	if (r->job_id || r->state != GG_S_REQUESTED)
+		return 1;
+	r->state = GG_S_FAILED;
+	free(r->error);
+	r->error = strdup("the submission never reached the CE");
+	return 0;
+}
+
 /* Records written before a submission whose answer never got saved (gridgpu
  * was killed, the machine crashed): find their jobs on the CE by job name
  * (gridgpu-<uid>) and adopt them, so no job burns a GPU unseen. */
@@ -66,13 +87,17 @@ static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_rec
 				snprintf(want, sizeof want, "gridgpu-%s", r->uid);
 				for (size_t k = 0; k < nu; k++) {
 					if (names[k] && !strcmp(names[k], want)) {
-						r->job_id = strdup(unknown[k]);
-						r->state = GG_S_QUEUED;
-						struct gg_err e2 = {0};
-						gg_store_save(st, r, &e2);
-						ui_info(cli, "adopted %s: its job %s was submitted but never "
-							     "recorded",
-							r->name, r->job_id);
+						struct gg_record now;
+						if (gg_store_update(st, r->name, adopt_job,
+								    (void *)unknown[k], &now, NULL) == 0) {
+							/* the record as stored now, adopted or not */
+							if (now.job_id && !strcmp(now.job_id, unknown[k]))
+								ui_info(cli, "adopted %s: its job %s was "
+									     "submitted but never recorded",
+									r->name, now.job_id);
+							gg_record_clear(r);
+							*r = now;
+						}
 						break;
 					}
 				}
@@ -91,10 +116,11 @@ static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_rec
 	for (size_t i = 0; i < n; i++) {
 		struct gg_record *r = &recs[i];
 		if (!r->job_id && r->state == GG_S_REQUESTED && now - r->created > 600) {
-			r->state = GG_S_FAILED;
-			free(r->error);
-			r->error = strdup("the submission never reached the CE");
-			gg_store_save(st, r, NULL);
+			struct gg_record upd;
+			if (gg_store_update(st, r->name, never_submitted, NULL, &upd, NULL) == 0) {
+				gg_record_clear(r);
+				*r = upd;
+			}
 		}
 	}
 }

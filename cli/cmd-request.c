@@ -189,7 +189,10 @@ static int set_submitted(struct gg_record *r, void *ud)
 	const struct submitted *s = ud;
 	free(r->job_id);
 	r->job_id = strdup(s->job_id);
-	r->state = GG_S_QUEUED;
+	/* killed while it was being submitted: stays killed (the caller cancels
+	 * the job it just made) */
+	if (r->state != GG_S_KILLED)
+		r->state = GG_S_QUEUED;
 	return 0;
 }
 
@@ -252,7 +255,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	struct gg_jobdesc jd = {0};
 	struct gg_ssh_paths sp = {0};
 	char *xrsl = NULL, *job_id = NULL, *pub = NULL, *deleg = NULL;
-	int exit_code = EXIT_OK;
+	int exit_code = EXIT_OK, posted = 0;
 	if (gg_random_uid(uid, &err) < 0) {
 		exit_code = ui_fail(cli, &err, "request");
 		goto out;
@@ -348,6 +351,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		gg_err_set(&err, GG_EINTR, "interrupted before submitting");
 		goto fail;
 	}
+	posted = 1;
 	if (gg_ce_submit(ce, xrsl, &job_id, &err) < 0)
 		goto fail;
 	struct submitted sub = {job_id, r.key};
@@ -356,6 +360,17 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		goto fail;
 	gg_record_clear(&r);
 	r = saved;
+	if (r.state == GG_S_KILLED) {
+		const char *ids[1] = {job_id};
+		struct gg_ce_result *res = NULL;
+		gg_ce_put(ce, job_id, "stop", "", 0, NULL);
+		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
+			gg_ce_results_free(res, 1);
+		gg_err_set(&err, GG_EJOB, "killed while it was being submitted (job %s cancelled)",
+			   job_id);
+		exit_code = ui_fail(cli, &err, "request %s", r.name);
+		goto out;
+	}
 	ui_info(cli, "submitted %s to %s (job %s)", r.name, endpoint, job_id);
 	for (int i = 0; i < jd.ninputs; i++) {
 		if (gg_ce_put_file(ce, job_id, jd.inputs[i].name, jd.inputs[i].local, NULL, NULL,
@@ -411,6 +426,14 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	goto out;
 
 fail:
+	if (st && r.name && !r.job_id && posted &&
+	    (err.code == GG_ENET || err.code == GG_EPROTO || err.code == GG_EINTR)) {
+		/* The submission may have reached the CE: keep the record (and the
+		 * key) so that 'list --sync' finds the job by its name. */
+		gg_err_prefix(&err, "the CE may have the job ('gridgpu list --sync' adopts it)");
+		exit_code = ui_fail(cli, &err, "request %s", r.name);
+		goto out;
+	}
 	exit_code = ui_fail(cli, &err, "request%s%s", r.name ? " " : "", r.name ? r.name : "");
 	if (st && r.name && !r.job_id) {
 		/* Nothing reached the CE: nothing to adopt, nothing to keep. */

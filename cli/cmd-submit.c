@@ -120,7 +120,10 @@ static int set_submitted(struct gg_record *r, void *ud)
 {
 	free(r->job_id);
 	r->job_id = strdup(((struct submitted *)ud)->job_id);
-	r->state = GG_S_QUEUED;
+	/* killed while it was being submitted: stays killed (the caller cancels
+	 * the job it just made) */
+	if (r->state != GG_S_KILLED)
+		r->state = GG_S_QUEUED;
 	return 0;
 }
 
@@ -138,6 +141,7 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 	struct gg_ce *ce = NULL;
 	struct gg_jobdesc jd = {0};
 	char *xrsl = NULL, *job_id = NULL, *deleg = NULL;
+	int posted = 0;
 	int rc = gg_random_uid(uid, err);
 	if (rc < 0)
 		return rc;
@@ -183,6 +187,7 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 		rc = gg_err_set(err, GG_EINTR, "interrupted before submitting");
 		goto fail;
 	}
+	posted = 1;
 	if ((rc = gg_ce_submit(ce, xrsl, &job_id, err)) < 0)
 		goto fail;
 	struct submitted sb = {job_id};
@@ -191,6 +196,16 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 		goto fail;
 	gg_record_clear(&r);
 	r = saved;
+	if (r.state == GG_S_KILLED) {
+		const char *ids[1] = {job_id};
+		struct gg_ce_result *res = NULL;
+		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
+			gg_ce_results_free(res, 1);
+		rc = gg_err_set(err, GG_EJOB, "%s was killed while it was being submitted (job %s "
+					      "cancelled)",
+				r.name, job_id);
+		goto out;
+	}
 	ui_info(cli, "submitted %s to %s (job %s)", r.name, site->ce, job_id);
 	/* Stage the inputs; a broken upload is retried once, then the job is
 	 * removed from the CE: no half-staged job is left waiting for inputs. */
@@ -227,7 +242,12 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 	memset(&r, 0, sizeof r);
 	goto out;
 fail:
-	if (r.name && !r.job_id) {
+	if (r.name && !r.job_id && posted &&
+	    (rc == GG_ENET || rc == GG_EPROTO || rc == GG_EINTR)) {
+		/* The submission may have reached the CE: keep the record so that
+		 * 'list --sync' finds the job by its name. */
+		gg_err_prefix(err, "the CE may have the job ('gridgpu list --sync' adopts it)");
+	} else if (r.name && !r.job_id) {
 		gg_store_remove(st, r.name, NULL);
 	} else if (r.name) {
 		struct gg_record fr;

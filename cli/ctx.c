@@ -78,6 +78,8 @@ int cli_auth(struct gg_cli *cli, const struct gg_site *site, const char *want_au
 	     int64_t need_left, struct cli_auth *a, struct gg_err *err)
 {
 	memset(a, 0, sizeof *a);
+	/* The proxy's key or the token is about to be in this process's memory. */
+	gg_cred_disable_core_dumps(NULL);
 	const char *kind = want_auth ? want_auth : site && site->auth ? site->auth : "proxy";
 	int rc = gg_cred_ca_dir(site ? site->ca_dir : NULL, &a->ca_dir, err);
 	if (rc < 0)
@@ -156,7 +158,8 @@ int cli_open_ce(const char *endpoint, const struct cli_auth *a, struct gg_ce **c
 	struct gg_ce_auth ca = {.proxy_path = a->proxy_path,
 				.token = a->token ? a->token->value : NULL,
 				.ca_dir = a->ca_dir,
-				.cache_path = cache};
+				.cache_path = cache,
+				.cancel = cli_cancel_cb};
 	int rc = gg_ce_open(endpoint, &ca, ce, err);
 	free(cache);
 	return rc;

@@ -11,7 +11,7 @@ libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflat
 PKGS="$PKGS clang libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
 procps zsh bash-completion python3 python3-cryptography nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
-valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck"
+valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace"
 # benchmarks
 PKGS="$PKGS hyperfine time debootstrap"
 

@@ -102,7 +102,9 @@ int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce
 	}
 	struct gg_http_opts ho = {.proxy_path = auth->token ? NULL : auth->proxy_path,
 				  .token = auth->token,
-				  .ca_dir = auth->ca_dir};
+				  .ca_dir = auth->ca_dir,
+				  .cancel = auth->cancel,
+				  .cancel_ud = auth->cancel_ud};
 	int rc = gg_http_new(&ho, &ce->http, err);
 	if (rc < 0) {
 		gg_ce_free(ce);

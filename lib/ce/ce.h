@@ -87,6 +87,8 @@ struct gg_ce_auth {
 	const char *ca_dir;
 	const char *cache_path; /* JSON file remembering each CE's REST version (a
 				   day), saving a round trip per command; or NULL */
+	int (*cancel)(void *ud); /* polled during requests and waits: non-zero stops */
+	void *cancel_ud;
 };
 
 struct gg_ce;

@@ -46,7 +46,26 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 	char *tmp = gg_strdup_printf("%s.tmp.XXXXXX", path);
 	if (!tmp)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	int fd = mkostemp(tmp, O_CLOEXEC);
+	/* An unnamed file (O_TMPFILE) is named only once complete, so a SIGKILL
+	 * leaves nothing; otherwise a named temp file, removed on failure. */
+	char *dir = strdup(path);
+	int anon = 0, fd = dir ? open(dirname(dir), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+	free(dir);
+	if (fd >= 0) {
+		anon = 1;
+		unsigned char rnd[3] = {0};
+		int ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (ufd >= 0) {
+			if (read(ufd, rnd, sizeof rnd) < 0) {
+				/* the pid below still makes the name unlikely to clash */
+			}
+			close(ufd);
+		}
+		snprintf(tmp + strlen(tmp) - 6, 7, "%02x%02x%02x", rnd[0] ^ (getpid() & 0xff), rnd[1],
+			 rnd[2]);
+	} else {
+		fd = mkostemp(tmp, O_CLOEXEC);
+	}
 	if (fd < 0) {
 		int e = errno;
 		free(tmp);
@@ -55,6 +74,12 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 	int e = 0;
 	if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0)
 		e = errno;
+	if (!e && anon) {
+		char proc[64];
+		snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0)
+			e = errno;
+	}
 	if (close(fd) < 0 && !e)
 		e = errno;
 	if (!e && rename(tmp, path) < 0)

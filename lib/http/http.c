@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,13 +34,40 @@ struct xfer {
 	gg_http_progress_fn progress;
 	void *ud;
 	int cancelled;
+	int too_large;
 };
+
+/* libcurl's buffers hold the bearer token and request headers: it gets an
+ * allocator that wipes every block before it is freed or moved. */
+static void wipe_free(void *p)
+{
+	if (p) {
+		OPENSSL_cleanse(p, malloc_usable_size(p));
+		free(p);
+	}
+}
+
+static void *wipe_realloc(void *p, size_t n)
+{
+	if (!p)
+		return malloc(n);
+	size_t old = malloc_usable_size(p);
+	if (n <= old)
+		return p;
+	void *q = malloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old);
+	wipe_free(p);
+	return q;
+}
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc;
 static void global_init(void)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	global_rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wipe_free, wipe_realloc,
+					 strdup, calloc);
 }
 
 const char *gg_http_default_ca_dir(void)
@@ -68,6 +96,8 @@ int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg
 		h->o.retries = 2;
 	if (!h->o.retry_base_ms)
 		h->o.retry_base_ms = 200;
+	if (!h->o.max_body)
+		h->o.max_body = 16u << 20;
 	h->ca_dir = strdup(opts->ca_dir ? opts->ca_dir : gg_http_default_ca_dir());
 	if (opts->proxy_path)
 		h->proxy_path = strdup(opts->proxy_path);
@@ -124,6 +154,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 	if (x->out && x->status_line >= 200 && x->status_line < 300)
 		return fwrite(p, 1, len, x->out) == len ? len : 0;
 	struct gg_http_resp *r = x->resp;
+	if (r->len + len > x->h->o.max_body) {
+		x->too_large = 1;
+		return 0; /* aborts the transfer */
+	}
 	if (r->len + len + 1 > x->cap) {
 		size_t cap = x->cap ? x->cap : 4096;
 		while (cap < r->len + len + 1)
@@ -258,10 +292,23 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 		return gg_err_set(err, GG_ENET, "%s: the server closed the connection without an "
 						"answer (is it an HTTPS endpoint?)",
 				  url);
+	case CURLE_WEIRD_SERVER_REPLY:
+		return gg_err_set(err, GG_EPROTO, "%s: the server's answer is not HTTP (%s)", url,
+				  detail);
 	case CURLE_UNSUPPORTED_PROTOCOL:
+		if (strncmp(url, "https://", 8) == 0) /* e.g. an HTTP/0.9 answer */
+			return gg_err_set(err, GG_EPROTO, "%s: the server's answer is not HTTP (%s)",
+					  url, detail);
+		return gg_err_set(err, GG_EUSAGE, "%s: not a usable URL (%s)", url, detail);
 	case CURLE_URL_MALFORMAT:
 		return gg_err_set(err, GG_EUSAGE, "%s: not a usable URL (%s)", url, detail);
 	default:
+		/* A connection that dropped is not a certificate problem. */
+		if (strstr(detail, "SSL_ERROR_SYSCALL") || strstr(detail, "reset by peer") ||
+		    strstr(detail, "Broken pipe") || strstr(detail, "unexpected eof") ||
+		    c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR)
+			return gg_err_set(err, GG_ENET, "%s: the connection was lost (%s)", url,
+					  detail);
 		if (strstr(detail, "SSL") || strstr(detail, "TLS") || c == CURLE_SSL_CONNECT_ERROR)
 			return gg_err_set(err, GG_ENET,
 					  "%s: TLS handshake failed (%s); check the CA directory "
@@ -357,6 +404,10 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 	if (c != CURLE_OK) {
 		if (x->cancelled)
 			return gg_err_set(err, GG_EINTR, "interrupted");
+		if (x->too_large)
+			return gg_err_set(err, GG_EPROTO, "%s: the answer is larger than %zu MiB: "
+							  "refused",
+					  url, h->o.max_body >> 20);
 		return map_curl_error(h, c, url, err);
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);

@@ -25,6 +25,7 @@ struct gg_http_opts {
 	long timeout_ms;         /* whole request, default 120 s; 0 for transfers = none */
 	int retries;             /* extra tries for idempotent requests, default 2 */
 	long retry_base_ms;      /* first backoff, doubled each time, default 200 ms */
+	size_t max_body;         /* largest answer kept in memory, default 16 MiB */
 	/* Called between retries and during transfers; non-zero aborts. */
 	int (*cancel)(void *ud);
 	void *cancel_ud;

@@ -375,7 +375,24 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 		free(source_abs);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	fd = mkostemp(tmp, O_CLOEXEC);
+	/* An unnamed file (O_TMPFILE) gets a name only once it is complete, so even
+	 * a SIGKILL leaves nothing behind; file systems without it get a named temp
+	 * file, removed on every failure we live through. */
+	int anon = 0;
+	{
+		char *dir = strdup(o->output);
+		fd = dir ? open(dirname(dir), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+		free(dir);
+		if (fd >= 0) {
+			anon = 1;
+			struct timespec now;
+			clock_gettime(CLOCK_REALTIME, &now);
+			snprintf(tmp + strlen(tmp) - 6, 7, "%06lx",
+			         (unsigned long)(now.tv_nsec ^ getpid()) & 0xffffff);
+		} else {
+			fd = mkostemp(tmp, O_CLOEXEC);
+		}
+	}
 	if (fd < 0) {
 		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", o->output);
 		free(tmp);
@@ -534,6 +551,14 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	if (fchmod(fd, 0755) < 0) {
 		gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", tmp);
 		goto fail;
+	}
+	if (anon) {
+		char proc[64];
+		snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0) {
+			gg_err_sys(err, GG_EIO, errno, "writing '%s'", tmp);
+			goto fail;
+		}
 	}
 	gg_sqfs_writer_free(fz.sq);
 	fz.sq = NULL;

@@ -156,7 +156,7 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 				strcmp(recs[i].site, site->name) == 0;
 		if (!used)
 			continue;
-		gg_ssh_format_hops(f, site, "  ServerAliveInterval 30\n");
+		gg_ssh_format_hops(f, site, "  ConnectTimeout 20\n  ServerAliveInterval 30\n");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct gg_record *r = &recs[i];
@@ -178,7 +178,7 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 			path_kw(f, "IdentityFile", r->key);
 			fprintf(f, "  IdentitiesOnly yes\n");
 		}
-		fprintf(f, "  ServerAliveInterval 30\n  ServerAliveCountMax 4\n");
+		fprintf(f, "  ConnectTimeout 20\n  ServerAliveInterval 30\n  ServerAliveCountMax 4\n");
 		if (!windows) {
 			fprintf(f, "  ControlMaster auto\n");
 			fprintf(f, "  ControlPath \"%s/%%C\"\n", p->control);

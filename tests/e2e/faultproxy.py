@@ -1,0 +1,525 @@
+#!/usr/bin/python3
+"""faultproxy.py: a stand-in for the test site's CE on 127.0.0.1 that fails on purpose.
+
+    faultproxy.py --port PORT --dir DIR [--mode MODE] [--upstream 127.0.0.1:9543]
+                  [--ca-cert PEM --ca-key PEM] [--control-dir CE_CONTROL_DIR]
+
+DIR (the test's own temporary directory) holds
+    mode    the control file: one line "MODE [ARG...]"; re-read for every new
+            connection and every 0.1 s; the test writes it (write a temp file
+            and rename it over, so the proxy never reads half a line)
+    state   the mode in force, once the listener matches it (wait for it
+            after writing mode)
+    pid     the proxy's pid (tests stop it with kill $(cat DIR/pid))
+    log     one line per event: "listening", "accept N MODE", "job ID held", ...
+    certs/  server certificates made at start from the test site's CA (and an
+            untrusted CA made here); nothing of this is committed anywhere
+
+A-REX knows the user by the TLS client certificate, which a TLS-terminating
+proxy cannot pass on, so there are two kinds of modes.
+
+Raw modes forward TCP to the real CE (the user's TLS session goes through
+untouched) and inject faults at the TCP level:
+    pass                  forward
+    down                  nothing listens: connection refused
+    blackhole             accept, never send a byte (the TLS handshake hangs)
+    reset                 accept, then close at once with a TCP reset
+    slow BYTES MS         forward; what the CE sends goes on in BYTES-sized
+                          pieces, one every MS milliseconds
+    hold-after-job M      forward until the CE holds a job whose description
+                          (CE_CONTROL_DIR/job.ID.description) contains M; the
+                          CE's answer to that submission and everything after it
+                          is withheld ("job ID held")
+    drop-after-job M      the same trigger, but the connection is closed instead
+                          of passing the answer on, and the mode becomes "down"
+                          (the CE died right after accepting the job)
+    cut-upload M          the answer to the submission goes through; at the
+                          client's next bytes (the upload of the inputs) the
+                          connection is closed and the mode becomes "down"
+    stall-upload M        the answer goes through; then the client's bytes are
+                          no longer read: the upload hangs ("job ID stalled")
+
+Fake modes terminate TLS here with a certificate from certs/ and answer every
+request themselves, never forwarding:
+    ok                    {"version":["1.0"]} for .../rest, an empty body (what
+                          A-REX sends for an empty list) for anything else
+    http500 [REASON...]   "HTTP/1.1 500 REASON" with an empty body (A-REX puts
+                          its error text in the reason phrase)
+    http503               "503 Service Unavailable" (retried by idempotent calls)
+    html                  200 with an HTML page (what A-REX answers without Accept)
+    notjson               200 application/json that is not JSON
+    truncjson             200 application/json, the JSON text cut in the middle
+    partial               Content-Length 4096, 12 bytes sent, then closed
+    huge [MIB]            200 with a body of MIB MiB (default 256) that is not JSON
+    garbage               binary garbage instead of HTTP, then closed
+    empty                 the request is read, the connection closed, no answer
+    stall                 the request is read, nothing is ever answered
+    tls-wronghost         "ok", with a certificate for wronghost.invalid
+    tls-expired           "ok", with a certificate that expired yesterday
+    tls-untrusted         "ok", with a certificate from a CA nobody trusts
+"""
+import argparse
+import datetime
+import ipaddress
+import os
+import select
+import socket
+import ssl
+import struct
+import sys
+import threading
+import time
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+RAW = {"pass", "blackhole", "reset", "slow", "hold-after-job", "drop-after-job",
+       "cut-upload", "stall-upload"}
+FAKE = {"ok", "huge", "http500", "http503", "html", "notjson", "truncjson", "partial", "garbage",
+        "empty", "stall", "tls-wronghost", "tls-expired", "tls-untrusted"}
+
+
+class Proxy:
+    def __init__(self, a):
+        self.a = a
+        self.dir = a.dir
+        self.mode_path = os.path.join(self.dir, "mode")
+        self.log_lock = threading.Lock()
+        self.n = 0
+        host, port = a.upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.seen = {}  # description file -> its text (they never change)
+        self.stop = False
+
+    # ---- events and the control file -------------------------------------------------
+    def log(self, msg):
+        with self.log_lock:
+            with open(os.path.join(self.dir, "log"), "a") as f:
+                f.write(msg + "\n")
+
+    def mode(self):
+        try:
+            with open(self.mode_path) as f:
+                words = f.read().split()
+        except OSError:
+            words = []
+        return words or ["pass"]
+
+    def set_mode(self, line):
+        tmp = self.mode_path + ".p"
+        with open(tmp, "w") as f:
+            f.write(line + "\n")
+        os.rename(tmp, self.mode_path)
+        self.log("mode " + line)
+
+    def write_state(self, words):
+        """DIR/state: the mode in force (tests wait for it after a change)."""
+        tmp = os.path.join(self.dir, "state.p")
+        with open(tmp, "w") as f:
+            f.write(" ".join(words) + "\n")
+        os.rename(tmp, os.path.join(self.dir, "state"))
+
+    # ---- certificates -----------------------------------------------------------
+    def make_certs(self):
+        d = os.path.join(self.dir, "certs")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        with open(self.a.ca_cert, "rb") as f:
+            ca_cert = x509.load_pem_x509_certificate(f.read())
+        with open(self.a.ca_key, "rb") as f:
+            ca_key = serialization.load_pem_private_key(f.read(), None)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        day = datetime.timedelta(days=1)
+        # a CA nobody trusts
+        bad_key = ec.generate_private_key(ec.SECP256R1())
+        bad_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "faultproxy untrusted CA")])
+        bad_ca = (x509.CertificateBuilder().subject_name(bad_name).issuer_name(bad_name)
+                  .public_key(bad_key.public_key()).serial_number(x509.random_serial_number())
+                  .not_valid_before(now - day).not_valid_after(now + 30 * day)
+                  .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                  .sign(bad_key, hashes.SHA256()))
+        specs = {
+            "good": (ca_cert, ca_key, "localhost", now - day, now + 30 * day),
+            "wronghost": (ca_cert, ca_key, "wronghost.invalid", now - day, now + 30 * day),
+            "expired": (ca_cert, ca_key, "localhost", now - 30 * day, now - day),
+            "untrusted": (bad_ca, bad_key, "localhost", now - day, now + 30 * day),
+        }
+        self.ctx = {}
+        for name, (issuer, ikey, host, nb, na) in specs.items():
+            key = ec.generate_private_key(ec.SECP256R1())
+            alt = [x509.DNSName(host)]
+            if host == "localhost":
+                alt.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
+            cert = (x509.CertificateBuilder()
+                    .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
+                    .issuer_name(issuer.subject).public_key(key.public_key())
+                    .serial_number(x509.random_serial_number())
+                    .not_valid_before(nb).not_valid_after(na)
+                    .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+                    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                    .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
+                                   critical=False)
+                    .sign(ikey, hashes.SHA256()))
+            cp, kp = os.path.join(d, name + ".pem"), os.path.join(d, name + ".key")
+            with open(cp, "wb") as f:
+                f.write(cert.public_bytes(serialization.Encoding.PEM))
+                f.write(issuer.public_bytes(serialization.Encoding.PEM))
+            fd = os.open(kp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(key.private_bytes(serialization.Encoding.PEM,
+                                          serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+            c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            c.load_cert_chain(cp, kp)
+            c.verify_mode = ssl.CERT_NONE
+            self.ctx[name] = c
+
+    # ---- the CE's control dir: has the marked job been created? --------------------
+    def marked_job(self, marker):
+        d = self.a.control_dir
+        if not d:
+            return None
+        try:
+            names = os.listdir(d)
+        except OSError:
+            return None
+        m = marker.encode()
+        young = False
+        for n in names:
+            if not (n.startswith("job.") and n.endswith(".description")):
+                continue
+            text = self.seen.get(n)
+            if text is None:
+                try:
+                    with open(os.path.join(d, n), "rb") as f:
+                        text = f.read()
+                        st = os.fstat(f.fileno())
+                except OSError:
+                    continue
+                # a file still being written is read again next time
+                if time.time() - st.st_mtime > 5:
+                    self.seen[n] = text
+                elif m not in text and time.time() - st.st_mtime < 1:
+                    young = True
+            if m in text:
+                return n[4:-len(".description")]
+        return "young" if young else None
+
+    def wait_marked_job(self, marker):
+        """The marked job, waiting up to 0.5 s when a job is being created (its
+        description may be only half written when the CE's answer passes by)."""
+        end = time.time() + 0.5
+        while True:
+            job = self.marked_job(marker)
+            if job != "young":
+                return job
+            if time.time() > end:
+                return None
+            time.sleep(0.02)
+
+    # ---- raw modes ----------------------------------------------------------------
+    def raw(self, c, words):
+        mode = words[0]
+        if mode == "blackhole":
+            self.drain_until_closed(c)
+            return
+        if mode == "reset":
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()
+            return
+        try:
+            u = socket.create_connection(self.upstream, timeout=10)
+        except OSError as e:
+            self.log("upstream unreachable: %s" % e)
+            c.close()
+            return
+        u.settimeout(None)
+        c.settimeout(None)
+        marker = words[1] if len(words) > 1 and mode not in ("pass", "slow") else None
+        st = {"fired": None, "closed": False}
+        lock = threading.Lock()
+
+        def close_all():
+            with lock:
+                if st["closed"]:
+                    return
+                st["closed"] = True
+            for s in (c, u):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+        def up():  # client -> CE
+            try:
+                while True:
+                    data = c.recv(65536)
+                    if not data:
+                        break
+                    if st["fired"] and mode == "cut-upload":
+                        self.log("job %s upload cut" % st["fired"])
+                        self.set_mode("down")
+                        break
+                    if st["fired"] and mode == "stall-upload":
+                        self.log("job %s stalled" % st["fired"])
+                        self.drain_until_closed(c, read=False)
+                        break
+                    u.sendall(data)
+            except OSError:
+                pass
+            close_all()
+
+        def down():  # CE -> client
+            try:
+                while True:
+                    data = u.recv(65536)
+                    if not data:
+                        break
+                    if marker and not st["fired"]:
+                        job = self.wait_marked_job(marker)
+                        if job:
+                            st["fired"] = job
+                            if mode == "hold-after-job":
+                                self.log("job %s held" % job)
+                                self.drain_until_closed(c, read=False)
+                                break
+                            if mode == "drop-after-job":
+                                self.log("job %s dropped" % job)
+                                self.set_mode("down")
+                                break
+                            self.log("job %s answered" % job)
+                    if mode == "slow":
+                        step, ms = int(words[1]), int(words[2])
+                        for i in range(0, len(data), step):
+                            c.sendall(data[i:i + step])
+                            time.sleep(ms / 1000.0)
+                    else:
+                        c.sendall(data)
+            except OSError:
+                pass
+            close_all()
+
+        t = threading.Thread(target=up, daemon=True)
+        t.start()
+        down()
+        t.join()
+
+    def drain_until_closed(self, c, read=True):
+        """Keep a connection open, answering nothing, until the client goes away
+        (or the proxy stops). With read=False the client's bytes are not read."""
+        try:
+            if read:
+                while not self.stop:
+                    r, _, _ = select.select([c], [], [], 0.2)
+                    if r and not c.recv(65536):
+                        break
+            else:
+                # POLLRDHUP tells when the client has gone even with its unread
+                # bytes still queued here
+                p = select.poll()
+                p.register(c.fileno(), select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+                while not self.stop and not p.poll(200):
+                    pass
+        except OSError:
+            pass
+        try:
+            c.close()
+        except OSError:
+            pass
+
+    # ---- fake modes -----------------------------------------------------------------
+    def read_request(self, s):
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = s.recv(65536)
+            if not d:
+                return None
+            buf += d
+            if len(buf) > 1 << 20:
+                return None
+        head, body = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        n = 0
+        for h in lines[1:]:
+            k, _, v = h.partition(":")
+            if k.strip().lower() == "content-length":
+                n = int(v.strip())
+        while len(body) < n:
+            d = s.recv(65536)
+            if not d:
+                break
+            body += d
+        return lines[0]
+
+    def fake(self, c, words):
+        mode = words[0]
+        cert = {"tls-wronghost": "wronghost", "tls-expired": "expired",
+                "tls-untrusted": "untrusted"}.get(mode, "good")
+        c.settimeout(30)
+        try:
+            s = self.ctx[cert].wrap_socket(c, server_side=True)
+        except (ssl.SSLError, OSError) as e:
+            self.log("tls handshake failed (%s): %s" % (mode, e))
+            c.close()
+            return
+        try:
+            while True:
+                line = self.read_request(s)
+                if line is None:
+                    break
+                self.log("request %s: %s" % (mode, line))
+                path = line.split(" ")[1] if " " in line else ""
+                if mode == "empty":
+                    break
+                if mode == "stall":
+                    s.settimeout(None)
+                    self.drain_until_closed(s)
+                    return
+                if mode == "garbage":
+                    s.sendall(os.urandom(3000) + b"\r\n\r\n\x00\xff garbage")
+                    break
+                if mode == "huge":
+                    # an endless-looking answer: N MiB that are not JSON
+                    mib = int(words[1]) if len(words) > 1 else 256
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n" % (mib << 20))
+                    chunk = b"x" * (1 << 20)
+                    try:
+                        for _ in range(mib):
+                            s.sendall(chunk)
+                    except OSError:
+                        pass
+                    break
+                if mode == "partial":
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: 4096\r\n\r\n{\"job\":[{\"id")
+                    break
+                status, ctype, body = "200 OK", "application/json", b""
+                if mode in ("ok", "tls-wronghost", "tls-expired", "tls-untrusted"):
+                    if path.split("?")[0].rstrip("/").endswith("/rest"):
+                        body = b'{"version":["1.0"]}'
+                elif mode == "http500":
+                    status = "500 " + (" ".join(words[1:]) or "Internal Server Error")
+                elif mode == "http503":
+                    status = "503 Service Unavailable"
+                elif mode == "html":
+                    ctype = "text/html"
+                    body = (b"<!DOCTYPE html><html><head><title>Maintenance</title></head>"
+                            b"<body><h1>The CE is down for maintenance</h1></body></html>\n")
+                elif mode == "notjson":
+                    body = b"this is not JSON at all\n"
+                elif mode == "truncjson":
+                    body = b'{"version":["1.0"],"job":[{"id":"abc","state":"RUNN'
+                s.sendall(("HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+                           % (status, ctype, len(body))).encode() + body)
+        except (ssl.SSLError, OSError):
+            pass
+        try:
+            s.close()
+        except OSError:
+            pass
+
+    # ---- the listener -------------------------------------------------------------------
+    def handle(self, c, words, n):
+        try:
+            if words[0] in RAW:
+                self.raw(c, words)
+            else:
+                self.fake(c, words)
+        except Exception as e:  # a fault proxy must not die of one connection
+            self.log("connection %d: %r" % (n, e))
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def listener(self):
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", self.a.port))
+        ls.listen(64)
+        return ls
+
+    def run(self):
+        self.make_certs()
+        ls = None
+        with open(os.path.join(self.dir, "pid.p"), "w") as f:
+            f.write("%d\n" % os.getpid())
+        os.rename(os.path.join(self.dir, "pid.p"), os.path.join(self.dir, "pid"))
+        announced = False
+        applied = None
+        while not self.stop:
+            words = self.mode()
+            if words[0] not in RAW and words[0] not in FAKE and words[0] != "down":
+                if words != getattr(self, "unknown", None):
+                    self.unknown = words
+                    self.log("unknown mode %r: acting as down" % words[0])
+                words = ["down"]
+            if words[0] == "down" and ls:
+                ls.close()
+                ls = None
+                self.log("stopped listening")
+            elif words[0] != "down" and not ls:
+                ls = self.listener()
+                self.log("listening again" if announced else
+                         "listening on 127.0.0.1:%d" % self.a.port)
+                announced = True
+            if words != applied:
+                self.write_state(words)
+                applied = words
+            if not ls:
+                time.sleep(0.1)
+                continue
+            r, _, _ = select.select([ls], [], [], 0.1)
+            if not r:
+                continue
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                continue
+            # the mode as it is now, not as it was before the wait
+            words = self.mode()
+            if words[0] not in RAW and words[0] not in FAKE:
+                c.close()
+                continue
+            self.n += 1
+            self.log("accept %d %s" % (self.n, " ".join(words)))
+            threading.Thread(target=self.handle, args=(c, words, self.n), daemon=True).start()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--dir", required=True)
+    p.add_argument("--upstream", default="127.0.0.1:9543")
+    tb = os.environ.get("GG_TB_DIR", "/tmp/gridgpu-testbed")
+    p.add_argument("--ca-cert", default=os.path.join(tb, "ca", "ca.pem"))
+    p.add_argument("--ca-key", default=os.path.join(tb, "ca", "ca.key"))
+    p.add_argument("--control-dir", default=os.environ.get("GG_TB_CONTROL_DIR", ""))
+    p.add_argument("--mode", help="the initial mode (else DIR/mode as it is, else pass)")
+    a = p.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    if a.mode:
+        with open(os.path.join(a.dir, "mode"), "w") as f:
+            f.write(a.mode + "\n")
+    px = Proxy(a)
+
+    def stop(sig, frm):
+        px.stop = True
+    import signal
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        px.run()
+    finally:
+        try:
+            os.unlink(os.path.join(a.dir, "pid"))
+        except OSError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

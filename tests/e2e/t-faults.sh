@@ -1,0 +1,577 @@
+#!/bin/sh
+# Faults against the real test site, injected by tests/e2e/faultproxy.py on
+# loopback: the CE down, reset, black-holed and slow (raw TCP in front of the
+# real CE); answering 500s, HTML, garbage, broken JSON (a fake CE with a
+# certificate from the site's CA); TLS refusals (wrong host name, expired,
+# untrusted); the CE dying mid-submit and mid-upload; a jump host down; the
+# disk full during freeze, proxy init and the record store; and gridgpu killed
+# with SIGKILL at each step of request, submit and freeze. Every failure must be
+# one line "gridgpu: <what>: <why>" with the documented exit code, and leave the
+# store consistent: no partial files, every record whole, no job on the CE that
+# no record knows of.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3 # Debian's, with python3-cryptography (not a pyenv shim)
+export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
+REC=$XDG_STATE_HOME/gridgpu/records
+SSHD=$XDG_CONFIG_HOME/gridgpu/ssh
+# Every session and job name of this run starts with TAG: at the end, any job on
+# the CE whose description holds it is killed and cleaned, whatever happened.
+TAG=f$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+FP_PIDS=""
+
+# ---- helpers ---------------------------------------------------------------------
+T_START=$(date +%s)
+section() { echo "# [$(($(date +%s) - T_START))s] $*"; }
+# poll SECS CMD...: run CMD until it succeeds, for at most SECS seconds.
+poll() {
+	_end=$(($(date +%s) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(date +%s)" -ge "$_end" ] && return 1
+		sleep 0.05
+	done
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# The CE, asked directly with curl and the test user's key (the peer's view).
+ce_post() { # ACTION JSON
+	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
+		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' -H 'Content-Type: application/json' \
+		-d "$2" "$GG_TB_REST_URL/jobs?action=$1"
+}
+ce_get() { # PATH
+	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
+		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' "$GG_TB_REST_URL/$1"
+}
+# ce_state JOBID: the CE's state of a job from its live list (as gridgpu reads
+# it), else from the per-job status; GONE when the CE does not know the job.
+ce_state() {
+	s=$(ce_get "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,FINISHED,FAILED,KILLING,KILLED,WIPED" |
+		"$PY" -c 'import json,sys
+t = sys.stdin.read().strip()
+try: j = json.loads(t).get("job", []) if t else []
+except Exception: j = []
+j = [j] if isinstance(j, dict) else j
+print(next((x.get("state", "") for x in j if x.get("id") == sys.argv[1]), ""))' "$1")
+	[ -n "$s" ] && { echo "$s"; return; }
+	ce_post status "{\"job\":{\"id\":\"$1\"}}" | "$PY" -c 'import json,sys
+try: j = json.loads(sys.stdin.read())["job"]
+except Exception: print("ERROR"); sys.exit()
+print("GONE" if str(j.get("status-code")) == "404" else j.get("state", "?"))'
+}
+ce_gone() { [ "$(ce_state "$1")" = GONE ]; }
+ce_ended() { case $(ce_state "$1") in KILLED | KILLING | FAILED | GONE | FINISHED | FINISHING) return 0 ;; esac; return 1; }
+# ce_jobs_with MARKER: ids of the CE's jobs whose description holds MARKER.
+ce_jobs_with() {
+	grep -lF -- "$1" "$GG_TB_CONTROL_DIR"/job.*.description 2>/dev/null |
+		sed 's|.*/job\.||; s|\.description$||'
+}
+ce_forget() { # JOBID...: kill and clean on the CE
+	for j in "$@"; do
+		ce_post kill "{\"job\":{\"id\":\"$j\"}}" >/dev/null
+		ce_post clean "{\"job\":{\"id\":\"$j\"}}" >/dev/null
+	done
+}
+on_exit() {
+	for p in $FP_PIDS; do kill "$p" 2>/dev/null; done
+	# shellcheck disable=SC2046
+	ce_forget $(ce_jobs_with "$TAG")
+	t_cleanup
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+# fp_start DIR PORT [faultproxy options...]: start a fault proxy, wait until it listens.
+fp_start() {
+	_d=$1 _p=$2
+	shift 2
+	mkdir -p "$_d"
+	echo pass >"$_d/mode"
+	"$PY" "$HERE/faultproxy.py" --port "$_p" --dir "$_d" --control-dir "$GG_TB_CONTROL_DIR" "$@" \
+		>"$_d/stderr" 2>&1 &
+	FP_PIDS="$FP_PIDS $!"
+	poll 30 test -s "$_d/state"
+}
+# fp_mode DIR MODE [ARG...]: switch the proxy's mode; wait until it is in force.
+# Events logged from then on are the ones fp_event looks at.
+fp_mode() {
+	_fd=$1
+	shift
+	FPL=$(wc -l <"$_fd/log")
+	printf '%s\n' "$*" >"$_fd/mode.t" && mv "$_fd/mode.t" "$_fd/mode"
+	poll 10 grep -qxF -- "$*" "$_fd/state"
+}
+fp_new_event() { tail -n +"$((FPL + 1))" "$1/log" | grep -qE -- "$2"; }
+fp_event() { poll "$2" fp_new_event "$1" "$3"; } # DIR SECS REGEX: an event since the last fp_mode
+# rec FIELD NAME: a field of a stored record ("" when absent; NONE when no record).
+rec() {
+	[ -f "$REC/$2.json" ] || { echo NONE; return; }
+	"$PY" -c 'import json,sys; print(json.load(open(sys.argv[2])).get(sys.argv[1], ""))' "$1" "$REC/$2.json"
+}
+# store_ok: every record parses, has the required fields and its own name; no
+# temp file in the store or the SSH directory. Prints what is wrong.
+store_ok() {
+	"$PY" - "$REC" "$SSHD" <<'EOF'
+import json, os, sys
+rec, sshd = sys.argv[1:]
+bad = []
+for d in (rec, sshd, os.path.join(sshd, "keys")):
+    if os.path.isdir(d):
+        bad += ["temp file " + os.path.join(d, n) for n in os.listdir(d) if ".tmp." in n or ".part." in n]
+for n in sorted(os.listdir(rec)) if os.path.isdir(rec) else []:
+    if not n.endswith(".json"):
+        continue
+    try:
+        with open(os.path.join(rec, n)) as f:
+            r = json.load(f)
+    except Exception as e:
+        bad.append("%s: %s" % (n, e))
+        continue
+    bad += ["%s: no '%s'" % (n, k) for k in ("version", "kind", "name", "uid", "state", "created", "ce") if k not in r]
+    if r.get("name", "") + ".json" != n:
+        bad.append(n + ": holds another name")
+print("; ".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+check_store() { # DESC
+	if out=$(store_ok); then ok "$1: store consistent"; else not_ok "$1: store consistent ($out)"; fi
+}
+# one_line_error: the error is one line "gridgpu: <what>: <why>" on stderr (a
+# progress note such as "submitted X" may come before it).
+one_line_error() {
+	[ "$(printf '%s\n' "$ERR" | grep -c '^gridgpu: ')" = 1 ] &&
+		printf '%s\n' "$ERR" | grep -q '^gridgpu: .*[^ ]: [^ ]'
+}
+# not_blaming_tls: a connection the CE dropped is not reported as a TLS, CA or
+# credential problem (that sends the user after the wrong thing).
+not_blaming_tls() { ! printf '%s' "$ERR" | grep -qiE 'TLS|CA directory|credential'; }
+# run_bg ARGS...: gridgpu in the background; pid in BG.
+run_bg() {
+	"$GRIDGPU" "$@" >"$T_TMP/.bgout" 2>"$T_TMP/.bgerr" &
+	BG=$!
+}
+
+# ---- set-up -----------------------------------------------------------------------
+section "set-up"
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
+FP=$T_TMP/fp
+FPORT=$(free_port)
+if fp_start "$FP" "$FPORT"; then ok "fault proxy listens on 127.0.0.1:$FPORT"; else
+	not_ok "fault proxy starts ($(cat "$FP/stderr"))"
+	done_testing
+	exit 1
+fi
+FCE=https://localhost:$FPORT/arex
+"$GRIDGPU" site add fp -q --ce "$FCE" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" \
+	--known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 --connect-deadline 60s --runtime bwrap
+sh "$HERE/mkrootfs.sh" "$T_TMP/sandbox"
+"$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/small.sif"
+
+# A live session through the proxy, for the faults of list, kill and status.
+run_gg --site fp request --name "${TAG}live" --walltime 10m --no-wait
+expect_eq "request through the fault proxy (pass)" "$RC" 0
+LIVE=${TAG}live
+LIVE_JOB=$(rec job_id "$LIVE")
+
+# ---- the CE is down: connection refused -----------------------------------------------------
+section "the CE is down: connection refused"
+fp_mode "$FP" down
+n0=$(ls "$REC" | grep -c '\.json$')
+expect_fail "CE down: request, exit 4" 4 "cannot connect" --site fp request --name "${TAG}d1" --no-wait
+one_line_error && ok "CE down: one line, gridgpu: <what>: <why>" || not_ok "CE down: one line ($ERR)"
+expect_eq "CE down: the refused request leaves no record" "$(ls "$REC" | grep -c '\.json$')" "$n0"
+run_gg list
+expect_eq "CE down: list (no sync) needs no CE" "$RC" 0
+expect_fail "CE down: list --sync, exit 4" 4 "cannot connect" list --sync
+printf '%s\n' "$OUT" | grep -Eq "^$LIVE +fp +session +unknown" && ok "CE down: list --sync shows the session as unknown" ||
+	not_ok "CE down: list --sync shows unknown ($OUT)"
+run_gg --json list
+printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); sys.exit(not [r for r in d if r["name"]==sys.argv[1] and r["state"]=="unknown"])' "$LIVE" &&
+	ok "CE down: list --json parses, the record is kept as unknown" || not_ok "CE down: list --json ($OUT)"
+expect_fail "CE down: status, exit 4" 4 "cannot connect" status "$LIVE"
+expect_fail "CE down: kill, exit 4" 4 "cannot connect" kill "$LIVE"
+expect_eq "CE down: kill keeps the record (not marked killed)" "$(rec state "$LIVE")" unknown
+expect_eq "CE down: kill keeps the session key" "$(test -f "$(rec key "$LIVE")" && echo yes)" yes
+expect_fail "CE down: clean --all, exit 4" 4 "cannot connect" clean --all
+expect_eq "CE down: clean --all forgets nothing" "$(rec job_id "$LIVE")" "$LIVE_JOB"
+check_store "CE down"
+fp_mode "$FP" pass
+run_gg list --sync
+[ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -Eq "^$LIVE +fp +session +(queued|starting|ready)" &&
+	ok "CE back: list --sync recovers the state from unknown" || not_ok "CE back: list --sync ($RC $OUT $ERR)"
+
+# ---- a fake CE answering nonsense: nothing crashes, nothing is forgotten -------------------
+section "a fake CE answering nonsense: nothing crashes, nothing is forgotten"
+# bad MODE DESC EXPECTED-SUBSTRING: list --sync and a fresh request against it.
+NB=0
+bad_answer() {
+	bm=$1 bd=$2 bs=$3
+	NB=$((NB + 1))
+	fp_mode "$FP" "$bm"
+	run_gg list --sync
+	if [ "$RC" = 4 ] && printf '%s' "$ERR" | grep -qF -- "$bs" && one_line_error; then
+		ok "$bd: list --sync exit 4, '$bs'"
+	else
+		not_ok "$bd: list --sync exit 4, '$bs' (exit $RC: $ERR)"
+	fi
+	expect_eq "$bd: the session is kept, unknown" "$(rec state "$LIVE") $(rec job_id "$LIVE")" "unknown $LIVE_JOB"
+	# a fresh HOME: nothing cached, the first call is GET /rest
+	HOME=$T_TMP/h$NB XDG_STATE_HOME=$T_TMP/h$NB/state run_gg --site fp request --name "${TAG}b" --no-wait
+	if [ "$RC" = 4 ] && printf '%s' "$ERR" | grep -qF -- "$bs" && one_line_error; then
+		ok "$bd: request exit 4, '$bs'"
+	else
+		not_ok "$bd: request exit 4, '$bs' (exit $RC: $ERR)"
+	fi
+	[ ! -e "$T_TMP/h$NB/state/gridgpu/records/${TAG}b.json" ] && ok "$bd: no record left by the failed request" ||
+		not_ok "$bd: no record left by the failed request"
+}
+bad_answer "http500 Service paused by the site admin" "HTTP 500" "HTTP 500 Service paused by the site admin"
+bad_answer http503 "HTTP 503 (retried, then given up)" "HTTP 503"
+bad_answer html "an HTML page" "not valid JSON"
+bad_answer notjson "a body that is not JSON" "not valid JSON"
+bad_answer truncjson "truncated JSON" "not valid JSON"
+bad_answer partial "a body shorter than its Content-Length" "gridgpu: "
+bad_answer empty "the connection closed without an answer (mid-status)" "without an answer"
+bad_answer reset "a TCP reset at connect" "gridgpu: "
+not_blaming_tls && ok "a TCP reset is not reported as a TLS/CA/credential problem" ||
+	not_ok "a TCP reset is not reported as a TLS/CA/credential problem ($ERR)"
+bad_answer garbage "binary garbage instead of HTTP" "gridgpu: "
+printf '%s' "$ERR" | grep -q "not a usable URL" && not_ok "garbage from the CE is not blamed on the URL ($ERR)" ||
+	ok "garbage from the CE is not blamed on the URL"
+# TLS: every refusal says TLS; nothing is ever sent to a CE we cannot trust.
+bad_answer tls-wronghost "TLS: certificate for another host name" "TLS"
+bad_answer tls-expired "TLS: expired host certificate" "TLS"
+bad_answer tls-untrusted "TLS: certificate from an untrusted CA" "TLS"
+if grep -q "request tls-" "$FP/log"; then not_ok "no request reaches a CE whose certificate was refused"; else
+	ok "no request reaches a CE whose certificate was refused"; fi
+# A compromised CE that answers without end: refused without holding it all in
+# memory (the largest thing gridgpu asks a CE for is its job list).
+if [ -x /usr/bin/time ]; then
+	fp_mode "$FP" huge 256
+	/usr/bin/time -f %M -o "$T_TMP/rss" "$GRIDGPU" list --sync >/dev/null 2>"$T_TMP/.stderr"
+	RC=$?
+	rss=$(tail -1 "$T_TMP/rss")
+	[ "$RC" = 4 ] && [ "$rss" -lt 65536 ] && ok "a 256 MiB answer: refused, exit 4, max RSS $((rss / 1024)) MiB" ||
+		not_ok "a 256 MiB answer: refused with bounded memory (exit $RC, max RSS $((rss / 1024)) MiB: the whole body is kept in memory)"
+else
+	T_N=$((T_N + 1))
+	echo "ok $T_N - # SKIP the 256 MiB answer: /usr/bin/time is not installed"
+fi
+fp_mode "$FP" ok
+X509_CERT_DIR=$GG_TB_BAD_CA_DIR run_gg list --sync
+[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q TLS && ok "TLS: wrong CA directory (X509_CERT_DIR) refused" ||
+	not_ok "TLS: wrong CA directory ($RC $ERR)"
+check_store "after the bad answers"
+
+# ---- slow -----------------------------------------------------------------------------------
+section "slow"
+# A slow CE within the bounds works: every byte from the CE in 16-byte pieces, 20 ms apart.
+fp_mode "$FP" slow 16 20
+t0=$(now_ms)
+run_gg list --sync
+t1=$(now_ms)
+[ "$RC" = 0 ] && [ $((t1 - t0)) -ge 1000 ] && ok "slow CE (0.8 kB/s): list --sync succeeds ($((t1 - t0)) ms)" ||
+	not_ok "slow CE: list --sync ($RC, $((t1 - t0)) ms: $ERR)"
+# A CE that accepts TCP but never speaks TLS: the connect timeout (10 s, 3 tries).
+fp_mode "$FP" blackhole
+t0=$(now_ms)
+run_gg list --sync
+t1=$(now_ms)
+if [ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "timed out" && [ $((t1 - t0)) -lt 45000 ]; then
+	ok "silent CE: list --sync times out, exit 4, within 45 s ($((t1 - t0)) ms)"
+else
+	not_ok "silent CE: list --sync times out within 45 s (exit $RC after $((t1 - t0)) ms: $ERR)"
+fi
+expect_eq "silent CE: the session is kept" "$(rec job_id "$LIVE")" "$LIVE_JOB"
+# A CE that answers the handshake but never the request: the whole-request
+# timeout is 120 s, tried 3 times (6 minutes): only with GG_E2E_SLOW=1.
+if [ -n "${GG_E2E_SLOW:-}" ]; then
+	fp_mode "$FP" stall
+	t0=$(now_ms)
+	run_gg list --sync
+	t1=$(now_ms)
+	[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "timed out" && ok "stalled CE: list --sync times out ($((t1 - t0)) ms)" ||
+		not_ok "stalled CE: list --sync times out ($RC after $((t1 - t0)) ms: $ERR)"
+else
+	T_N=$((T_N + 1))
+	echo "ok $T_N - # SKIP stalled CE (no answer after the handshake): 3 x 120 s; set GG_E2E_SLOW=1"
+fi
+# Ctrl-C while the CE does not answer: exit 130 at once, not after the timeout.
+fp_mode "$FP" stall
+run_bg list --sync
+fp_event "$FP" 20 "request stall:"
+kill -INT "$BG"
+if poll 5 sh -c '! kill -0 "$1"' sh "$BG"; then
+	wait "$BG"
+	RC=$?
+	expect_eq "Ctrl-C while the CE does not answer: exit 130 within 5 s" "$RC" 130
+else
+	kill -9 "$BG"
+	wait "$BG" 2>/dev/null
+	not_ok "Ctrl-C while the CE does not answer: exit 130 within 5 s (still running: SIGINT is not passed to the HTTP transfer)"
+fi
+expect_eq "Ctrl-C during list --sync: the session is kept" "$(rec job_id "$LIVE")" "$LIVE_JOB"
+fp_mode "$FP" pass
+
+# ---- the CE dies mid-submit, mid-upload -----------------------------------------------------
+section "the CE dies mid-submit, mid-upload"
+# Mid-submit: the CE creates the job, then the connection dies before its answer.
+N=${TAG}ms
+fp_mode "$FP" drop-after-job "\"$N\""
+run_gg --site fp request --name "$N" --walltime 10m --no-wait
+J=$(ce_jobs_with "\"$N\"" | head -1)
+[ -n "$J" ] && ok "mid-submit: the CE did create the job ($J)" || not_ok "mid-submit: the CE did create the job"
+[ "$RC" = 4 ] && one_line_error && ok "mid-submit: request fails, exit 4, one line" || not_ok "mid-submit: request exit 4 ($RC $ERR)"
+# The answer was lost, not refused: the job may exist, so the record must stay
+# for 'list --sync' to adopt it by its job name.
+[ "$(rec name "$N")" = "$N" ] && ok "mid-submit: the record is kept (the CE may hold the job)" ||
+	not_ok "mid-submit: the record is kept (the CE may hold the job): it was removed, the job $J on the CE is orphaned"
+fp_mode "$FP" pass
+run_gg list --sync
+expect_eq "mid-submit: list --sync adopts the job the CE created" "$(rec job_id "$N")" "$J"
+check_store "mid-submit"
+
+N=${TAG}mj
+fp_mode "$FP" drop-after-job "\"$N\""
+run_gg --site fp submit "$T_TMP/small.sif" --name "$N" --walltime 10m -- echo "$N"
+J=$(ce_jobs_with "\"$N\"" | head -1)
+[ "$RC" = 4 ] && [ -n "$J" ] && ok "mid-submit (batch): exit 4, the CE holds job $J" || not_ok "mid-submit (batch): exit $RC, job '$J': $ERR"
+[ "$(rec name "$N")" = "$N" ] && ok "mid-submit (batch): the record is kept" ||
+	not_ok "mid-submit (batch): the record is kept: it was removed, the job $J on the CE is orphaned"
+fp_mode "$FP" pass
+run_gg list --sync
+expect_eq "mid-submit (batch): list --sync adopts the job" "$(rec job_id "$N")" "$J"
+
+# Mid-upload: the answer arrives, then the CE goes away during the upload.
+N=${TAG}mu
+fp_mode "$FP" cut-upload "\"$N\""
+run_gg --site fp request --name "$N" --walltime 10m --no-wait
+J=$(ce_jobs_with "\"$N\"" | head -1)
+[ "$RC" = 4 ] && one_line_error && printf '%s' "$ERR" | grep -q "uploading" && ok "mid-upload: exit 4, says what it was uploading" ||
+	not_ok "mid-upload: exit 4 ($RC $ERR)"
+not_blaming_tls && ok "mid-upload: the dropped connection is not reported as a TLS/CA/credential problem" ||
+	not_ok "mid-upload: the dropped connection is not reported as a TLS/CA/credential problem ($(printf '%s' "$ERR" | tail -1))"
+expect_eq "mid-upload: the record keeps the job id, failed" "$(rec state "$N") $(rec job_id "$N")" "failed $J"
+test -f "$(rec key "$N")" && ok "mid-upload: the session key stays until clean" || not_ok "mid-upload: the session key stays until clean"
+poll 5 grep -qxF down "$FP/state"
+fp_mode "$FP" pass
+run_gg clean "$N"
+expect_eq "mid-upload: clean forgets the failed session" "$RC $(rec name "$N")" "0 NONE"
+# The job never got its inputs and would wait for them: clean must end it.
+poll 20 ce_gone "$J" && ok "mid-upload: after clean the CE no longer holds the job" ||
+	not_ok "mid-upload: after clean the CE no longer holds the job (still $(ce_state "$J"): clean forgot the record without killing the job)"
+check_store "mid-upload"
+
+N=${TAG}mv
+fp_mode "$FP" cut-upload "\"$N\""
+run_gg --site fp submit "$T_TMP/small.sif" --name "$N" --walltime 10m -- echo "$N"
+J=$(ce_jobs_with "\"$N\"" | head -1)
+[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "uploading" && ok "mid-upload (batch): exit 4 after one retry" ||
+	not_ok "mid-upload (batch): exit 4 ($RC $ERR)"
+expect_eq "mid-upload (batch): the record keeps the job id, failed" "$(rec state "$N") $(rec job_id "$N")" "failed $J"
+fp_mode "$FP" pass
+
+# ---- SIGKILL at each step -------------------------------------------------------------------
+section "SIGKILL at each step"
+# request, while contacting the CE (before anything was submitted)
+N=${TAG}k1
+fp_mode "$FP" blackhole
+run_bg --site fp request --name "$N" --no-wait
+poll 20 grep -q "accept .* blackhole" "$FP/log" && poll 5 test -f "$REC/$N.json"
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+fp_mode "$FP" pass
+expect_eq "SIGKILL before submit: the record stays, requested, no job id" "$(rec state "$N")/$(rec job_id "$N")" "requested/"
+check_store "SIGKILL before submit"
+U=$(rec uid "$N")
+run_gg kill "$N"
+run_gg clean "$N"
+[ "$(rec name "$N")" = NONE ] && [ -n "$U" ] && [ ! -e "$SSHD/keys/$U" ] && ok "SIGKILL before submit: kill + clean forget it and its key" ||
+	not_ok "SIGKILL before submit: kill + clean forget it and its key"
+
+# request, waiting for the CE's answer to the submission (the job exists on the CE)
+N=${TAG}k2
+fp_mode "$FP" hold-after-job "\"$N\""
+run_bg --site fp request --name "$N" --walltime 10m --no-wait
+fp_event "$FP" 30 "job .* held"
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+J=$(ce_jobs_with "\"$N\"" | head -1)
+expect_eq "SIGKILL waiting for the submit answer: record written before submit" "$(rec state "$N")" requested
+fp_mode "$FP" pass
+run_gg list --sync
+expect_eq "SIGKILL waiting for the submit answer: list --sync adopts job $J (named gridgpu-$(rec uid "$N"))" "$(rec job_id "$N")" "$J"
+check_store "SIGKILL waiting for the submit answer"
+
+# request, during the upload of the launcher (the record has the job id)
+N=${TAG}k3
+fp_mode "$FP" stall-upload "\"$N\""
+run_bg --site fp request --name "$N" --walltime 10m --no-wait
+fp_event "$FP" 30 "job .* stalled"
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+J=$(ce_jobs_with "\"$N\"" | head -1)
+fp_mode "$FP" pass
+expect_eq "SIGKILL mid-upload: the record has the job id" "$(rec job_id "$N")" "$J"
+run_gg list --sync
+printf '%s\n' "$OUT" | grep -Eq "^$N +fp +session +(queued|starting|unknown|failed)" && ok "SIGKILL mid-upload: list --sync shows it" ||
+	not_ok "SIGKILL mid-upload: list --sync shows it ($OUT)"
+run_gg kill "$N"
+expect_eq "SIGKILL mid-upload: kill" "$RC" 0
+poll 30 ce_ended "$J" && ok "SIGKILL mid-upload: kill ends the job on the CE ($(ce_state "$J"))" ||
+	not_ok "SIGKILL mid-upload: kill ends the job on the CE ($(ce_state "$J"))"
+check_store "SIGKILL mid-upload"
+
+# request --wait, waiting for the session to be ready: the next list --sync takes over
+N=${TAG}k4
+run_bg --site fp request --name "$N" --walltime 10m
+poll 30 grep -q "$N: .*waited" "$T_TMP/.bgerr" # submitted, staged, now waiting
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+synced_ready() { "$GRIDGPU" list --sync | grep -Eq "^$1 +fp +session +ready"; }
+poll 60 synced_ready "$N" &&
+	ok "SIGKILL while waiting for ready: list --sync reaches ready" || not_ok "SIGKILL while waiting for ready: list --sync reaches ready ($(rec state "$N"))"
+grep -q "^Host $N\$" "$SSHD/config" && ok "SIGKILL while waiting for ready: the ssh block is written by the sync" ||
+	not_ok "SIGKILL while waiting for ready: the ssh block is written by the sync"
+check_store "SIGKILL while waiting for ready"
+
+# submit, waiting for the answer to the submission
+N=${TAG}k5
+fp_mode "$FP" hold-after-job "\"$N\""
+run_bg --site fp submit "$T_TMP/small.sif" --name "$N" --walltime 10m -- echo "$N"
+fp_event "$FP" 30 "job .* held"
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+J=$(ce_jobs_with "\"$N\"" | head -1)
+fp_mode "$FP" pass
+expect_eq "SIGKILL in submit before the answer: record written before submit" "$(rec state "$N")" requested
+run_gg list --sync
+expect_eq "SIGKILL in submit before the answer: list --sync adopts job $J" "$(rec job_id "$N")" "$J"
+
+# submit, during the upload of the image
+N=${TAG}k6
+fp_mode "$FP" stall-upload "\"$N\""
+run_bg --site fp submit "$T_TMP/small.sif" --name "$N" --walltime 10m -- echo "$N"
+fp_event "$FP" 30 "job .* stalled"
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+J=$(ce_jobs_with "\"$N\"" | head -1)
+fp_mode "$FP" pass
+expect_eq "SIGKILL in submit mid-upload: the record has the job id" "$(rec job_id "$N")" "$J"
+run_gg kill "$N"
+expect_eq "SIGKILL in submit mid-upload: kill" "$RC" 0
+run_gg clean "$N"
+expect_eq "SIGKILL in submit mid-upload: clean" "$RC" 0
+check_store "SIGKILL in submit"
+
+# freeze, mid-write: the output never appears half-written
+mkdir -p "$T_TMP/big/data"
+sh "$HERE/mkrootfs.sh" "$T_TMP/big"
+head -c 160M /dev/urandom >"$T_TMP/big/data/blob"
+mkdir -p "$T_TMP/fz"
+run_bg freeze -q "$T_TMP/big" -o "$T_TMP/fz/big.sif"
+# the image is written to an unnamed file (O_TMPFILE): wait until the
+# process has written some of it
+poll 30 sh -c "[ \"\$(awk '/^wchar/ {print \$2}' /proc/$BG/io 2>/dev/null || echo 0)\" -gt 4000000 ]"
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+[ ! -e "$T_TMP/fz/big.sif" ] && ok "SIGKILL mid-freeze: no big.sif" || not_ok "SIGKILL mid-freeze: no big.sif"
+left=$(ls "$T_TMP/fz")
+[ -z "$left" ] && ok "SIGKILL mid-freeze: no half-written file left" ||
+	not_ok "SIGKILL mid-freeze: no half-written file left ($left, $(du -sh "$T_TMP/fz" | cut -f1): a named temp file cannot be removed after SIGKILL)"
+rm -rf "$T_TMP/big" "$T_TMP/fz"
+
+# ---- a jump host down -----------------------------------------------------------------------
+section "a jump host down"
+# A second proxy in front of jump host 1; its host key pinned under the proxy's port.
+JP=$T_TMP/fpj
+JPORT=$(free_port)
+fp_start "$JP" "$JPORT" --upstream "127.0.0.1:${GG_TB_JUMP1##*:}"
+sed "s/^\[127.0.0.1\]:${GG_TB_JUMP1##*:} /[127.0.0.1]:$JPORT /" "$GG_TB_SSH_KNOWN_HOSTS" >"$T_TMP/jump_known_hosts"
+"$GRIDGPU" site add jf -q --ce "$GG_TB_CE_URL" --jump "${GG_TB_JUMP1%:*}:$JPORT" --jump "$GG_TB_JUMP2" \
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$T_TMP/jump_known_hosts" --worker-address 127.0.0.1 --connect-deadline 60s
+fp_mode "$JP" down
+N=${TAG}j1
+run_gg --site jf request --name "$N" --walltime 10m
+expect_eq "jump host down: request still reaches ready (readiness is read over REST)" "$RC" 0
+NOMUX="-o ControlMaster=no -o ControlPath=none"
+# shellcheck disable=SC2086
+run_gg connect "$N" -- $NOMUX true
+[ "$RC" -ne 0 ] && printf '%s' "$ERR" | grep -qi "refused" && ok "jump host down: connect fails, says connection refused (exit $RC)" ||
+	not_ok "jump host down: connect fails with a reason ($RC $ERR)"
+run_gg --site jf doctor
+[ "$RC" = 1 ] && printf '%s\n' "$OUT$ERR" | grep -qi "jump host 1" && ok "jump host down: doctor flags jump host 1, exit 1" ||
+	not_ok "jump host down: doctor flags jump host 1 ($RC)"
+fp_mode "$JP" pass
+# shellcheck disable=SC2086
+run_gg connect "$N" -- $NOMUX echo through
+expect_eq "jump host back: connect works" "$OUT" through
+fp_mode "$JP" blackhole
+t0=$(now_ms)
+# shellcheck disable=SC2086
+timeout 25 "$GRIDGPU" connect "$N" -- $NOMUX true >/dev/null 2>"$T_TMP/.jerr"
+RC=$?
+t1=$(now_ms)
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && ok "jump host silent: connect gives up by itself ($((t1 - t0)) ms, exit $RC)" ||
+	not_ok "jump host silent: connect gives up by itself within 25 s (exit $RC after $((t1 - t0)) ms: the generated hop blocks set no ConnectTimeout)"
+fp_mode "$JP" pass
+run_gg kill "$N"
+
+# ---- the disk is full -----------------------------------------------------------------------
+section "the disk is full"
+# in_full DIR SIZE SCRIPT: run SCRIPT (sh) in a private mount namespace with a
+# tmpfs of SIZE on DIR, filled to the last byte first when FILL=1.
+in_full() {
+	mkdir -p "$1"
+	unshare -m sh -c 'mount -t tmpfs -o "size=$2" gg-e2e-full "$1" || exit 99
+		[ -z "$FILL" ] || { dd if=/dev/zero of="$1/.fill" bs=4k 2>/dev/null; true; }
+		sh -c "$3"' sh "$@"
+}
+FULL=$T_TMP/full
+FILL=1 in_full "$FULL" 256k '
+	"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin --out "'"$FULL"'/proxy" \
+		<"$GG_TB_USER_KEY_PASS_FILE" >"'"$T_TMP"'/.stdout" 2>"'"$T_TMP"'/.stderr"
+	echo $? >"'"$T_TMP"'/.rc"; ls -A "'"$FULL"'" | grep -v "^\.fill$" >"'"$T_TMP"'/.left"'
+RC=$(cat "$T_TMP/.rc") ERR=$(cat "$T_TMP/.stderr")
+[ "$RC" = 3 ] && printf '%s' "$ERR" | grep -q "No space left on device" && ok "disk full: proxy init, exit 3, says so" ||
+	not_ok "disk full: proxy init, exit 3 ($RC $ERR)"
+expect_eq "disk full: proxy init leaves no file" "$(cat "$T_TMP/.left")" ""
+FILL="" in_full "$FULL" 1m '
+	"$GRIDGPU" freeze -q "'"$T_TMP"'/sandbox" -o "'"$FULL"'/x.sif" >"'"$T_TMP"'/.stdout" 2>"'"$T_TMP"'/.stderr"
+	echo $? >"'"$T_TMP"'/.rc"; ls -A "'"$FULL"'" >"'"$T_TMP"'/.left"'
+RC=$(cat "$T_TMP/.rc") ERR=$(cat "$T_TMP/.stderr")
+[ "$RC" != 0 ] && printf '%s' "$ERR" | grep -q "No space left on device" && ok "disk full: freeze fails, says so (exit $RC)" ||
+	not_ok "disk full: freeze fails ($RC $ERR)"
+expect_eq "disk full: freeze leaves no .sif and no temp file" "$(cat "$T_TMP/.left")" ""
+# the record store on a full disk: the record is written first, so nothing reaches the CE
+N=${TAG}df
+FILL=1 in_full "$FULL" 256k '
+	mkdir -p "'"$FULL"'/state/gridgpu/records" 2>/dev/null
+	XDG_STATE_HOME="'"$FULL"'/state" "$GRIDGPU" --site fp request --name "'"$N"'" --no-wait \
+		>"'"$T_TMP"'/.stdout" 2>"'"$T_TMP"'/.stderr"
+	echo $? >"'"$T_TMP"'/.rc"; find "'"$FULL"'/state" -type f >"'"$T_TMP"'/.left"'
+RC=$(cat "$T_TMP/.rc") ERR=$(cat "$T_TMP/.stderr")
+[ "$RC" != 0 ] && [ "$RC" -lt 128 ] && printf '%s' "$ERR" | grep -q "No space left on device" &&
+	ok "disk full: request fails before submitting (exit $RC)" || not_ok "disk full: request ($RC $ERR)"
+expect_eq "disk full: request leaves no record file" "$(grep -v '/\.lock$' "$T_TMP/.left")" ""
+expect_eq "disk full: nothing submitted to the CE" "$(ce_jobs_with "\"$N\"")" ""
+
+# ---- the end: nothing this test made is left on the CE without a record --------------------
+section "the end: nothing this test made is left on the CE without a record"
+run_gg clean --all
+expect_eq "clean --all" "$RC" 0
+check_store "the end"
+live_tagged() {
+	orphans=$(ce_jobs_with "$TAG" | while read -r j; do
+		s=$(ce_state "$j")
+		case $s in GONE | KILLED | KILLING | FINISHED | FINISHING | FAILED | ERROR) ;; *) echo "$j:$s" ;; esac
+	done)
+	[ -z "$orphans" ]
+}
+poll 20 live_tagged
+expect_eq "no live job of this test is left on the CE after clean --all" "$(echo $orphans)" ""
+echo "# faults: $(grep -c '^accept ' "$FP/log") CE connections through the fault proxy in $(sed -n 's/^accept [0-9]* \([^ ]*\).*/\1/p' "$FP/log" | sort -u | wc -l) modes, $(grep -c '^accept ' "$JP/log") jump-host connections"
+done_testing
