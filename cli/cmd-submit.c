@@ -12,7 +12,7 @@
 
 enum {
 	O_GPUS = 256, O_MIG, O_CPUS, O_MEMORY, O_WALLTIME, O_INPUT, O_OUTPUT, O_NAME, O_COUNT,
-	O_IMAGE_URL, O_QUEUE, O_DRY_RUN, O_TOKEN,
+	O_IMAGE_URL, O_QUEUE, O_DRY_RUN, O_TOKEN, O_MIN_CC, O_MIN_MEM, O_MATCH_DEV,
 };
 
 const struct gg_opt cmd_submit_opts[] = {
@@ -27,6 +27,9 @@ const struct gg_opt cmd_submit_opts[] = {
 	{"count", 0, OPT_ARG, "N", "N jobs, spread over the sites given", O_COUNT},
 	{"image-url", 0, OPT_ARG, "URL", "the image is already at the site: the CE fetches it", O_IMAGE_URL},
 	{"queue", 0, OPT_ARG, "QUEUE", "queue (default from the site)", O_QUEUE},
+	{"min-capability", 0, OPT_ARG, "X.Y", "lowest CUDA compute capability the job accepts", O_MIN_CC},
+	{"min-gpu-memory", 0, OPT_ARG, "SIZE", "least GPU memory the job accepts, e.g. 40G", O_MIN_MEM},
+	{"match-dev-gpu", 0, OPT_NONE, NULL, "the GPU the image was developed on as the minimum", O_MATCH_DEV},
 	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy", O_TOKEN},
 	{"dry-run", 0, OPT_NONE, NULL, "print the job descriptions and requests, submit nothing", O_DRY_RUN},
 	OPT_END,
@@ -35,7 +38,9 @@ const struct gg_opt cmd_submit_opts[] = {
 struct sub {
 	const char *image, *image_url, *mig, *queue, *name;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
-	int ninputs, noutputs, gpus, cpus, count, dry_run, token;
+	int ninputs, noutputs, gpus, cpus, count, dry_run, token, match_dev;
+	char min_cc[16];
+	uint64_t min_mem;
 	uint64_t memory;
 	int64_t walltime;
 	char **cmd;
@@ -109,7 +114,51 @@ static int build_jd(const struct sub *s, const struct gg_site *site, const struc
 	}
 	if (rc == 0 && s->mig)
 		rc = gg_jd_env(jd, "GRIDGPU_MIG", s->mig, err);
+	/* ARC has no GPU attributes: the minimums reach the site's runtime
+	 * environment (and the job) as environment variables. */
+	if (rc == 0 && s->min_cc[0])
+		rc = gg_jd_env(jd, "GRIDGPU_MIN_CUDA_CAPABILITY", s->min_cc, err);
+	if (rc == 0 && s->min_mem) {
+		snprintf(buf, sizeof buf, "%llu", (unsigned long long)(s->min_mem >> 20));
+		rc = gg_jd_env(jd, "GRIDGPU_MIN_GPU_MEMORY_MB", buf, err);
+	}
 	return rc;
+}
+
+/* The development GPU recorded by freeze (the provenance's "gpus"), as
+ * minimums. */
+static int match_dev_gpu(struct gg_cli *cli, struct gg_sif *sif, struct sub *s, struct gg_err *err)
+{
+	const struct gg_sif_descr *d = gg_sif_find(sif, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
+	char *text = NULL;
+	size_t len;
+	if (!d || gg_sif_read_object(sif, d, 1 << 20, &text, &len, err) < 0)
+		return gg_err_set(err, GG_EUSAGE, "--match-dev-gpu: the image has no provenance "
+						  "(freeze it with gridgpu)");
+	json_t *j = json_loadb(text, len, 0, NULL);
+	free(text);
+	json_t *g = json_object_get(j, "gpus");
+	json_t *arr = json_is_array(g) ? g : json_object_get(g, "gpus");
+	json_t *dev = json_array_get(arr, 0);
+	const char *cc = json_string_value(json_object_get(dev, "compute_capability"));
+	json_int_t mb = json_integer_value(json_object_get(dev, "memory_total_mb"));
+	const char *name = json_string_value(json_object_get(dev, "name"));
+	if (!dev || (!cc && !mb)) {
+		json_decref(j);
+		return gg_err_set(err, GG_EUSAGE, "--match-dev-gpu: the image was frozen where no "
+						  "GPU was visible: give --min-capability or "
+						  "--min-gpu-memory instead");
+	}
+	if (cc && !s->min_cc[0])
+		snprintf(s->min_cc, sizeof s->min_cc, "%s", cc);
+	if (mb > 0 && !s->min_mem)
+		s->min_mem = (uint64_t)mb << 20;
+	char m[32];
+	ui_info(cli, "matching the development GPU%s%s: --min-capability %s --min-gpu-memory %s",
+		name ? " " : "", name ? name : "", s->min_cc[0] ? s->min_cc : "-",
+		s->min_mem ? gg_size_format(s->min_mem, m, sizeof m) : "-");
+	json_decref(j);
+	return 0;
 }
 
 struct submitted {
@@ -333,6 +382,20 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 		case O_QUEUE: s.queue = v; break;
 		case O_DRY_RUN: s.dry_run = 1; break;
 		case O_TOKEN: s.token = 1; break;
+		case O_MATCH_DEV: s.match_dev = 1; break;
+		case O_MIN_CC: {
+			unsigned a, b;
+			char extra;
+			if (sscanf(v, "%u.%u%c", &a, &b, &extra) != 2 || a > 99 || b > 99)
+				rc = ui_usage(cli, "--min-capability '%s': expected X.Y, e.g. 8.0", v);
+			else
+				snprintf(s.min_cc, sizeof s.min_cc, "%u.%u", a, b);
+			break;
+		}
+		case O_MIN_MEM:
+			if (gg_size_parse(v, &s.min_mem, &err) < 0)
+				rc = ui_fail(cli, &err, "--min-gpu-memory");
+			break;
 		}
 		if (rc)
 			return rc;
@@ -381,7 +444,10 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 			return ui_fail(cli, &err, "image '%s'", s.image);
 		const struct gg_sif_descr *d = gg_sif_primary(sif);
 		s.part_offset = d ? d->offset : 0;
+		int mrc = s.match_dev ? match_dev_gpu(cli, sif, &s, &err) : 0;
 		gg_sif_close(sif);
+		if (mrc < 0)
+			return ui_fail(cli, &err, "submit");
 	}
 
 	/* The sites: every --site given, in order, else the default one. */

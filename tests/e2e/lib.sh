@@ -3,6 +3,7 @@
 # Each test file runs in its own throwaway directory with its own HOME.
 set -u
 : "${GRIDGPU:?GRIDGPU must point at the gridgpu binary}"
+: "${GG_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
 T_N=0
 T_FAIL=0
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gg-e2e.XXXXXX")

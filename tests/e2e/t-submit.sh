@@ -68,6 +68,19 @@ printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-g" "-o" "32768" "-r
 printf '%s' "$OUT" | grep -q '(walltime="120")' && ok "--dry-run: walltime in minutes" || not_ok "--dry-run walltime"
 expect_eq "--dry-run submits nothing" "$(ce_jobs)" "$n0"
 
+# --match-dev-gpu: the GPU recorded by freeze on a (fake) A100 becomes the minimum.
+FAKEGPU=$(dirname "$GRIDGPU")/../tests/fakegpu
+LD_LIBRARY_PATH=$FAKEGPU GG_FAKE_NVML=$GG_TOP/tests/fakegpu/a100-mig.conf \
+	"$GRIDGPU" freeze -q "$T_TMP/sandbox" -o gpu.sif
+run_gg --site tb submit gpu.sif --match-dev-gpu --dry-run -- true
+printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN_GPU_MEMORY_MB" "40960")' &&
+	printf '%s' "$ERR" | grep -q "matching the development GPU NVIDIA A100" &&
+	ok "--match-dev-gpu turns the development GPU into minimums, and says so" || not_ok "--match-dev-gpu: $OUT $ERR"
+run_gg --site tb submit gpu.sif --match-dev-gpu --min-capability 9.0 --dry-run -- true
+printf '%s' "$OUT" | grep -q '"GRIDGPU_MIN_CUDA_CAPABILITY" "9.0"' && ok "an explicit --min-capability wins" || not_ok "--min-capability: $OUT"
+expect_fail "--match-dev-gpu on an image frozen without a GPU" 2 "no GPU was visible" --site tb submit work.sif --match-dev-gpu -- true
+expect_fail "--min-capability that cannot be parsed" 2 "expected X.Y" --site tb submit work.sif --min-capability eight -- true
+
 # Bad input: checked before anything is uploaded or recorded.
 recs() { ls "$XDG_STATE_HOME/gridgpu/records" | grep -c '\.json$'; }
 r0=$(recs)
