@@ -173,9 +173,20 @@ static int build_jd(const struct req *q, const struct gg_site *site, const struc
 
 static int set_failed(struct gg_record *r, void *ud)
 {
+	if (gg_sess_state_ended(r->state))
+		return 1; /* a kill meanwhile wins */
 	r->state = GG_S_FAILED;
 	free(r->error);
 	r->error = strdup((const char *)ud);
+	return 0;
+}
+
+static int set_key(struct gg_record *r, void *ud)
+{
+	if (gg_sess_state_ended(r->state))
+		return 1;
+	free(r->key);
+	r->key = strdup((const char *)ud);
 	return 0;
 }
 
@@ -324,8 +335,19 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 			goto fail;
 		pub = gg_strdup_printf("%s.pub", r.key);
 	}
-	if (gg_store_save(st, &r, &err) < 0)
+	/* Only the key: anything else may have changed meanwhile (a kill). */
+	struct gg_record now;
+	if (gg_store_update(st, r.name, set_key, r.key, &now, &err) < 0)
 		goto fail;
+	enum gg_sess_state st_now = now.state;
+	gg_record_clear(&now);
+	if (st_now == GG_S_KILLED) {
+		gg_err_set(&err, GG_EJOB, "killed before it was submitted");
+		exit_code = ui_fail(cli, &err, "request %s", r.name);
+		if (!q.identity)
+			gg_ssh_key_remove(r.key);
+		goto out;
+	}
 
 	/* 3. Delegate (proxy), submit, stage the launcher and the key. */
 	if (build_jd(&q, site, &r, launcher, pub, &jd, &err) < 0)
@@ -426,7 +448,18 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	goto out;
 
 fail:
-	if (st && r.name && !r.job_id && posted &&
+	if (job_id && !r.job_id && ce) {
+		/* The CE made a job that could not be recorded (the record was killed
+		 * and cleaned meanwhile): no job may run unseen. */
+		const char *ids[1] = {job_id};
+		struct gg_ce_result *res = NULL;
+		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
+			gg_ce_results_free(res, 1);
+		res = NULL;
+		if (gg_ce_clean(ce, ids, 1, &res, NULL) == 0)
+			gg_ce_results_free(res, 1);
+	}
+	if (st && r.name && !r.job_id && posted && !job_id &&
 	    (err.code == GG_ENET || err.code == GG_EPROTO || err.code == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record (and the
 		 * key) so that 'list --sync' finds the job by its name. */

@@ -161,6 +161,16 @@ static int match_dev_gpu(struct gg_cli *cli, struct gg_sif *sif, struct sub *s, 
 	return 0;
 }
 
+static int mark_failed(struct gg_record *r, void *ud)
+{
+	if (gg_sess_state_ended(r->state))
+		return 1; /* a kill meanwhile wins */
+	r->state = GG_S_FAILED;
+	free(r->error);
+	r->error = strdup((const char *)ud);
+	return 0;
+}
+
 struct submitted {
 	const char *job_id;
 };
@@ -291,7 +301,17 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 	memset(&r, 0, sizeof r);
 	goto out;
 fail:
-	if (r.name && !r.job_id && posted &&
+	if (job_id && !r.job_id && ce) {
+		/* The CE made a job that could not be recorded: no job may run unseen. */
+		const char *ids[1] = {job_id};
+		struct gg_ce_result *res = NULL;
+		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
+			gg_ce_results_free(res, 1);
+		res = NULL;
+		if (gg_ce_clean(ce, ids, 1, &res, NULL) == 0)
+			gg_ce_results_free(res, 1);
+	}
+	if (r.name && !r.job_id && posted && !job_id &&
 	    (rc == GG_ENET || rc == GG_EPROTO || rc == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record so that
 		 * 'list --sync' finds the job by its name. */
@@ -299,14 +319,7 @@ fail:
 	} else if (r.name && !r.job_id) {
 		gg_store_remove(st, r.name, NULL);
 	} else if (r.name) {
-		struct gg_record fr;
-		if (gg_record_copy(&fr, &r) == 0) {
-			fr.state = GG_S_FAILED;
-			free(fr.error);
-			fr.error = strdup(err->msg);
-			gg_store_save(st, &fr, NULL);
-			gg_record_clear(&fr);
-		}
+		gg_store_update(st, r.name, mark_failed, err->msg, NULL, NULL);
 	}
 out:
 	gg_record_clear(&r);

@@ -440,10 +440,12 @@ int gg_http_request(struct gg_http *h, const char *method, const char *url,
 		if (rc == GG_EINTR)
 			return rc;
 		int retry = 0;
-		/* A request that never reached the server can always be sent again;
+		/* A request that never reached the server (no connection, no TLS) can
+		 * always be sent again;
 		 * anything else only when repeating it is harmless. */
 		if (rc < 0)
 			retry = h->last == CURLE_COULDNT_CONNECT ||
+				h->last == CURLE_SSL_CONNECT_ERROR || /* nothing was sent */
 				(idempotent && transport_retryable(h->last));
 		else
 			retry = idempotent &&
