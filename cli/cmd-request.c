@@ -146,26 +146,11 @@ static int build_jd(const struct req *q, const struct gg_site *site, const struc
 		rc = gg_jd_set(&jd->stderr_name, GG_LAUNCHER_LOG, err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stdout_name, GG_LAUNCHER_LOG, err);
-	jd->walltime = q->walltime;
-	jd->cpus = q->cpus;
-	jd->memory = q->memory;
-	/* ARC has no GPU attribute: the site profile maps GPU requests to a queue
-	 * and a runtime environment; the count and MIG profile reach the job (and
-	 * the site's RTE scripts) as environment variables. */
-	const char *queue = q->queue ? q->queue
-			    : (q->gpus || q->mig) && site && site->gpu_queue ? site->gpu_queue
-			    : site && site->queue ? site->queue
-						  : NULL;
-	if (rc == 0 && queue)
-		rc = gg_jd_set(&jd->queue, queue, err);
-	if (rc == 0 && (q->gpus || q->mig) && site && site->gpu_rte)
-		rc = gg_jd_rte(jd, site->gpu_rte, err);
-	if (rc == 0 && q->gpus) {
-		snprintf(buf, sizeof buf, "%d", q->gpus);
-		rc = gg_jd_env(jd, "GRIDGPU_GPUS", buf, err);
-	}
-	if (rc == 0 && q->mig)
-		rc = gg_jd_env(jd, "GRIDGPU_MIG", q->mig, err);
+	struct gg_jd_resources res = {.walltime = q->walltime, .cpus = q->cpus,
+				      .memory = q->memory, .queue = q->queue,
+				      .gpus = q->gpus, .mig = q->mig};
+	if (rc == 0)
+		rc = gg_jd_resources(jd, &res, site, err);
 	if (rc == 0)
 		rc = gg_jd_env(jd, "GRIDGPU_SESSION", r->name, err);
 	return rc;
@@ -399,13 +384,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 				   &err) < 0) {
 			gg_err_prefix(&err, "uploading %s", jd.inputs[i].name);
 			/* A half-staged job waits forever for its inputs: remove it. */
-			const char *ids[1] = {job_id};
-			struct gg_ce_result *res = NULL;
-			struct gg_err e2 = {0};
-			if (gg_ce_kill(ce, ids, 1, &res, &e2) == 0)
-				gg_ce_results_free(res, 1);
-			if (gg_ce_clean(ce, ids, 1, &res, &e2) == 0)
-				gg_ce_results_free(res, 1);
+			gg_ce_cancel(ce, job_id);
 			goto fail;
 		}
 	}
@@ -448,17 +427,9 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	goto out;
 
 fail:
-	if (job_id && !r.job_id && ce) {
-		/* The CE made a job that could not be recorded (the record was killed
-		 * and cleaned meanwhile): no job may run unseen. */
-		const char *ids[1] = {job_id};
-		struct gg_ce_result *res = NULL;
-		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
-			gg_ce_results_free(res, 1);
-		res = NULL;
-		if (gg_ce_clean(ce, ids, 1, &res, NULL) == 0)
-			gg_ce_results_free(res, 1);
-	}
+	if (job_id && !r.job_id && ce) /* a job that could not be recorded (the record
+					  was killed and cleaned meanwhile) must not run unseen */
+		gg_ce_cancel(ce, job_id);
 	if (st && r.name && !r.job_id && posted && !job_id &&
 	    (err.code == GG_ENET || err.code == GG_EPROTO || err.code == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record (and the

@@ -97,31 +97,12 @@ static int build_jd(const struct sub *s, const struct gg_site *site, const struc
 		rc = gg_jd_set(&jd->stdout_name, "gridgpu-job.out", err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stderr_name, "gridgpu-job.err", err);
-	jd->walltime = s->walltime;
-	jd->cpus = s->cpus;
-	jd->memory = s->memory;
-	const char *queue = s->queue ? s->queue
-			    : (s->gpus || s->mig) && site && site->gpu_queue ? site->gpu_queue
-			    : site && site->queue ? site->queue
-						  : NULL;
-	if (rc == 0 && queue)
-		rc = gg_jd_set(&jd->queue, queue, err);
-	if (rc == 0 && (s->gpus || s->mig) && site && site->gpu_rte)
-		rc = gg_jd_rte(jd, site->gpu_rte, err);
-	if (rc == 0 && s->gpus) {
-		snprintf(buf, sizeof buf, "%d", s->gpus);
-		rc = gg_jd_env(jd, "GRIDGPU_GPUS", buf, err);
-	}
-	if (rc == 0 && s->mig)
-		rc = gg_jd_env(jd, "GRIDGPU_MIG", s->mig, err);
-	/* ARC has no GPU attributes: the minimums reach the site's runtime
-	 * environment (and the job) as environment variables. */
-	if (rc == 0 && s->min_cc[0])
-		rc = gg_jd_env(jd, "GRIDGPU_MIN_CUDA_CAPABILITY", s->min_cc, err);
-	if (rc == 0 && s->min_mem) {
-		snprintf(buf, sizeof buf, "%llu", (unsigned long long)(s->min_mem >> 20));
-		rc = gg_jd_env(jd, "GRIDGPU_MIN_GPU_MEMORY_MB", buf, err);
-	}
+	struct gg_jd_resources res = {.walltime = s->walltime, .cpus = s->cpus,
+				      .memory = s->memory, .queue = s->queue, .gpus = s->gpus,
+				      .mig = s->mig, .min_capability = s->min_cc[0] ? s->min_cc : NULL,
+				      .min_gpu_memory = s->min_mem};
+	if (rc == 0)
+		rc = gg_jd_resources(jd, &res, site, err);
 	return rc;
 }
 
@@ -285,13 +266,7 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 		}
 		if (rc < 0) {
 			gg_err_prefix(err, "uploading %s", jd.inputs[i].name);
-			const char *ids[1] = {job_id};
-			struct gg_ce_result *res = NULL;
-			struct gg_err e2 = {0};
-			if (gg_ce_kill(ce, ids, 1, &res, &e2) == 0)
-				gg_ce_results_free(res, 1);
-			if (gg_ce_clean(ce, ids, 1, &res, &e2) == 0)
-				gg_ce_results_free(res, 1);
+			gg_ce_cancel(ce, job_id);
 			goto fail;
 		}
 	}
@@ -301,16 +276,8 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 	memset(&r, 0, sizeof r);
 	goto out;
 fail:
-	if (job_id && !r.job_id && ce) {
-		/* The CE made a job that could not be recorded: no job may run unseen. */
-		const char *ids[1] = {job_id};
-		struct gg_ce_result *res = NULL;
-		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
-			gg_ce_results_free(res, 1);
-		res = NULL;
-		if (gg_ce_clean(ce, ids, 1, &res, NULL) == 0)
-			gg_ce_results_free(res, 1);
-	}
+	if (job_id && !r.job_id && ce) /* a job that could not be recorded must not run unseen */
+		gg_ce_cancel(ce, job_id);
 	if (r.name && !r.job_id && posted && !job_id &&
 	    (rc == GG_ENET || rc == GG_EPROTO || rc == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record so that

@@ -151,21 +151,6 @@ static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_e
 			  r->status, reason);
 }
 
-static json_t *load_cache(const char *path)
-{
-	char *text = NULL;
-	size_t len;
-	json_t *j = NULL;
-	if (path && gg_file_read(path, 1 << 20, &text, &len, NULL) == 0)
-		j = json_loadb(text, len, 0, NULL);
-	free(text);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		j = json_object();
-	}
-	return j;
-}
-
 static int use_version(struct gg_ce *ce, const char *v)
 {
 	snprintf(ce->version, sizeof ce->version, "%s", v);
@@ -180,7 +165,7 @@ int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 		return 0;
 	}
 	/* What this CE said less than a day ago still holds. */
-	json_t *cache = ce->cache_path ? load_cache(ce->cache_path) : NULL;
+	json_t *cache = ce->cache_path ? gg_ce_cache_load(ce->cache_path) : NULL;
 	json_t *known = json_object_get(cache, ce->endpoint);
 	const char *kv = json_string_value(json_object_get(known, "rest"));
 	json_int_t when = json_integer_value(json_object_get(known, "checked"));
@@ -234,10 +219,7 @@ int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 	if (ce->cache_path && cache) {
 		json_object_set_new(cache, ce->endpoint, json_pack("{s:s,s:I}", "rest", ce->version,
 								  "checked", (json_int_t)time(NULL)));
-		char *text = json_dumps(cache, JSON_INDENT(1) | JSON_SORT_KEYS);
-		if (text)
-			gg_file_write_atomic(ce->cache_path, text, strlen(text), 0600, NULL);
-		free(text);
+		gg_ce_cache_save(ce->cache_path, cache);
 	}
 out:
 	json_decref(cache);
@@ -484,6 +466,40 @@ out:
 	free(url);
 	free(text);
 	return rc;
+}
+
+json_t *gg_ce_cache_load(const char *path)
+{
+	char *text = NULL;
+	size_t len;
+	json_t *j = NULL;
+	if (path && gg_file_read(path, 1 << 20, &text, &len, NULL) == 0)
+		j = json_loadb(text, len, 0, NULL);
+	free(text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		j = json_object();
+	}
+	return j;
+}
+
+void gg_ce_cache_save(const char *path, json_t *cache)
+{
+	char *text = json_dumps(cache, JSON_INDENT(1) | JSON_SORT_KEYS);
+	if (text)
+		gg_file_write_atomic(path, text, strlen(text), 0600, NULL);
+	free(text);
+}
+
+void gg_ce_cancel(struct gg_ce *ce, const char *id)
+{
+	const char *ids[1] = {id};
+	struct gg_ce_result *res = NULL;
+	if (bulk(ce, "kill", ids, 1, &res, NULL) == 0)
+		gg_ce_results_free(res, 1);
+	res = NULL;
+	if (bulk(ce, "clean", ids, 1, &res, NULL) == 0)
+		gg_ce_results_free(res, 1);
 }
 
 int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,

@@ -51,6 +51,23 @@ int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err);
 int gg_jd_env(struct gg_jobdesc *jd, const char *name, const char *value, struct gg_err *err);
 int gg_jd_set(char **field, const char *value, struct gg_err *err);
 void gg_jd_clear(struct gg_jobdesc *jd);
+/* What a job asks for, and how the site profile maps it. ARC has no GPU
+ * attribute: GPU requests go to the site's gpu_queue and gpu_rte, and the
+ * count, MIG profile and minimums reach the job (and the site's RTE scripts)
+ * as GRIDGPU_GPUS, GRIDGPU_MIG, GRIDGPU_MIN_CUDA_CAPABILITY and
+ * GRIDGPU_MIN_GPU_MEMORY_MB. */
+struct gg_jd_resources {
+	int64_t walltime;
+	int cpus;
+	uint64_t memory;
+	const char *queue; /* explicit queue, else the site's */
+	int gpus;
+	const char *mig;
+	const char *min_capability; /* "8.0" or NULL */
+	uint64_t min_gpu_memory;    /* bytes, 0 = none */
+};
+int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
+		    const struct gg_site *site, struct gg_err *err);
 /* The description in xRSL (malloc'd). Strings are quoted, '"' doubled. */
 int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err);
 
@@ -121,6 +138,14 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 /* Submit one job; *id is the CE's job id. A CE refusal is GG_EJOB with its
  * reason. */
 int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err);
+/* Small JSON files where what was learned about CEs is kept (REST versions,
+ * delegations): an empty object when missing or unreadable; saved atomically,
+ * 0600, best effort. */
+json_t *gg_ce_cache_load(const char *path);
+void gg_ce_cache_save(const char *path, json_t *cache);
+/* Kill and clean one job, ignoring what the CE says (for jobs that must not
+ * be left behind: half staged, or made when they could not be recorded). */
+void gg_ce_cancel(struct gg_ce *ce, const char *id);
 /* Bulk status/kill/clean of many jobs in one request. results[i] matches ids[i]. */
 int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		 struct gg_ce_result **results, struct gg_err *err);

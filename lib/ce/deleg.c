@@ -115,21 +115,6 @@ static int ce_has(struct gg_ce *ce, const char *id, int *has, struct gg_err *err
 	return rc;
 }
 
-static json_t *load_cache(const char *path)
-{
-	char *text = NULL;
-	size_t len;
-	json_t *j = NULL;
-	if (path && gg_file_read(path, 1 << 20, &text, &len, NULL) == 0)
-		j = json_loadb(text, len, 0, NULL);
-	free(text);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		j = json_object();
-	}
-	return j;
-}
-
 int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 		   const char *cache_path, char **id, struct gg_err *err)
 {
@@ -142,7 +127,7 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 	if ((rc = gg_proxy_info_get(proxy, now, &pi, err)) < 0)
 		goto out;
 	char *key = gg_strdup_printf("%s %s", gg_ce_endpoint(ce), pi.identity);
-	json_t *cache = load_cache(cache_path);
+	json_t *cache = gg_ce_cache_load(cache_path);
 	json_t *ent = key ? json_object_get(cache, key) : NULL;
 	const char *cached = json_string_value(json_object_get(ent, "id"));
 	json_int_t end = json_integer_value(json_object_get(ent, "end"));
@@ -176,10 +161,7 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 	if (rc == 0 && cache_path && key) {
 		json_object_set_new(cache, key, json_pack("{s:s,s:I}", "id", newid, "end",
 							  (json_int_t)pi.end));
-		char *text = json_dumps(cache, JSON_INDENT(1) | JSON_SORT_KEYS);
-		if (text)
-			gg_file_write_atomic(cache_path, text, strlen(text), 0600, NULL);
-		free(text);
+		gg_ce_cache_save(cache_path, cache);
 	}
 done:
 	if (rc == 0)

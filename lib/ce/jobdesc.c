@@ -108,6 +108,38 @@ void gg_jd_clear(struct gg_jobdesc *jd)
 	memset(jd, 0, sizeof *jd);
 }
 
+int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
+		    const struct gg_site *site, struct gg_err *err)
+{
+	char buf[32];
+	int gpu = res->gpus || res->mig;
+	int rc = 0;
+	jd->walltime = res->walltime;
+	jd->cpus = res->cpus;
+	jd->memory = res->memory;
+	const char *queue = res->queue			      ? res->queue
+			    : gpu && site && site->gpu_queue ? site->gpu_queue
+			    : site && site->queue	      ? site->queue
+							      : NULL;
+	if (queue)
+		rc = gg_jd_set(&jd->queue, queue, err);
+	if (rc == 0 && gpu && site && site->gpu_rte)
+		rc = gg_jd_rte(jd, site->gpu_rte, err);
+	if (rc == 0 && res->gpus) {
+		snprintf(buf, sizeof buf, "%d", res->gpus);
+		rc = gg_jd_env(jd, "GRIDGPU_GPUS", buf, err);
+	}
+	if (rc == 0 && res->mig)
+		rc = gg_jd_env(jd, "GRIDGPU_MIG", res->mig, err);
+	if (rc == 0 && res->min_capability)
+		rc = gg_jd_env(jd, "GRIDGPU_MIN_CUDA_CAPABILITY", res->min_capability, err);
+	if (rc == 0 && res->min_gpu_memory) {
+		snprintf(buf, sizeof buf, "%llu", (unsigned long long)(res->min_gpu_memory >> 20));
+		rc = gg_jd_env(jd, "GRIDGPU_MIN_GPU_MEMORY_MB", buf, err);
+	}
+	return rc;
+}
+
 /* An xRSL string literal: double quotes, a '"' inside written twice. */
 static void q(FILE *f, const char *s)
 {

@@ -83,6 +83,8 @@ char *gg_size_format(uint64_t bytes, char *buf, size_t len);
  * failure the temp file is removed and path is untouched. */
 int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			 struct gg_err *err);
+/* fsync the directory holding path (after a rename into it). */
+int gg_fsync_dir(const char *path);
 /* Read a whole file (at most max bytes, else GG_EIO "too large"); NUL-terminated.
  * *out is malloc'd, *len (may be NULL) without the NUL. */
 int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err);

@@ -26,7 +26,7 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-static int fsync_dir_of(const char *path)
+int gg_fsync_dir(const char *path)
 {
 	char *copy = strdup(path);
 	if (!copy)
@@ -90,7 +90,7 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 		return gg_err_sys(err, GG_EIO, e, "writing '%s'", path);
 	}
 	free(tmp);
-	fsync_dir_of(path); /* best effort: the rename is done */
+	gg_fsync_dir(path); /* best effort: the rename is done */
 	return 0;
 }
 

@@ -231,20 +231,6 @@ static int64_t newest_mtime(const struct gg_node *n)
 	return m;
 }
 
-static int fsync_dir(const char *path)
-{
-	char *copy = strdup(path);
-	if (!copy)
-		return -1;
-	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(copy);
-	if (fd < 0)
-		return -1;
-	int r = fsync(fd);
-	close(fd);
-	return r;
-}
-
 static int install(const char *tmp, const char *out, int force, struct gg_err *err)
 {
 	if (force) {
@@ -572,7 +558,7 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 		goto fail;
 	if (install(tmp, o->output, o->force, err) < 0)
 		goto fail;
-	fsync_dir(o->output); /* best effort: the rename is done */
+	gg_fsync_dir(o->output); /* best effort: the rename is done */
 
 	res->squashfs_size = sqfs_size;
 	res->image_size = (uint64_t)image_size;
