@@ -400,14 +400,17 @@ else
 	not_ok "mount a tmpfs for the disk-full case (needs root)"
 fi
 
-# Ctrl-C and SIGTERM mid-write: a big sandbox, the signal once the temp file exists
+# Ctrl-C and SIGTERM mid-write: a big sandbox, the signal once some of the image is
+# written (to an unnamed O_TMPFILE file: nothing of it shows in the directory)
+wrote() { [ "$(awk '/^wchar/ {print $2}' "/proc/$1/io" 2>/dev/null || echo 0)" -gt 4000000 ]; }
 mkdir -p huge && head -c 150000000 /dev/urandom | base64 >huge/data.txt && cp /bin/dash huge/sh
 for sig in INT TERM; do
 	"$GRIDGPU" freeze -q -j 1 huge -o sig.sif 2>sig.err &
 	pid=$!
 	i=0
-	while ! have "$W"/sig.sif.tmp.* && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
-	have "$W"/sig.sif.tmp.* && ok "SIG$sig: the temp file appears while writing" || not_ok "SIG$sig: the temp file appears"
+	while ! wrote "$pid" && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+	wrote "$pid" && ok "SIG$sig: the image is being written" || not_ok "SIG$sig: the image is being written"
+	[ -z "$(ls "$W" | grep '^sig\.sif')" ] && ok "SIG$sig: nothing of it shows in the directory yet" || not_ok "SIG$sig: $(ls "$W" | grep '^sig')"
 	kill -"$sig" "$pid"
 	wait "$pid"
 	rc=$?
@@ -422,8 +425,8 @@ sys.stdout.buffer.write(open("sb.tar", "rb").read()); sys.stdout.flush()
 p = select.poll(); p.register(1, select.POLLERR); p.poll(30000)' | "$GRIDGPU" freeze -q - -o pipe.sif 2>pipe.err &
 pid=$!
 i=0
-while ! have "$W"/pipe.sif.tmp.* && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
-sleep 0.3
+# wait until freeze has read the whole tar and blocks on the pipe
+while ! [ "$(awk '/^rchar/ {print $2}' "/proc/$pid/io" 2>/dev/null || echo 0)" -gt "$(stat -c %s sb.tar)" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 expect_eq "SIGINT while blocked reading stdin: exit 130" "$?" 130
