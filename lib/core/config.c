@@ -256,6 +256,16 @@ int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
 		gg_config_free(cfg);
 		return code;
 	}
+	/* A site is its CE: one without (all its keys empty or zero) would not
+	 * even survive being written back. */
+	for (size_t i = 0; i < cfg->nsites; i++) {
+		if (!cfg->sites[i].ce || !cfg->sites[i].ce[0]) {
+			gg_err_set(err, GG_EUSAGE, "config '%s': [site %s] has no 'ce = URL'", path,
+				   cfg->sites[i].name);
+			gg_config_free(cfg);
+			return GG_EUSAGE;
+		}
+	}
 	*out = cfg;
 	return 0;
 }

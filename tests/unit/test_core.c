@@ -335,6 +335,9 @@ static void test_config(void **state)
 	write_file(path, "[site a\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "line 1"));
+	write_file(path, "[site a]\nuser = x\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "no 'ce = URL'"));
 	write_file(path, "[site ../x]\nce = y\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	char jumps[512] = "[site a]\n";
