@@ -74,6 +74,9 @@ struct gg_cli {
  * options (--json, -q, -v, --site, --config, -h) are handled here. Set
  * cli->optind = 0 before the first call. */
 int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts);
+/* The value of the current option as a whole number in [min, max]; 0, or the
+ * usage exit code after saying what is wrong ("--cpus 'x': expected ..."). */
+int cli_opt_int(struct gg_cli *cli, int min, int max, int *out);
 /* Print the help of the current command (or subcommand, cli->sub_usage) to f. */
 void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FILE *f);
 /* Loaded config (after --config / $GRIDGPU_CONFIG / $XDG_CONFIG_HOME). Prints the

@@ -43,19 +43,6 @@ struct req {
 	int64_t walltime, deadline, idle, timeout;
 };
 
-static int parse_int(struct gg_cli *cli, const char *v, int min, int max, int *out)
-{
-	char *end;
-	long n = strtol(v, &end, 10);
-	if (!*v || *end || n < min || n > max) {
-		ui_usage(cli, "--%s '%s': expected a whole number from %d to %d", cli->optname, v,
-			 min, max);
-		return -1;
-	}
-	*out = (int)n;
-	return 0;
-}
-
 static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 {
 	struct gg_err err = {0};
@@ -66,9 +53,9 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		switch (c) {
 		case O_CE: q->ce = v; break;
 		case O_NAME: q->name = v; break;
-		case O_GPUS: rc = parse_int(cli, v, 0, 64, &q->gpus); break;
+		case O_GPUS: rc = cli_opt_int(cli, 0, 64, &q->gpus); break;
 		case O_MIG: q->mig = v; break;
-		case O_CPUS: rc = parse_int(cli, v, 1, 4096, &q->cpus); break;
+		case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &q->cpus); break;
 		case O_MEMORY:
 			if (gg_size_parse(v, &q->memory, &err) < 0)
 				rc = ui_fail(cli, &err, "--memory");

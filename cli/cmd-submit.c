@@ -48,17 +48,6 @@ struct sub {
 	int64_t part_offset;
 };
 
-static int parse_num(struct gg_cli *cli, const char *v, int min, int max, int *out)
-{
-	char *end;
-	long n = strtol(v, &end, 10);
-	if (!*v || *end || n < min || n > max)
-		return ui_usage(cli, "--%s '%s': expected a whole number from %d to %d",
-				cli->optname, v, min, max);
-	*out = (int)n;
-	return 0;
-}
-
 static int build_jd(const struct sub *s, const struct gg_site *site, const struct gg_record *r,
 		    const char *wrapper, struct gg_jobdesc *jd, struct gg_err *err)
 {
@@ -327,10 +316,10 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 		const char *v = cli->optarg;
 		int rc = 0;
 		switch (c) {
-		case O_GPUS: rc = parse_num(cli, v, 0, 64, &s.gpus); break;
+		case O_GPUS: rc = cli_opt_int(cli, 0, 64, &s.gpus); break;
 		case O_MIG: s.mig = v; break;
-		case O_CPUS: rc = parse_num(cli, v, 1, 4096, &s.cpus); break;
-		case O_COUNT: rc = parse_num(cli, v, 1, 1000, &s.count); break;
+		case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &s.cpus); break;
+		case O_COUNT: rc = cli_opt_int(cli, 1, 1000, &s.count); break;
 		case O_MEMORY:
 			if (gg_size_parse(v, &s.memory, &err) < 0)
 				rc = ui_fail(cli, &err, "--memory");

@@ -138,6 +138,18 @@ int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt 
 	return c;
 }
 
+int cli_opt_int(struct gg_cli *cli, int min, int max, int *out)
+{
+	const char *v = cli->optarg;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || n < min || n > max)
+		return ui_usage(cli, "--%s '%s': expected a whole number from %d to %d",
+				cli->optname, v, min, max);
+	*out = (int)n;
+	return 0;
+}
+
 static void print_opts(const struct gg_opt *o, FILE *f)
 {
 	for (; o && o->name; o++) {

@@ -39,6 +39,8 @@ expect_fail "site add with a bad name" 2 "invalid site name" site add '../x' --c
 expect_fail "site show unknown" 5 "no such site" site show nosuch
 printf '[site a]\nce = https://x\nbogus = 1\n' > "$T_TMP/bad.conf"
 expect_fail "config with an unknown key names the line" 2 "line 3" --config "$T_TMP/bad.conf" site list
+expect_fail "request --cpus that is not a number" 2 "--cpus 'many': expected a whole number from 1 to 4096" request --cpus many
+expect_fail "submit --count out of range" 2 "--count '0': expected a whole number from 1 to 1000" submit x.sif --count 0 -- true
 run_gg site remove glasgow
 run_gg site show glasgow
 expect_eq "site remove" "$RC" 5
