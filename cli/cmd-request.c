@@ -282,6 +282,21 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		exit_code = cli->cfg_exit;
 		goto out;
 	}
+	/* The key's path is in the record from the start: a crash while the key
+	 * is made still leaves a record that kill/clean can remove it by. */
+	if (gg_ssh_paths_init(&sp, &err) < 0) {
+		exit_code = ui_fail(cli, &err, "request");
+		goto out;
+	}
+	if (q.identity) {
+		pub = gg_strdup_printf("%s.pub", q.identity);
+		if (access(pub, R_OK) < 0) {
+			gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it", pub);
+			exit_code = ui_fail(cli, &err, "request");
+			goto out;
+		}
+	}
+	r.key = q.identity ? strdup(q.identity) : gg_strdup_printf("%s/%s", sp.keys, r.uid);
 	if (gg_store_create(st, &r, site ? site->name : "session", &err) < 0) {
 		exit_code = ui_fail(cli, &err, "request");
 		goto out;
@@ -289,17 +304,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	cli_catch_interrupt();
 
 	/* 2. The session key. */
-	if (gg_ssh_paths_init(&sp, &err) < 0)
-		goto fail;
-	if (q.identity) {
-		pub = gg_strdup_printf("%s.pub", q.identity);
-		if (access(pub, R_OK) < 0) {
-			gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it", pub);
-			goto fail;
-		}
-		r.key = strdup(q.identity);
-	} else {
-		r.key = gg_strdup_printf("%s/%s", sp.keys, r.uid);
+	if (!q.identity) {
 		char *comment = gg_strdup_printf("gridgpu-session-%s", r.name);
 		int krc = gg_ssh_keygen(r.key, comment, &err);
 		free(comment);

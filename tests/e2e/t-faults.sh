@@ -380,7 +380,7 @@ section "SIGKILL at each step"
 N=${TAG}k1
 fp_mode "$FP" blackhole
 run_bg --site fp request --name "$N" --no-wait
-poll 20 grep -q "accept .* blackhole" "$FP/log" && poll 5 test -f "$REC/$N.json"
+fp_event "$FP" 20 "accept .* blackhole" && poll 5 test -f "$REC/$N.json"
 kill -9 "$BG"
 wait "$BG" 2>/dev/null
 fp_mode "$FP" pass
