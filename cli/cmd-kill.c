@@ -21,15 +21,43 @@ const struct gg_opt cmd_clean_opts[] = {
 	OPT_END,
 };
 
+struct mark_ud {
+	const char *cancelled; /* the job id this kill cancelled (NULL: none) */
+	char *late;            /* a job id the record gained meanwhile, not cancelled */
+};
+
 static int mark_killed(struct gg_record *r, void *ud)
 {
-	(void)ud;
+	struct mark_ud *m = ud;
 	if (gg_sess_state_ended(r->state))
 		return 1;
+	/* A request may have recorded its job between our read and now: that
+	 * job must be cancelled too, or it runs on, unseen, with a killed record. */
+	if (r->job_id && (!m->cancelled || strcmp(r->job_id, m->cancelled)))
+		m->late = strdup(r->job_id);
 	r->state = GG_S_KILLED;
 	free(r->error);
 	r->error = strdup("killed by the user");
 	return 0;
+}
+
+/* Cancel one job found late (see mark_killed). */
+static void cancel_late(struct gg_cli *cli, const struct gg_record *r, const char *job_id)
+{
+	struct cli_auth auth = {0};
+	struct gg_ce *ce = NULL;
+	struct gg_err err = {0};
+	const struct gg_site *site = r->site ? gg_config_site(cli_config(cli), r->site) : NULL;
+	if (r->ce && cli_auth(cli, site, r->auth, 0, &auth, &err) == 0 &&
+	    cli_open_ce(r->ce, &auth, &ce, &err) == 0) {
+		if (r->kind == GG_REC_SESSION)
+			gg_ce_put(ce, job_id, "stop", "", 0, &err);
+		gg_ce_cancel(ce, job_id);
+	} else {
+		ui_warn(cli, "%s: its job %s could not be cancelled: %s", r->name, job_id, err.msg);
+	}
+	gg_ce_free(ce);
+	cli_auth_clear(&auth);
 }
 
 /* A key gridgpu made (not the user's own --identity): under the keys dir. */
@@ -110,9 +138,13 @@ static int kill_records(struct gg_cli *cli, struct gg_store *st, struct gg_recor
 			for (size_t k = 0; k < ng; k++) {
 				struct gg_record *r = &recs[grp[k]];
 				struct gg_err e2 = {0};
-				if (gg_store_update(st, r->name, mark_killed, NULL, NULL, &e2) < 0 &&
+				struct mark_ud m = {r->job_id, NULL};
+				if (gg_store_update(st, r->name, mark_killed, &m, NULL, &e2) < 0 &&
 				    e2.code != GG_OK)
 					ui_warn(cli, "%s", e2.msg);
+				if (m.late)
+					cancel_late(cli, r, m.late);
+				free(m.late);
 				r->state = GG_S_KILLED;
 				remove_session_key(r);
 				if (!cli->json)

@@ -209,6 +209,10 @@ if out=$(store_check "${TAG}s00$req_ok" "$cleaned" "$killed"); then
 	ok "store consistent: $(ls "$REC" | grep -c '\.json$') records, each whole, one per successful request not cleaned"
 else
 	not_ok "store consistent ($out)"
+	# what each process said about the names in question, to find the culprit
+	for n in $(printf '%s' "$out" | grep -o "${TAG}s[0-9][0-9]" | sort -u); do
+		grep -H -- "$n" "$P"/*.out "$P"/*.err 2>/dev/null | sed 's/^/    # /' | head -20
+	done
 fi
 # A kill that said "killed" is final: a request finishing after it must not
 # bring the session back.
