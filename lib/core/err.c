@@ -60,7 +60,8 @@ int gg_err_exit_code(int code)
 	case GG_EUSAGE: return 2;
 	case GG_ECRED: return 3;
 	case GG_ENET:
-	case GG_EPROTO: return 4;
+	case GG_EPROTO:
+	case GG_EHOSTKEY: return 4;
 	case GG_ENOTFOUND: return 5;
 	case GG_EJOB: return 6;
 	case GG_EINTR: return 130;
@@ -81,6 +82,7 @@ const char *gg_err_kind(int code)
 	case GG_EIO: return "io";
 	case GG_ENOMEM: return "memory";
 	case GG_EINTR: return "interrupted";
+	case GG_EHOSTKEY: return "host-key";
 	default: return "failure";
 	}
 }

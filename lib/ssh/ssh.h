@@ -58,4 +58,80 @@ void gg_ssh_key_remove(const char *path);
 int gg_ssh_install_include(const char *user_config, const char *include_path, int *added,
 			   struct gg_err *err);
 
+/* ---- the libssh2 client (client.c) ---- */
+
+/* One host on the way to a session's sshd. */
+struct gg_ssh_hop {
+	const char *host;
+	int port;                /* 0 = 22 */
+	const char *user;        /* NULL = the local user name */
+	const char *name;        /* for messages ("jump host 1"), may be NULL */
+	const char *identity;    /* private key file; NULL = ssh-agent, then ~/.ssh/id_* */
+	const char *known_hosts; /* the host's key is looked up here (OpenSSH format);
+				    NULL = ~/.ssh/known_hosts */
+	const char *pinned_key;  /* "TYPE BASE64": the only key accepted (known_hosts
+				    is then not read) */
+	int no_login;            /* last hop only: check the host key, do not log in
+				    (nothing to run then) */
+};
+struct gg_ssh_conn;
+/* Connect to hops[n-1] through hops[0..n-2] (a direct-tcpip channel on each
+ * hop carries the next hop's connection), checking every host key and
+ * authenticating with each hop's key. timeout_ms bounds each step (0 = 20 s).
+ * Errors: GG_ENET (unreachable, no answer), GG_EHOSTKEY (a host key that does not
+ * match: possible man-in-the-middle), GG_ECRED (key refused, host not known).
+ * *failed (may be NULL) is the index of the hop that failed (n on success). */
+int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
+		   struct gg_ssh_conn **out, size_t *failed, struct gg_err *err);
+void gg_ssh_disconnect(struct gg_ssh_conn *c);
+/* Checked while a command runs; non-zero ends it with GG_EINTR. */
+typedef int (*gg_ssh_cancel_fn)(void *ud);
+void gg_ssh_set_cancel(struct gg_ssh_conn *c, gg_ssh_cancel_fn fn, void *ud);
+/* Run a command on the last hop, with no input. Its output goes to sink in
+ * chunks (non-zero from sink ends the command with an error); the last 4 KiB of
+ * its error output go to *errtext (malloc'd, NULL when it said nothing);
+ * *status is its exit status (128 + signal when a signal ended it). A command
+ * silent for the connection's timeout is given up (GG_ENET). */
+typedef int (*gg_ssh_sink_fn)(void *ud, const void *buf, size_t len);
+int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink, void *ud,
+		int *status, char **errtext, struct gg_err *err);
+/* The same, output captured in *out (malloc'd, NUL-terminated, at most max
+ * bytes: GG_EPROTO beyond). */
+int gg_ssh_exec_capture(struct gg_ssh_conn *c, const char *command, size_t max, char **out,
+			size_t *len, int *status, char **errtext, struct gg_err *err);
+/* Run a command on the last hop in a thread of its own; its output is read
+ * from *fd (a pipe; end of file when the command ends). The connection is the
+ * thread's until gg_ssh_stream_finish, which waits for it (after closing *fd,
+ * or with abort set, the command is given up) and gives the command's exit
+ * status and error output as gg_ssh_exec does. */
+struct gg_ssh_stream;
+int gg_ssh_stream_start(struct gg_ssh_conn *c, const char *command, int *fd,
+			struct gg_ssh_stream **out, struct gg_err *err);
+int gg_ssh_stream_finish(struct gg_ssh_stream *x, int abort, int *status, char **errtext,
+			 struct gg_err *err);
+/* 1 when the key blob (as a server sends it) is the key of the OpenSSH public
+ * key line pinned. */
+int gg_ssh_key_matches(const char *pinned, const void *blob, size_t len);
+
+/* The way to a session: the site's jump hosts (their identity and known_hosts),
+ * then the session's sshd with its own key and its host key pinned. */
+struct gg_ssh_route {
+	struct gg_ssh_hop hops[GG_MAX_JUMPS + 1];
+	size_t n;
+	struct {
+		char *user, *host, *name;
+	} bufs[GG_MAX_JUMPS + 1];
+};
+int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
+			 struct gg_ssh_route *rt, struct gg_err *err);
+void gg_ssh_route_clear(struct gg_ssh_route *rt);
+/* Is the session's sshd there? Connects through the hops and checks that the
+ * sshd answers with the pinned host key; 0 when it does. It does not log in: a
+ * login would count as the user's first connection on the node (the connect
+ * deadline would no longer apply).
+ * *at_session (may be NULL) is 1 when it was the session's sshd itself that
+ * failed (not a jump host), e.g. GG_EHOSTKEY: its key is not the pinned one. */
+int gg_ssh_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
+		 int *at_session, struct gg_err *err);
+
 #endif

@@ -126,6 +126,7 @@ static void test_err(void **state)
 	assert_int_equal(gg_err_exit_code(GG_ECRED), 3);
 	assert_int_equal(gg_err_exit_code(GG_ENET), 4);
 	assert_int_equal(gg_err_exit_code(GG_EPROTO), 4);
+	assert_int_equal(gg_err_exit_code(GG_EHOSTKEY), 4);
 	assert_int_equal(gg_err_exit_code(GG_ENOTFOUND), 5);
 	assert_int_equal(gg_err_exit_code(GG_EJOB), 6);
 	assert_int_equal(gg_err_exit_code(GG_EINTR), 130);
