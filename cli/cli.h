@@ -60,6 +60,7 @@ struct gg_cli {
 	const char *sub_usage;   /* "info [options]" while a subcommand parses */
 	struct gg_config *cfg;   /* loaded lazily by cli_config() */
 	int cfg_exit;            /* exit code when cli_config() failed */
+	char probe_why[GG_ERR_MSG_MAX]; /* why the last sshd probe failed ("" when it did not) */
 	/* option parser state */
 	int optind;
 	char *optarg;

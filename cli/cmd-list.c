@@ -180,6 +180,8 @@ int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *
 		}
 		for (size_t k = 0; sub && k < ng; k++) {
 			struct gg_err e2 = {0};
+			if (rc == 0)
+				cli_probe_published(cli, &sub[k], 10000, NULL);
 			cli_save_refreshed(st, &sub[k], &e2);
 			recs[grp[k]] = sub[k];
 		}
@@ -351,6 +353,8 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		json_t *j = gg_record_to_json(&r);
 		if (diag)
 			json_object_set_new(j, "ce_errors", json_string(diag));
+		if (gg_session_published(&r) && cli->probe_why[0])
+			json_object_set_new(j, "ssh_check", json_string(cli->probe_why));
 		ui_json(j);
 	} else {
 		char b[32];
@@ -386,8 +390,13 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 				printf("idle for:    %s\n",
 				       gg_duration_format((int64_t)now - r.last_activity, b, sizeof b));
 			if (r.node)
-				printf("sshd:        %s@%s port %d\n", r.user ? r.user : "?", r.node,
-				       r.port);
+				printf("sshd:        %s@%s port %d%s\n", r.user ? r.user : "?", r.node,
+				       r.port,
+				       r.state == GG_S_READY ? " (answered through the hops)"
+				       : gg_session_published(&r) ? " (published, not answering yet)"
+								   : "");
+			if (gg_session_published(&r) && cli->probe_why[0])
+				printf("ssh check:   %s\n", cli->probe_why);
 			char fp[80];
 			if (r.host_key && gg_ssh_fingerprint(r.host_key, fp, sizeof fp, NULL) == 0)
 				printf("host key:    %s (pinned)\n", fp);

@@ -283,6 +283,39 @@ int cli_save_refreshed(struct gg_store *st, struct gg_record *r, struct gg_err *
 	return rc;
 }
 
+int cli_probe_published(struct gg_cli *cli, struct gg_record *r, int timeout_ms,
+			struct gg_err *way)
+{
+	if (!gg_session_published(r))
+		return 0;
+	const struct gg_site *site = r->site ? gg_config_site(cli_config(cli), r->site) : NULL;
+	struct gg_err e = {0};
+	int at_session = 0;
+	int rc = gg_ssh_probe(site, r, timeout_ms, &at_session, &e);
+	if (rc == 0) {
+		cli->probe_why[0] = '\0';
+		r->state = GG_S_READY;
+		return 0;
+	}
+	snprintf(cli->probe_why, sizeof cli->probe_why, "%s", e.msg);
+	if (rc == GG_EHOSTKEY && at_session) {
+		/* The key came from the CE's authenticated channel: another key
+		 * answering is an attack or a bug, never a reason to trust it. */
+		r->state = GG_S_FAILED;
+		free(r->error);
+		r->error = strdup(e.msg);
+		return 0;
+	}
+	if (cli->verbose)
+		ui_info(cli, "%s: sshd published, not answering yet: %s", r->name, e.msg);
+	if (!at_session && way) {
+		/* Not the node: a jump host (down, or its key not the known one). */
+		*way = e;
+		return rc;
+	}
+	return 0;
+}
+
 int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, struct gg_record *r,
 		   int64_t timeout, struct gg_err *err)
 {
@@ -301,14 +334,25 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 		int rc = gg_session_refresh(ce, r, 1, &e2);
 		if (rc == GG_EINTR)
 			return gg_err_set(err, GG_EINTR, "interrupted");
+		struct gg_err way = {0};
+		int prc = cli_probe_published(cli, r, 5000, &way);
 		if ((rc = cli_save_refreshed(st, r, err)) < 0)
 			return rc;
+		if (prc < 0) {
+			/* Waiting does not mend a jump host: say so now. */
+			if (tty)
+				fputc('\n', stderr);
+			*err = way;
+			return gg_err_prefix(err, "the session's sshd is up (the session is kept), "
+						  "but the way to it is not");
+		}
 		int64_t waited = (int64_t)(time(NULL) - start);
 		const char *ces = r->ce_state ? r->ce_state : "?";
 		if (!cli->quiet && (tty || shown != r->state || strcmp(last_ce, ces))) {
 			char d[32];
-			fprintf(stderr, "%s  %s: %s (CE: %s), waited %s%s", tty ? "\r\033[K" : "",
-				r->name, gg_sess_state_name(r->state), ces,
+			fprintf(stderr, "%s  %s: %s%s (CE: %s), waited %s%s", tty ? "\r\033[K" : "",
+				r->name, gg_sess_state_name(r->state),
+				gg_session_published(r) ? ", sshd not answering yet" : "", ces,
 				gg_duration_format(waited, d, sizeof d), tty ? "" : "\n");
 			fflush(stderr);
 			shown = r->state;

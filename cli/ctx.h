@@ -43,6 +43,14 @@ int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name,
 /* Save a refreshed record over the stored one (under the lock); a record that
  * was meanwhile ended elsewhere wins. */
 int cli_save_refreshed(struct gg_store *st, struct gg_record *r, struct gg_err *err);
+/* A session whose sshd is published but not yet seen to answer: probe it
+ * through the hops with libssh2 (gg_ssh_probe). It becomes "ready" when the
+ * sshd answers with the pinned key; "failed" when it answers with another key;
+ * else it stays "starting" and the reason is left in cli->probe_why. When a
+ * jump host on the way failed (down, or not its known key), that error is
+ * returned (and put in *way): waiting will not mend it. */
+int cli_probe_published(struct gg_cli *cli, struct gg_record *r, int timeout_ms,
+			struct gg_err *way);
 /* Refresh from the CE until the session is ready or ended, showing progress on
  * stderr; GG_EINTR on Ctrl-C, GG_ENET after timeout seconds (0 = none). */
 int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, struct gg_record *r,

@@ -14,8 +14,10 @@ enum gg_rec_kind { GG_REC_SESSION, GG_REC_JOB };
 enum gg_sess_state {
 	GG_S_REQUESTED, /* record written, job not (yet) known to be submitted */
 	GG_S_QUEUED,    /* the CE has the job, not running */
-	GG_S_STARTING,  /* running, the sshd not published yet (sessions) */
-	GG_S_READY,     /* the sshd is published and its host key pinned (sessions) */
+	GG_S_STARTING,  /* running; the sshd not published, or published (host key
+			   pinned) but not yet seen to answer (sessions) */
+	GG_S_READY,     /* the sshd answered through the hops with the pinned host
+			   key (sessions) */
 	GG_S_RUNNING,   /* running (batch jobs) */
 	GG_S_FINISHED,
 	GG_S_FAILED,

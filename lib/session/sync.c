@@ -96,7 +96,10 @@ static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
 	r->last_activity = li->last_activity;
 	if (li->idle_limit)
 		r->idle_limit = li->idle_limit;
-	r->state = GG_S_READY;
+	/* Published, key pinned: "ready" only once the sshd has been seen to
+	 * answer with that key through the hops (the caller probes). */
+	if (r->state != GG_S_READY)
+		r->state = GG_S_STARTING;
 	return 1;
 }
 
@@ -119,6 +122,12 @@ static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 		gg_launch_info_clear(&li);
 	}
 	free(text);
+}
+
+int gg_session_published(const struct gg_record *r)
+{
+	return r->kind == GG_REC_SESSION && r->state == GG_S_STARTING && r->host_key && r->node &&
+	       r->port > 0;
 }
 
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)

@@ -12,8 +12,14 @@
 #define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
 
 /* Apply one CE answer to a record (and, for running sessions, read the
- * launcher's file through ce when not NULL). */
+ * launcher's file through ce when not NULL). A session whose launcher has
+ * published its sshd stays "starting" with node, port and host key filled in:
+ * gg_session_published() tells, and the caller makes it "ready" once the sshd
+ * has answered (gg_ssh_probe). */
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res);
+/* 1 for a live session whose sshd is published (host key pinned) but not yet
+ * seen to answer. */
+int gg_session_published(const struct gg_record *r);
 /* Refresh records that all live on ce with one bulk status call. When the CE
  * cannot be reached the records become "unknown" (kept) and the error is
  * returned. */

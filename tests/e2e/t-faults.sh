@@ -495,20 +495,29 @@ sed "s/^\[127.0.0.1\]:${GG_TB_JUMP1##*:} /[127.0.0.1]:$JPORT /" "$GG_TB_SSH_KNOW
 	--identity "$GG_TB_SSH_KEY" --known-hosts "$T_TMP/jump_known_hosts" --worker-address 127.0.0.1 --connect-deadline 60s
 fp_mode "$JP" down
 N=${TAG}j1
+# The session starts on the node, but "ready" means its sshd answered through
+# the hops: with jump host 1 down, request says so instead of waiting forever.
 run_gg --site jf request --name "$N" --walltime 10m
-expect_eq "jump host down: request still reaches ready (readiness is read over REST)" "$RC" 0
+[ "$RC" = 4 ] && one_line_error && printf '%s' "$ERR" | grep -q "jump host 1" && printf '%s' "$ERR" | grep -qi "refused" &&
+	ok "jump host down: request exits 4, names jump host 1, connection refused" ||
+	not_ok "jump host down: request exits 4 naming jump host 1 ($RC $ERR)"
+expect_eq "jump host down: the session is kept, starting, its sshd published" "$(rec state "$N") $(rec port "$N" | grep -c '^[0-9]')" "starting 1"
 NOMUX="-o ControlMaster=no -o ControlPath=none"
 # shellcheck disable=SC2086
 run_gg connect "$N" -- $NOMUX true
-[ "$RC" -ne 0 ] && printf '%s' "$ERR" | grep -qi "refused" && ok "jump host down: connect fails, says connection refused (exit $RC)" ||
+[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -qi "refused" && ok "jump host down: connect fails, says connection refused (exit $RC)" ||
 	not_ok "jump host down: connect fails with a reason ($RC $ERR)"
+run_gg status "$N"
+printf '%s' "$OUT" | grep -q "published, not answering yet" && printf '%s' "$OUT" | grep -q "^ssh check: .*jump host 1" &&
+	ok "jump host down: status shows the sshd published, not answering, and why" ||
+	not_ok "jump host down: status shows why it is not ready ($OUT)"
 run_gg --site jf doctor
 [ "$RC" = 1 ] && printf '%s\n' "$OUT$ERR" | grep -qi "jump host 1" && ok "jump host down: doctor flags jump host 1, exit 1" ||
 	not_ok "jump host down: doctor flags jump host 1 ($RC)"
 fp_mode "$JP" pass
 # shellcheck disable=SC2086
 run_gg connect "$N" -- $NOMUX echo through
-expect_eq "jump host back: connect works" "$OUT" through
+expect_eq "jump host back: connect works (the probe makes it ready first)" "$OUT $(rec state "$N")" "through ready"
 fp_mode "$JP" blackhole
 t0=$(now_ms)
 # shellcheck disable=SC2086

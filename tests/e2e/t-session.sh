@@ -172,8 +172,34 @@ GRIDGPU_LIBEXEC_DIR=$T_TMP/fake2 run_gg request --name s6 --walltime 10m
 printf '#!/bin/sh\necho "{\\"state\\":\\"ready\\",\\"node\\":\\"127.0.0.1\\",\\"port\\":22,\\"user\\":\\"gguser\\",\\"host_key\\":\\"ssh-ed25519 AAAAnotakey\\"}" > gridgpu-session.json\nsleep 60\n' >"$T_TMP/fake3/session-launcher"
 GRIDGPU_LIBEXEC_DIR=$T_TMP/fake3 run_gg request --name s7 --walltime 10m
 [ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "host key" && ok "a host key that does not parse is refused" || not_ok "bad host key: $RC $ERR"
-test -f "$CFG" && ! grep -q "Host s6\|Host s7" "$CFG" && ok "refused sessions get no ssh block" || not_ok "refused sessions get no ssh block"
-run_gg kill s6 s7
+# "ready" means the sshd answered through both jump hosts with the key pinned
+# from the CE (libssh2 probe). A launcher that publishes a well-formed key that
+# is not the sshd's: the sshd behind the hops (the worker's own) answers with
+# its real key, and the session is refused.
+ssh-keygen -q -t ed25519 -N "" -C not-the-sshd -f "$T_TMP/notsshd"
+MITM=$(awk '{print $1" "$2}' "$T_TMP/notsshd.pub")
+mkdir -p "$T_TMP/fake4" "$T_TMP/fake5"
+publish='#!/bin/sh\necho "{\\"state\\":\\"ready\\",\\"node\\":\\"127.0.0.1\\",\\"port\\":%s,\\"user\\":\\"gguser\\",\\"host_key\\":\\"%s\\"}" > gridgpu-session.json\nsleep 60\n'
+# shellcheck disable=SC2059
+printf "$publish" "${GG_TB_WORKER##*:}" "$MITM" >"$T_TMP/fake4/session-launcher"
+GRIDGPU_LIBEXEC_DIR=$T_TMP/fake4 run_gg request --name s8 --walltime 10m
+[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "not the one pinned from the CE" && ok "an sshd answering with another key than the pinned one: refused, exit 6" ||
+	not_ok "an sshd with another key: $RC $ERR"
+run_gg --json status s8 --no-sync
+expect_eq "... the session is failed, the reason kept" "$(printf '%s' "$OUT" | field state) $(printf '%s' "$OUT" | field error | grep -c man-in-the-middle)" "failed 1"
+# A launcher that publishes a port nobody listens on: published, not ready.
+# shellcheck disable=SC2059
+printf "$publish" 1 "$MITM" >"$T_TMP/fake5/session-launcher"
+GRIDGPU_LIBEXEC_DIR=$T_TMP/fake5 run_gg request --name s9 --walltime 10m --timeout 5s
+[ "$RC" -eq 4 ] && printf '%s' "$ERR" | grep -q "not ready after 5s (state starting" && ok "an sshd that does not answer: not ready, request gives up after --timeout (exit 4)" ||
+	not_ok "an sshd that does not answer: $RC $ERR"
+run_gg status s9
+printf '%s' "$OUT" | grep -q "state: *starting" && printf '%s' "$OUT" | grep -q "(published, not answering yet)" &&
+	printf '%s' "$OUT" | grep -q "^ssh check: .*the sshd of session s9" && ok "status: published, not answering, and why" ||
+	not_ok "status: published, not answering ($OUT)"
+expect_fail "connect --no-wait to a session whose sshd does not answer" 4 "not ready yet" connect s9 --no-wait
+test -f "$CFG" && ! grep -q "Host s6\|Host s7\|Host s8" "$CFG" && ok "refused sessions get no ssh block" || not_ok "refused sessions get no ssh block"
+run_gg kill s6 s7 s8 s9
 run_gg clean
 test -d "$REC" && [ "$(ls "$REC" | grep -c '\.json$')" = 0 ] && ok "clean removes the ended records" || not_ok "clean removes the ended records"
 # Wrong permissions on the generated config directory are refused.

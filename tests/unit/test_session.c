@@ -329,6 +329,21 @@ static void test_apply(void **state)
 	gg_session_apply(NULL, &r, &res);
 	assert_int_equal(r.state, GG_S_KILLED);
 	gg_record_clear(&r);
+	/* published: a starting session with its sshd's address and pinned key;
+	 * "ready" is for the caller to say once the sshd answered */
+	r = (struct gg_record){.kind = GG_REC_SESSION, .state = GG_S_STARTING};
+	assert_false(gg_session_published(&r));
+	r.node = strdup("127.0.0.1");
+	r.port = 22000;
+	assert_false(gg_session_published(&r));
+	r.host_key = strdup("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C");
+	assert_true(gg_session_published(&r));
+	r.state = GG_S_READY;
+	assert_false(gg_session_published(&r));
+	r.state = GG_S_STARTING;
+	r.kind = GG_REC_JOB;
+	assert_false(gg_session_published(&r));
+	gg_record_clear(&r);
 	char uid[13];
 	assert_int_equal(gg_random_uid(uid, NULL), 0);
 	assert_int_equal(strlen(uid), 12);
