@@ -12,6 +12,9 @@
 #      (the nearest comparable: arcstat asks the CE about each of its jobs).
 #   4. Connect latency through both jump hosts: a fresh `ssh -J jump1,jump2`,
 #      `gridgpu connect` without a control master, and with one.
+#   5. gridgpu's own SSH client (libssh2, a pump thread per hop) beside OpenSSH
+#      through the same two jump hosts: `freeze --session` of a sandbox on the
+#      node vs `ssh NAME tar | gridgpu freeze -` (the same image either way).
 # Env: GRIDGPU, RUNS, GG_TB_DIR (site state; it must be up: bench/run starts it).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -115,3 +118,20 @@ f=$(median "$W/conn.json" 0); n=$(median "$W/conn.json" 1); c=$(median "$W/conn.
 printf '  %-48s %8s ms\n' "ssh -J jump1,jump2, fresh" "$(ms "$f")"
 printf '  %-48s %8s ms   %sx ssh -J\n' "gridgpu connect, no control master" "$(ms "$n")" "$(ratio "$n" "$f")"
 printf '  %-48s %8s ms   %sx ssh -J (target <= 0.2)\n' "gridgpu connect, control master" "$(ms "$c")" "$(ratio "$c" "$f")"
+
+echo "== 5. freeze --session (libssh2 through both hops) vs ssh NAME tar | gridgpu freeze - (OpenSSH)"
+CFG=$XDG_CONFIG_HOME/gridgpu/ssh/config
+# A sandbox of ~64 MiB on the node: incompressible data and many small files.
+"$G" connect lat -- 'rm -rf sb && mkdir -p sb/data sb/lib && head -c 48M /dev/urandom >sb/data/blob &&
+	cp -r /usr/lib/python3 sb/lib/ 2>/dev/null; cp -r /usr/share/perl sb/lib/ 2>/dev/null; du -sm sb | cut -f1' >"$W/sbsize"
+export SOURCE_DATE_EPOCH=1700000000
+hyperfine -N -w 1 --runs "$RUNS" --export-json "$W/fs.json" \
+	-n "gridgpu freeze --session (libssh2)" "$G freeze -q --session lat --path sb -o $W/a.sif --force" \
+	-n "ssh tar | gridgpu freeze - (OpenSSH)" "sh -c 'ssh -F $CFG -o ControlPath=none lat tar -C sb --numeric-owner -cf - . | $G freeze -q - -o $W/b.sif --force'" >/dev/null 2>&1
+a=$(median "$W/fs.json" 0); o=$(median "$W/fs.json" 1)
+mb=$(cat "$W/sbsize")
+printf '  %-48s %8s ms   %s MiB/s, %sx OpenSSH\n' "freeze --session, $mb MiB sandbox (libssh2)" "$(ms "$a")" \
+	"$(python3 -c "print('%.0f' % ($mb / $a))")" "$(ratio "$a" "$o")"
+printf '  %-48s %8s ms   %s MiB/s\n' "ssh tar | freeze - (OpenSSH, no control master)" "$(ms "$o")" "$(python3 -c "print('%.0f' % ($mb / $o))")"
+cmp -s "$W/a.sif" "$W/b.sif" && echo "  the two images are byte-identical" || echo "  the two images differ (labels: the --session one names its source)"
+

@@ -1,7 +1,6 @@
 /* gridgpu freeze: a sandbox directory, tar stream or OCI image into a SIF image. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,19 +217,18 @@ static int parse_uint(const char *s, long max, long *out)
 	return 0;
 }
 
-static int wait_child(pid_t pid)
-{
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+/* The sandbox on a session's node, as a tar stream: libssh2 through the site's
+ * jump hosts (the session's host key pinned, its own key) runs "tar -cf - ."
+ * there, and its output is read from a pipe. */
+#define SOURCE_LABEL "org.gridgpu.source="
 
-/* ssh -F <generated config> NAME "tar -C PATH -cf - ." with its output on a
- * pipe; the session must be ready (its host key pinned). */
+struct session_src {
+	struct gg_ssh_conn *conn;
+	struct gg_ssh_stream *stream;
+};
+
 static int start_session_tar(struct gg_cli *cli, const char *name, const char *path, int *fd,
-                             pid_t *pid)
+                             struct session_src *src)
 {
 	struct gg_err err = {0};
 	struct gg_store *st = cli_store(cli);
@@ -242,24 +240,21 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 		gg_store_free(st);
 		return rc;
 	}
-	struct gg_ssh_paths sp = {0};
+	gg_store_free(st);
 	if (r.kind != GG_REC_SESSION || r.state != GG_S_READY) {
 		gg_err_set(&err, GG_ENOTFOUND, "is not a ready session (%s): 'gridgpu connect %s' "
 		                               "waits for one",
 		           gg_sess_state_name(r.state), name);
-		rc = ui_fail(cli, &err, "freeze --session %s", name);
-	} else if (gg_ssh_paths_init(&sp, &err) < 0 || cli_write_ssh_config(cli, st, &err) < 0) {
-		rc = ui_fail(cli, &err, "freeze --session %s", name);
-	}
-	gg_record_clear(&r);
-	gg_store_free(st);
-	if (rc) {
-		gg_ssh_paths_clear(&sp);
-		return rc;
+		gg_record_clear(&r);
+		return ui_fail(cli, &err, "freeze --session %s", name);
 	}
 	/* The remote shell reads the command: quote the path for it. */
 	size_t n = strlen(path);
 	char *q = malloc(4 * n + 3), *o = q;
+	if (!q) {
+		gg_record_clear(&r);
+		return EXIT_FAIL;
+	}
 	*o++ = '\'';
 	for (const char *p = path; *p; p++) {
 		if (*p == '\'') {
@@ -271,34 +266,43 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 	}
 	*o++ = '\'';
 	*o = '\0';
-	char *cmd = gg_strdup_printf("test -d %s && exec tar -C %s --numeric-owner -cf - .", q, q);
+	char *cmd = gg_strdup_printf("test -d %s || exit 3; exec tar -C %s --numeric-owner -cf - .",
+	                             q, q);
 	free(q);
-	int pfd[2];
-	if (!cmd || pipe2(pfd, O_CLOEXEC) < 0) {
-		free(cmd);
-		gg_ssh_paths_clear(&sp);
-		return EXIT_FAIL;
+	const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
+	struct gg_ssh_route rt;
+	rc = cmd ? gg_ssh_session_route(site, &r, &rt, &err)
+	         : gg_err_set(&err, GG_ENOMEM, "out of memory");
+	if (rc == 0) {
+		rc = gg_ssh_connect(rt.hops, rt.n, 20000, &src->conn, NULL, &err);
+		gg_ssh_route_clear(&rt);
 	}
-	pid_t p = fork();
-	if (p == 0) {
-		dup2(pfd[1], STDOUT_FILENO);
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull >= 0)
-			dup2(devnull, STDIN_FILENO);
-		execlp("ssh", "ssh", "-F", sp.config, "-o", "BatchMode=yes", name, cmd, (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
+	if (rc == 0)
+		rc = gg_ssh_stream_start(src->conn, cmd, fd, &src->stream, &err);
 	free(cmd);
-	gg_ssh_paths_clear(&sp);
-	if (p < 0) {
-		close(pfd[0]);
-		gg_err_sys(&err, GG_EFAIL, errno, "starting ssh");
+	gg_record_clear(&r);
+	if (rc < 0) {
+		gg_ssh_disconnect(src->conn);
+		src->conn = NULL;
 		return ui_fail(cli, &err, "freeze --session %s", name);
 	}
-	*fd = pfd[0];
-	*pid = p;
 	return 0;
+}
+
+/* Wait for the remote tar; its exit status, what it said, or why the stream
+ * broke. abort gives it up. */
+static int finish_session_tar(struct session_src *src, int abort, int *status, char **errtext,
+                              struct gg_err *err)
+{
+	int rc = 0;
+	*status = -1;
+	*errtext = NULL;
+	if (src->stream)
+		rc = gg_ssh_stream_finish(src->stream, abort, status, errtext, err);
+	src->stream = NULL;
+	gg_ssh_disconnect(src->conn);
+	src->conn = NULL;
+	return rc;
 }
 
 int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
@@ -308,7 +312,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	char *gpus = NULL;
 	const char *session = NULL, *rpath = NULL;
 	char *tmp_out = NULL, *session_label = NULL;
-	pid_t ssh_pid = -1;
+	struct session_src src = {0};
 	const char *final_output = NULL;
 	size_t nlabels = 0;
 	int c, rc = EXIT_OK;
@@ -403,7 +407,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 			goto out;
 		}
 		int fd = -1;
-		rc = start_session_tar(cli, session, rpath, &fd, &ssh_pid);
+		rc = start_session_tar(cli, session, rpath, &fd, &src);
 		if (rc)
 			goto out;
 		o.input_fd = fd;
@@ -411,7 +415,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		/* Written under another name, renamed only once ssh and tar said
 		 * the stream was whole. */
 		tmp_out = gg_strdup_printf("%s.session.%ld", o.output, (long)getpid());
-		session_label = gg_strdup_printf("org.gridgpu.source=session %s:%s", session, rpath);
+		session_label = gg_strdup_printf(SOURCE_LABEL "session %s:%s", session, rpath);
 		const char **nl = realloc(labels, (nlabels + 1) * sizeof *nl);
 		if (!tmp_out || !session_label || !nl) {
 			rc = EXIT_FAIL;
@@ -482,17 +486,34 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	clear_bar(&ctx);
 	if (session) {
 		close(o.input_fd);
-		int st = wait_child(ssh_pid);
-		ssh_pid = -1;
-		if (st != 0 && frc != GG_EINTR) {
+		int st = -1;
+		char *said = NULL;
+		struct gg_err serr = {0};
+		int src_rc = finish_session_tar(&src, frc < 0, &st, &said, &serr);
+		if (frc == 0 && src_rc < 0) {
+			err = serr;
+			gg_err_prefix(&err, "reading '%s' on the session's node", rpath);
+			frc = src_rc;
+		} else if (frc != GG_EINTR && src_rc == 0 && st != 0) {
 			/* What went wrong on the node says more than an empty stream. */
-			gg_err_set(&err, GG_EFAIL,
-			           st == 1 ? "no directory '%s' on the session's node"
-			                   : "reading '%s' on the session's node failed (ssh or tar "
-			                     "exit %d)",
-			           rpath, st);
-			frc = GG_EFAIL;
+			if (said) {
+				size_t l = strlen(said);
+				while (l && (said[l - 1] == '\n' || said[l - 1] == '\r'))
+					said[--l] = '\0';
+				char *nl = strrchr(said, '\n');
+				if (nl)
+					memmove(said, nl + 1, strlen(nl + 1) + 1);
+			}
+			if (st == 3)
+				gg_err_set(&err, GG_EFAIL, "no directory '%s' on the session's node",
+				           rpath);
+			else
+				gg_err_set(&err, GG_EFAIL,
+				           "reading '%s' on the session's node failed (tar exit %d%s%s)",
+				           rpath, st, said && *said ? ": " : "", said ? said : "");
+			frc = err.code;
 		}
+		free(said);
 		const char *final = final_output;
 		if (frc == 0 && rename(tmp_out, final) < 0) {
 			gg_err_sys(&err, GG_EIO, errno, "writing '%s'", final);
@@ -513,7 +534,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *j = json_object();
 		json_object_set_new(j, "output", json_string(o.output));
-		json_object_set_new(j, "source", json_string(o.source));
+		json_object_set_new(j, "source", json_string(session ? session_label + strlen(SOURCE_LABEL) : o.source));
 		json_object_set_new(j, "format", json_string(gg_image_format_name(res.format)));
 		json_object_set_new(j, "size", json_integer((json_int_t)res.image_size));
 		json_object_set_new(j, "squashfs_size",
@@ -541,14 +562,18 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		        "froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
 		        "into "
 		        "%s: %s, %s, %.1f s%s",
-		        o.source, in, (unsigned long long)res.files, (unsigned long long)res.dirs,
+		        session ? session_label + strlen(SOURCE_LABEL) : o.source, in, (unsigned long long)res.files, (unsigned long long)res.dirs,
 		        (unsigned long long)res.symlinks, (unsigned long long)res.specials,
 		        o.output, outsz, res.arch, secs, res.warnings ? " (with warnings)" : "");
 	}
 out:
-	if (ssh_pid > 0) {
-		kill(ssh_pid, SIGTERM);
-		wait_child(ssh_pid);
+	if (src.conn) {
+		/* given up before the stream was read: the writer sees EPIPE */
+		close(o.input_fd);
+		int st;
+		char *said;
+		finish_session_tar(&src, 1, &st, &said, NULL);
+		free(said);
 	}
 	free(tmp_out);
 	free(session_label);
