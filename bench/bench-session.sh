@@ -73,7 +73,7 @@ for i in 1 2 3; do
 	t1=$(date +%s.%N)
 	"$G" connect -q "$name" -- -o ControlPath=none true
 	t2=$(date +%s.%N)
-	python3 -c 'import sys; a,b,c=map(float,sys.argv[1:]); print("  run %s: total %.0f ms = client %.0f ms + waiting on the CE and the first ssh %.0f ms" % (sys.argv[4], (c-a)*1000, (b-a)*1000, (c-b)*1000))' "$t0" "$t1" "$t2" "$i"
+	python3 -c 'import sys; a,b,c=map(float,sys.argv[1:4]); print("  run %s: total %.0f ms = client %.0f ms + waiting on the CE and the first ssh %.0f ms" % (sys.argv[4], (c-a)*1000, (b-a)*1000, (c-b)*1000))' "$t0" "$t1" "$t2" "$i"
 done
 
 echo "== 3. listing: gridgpu list on 10,000 records vs arcstat -a"

@@ -61,6 +61,7 @@ struct gg_cli {
 	struct gg_config *cfg;   /* loaded lazily by cli_config() */
 	int cfg_exit;            /* exit code when cli_config() failed */
 	char probe_why[GG_ERR_MSG_MAX]; /* why the last sshd probe failed ("" when it did not) */
+	char probe_down_site[64]; /* a site whose jump hosts failed a probe in this run */
 	/* option parser state */
 	int optind;
 	char *optarg;

@@ -289,6 +289,10 @@ int cli_probe_published(struct gg_cli *cli, struct gg_record *r, int timeout_ms,
 	if (!gg_session_published(r))
 		return 0;
 	const struct gg_site *site = r->site ? gg_config_site(cli_config(cli), r->site) : NULL;
+	/* One probe per run finds a site's jump host down: the next sessions of
+	 * that site (list --sync) would each wait for it again. */
+	if (site && strcmp(cli->probe_down_site, site->name) == 0)
+		return 0;
 	struct gg_err e = {0};
 	int at_session = 0;
 	int rc = gg_ssh_probe(site, r, timeout_ms, &at_session, &e);
@@ -308,6 +312,8 @@ int cli_probe_published(struct gg_cli *cli, struct gg_record *r, int timeout_ms,
 	}
 	if (cli->verbose)
 		ui_info(cli, "%s: sshd published, not answering yet: %s", r->name, e.msg);
+	if (!at_session && site)
+		snprintf(cli->probe_down_site, sizeof cli->probe_down_site, "%s", site->name);
 	if (!at_session && way) {
 		/* Not the node: a jump host (down, or its key not the known one). */
 		*way = e;
@@ -324,6 +330,7 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 	enum gg_sess_state shown = (enum gg_sess_state)-1;
 	char last_ce[64] = "";
 	struct timespec tick = {0, 500 * 1000000L};
+	cli->probe_down_site[0] = '\0'; /* probe every time: a jump host ends the wait */
 	for (;;) {
 		if (cli_interrupted()) {
 			if (tty)
