@@ -114,16 +114,6 @@ static int parse_valid(const char *s, int64_t *out, struct gg_err *err)
 	return 0;
 }
 
-static int parse_int(const char *s, long lo, long hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
 
 static const char *kind_name(enum gg_cert_kind k)
 {
@@ -250,9 +240,11 @@ static double now_ms(void)
 
 static int keygen_threads(void)
 {
+	/* a test knob: anything but 1 to 64 means "as many as the machine has" */
 	const char *s = getenv("GRIDGPU_KEYGEN_THREADS");
-	int n;
-	return s && parse_int(s, 1, 64, &n) == 0 ? n : 0;
+	char *end;
+	long n = s ? strtol(s, &end, 10) : 0;
+	return s && *s && !*end && n >= 1 && n <= 64 ? (int)n : 0;
 }
 
 static int proxy_init(struct gg_cli *cli, int argc, char **argv)
@@ -282,13 +274,12 @@ static int proxy_init(struct gg_cli *cli, int argc, char **argv)
 			}
 			break;
 		case O_BITS:
-			if (parse_int(cli->optarg, 1024, 16384, &bits) < 0)
-				return ui_usage(cli, "--bits '%s': expected 1024 to 16384", cli->optarg);
+			if (cli_opt_int(cli, 1024, 16384, &bits))
+				return EXIT_USAGE;
 			break;
 		case O_PATH_LENGTH:
-			if (parse_int(cli->optarg, 0, 1000000, &po.path_length) < 0)
-				return ui_usage(cli, "--path-length '%s': expected 0 or more",
-						cli->optarg);
+			if (cli_opt_int(cli, 0, 1000000, &po.path_length))
+				return EXIT_USAGE;
 			break;
 		}
 	}
