@@ -34,3 +34,56 @@ expect_eq() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', want 
 done_testing() { echo "1..$T_N"; [ "$T_FAIL" -eq 0 ]; }
 # Source the test site's variables when a site is up.
 if [ -n "${GG_TB_DIR:-}" ] && [ -f "$GG_TB_DIR/env.sh" ]; then . "$GG_TB_DIR/env.sh"; fi
+
+# ---- waiting and the CE's own view (for the tests that talk to the test site) ----
+# poll SECS CMD...: run CMD until it succeeds, for at most SECS seconds (we wait
+# on outside systems: polling with a deadline is the honest way).
+poll() {
+	_end=$(($(date +%s) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(date +%s)" -ge "$_end" ] && return 1
+		sleep 0.05
+	done
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# The CE, asked directly with curl and the test user's key (the peer's view).
+ce_post() { # ACTION JSON
+	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
+		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' -H 'Content-Type: application/json' \
+		-d "$2" "$GG_TB_REST_URL/jobs?action=$1"
+}
+ce_get() { # PATH
+	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
+		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' "$GG_TB_REST_URL/$1"
+}
+# ce_state JOBID: the CE's state of a job from its live list (as gridgpu reads
+# it), else from the per-job status; GONE when the CE does not know the job.
+ce_state() {
+	s=$(ce_get "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,FINISHED,FAILED,KILLING,KILLED,WIPED" |
+		/usr/bin/python3 -c 'import json,sys
+t = sys.stdin.read().strip()
+try: j = json.loads(t).get("job", []) if t else []
+except Exception: j = []
+j = [j] if isinstance(j, dict) else j
+print(next((x.get("state", "") for x in j if x.get("id") == sys.argv[1]), ""))' "$1")
+	[ -n "$s" ] && { echo "$s"; return; }
+	ce_post status "{\"job\":{\"id\":\"$1\"}}" | /usr/bin/python3 -c 'import json,sys
+try: j = json.loads(sys.stdin.read())["job"]
+except Exception: print("ERROR"); sys.exit()
+print("GONE" if str(j.get("status-code")) == "404" else j.get("state", "?"))'
+}
+ce_gone() { [ "$(ce_state "$1")" = GONE ]; }
+ce_ended() { case $(ce_state "$1") in KILLED | KILLING | FAILED | GONE | FINISHED | FINISHING) return 0 ;; esac; return 1; }
+# ce_jobs_with MARKER: ids of the CE's jobs whose description holds MARKER.
+ce_jobs_with() {
+	grep -lF -- "$1" "$GG_TB_CONTROL_DIR"/job.*.description 2>/dev/null |
+		sed 's|.*/job\.||; s|\.description$||'
+}
+ce_forget() { # JOBID...: kill and clean on the CE
+	for j in "$@"; do
+		ce_post kill "{\"job\":{\"id\":\"$j\"}}" >/dev/null
+		ce_post clean "{\"job\":{\"id\":\"$j\"}}" >/dev/null
+	done
+}

@@ -16,47 +16,9 @@ SSHD=$XDG_CONFIG_HOME/gridgpu/ssh
 TAG=c$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 NREQ=20 NLIST=15 NKILL=10 NCLEAN=5
 
-poll() {
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 0.2
-	done
-}
-ce_post() { # ACTION JSON
-	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
-		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' -H 'Content-Type: application/json' \
-		-d "$2" "$GG_TB_REST_URL/jobs?action=$1"
-}
-ce_get() { # PATH
-	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
-		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' "$GG_TB_REST_URL/$1"
-}
-# ce_state JOBID: from the CE's live list, else its per-job status; GONE when unknown.
-ce_state() {
-	s=$(ce_get "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,FINISHED,FAILED,KILLING,KILLED,WIPED" |
-		"$PY" -c 'import json,sys
-t = sys.stdin.read().strip()
-try: j = json.loads(t).get("job", []) if t else []
-except Exception: j = []
-j = [j] if isinstance(j, dict) else j
-print(next((x.get("state", "") for x in j if x.get("id") == sys.argv[1]), ""))' "$1")
-	[ -n "$s" ] && { echo "$s"; return; }
-	ce_post status "{\"job\":{\"id\":\"$1\"}}" | "$PY" -c 'import json,sys
-try: j = json.loads(sys.stdin.read())["job"]; print("GONE" if str(j.get("status-code")) == "404" else j.get("state"))
-except Exception: print("?")'
-}
-# CE jobs whose description names this run (the session name is in it).
-ce_jobs_with() {
-	grep -lF -- "$1" "$GG_TB_CONTROL_DIR"/job.*.description 2>/dev/null |
-		sed 's|.*/job\.||; s|\.description$||'
-}
 on_exit() {
-	for j in $(ce_jobs_with "\"$TAG"); do
-		ce_post kill "{\"job\":{\"id\":\"$j\"}}" >/dev/null
-		ce_post clean "{\"job\":{\"id\":\"$j\"}}" >/dev/null
-	done
+	# shellcheck disable=SC2046
+	ce_forget $(ce_jobs_with "\"$TAG")
 	t_cleanup
 }
 trap on_exit EXIT

@@ -24,56 +24,6 @@ FP_PIDS=""
 # ---- helpers ---------------------------------------------------------------------
 T_START=$(date +%s)
 section() { echo "# [$(($(date +%s) - T_START))s] $*"; }
-# poll SECS CMD...: run CMD until it succeeds, for at most SECS seconds.
-poll() {
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 0.05
-	done
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# The CE, asked directly with curl and the test user's key (the peer's view).
-ce_post() { # ACTION JSON
-	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
-		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' -H 'Content-Type: application/json' \
-		-d "$2" "$GG_TB_REST_URL/jobs?action=$1"
-}
-ce_get() { # PATH
-	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
-		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' "$GG_TB_REST_URL/$1"
-}
-# ce_state JOBID: the CE's state of a job from its live list (as gridgpu reads
-# it), else from the per-job status; GONE when the CE does not know the job.
-ce_state() {
-	s=$(ce_get "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,FINISHED,FAILED,KILLING,KILLED,WIPED" |
-		"$PY" -c 'import json,sys
-t = sys.stdin.read().strip()
-try: j = json.loads(t).get("job", []) if t else []
-except Exception: j = []
-j = [j] if isinstance(j, dict) else j
-print(next((x.get("state", "") for x in j if x.get("id") == sys.argv[1]), ""))' "$1")
-	[ -n "$s" ] && { echo "$s"; return; }
-	ce_post status "{\"job\":{\"id\":\"$1\"}}" | "$PY" -c 'import json,sys
-try: j = json.loads(sys.stdin.read())["job"]
-except Exception: print("ERROR"); sys.exit()
-print("GONE" if str(j.get("status-code")) == "404" else j.get("state", "?"))'
-}
-ce_gone() { [ "$(ce_state "$1")" = GONE ]; }
-ce_ended() { case $(ce_state "$1") in KILLED | KILLING | FAILED | GONE | FINISHED | FINISHING) return 0 ;; esac; return 1; }
-# ce_jobs_with MARKER: ids of the CE's jobs whose description holds MARKER.
-ce_jobs_with() {
-	grep -lF -- "$1" "$GG_TB_CONTROL_DIR"/job.*.description 2>/dev/null |
-		sed 's|.*/job\.||; s|\.description$||'
-}
-ce_forget() { # JOBID...: kill and clean on the CE
-	for j in "$@"; do
-		ce_post kill "{\"job\":{\"id\":\"$j\"}}" >/dev/null
-		ce_post clean "{\"job\":{\"id\":\"$j\"}}" >/dev/null
-	done
-}
 on_exit() {
 	for p in $FP_PIDS; do kill "$p" 2>/dev/null; done
 	# shellcheck disable=SC2046

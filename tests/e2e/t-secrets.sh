@@ -30,29 +30,13 @@ PASS=$(cat "$GG_TB_USER_KEY_PASS_FILE")
 TOKEN=$("$GG_TB_MINT_TOKEN" --exp 3600)
 ROOT_PID=$$
 
-poll() {
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 0.05
-	done
-}
-ce_post() { # ACTION JSON
-	curl -s --max-time 20 --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" \
-		--capath "$GG_TB_CA_DIR" -H 'Accept: application/json' -H 'Content-Type: application/json' \
-		-d "$2" "$GG_TB_REST_URL/jobs?action=$1"
-}
 SAMPLER_PID=""
 BG=""
 on_exit() {
 	[ -n "$BG" ] && kill -9 "$BG" 2>/dev/null
 	[ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
-	for j in $(grep -lF -- "$TAG" "$GG_TB_CONTROL_DIR"/job.*.description 2>/dev/null |
-		sed 's|.*/job\.||; s|\.description$||'); do
-		ce_post kill "{\"job\":{\"id\":\"$j\"}}" >/dev/null
-		ce_post clean "{\"job\":{\"id\":\"$j\"}}" >/dev/null
-	done
+	# shellcheck disable=SC2046
+	ce_forget $(ce_jobs_with "$TAG")
 	t_cleanup
 }
 trap on_exit EXIT

@@ -6,17 +6,7 @@
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 CFG=$XDG_CONFIG_HOME/gridgpu/ssh/config
-REST=$GG_TB_CE_URL/rest/1.0
 
-# REST state of a job, straight from the CE with curl (the peer's own view).
-ce_state() {
-	curl -s --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" --capath "$GG_TB_CA_DIR" \
-		-H 'Accept: application/json' "$REST/jobs?state=ACCEPTING,ACCEPTED,PREPARING,SUBMITTING,RUNNING,EXECUTED,FINISHING,FINISHED,FAILED,KILLING,KILLED" |
-		python3 -c 'import json,sys
-t=sys.stdin.read().strip(); d=json.loads(t) if t else {}
-j=d.get("job",[]); j=[j] if isinstance(j,dict) else j
-print(next((x.get("state","") for x in j if x.get("id")==sys.argv[1]),"GONE"))' "$1"
-}
 # Wait (bounded) until a command's output matches: we wait on the CE, an
 # outside system, so polling with a deadline is the honest way.
 wait_for() { # seconds pattern command...
@@ -127,7 +117,7 @@ expect_eq "kill the token session" "$RC" 0
 uid=0123abcd4567
 curl -s --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" --capath "$GG_TB_CA_DIR" -H 'Accept: application/json' \
 	--data-binary "&(executable=\"/bin/sh\")(arguments=\"-c\" \"sleep 30\")(jobname=\"gridgpu-$uid\")" \
-	"$REST/jobs?action=new" >"$T_TMP/orphan.json"
+	"$GG_TB_REST_URL/jobs?action=new" >"$T_TMP/orphan.json"
 ojob=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["id"])' "$T_TMP/orphan.json")
 now=$(date +%s)
 printf '{"version":1,"kind":"session","name":"orphan","uid":"%s","site":"tb","ce":"%s","state":"requested","auth":"proxy","created":%s,"walltime":600}\n' \
