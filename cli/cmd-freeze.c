@@ -496,14 +496,8 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 			frc = src_rc;
 		} else if (frc != GG_EINTR && src_rc == 0 && st != 0) {
 			/* What went wrong on the node says more than an empty stream. */
-			if (said) {
-				size_t l = strlen(said);
-				while (l && (said[l - 1] == '\n' || said[l - 1] == '\r'))
-					said[--l] = '\0';
-				char *nl = strrchr(said, '\n');
-				if (nl)
-					memmove(said, nl + 1, strlen(nl + 1) + 1);
-			}
+			if (said) /* its first complaint: tar's last line is a summary */
+				said[strcspn(said, "\r\n")] = '\0';
 			if (st == 3)
 				gg_err_set(&err, GG_EFAIL, "no directory '%s' on the session's node",
 				           rpath);

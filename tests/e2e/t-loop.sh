@@ -31,6 +31,27 @@ expect_eq "the change made over ssh is in the batch job's output" "$(cat batch/g
 expect_fail "freeze --session of a path that is not there" 1 "no directory 'no-such-dir'" freeze --session dev --path no-such-dir -o z.sif
 [ -z "$(ls z.sif* 2>/dev/null)" ] && ok "nothing left behind by it" || not_ok "left behind: $(ls z.sif*)"
 expect_fail "freeze --session without --path" 2 "go together" freeze --session dev -o z.sif
+# tar failing on the node: its own words reach the user, nothing is left here
+check "a sandbox with an unreadable file on the node" "$GRIDGPU" connect dev -- "mkdir -p bad/d && echo x >bad/d/secret && chmod 000 bad/d/secret"
+run_gg freeze --session dev --path bad -o bad.sif
+[ "$RC" = 1 ] && printf '%s' "$ERR" | grep -q "tar exit 2: .*secret.*Permission denied" && ok "freeze --session: tar's own error in the one-line message (exit 1)" ||
+	not_ok "freeze --session: tar's error ($RC $ERR)"
+[ -z "$(ls bad.sif* 2>/dev/null)" ] && ok "nothing left behind by it" || not_ok "left behind: $(ls bad.sif*)"
+# Ctrl-C while the sandbox streams: exit 130, no image, no temp file, and the
+# tar on the node ends with the connection
+check "a large sandbox on the node" "$GRIDGPU" connect dev -- "mkdir -p big && head -c 400M /dev/urandom >big/r"
+"$GRIDGPU" freeze -q --session dev --path big -o big.sif 2>"$T_TMP/.int.err" &
+fz=$!
+# the signal once ~30 MB came through (the image goes to an unnamed file first)
+streamed() { [ "$(awk '/^rchar/ {print $2}' "/proc/$1/io" 2>/dev/null || echo 0)" -gt 30000000 ]; }
+poll 60 streamed $fz && kill -INT $fz
+wait $fz
+RC=$?
+expect_eq "freeze --session, Ctrl-C while streaming: exit 130" "$RC" 130
+[ -z "$(ls big.sif* 2>/dev/null)" ] && ok "... no image and no temp file left" || not_ok "... left behind: $(ls big.sif*)"
+tar_gone() { ! pgrep -u "$GG_TB_JOB_USER" -f "tar -C 'big'" >/dev/null; }
+poll 15 tar_gone && ok "... the tar on the node ended with the connection" || not_ok "... the tar on the node still runs"
+"$GRIDGPU" connect dev -- rm -rf bad big >/dev/null 2>&1
 "$GRIDGPU" connect dev -- rm -rf "$sb" >/dev/null 2>&1
 run_gg kill dev
 expect_eq "kill the session" "$RC" 0
