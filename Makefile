@@ -39,7 +39,7 @@ LIBSO    := $(B)/lib/$(SONAME)
 LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
-.PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean \
+.PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check format-check help fuzz-build fuzz-short valgrind
 
 all: $(BIN)
@@ -125,6 +125,13 @@ check: $(BIN) $(FAKEGPU)
 
 clang-check:
 	$(MAKE) B=build-clang CC=clang all $(patsubst $(B)/%,build-clang/%,$(UNIT_BIN))
+
+# The layout .clang-format decides: `make format` applies it, CI checks it.
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format:
+	clang-format -i $(C_FILES)
+format-check:
+	@clang-format --dry-run --Werror $(C_FILES) && echo "format-check: $(words $(C_FILES)) files laid out as .clang-format says"
 
 # ---- fuzzing and valgrind (tests/fuzz/) ------------------------------------------
 # make fuzz        every tests/fuzz/fuzz_*.c as a libFuzzer binary in build-fuzz/fuzz/

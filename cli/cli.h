@@ -26,14 +26,17 @@ enum {
 enum gg_opt_arg { OPT_NONE, OPT_ARG };
 
 struct gg_opt {
-	const char *name;   /* long name, without "--" */
-	int shortopt;       /* letter, or 0 */
+	const char *name; /* long name, without "--" */
+	int shortopt;     /* letter, or 0 */
 	enum gg_opt_arg arg;
 	const char *argname; /* "DUR", "FILE", ... for --help */
 	const char *help;
-	int id;             /* returned by cli_next_opt; use letters or values >= 256 */
+	int id; /* returned by cli_next_opt; use letters or values >= 256 */
 };
-#define OPT_END {NULL, 0, OPT_NONE, NULL, NULL, 0}
+#define OPT_END                                  \
+	{                                        \
+		NULL, 0, OPT_NONE, NULL, NULL, 0 \
+	}
 
 struct gg_cli;
 
@@ -41,27 +44,27 @@ struct gg_cmd {
 	const char *name;
 	int (*fn)(struct gg_cli *cli, int argc, char **argv);
 	const char *summary;
-	const char *usage;           /* after "gridgpu NAME " */
-	const struct gg_opt *opts;   /* command options (global ones are added) */
-	const char *subcommands;     /* space-separated, for completion; NULL if none */
+	const char *usage;         /* after "gridgpu NAME " */
+	const struct gg_opt *opts; /* command options (global ones are added) */
+	const char *subcommands;   /* space-separated, for completion; NULL if none */
 	unsigned flags;
 };
-#define CMD_HIDDEN 1u    /* not listed in --help (aliases) */
+#define CMD_HIDDEN    1u /* not listed in --help (aliases) */
 #define CMD_NO_CONFIG 2u /* runs even when the config file is broken */
 
 struct gg_cli {
 	const char *prog;
 	int json, quiet, verbose;
-	const char *site;        /* --site (the first one) */
-	const char *sites[16];   /* every --site, in order (submit tries them all) */
+	const char *site;      /* --site (the first one) */
+	const char *sites[16]; /* every --site, in order (submit tries them all) */
 	int nsites;
 	const char *config_path; /* --config */
 	const struct gg_cmd *cmd;
-	const char *sub_usage;   /* "info [options]" while a subcommand parses */
-	struct gg_config *cfg;   /* loaded lazily by cli_config() */
-	int cfg_exit;            /* exit code when cli_config() failed */
+	const char *sub_usage;          /* "info [options]" while a subcommand parses */
+	struct gg_config *cfg;          /* loaded lazily by cli_config() */
+	int cfg_exit;                   /* exit code when cli_config() failed */
 	char probe_why[GG_ERR_MSG_MAX]; /* why the last sshd probe failed ("" when it did not) */
-	char probe_down_site[64]; /* a site whose jump hosts failed a probe in this run */
+	char probe_down_site[64];       /* a site whose jump hosts failed a probe in this run */
 	/* option parser state */
 	int optind;
 	char *optarg;

@@ -15,7 +15,8 @@
 enum { O_TIMEOUT = 256, O_NO_WAIT };
 
 const struct gg_opt cmd_connect_opts[] = {
-	{"timeout", 0, OPT_ARG, "DUR", "give up waiting for a starting session after DUR", O_TIMEOUT},
+	{"timeout", 0, OPT_ARG, "DUR", "give up waiting for a starting session after DUR",
+	 O_TIMEOUT},
 	{"no-wait", 0, OPT_NONE, NULL, "fail at once if the session is not ready", O_NO_WAIT},
 	OPT_END,
 };
@@ -37,8 +38,9 @@ static int pick_session(struct gg_cli *cli, struct gg_store *st, char **name)
 	gg_records_free(recs, n);
 	if (live == 1)
 		return 0;
-	gg_err_set(&err, GG_ENOTFOUND, live ? "%zu live sessions: name one (see 'gridgpu list')"
-					   : "no live session: start one with 'gridgpu request'",
+	gg_err_set(&err, GG_ENOTFOUND,
+		   live ? "%zu live sessions: name one (see 'gridgpu list')"
+			: "no live session: start one with 'gridgpu request'",
 		   live);
 	return ui_fail(cli, &err, "connect");
 }
@@ -78,19 +80,22 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 	if ((rc = cli_find_record(cli, st, name, &r)) != 0)
 		goto out;
 	if (r.kind != GG_REC_SESSION) {
-		gg_err_set(&err, GG_EUSAGE, "is a batch job, not a session ('gridgpu get %s')", name);
+		gg_err_set(&err, GG_EUSAGE, "is a batch job, not a session ('gridgpu get %s')",
+			   name);
 		rc = ui_fail(cli, &err, "'%s'", name);
 		goto out;
 	}
 	if (r.state != GG_S_READY && !gg_sess_state_ended(r.state)) {
 		if (nowait) {
-			gg_err_set(&err, GG_ENET, "not ready yet (%s)", gg_sess_state_name(r.state));
+			gg_err_set(&err, GG_ENET, "not ready yet (%s)",
+				   gg_sess_state_name(r.state));
 			rc = ui_fail(cli, &err, "connect %s", name);
 			goto out;
 		}
 		struct cli_auth auth = {0};
 		struct gg_ce *ce = NULL;
-		const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
+		const struct gg_site *site =
+			r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 		cli_catch_interrupt();
 		int wrc = cli_auth(cli, site, r.auth, 0, &auth, &err);
 		if (wrc == 0)
@@ -100,8 +105,8 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		gg_ce_free(ce);
 		cli_auth_clear(&auth);
 		if (wrc == GG_EINTR) {
-			fprintf(stderr, "gridgpu: connect: interrupted; session %s keeps starting\n",
-				name);
+			fprintf(stderr,
+				"gridgpu: connect: interrupted; session %s keeps starting\n", name);
 			rc = EXIT_INTR;
 			goto out;
 		}

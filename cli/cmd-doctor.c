@@ -35,7 +35,7 @@ const struct gg_opt cmd_doctor_opts[] = {
 };
 
 #define DEFAULT_VALID (2 * 3600)
-#define CA_SOON (30 * 86400) /* a CA that ends within 30 days is not current */
+#define CA_SOON       (30 * 86400) /* a CA that ends within 30 days is not current */
 
 enum status { ST_OK, ST_FAIL, ST_SKIP };
 static const char *const status_name[] = {"ok", "fail", "skip"};
@@ -340,17 +340,17 @@ static void check_proxy(struct doctor *d, struct ctx *x)
 			      init));
 		else
 			add(d, "proxy", "proxy", ST_OK,
-			    S("%s: %s left, %s", path, have, pi.identity ? pi.identity : pi.subject),
+			    S("%s: %s left, %s", path, have,
+			      pi.identity ? pi.identity : pi.subject),
 			    NULL);
 		gg_proxy_info_clear(&pi);
 	}
 	struct stat sb;
 	if (!x->ca_dir || stat(x->ca_dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		add(d, "proxy-chain", "proxy chain", ST_SKIP, S("no CA directory to verify against"),
-		    NULL);
+		add(d, "proxy-chain", "proxy chain", ST_SKIP,
+		    S("no CA directory to verify against"), NULL);
 	} else if (gg_cred_verify(c, x->ca_dir, 0, &err) < 0) {
-		add(d, "proxy-chain", "proxy chain", bad,
-		    S("%s", err.msg),
+		add(d, "proxy-chain", "proxy chain", bad, S("%s", err.msg),
 		    S("the CA that issued your certificate is not in %s: point X509_CERT_DIR (or "
 		      "the site's ca_dir) at the grid CA directory, e.g. the IGTF bundle of "
 		      "ca-policy-egi-core or osg-ca-certs",
@@ -397,8 +397,9 @@ static void check_token(struct doctor *d, struct ctx *x)
 		    S("the token from %s has expired", t->source), need ? S("%s", how) : NULL);
 	else if (t->exp)
 		add(d, "token", "bearer token", ST_OK,
-		    S("from %s, expires in %s%s%s", t->source, gg_duration_format(l, left, sizeof left),
-		      t->iss ? ", issuer " : "", t->iss ? t->iss : ""),
+		    S("from %s, expires in %s%s%s", t->source,
+		      gg_duration_format(l, left, sizeof left), t->iss ? ", issuer " : "",
+		      t->iss ? t->iss : ""),
 		    NULL);
 	else
 		add(d, "token", "bearer token", ST_OK, S("from %s (no expiry readable)", t->source),
@@ -430,13 +431,14 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 	const char *fix_bundle = "install or update the grid CA bundle (IGTF: ca-policy-egi-core, "
 				 "osg-ca-certs) or point X509_CERT_DIR at it";
 	if (!x->ca_dir) {
-		add(d, "ca-dir", "CA directory", ST_FAIL, S("cannot tell which"), S("%s", fix_bundle));
+		add(d, "ca-dir", "CA directory", ST_FAIL, S("cannot tell which"),
+		    S("%s", fix_bundle));
 		return;
 	}
 	DIR *dir = opendir(x->ca_dir);
 	if (!dir) {
-		add(d, "ca-dir", "CA directory", ST_FAIL,
-		    S("%s: %s", x->ca_dir, strerror(errno)), S("%s", fix_bundle));
+		add(d, "ca-dir", "CA directory", ST_FAIL, S("%s: %s", x->ca_dir, strerror(errno)),
+		    S("%s", fix_bundle));
 		return;
 	}
 	time_t now = time(NULL), soon = now + CA_SOON;
@@ -478,11 +480,13 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 				if (end && end < soon) {
 					end < now ? nexpired++ : nsoon++;
 					if (!first_bad[0]) {
-						char *subj = gg_cred_name_str(X509_get_subject_name(c));
+						char *subj =
+							gg_cred_name_str(X509_get_subject_name(c));
 						fmt_time(end, when, sizeof when);
 						snprintf(first_bad, sizeof first_bad, "%s %s %s",
 							 subj ? subj : e->d_name,
-							 end < now ? "expired on" : "expires on", when);
+							 end < now ? "expired on" : "expires on",
+							 when);
 						free(subj);
 					}
 				}
@@ -498,7 +502,8 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 					if (!first_stale[0]) {
 						fmt_time(next, when, sizeof when);
 						snprintf(first_stale, sizeof first_stale,
-							 "%s was due for renewal on %s", e->d_name, when);
+							 "%s was due for renewal on %s", e->d_name,
+							 when);
 					}
 				}
 				X509_CRL_free(c);
@@ -510,7 +515,8 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 	if (ncerts == 0)
 		add(d, "ca-dir", "CA directory", ST_FAIL,
 		    S("%s has no hashed CA certificates (<hash>.0)", x->ca_dir),
-		    S("%s; a directory of PEM files needs 'openssl rehash %s'", fix_bundle, x->ca_dir));
+		    S("%s; a directory of PEM files needs 'openssl rehash %s'", fix_bundle,
+		      x->ca_dir));
 	else if (nexpired || nsoon)
 		add(d, "ca-dir", "CA directory", ST_FAIL,
 		    S("%s: %zu of %zu CA certificates expired or expire within 30 days (%s)",
@@ -518,7 +524,8 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 		    S("%s", fix_bundle));
 	else if (nstale)
 		add(d, "ca-dir", "CA directory", ST_FAIL,
-		    S("%s: %zu of %zu CRLs out of date (%s)", x->ca_dir, nstale, ncrls, first_stale),
+		    S("%s: %zu of %zu CRLs out of date (%s)", x->ca_dir, nstale, ncrls,
+		      first_stale),
 		    S("run fetch-crl (and enable its cron job or timer)"));
 	else
 		add(d, "ca-dir", "CA directory", ST_OK,
@@ -599,8 +606,9 @@ static char *hop_config(const struct gg_site *s, char *dir, size_t dlen)
 		return NULL;
 	}
 	/* Without the site's known_hosts the user's own decides, strictly. */
-	gg_ssh_format_hops(f, s, "  StrictHostKeyChecking yes\n  ConnectTimeout 5\n"
-				 "  ControlMaster no\n  ControlPath none\n");
+	gg_ssh_format_hops(f, s,
+			   "  StrictHostKeyChecking yes\n  ConnectTimeout 5\n"
+			   "  ControlMaster no\n  ControlPath none\n");
 	if (fclose(f) != 0) {
 		unlink(path);
 		free(path);
@@ -633,8 +641,8 @@ static void check_jumps(struct doctor *d, struct ctx *x)
 			continue;
 		}
 		if (!cfg) {
-			add(d, id, title, ST_FAIL, S("%s: cannot write a temporary ssh config",
-						     s->jumps[k]),
+			add(d, id, title, ST_FAIL,
+			    S("%s: cannot write a temporary ssh config", s->jumps[k]),
 			    S("check TMPDIR"));
 			continue;
 		}
@@ -651,8 +659,8 @@ static void check_jumps(struct doctor *d, struct ctx *x)
 		double ms = now_ms() - t0;
 		last_line(out, line, sizeof line);
 		if (st == 0) {
-			add(d, id, title, ST_OK, S("%s: ssh login works (%.0f ms)", s->jumps[k], ms),
-			    NULL);
+			add(d, id, title, ST_OK,
+			    S("%s: ssh login works (%.0f ms)", s->jumps[k], ms), NULL);
 		} else if (st > 0 && st < 255) {
 			/* connected and authenticated; the host just runs no commands */
 			add(d, id, title, ST_OK,
@@ -677,7 +685,7 @@ static void check_jumps(struct doctor *d, struct ctx *x)
 					s->name);
 			add(d, id, title, ST_FAIL,
 			    S("%s: %s", s->jumps[k],
-			      st < 0 ? "ssh could not be run"
+			      st < 0      ? "ssh could not be run"
 			      : st >= 256 ? "ssh timed out"
 			      : line[0]   ? line
 					  : "ssh failed"),
@@ -768,8 +776,9 @@ static void check_session(struct doctor *d, struct ctx *x)
 		gg_gpu_close(g);
 	}
 	if (!in_session && nvml == GG_ENOTFOUND) {
-		const char *why = "not inside a session (GRIDGPU_SESSION unset) and no NVIDIA driver "
-				  "here";
+		const char *why =
+			"not inside a session (GRIDGPU_SESSION unset) and no NVIDIA driver "
+			"here";
 		add(d, "gpu", "GPU visible", ST_SKIP, S("%s", why), NULL);
 		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP, S("%s", why), NULL);
 		add(d, "container", "container runtime", ST_SKIP, S("%s", why), NULL);
@@ -790,13 +799,15 @@ static void check_session(struct doctor *d, struct ctx *x)
 	} else if (info.nvisible == 0) {
 		add(d, "gpu", "GPU visible", ST_FAIL,
 		    S("%zu NVIDIA device%s on this node, none usable by this process%s%s%s",
-		      info.ndevs, info.ndevs == 1 ? "" : "s", info.cvd ? " (CUDA_VISIBLE_DEVICES=" : "",
-		      info.cvd ? info.cvd : "", info.cvd ? ")" : ""),
-		    info.ndevs ? S("the batch system sets CUDA_VISIBLE_DEVICES to the GPUs it gave "
-				   "the job: ask for some with 'gridgpu request --gpus N' (or --mig "
-				   "PROFILE)%s%s",
-				   info.cvd_note ? "; " : "", info.cvd_note ? info.cvd_note : "")
-			       : S("request GPUs ('gridgpu request --gpus 1') on a GPU queue"));
+		      info.ndevs, info.ndevs == 1 ? "" : "s",
+		      info.cvd ? " (CUDA_VISIBLE_DEVICES=" : "", info.cvd ? info.cvd : "",
+		      info.cvd ? ")" : ""),
+		    info.ndevs
+			    ? S("the batch system sets CUDA_VISIBLE_DEVICES to the GPUs it gave "
+				"the job: ask for some with 'gridgpu request --gpus N' (or --mig "
+				"PROFILE)%s%s",
+				info.cvd_note ? "; " : "", info.cvd_note ? info.cvd_note : "")
+			    : S("request GPUs ('gridgpu request --gpus 1') on a GPU queue"));
 	} else {
 		const char *bad = NULL;
 		for (size_t i = 0; i < info.ndevs && !bad; i++) {
@@ -816,8 +827,8 @@ static void check_session(struct doctor *d, struct ctx *x)
 			      "try another node"));
 		else
 			add(d, "gpu", "GPU visible", ST_OK,
-			    S("%zu usable: %s (driver %s, CUDA %s)", info.nvisible, names ? names : "?",
-			      info.driver[0] ? info.driver : "?",
+			    S("%zu usable: %s (driver %s, CUDA %s)", info.nvisible,
+			      names ? names : "?", info.driver[0] ? info.driver : "?",
 			      gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv)),
 			    NULL);
 		usable = 1;
@@ -846,8 +857,9 @@ static void check_session(struct doctor *d, struct ctx *x)
 		    NULL);
 	else
 		add(d, "cuda-compat", "driver vs CUDA", ST_FAIL,
-		    S("driver %s supports CUDA up to %s, the environment needs %s (%s)", info.driver,
-		      gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv), rt, src),
+		    S("driver %s supports CUDA up to %s, the environment needs %s (%s)",
+		      info.driver, gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv), rt,
+		      src),
 		    S("use an image built for CUDA %s or older, or a site or queue with a newer "
 		      "driver; within one major version CUDA's minor version compatibility may "
 		      "still run code that needs no PTX JIT",
@@ -929,9 +941,11 @@ static void print(struct gg_cli *cli, const struct doctor *d, const struct ctx *
 		printf("site %s (%s)\n", x->site->name, x->site->ce ? x->site->ce : "no CE");
 	for (size_t i = 0; i < d->n; i++) {
 		const struct check *c = &d->c[i];
-		const char *mark = c->st == ST_OK ? "\xe2\x9c\x93" : c->st == ST_FAIL ? "\xe2\x9c\x97" : "-";
-		const char *col = !color		? ""
-				  : c->st == ST_OK	? "\033[32m"
+		const char *mark = c->st == ST_OK     ? "\xe2\x9c\x93"
+				   : c->st == ST_FAIL ? "\xe2\x9c\x97"
+						      : "-";
+		const char *col = !color             ? ""
+				  : c->st == ST_OK   ? "\033[32m"
 				  : c->st == ST_FAIL ? "\033[31m"
 						     : "\033[2m";
 		nok += c->st == ST_OK;
@@ -956,13 +970,13 @@ static json_t *to_json(const struct doctor *d, const struct ctx *x)
 	for (size_t i = 0; i < d->n; i++) {
 		const struct check *c = &d->c[i];
 		n[c->st]++;
-		json_array_append_new(
-			a, json_pack("{s:s,s:s,s:s,s:s?,s:s?}", "id", c->id, "name", c->title,
-				     "status", status_name[c->st], "detail", c->detail, "fix", c->fix));
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s?,s:s?}", "id", c->id, "name",
+						   c->title, "status", status_name[c->st], "detail",
+						   c->detail, "fix", c->fix));
 	}
-	return json_pack("{s:s?,s:o,s:i,s:i,s:i}", "site", x->site ? x->site->name : NULL,
-			 "checks", a, "passed", (int)n[ST_OK], "failed", (int)n[ST_FAIL],
-			 "skipped", (int)n[ST_SKIP]);
+	return json_pack("{s:s?,s:o,s:i,s:i,s:i}", "site", x->site ? x->site->name : NULL, "checks",
+			 a, "passed", (int)n[ST_OK], "failed", (int)n[ST_FAIL], "skipped",
+			 (int)n[ST_SKIP]);
 }
 
 int cmd_doctor(struct gg_cli *cli, int argc, char **argv)

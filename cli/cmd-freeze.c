@@ -30,20 +30,22 @@ enum {
 };
 
 const struct gg_opt cmd_freeze_opts[] = {
-        {"output", 'o', OPT_ARG, "IMAGE.sif", "the SIF image to write (required)", O_OUTPUT},
-        {"force", 0, OPT_NONE, NULL, "replace IMAGE.sif if it exists (atomically)", O_FORCE},
-        {"format", 0, OPT_ARG, "dir|tar|oci", "what the source is (detected by default)", O_FORMAT},
-        {"comp", 0, OPT_ARG, "gzip|zstd|xz|lz4", "squashfs compression (default gzip)", O_COMP},
-        {"level", 0, OPT_ARG, "N", "compression level (gzip 1-12, default 6; zstd 1-22; xz 1-9)",
-         O_LEVEL},
-        {"jobs", 'j', OPT_ARG, "N", "compression threads (default: all cores)", O_JOBS},
-        {"label", 0, OPT_ARG, "KEY=VALUE", "add a label to the image (repeat for more)", O_LABEL},
-        {"no-reproducible", 0, OPT_NONE, NULL, "random image UUID and the current time",
-         O_NO_REPRO},
-        {"skip-unreadable", 0, OPT_NONE, NULL, "leave out unreadable files with a warning", O_SKIP},
-        {"session", 0, OPT_ARG, "NAME", "freeze a sandbox on a live session's node, streamed over ssh", O_SESSION},
-        {"path", 0, OPT_ARG, "DIR", "the sandbox's directory on the node (with --session)", O_REMOTE_PATH},
-        OPT_END,
+	{"output", 'o', OPT_ARG, "IMAGE.sif", "the SIF image to write (required)", O_OUTPUT},
+	{"force", 0, OPT_NONE, NULL, "replace IMAGE.sif if it exists (atomically)", O_FORCE},
+	{"format", 0, OPT_ARG, "dir|tar|oci", "what the source is (detected by default)", O_FORMAT},
+	{"comp", 0, OPT_ARG, "gzip|zstd|xz|lz4", "squashfs compression (default gzip)", O_COMP},
+	{"level", 0, OPT_ARG, "N", "compression level (gzip 1-12, default 6; zstd 1-22; xz 1-9)",
+	 O_LEVEL},
+	{"jobs", 'j', OPT_ARG, "N", "compression threads (default: all cores)", O_JOBS},
+	{"label", 0, OPT_ARG, "KEY=VALUE", "add a label to the image (repeat for more)", O_LABEL},
+	{"no-reproducible", 0, OPT_NONE, NULL, "random image UUID and the current time",
+	 O_NO_REPRO},
+	{"skip-unreadable", 0, OPT_NONE, NULL, "leave out unreadable files with a warning", O_SKIP},
+	{"session", 0, OPT_ARG, "NAME",
+	 "freeze a sandbox on a live session's node, streamed over ssh", O_SESSION},
+	{"path", 0, OPT_ARG, "DIR", "the sandbox's directory on the node (with --session)",
+	 O_REMOTE_PATH},
+	OPT_END,
 };
 
 /* ---- signals: the library polls the flag through the cancel callback -------------- */
@@ -108,8 +110,8 @@ static void pair(uint64_t done, uint64_t total, char *buf, size_t len)
 		u++;
 	}
 	snprintf(buf, len, "%.*f/%.*f %s", u && (double)total / div < 10 ? 1 : 0,
-	         (double)done / div, u && (double)total / div < 10 ? 1 : 0, (double)total / div,
-	         unit[u]);
+		 (double)done / div, u && (double)total / div < 10 ? 1 : 0, (double)total / div,
+		 unit[u]);
 }
 
 static void progress_cb(void *ud, const struct gg_image_progress *p)
@@ -129,7 +131,7 @@ static void progress_cb(void *ud, const struct gg_image_progress *p)
 	if (p->phase == GG_IMAGE_PHASE_SCAN) {
 		human(p->bytes_total, total, sizeof total);
 		n = snprintf(line, sizeof line, "scanning  %llu files, %s",
-		             (unsigned long long)p->files_total, total);
+			     (unsigned long long)p->files_total, total);
 	} else if (p->phase == GG_IMAGE_PHASE_META) {
 		n = snprintf(line, sizeof line, "writing inodes, directories and tables");
 	} else if (p->bytes_total) {
@@ -151,16 +153,16 @@ static void progress_cb(void *ud, const struct gg_image_progress *p)
 		bar[width] = '\0';
 		if (p->files_total)
 			n = snprintf(line, sizeof line,
-			             "[%s] %3d%%  %llu/%llu files  %s  %s/s  ETA %s", bar,
-			             (int)(f * 100), (unsigned long long)p->files_done,
-			             (unsigned long long)p->files_total, bytes, rate, eta);
+				     "[%s] %3d%%  %llu/%llu files  %s  %s/s  ETA %s", bar,
+				     (int)(f * 100), (unsigned long long)p->files_done,
+				     (unsigned long long)p->files_total, bytes, rate, eta);
 		else
 			n = snprintf(line, sizeof line, "[%s] %3d%%  %llu files  %s  %s/s  ETA %s",
-			             bar, (int)(f * 100), (unsigned long long)p->files_done, bytes,
-			             rate, eta);
+				     bar, (int)(f * 100), (unsigned long long)p->files_done, bytes,
+				     rate, eta);
 	} else {
 		n = snprintf(line, sizeof line, "%llu files  %s read  %s/s",
-		             (unsigned long long)p->files_done, done, rate);
+			     (unsigned long long)p->files_done, done, rate);
 	}
 	if (n > c->cols - 1)
 		line[c->cols > 1 ? c->cols - 1 : 0] = '\0';
@@ -228,7 +230,7 @@ struct session_src {
 };
 
 static int start_session_tar(struct gg_cli *cli, const char *name, const char *path, int *fd,
-                             struct session_src *src)
+			     struct session_src *src)
 {
 	struct gg_err err = {0};
 	struct gg_store *st = cli_store(cli);
@@ -242,9 +244,10 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 	}
 	gg_store_free(st);
 	if (r.kind != GG_REC_SESSION || r.state != GG_S_READY) {
-		gg_err_set(&err, GG_ENOTFOUND, "is not a ready session (%s): 'gridgpu connect %s' "
-		                               "waits for one",
-		           gg_sess_state_name(r.state), name);
+		gg_err_set(&err, GG_ENOTFOUND,
+			   "is not a ready session (%s): 'gridgpu connect %s' "
+			   "waits for one",
+			   gg_sess_state_name(r.state), name);
 		gg_record_clear(&r);
 		return ui_fail(cli, &err, "freeze --session %s", name);
 	}
@@ -267,12 +270,12 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 	*o++ = '\'';
 	*o = '\0';
 	char *cmd = gg_strdup_printf("test -d %s || exit 3; exec tar -C %s --numeric-owner -cf - .",
-	                             q, q);
+				     q, q);
 	free(q);
 	const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 	struct gg_ssh_route rt;
 	rc = cmd ? gg_ssh_session_route(site, &r, &rt, &err)
-	         : gg_err_set(&err, GG_ENOMEM, "out of memory");
+		 : gg_err_set(&err, GG_ENOMEM, "out of memory");
 	if (rc == 0) {
 		rc = gg_ssh_connect(rt.hops, rt.n, 20000, &src->conn, NULL, &err);
 		gg_ssh_route_clear(&rt);
@@ -292,7 +295,7 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 /* Wait for the remote tar; its exit status, what it said, or why the stream
  * broke. abort gives it up. */
 static int finish_session_tar(struct session_src *src, int abort, int *status, char **errtext,
-                              struct gg_err *err)
+			      struct gg_err *err)
 {
 	int rc = 0;
 	*status = -1;
@@ -328,7 +331,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		case O_LEVEL:
 			if (parse_uint(cli->optarg, 22, &v) < 0 || v == 0) {
 				rc = ui_usage(cli, "--level '%s': expected a number (gzip 1-12)",
-				              cli->optarg);
+					      cli->optarg);
 				goto out;
 			}
 			o.level = (int)v;
@@ -336,7 +339,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		case O_JOBS:
 			if (parse_uint(cli->optarg, 1024, &v) < 0 || v == 0) {
 				rc = ui_usage(cli, "--jobs '%s': expected a number of threads",
-				              cli->optarg);
+					      cli->optarg);
 				goto out;
 			}
 			o.jobs = (unsigned)v;
@@ -345,7 +348,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 			o.comp = gg_image_comp_parse(cli->optarg);
 			if (!o.comp) {
 				rc = ui_usage(cli, "--comp '%s': expected gzip, zstd, xz or lz4",
-				              cli->optarg);
+					      cli->optarg);
 				goto out;
 			}
 			break;
@@ -358,7 +361,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 				o.format = GG_IMAGE_OCI;
 			else {
 				rc = ui_usage(cli, "--format '%s': expected dir, tar or oci",
-				              cli->optarg);
+					      cli->optarg);
 				goto out;
 			}
 			break;
@@ -383,9 +386,10 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	if (argc - cli->optind != (session ? 0 : 1)) {
-		rc = ui_usage(cli, session ? "freeze --session NAME --path DIR takes no SANDBOX"
-		                           : "freeze: expected one SANDBOX (a directory, a tar, an OCI "
-		                             "image or - for a tar on standard input)");
+		rc = ui_usage(cli,
+			      session ? "freeze --session NAME --path DIR takes no SANDBOX"
+				      : "freeze: expected one SANDBOX (a directory, a tar, an OCI "
+					"image or - for a tar on standard input)");
 		goto out;
 	}
 	if (!o.output) {
@@ -402,7 +406,8 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		 * the jump hosts, host key pinned) into the same pipeline. */
 		if (access(o.output, F_OK) == 0 && !o.force) {
 			struct gg_err e = {0};
-			gg_err_set(&e, GG_EUSAGE, "'%s' exists: use --force to replace it", o.output);
+			gg_err_set(&e, GG_EUSAGE, "'%s' exists: use --force to replace it",
+				   o.output);
 			rc = ui_fail(cli, &e, "freeze");
 			goto out;
 		}
@@ -431,12 +436,12 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	o.nlabels = nlabels;
 	enum gg_image_comp comp = o.comp ? o.comp : GG_IMAGE_COMP_GZIP;
 	int max_level = comp == GG_IMAGE_COMP_GZIP   ? 12
-	                : comp == GG_IMAGE_COMP_ZSTD ? 22
-	                : comp == GG_IMAGE_COMP_XZ   ? 9
-	                                             : 1;
+			: comp == GG_IMAGE_COMP_ZSTD ? 22
+			: comp == GG_IMAGE_COMP_XZ   ? 9
+						     : 1;
 	if (o.level > max_level) {
 		rc = ui_usage(cli, "--level %d: %s levels are 1-%d", o.level,
-		              gg_image_comp_name(comp), max_level);
+			      gg_image_comp_name(comp), max_level);
 		goto out;
 	}
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
@@ -446,7 +451,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		long long t = strtoll(sde, &end, 10);
 		if (errno || *end || t < 0) {
 			rc = ui_usage(cli, "SOURCE_DATE_EPOCH '%s': expected seconds since 1970",
-			              sde);
+				      sde);
 			goto out;
 		}
 		o.have_source_date_epoch = 1;
@@ -454,9 +459,9 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	}
 	if (o.comp && o.comp != GG_IMAGE_COMP_GZIP)
 		ui_warn(cli,
-		        "%s squashfs compression might not work with some installations (apptainer "
-		        "needs kernel or squashfuse support for it; gzip works everywhere)",
-		        gg_image_comp_name(o.comp));
+			"%s squashfs compression might not work with some installations (apptainer "
+			"needs kernel or squashfuse support for it; gzip works everywhere)",
+			gg_image_comp_name(o.comp));
 
 	struct ctx ctx = {.cli = cli, .cols = 80};
 	ctx.bar = !cli->quiet && isatty(STDERR_FILENO);
@@ -465,7 +470,7 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		ctx.cols = ws.ws_col;
 	clock_gettime(CLOCK_MONOTONIC, &ctx.start);
 	struct gg_image_callbacks cb = {
-	        .progress = progress_cb, .warn = warn_cb, .cancel = cancel_cb, .ud = &ctx};
+		.progress = progress_cb, .warn = warn_cb, .cancel = cancel_cb, .ud = &ctx};
 
 	/* Ctrl-C, SIGTERM, SIGHUP: the library stops at the next poll, removes its temp
 	 * file and returns GG_EINTR. No SA_RESTART: blocking reads return EINTR. */
@@ -499,12 +504,13 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 			if (said) /* its first complaint: tar's last line is a summary */
 				said[strcspn(said, "\r\n")] = '\0';
 			if (st == 3)
-				gg_err_set(&err, GG_EFAIL, "no directory '%s' on the session's node",
-				           rpath);
-			else
 				gg_err_set(&err, GG_EFAIL,
-				           "reading '%s' on the session's node failed (tar exit %d%s%s)",
-				           rpath, st, said && *said ? ": " : "", said ? said : "");
+					   "no directory '%s' on the session's node", rpath);
+			else
+				gg_err_set(
+					&err, GG_EFAIL,
+					"reading '%s' on the session's node failed (tar exit %d%s%s)",
+					rpath, st, said && *said ? ": " : "", said ? said : "");
 			frc = err.code;
 		}
 		free(said);
@@ -528,11 +534,13 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *j = json_object();
 		json_object_set_new(j, "output", json_string(o.output));
-		json_object_set_new(j, "source", json_string(session ? session_label + strlen(SOURCE_LABEL) : o.source));
+		json_object_set_new(
+			j, "source",
+			json_string(session ? session_label + strlen(SOURCE_LABEL) : o.source));
 		json_object_set_new(j, "format", json_string(gg_image_format_name(res.format)));
 		json_object_set_new(j, "size", json_integer((json_int_t)res.image_size));
 		json_object_set_new(j, "squashfs_size",
-		                    json_integer((json_int_t)res.squashfs_size));
+				    json_integer((json_int_t)res.squashfs_size));
 		json_object_set_new(j, "data_bytes", json_integer((json_int_t)res.data_bytes));
 		json_object_set_new(j, "files", json_integer((json_int_t)res.files));
 		json_object_set_new(j, "dirs", json_integer((json_int_t)res.dirs));
@@ -541,8 +549,8 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		json_object_set_new(j, "hardlinks", json_integer((json_int_t)res.hardlinks));
 		json_object_set_new(j, "arch", json_string(res.arch));
 		json_object_set_new(
-		        j, "compression",
-		        json_string(gg_image_comp_name(o.comp ? o.comp : GG_IMAGE_COMP_GZIP)));
+			j, "compression",
+			json_string(gg_image_comp_name(o.comp ? o.comp : GG_IMAGE_COMP_GZIP)));
 		json_object_set_new(j, "reproducible", json_boolean(!o.no_reproducible));
 		json_object_set_new(j, "build_time", json_integer(res.build_time));
 		json_object_set_new(j, "warnings", json_integer(res.warnings));
@@ -553,12 +561,13 @@ int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
 		gg_size_format(res.data_bytes, in, sizeof in);
 		gg_size_format(res.image_size, outsz, sizeof outsz);
 		ui_info(cli,
-		        "froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
-		        "into "
-		        "%s: %s, %s, %.1f s%s",
-		        session ? session_label + strlen(SOURCE_LABEL) : o.source, in, (unsigned long long)res.files, (unsigned long long)res.dirs,
-		        (unsigned long long)res.symlinks, (unsigned long long)res.specials,
-		        o.output, outsz, res.arch, secs, res.warnings ? " (with warnings)" : "");
+			"froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
+			"into "
+			"%s: %s, %s, %.1f s%s",
+			session ? session_label + strlen(SOURCE_LABEL) : o.source, in,
+			(unsigned long long)res.files, (unsigned long long)res.dirs,
+			(unsigned long long)res.symlinks, (unsigned long long)res.specials,
+			o.output, outsz, res.arch, secs, res.warnings ? " (with warnings)" : "");
 	}
 out:
 	if (src.conn) {

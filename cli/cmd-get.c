@@ -86,7 +86,8 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 			goto out;
 		}
 		if (timeout && time(NULL) - start >= timeout) {
-			gg_err_set(&err, GG_ENET, "still %s after waiting", gg_sess_state_name(r.state));
+			gg_err_set(&err, GG_ENET, "still %s after waiting",
+				   gg_sess_state_name(r.state));
 			rc = ui_fail(cli, &err, "get %s", name);
 			goto out;
 		}
@@ -94,8 +95,9 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	if (!gg_sess_state_ended(r.state)) {
-		gg_err_set(&err, GG_EFAIL, "the job is %s: its outputs come when it ends ('gridgpu get "
-					   "--wait %s')",
+		gg_err_set(&err, GG_EFAIL,
+			   "the job is %s: its outputs come when it ends ('gridgpu get "
+			   "--wait %s')",
 			   gg_sess_state_name(r.state), name);
 		rc = ui_fail(cli, &err, "get %s", name);
 		goto out;
@@ -114,7 +116,8 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		char *p = gg_strdup_printf("%s/%s", target, files[i]);
 		int exists = p && access(p, F_OK) == 0;
 		if (exists) {
-			gg_err_set(&err, GG_EFAIL, "'%s' is already there: use --force to replace it", p);
+			gg_err_set(&err, GG_EFAIL,
+				   "'%s' is already there: use --force to replace it", p);
 			free(p);
 			rc = ui_fail(cli, &err, "get %s", name);
 			goto out;
@@ -123,7 +126,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 	}
 	json_t *got = json_array();
 	for (size_t i = 0; i < nfiles; i++) {
-		if (strchr(files[i], '/') || files[i][0] == '.' ) /* never outside DIR */
+		if (strchr(files[i], '/') || files[i][0] == '.') /* never outside DIR */
 			continue;
 		char *p = gg_strdup_printf("%s/%s", target, files[i]);
 		char label[160];
@@ -143,15 +146,16 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		free(p);
 	}
 	if (cli->json)
-		ui_json(json_pack("{s:s,s:s,s:o}", "name", name, "state", gg_sess_state_name(r.state),
-				  "files", got));
+		ui_json(json_pack("{s:s,s:s,s:o}", "name", name, "state",
+				  gg_sess_state_name(r.state), "files", got));
 	else
 		json_decref(got);
 	if (clean) {
 		const char *ids[1] = {r.job_id};
 		struct gg_ce_result *res = NULL;
 		if (gg_ce_clean(ce, ids, 1, &res, &err) < 0) {
-			rc = ui_fail(cli, &err, "get %s: cleaning on the CE (the record is kept)", name);
+			rc = ui_fail(cli, &err, "get %s: cleaning on the CE (the record is kept)",
+				     name);
 			goto out;
 		}
 		gg_ce_results_free(res, 1);
@@ -159,7 +163,8 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		ui_info(cli, "cleaned %s", name);
 	}
 	if (r.state == GG_S_FAILED) {
-		gg_err_set(&err, GG_EJOB, "the job failed: %s", r.error ? r.error : "see its stderr");
+		gg_err_set(&err, GG_EJOB, "the job failed: %s",
+			   r.error ? r.error : "see its stderr");
 		rc = ui_fail(cli, &err, "%s", name);
 	} else if (r.state == GG_S_KILLED) {
 		gg_err_set(&err, GG_EJOB, "the job was killed");

@@ -53,7 +53,8 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 	struct row *rows = calloc(nrows, sizeof *rows);
 	if (!rows)
 		return;
-	const char *head[NCOL] = {"GPU", "NAME", "CC", "MEMORY", "FREE", "ECC", "MIG", "USE", "UUID"};
+	const char *head[NCOL] = {"GPU", "NAME", "CC",  "MEMORY", "FREE",
+				  "ECC", "MIG",  "USE", "UUID"};
 	for (int k = 0; k < NCOL; k++)
 		snprintf(rows[0].c[k], sizeof rows[0].c[k], "%s", head[k]);
 	size_t r = 1;
@@ -73,7 +74,9 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 		else
 			snprintf(w->c[6], sizeof w->c[6], "%s", onoff(d->mig));
 		snprintf(w->c[7], sizeof w->c[7], "%s",
-			 d->mig == GG_GPU_ON ? "-" : d->visible ? "yes" : "no");
+			 d->mig == GG_GPU_ON ? "-"
+			 : d->visible        ? "yes"
+					     : "no");
 		snprintf(w->c[8], sizeof w->c[8], "%s", d->uuid[0] ? d->uuid : "?");
 		for (size_t k = 0; k < d->nmigs; k++) {
 			const struct gg_gpu_mig *m = &d->migs[k];
@@ -165,8 +168,8 @@ int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
 
 	if (rc == GG_ENOTFOUND) {
 		if (cli->json) {
-			json_t *o = json_pack("{s:[],s:i,s:s,s:n,s:n}", "gpus", "visible", 0, "reason",
-					      err.msg, "nvml", "driver_version");
+			json_t *o = json_pack("{s:[],s:i,s:s,s:n,s:n}", "gpus", "visible", 0,
+					      "reason", err.msg, "nvml", "driver_version");
 			if (o && have_rt)
 				json_object_set_new(o, "cuda_runtime_version", json_string(rt));
 			ui_json(o);
@@ -195,7 +198,8 @@ int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
 			json_object_set_new(o, "reason", json_string("NVML reports no device"));
 		ui_json(o);
 	} else if (classad) {
-		char *ad = gg_gpu_classad(&info, not_nested ? GG_CLASSAD_NOT_NESTED : GG_CLASSAD_NESTED,
+		char *ad = gg_gpu_classad(&info,
+					  not_nested ? GG_CLASSAD_NOT_NESTED : GG_CLASSAD_NESTED,
 					  have_rt ? rt : NULL);
 		if (!ad) {
 			gg_gpu_info_clear(&info);

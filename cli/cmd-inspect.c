@@ -25,7 +25,7 @@ static const char *str_or(const json_t *v, const char *dflt)
 }
 
 static int one_operand(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts,
-                       const char **path)
+		       const char **path)
 {
 	int c;
 	while ((c = cli_next_opt(cli, argc, argv, opts)) > 0)
@@ -108,7 +108,7 @@ static char *type_str(const struct gg_sif_descr *d, char *buf, size_t len)
 	char arch[3];
 	if (gg_sif_partition_info(d, &fs, &pt, arch) == 0)
 		snprintf(buf, len, "FS (%s/%s/%s)", gg_sif_fstype_name(fs),
-		         gg_sif_parttype_name(pt), gg_image_arch_name(arch));
+			 gg_sif_parttype_name(pt), gg_image_arch_name(arch));
 	else
 		snprintf(buf, len, "%s", gg_sif_type_name(d->type));
 	return buf;
@@ -131,7 +131,7 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 	json_t *meta = read_json_object(s, "inspect-metadata.json");
 	if (meta)
 		labels = json_incref(json_object_get(
-		        json_object_get(json_object_get(meta, "data"), "attributes"), "labels"));
+			json_object_get(json_object_get(meta, "data"), "attributes"), "labels"));
 	char uuid[37], created[64];
 	uuid_str(s->hdr.id, uuid);
 	time_str(s->hdr.created, created, sizeof created);
@@ -158,20 +158,20 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 			json_t *j = json_object();
 			json_object_set_new(j, "id", json_integer(d->id));
 			json_object_set_new(j, "group",
-			                    json_integer(d->group & ~GG_SIF_GROUP_MASK));
+					    json_integer(d->group & ~GG_SIF_GROUP_MASK));
 			json_object_set_new(j, "link", json_integer(d->link));
 			json_object_set_new(j, "type", json_string(gg_sif_type_name(d->type)));
 			json_object_set_new(
-			        j, "name", json_stringn(d->name, strnlen(d->name, sizeof d->name)));
+				j, "name", json_stringn(d->name, strnlen(d->name, sizeof d->name)));
 			json_object_set_new(j, "offset", json_integer(d->offset));
 			json_object_set_new(j, "size", json_integer(d->size));
 			int32_t fs, pt;
 			char pa[3];
 			if (gg_sif_partition_info(d, &fs, &pt, pa) == 0) {
 				json_object_set_new(j, "fstype",
-				                    json_string(gg_sif_fstype_name(fs)));
+						    json_string(gg_sif_fstype_name(fs)));
 				json_object_set_new(j, "parttype",
-				                    json_string(gg_sif_parttype_name(pt)));
+						    json_string(gg_sif_parttype_name(pt)));
 				json_object_set_new(j, "arch", json_string(gg_image_arch_name(pa)));
 			}
 			json_array_append_new(objs, j);
@@ -180,12 +180,12 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 		if (have_sqfs) {
 			json_t *q = json_object();
 			json_object_set_new(
-			        q, "compression",
-			        json_string(gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp)));
+				q, "compression",
+				json_string(gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp)));
 			json_object_set_new(q, "inodes", json_integer(rep.sqfs_inodes));
 			json_object_set_new(q, "block_size", json_integer(rep.sqfs_block_size));
 			json_object_set_new(q, "bytes_used",
-			                    json_integer((json_int_t)rep.sqfs_bytes_used));
+					    json_integer((json_int_t)rep.sqfs_bytes_used));
 			json_object_set_new(q, "mkfs_time", json_integer(rep.sqfs_mkfs_time));
 			json_object_set_new(o, "squashfs", q);
 		}
@@ -214,7 +214,7 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 			continue;
 		char g[16], l[16], pos[48], t[96];
 		snprintf(pos, sizeof pos, "%lld-%lld", (long long)d->offset,
-		         (long long)(d->offset + d->size));
+			 (long long)(d->offset + d->size));
 		type_str(d, t, sizeof t);
 		printf("%-4u %-6s %-7s %-26s %s%s%.*s\n", d->id, group_str(d->group, g, sizeof g),
 		       link_str(d->link, l, sizeof l), pos, t, d->name[0] ? "  " : "",
@@ -249,7 +249,7 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 			       json_string_value(json_object_get(src, "ref")));
 		printf("  built:      %s%s\n", str_or(json_object_get(prov, "build_time"), "?"),
 		       json_is_true(json_object_get(prov, "reproducible")) ? " (reproducible)"
-		                                                           : "");
+									   : "");
 		printf("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
 		json_t *gpus = json_object_get(prov, "gpus");
 		json_t *devs = json_object_get(gpus, "gpus");
@@ -264,7 +264,7 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 				       str_or(json_object_get(d, "name"), "?"),
 				       str_or(json_object_get(d, "compute_capability"), "?"),
 				       (long long)json_integer_value(
-				               json_object_get(d, "memory_total_mb")),
+					       json_object_get(d, "memory_total_mb")),
 				       str_or(json_object_get(d, "uuid"), "?"));
 		} else if (gpus && !json_is_null(gpus)) {
 			char *g = json_dumps(gpus, JSON_COMPACT | JSON_SORT_KEYS);

@@ -121,9 +121,11 @@ static int kill_records(struct gg_cli *cli, struct gg_store *st, struct gg_recor
 				rc = gg_ce_kill(ce, ids, nid, &res, &err);
 			if (rc == 0) {
 				for (size_t k = 0; k < nid; k++)
-					if (res[k].code >= 400 && res[k].code != 404 && res[k].code != 505)
-						ui_warn(cli, "the CE said for job %s: %d %s", ids[k],
-							res[k].code, res[k].reason ? res[k].reason : "");
+					if (res[k].code >= 400 && res[k].code != 404 &&
+					    res[k].code != 505)
+						ui_warn(cli, "the CE said for job %s: %d %s",
+							ids[k], res[k].code,
+							res[k].reason ? res[k].reason : "");
 				gg_ce_results_free(res, nid);
 			}
 			gg_ce_free(ce);
@@ -197,9 +199,9 @@ int cmd_kill(struct gg_cli *cli, int argc, char **argv)
 		if (cli->json) {
 			json_t *a = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(a, json_pack("{s:s,s:s}", "name", recs[i].name,
-								   "state",
-								   gg_sess_state_name(recs[i].state)));
+				json_array_append_new(
+					a, json_pack("{s:s,s:s}", "name", recs[i].name, "state",
+						     gg_sess_state_name(recs[i].state)));
 			ui_json(a);
 		}
 		gg_records_free(recs, n);
@@ -242,8 +244,9 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 	} else if (named) {
 		for (size_t i = 0; i < n; i++)
 			if (!gg_sess_state_ended(recs[i].state)) {
-				gg_err_set(&err, GG_EUSAGE, "is %s: 'gridgpu kill %s' first, or use "
-							    "--all",
+				gg_err_set(&err, GG_EUSAGE,
+					   "is %s: 'gridgpu kill %s' first, or use "
+					   "--all",
 					   gg_sess_state_name(recs[i].state), recs[i].name);
 				exit_code = ui_fail(cli, &err, "clean %s", recs[i].name);
 			}
@@ -292,8 +295,9 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 			if (crc == 0 && (crc = gg_ce_clean(ce, ids, nid, &res, &err)) == 0) {
 				for (size_t k = 0; k < nid; k++)
 					if (res[k].code >= 400 && res[k].code != 404)
-						ui_warn(cli, "the CE said for job %s: %d %s", ids[k],
-							res[k].code, res[k].reason ? res[k].reason : "");
+						ui_warn(cli, "the CE said for job %s: %d %s",
+							ids[k], res[k].code,
+							res[k].reason ? res[k].reason : "");
 				gg_ce_results_free(res, nid);
 			}
 			gg_ce_free(ce);
@@ -301,8 +305,9 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 		}
 		if (crc < 0) {
 			/* Never forget a record because the CE could not be reached. */
-			int code = ui_fail(cli, &err, "cleaning on %s (records kept; --keep-remote "
-						      "forgets them anyway)",
+			int code = ui_fail(cli, &err,
+					   "cleaning on %s (records kept; --keep-remote "
+					   "forgets them anyway)",
 					   recs[i].ce);
 			if (!exit_code)
 				exit_code = code;
@@ -311,7 +316,8 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 				struct gg_err e2 = {0};
 				remove_session_key(&recs[grp[k]]);
 				if (gg_store_remove(st, recs[grp[k]].name, &e2) == 0) {
-					json_array_append_new(cleaned, json_string(recs[grp[k]].name));
+					json_array_append_new(cleaned,
+							      json_string(recs[grp[k]].name));
 					if (!cli->json)
 						ui_info(cli, "cleaned %s", recs[grp[k]].name);
 				}

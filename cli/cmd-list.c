@@ -59,9 +59,11 @@ static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_rec
 		struct gg_ce_result *jobs = NULL;
 		size_t nj = 0;
 		struct gg_err err = {0};
-		const struct gg_site *site = o->site ? gg_config_site(cli_config(cli), o->site) : NULL;
+		const struct gg_site *site =
+			o->site ? gg_config_site(cli_config(cli), o->site) : NULL;
 		if (cli_auth(cli, site, o->auth, 0, &auth, &err) < 0 ||
-		    cli_open_ce(o->ce, &auth, &ce, &err) < 0 || gg_ce_list(ce, &jobs, &nj, &err) < 0) {
+		    cli_open_ce(o->ce, &auth, &ce, &err) < 0 ||
+		    gg_ce_list(ce, &jobs, &nj, &err) < 0) {
 			gg_ce_free(ce);
 			cli_auth_clear(&auth);
 			continue; /* try again next time */
@@ -73,7 +75,8 @@ static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_rec
 		for (size_t k = 0; unknown && k < nj; k++) {
 			int known = 0;
 			for (size_t m = 0; m < n && !known; m++)
-				known = recs[m].job_id && jobs[k].id && !strcmp(recs[m].job_id, jobs[k].id);
+				known = recs[m].job_id && jobs[k].id &&
+					!strcmp(recs[m].job_id, jobs[k].id);
 			if (!known && jobs[k].id)
 				unknown[nu++] = jobs[k].id;
 		}
@@ -89,11 +92,15 @@ static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_rec
 					if (names[k] && !strcmp(names[k], want)) {
 						struct gg_record now;
 						if (gg_store_update(st, r->name, adopt_job,
-								    (void *)unknown[k], &now, NULL) == 0) {
-							/* the record as stored now, adopted or not */
-							if (now.job_id && !strcmp(now.job_id, unknown[k]))
-								ui_info(cli, "adopted %s: its job %s was "
-									     "submitted but never recorded",
+								    (void *)unknown[k], &now,
+								    NULL) == 0) {
+							/* the record as stored now, adopted or not
+							 */
+							if (now.job_id &&
+							    !strcmp(now.job_id, unknown[k]))
+								ui_info(cli,
+									"adopted %s: its job %s was "
+									"submitted but never recorded",
 									r->name, now.job_id);
 							gg_record_clear(r);
 							*r = now;
@@ -268,7 +275,8 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 		       "GPU", "AGE", "LEFT", "IDLE");
 		for (size_t i = 0; i < n; i++) {
 			const struct gg_record_row *r = &rows[i];
-			if ((jobs && r->kind != GG_REC_JOB) || (sessions && r->kind != GG_REC_SESSION))
+			if ((jobs && r->kind != GG_REC_JOB) ||
+			    (sessions && r->kind != GG_REC_SESSION))
 				continue;
 			char gpu[24], age[16], left[16], idle[16];
 			if (strcmp(r->mig, "-"))
@@ -297,10 +305,11 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 				idle, sizeof idle);
 			const char *col = "";
 			if (color)
-				col = r->state == GG_S_READY || r->state == GG_S_RUNNING ? "\033[32m"
-				      : r->state == GG_S_FAILED				 ? "\033[31m"
-				      : r->state == GG_S_UNKNOWN			 ? "\033[33m"
-												 : "";
+				col = r->state == GG_S_READY || r->state == GG_S_RUNNING
+					      ? "\033[32m"
+				      : r->state == GG_S_FAILED  ? "\033[31m"
+				      : r->state == GG_S_UNKNOWN ? "\033[33m"
+								 : "";
 			printf("%-16s %-10s %-7s %s%-9s%s %-8s %-6s %-7s %s\n", r->name, r->site,
 			       r->kind == GG_REC_JOB ? "job" : "session", col,
 			       gg_sess_state_name(r->state), *col ? "\033[0m" : "", gpu, age, left,
@@ -367,7 +376,8 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		printf("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
 		       r.site ? r.site : "-", r.ce ? r.ce : "-", r.job_id ? r.job_id : "-",
 		       r.ce_state ? r.ce_state : "-");
-		printf("age:         %s\n", gg_duration_format((int64_t)now - r.created, b, sizeof b));
+		printf("age:         %s\n",
+		       gg_duration_format((int64_t)now - r.created, b, sizeof b));
 		printf("walltime:    %s\n", gg_duration_format(r.walltime, b, sizeof b));
 		if (r.gpus || r.mig)
 			printf("GPUs:        %s%s\n", r.mig ? "MIG " : "",
@@ -385,16 +395,19 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 				       gg_duration_format(left > 0 ? left : 0, b, sizeof b));
 			}
 			if (r.idle_limit)
-				printf("idle limit:  %s\n", gg_duration_format(r.idle_limit, b, sizeof b));
+				printf("idle limit:  %s\n",
+				       gg_duration_format(r.idle_limit, b, sizeof b));
 			if (r.last_activity && r.state == GG_S_READY)
 				printf("idle for:    %s\n",
-				       gg_duration_format((int64_t)now - r.last_activity, b, sizeof b));
+				       gg_duration_format((int64_t)now - r.last_activity, b,
+							  sizeof b));
 			if (r.node)
-				printf("sshd:        %s@%s port %d%s\n", r.user ? r.user : "?", r.node,
-				       r.port,
+				printf("sshd:        %s@%s port %d%s\n", r.user ? r.user : "?",
+				       r.node, r.port,
 				       r.state == GG_S_READY ? " (answered through the hops)"
-				       : gg_session_published(&r) ? " (published, not answering yet)"
-								   : "");
+				       : gg_session_published(&r)
+					       ? " (published, not answering yet)"
+					       : "");
 			if (gg_session_published(&r) && cli->probe_why[0])
 				printf("ssh check:   %s\n", cli->probe_why);
 			char fp[80];
@@ -406,7 +419,8 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 				printf("key:         %s\n", r.key);
 		}
 		if (diag && *diag)
-			printf("CE errors:\n%s%s", diag, diag[strlen(diag) - 1] == '\n' ? "" : "\n");
+			printf("CE errors:\n%s%s", diag,
+			       diag[strlen(diag) - 1] == '\n' ? "" : "\n");
 	}
 	if (!exit_code && r.state == GG_S_FAILED)
 		exit_code = EXIT_JOB;

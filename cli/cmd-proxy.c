@@ -13,20 +13,37 @@
 #include "cred/cred.h"
 
 enum {
-	O_CERT = 256, O_KEY, O_OUT, O_PASS_STDIN, O_VALID, O_BITS, O_LIMITED, O_INDEPENDENT,
-	O_PATH_LENGTH, O_VERIFY, O_CA_DIR, O_FILE, O_EXISTS, O_LEFT,
+	O_CERT = 256,
+	O_KEY,
+	O_OUT,
+	O_PASS_STDIN,
+	O_VALID,
+	O_BITS,
+	O_LIMITED,
+	O_INDEPENDENT,
+	O_PATH_LENGTH,
+	O_VERIFY,
+	O_CA_DIR,
+	O_FILE,
+	O_EXISTS,
+	O_LEFT,
 };
 
-#define OPT_CA_DIR \
-	{"ca-dir", 0, OPT_ARG, "DIR", \
-	 "CA directory for --verify ($X509_CERT_DIR, /etc/grid-security/certificates)", O_CA_DIR}
+#define OPT_CA_DIR                                                                                     \
+	{                                                                                              \
+		"ca-dir", 0, OPT_ARG, "DIR",                                                           \
+			"CA directory for --verify ($X509_CERT_DIR, /etc/grid-security/certificates)", \
+			O_CA_DIR                                                                       \
+	}
 
 static const struct gg_opt init_opts[] = {
-	{"cert", 'C', OPT_ARG, "FILE", "user certificate, PEM or PKCS#12 ($X509_USER_CERT)", O_CERT},
+	{"cert", 'C', OPT_ARG, "FILE", "user certificate, PEM or PKCS#12 ($X509_USER_CERT)",
+	 O_CERT},
 	{"key", 'K', OPT_ARG, "FILE", "user key ($X509_USER_KEY, ~/.globus/userkey.pem)", O_KEY},
 	{"out", 'o', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_OUT},
 	{"pass-stdin", 0, OPT_NONE, NULL, "read the passphrase from standard input", O_PASS_STDIN},
-	{"valid", 0, OPT_ARG, "DUR", "lifetime, e.g. 12h, 2d, 1h30m or HH:MM (default 12h)", O_VALID},
+	{"valid", 0, OPT_ARG, "DUR", "lifetime, e.g. 12h, 2d, 1h30m or HH:MM (default 12h)",
+	 O_VALID},
 	{"bits", 'b', OPT_ARG, "N", "RSA key size of the proxy (default 2048)", O_BITS},
 	{"limited", 0, OPT_NONE, NULL, "make a limited proxy", O_LIMITED},
 	{"independent", 0, OPT_NONE, NULL, "make an independent proxy", O_INDEPENDENT},
@@ -114,7 +131,6 @@ static int parse_valid(const char *s, int64_t *out, struct gg_err *err)
 	return 0;
 }
 
-
 static const char *kind_name(enum gg_cert_kind k)
 {
 	switch (k) {
@@ -188,7 +204,8 @@ static void print_info_text(const struct gg_proxy_info *in, int verified, const 
 	if (in->path)
 		printf("path      : %s\n", in->path);
 	if (in->not_yet_valid)
-		printf("timeleft  : not valid before %s\n", human_time(in->not_before, b1, sizeof b1));
+		printf("timeleft  : not valid before %s\n",
+		       human_time(in->not_before, b1, sizeof b1));
 	else
 		printf("timeleft  : %s (until %s)%s\n", hms(in->time_left, b1, sizeof b1),
 		       human_time(in->end, b2, sizeof b2), in->time_left ? "" : " expired");
@@ -197,10 +214,11 @@ static void print_info_text(const struct gg_proxy_info *in, int verified, const 
 	if (t) {
 		printf("token     : %s%s\n", t->source, t->jwt ? " (JWT)" : "");
 		if (t->sub || t->iss)
-			printf("token sub : %s%s%s\n", t->sub ? t->sub : "?", t->iss ? " from " : "",
-			       t->iss ? t->iss : "");
+			printf("token sub : %s%s%s\n", t->sub ? t->sub : "?",
+			       t->iss ? " from " : "", t->iss ? t->iss : "");
 		if (t->exp)
-			printf("token exp : %s (%s left)\n", human_time((time_t)t->exp, b1, sizeof b1),
+			printf("token exp : %s (%s left)\n",
+			       human_time((time_t)t->exp, b1, sizeof b1),
 			       hms(t->exp > now ? t->exp - now : 0, b2, sizeof b2));
 		else
 			printf("token exp : unknown\n");
@@ -317,8 +335,8 @@ static int proxy_init(struct gg_cli *cli, int argc, char **argv)
 		load_legacy(cli, &legacy);
 	if (gg_cred_needs_passphrase(user)) {
 		char prompt[1200];
-		snprintf(prompt, sizeof prompt, "Enter GRID pass phrase for %s: ",
-			 gg_cred_key_path(user));
+		snprintf(prompt, sizeof prompt,
+			 "Enter GRID pass phrase for %s: ", gg_cred_key_path(user));
 		if (!(pass = ui_read_passphrase(prompt, pass_stdin, &err)))
 			goto fail;
 		int r = gg_cred_unlock(user, pass, strlen(pass), &err);
@@ -340,8 +358,8 @@ static int proxy_init(struct gg_cli *cli, int argc, char **argv)
 		goto fail;
 
 	if (cli->verbose)
-		ui_info(cli, "timing: key ready after %.1f ms, the rest took %.1f ms", t_key - t_start,
-			now_ms() - t_key);
+		ui_info(cli, "timing: key ready after %.1f ms, the rest took %.1f ms",
+			t_key - t_start, now_ms() - t_key);
 	struct gg_proxy_info in;
 	if (gg_proxy_info_get(proxy, 0, &in, &err) < 0)
 		goto fail;
@@ -419,8 +437,8 @@ static int proxy_info(struct gg_cli *cli, int argc, char **argv)
 		goto fail;
 	if (gg_cred_load_public(path, &cred, &err) < 0) {
 		if (err.code == GG_ENOTFOUND)
-			gg_err_set(&err, GG_ECRED, "no proxy at '%s' (make one with 'gridgpu proxy init')",
-				   path);
+			gg_err_set(&err, GG_ECRED,
+				   "no proxy at '%s' (make one with 'gridgpu proxy init')", path);
 		goto fail;
 	}
 	if (gg_proxy_info_get(cred, now, &in, &err) < 0)
@@ -456,8 +474,8 @@ static int proxy_info(struct gg_cli *cli, int argc, char **argv)
 			rc = EXIT_FAIL;
 		} else if (has_valid && in.time_left < need) {
 			if (!cli->quiet)
-				fprintf(stderr, "gridgpu: proxy '%s' has %s left, less than %s\n", path,
-					gg_duration_format(in.time_left, b1, sizeof b1),
+				fprintf(stderr, "gridgpu: proxy '%s' has %s left, less than %s\n",
+					path, gg_duration_format(in.time_left, b1, sizeof b1),
 					gg_duration_format(need, b2, sizeof b2));
 			rc = EXIT_FAIL;
 		}

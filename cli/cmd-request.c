@@ -11,8 +11,23 @@
 #include "ssh/ssh.h"
 
 enum {
-	O_CE = 256, O_NAME, O_GPUS, O_MIG, O_CPUS, O_MEMORY, O_WALLTIME, O_IMAGE, O_QUEUE,
-	O_DEADLINE, O_IDLE, O_WAIT, O_NO_WAIT, O_DRY_RUN, O_IDENTITY, O_TIMEOUT, O_TOKEN,
+	O_CE = 256,
+	O_NAME,
+	O_GPUS,
+	O_MIG,
+	O_CPUS,
+	O_MEMORY,
+	O_WALLTIME,
+	O_IMAGE,
+	O_QUEUE,
+	O_DEADLINE,
+	O_IDLE,
+	O_WAIT,
+	O_NO_WAIT,
+	O_DRY_RUN,
+	O_IDENTITY,
+	O_TIMEOUT,
+	O_TOKEN,
 };
 
 const struct gg_opt cmd_request_opts[] = {
@@ -25,14 +40,18 @@ const struct gg_opt cmd_request_opts[] = {
 	{"walltime", 't', OPT_ARG, "DUR", "how long the session may last (default 4h)", O_WALLTIME},
 	{"image", 'i', OPT_ARG, "IMAGE", "container image the sshd runs in", O_IMAGE},
 	{"queue", 0, OPT_ARG, "QUEUE", "queue (default from the site)", O_QUEUE},
-	{"connect-deadline", 0, OPT_ARG, "DUR", "end the session if nobody connects within DUR (20m)", O_DEADLINE},
+	{"connect-deadline", 0, OPT_ARG, "DUR",
+	 "end the session if nobody connects within DUR (20m)", O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end the session when idle for DUR", O_IDLE},
 	{"wait", 'w', OPT_NONE, NULL, "wait until the session is ready (the default)", O_WAIT},
 	{"no-wait", 0, OPT_NONE, NULL, "return once the job is submitted", O_NO_WAIT},
 	{"timeout", 0, OPT_ARG, "DUR", "give up waiting after DUR (default: no limit)", O_TIMEOUT},
-	{"identity", 0, OPT_ARG, "FILE", "your own ssh key instead of a per-session one", O_IDENTITY},
-	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy", O_TOKEN},
-	{"dry-run", 0, OPT_NONE, NULL, "print the job description and requests, submit nothing", O_DRY_RUN},
+	{"identity", 0, OPT_ARG, "FILE", "your own ssh key instead of a per-session one",
+	 O_IDENTITY},
+	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy",
+	 O_TOKEN},
+	{"dry-run", 0, OPT_NONE, NULL, "print the job description and requests, submit nothing",
+	 O_DRY_RUN},
 	OPT_END,
 };
 
@@ -64,7 +83,7 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		case O_DEADLINE:
 		case O_IDLE:
 		case O_TIMEOUT: {
-			int64_t *d = c == O_WALLTIME ? &q->walltime
+			int64_t *d = c == O_WALLTIME   ? &q->walltime
 				     : c == O_DEADLINE ? &q->deadline
 				     : c == O_IDLE     ? &q->idle
 						       : &q->timeout;
@@ -92,7 +111,8 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 	if (q->gpus && q->mig)
 		return ui_usage(cli, "--gpus and --mig exclude each other");
 	if (q->name && !gg_record_name_valid(q->name))
-		return ui_usage(cli, "--name '%s': use a letter, then letters, digits, '.', '_', '-'",
+		return ui_usage(cli,
+				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				q->name);
 	return 0;
 }
@@ -133,9 +153,12 @@ static int build_jd(const struct req *q, const struct gg_site *site, const struc
 		rc = gg_jd_set(&jd->stderr_name, GG_LAUNCHER_LOG, err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stdout_name, GG_LAUNCHER_LOG, err);
-	struct gg_jd_resources res = {.walltime = q->walltime, .cpus = q->cpus,
-				      .memory = q->memory, .queue = q->queue,
-				      .gpus = q->gpus, .mig = q->mig};
+	struct gg_jd_resources res = {.walltime = q->walltime,
+				      .cpus = q->cpus,
+				      .memory = q->memory,
+				      .queue = q->queue,
+				      .gpus = q->gpus,
+				      .mig = q->mig};
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &res, site, err);
 	if (rc == 0)
@@ -222,16 +245,22 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 
 	char *launcher = cli_launcher_path();
 	if (!launcher || access(launcher, R_OK) < 0) {
-		gg_err_set(&err, GG_EFAIL, "the session launcher '%s' is missing: reinstall gridgpu",
+		gg_err_set(&err, GG_EFAIL,
+			   "the session launcher '%s' is missing: reinstall gridgpu",
 			   launcher ? launcher : "");
 		free(launcher);
 		cli_auth_clear(&auth);
 		return ui_fail(cli, &err, "request");
 	}
 
-	struct gg_record r = {.kind = GG_REC_SESSION, .walltime = q.walltime, .gpus = q.gpus,
-			      .cpus = q.cpus, .memory = q.memory, .connect_deadline = q.deadline,
-			      .idle_limit = q.idle, .state = GG_S_REQUESTED};
+	struct gg_record r = {.kind = GG_REC_SESSION,
+			      .walltime = q.walltime,
+			      .gpus = q.gpus,
+			      .cpus = q.cpus,
+			      .memory = q.memory,
+			      .connect_deadline = q.deadline,
+			      .idle_limit = q.idle,
+			      .state = GG_S_REQUESTED};
 	char uid[13];
 	struct gg_store *st = NULL;
 	struct gg_ce *ce = NULL;
@@ -261,12 +290,12 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 			goto out;
 		}
 		if (cli->json) {
-			ui_json(json_pack("{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", endpoint,
-					  "description", xrsl, "requests", "GET /rest",
-					  "POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
-					  "POST /jobs?action=new",
-					  "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
-					  "PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
+			ui_json(json_pack(
+				"{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", endpoint, "description",
+				xrsl, "requests", "GET /rest",
+				"POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
+				"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
+				"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
 		} else {
 			printf("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
 			       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
@@ -291,7 +320,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	if (q.identity) {
 		pub = gg_strdup_printf("%s.pub", q.identity);
 		if (access(pub, R_OK) < 0) {
-			gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it", pub);
+			gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it",
+				   pub);
 			exit_code = ui_fail(cli, &err, "request");
 			goto out;
 		}
@@ -381,7 +411,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		}
 	}
 	if (cli->verbose)
-		ui_info(cli, "%ld TLS connection(s) to the CE so far", gg_http_connections(gg_ce_http(ce)));
+		ui_info(cli, "%ld TLS connection(s) to the CE so far",
+			gg_http_connections(gg_ce_http(ce)));
 	if (!q.wait) {
 		if (cli->json)
 			ui_json(gg_record_to_json(&r));
@@ -394,8 +425,9 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	/* 4. Wait for the launcher to publish the sshd; pin its host key. */
 	int wrc = cli_wait_ready(cli, st, ce, &r, q.timeout, &err);
 	if (wrc == GG_EINTR) {
-		fprintf(stderr, "gridgpu: request: interrupted: session %s keeps starting on the CE; "
-				"'gridgpu connect %s' waits for it, 'gridgpu kill %s' ends it\n",
+		fprintf(stderr,
+			"gridgpu: request: interrupted: session %s keeps starting on the CE; "
+			"'gridgpu connect %s' waits for it, 'gridgpu kill %s' ends it\n",
 			r.name, r.name, r.name);
 		exit_code = EXIT_INTR;
 		goto out;
@@ -405,8 +437,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	if (r.state != GG_S_READY) {
-		gg_err_set(&err, GG_EJOB, "session %s: %s",
-			   gg_sess_state_name(r.state), r.error ? r.error : "ended before it was ready");
+		gg_err_set(&err, GG_EJOB, "session %s: %s", gg_sess_state_name(r.state),
+			   r.error ? r.error : "ended before it was ready");
 		exit_code = ui_fail(cli, &err, "request %s", r.name);
 		cli_write_ssh_config(cli, st, &err);
 		goto out;

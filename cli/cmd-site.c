@@ -6,16 +6,33 @@
 #include "commands.h"
 
 enum {
-	O_CE = 256, O_JUMP, O_IDENTITY, O_KNOWN_HOSTS, O_USER, O_QUEUE, O_GPU_QUEUE, O_GPU_RTE,
-	O_IMAGE, O_CA_DIR, O_AUTH, O_DEADLINE, O_IDLE, O_DEFAULT, O_WORKER, O_RUNTIME,
+	O_CE = 256,
+	O_JUMP,
+	O_IDENTITY,
+	O_KNOWN_HOSTS,
+	O_USER,
+	O_QUEUE,
+	O_GPU_QUEUE,
+	O_GPU_RTE,
+	O_IMAGE,
+	O_CA_DIR,
+	O_AUTH,
+	O_DEADLINE,
+	O_IDLE,
+	O_DEFAULT,
+	O_WORKER,
+	O_RUNTIME,
 };
 
 const struct gg_opt cmd_site_opts[] = {
 	{"ce", 0, OPT_ARG, "URL", "CE endpoint, e.g. https://ce.example.org:443/arex", O_CE},
-	{"jump", 'J', OPT_ARG, "USER@HOST[:PORT]", "a jump host, in order (repeat for more hops)", O_JUMP},
+	{"jump", 'J', OPT_ARG, "USER@HOST[:PORT]", "a jump host, in order (repeat for more hops)",
+	 O_JUMP},
 	{"identity", 'i', OPT_ARG, "FILE", "your ssh key for the jump hosts", O_IDENTITY},
-	{"known-hosts", 0, OPT_ARG, "FILE", "known_hosts file with the jump hosts' keys", O_KNOWN_HOSTS},
-	{"worker-address", 0, OPT_ARG, "ADDR", "address the last jump host reaches workers by", O_WORKER},
+	{"known-hosts", 0, OPT_ARG, "FILE", "known_hosts file with the jump hosts' keys",
+	 O_KNOWN_HOSTS},
+	{"worker-address", 0, OPT_ARG, "ADDR", "address the last jump host reaches workers by",
+	 O_WORKER},
 	{"user", 0, OPT_ARG, "USER", "account on the worker nodes, if fixed", O_USER},
 	{"queue", 0, OPT_ARG, "QUEUE", "default queue", O_QUEUE},
 	{"gpu-queue", 0, OPT_ARG, "QUEUE", "queue for GPU jobs", O_GPU_QUEUE},
@@ -23,8 +40,10 @@ const struct gg_opt cmd_site_opts[] = {
 	{"image", 0, OPT_ARG, "IMAGE", "default container image", O_IMAGE},
 	{"ca-dir", 0, OPT_ARG, "DIR", "CA directory for this site", O_CA_DIR},
 	{"auth", 0, OPT_ARG, "proxy|token", "credential the CE takes (default proxy)", O_AUTH},
-	{"runtime", 0, OPT_ARG, "apptainer|bwrap", "how batch jobs run images (default apptainer)", O_RUNTIME},
-	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR", O_DEADLINE},
+	{"runtime", 0, OPT_ARG, "apptainer|bwrap", "how batch jobs run images (default apptainer)",
+	 O_RUNTIME},
+	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR",
+	 O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end a session idle for longer than DUR", O_IDLE},
 	{"default", 0, OPT_NONE, NULL, "make this the default site", O_DEFAULT},
 	OPT_END,
@@ -59,9 +78,17 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 	const struct {
 		const char *k;
 		const char *v;
-	} f[] = {{"identity", s->identity}, {"known_hosts", s->known_hosts}, {"worker_address", s->worker_address}, {"user", s->user},
-		 {"queue", s->queue},	    {"gpu_queue", s->gpu_queue},     {"gpu_rte", s->gpu_rte},
-		 {"image", s->image},	    {"ca_dir", s->ca_dir},	     {"auth", s->auth}, {"runtime", s->runtime}};
+	} f[] = {{"identity", s->identity},
+		 {"known_hosts", s->known_hosts},
+		 {"worker_address", s->worker_address},
+		 {"user", s->user},
+		 {"queue", s->queue},
+		 {"gpu_queue", s->gpu_queue},
+		 {"gpu_rte", s->gpu_rte},
+		 {"image", s->image},
+		 {"ca_dir", s->ca_dir},
+		 {"auth", s->auth},
+		 {"runtime", s->runtime}};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (f[i].v)
 			json_object_set_new(o, f[i].k, json_string(f[i].v));
@@ -92,7 +119,8 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 			break;
 		case O_JUMP:
 			if (!valid_jump(cli->optarg)) {
-				rc = ui_usage(cli, "--jump '%s': expected USER@HOST[:PORT]", cli->optarg);
+				rc = ui_usage(cli, "--jump '%s': expected USER@HOST[:PORT]",
+					      cli->optarg);
 				goto out;
 			}
 			if (s.njumps == GG_MAX_JUMPS) {
@@ -120,7 +148,8 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 		case O_CA_DIR: field = &s.ca_dir; break;
 		case O_AUTH:
 			if (strcmp(cli->optarg, "proxy") && strcmp(cli->optarg, "token")) {
-				rc = ui_usage(cli, "--auth '%s': expected proxy or token", cli->optarg);
+				rc = ui_usage(cli, "--auth '%s': expected proxy or token",
+					      cli->optarg);
 				goto out;
 			}
 			field = &s.auth;
@@ -197,10 +226,10 @@ static int site_list(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < cfg->nsites; i++)
-			json_array_append_new(a, site_json(&cfg->sites[i],
-							   cfg->default_site &&
-								   !strcmp(cfg->default_site,
-									   cfg->sites[i].name)));
+			json_array_append_new(
+				a, site_json(&cfg->sites[i],
+					     cfg->default_site && !strcmp(cfg->default_site,
+									  cfg->sites[i].name)));
 		ui_json(a);
 		return EXIT_OK;
 	}

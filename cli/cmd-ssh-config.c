@@ -11,7 +11,8 @@
 enum { O_INSTALL = 256, O_WINDOWS, O_PATH };
 
 const struct gg_opt cmd_ssh_config_opts[] = {
-	{"install", 0, OPT_NONE, NULL, "add one Include line to ~/.ssh/config (with a backup)", O_INSTALL},
+	{"install", 0, OPT_NONE, NULL, "add one Include line to ~/.ssh/config (with a backup)",
+	 O_INSTALL},
 	{"windows", 0, OPT_NONE, NULL, "the form OpenSSH for Windows accepts", O_WINDOWS},
 	{"path", 0, OPT_NONE, NULL, "print the path of the file only", O_PATH},
 	OPT_END,
@@ -54,8 +55,9 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 		} else if (gg_ssh_install_include(user_cfg, sp.config, &added, &err) < 0) {
 			rc = ui_fail(cli, &err, "ssh-config --install");
 		} else {
-			ui_info(cli, added ? "added 'Include %s' to %s (backup: %s.gridgpu-backup)"
-					   : "%s is already included by %s",
+			ui_info(cli,
+				added ? "added 'Include %s' to %s (backup: %s.gridgpu-backup)"
+				      : "%s is already included by %s",
 				sp.config, user_cfg, user_cfg);
 		}
 		free(user_cfg);

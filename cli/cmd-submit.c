@@ -11,8 +11,22 @@
 #include "session/sync.h"
 
 enum {
-	O_GPUS = 256, O_MIG, O_CPUS, O_MEMORY, O_WALLTIME, O_INPUT, O_OUTPUT, O_NAME, O_COUNT,
-	O_IMAGE_URL, O_QUEUE, O_DRY_RUN, O_TOKEN, O_MIN_CC, O_MIN_MEM, O_MATCH_DEV,
+	O_GPUS = 256,
+	O_MIG,
+	O_CPUS,
+	O_MEMORY,
+	O_WALLTIME,
+	O_INPUT,
+	O_OUTPUT,
+	O_NAME,
+	O_COUNT,
+	O_IMAGE_URL,
+	O_QUEUE,
+	O_DRY_RUN,
+	O_TOKEN,
+	O_MIN_CC,
+	O_MIN_MEM,
+	O_MATCH_DEV,
 };
 
 const struct gg_opt cmd_submit_opts[] = {
@@ -21,17 +35,25 @@ const struct gg_opt cmd_submit_opts[] = {
 	{"cpus", 'c', OPT_ARG, "N", "CPU cores", O_CPUS},
 	{"memory", 'm', OPT_ARG, "SIZE", "memory, e.g. 16G", O_MEMORY},
 	{"walltime", 't', OPT_ARG, "DUR", "how long the job may run (default 8h)", O_WALLTIME},
-	{"input", 'i', OPT_ARG, "FILE", "a local file staged into the job's directory (repeat)", O_INPUT},
-	{"output", 'o', OPT_ARG, "PATTERN", "a file the job leaves for 'gridgpu get' (repeat)", O_OUTPUT},
+	{"input", 'i', OPT_ARG, "FILE", "a local file staged into the job's directory (repeat)",
+	 O_INPUT},
+	{"output", 'o', OPT_ARG, "PATTERN", "a file the job leaves for 'gridgpu get' (repeat)",
+	 O_OUTPUT},
 	{"name", 'n', OPT_ARG, "NAME", "name of the job (default job-N)", O_NAME},
 	{"count", 0, OPT_ARG, "N", "N jobs, spread over the sites given", O_COUNT},
-	{"image-url", 0, OPT_ARG, "URL", "the image is already at the site: the CE fetches it", O_IMAGE_URL},
+	{"image-url", 0, OPT_ARG, "URL", "the image is already at the site: the CE fetches it",
+	 O_IMAGE_URL},
 	{"queue", 0, OPT_ARG, "QUEUE", "queue (default from the site)", O_QUEUE},
-	{"min-capability", 0, OPT_ARG, "X.Y", "lowest CUDA compute capability the job accepts", O_MIN_CC},
-	{"min-gpu-memory", 0, OPT_ARG, "SIZE", "least GPU memory the job accepts, e.g. 40G", O_MIN_MEM},
-	{"match-dev-gpu", 0, OPT_NONE, NULL, "the GPU the image was developed on as the minimum", O_MATCH_DEV},
-	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy", O_TOKEN},
-	{"dry-run", 0, OPT_NONE, NULL, "print the job descriptions and requests, submit nothing", O_DRY_RUN},
+	{"min-capability", 0, OPT_ARG, "X.Y", "lowest CUDA compute capability the job accepts",
+	 O_MIN_CC},
+	{"min-gpu-memory", 0, OPT_ARG, "SIZE", "least GPU memory the job accepts, e.g. 40G",
+	 O_MIN_MEM},
+	{"match-dev-gpu", 0, OPT_NONE, NULL, "the GPU the image was developed on as the minimum",
+	 O_MATCH_DEV},
+	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy",
+	 O_TOKEN},
+	{"dry-run", 0, OPT_NONE, NULL, "print the job descriptions and requests, submit nothing",
+	 O_DRY_RUN},
 	OPT_END,
 };
 
@@ -75,7 +97,8 @@ static int build_jd(const struct sub *s, const struct gg_site *site, const struc
 	if (rc == 0)
 		rc = gg_jd_input(jd, "gridgpu-wrapper", NULL, wrapper, err);
 	if (rc == 0)
-		rc = gg_jd_input(jd, "image.sif", s->image_url, s->image_url ? NULL : s->image, err);
+		rc = gg_jd_input(jd, "image.sif", s->image_url, s->image_url ? NULL : s->image,
+				 err);
 	for (int i = 0; rc == 0 && i < s->ninputs; i++) {
 		const char *base = strrchr(s->inputs[i], '/');
 		rc = gg_jd_input(jd, base ? base + 1 : s->inputs[i], NULL, s->inputs[i], err);
@@ -86,9 +109,13 @@ static int build_jd(const struct sub *s, const struct gg_site *site, const struc
 		rc = gg_jd_set(&jd->stdout_name, "gridgpu-job.out", err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stderr_name, "gridgpu-job.err", err);
-	struct gg_jd_resources res = {.walltime = s->walltime, .cpus = s->cpus,
-				      .memory = s->memory, .queue = s->queue, .gpus = s->gpus,
-				      .mig = s->mig, .min_capability = s->min_cc[0] ? s->min_cc : NULL,
+	struct gg_jd_resources res = {.walltime = s->walltime,
+				      .cpus = s->cpus,
+				      .memory = s->memory,
+				      .queue = s->queue,
+				      .gpus = s->gpus,
+				      .mig = s->mig,
+				      .min_capability = s->min_cc[0] ? s->min_cc : NULL,
 				      .min_gpu_memory = s->min_mem};
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &res, site, err);
@@ -99,12 +126,14 @@ static int build_jd(const struct sub *s, const struct gg_site *site, const struc
  * minimums. */
 static int match_dev_gpu(struct gg_cli *cli, struct gg_sif *sif, struct sub *s, struct gg_err *err)
 {
-	const struct gg_sif_descr *d = gg_sif_find(sif, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
+	const struct gg_sif_descr *d =
+		gg_sif_find(sif, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
 	char *text = NULL;
 	size_t len;
 	if (!d || gg_sif_read_object(sif, d, 1 << 20, &text, &len, err) < 0)
-		return gg_err_set(err, GG_EUSAGE, "--match-dev-gpu: the image has no provenance "
-						  "(freeze it with gridgpu)");
+		return gg_err_set(err, GG_EUSAGE,
+				  "--match-dev-gpu: the image has no provenance "
+				  "(freeze it with gridgpu)");
 	json_t *j = json_loadb(text, len, 0, NULL);
 	free(text);
 	json_t *g = json_object_get(j, "gpus");
@@ -115,9 +144,10 @@ static int match_dev_gpu(struct gg_cli *cli, struct gg_sif *sif, struct sub *s, 
 	const char *name = json_string_value(json_object_get(dev, "name"));
 	if (!dev || (!cc && !mb)) {
 		json_decref(j);
-		return gg_err_set(err, GG_EUSAGE, "--match-dev-gpu: the image was frozen where no "
-						  "GPU was visible: give --min-capability or "
-						  "--min-gpu-memory instead");
+		return gg_err_set(err, GG_EUSAGE,
+				  "--match-dev-gpu: the image was frozen where no "
+				  "GPU was visible: give --min-capability or "
+				  "--min-gpu-memory instead");
 	}
 	if (cc && !s->min_cc[0])
 		snprintf(s->min_cc, sizeof s->min_cc, "%s", cc);
@@ -163,8 +193,12 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 		      const struct gg_site *site, const char *wrapper, const char *name,
 		      struct gg_record *out, struct gg_err *err)
 {
-	struct gg_record r = {.kind = GG_REC_JOB, .state = GG_S_REQUESTED, .walltime = s->walltime,
-			      .gpus = s->gpus, .cpus = s->cpus, .memory = s->memory};
+	struct gg_record r = {.kind = GG_REC_JOB,
+			      .state = GG_S_REQUESTED,
+			      .walltime = s->walltime,
+			      .gpus = s->gpus,
+			      .cpus = s->cpus,
+			      .memory = s->memory};
 	char uid[13];
 	struct cli_auth auth = {0};
 	struct gg_ce *ce = NULL;
@@ -230,8 +264,9 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 		struct gg_ce_result *res = NULL;
 		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
 			gg_ce_results_free(res, 1);
-		rc = gg_err_set(err, GG_EJOB, "%s was killed while it was being submitted (job %s "
-					      "cancelled)",
+		rc = gg_err_set(err, GG_EJOB,
+				"%s was killed while it was being submitted (job %s "
+				"cancelled)",
 				r.name, job_id);
 		goto out;
 	}
@@ -250,8 +285,8 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 			ui_progress_end(p);
 			if (rc == 0 || rc == GG_EINTR || attempt == 1)
 				break;
-			ui_warn(cli, "uploading %s failed (%s): trying once more", jd.inputs[i].name,
-				err->msg);
+			ui_warn(cli, "uploading %s failed (%s): trying once more",
+				jd.inputs[i].name, err->msg);
 		}
 		if (rc < 0) {
 			gg_err_prefix(err, "uploading %s", jd.inputs[i].name);
@@ -260,7 +295,8 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 		}
 	}
 	if (cli->verbose)
-		ui_info(cli, "%ld TLS connection(s) to the CE", gg_http_connections(gg_ce_http(ce)));
+		ui_info(cli, "%ld TLS connection(s) to the CE",
+			gg_http_connections(gg_ce_http(ce)));
 	*out = r;
 	memset(&r, 0, sizeof r);
 	goto out;
@@ -340,9 +376,11 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 			if (s.noutputs == GG_JD_MAX - 2)
 				rc = ui_usage(cli, "too many --output patterns");
 			else if (strchr(v, '/') || !strcmp(v, "..") || !*v)
-				rc = ui_usage(cli, "--output '%s': a file name (or pattern) in the job's "
-						   "directory",
-					      v);
+				rc = ui_usage(
+					cli,
+					"--output '%s': a file name (or pattern) in the job's "
+					"directory",
+					v);
 			else
 				s.outputs[s.noutputs++] = v;
 			break;
@@ -356,7 +394,8 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 			unsigned a, b;
 			char extra;
 			if (sscanf(v, "%u.%u%c", &a, &b, &extra) != 2 || a > 99 || b > 99)
-				rc = ui_usage(cli, "--min-capability '%s': expected X.Y, e.g. 8.0", v);
+				rc = ui_usage(cli, "--min-capability '%s': expected X.Y, e.g. 8.0",
+					      v);
 			else
 				snprintf(s.min_cc, sizeof s.min_cc, "%u.%u", a, b);
 			break;
@@ -377,17 +416,20 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 	s.cmd = argv + dd + 1;
 	s.ncmd = dd < argc ? argc - dd - 1 : 0;
 	if (s.ncmd == 0)
-		return ui_usage(cli, "submit: no command: gridgpu submit IMAGE.sif -- COMMAND [ARGS...]");
+		return ui_usage(
+			cli, "submit: no command: gridgpu submit IMAGE.sif -- COMMAND [ARGS...]");
 	if (s.gpus && s.mig)
 		return ui_usage(cli, "--gpus and --mig exclude each other");
 	if (s.name && s.count > 1)
 		return ui_usage(cli, "--name names one job: leave it out with --count");
 	if (s.name && !gg_record_name_valid(s.name))
-		return ui_usage(cli, "--name '%s': use a letter, then letters, digits, '.', '_', '-'",
+		return ui_usage(cli,
+				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				s.name);
 	for (int i = 0; i < s.ninputs; i++) {
 		struct stat sb;
-		if (stat(s.inputs[i], &sb) < 0 || !S_ISREG(sb.st_mode) || access(s.inputs[i], R_OK)) {
+		if (stat(s.inputs[i], &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    access(s.inputs[i], R_OK)) {
 			gg_err_set(&err, GG_EUSAGE, "not a readable file");
 			return ui_fail(cli, &err, "--input '%s'", s.inputs[i]);
 		}
@@ -401,9 +443,11 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 		if (!rep.ok) {
 			for (size_t i = 0; i < rep.nchecks; i++)
 				if (!rep.checks[i].ok) {
-					gg_err_set(&err, GG_EFAIL, "corrupt SIF: %s: %s (run 'gridgpu "
-								   "verify %s')",
-						   rep.checks[i].what, rep.checks[i].detail, s.image);
+					gg_err_set(&err, GG_EFAIL,
+						   "corrupt SIF: %s: %s (run 'gridgpu "
+						   "verify %s')",
+						   rep.checks[i].what, rep.checks[i].detail,
+						   s.image);
 					break;
 				}
 			return ui_fail(cli, &err, "image '%s'", s.image);
@@ -427,8 +471,8 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 	int nsites = 0;
 	for (int i = 0; i < cli->nsites; i++) {
 		if (!(sites[nsites++] = gg_config_site(cfg, cli->sites[i]))) {
-			gg_err_set(&err, GG_ENOTFOUND, "no such site in %s (see 'gridgpu site list')",
-				   cfg->path);
+			gg_err_set(&err, GG_ENOTFOUND,
+				   "no such site in %s (see 'gridgpu site list')", cfg->path);
 			return ui_fail(cli, &err, "site '%s'", cli->sites[i]);
 		}
 	}
@@ -453,7 +497,8 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 			struct gg_record r = {.uid = (char *)"UID", .name = (char *)"job-N"};
 			struct gg_jobdesc jd = {0};
 			char *x = NULL;
-			if (build_jd(&s, site, &r, wrapper, &jd, &err) < 0 || gg_jd_xrsl(&jd, &x, &err) < 0) {
+			if (build_jd(&s, site, &r, wrapper, &jd, &err) < 0 ||
+			    gg_jd_xrsl(&jd, &x, &err) < 0) {
 				gg_jd_clear(&jd);
 				json_decref(all);
 				free(wrapper);
@@ -466,9 +511,10 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 						json_array_append_new(
 							up, json_sprintf("PUT /jobs/ID/session/%s",
 									 jd.inputs[k].name));
-				json_array_append_new(all, json_pack("{s:s,s:s,s:s,s:o}", "site",
-								     site->name, "ce", site->ce ? site->ce : "",
-								     "description", x, "uploads", up));
+				json_array_append_new(
+					all, json_pack("{s:s,s:s,s:s,s:o}", "site", site->name,
+						       "ce", site->ce ? site->ce : "",
+						       "description", x, "uploads", up));
 			} else {
 				printf("# job %d of %d → site %s, CE %s\n# requests: POST "
 				       "delegations?action=new + PUT (proxy auth); POST "
@@ -476,7 +522,8 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 				       i + 1, s.count, site->name, site->ce ? site->ce : "?");
 				for (int k = 0; k < jd.ninputs; k++)
 					if (jd.inputs[k].local)
-						printf(" PUT jobs/ID/session/%s", jd.inputs[k].name);
+						printf(" PUT jobs/ID/session/%s",
+						       jd.inputs[k].name);
 				printf("\n%s", x);
 			}
 			free(x);
@@ -526,7 +573,8 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 			}
 		}
 		if (!placed) {
-			int code = ui_fail(cli, &last, "submit%s", nsites > 1 ? " (no site accepted the job)" : "");
+			int code = ui_fail(cli, &last, "submit%s",
+					   nsites > 1 ? " (no site accepted the job)" : "");
 			if (!exit_code)
 				exit_code = code;
 			if (last.code == GG_EINTR)
@@ -538,7 +586,8 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 	else
 		json_decref(done);
 	if (nok)
-		ui_info(cli, "'gridgpu jobs --sync' follows them; 'gridgpu get NAME' fetches the outputs");
+		ui_info(cli,
+			"'gridgpu jobs --sync' follows them; 'gridgpu get NAME' fetches the outputs");
 	gg_store_free(st);
 	free(wrapper);
 	return exit_code;

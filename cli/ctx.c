@@ -50,8 +50,9 @@ const struct gg_site *cli_site(struct gg_cli *cli, int required)
 	if (!name) {
 		if (required) {
 			struct gg_err e;
-			gg_err_set(&e, GG_EUSAGE, "no site given and no default site: add one with "
-						  "'gridgpu site add NAME --ce URL'");
+			gg_err_set(&e, GG_EUSAGE,
+				   "no site given and no default site: add one with "
+				   "'gridgpu site add NAME --ce URL'");
 			cli->cfg_exit = ui_fail(cli, &e, "site");
 		}
 		return NULL;
@@ -89,9 +90,10 @@ int cli_auth(struct gg_cli *cli, const struct gg_site *site, const char *want_au
 	if (strcmp(kind, "token") == 0) {
 		if ((rc = gg_token_find(&a->token, err)) < 0) {
 			if (rc == GG_ENOTFOUND)
-				gg_err_set(err, GG_ECRED, "no bearer token found (BEARER_TOKEN, "
-							  "BEARER_TOKEN_FILE, $XDG_RUNTIME_DIR/bt_u<uid>, "
-							  "/tmp/bt_u<uid>)");
+				gg_err_set(err, GG_ECRED,
+					   "no bearer token found (BEARER_TOKEN, "
+					   "BEARER_TOKEN_FILE, $XDG_RUNTIME_DIR/bt_u<uid>, "
+					   "/tmp/bt_u<uid>)");
 			if (err)
 				err->code = GG_ECRED;
 			return GG_ECRED;
@@ -99,14 +101,16 @@ int cli_auth(struct gg_cli *cli, const struct gg_site *site, const char *want_au
 		if (a->token->exp) {
 			int64_t left = a->token->exp - (int64_t)time(NULL);
 			if (left <= 0)
-				return gg_err_set(err, GG_ECRED, "the bearer token from %s has expired: "
-								 "get a new one",
+				return gg_err_set(err, GG_ECRED,
+						  "the bearer token from %s has expired: "
+						  "get a new one",
 						  a->token->source);
 			if (left < need_left)
-				return gg_err_set(err, GG_ECRED,
-						  "the bearer token from %s expires in %s, before the "
-						  "walltime ends: get a longer one",
-						  a->token->source, gg_duration_format(left, d, sizeof d));
+				return gg_err_set(
+					err, GG_ECRED,
+					"the bearer token from %s expires in %s, before the "
+					"walltime ends: get a longer one",
+					a->token->source, gg_duration_format(left, d, sizeof d));
 		}
 		a->kind = "token";
 		return 0;
@@ -131,7 +135,8 @@ int cli_auth(struct gg_cli *cli, const struct gg_site *site, const char *want_au
 	int64_t left = pi.time_left;
 	gg_proxy_info_clear(&pi);
 	if (left <= 0)
-		return gg_err_set(err, GG_ECRED, "the proxy '%s' has expired: run 'gridgpu proxy init'",
+		return gg_err_set(err, GG_ECRED,
+				  "the proxy '%s' has expired: run 'gridgpu proxy init'",
 				  a->proxy_path);
 	if (left < need_left) {
 		char w[32], v[32];
@@ -227,8 +232,7 @@ char *cli_launcher_path(void)
 	return gg_strdup_printf("%s/session-launcher", GG_LIBEXECDIR);
 }
 
-int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name,
-		    struct gg_record *r)
+int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, struct gg_record *r)
 {
 	struct gg_err err = {0};
 	int rc = gg_store_load(st, name, r, &err);
@@ -283,8 +287,7 @@ int cli_save_refreshed(struct gg_store *st, struct gg_record *r, struct gg_err *
 	return rc;
 }
 
-int cli_probe_published(struct gg_cli *cli, struct gg_record *r, int timeout_ms,
-			struct gg_err *way)
+int cli_probe_published(struct gg_cli *cli, struct gg_record *r, int timeout_ms, struct gg_err *way)
 {
 	if (!gg_session_published(r))
 		return 0;
@@ -327,7 +330,7 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 {
 	time_t start = time(NULL);
 	int tty = isatty(STDERR_FILENO) && !cli->quiet;
-	enum gg_sess_state shown = (enum gg_sess_state)-1;
+	enum gg_sess_state shown = (enum gg_sess_state) - 1;
 	char last_ce[64] = "";
 	struct timespec tick = {0, 500 * 1000000L};
 	cli->probe_down_site[0] = '\0'; /* probe every time: a jump host ends the wait */

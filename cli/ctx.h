@@ -17,7 +17,7 @@ int cli_cancel_cb(void *ud);
 const struct gg_site *cli_site(struct gg_cli *cli, int required);
 
 struct cli_auth {
-	const char *kind;   /* "proxy" or "token" */
+	const char *kind; /* "proxy" or "token" */
 	char *proxy_path;
 	struct gg_token *token;
 	char *ca_dir;
@@ -36,9 +36,7 @@ int cli_write_ssh_config(struct gg_cli *cli, struct gg_store *st, struct gg_err 
 /* The session launcher script to stage (malloc'd). */
 char *cli_launcher_path(void);
 /* Load a record by name; prints "no such session or job (known: ...)", exit 5. */
-int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name,
-		    struct gg_record *r);
-
+int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, struct gg_record *r);
 
 /* Save a refreshed record over the stored one (under the lock); a record that
  * was meanwhile ended elsewhere wins. */

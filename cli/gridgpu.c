@@ -10,7 +10,8 @@
 #include "commands.h"
 
 static const struct gg_cmd commands[] = {
-#define GG_COMMAND(name, fn, summary, usage, opts, subs, flags) {name, fn, summary, usage, opts, subs, flags},
+#define GG_COMMAND(name, fn, summary, usage, opts, subs, flags) \
+	{name, fn, summary, usage, opts, subs, flags},
 #include "commands.def"
 #undef GG_COMMAND
 };
@@ -69,9 +70,9 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 	for (int t = 0; t < 2; t++) {
 		for (size_t i = 0; i < counts[t]; i++) {
 			const struct gg_opt *o = &tabs[t][i];
-			lo[k++] = (struct option){o->name,
-						  o->arg == OPT_ARG ? required_argument : no_argument,
-						  NULL, o->id};
+			lo[k++] = (struct option){
+				o->name, o->arg == OPT_ARG ? required_argument : no_argument, NULL,
+				o->id};
 			if (o->shortopt) {
 				so[s++] = (char)o->shortopt;
 				if (o->arg == OPT_ARG)
@@ -167,8 +168,8 @@ void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FIL
 	if (cli->sub_usage)
 		fprintf(f, "Usage: gridgpu %s %s\n", cmd->name, cli->sub_usage);
 	else
-		fprintf(f, "Usage: gridgpu %s %s\n\n%s.\n", cmd->name,
-			cmd->usage ? cmd->usage : "", cmd->summary);
+		fprintf(f, "Usage: gridgpu %s %s\n\n%s.\n", cmd->name, cmd->usage ? cmd->usage : "",
+			cmd->summary);
 	if (opts && opts->name) {
 		fprintf(f, "\nOptions:\n");
 		print_opts(opts, f);

@@ -8,7 +8,7 @@ set -eu
 PKGS="gcc make autoconf pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
 libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflate-dev"
 # tests and the local test site
-PKGS="$PKGS clang libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
+PKGS="$PKGS clang clang-format libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
 procps zsh bash-completion python3 python3-cryptography nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
 valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace"

@@ -18,8 +18,8 @@
 
 struct gg_ce {
 	char *cache_path; /* where REST versions are remembered, or NULL */
-	char *endpoint; /* https://host:port/arex */
-	char *base;     /* endpoint/rest/<version> */
+	char *endpoint;   /* https://host:port/arex */
+	char *base;       /* endpoint/rest/<version> */
 	char version[8];
 	struct gg_http *http;
 };
@@ -28,7 +28,7 @@ static const char JSON[] = "application/json";
 
 const char *gg_ce_state_name(enum gg_ce_state s)
 {
-	static const char *names[] = {"unknown", "accepted", "queued",	 "running", "finishing",
+	static const char *names[] = {"unknown",  "accepted", "queued", "running", "finishing",
 				      "finished", "failed",   "killed", "gone"};
 	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
@@ -44,18 +44,28 @@ enum gg_ce_state gg_arc_state(const char *s)
 		const char *name;
 		enum gg_ce_state st;
 	} tab[] = {
-		{"ACCEPTING", GG_CE_ACCEPTED}, {"ACCEPTED", GG_CE_ACCEPTED},
-		{"PREPARING", GG_CE_ACCEPTED}, {"PREPARED", GG_CE_ACCEPTED},
-		{"SUBMITTING", GG_CE_ACCEPTED}, {"QUEUING", GG_CE_QUEUED},
-		{"HELD", GG_CE_QUEUED},        {"RUNNING", GG_CE_RUNNING},
-		{"EXITINGLRMS", GG_CE_RUNNING}, {"OTHER", GG_CE_RUNNING},
-		{"EXECUTED", GG_CE_FINISHING}, {"FINISHING", GG_CE_FINISHING},
-		{"KILLING", GG_CE_FINISHING},  {"FINISHED", GG_CE_FINISHED},
-		{"FAILED", GG_CE_FAILED},      {"KILLED", GG_CE_KILLED},
+		{"ACCEPTING", GG_CE_ACCEPTED},
+		{"ACCEPTED", GG_CE_ACCEPTED},
+		{"PREPARING", GG_CE_ACCEPTED},
+		{"PREPARED", GG_CE_ACCEPTED},
+		{"SUBMITTING", GG_CE_ACCEPTED},
+		{"QUEUING", GG_CE_QUEUED},
+		{"HELD", GG_CE_QUEUED},
+		{"RUNNING", GG_CE_RUNNING},
+		{"EXITINGLRMS", GG_CE_RUNNING},
+		{"OTHER", GG_CE_RUNNING},
+		{"EXECUTED", GG_CE_FINISHING},
+		{"FINISHING", GG_CE_FINISHING},
+		{"KILLING", GG_CE_FINISHING},
+		{"FINISHED", GG_CE_FINISHED},
+		{"FAILED", GG_CE_FAILED},
+		{"KILLED", GG_CE_KILLED},
 		{"WIPED", GG_CE_GONE},
 		/* grid-manager states, as diagnose/status gives them */
-		{"SUBMIT", GG_CE_ACCEPTED},    {"INLRMS", GG_CE_RUNNING},
-		{"CANCELING", GG_CE_FINISHING}, {"DELETED", GG_CE_GONE},
+		{"SUBMIT", GG_CE_ACCEPTED},
+		{"INLRMS", GG_CE_RUNNING},
+		{"CANCELING", GG_CE_FINISHING},
+		{"DELETED", GG_CE_GONE},
 	};
 	if (!s)
 		return GG_CE_UNKNOWN;
@@ -83,8 +93,9 @@ int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce
 	if (strncmp(endpoint, "https://", 8) != 0 || !endpoint[8])
 		return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https://", endpoint);
 	if (!auth->proxy_path && !auth->token)
-		return gg_err_set(err, GG_ECRED, "no credential to talk to the CE: run 'gridgpu "
-						 "proxy init' or set BEARER_TOKEN");
+		return gg_err_set(err, GG_ECRED,
+				  "no credential to talk to the CE: run 'gridgpu "
+				  "proxy init' or set BEARER_TOKEN");
 	struct gg_ce *ce = calloc(1, sizeof *ce);
 	if (!ce)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -197,8 +208,7 @@ int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 	} else if (json_is_array(v)) {
 		size_t i;
 		json_t *e;
-		json_array_foreach(v, i, e)
-		{
+		json_array_foreach (v, i, e) {
 			const char *s = json_string_value(e);
 			if (s && (!strcmp(s, "1.0") || !strcmp(s, "1.1")) &&
 			    (!best || strcmp(s, best) > 0))
@@ -206,8 +216,9 @@ int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 		}
 	}
 	if (!best || (strcmp(best, "1.0") && strcmp(best, "1.1"))) {
-		rc = gg_err_set(err, GG_EPROTO, "%s: the CE offers no REST version gridgpu speaks "
-						"(1.0, 1.1)",
+		rc = gg_err_set(err, GG_EPROTO,
+				"%s: the CE offers no REST version gridgpu speaks "
+				"(1.0, 1.1)",
 				url);
 		goto out;
 	}
@@ -217,8 +228,9 @@ int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
 	}
 	*version = ce->version;
 	if (ce->cache_path && cache) {
-		json_object_set_new(cache, ce->endpoint, json_pack("{s:s,s:I}", "rest", ce->version,
-								  "checked", (json_int_t)time(NULL)));
+		json_object_set_new(cache, ce->endpoint,
+				    json_pack("{s:s,s:I}", "rest", ce->version, "checked",
+					      (json_int_t)time(NULL)));
 		gg_ce_cache_save(ce->cache_path, cache);
 	}
 out:
@@ -254,7 +266,8 @@ static void collect_strings(json_t *v, char ***out, size_t *n)
 	} else if (json_is_array(v)) {
 		size_t i;
 		json_t *e;
-		json_array_foreach(v, i, e) collect_strings(e, out, n);
+		json_array_foreach (v, i, e)
+			collect_strings(e, out, n);
 	}
 }
 
@@ -306,26 +319,24 @@ int gg_ce_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
 	json_t *svcs = as_array(svc);
 	size_t i;
 	json_t *s;
-	json_array_foreach(svcs, i, s)
-	{
+	json_array_foreach (svcs, i, s) {
 		if (!info->name && json_is_string(json_object_get(s, "Name")))
 			info->name = strdup(json_string_value(json_object_get(s, "Name")));
 		json_t *shares = as_array(json_object_get(s, "ComputingShare"));
 		size_t k;
 		json_t *sh;
-		json_array_foreach(shares, k, sh) collect_strings(json_object_get(sh, "Name"),
-								  &info->queues, &info->nqueues);
+		json_array_foreach (shares, k, sh)
+			collect_strings(json_object_get(sh, "Name"), &info->queues, &info->nqueues);
 		json_decref(shares);
 		json_t *mgrs = as_array(json_object_get(s, "ComputingManager"));
 		json_t *m;
-		json_array_foreach(mgrs, k, m)
-		{
-			json_t *aes = as_array(json_object_get(
-				json_object_get(m, "ApplicationEnvironments"),
-				"ApplicationEnvironment"));
+		json_array_foreach (mgrs, k, m) {
+			json_t *aes = as_array(
+				json_object_get(json_object_get(m, "ApplicationEnvironments"),
+						"ApplicationEnvironment"));
 			size_t a;
 			json_t *ae;
-			json_array_foreach(aes, a, ae)
+			json_array_foreach (aes, a, ae)
 				collect_strings(json_object_get(ae, "AppName"), &info->rtes,
 						&info->nrtes);
 			json_decref(aes);
@@ -370,14 +381,14 @@ int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **result
 	}
 	size_t i;
 	json_t *e;
-	json_array_foreach(arr, i, e)
-	{
+	json_array_foreach (arr, i, e) {
 		if (!json_is_object(e)) {
 			gg_ce_results_free(res, cnt);
 			json_decref(arr);
 			json_decref(j);
-			return gg_err_set(err, GG_EPROTO, "the CE's answer lists a job that is not "
-							  "an object");
+			return gg_err_set(err, GG_EPROTO,
+					  "the CE's answer lists a job that is not "
+					  "an object");
 		}
 		/* All values are strings in A-REX's JSON; accept numbers too. */
 		json_t *code = json_object_get(e, "status-code");
@@ -426,7 +437,8 @@ static int bulk(struct gg_ce *ce, const char *action, const char *const *ids, si
 	size_t ngot = 0;
 	int rc;
 	if (!text || !url) {
-		rc = url ? gg_err_set(err, GG_ENOMEM, "out of memory") : (err ? err->code : GG_EFAIL);
+		rc = url ? gg_err_set(err, GG_ENOMEM, "out of memory")
+			 : (err ? err->code : GG_EFAIL);
 		goto out;
 	}
 	/* status is idempotent; kill and clean are harmless to repeat too. */
@@ -502,8 +514,8 @@ void gg_ce_cancel(struct gg_ce *ce, const char *id)
 		gg_ce_results_free(res, 1);
 }
 
-int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
-		 struct gg_ce_result **results, struct gg_err *err)
+int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		 struct gg_err *err)
 {
 	/* ?action=status reads the info provider's per-job file, which lags by up
 	 * to its period; GET jobs?state= is computed live. Use the live list and
@@ -555,7 +567,8 @@ int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
 				for (size_t i = 0; i < n; i++) {
 					if (strcmp(res[i].id, b[k].id) != 0)
 						continue;
-					if (res[i].state == GG_CE_FAILED && b[k].state == GG_CE_KILLED)
+					if (res[i].state == GG_CE_FAILED &&
+					    b[k].state == GG_CE_KILLED)
 						res[i].state = GG_CE_KILLED;
 					else if (res[i].state == GG_CE_GONE && b[k].code != 404 &&
 						 b[k].state != GG_CE_UNKNOWN) {
@@ -581,17 +594,18 @@ int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_
 	return bulk(ce, "kill", ids, n, results, err);
 }
 
-int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n,
-		struct gg_ce_result **results, struct gg_err *err)
+int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		struct gg_err *err)
 {
 	return bulk(ce, "clean", ids, n, results, err);
 }
 
 int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err)
 {
-	char *url = rest_url(ce, "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,"
-				 "QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,"
-				 "FINISHED,FAILED,KILLING,KILLED,WIPED",
+	char *url = rest_url(ce,
+			     "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,"
+			     "QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,"
+			     "FINISHED,FAILED,KILLING,KILLED,WIPED",
 			     err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
@@ -622,7 +636,8 @@ int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **n
 	json_t *j = NULL;
 	int rc;
 	if (!url) {
-		rc = text ? (err ? err->code : GG_EFAIL) : gg_err_set(err, GG_ENOMEM, "out of memory");
+		rc = text ? (err ? err->code : GG_EFAIL)
+			  : gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
 	}
 	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
@@ -634,8 +649,7 @@ int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **n
 		json_t *arr = as_array(json_object_get(j, "job"));
 		size_t i;
 		json_t *e;
-		json_array_foreach(arr, i, e)
-		{
+		json_array_foreach (arr, i, e) {
 			const char *id = json_string_value(json_object_get(e, "id"));
 			json_t *act = json_object_get(json_object_get(e, "info_document"),
 						      "ComputingActivity");

@@ -91,10 +91,10 @@ int gg_ce_state_terminal(enum gg_ce_state s);
 /* Per-job result of a bulk call. */
 struct gg_ce_result {
 	char *id;
-	int code;             /* per-job status code from the CE (200, 201, 202, 404, 500...) */
-	char *reason;         /* its reason text */
+	int code;     /* per-job status code from the CE (200, 201, 202, 404, 500...) */
+	char *reason; /* its reason text */
 	enum gg_ce_state state;
-	char *raw_state;      /* the CE's own name of the state */
+	char *raw_state; /* the CE's own name of the state */
 };
 void gg_ce_results_free(struct gg_ce_result *r, size_t n);
 
@@ -102,8 +102,8 @@ struct gg_ce_auth {
 	const char *proxy_path; /* X.509 proxy (client certificate) */
 	const char *token;      /* or a bearer token */
 	const char *ca_dir;
-	const char *cache_path; /* JSON file remembering each CE's REST version (a
-				   day), saving a round trip per command; or NULL */
+	const char *cache_path;  /* JSON file remembering each CE's REST version (a
+				    day), saving a round trip per command; or NULL */
 	int (*cancel)(void *ud); /* polled during requests and waits: non-zero stops */
 	void *cancel_ud;
 };
@@ -147,12 +147,12 @@ void gg_ce_cache_save(const char *path, json_t *cache);
  * be left behind: half staged, or made when they could not be recorded). */
 void gg_ce_cancel(struct gg_ce *ce, const char *id);
 /* Bulk status/kill/clean of many jobs in one request. results[i] matches ids[i]. */
-int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
-		 struct gg_ce_result **results, struct gg_err *err);
+int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		 struct gg_err *err);
 int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
 	       struct gg_err *err);
-int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n,
-		struct gg_ce_result **results, struct gg_err *err);
+int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		struct gg_err *err);
 /* All the caller's jobs with their states (fresh, not the info provider's). */
 int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err);
 /* The job names (xRSL jobname) of many jobs in one request: names[i] is

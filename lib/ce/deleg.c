@@ -56,8 +56,7 @@ static int put_signed(struct gg_ce *ce, const struct gg_cred *proxy, const char 
 }
 
 /* POST a delegation action; the body of the answer is a PEM CSR. */
-static int post_csr(struct gg_ce *ce, const char *path, struct gg_http_resp *r,
-		    struct gg_err *err)
+static int post_csr(struct gg_ce *ce, const char *path, struct gg_http_resp *r, struct gg_err *err)
 {
 	const char *v;
 	int rc = gg_ce_version(ce, &v, err);
@@ -75,8 +74,9 @@ static int post_csr(struct gg_ce *ce, const char *path, struct gg_http_resp *r,
 				  "asking the CE for a delegation: HTTP %ld %s", r->status,
 				  r->reason ? r->reason : "");
 	if (!strstr(r->body, "-----BEGIN CERTIFICATE REQUEST-----"))
-		return gg_err_set(err, GG_EPROTO, "the CE's delegation answer holds no certificate "
-						  "request");
+		return gg_err_set(err, GG_EPROTO,
+				  "the CE's delegation answer holds no certificate "
+				  "request");
 	return 0;
 }
 
@@ -101,8 +101,7 @@ static int ce_has(struct gg_ce *ce, const char *id, int *has, struct gg_err *err
 			json_array_append(arr, d);
 		size_t i;
 		json_t *e;
-		json_array_foreach(arr, i, e)
-		{
+		json_array_foreach (arr, i, e) {
 			const char *s = json_string_value(json_object_get(e, "id"));
 			if (s && strcmp(s, id) == 0)
 				*has = 1;
@@ -141,7 +140,8 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 	} else if (cached && has) {
 		/* renew under the same id: the job descriptions that name it keep working */
 		char *path = gg_strdup_printf("delegations/%s?action=renew", cached);
-		rc = path ? post_csr(ce, path, &r, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+		rc = path ? post_csr(ce, path, &r, err)
+			  : gg_err_set(err, GG_ENOMEM, "out of memory");
 		free(path);
 		if (rc == 0 && (rc = put_signed(ce, proxy, cached, &r, err)) == 0)
 			newid = strdup(cached);
@@ -150,8 +150,9 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 			goto done;
 		newid = location_id(r.location);
 		if (!newid) {
-			rc = gg_err_set(err, GG_EPROTO, "the CE's delegation answer has no usable "
-							"Location header");
+			rc = gg_err_set(err, GG_EPROTO,
+					"the CE's delegation answer has no usable "
+					"Location header");
 			goto done;
 		}
 		rc = put_signed(ce, proxy, newid, &r, err);
@@ -159,8 +160,8 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 	if (rc == 0 && !newid)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0 && cache_path && key) {
-		json_object_set_new(cache, key, json_pack("{s:s,s:I}", "id", newid, "end",
-							  (json_int_t)pi.end));
+		json_object_set_new(cache, key,
+				    json_pack("{s:s,s:I}", "id", newid, "end", (json_int_t)pi.end));
 		gg_ce_cache_save(cache_path, cache);
 	}
 done:

@@ -117,10 +117,10 @@ int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
 	jd->walltime = res->walltime;
 	jd->cpus = res->cpus;
 	jd->memory = res->memory;
-	const char *queue = res->queue			      ? res->queue
+	const char *queue = res->queue                       ? res->queue
 			    : gpu && site && site->gpu_queue ? site->gpu_queue
-			    : site && site->queue	      ? site->queue
-							      : NULL;
+			    : site && site->queue            ? site->queue
+							     : NULL;
 	if (queue)
 		rc = gg_jd_set(&jd->queue, queue, err);
 	if (rc == 0 && gpu && site && site->gpu_rte)

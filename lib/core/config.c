@@ -126,11 +126,12 @@ int gg_config_value_ok(const char *v)
 static int site_set(struct gg_site *s, const char *key, const char *value, struct gg_err *err)
 {
 	if (!gg_config_value_ok(value))
-		return gg_err_set(err, GG_EUSAGE,
-				  "%s: the value cannot be stored in the configuration (at most %d "
-				  "characters, no line breaks, no leading or trailing blanks, no ';' "
-				  "after a blank or ';'/'#' first)",
-				  key, GG_CONFIG_VALUE_MAX);
+		return gg_err_set(
+			err, GG_EUSAGE,
+			"%s: the value cannot be stored in the configuration (at most %d "
+			"characters, no line breaks, no leading or trailing blanks, no ';' "
+			"after a blank or ';'/'#' first)",
+			key, GG_CONFIG_VALUE_MAX);
 	char **f = site_str_field(s, key);
 	if (f) {
 		char *v = strdup(value);
@@ -275,8 +276,8 @@ static int site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_e
 	memset(dst, 0, sizeof *dst);
 	if (!(dst->name = strdup(src->name)))
 		goto oom;
-	static const char *keys[] = {"ce",	  "user",	 "queue",    "gpu_queue",
-				     "gpu_rte",	  "image",	 "ca_dir",   "auth",
+	static const char *keys[] = {"ce",       "user",        "queue",          "gpu_queue",
+				     "gpu_rte",  "image",       "ca_dir",         "auth",
 				     "identity", "known_hosts", "worker_address", "runtime"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *v = *site_str_field((struct gg_site *)src, keys[i]);
@@ -302,22 +303,24 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 		return gg_err_set(err, GG_EUSAGE,
 				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
 				  site->name ? site->name : "");
-	static const char *keys[] = {"ce",	 "user",	"queue",    "gpu_queue",
-				     "gpu_rte",	 "image",	"ca_dir",   "auth",
+	static const char *keys[] = {"ce",       "user",        "queue",          "gpu_queue",
+				     "gpu_rte",  "image",       "ca_dir",         "auth",
 				     "identity", "known_hosts", "worker_address", "runtime"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		const char *v = *site_str_field((struct gg_site *)site, keys[i]);
 		if (v && !gg_config_value_ok(v))
-			return gg_err_set(err, GG_EUSAGE,
-					  "%s '%s': cannot be stored in the configuration (at most "
-					  "%d characters, one line, no leading or trailing blanks, no "
-					  "';' after a blank or ';'/'#' first)",
-					  keys[i], v, GG_CONFIG_VALUE_MAX);
+			return gg_err_set(
+				err, GG_EUSAGE,
+				"%s '%s': cannot be stored in the configuration (at most "
+				"%d characters, one line, no leading or trailing blanks, no "
+				"';' after a blank or ';'/'#' first)",
+				keys[i], v, GG_CONFIG_VALUE_MAX);
 	}
 	for (int i = 0; i < site->njumps; i++)
 		if (!gg_config_value_ok(site->jumps[i]))
-			return gg_err_set(err, GG_EUSAGE, "jump '%s': cannot be stored in the "
-							  "configuration",
+			return gg_err_set(err, GG_EUSAGE,
+					  "jump '%s': cannot be stored in the "
+					  "configuration",
 					  site->jumps[i]);
 	struct gg_site copy;
 	int rc = site_copy(&copy, site, err);
@@ -371,10 +374,9 @@ char *gg_config_format(const struct gg_config *cfg)
 			fprintf(f, "ce = %s\n", s->ce);
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
-		static const char *keys[] = {"identity", "known_hosts", "worker_address",
-					     "user",	 "queue",	"gpu_queue",
-					     "gpu_rte",	 "image",	"ca_dir",
-					     "auth",	 "runtime"};
+		static const char *keys[] = {"identity", "known_hosts", "worker_address", "user",
+					     "queue",    "gpu_queue",   "gpu_rte",        "image",
+					     "ca_dir",   "auth",        "runtime"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)

@@ -42,8 +42,7 @@ struct gg_err {
  * err may be NULL. */
 int gg_err_set(struct gg_err *err, int code, const char *fmt, ...) GG_ATTR_PRINTF(3, 4);
 /* Same, with ": <strerror(errnum)>" appended. */
-int gg_err_sys(struct gg_err *err, int code, int errnum, const char *fmt, ...)
-	GG_ATTR_PRINTF(4, 5);
+int gg_err_sys(struct gg_err *err, int code, int errnum, const char *fmt, ...) GG_ATTR_PRINTF(4, 5);
 /* Prefix the message with "<context>: "; returns err->code. */
 int gg_err_prefix(struct gg_err *err, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 void gg_err_clear(struct gg_err *err);
@@ -113,17 +112,17 @@ struct gg_site {
 	char *ce;                  /* CE endpoint URL, https://host:port/arex */
 	char *jumps[GG_MAX_JUMPS]; /* user@host[:port], in order */
 	int njumps;
-	char *user;       /* remote user on the worker, if fixed */
-	char *queue;      /* default queue */
-	char *gpu_queue;  /* queue for GPU jobs */
-	char *gpu_rte;    /* runtime environment to ask for GPUs */
-	char *image;      /* default image */
-	char *ca_dir;     /* CA dir for this site, overrides X509_CERT_DIR */
-	char *auth;       /* "proxy" (default) or "token" */
-	char *identity;   /* ssh key for the jump hosts (the user's site key) */
-	char *known_hosts; /* known_hosts file with the jump hosts' keys */
-	char *worker_address; /* address the last jump host reaches workers by */
-	char *runtime;    /* batch runtime: "apptainer" (default) or "bwrap" */
+	char *user;               /* remote user on the worker, if fixed */
+	char *queue;              /* default queue */
+	char *gpu_queue;          /* queue for GPU jobs */
+	char *gpu_rte;            /* runtime environment to ask for GPUs */
+	char *image;              /* default image */
+	char *ca_dir;             /* CA dir for this site, overrides X509_CERT_DIR */
+	char *auth;               /* "proxy" (default) or "token" */
+	char *identity;           /* ssh key for the jump hosts (the user's site key) */
+	char *known_hosts;        /* known_hosts file with the jump hosts' keys */
+	char *worker_address;     /* address the last jump host reaches workers by */
+	char *runtime;            /* batch runtime: "apptainer" (default) or "bwrap" */
 	int64_t connect_deadline; /* seconds, 0 = default */
 	int64_t idle_limit;       /* seconds, 0 = default */
 };

@@ -61,8 +61,8 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 			}
 			close(ufd);
 		}
-		snprintf(tmp + strlen(tmp) - 6, 7, "%02x%02x%02x", rnd[0] ^ (getpid() & 0xff), rnd[1],
-			 rnd[2]);
+		snprintf(tmp + strlen(tmp) - 6, 7, "%02x%02x%02x", rnd[0] ^ (getpid() & 0xff),
+			 rnd[1], rnd[2]);
 	} else {
 		fd = mkostemp(tmp, O_CLOEXEC);
 	}

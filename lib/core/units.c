@@ -147,7 +147,8 @@ char *gg_duration_format_exact(int64_t secs, char *buf, size_t len)
 		int64_t n = secs / units[i].s;
 		secs %= units[i].s;
 		if (n)
-			off += (size_t)snprintf(buf + off, len - off, "%" PRId64 "%c", n, units[i].u);
+			off += (size_t)snprintf(buf + off, len - off, "%" PRId64 "%c", n,
+						units[i].u);
 	}
 	return buf;
 }
@@ -158,7 +159,8 @@ int gg_size_parse(const char *s, uint64_t *out, struct gg_err *err)
 		return gg_err_set(err, GG_EUSAGE, "invalid size '': empty (use e.g. 16G, 512M)");
 	const char *p = s;
 	if (!isdigit((unsigned char)*p))
-		return gg_err_set(err, GG_EUSAGE, "invalid size '%s': expected a number (use e.g. 16G, 512M)", s);
+		return gg_err_set(err, GG_EUSAGE,
+				  "invalid size '%s': expected a number (use e.g. 16G, 512M)", s);
 	errno = 0;
 	char *end;
 	double v = strtod(p, &end);

@@ -87,7 +87,7 @@ void gg_cred_free(struct gg_cred *c);
 /* Borrowed pointers, valid while c lives. key is NULL until unlocked. */
 X509 *gg_cred_cert(const struct gg_cred *c);
 EVP_PKEY *gg_cred_key(const struct gg_cred *c);
-STACK_OF(X509) *gg_cred_chain(const struct gg_cred *c);
+STACK_OF(X509) * gg_cred_chain(const struct gg_cred *c);
 const char *gg_cred_path(const struct gg_cred *c); /* NULL when made in memory */
 
 /* PEM text of certificate, key (unencrypted, when with_key and present) and
@@ -104,7 +104,7 @@ int gg_cred_disable_core_dumps(struct gg_err *err);
 /* ---- proxy certificates (RFC 3820) ---------------------------------------- */
 
 #define GG_PROXY_DEFAULT_LIFETIME (12 * 3600)
-#define GG_PROXY_DEFAULT_BITS 2048
+#define GG_PROXY_DEFAULT_BITS     2048
 
 enum gg_proxy_policy {
 	GG_PROXY_IMPERSONATION, /* id-ppl-inheritAll (the default) */
@@ -113,13 +113,13 @@ enum gg_proxy_policy {
 };
 
 struct gg_proxy_opts {
-	int64_t lifetime;   /* seconds; 0 = GG_PROXY_DEFAULT_LIFETIME */
-	int bits;           /* RSA bits of a new key when key is NULL; 0 = 2048 */
+	int64_t lifetime; /* seconds; 0 = GG_PROXY_DEFAULT_LIFETIME */
+	int bits;         /* RSA bits of a new key when key is NULL; 0 = 2048 */
 	enum gg_proxy_policy policy;
-	int path_length;    /* pCPathLenConstraint; -1 = none */
-	EVP_PKEY *key;      /* key of the new proxy (borrowed), e.g. from
-			       gg_keygen_finish; NULL = generate one here */
-	time_t now;         /* 0 = the current time */
+	int path_length; /* pCPathLenConstraint; -1 = none */
+	EVP_PKEY *key;   /* key of the new proxy (borrowed), e.g. from
+			    gg_keygen_finish; NULL = generate one here */
+	time_t now;      /* 0 = the current time */
 };
 /* Defaults: 12 h, 2048 bits, impersonation, no path length, new key. */
 void gg_proxy_opts_init(struct gg_proxy_opts *o);
@@ -168,21 +168,21 @@ enum gg_cert_kind {
 };
 
 struct gg_proxy_info {
-	char *path;          /* file it was read from, or NULL */
-	char *subject;       /* "/DC=org/DC=example/CN=Jane Doe/CN=123", as grid tools print */
+	char *path;    /* file it was read from, or NULL */
+	char *subject; /* "/DC=org/DC=example/CN=Jane Doe/CN=123", as grid tools print */
 	char *issuer;
-	char *identity;      /* subject of the end-entity certificate the proxy stands for */
+	char *identity; /* subject of the end-entity certificate the proxy stands for */
 	enum gg_cert_kind kind;
-	const char *type;    /* "RFC 3820 impersonation proxy", ... (static) */
-	const char *key_type; /* "RSA", "EC", ... (static) */
-	int bits;            /* key strength */
-	char *signature;     /* "sha256WithRSAEncryption" */
-	char *serial;        /* decimal */
-	int path_length;     /* proxy path length constraint; -1 = none */
-	int chain_length;    /* certificates above this one in the file */
+	const char *type;             /* "RFC 3820 impersonation proxy", ... (static) */
+	const char *key_type;         /* "RSA", "EC", ... (static) */
+	int bits;                     /* key strength */
+	char *signature;              /* "sha256WithRSAEncryption" */
+	char *serial;                 /* decimal */
+	int path_length;              /* proxy path length constraint; -1 = none */
+	int chain_length;             /* certificates above this one in the file */
 	time_t not_before, not_after; /* of this certificate */
-	time_t end;          /* earliest notAfter of the certificate and its chain */
-	int64_t time_left;   /* end - now, 0 when expired */
+	time_t end;                   /* earliest notAfter of the certificate and its chain */
+	int64_t time_left;            /* end - now, 0 when expired */
 	int not_yet_valid;
 };
 /* Describe c at now (0 = the current time). Clear with gg_proxy_info_clear. */
@@ -235,8 +235,7 @@ struct gg_token {
  * specification says). The JWT claims are read without verifying anything. */
 int gg_token_find(struct gg_token **out, struct gg_err *err);
 /* Make a token from a value (stripped and validated) and read its JWT claims. */
-int gg_token_new(const char *value, const char *source, struct gg_token **out,
-		 struct gg_err *err);
+int gg_token_new(const char *value, const char *source, struct gg_token **out, struct gg_err *err);
 void gg_token_free(struct gg_token *t);
 /* Non-zero when s is an RFC 6750 section 2.1 b64token:
  * 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=". */

@@ -9,9 +9,9 @@
 struct gg_cred {
 	X509 *cert;
 	EVP_PKEY *key;
-	STACK_OF(X509) *chain; /* never NULL */
-	char *path;            /* certificate file, or NULL */
-	char *key_path;        /* key or PKCS#12 file, or NULL */
+	STACK_OF(X509) * chain; /* never NULL */
+	char *path;             /* certificate file, or NULL */
+	char *key_path;         /* key or PKCS#12 file, or NULL */
 	/* until unlocked: the encrypted key file's bytes, or the PKCS#12 */
 	unsigned char *key_data;
 	size_t key_len;

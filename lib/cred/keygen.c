@@ -26,7 +26,7 @@
 #include <openssl/param_build.h>
 
 #define KEYGEN_MAX_THREADS 4
-#define RSA_E 65537
+#define RSA_E              65537
 
 struct gg_keygen {
 	int bits;
@@ -37,11 +37,11 @@ struct gg_keygen {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	/* under mu */
-	BIGNUM *prime;   /* the first suitable prime, waiting for a second */
-	int building;    /* a thread is building the key from two primes */
-	EVP_PKEY *key;   /* the result */
-	int finished;    /* threads that have returned */
-	char why[160];   /* first failure */
+	BIGNUM *prime; /* the first suitable prime, waiting for a second */
+	int building;  /* a thread is building the key from two primes */
+	EVP_PKEY *key; /* the result */
+	int finished;  /* threads that have returned */
+	char why[160]; /* first failure */
 };
 
 static void note_failure(struct gg_keygen *kg, const char *what)

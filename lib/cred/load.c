@@ -148,7 +148,7 @@ EVP_PKEY *gg_cred_key(const struct gg_cred *c)
 {
 	return c ? c->key : NULL;
 }
-STACK_OF(X509) *gg_cred_chain(const struct gg_cred *c)
+STACK_OF(X509) * gg_cred_chain(const struct gg_cred *c)
 {
 	return c ? c->chain : NULL;
 }
@@ -272,8 +272,7 @@ int gg_cred_locate(const char *cert, const char *key, struct gg_cred_source *out
 	if (!c) {
 		rc = gg_err_set(err, GG_ECRED, "no user certificate: HOME is not set");
 	} else if (!file_exists(c)) {
-		rc = gg_err_sys(err, GG_ECRED, errno, "certificate '%s' (from %s)", c,
-				out->origin);
+		rc = gg_err_sys(err, GG_ECRED, errno, "certificate '%s' (from %s)", c, out->origin);
 	} else if (k && !file_exists(k)) {
 		rc = gg_err_sys(err, GG_ECRED, errno, "key '%s' (from %s)", k, out->origin);
 	} else {
@@ -297,7 +296,7 @@ int gg_cred_locate(const char *cert, const char *key, struct gg_cred_source *out
 /* Read every certificate of a PEM buffer: the first into *cert, the rest into
  * chain. */
 static int pem_certs(const unsigned char *data, size_t len, const char *path, X509 **cert,
-		     STACK_OF(X509) *chain, struct gg_err *err)
+		     STACK_OF(X509) * chain, struct gg_err *err)
 {
 	BIO *bio = BIO_new_mem_buf(data, (int)len);
 	if (!bio)
@@ -308,14 +307,16 @@ static int pem_certs(const unsigned char *data, size_t len, const char *path, X5
 		X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
 		if (!x) {
 			unsigned long e = ERR_peek_last_error();
-			if (ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE) {
+			if (ERR_GET_LIB(e) == ERR_LIB_PEM &&
+			    ERR_GET_REASON(e) == PEM_R_NO_START_LINE) {
 				ERR_clear_error();
 				break; /* the end */
 			}
-			rc = gg_cred_ossl_err(err, GG_ECRED,
-					      "reading certificate '%s': certificate %d is truncated "
-					      "or corrupt",
-					      path, n + 1);
+			rc = gg_cred_ossl_err(
+				err, GG_ECRED,
+				"reading certificate '%s': certificate %d is truncated "
+				"or corrupt",
+				path, n + 1);
 			break;
 		}
 		if (n == 0) {
@@ -329,9 +330,10 @@ static int pem_certs(const unsigned char *data, size_t len, const char *path, X5
 	}
 	BIO_free(bio);
 	if (rc == 0 && n == 0)
-		rc = gg_err_set(err, GG_ECRED,
-				"reading certificate '%s': no certificate found (truncated or not PEM)",
-				path);
+		rc = gg_err_set(
+			err, GG_ECRED,
+			"reading certificate '%s': no certificate found (truncated or not PEM)",
+			path);
 	if (rc < 0 && *cert) {
 		X509_free(*cert);
 		*cert = NULL;
@@ -411,10 +413,11 @@ static int p12_unlock(struct gg_cred *c, const char *pass, size_t passlen, struc
 	if (!PKCS12_mac_present(c->p12) || PKCS12_verify_mac(c->p12, pw, (int)passlen) ||
 	    (passlen == 0 && PKCS12_verify_mac(c->p12, NULL, 0))) {
 		if (!PKCS12_parse(c->p12, pw, &key, &cert, &ca))
-			rc = gg_cred_ossl_err(err, GG_ECRED,
-					      "reading '%s': cannot decrypt (an old cipher such as RC2? "
-					      "re-export it with a current 'openssl pkcs12 -export')",
-					      c->key_path);
+			rc = gg_cred_ossl_err(
+				err, GG_ECRED,
+				"reading '%s': cannot decrypt (an old cipher such as RC2? "
+				"re-export it with a current 'openssl pkcs12 -export')",
+				c->key_path);
 		else if (!key || !cert)
 			rc = gg_err_set(err, GG_ECRED, "reading '%s': no %s in the PKCS#12 file",
 					c->key_path, key ? "certificate" : "private key");
@@ -468,9 +471,10 @@ int gg_cred_open(const struct gg_cred_source *src, struct gg_cred **out, struct 
 		c->p12 = d2i_PKCS12(NULL, &p, (long)len);
 		ERR_clear_error();
 		if (!c->p12) {
-			rc = gg_err_set(err, GG_ECRED,
-					"reading '%s': neither PEM nor PKCS#12 (truncated or garbage)",
-					src->cert);
+			rc = gg_err_set(
+				err, GG_ECRED,
+				"reading '%s': neither PEM nor PKCS#12 (truncated or garbage)",
+				src->cert);
 			goto fail;
 		}
 		if ((rc = gg_file_check_private(src->cert, "PKCS#12 file", err)) < 0)
@@ -575,7 +579,8 @@ int gg_cred_check_time(const struct gg_cred *c, time_t now, struct gg_err *err)
 			return gg_err_set(err, GG_ECRED, "no certificate");
 		if (gg_cred_asn1_time(X509_get0_notBefore(x), &nb) < 0 ||
 		    gg_cred_asn1_time(X509_get0_notAfter(x), &na) < 0)
-			return gg_err_set(err, GG_ECRED, "certificate '%s': unreadable validity dates",
+			return gg_err_set(err, GG_ECRED,
+					  "certificate '%s': unreadable validity dates",
 					  c->path ? c->path : "");
 		char *subj = gg_cred_name_str(X509_get_subject_name(x));
 		if (i < 0)

@@ -45,8 +45,9 @@ static int add_proxy_cert_info(X509 *x, enum gg_proxy_policy policy, int path_le
 	pci->proxyPolicy->policyLanguage = lang;
 	if (!lang) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-	} else if (path_length >= 0 && (!(pci->pcPathLengthConstraint = ASN1_INTEGER_new()) ||
-					!ASN1_INTEGER_set(pci->pcPathLengthConstraint, path_length))) {
+	} else if (path_length >= 0 &&
+		   (!(pci->pcPathLengthConstraint = ASN1_INTEGER_new()) ||
+		    !ASN1_INTEGER_set(pci->pcPathLengthConstraint, path_length))) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	} else if (X509_add1_ext_i2d(x, NID_proxyCertInfo, pci, 1, X509V3_ADD_DEFAULT) != 1) {
 		rc = gg_cred_ossl_err(err, GG_ECRED, "adding proxyCertInfo");
@@ -97,9 +98,9 @@ static const EVP_MD *sign_md(EVP_PKEY *key)
 
 /* The proxy certificate for pub, signed by issuer. lifetime 0 = until the
  * issuer's end. */
-static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub,
-			   enum gg_proxy_policy policy, int path_length, int64_t lifetime,
-			   time_t now, X509 **out, int *clipped, struct gg_err *err)
+static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub, enum gg_proxy_policy policy,
+			   int path_length, int64_t lifetime, time_t now, X509 **out, int *clipped,
+			   struct gg_err *err)
 {
 	*out = NULL;
 	if (clipped)
@@ -117,9 +118,10 @@ static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub,
 	enum gg_cert_kind ikind = gg_cred_cert_kind(issuer->cert, &ipl);
 	if (ikind >= GG_CERT_PROXY) {
 		if (ipl == 0)
-			return gg_err_set(err, GG_ECRED,
-					  "'%s' is a proxy with path length 0: it cannot sign proxies",
-					  ipath);
+			return gg_err_set(
+				err, GG_ECRED,
+				"'%s' is a proxy with path length 0: it cannot sign proxies",
+				ipath);
 		if (ipl > 0 && (path_length < 0 || path_length > ipl - 1))
 			path_length = ipl - 1;
 		if (ikind == GG_CERT_PROXY_LIMITED)
@@ -129,10 +131,11 @@ static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub,
 	unsigned usage = KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT;
 	if (iku != UINT32_MAX) {
 		if (!(iku & KU_DIGITAL_SIGNATURE))
-			return gg_err_set(err, GG_ECRED,
-					  "certificate '%s' cannot sign proxies: its key usage lacks "
-					  "digitalSignature",
-					  ipath);
+			return gg_err_set(
+				err, GG_ECRED,
+				"certificate '%s' cannot sign proxies: its key usage lacks "
+				"digitalSignature",
+				ipath);
 		usage &= iku;
 	}
 
@@ -189,7 +192,7 @@ static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub,
 }
 
 /* chain = issuer's certificate + issuer's chain */
-static int copy_issuer_chain(const struct gg_cred *issuer, STACK_OF(X509) *chain,
+static int copy_issuer_chain(const struct gg_cred *issuer, STACK_OF(X509) * chain,
 			     struct gg_err *err)
 {
 	for (int i = -1; i < sk_X509_num(issuer->chain); i++) {
@@ -319,10 +322,11 @@ int gg_proxy_check_target(const char *path, struct gg_err *err)
 	struct stat st;
 	if (lstat(path, &st) == 0) {
 		if (!S_ISREG(st.st_mode))
-			return gg_err_set(err, GG_ECRED,
-					  "proxy '%s' exists and is not a regular file: refusing to "
-					  "replace it",
-					  path);
+			return gg_err_set(
+				err, GG_ECRED,
+				"proxy '%s' exists and is not a regular file: refusing to "
+				"replace it",
+				path);
 		if (st.st_uid != geteuid())
 			return gg_err_set(err, GG_ECRED,
 					  "proxy '%s' is owned by uid %u, not by you: refusing to "

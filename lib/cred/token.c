@@ -18,8 +18,8 @@ int gg_token_valid(const char *s)
 	size_t i = 0;
 	for (;; i++) {
 		char ch = s[i];
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		    (ch && strchr("-._~+/", ch)))
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || (ch && strchr("-._~+/", ch)))
 			continue;
 		break;
 	}
@@ -110,8 +110,7 @@ static void read_jwt(struct gg_token *t)
 	json_decref(o);
 }
 
-int gg_token_new(const char *value, const char *source, struct gg_token **out,
-		 struct gg_err *err)
+int gg_token_new(const char *value, const char *source, struct gg_token **out, struct gg_err *err)
 {
 	*out = NULL;
 	size_t n = strlen(value), b = 0;

@@ -32,7 +32,7 @@ char *gg_gpu_short_id(const char *uuid, char *buf, size_t len)
 /* Property names, in the order HTCondor prints them (sorted). */
 enum { P_CAP, P_NAME, P_UUID, P_DRIVER, P_ECC, P_MEM, P_MAXVER, P_RUNTIME, NPROPS };
 static const char *const prop_names[NPROPS] = {
-	"Capability", "DeviceName", "DeviceUuid", "DriverVersion",
+	"Capability", "DeviceName",     "DeviceUuid",          "DriverVersion",
 	"ECCEnabled", "GlobalMemoryMb", "MaxSupportedVersion", "RuntimeVersion",
 };
 
@@ -96,8 +96,7 @@ static void attr_prefix(const char *id, char *buf, size_t len)
 			*p = '_';
 }
 
-char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form,
-		     const char *runtime)
+char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form, const char *runtime)
 {
 	int rt = 0, rmaj, rmin;
 	if (runtime && gg_gpu_version_parse(runtime, &rmaj, &rmin) == 0)
@@ -111,8 +110,8 @@ char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form,
 	for (size_t i = 0; ok && i < info->ndevs; i++) {
 		const struct gg_gpu_dev *d = &info->devs[i];
 		if (d->visible && nunits < info->nvisible)
-			ok = fill(&units[nunits++], d->uuid, d->name, d->cc_major, d->cc_minor, d->ecc,
-				  d->have_mem, d->mem_total, info->cuda_driver, rt) == 0;
+			ok = fill(&units[nunits++], d->uuid, d->name, d->cc_major, d->cc_minor,
+				  d->ecc, d->have_mem, d->mem_total, info->cuda_driver, rt) == 0;
 		for (size_t k = 0; ok && k < d->nmigs; k++) {
 			const struct gg_gpu_mig *m = &d->migs[k];
 			if (m->visible && nunits < info->nvisible)
@@ -137,7 +136,8 @@ char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form,
 				continue;
 			common[p] = 1;
 			for (size_t u = 1; u < nunits && common[p]; u++)
-				common[p] = units[u].val[p] && !strcmp(units[u].val[p], units[0].val[p]);
+				common[p] = units[u].val[p] &&
+					    !strcmp(units[u].val[p], units[0].val[p]);
 			ncommon += common[p];
 		}
 		if (form == GG_CLASSAD_NESTED) {
@@ -145,7 +145,8 @@ char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form,
 				fprintf(f, "Common=[ ");
 				for (int p = 0; p < NPROPS; p++)
 					if (common[p])
-						fprintf(f, "%s=%s; ", prop_names[p], units[0].val[p]);
+						fprintf(f, "%s=%s; ", prop_names[p],
+							units[0].val[p]);
 				fprintf(f, "]\n");
 			}
 			for (size_t u = 0; u < nunits; u++) {
@@ -154,7 +155,8 @@ char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form,
 				fprintf(f, "%s=[ id=\"%s\"; ", pre, units[u].id);
 				for (int p = 0; p < NPROPS; p++)
 					if (!common[p] && units[u].val[p])
-						fprintf(f, "%s=%s; ", prop_names[p], units[u].val[p]);
+						fprintf(f, "%s=%s; ", prop_names[p],
+							units[u].val[p]);
 				fprintf(f, "]\n");
 			}
 		} else {
@@ -166,7 +168,8 @@ char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form,
 				attr_prefix(units[u].id, pre, sizeof pre);
 				for (int p = 0; p < NPROPS; p++)
 					if (!common[p] && units[u].val[p])
-						fprintf(f, "%s%s=%s\n", pre, prop_names[p], units[u].val[p]);
+						fprintf(f, "%s%s=%s\n", pre, prop_names[p],
+							units[u].val[p]);
 			}
 		}
 	}

@@ -102,8 +102,9 @@ int gg_gpu_cuda_probe(const char *path, size_t bytes, struct gg_gpu_cuda_probe *
 		if (!f && cuda_syms[i].alt)
 			f = dlsym(dl, cuda_syms[i].alt);
 		if (!f) {
-			gg_err_set(err, GG_EFAIL, "%s has no function %s: not the CUDA driver, or "
-						  "one too old",
+			gg_err_set(err, GG_EFAIL,
+				   "%s has no function %s: not the CUDA driver, or "
+				   "one too old",
 				   name, cuda_syms[i].name);
 			dlclose(dl);
 			return GG_EFAIL;
@@ -266,9 +267,9 @@ int gg_gpu_cuda_runtime(char *version, size_t len, const char **source, struct g
 	*source = NULL;
 	if (env && *env) {
 		if (gg_gpu_version_parse(env, &maj, &min) < 0)
-			return gg_err_set(err, GG_EUSAGE,
-					  "CUDA_VERSION '%s' is not a version (MAJOR.MINOR[.PATCH])",
-					  env);
+			return gg_err_set(
+				err, GG_EUSAGE,
+				"CUDA_VERSION '%s' is not a version (MAJOR.MINOR[.PATCH])", env);
 		snprintf(version, len, "%s", env);
 		*source = "CUDA_VERSION";
 		return 0;

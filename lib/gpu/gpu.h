@@ -23,7 +23,7 @@
 
 #define GG_GPU_NVML_LIB "libnvidia-ml.so.1"
 #define GG_GPU_CUDA_LIB "libcuda.so.1"
-#define GG_GPU_STR 96 /* NVML's UUID and name buffers (…_V2_BUFFER_SIZE) */
+#define GG_GPU_STR      96 /* NVML's UUID and name buffers (…_V2_BUFFER_SIZE) */
 
 /* NVML loaded and initialised: the dlopen handle and the functions found in it. */
 struct gg_gpu;
@@ -43,44 +43,44 @@ enum { GG_GPU_UNKNOWN = -1, GG_GPU_OFF = 0, GG_GPU_ON = 1 };
 
 /* A MIG device (a compute instance of a GPU instance) of a GPU in MIG mode. */
 struct gg_gpu_mig {
-	unsigned index;           /* MIG device index on its GPU */
-	char uuid[GG_GPU_STR];    /* "MIG-..." (or "MIG-GPU-.../gi/ci" before R470) */
-	char name[GG_GPU_STR];    /* "NVIDIA A100-SXM4-40GB MIG 3g.20gb" */
-	char profile[32];         /* "3g.20gb", from the name; "" when unknown */
-	int gi_id, ci_id;         /* GPU and compute instance ids; -1 unknown */
-	int cc_major, cc_minor;   /* compute capability; -1 unknown */
-	int ecc;                  /* GG_GPU_ON / OFF / UNKNOWN */
+	unsigned index;         /* MIG device index on its GPU */
+	char uuid[GG_GPU_STR];  /* "MIG-..." (or "MIG-GPU-.../gi/ci" before R470) */
+	char name[GG_GPU_STR];  /* "NVIDIA A100-SXM4-40GB MIG 3g.20gb" */
+	char profile[32];       /* "3g.20gb", from the name; "" when unknown */
+	int gi_id, ci_id;       /* GPU and compute instance ids; -1 unknown */
+	int cc_major, cc_minor; /* compute capability; -1 unknown */
+	int ecc;                /* GG_GPU_ON / OFF / UNKNOWN */
 	int have_mem;
 	uint64_t mem_total, mem_free; /* bytes */
-	int visible;              /* this process may use it (CUDA_VISIBLE_DEVICES) */
-	char *error;              /* the first call that failed for it, or NULL */
+	int visible;                  /* this process may use it (CUDA_VISIBLE_DEVICES) */
+	char *error;                  /* the first call that failed for it, or NULL */
 };
 
 struct gg_gpu_dev {
-	unsigned index;           /* NVML index (PCI bus order) */
-	char uuid[GG_GPU_STR];    /* "GPU-xxxxxxxx-xxxx-..." */
+	unsigned index;        /* NVML index (PCI bus order) */
+	char uuid[GG_GPU_STR]; /* "GPU-xxxxxxxx-xxxx-..." */
 	char name[GG_GPU_STR];
-	int cc_major, cc_minor;   /* -1 unknown */
+	int cc_major, cc_minor; /* -1 unknown */
 	int have_mem;
 	uint64_t mem_total, mem_free; /* bytes */
-	int ecc;                  /* current ECC mode: GG_GPU_ON / OFF / UNKNOWN (consumer cards) */
-	int mig, mig_pending;     /* MIG mode now and after reset; UNKNOWN = not MIG-capable */
-	struct gg_gpu_mig *migs;  /* its MIG devices, when in MIG mode */
+	int ecc;                 /* current ECC mode: GG_GPU_ON / OFF / UNKNOWN (consumer cards) */
+	int mig, mig_pending;    /* MIG mode now and after reset; UNKNOWN = not MIG-capable */
+	struct gg_gpu_mig *migs; /* its MIG devices, when in MIG mode */
 	size_t nmigs;
-	int visible;              /* the whole GPU may be used (not in MIG mode, listed) */
-	char *error;              /* the first call that failed for it, or NULL */
+	int visible; /* the whole GPU may be used (not in MIG mode, listed) */
+	char *error; /* the first call that failed for it, or NULL */
 };
 
 struct gg_gpu_info {
-	char driver[80];          /* "550.54.15"; "" unknown */
-	int cuda_driver;          /* CUDA version the driver supports, 12040 = 12.4; 0 unknown */
-	char *library;            /* the NVML file that answered */
-	char *missing;            /* optional NVML functions not found, ", "-separated, or NULL */
-	char *cvd;                /* CUDA_VISIBLE_DEVICES applied, NULL when unset */
-	char *cvd_note;           /* why part of CUDA_VISIBLE_DEVICES was ignored, or NULL */
+	char driver[80]; /* "550.54.15"; "" unknown */
+	int cuda_driver; /* CUDA version the driver supports, 12040 = 12.4; 0 unknown */
+	char *library;   /* the NVML file that answered */
+	char *missing;   /* optional NVML functions not found, ", "-separated, or NULL */
+	char *cvd;       /* CUDA_VISIBLE_DEVICES applied, NULL when unset */
+	char *cvd_note;  /* why part of CUDA_VISIBLE_DEVICES was ignored, or NULL */
 	struct gg_gpu_dev *devs;
 	size_t ndevs;
-	size_t nvisible;          /* usable devices: whole GPUs plus MIG devices */
+	size_t nvisible; /* usable devices: whole GPUs plus MIG devices */
 };
 
 /* Enumerate the devices and their MIG devices, then apply CUDA_VISIBLE_DEVICES
@@ -132,12 +132,12 @@ char *gg_gpu_short_id(const char *uuid, char *buf, size_t len);
 
 /* What a tiny allocation through the CUDA driver API showed. */
 struct gg_gpu_cuda_probe {
-	char library[256];     /* the libcuda file that answered */
-	int driver_version;    /* cuDriverGetVersion, 12040 = 12.4 */
-	int devices;           /* cuDeviceGetCount (CUDA_VISIBLE_DEVICES applies) */
+	char library[256];       /* the libcuda file that answered */
+	int driver_version;      /* cuDriverGetVersion, 12040 = 12.4 */
+	int devices;             /* cuDeviceGetCount (CUDA_VISIBLE_DEVICES applies) */
 	char device[GG_GPU_STR]; /* name of CUDA device 0 */
-	size_t bytes;          /* allocated, written and read back */
-	double ms;             /* how long it took */
+	size_t bytes;            /* allocated, written and read back */
+	double ms;               /* how long it took */
 };
 /* Load libcuda (path NULL = "libcuda.so.1"), cuInit, make a context on device
  * 0, allocate bytes (0 = 1 MiB), copy a pattern in and back, compare, free.

@@ -21,7 +21,8 @@ static json_t *cc_json(int maj, int min)
 
 static void set_mem(json_t *o, int have, uint64_t total, uint64_t free_)
 {
-	json_object_set_new(o, "memory_total", have ? json_integer((json_int_t)total) : json_null());
+	json_object_set_new(o, "memory_total",
+			    have ? json_integer((json_int_t)total) : json_null());
 	json_object_set_new(o, "memory_free", have ? json_integer((json_int_t)free_) : json_null());
 	json_object_set_new(o, "memory_total_mb",
 			    have ? json_integer((json_int_t)(total / (1024 * 1024))) : json_null());
@@ -41,7 +42,8 @@ static json_t *mig_json(const struct gg_gpu_mig *m)
 	json_object_set_new(o, "uuid", str_or_null(m->uuid));
 	json_object_set_new(o, "name", str_or_null(m->name));
 	json_object_set_new(o, "profile", str_or_null(m->profile));
-	json_object_set_new(o, "gpu_instance", m->gi_id >= 0 ? json_integer(m->gi_id) : json_null());
+	json_object_set_new(o, "gpu_instance",
+			    m->gi_id >= 0 ? json_integer(m->gi_id) : json_null());
 	json_object_set_new(o, "compute_instance",
 			    m->ci_id >= 0 ? json_integer(m->ci_id) : json_null());
 	json_object_set_new(o, "compute_capability", cc_json(m->cc_major, m->cc_minor));
@@ -68,13 +70,14 @@ static json_t *dev_json(const struct gg_gpu_dev *d)
 	set_mem(o, d->have_mem, d->mem_total, d->mem_free);
 	json_object_set_new(o, "ecc", tristate(d->ecc));
 	json_object_set_new(o, "mig_mode",
-			    d->mig == GG_GPU_UNKNOWN ? json_null()
-						     : json_string(d->mig == GG_GPU_ON ? "enabled"
-										       : "disabled"));
-	json_object_set_new(o, "mig_mode_pending",
-			    d->mig_pending == GG_GPU_UNKNOWN
+			    d->mig == GG_GPU_UNKNOWN
 				    ? json_null()
-				    : json_string(d->mig_pending == GG_GPU_ON ? "enabled" : "disabled"));
+				    : json_string(d->mig == GG_GPU_ON ? "enabled" : "disabled"));
+	json_object_set_new(
+		o, "mig_mode_pending",
+		d->mig_pending == GG_GPU_UNKNOWN
+			? json_null()
+			: json_string(d->mig_pending == GG_GPU_ON ? "enabled" : "disabled"));
 	for (size_t k = 0; k < d->nmigs; k++)
 		json_array_append_new(migs, mig_json(&d->migs[k]));
 	json_object_set_new(o, "mig", migs);

@@ -25,8 +25,8 @@ enum {
 	NVML_ERROR_LIBRARY_NOT_FOUND = 12,
 	NVML_ERROR_FUNCTION_NOT_FOUND = 13,
 };
-enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };       /* nvmlEnableState_t */
-enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };   /* MIG modes */
+enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };     /* nvmlEnableState_t */
+enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 }; /* MIG modes */
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 
 struct gg_gpu {
@@ -98,7 +98,8 @@ int gg_gpu_open(const char *path, struct gg_gpu **out, struct gg_err *err)
 		const char *why = dlerror();
 		if (!why || strstr(why, "No such file"))
 			return gg_err_set(err, GG_ENOTFOUND,
-					  "NVML (%s) not found: no NVIDIA driver on this machine", name);
+					  "NVML (%s) not found: no NVIDIA driver on this machine",
+					  name);
 		return gg_err_set(err, GG_EFAIL, "loading NVML: %s", why);
 	}
 	struct gg_gpu *g = calloc(1, sizeof *g);
@@ -112,10 +113,11 @@ int gg_gpu_open(const char *path, struct gg_gpu **out, struct gg_err *err)
 		void *f = dlsym(dl, syms[i].name);
 		if (!f) {
 			if (syms[i].required) {
-				gg_err_set(err, GG_EFAIL,
-					   "%s has no function %s: not NVML, or an NVIDIA driver too "
-					   "old for gridgpu",
-					   name, syms[i].name);
+				gg_err_set(
+					err, GG_EFAIL,
+					"%s has no function %s: not NVML, or an NVIDIA driver too "
+					"old for gridgpu",
+					name, syms[i].name);
 				dlclose(dl);
 				free(g);
 				return GG_EFAIL;
@@ -225,14 +227,15 @@ static void read_mig(const struct gg_gpu *g, nvmlDevice_t h, struct gg_gpu_mig *
 		optional(g, &m->error, "nvmlDeviceGetMemoryInfo", r);
 	}
 	unsigned int id;
-	if (g->get_gi_id && optional(g, &m->error, "nvmlDeviceGetGpuInstanceId", g->get_gi_id(h, &id)))
+	if (g->get_gi_id &&
+	    optional(g, &m->error, "nvmlDeviceGetGpuInstanceId", g->get_gi_id(h, &id)))
 		m->gi_id = (int)id;
 	if (g->get_ci_id &&
 	    optional(g, &m->error, "nvmlDeviceGetComputeInstanceId", g->get_ci_id(h, &id)))
 		m->ci_id = (int)id;
 	int a, b;
-	if (g->get_cc && optional(g, &m->error, "nvmlDeviceGetCudaComputeCapability",
-				  g->get_cc(h, &a, &b))) {
+	if (g->get_cc &&
+	    optional(g, &m->error, "nvmlDeviceGetCudaComputeCapability", g->get_cc(h, &a, &b))) {
 		m->cc_major = a;
 		m->cc_minor = b;
 	}
@@ -269,8 +272,8 @@ static int read_dev(const struct gg_gpu *g, unsigned int i, struct gg_gpu_dev *d
 		optional(g, &d->error, "nvmlDeviceGetMemoryInfo", r);
 	}
 	int a, b;
-	if (g->get_cc && optional(g, &d->error, "nvmlDeviceGetCudaComputeCapability",
-				  g->get_cc(h, &a, &b))) {
+	if (g->get_cc &&
+	    optional(g, &d->error, "nvmlDeviceGetCudaComputeCapability", g->get_cc(h, &a, &b))) {
 		d->cc_major = a;
 		d->cc_minor = b;
 	}

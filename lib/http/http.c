@@ -255,10 +255,8 @@ static int transport_retryable(CURLcode c)
 	case CURLE_GOT_NOTHING:
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:
-	case CURLE_PARTIAL_FILE:
-		return 1;
-	default:
-		return 0;
+	case CURLE_PARTIAL_FILE: return 1;
+	default: return 0;
 	}
 }
 
@@ -266,8 +264,7 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 {
 	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(c);
 	switch (c) {
-	case CURLE_ABORTED_BY_CALLBACK:
-		return gg_err_set(err, GG_EINTR, "interrupted");
+	case CURLE_ABORTED_BY_CALLBACK: return gg_err_set(err, GG_EINTR, "interrupted");
 	case CURLE_PEER_FAILED_VERIFICATION:
 		return gg_err_set(err, GG_ENET,
 				  "%s: TLS: the server's certificate does not match its name or is "
@@ -278,27 +275,31 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 				  h->ca_dir, detail);
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CIPHER:
-		return gg_err_set(err, GG_ECRED, "%s: TLS: cannot use the proxy '%s' as client "
-						 "certificate (%s)",
+		return gg_err_set(err, GG_ECRED,
+				  "%s: TLS: cannot use the proxy '%s' as client "
+				  "certificate (%s)",
 				  url, h->proxy_path ? h->proxy_path : "", detail);
 	case CURLE_COULDNT_RESOLVE_HOST:
-		return gg_err_set(err, GG_ENET, "%s: cannot resolve the host name (%s)", url, detail);
+		return gg_err_set(err, GG_ENET, "%s: cannot resolve the host name (%s)", url,
+				  detail);
 	case CURLE_COULDNT_CONNECT:
-		return gg_err_set(err, GG_ENET, "%s: cannot connect: is the CE up and the URL right? (%s)",
-				  url, detail);
+		return gg_err_set(err, GG_ENET,
+				  "%s: cannot connect: is the CE up and the URL right? (%s)", url,
+				  detail);
 	case CURLE_OPERATION_TIMEDOUT:
 		return gg_err_set(err, GG_ENET, "%s: timed out (%s)", url, detail);
 	case CURLE_GOT_NOTHING:
-		return gg_err_set(err, GG_ENET, "%s: the server closed the connection without an "
-						"answer (is it an HTTPS endpoint?)",
+		return gg_err_set(err, GG_ENET,
+				  "%s: the server closed the connection without an "
+				  "answer (is it an HTTPS endpoint?)",
 				  url);
 	case CURLE_WEIRD_SERVER_REPLY:
 		return gg_err_set(err, GG_EPROTO, "%s: the server's answer is not HTTP (%s)", url,
 				  detail);
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		if (strncmp(url, "https://", 8) == 0) /* e.g. an HTTP/0.9 answer */
-			return gg_err_set(err, GG_EPROTO, "%s: the server's answer is not HTTP (%s)",
-					  url, detail);
+			return gg_err_set(err, GG_EPROTO,
+					  "%s: the server's answer is not HTTP (%s)", url, detail);
 		return gg_err_set(err, GG_EUSAGE, "%s: not a usable URL (%s)", url, detail);
 	case CURLE_URL_MALFORMAT:
 		return gg_err_set(err, GG_EUSAGE, "%s: not a usable URL (%s)", url, detail);
@@ -405,8 +406,9 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 		if (x->cancelled)
 			return gg_err_set(err, GG_EINTR, "interrupted");
 		if (x->too_large)
-			return gg_err_set(err, GG_EPROTO, "%s: the answer is larger than %zu MiB: "
-							  "refused",
+			return gg_err_set(err, GG_EPROTO,
+					  "%s: the answer is larger than %zu MiB: "
+					  "refused",
 					  url, h->o.max_body >> 20);
 		return map_curl_error(h, c, url, err);
 	}
@@ -432,7 +434,8 @@ int gg_http_request(struct gg_http *h, const char *method, const char *url,
 		struct curl_slist *hdr = setup(h, &x, method, url, content_type, accept);
 		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
 		if (body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
-			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS,
+					 body ? (const char *)body : "");
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 		}
 		rc = perform(h, &x, url, err);
@@ -465,8 +468,8 @@ int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 {
 	FILE *f = fopen(path, "rbe");
 	if (!f)
-		return gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno, "reading '%s'",
-				  path);
+		return gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno,
+				  "reading '%s'", path);
 	struct stat st;
 	if (fstat(fileno(f), &st) < 0) {
 		int e = errno;
@@ -537,7 +540,8 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_err *err)
 {
 	size_t i = 0;
-	while (i < resp->len && (resp->body[i] == ' ' || resp->body[i] == '\n' || resp->body[i] == '\r'))
+	while (i < resp->len &&
+	       (resp->body[i] == ' ' || resp->body[i] == '\n' || resp->body[i] == '\r'))
 		i++;
 	if (i == resp->len) {
 		*out = json_object();

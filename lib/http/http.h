@@ -18,9 +18,9 @@ struct gg_http;
 typedef int (*gg_http_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
 struct gg_http_opts {
-	const char *proxy_path; /* PEM with cert, key, chain; or NULL */
-	const char *token;      /* bearer token; or NULL (never logged) */
-	const char *ca_dir;     /* hashed CA directory; NULL = X509_CERT_DIR or default */
+	const char *proxy_path;  /* PEM with cert, key, chain; or NULL */
+	const char *token;       /* bearer token; or NULL (never logged) */
+	const char *ca_dir;      /* hashed CA directory; NULL = X509_CERT_DIR or default */
 	long connect_timeout_ms; /* default 10 s */
 	long timeout_ms;         /* whole request, default 120 s; 0 for transfers = none */
 	int retries;             /* extra tries for idempotent requests, default 2 */
@@ -32,9 +32,9 @@ struct gg_http_opts {
 };
 
 struct gg_http_resp {
-	long status;        /* HTTP status */
-	char *reason;       /* reason phrase (A-REX puts its error text there) */
-	char *body;         /* NUL-terminated; may be empty */
+	long status;  /* HTTP status */
+	char *reason; /* reason phrase (A-REX puts its error text there) */
+	char *body;   /* NUL-terminated; may be empty */
 	size_t len;
 	char *content_type; /* or NULL */
 	char *location;     /* Location header or NULL */

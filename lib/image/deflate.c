@@ -46,7 +46,7 @@ static int deflate_read_options(sqfs_compressor_t *cmp, sqfs_file_t *file)
 }
 
 static sqfs_s32 deflate_do_block(sqfs_compressor_t *cmp, const sqfs_u8 *in, sqfs_u32 size,
-                                 sqfs_u8 *out, sqfs_u32 outsize)
+				 sqfs_u8 *out, sqfs_u32 outsize)
 {
 	struct gg_deflate *d = (struct gg_deflate *)cmp;
 	if (size >= 0x7FFFFFFF)

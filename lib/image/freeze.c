@@ -123,7 +123,7 @@ int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz)
 }
 
 int gg_image_feed_begin(struct gg_freeze *fz, struct gg_inode *ino, const char *path,
-                        struct gg_err *err)
+			struct gg_err *err)
 {
 	if (gg_image_check_cancel(fz, err) < 0)
 		return err->code;
@@ -248,7 +248,7 @@ static int install(const char *tmp, const char *out, int force, struct gg_err *e
 	if (link(tmp, out) < 0) {
 		if (errno == EEXIST)
 			return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
-			                  out);
+					  out);
 		return gg_err_sys(err, GG_EIO, errno, "renaming '%s' to '%s'", tmp, out);
 	}
 	unlink(tmp);
@@ -274,14 +274,14 @@ static int check_opts(const struct gg_freeze_opts *o, struct gg_err *err)
 		const char *eq = strchr(o->labels[i], '=');
 		if (!eq || eq == o->labels[i])
 			return gg_err_set(err, GG_EUSAGE, "label '%s': expected KEY=VALUE",
-			                  o->labels[i]);
+					  o->labels[i]);
 	}
 	if (o->gpus_json && *o->gpus_json) {
 		json_error_t je;
 		json_t *g = json_loads(o->gpus_json, JSON_DECODE_ANY, &je);
 		if (!g)
 			return gg_err_set(err, GG_EUSAGE, "GPU description: not valid JSON: %s",
-			                  je.text);
+					  je.text);
 		json_decref(g);
 	}
 	if (o->have_source_date_epoch && o->source_date_epoch < 0)
@@ -292,7 +292,7 @@ static int check_opts(const struct gg_freeze_opts *o, struct gg_err *err)
 /* ---- the freeze ------------------------------------------------------------------- */
 
 int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callbacks *cb,
-                    struct gg_freeze_result *res, struct gg_err *err)
+		    struct gg_freeze_result *res, struct gg_err *err)
 {
 	struct gg_freeze_result dummy;
 	if (!res)
@@ -321,8 +321,8 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	if (from_stdin) {
 		if (fmt == GG_IMAGE_DIR || fmt == GG_IMAGE_OCI)
 			return gg_err_set(err, GG_EUSAGE,
-			                  "standard input can only be a tar stream (save an OCI or "
-			                  "docker archive to a file first)");
+					  "standard input can only be a tar stream (save an OCI or "
+					  "docker archive to a file first)");
 		fmt = GG_IMAGE_TAR;
 		source_abs = strdup("stdin");
 	} else {
@@ -335,7 +335,7 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 			return gg_err_set(err, GG_EUSAGE, "'%s' is not a directory", o->source);
 		if (fmt == GG_IMAGE_TAR && S_ISDIR(st.st_mode))
 			return gg_err_set(err, GG_EUSAGE, "'%s' is a directory, not a tar archive",
-			                  o->source);
+					  o->source);
 		if (access(o->source, R_OK) < 0)
 			return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
 		source_abs = realpath(o->source, NULL);
@@ -353,7 +353,7 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	if (out_exists && !o->force) {
 		free(source_abs);
 		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
-		                  o->output);
+				  o->output);
 	}
 
 	tmp = gg_strdup_printf("%s.tmp.XXXXXX", o->output);
@@ -374,7 +374,7 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 			struct timespec now;
 			clock_gettime(CLOCK_REALTIME, &now);
 			snprintf(tmp + strlen(tmp) - 6, 7, "%06lx",
-			         (unsigned long)(now.tv_nsec ^ getpid()) & 0xffffff);
+				 (unsigned long)(now.tv_nsec ^ getpid()) & 0xffffff);
 		} else {
 			fd = mkostemp(tmp, O_CLOEXEC);
 		}
@@ -416,10 +416,10 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	int64_t part_off = gg_sif_writer_data_start(sw);
 
 	struct gg_sqfs_opts qo = {
-	        .comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP,
-	        .level = o->level,
-	        .jobs = o->jobs ? o->jobs : ncpus(),
-	        .block_size = 128 * 1024,
+		.comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP,
+		.level = o->level,
+		.jobs = o->jobs ? o->jobs : ncpus(),
+		.block_size = 128 * 1024,
 	};
 	if (gg_sqfs_writer_new(fd, tmp, (uint64_t)part_off, &qo, &fz.sq, err) < 0)
 		goto fail;
@@ -479,33 +479,33 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 		fz.tree->root->inode->mtime = build_time; /* an archive without a "./" entry */
 	uint64_t sqfs_size = 0;
 	if (gg_sqfs_writer_finish(fz.sq, fz.tree, (uint32_t)build_time, clamp, &sqfs_size, res,
-	                          err) < 0)
+				  err) < 0)
 		goto fail;
 	if (gg_image_check_cancel(&fz, err) < 0)
 		goto fail;
 
 	const char *arch = gg_image_tree_arch(fz.tree);
 	struct gg_meta_in mi = {
-	        .tree = fz.tree,
-	        .source = from_stdin ? "-" : o->source,
-	        .source_abs = source_abs,
-	        .format = fmt,
-	        .source_digest = fmt == GG_IMAGE_OCI ? oci.digest : digest,
-	        .oci = fmt == GG_IMAGE_OCI ? &oci : NULL,
-	        .arch = arch,
-	        .build_time = build_time,
-	        .reproducible = reproducible,
-	        .labels = o->labels,
-	        .nlabels = o->nlabels,
-	        .gpus_json = o->gpus_json,
-	        .tool_version = o->tool_version ? o->tool_version : GG_VERSION,
-	        .comp = qo.comp,
-	        .level = o->level                        ? o->level
-	                 : qo.comp == GG_IMAGE_COMP_GZIP ? 6
-	                 : qo.comp == GG_IMAGE_COMP_ZSTD ? 15
-	                 : qo.comp == GG_IMAGE_COMP_XZ   ? 6
-	                                                 : 0,
-	        .block_size = qo.block_size,
+		.tree = fz.tree,
+		.source = from_stdin ? "-" : o->source,
+		.source_abs = source_abs,
+		.format = fmt,
+		.source_digest = fmt == GG_IMAGE_OCI ? oci.digest : digest,
+		.oci = fmt == GG_IMAGE_OCI ? &oci : NULL,
+		.arch = arch,
+		.build_time = build_time,
+		.reproducible = reproducible,
+		.labels = o->labels,
+		.nlabels = o->nlabels,
+		.gpus_json = o->gpus_json,
+		.tool_version = o->tool_version ? o->tool_version : GG_VERSION,
+		.comp = qo.comp,
+		.level = o->level                        ? o->level
+			 : qo.comp == GG_IMAGE_COMP_GZIP ? 6
+			 : qo.comp == GG_IMAGE_COMP_ZSTD ? 15
+			 : qo.comp == GG_IMAGE_COMP_XZ   ? 6
+							 : 0,
+		.block_size = qo.block_size,
 	};
 	if (gg_image_meta_build(&mi, &deffile, &inspect, &provenance, err) < 0)
 		goto fail;
@@ -515,17 +515,17 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	uint32_t id = 1;
 	uint32_t nids = 3 + (oci.config_json ? 1 : 0) + 1;
 	if (gg_sif_writer_add_partition(sw, nids, 1, part_off, (int64_t)sqfs_size,
-	                                GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, arch, err) < 0 ||
+					GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, arch, err) < 0 ||
 	    gg_sif_writer_add(sw, id++, GG_SIF_DEFFILE, 1, NULL, deffile, strlen(deffile), err) <
-	            0 ||
+		    0 ||
 	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "gridgpu-provenance.json",
-	                      provenance, strlen(provenance), err) < 0 ||
+			      provenance, strlen(provenance), err) < 0 ||
 	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "inspect-metadata.json", inspect,
-	                      strlen(inspect), err) < 0)
+			      strlen(inspect), err) < 0)
 		goto fail;
 	if (oci.config_json &&
 	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "oci-config.json", oci.config_json,
-	                      strlen(oci.config_json), err) < 0)
+			      strlen(oci.config_json), err) < 0)
 		goto fail;
 	int64_t image_size = 0;
 	if (gg_sif_writer_finish(sw, &image_size, err) < 0)
@@ -568,7 +568,7 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	if (fz.warnings > MAX_WARNINGS_SHOWN && cb && cb->warn) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "%u more warnings not shown",
-		         fz.warnings - MAX_WARNINGS_SHOWN);
+			 fz.warnings - MAX_WARNINGS_SHOWN);
 		cb->warn(cb->ud, msg);
 	}
 	fz.prog.phase = GG_IMAGE_PHASE_DONE;

@@ -87,7 +87,7 @@ struct gg_freeze_result {
  * file (OUTPUT.tmp.XXXXXX in the output's directory) is removed. Error codes: GG_EUSAGE
  * for bad options, GG_EINTR when cancelled, GG_EIO / GG_EFAIL otherwise. */
 int gg_image_freeze(const struct gg_freeze_opts *opts, const struct gg_image_callbacks *cb,
-                    struct gg_freeze_result *res, struct gg_err *err);
+		    struct gg_freeze_result *res, struct gg_err *err);
 
 /* Name of a compressor ("gzip", ...) and back (0 when unknown). */
 const char *gg_image_comp_name(enum gg_image_comp comp);
@@ -182,14 +182,14 @@ struct gg_sif_descr {
  * header without the SIF magic or version "01" (err says which). */
 void gg_sif_header_encode(const struct gg_sif_header *h, uint8_t out[GG_SIF_HEADER_SIZE]);
 int gg_sif_header_decode(const uint8_t in[GG_SIF_HEADER_SIZE], struct gg_sif_header *h,
-                         struct gg_err *err);
+			 struct gg_err *err);
 void gg_sif_descr_encode(const struct gg_sif_descr *d, uint8_t out[GG_SIF_DESCR_SIZE]);
 void gg_sif_descr_decode(const uint8_t in[GG_SIF_DESCR_SIZE], struct gg_sif_descr *d);
 /* Partition extra: fstype, parttype, arch code. */
 void gg_sif_partition_extra(struct gg_sif_descr *d, int32_t fstype, int32_t parttype,
-                            const char *arch);
+			    const char *arch);
 int gg_sif_partition_info(const struct gg_sif_descr *d, int32_t *fstype, int32_t *parttype,
-                          char arch[3]);
+			  char arch[3]);
 /* "Def.FILE", "JSON.Generic", "FS", ... (siftool's names); "Unknown" otherwise. */
 const char *gg_sif_type_name(int32_t type);
 const char *gg_sif_fstype_name(int32_t fs);
@@ -208,14 +208,14 @@ struct gg_sif_writer_opts {
 	int launch_script; /* write "#!/usr/bin/env run-singularity" (apptainer does) */
 };
 int gg_sif_writer_new(int fd, const char *path, const struct gg_sif_writer_opts *o,
-                      struct gg_sif_writer **out, struct gg_err *err);
+		      struct gg_sif_writer **out, struct gg_err *err);
 /* Offset of the first object: DataOffset rounded up to 4096 (32768). */
 int64_t gg_sif_writer_data_start(const struct gg_sif_writer *w);
 int gg_sif_writer_add_partition(struct gg_sif_writer *w, uint32_t id, uint32_t group,
-                                int64_t offset, int64_t size, int32_t fstype, int32_t parttype,
-                                const char *arch, struct gg_err *err);
+				int64_t offset, int64_t size, int32_t fstype, int32_t parttype,
+				const char *arch, struct gg_err *err);
 int gg_sif_writer_add(struct gg_sif_writer *w, uint32_t id, int32_t type, uint32_t group,
-                      const char *name, const void *data, size_t len, struct gg_err *err);
+		      const char *name, const void *data, size_t len, struct gg_err *err);
 /* Writes header + descriptors; *size = the file size (end of the last object). */
 int gg_sif_writer_finish(struct gg_sif_writer *w, int64_t *size, struct gg_err *err);
 void gg_sif_writer_free(struct gg_sif_writer *w);
@@ -239,7 +239,7 @@ const struct gg_sif_descr *gg_sif_find(const struct gg_sif *s, int32_t type, con
 const struct gg_sif_descr *gg_sif_primary(const struct gg_sif *s);
 /* Read an object (at most max bytes, else GG_EFAIL); NUL-terminated, *len without it. */
 int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr *d, size_t max, char **out,
-                       size_t *len, struct gg_err *err);
+		       size_t *len, struct gg_err *err);
 
 /* One finding of gg_sif_verify. */
 struct gg_sif_check {

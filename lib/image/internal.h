@@ -22,7 +22,7 @@ struct gg_inode {
 	uint32_t rdev; /* Linux new_encode_dev */
 	char *target;  /* symlink target */
 	unsigned char
-	        *xattrs; /* packed: repeated {u16 keylen, key, u32 vallen, value}, keys sorted */
+		*xattrs; /* packed: repeated {u16 keylen, key, u32 vallen, value}, keys sorted */
 	size_t xattrs_len;
 	uint64_t size;                   /* regular files: size announced by the source */
 	struct sqfs_inode_generic_t *sq; /* regular files: filled by the block processor */
@@ -68,7 +68,7 @@ int gg_image_tree_note_id(struct gg_tree *t, uint32_t id, struct gg_err *err);
 struct gg_node *gg_image_node_find(const struct gg_node *dir, const char *name);
 /* Insert a child (dir must not hold name yet); NULL on allocation failure. */
 struct gg_node *gg_image_node_add(struct gg_tree *t, struct gg_node *dir, const char *name,
-                                  size_t namelen, struct gg_inode *ino);
+				  size_t namelen, struct gg_inode *ino);
 /* Detach and free a node and its subtree (the inodes stay until the tree is freed). */
 void gg_image_node_remove(struct gg_tree *t, struct gg_node *n);
 /* Path of a node relative to the root ("" for the root); malloc'd. */
@@ -114,7 +114,7 @@ struct gg_entry {
  * layers and ".wh..wh..opq" empties the directory of lower-layer entries. *data gets the
  * inode whose bytes follow (a regular file that is not a hard link), else NULL. */
 int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, int whiteouts,
-                        struct gg_inode **data, struct gg_err *err);
+			struct gg_inode **data, struct gg_err *err);
 
 /* ---- the squashfs writer ------------------------------------------------------------ */
 
@@ -128,7 +128,7 @@ struct gg_sqfs_opts {
 /* Write a squashfs into fd starting at base (the SIF partition offset). path is for
  * messages. */
 int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_sqfs_opts *o,
-                       struct gg_sqfs_writer **out, struct gg_err *err);
+		       struct gg_sqfs_writer **out, struct gg_err *err);
 int gg_sqfs_file_begin(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg_err *err);
 int gg_sqfs_file_append(struct gg_sqfs_writer *w, const void *data, size_t len, struct gg_err *err);
 int gg_sqfs_file_end(struct gg_sqfs_writer *w, struct gg_err *err);
@@ -138,8 +138,8 @@ uint64_t gg_sqfs_writer_size(const struct gg_sqfs_writer *w);
  * the superblock with mkfs_time, pad to 4 KiB. clamp_time >= 0 clamps every inode mtime
  * to it. *size = the padded squashfs size; counts go to res. */
 int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t mkfs_time,
-                          int64_t clamp_time, uint64_t *size, struct gg_freeze_result *res,
-                          struct gg_err *err);
+			  int64_t clamp_time, uint64_t *size, struct gg_freeze_result *res,
+			  struct gg_err *err);
 void gg_sqfs_writer_free(struct gg_sqfs_writer *w);
 /* Message for a libsquashfs error code. */
 const char *gg_sqfs_strerror(int code);
@@ -158,7 +158,7 @@ void gg_image_progress_input(struct gg_freeze *fz, uint64_t bytes_consumed);
 /* Feed one regular file's data: begin (path = clean relative path, for metadata capture
  * and messages), append any number of times, end. */
 int gg_image_feed_begin(struct gg_freeze *fz, struct gg_inode *ino, const char *path,
-                        struct gg_err *err);
+			struct gg_err *err);
 int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struct gg_err *err);
 int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err);
 /* Append n zero bytes (holes of sparse files). */
@@ -172,7 +172,7 @@ int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz);
  * when the reader knows one. */
 int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err);
 int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **digest,
-                      struct gg_err *err);
+		      struct gg_err *err);
 struct gg_oci_info {
 	char *digest;          /* manifest digest, or the image ID for legacy docker archives */
 	char *config_json;     /* the image config's "config" object, compact JSON, or NULL */
@@ -181,7 +181,7 @@ struct gg_oci_info {
 	const char *bootstrap; /* "oci", "oci-archive" or "docker-archive" (static) */
 };
 int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
-                      struct gg_err *err);
+		      struct gg_err *err);
 void gg_image_oci_info_clear(struct gg_oci_info *info);
 /* Detect the format of a path (dir, OCI layout/archive, tar). */
 int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *err);
@@ -196,7 +196,7 @@ struct gg_entry_buf {
 };
 /* Fill b->e from an archive entry; rejects traversal and unsupported types. */
 int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
-                                struct gg_entry_buf *b, const char *what, struct gg_err *err);
+				struct gg_entry_buf *b, const char *what, struct gg_err *err);
 void gg_image_entry_buf_free(struct gg_entry_buf *b);
 /* Enable the decompression filters a tar or layer may use. */
 void gg_image_archive_filters(struct archive *a);
@@ -204,7 +204,7 @@ void gg_image_archive_filters(struct archive *a);
 int gg_image_archive_warning_matters(const char *msg);
 /* Copy the data of the current archive entry into the freeze (sparse holes as zeros). */
 int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct gg_inode *ino,
-                               const char *path, const char *what, struct gg_err *err);
+			       const char *path, const char *what, struct gg_err *err);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 
@@ -234,6 +234,6 @@ struct gg_meta_in {
 /* The definition text, inspect-metadata.json and gridgpu-provenance.json objects
  * (malloc'd, compact JSON with sorted keys). */
 int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **inspect,
-                        char **provenance, struct gg_err *err);
+			char **provenance, struct gg_err *err);
 
 #endif

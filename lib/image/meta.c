@@ -27,7 +27,7 @@ const char *gg_image_comp_name(enum gg_image_comp comp)
 enum gg_image_comp gg_image_comp_parse(const char *name)
 {
 	static const enum gg_image_comp all[] = {GG_IMAGE_COMP_GZIP, GG_IMAGE_COMP_XZ,
-	                                         GG_IMAGE_COMP_LZ4, GG_IMAGE_COMP_ZSTD};
+						 GG_IMAGE_COMP_LZ4, GG_IMAGE_COMP_ZSTD};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (!strcmp(name, gg_image_comp_name(all[i])))
 			return all[i];
@@ -47,10 +47,10 @@ const char *gg_image_format_name(enum gg_image_format f)
 /* ---- architecture ------------------------------------------------------------------ */
 
 static const char *const arch_names[] = {"unknown",  "386",     "amd64",   "arm",    "arm64",
-                                         "ppc64",    "ppc64le", "mips",    "mipsle", "mips64",
-                                         "mips64le", "s390x",   "riscv64", "loong64"};
+					 "ppc64",    "ppc64le", "mips",    "mipsle", "mips64",
+					 "mips64le", "s390x",   "riscv64", "loong64"};
 static const char *const arch_codes[] = {"00", "01", "02", "03", "04", "05", "06",
-                                         "07", "08", "09", "10", "11", "12", "13"};
+					 "07", "08", "09", "10", "11", "12", "13"};
 
 const char *gg_image_arch_name(const char *code)
 {
@@ -88,15 +88,15 @@ const char *gg_image_host_arch(void)
 const char *gg_image_elf_arch(const unsigned char *h, size_t len)
 {
 	if (len < 20 || memcmp(h,
-	                       "\x7f"
-	                       "ELF",
-	                       4) != 0)
+			       "\x7f"
+			       "ELF",
+			       4) != 0)
 		return NULL;
 	int cls = h[4], data = h[5];
 	if ((cls != 1 && cls != 2) || (data != 1 && data != 2))
 		return NULL;
 	unsigned mach = data == 1 ? (unsigned)h[18] | (unsigned)h[19] << 8
-	                          : (unsigned)h[19] | (unsigned)h[18] << 8;
+				  : (unsigned)h[19] | (unsigned)h[18] << 8;
 	int b64 = cls == 2, le = data == 1;
 	switch (mach) {
 	case 3: return !b64 && le ? "01" : NULL;                      /* EM_386 */
@@ -164,9 +164,9 @@ static int glob_env(const char *name)
 int gg_image_meta_wanted(const char *path)
 {
 	static const char *const files[] = {
-	        ".singularity.d/labels.json",    ".singularity.d/runscript",
-	        ".singularity.d/startscript",    ".singularity.d/test",
-	        ".singularity.d/runscript.help",
+		".singularity.d/labels.json",    ".singularity.d/runscript",
+		".singularity.d/startscript",    ".singularity.d/test",
+		".singularity.d/runscript.help",
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
 		if (!strcmp(path, files[i]))
@@ -206,19 +206,19 @@ static void set_new(json_t *o, const char *k, json_t *v)
 static void fmt_time(int64_t t, char *rfc, size_t rlen, char *schema, size_t slen)
 {
 	static const char *const wd[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
-	                                 "Thursday", "Friday", "Saturday"};
+					 "Thursday", "Friday", "Saturday"};
 	static const char *const mon[] = {"January",   "February", "March",    "April",
-	                                  "May",       "June",     "July",     "August",
-	                                  "September", "October",  "November", "December"};
+					  "May",       "June",     "July",     "August",
+					  "September", "October",  "November", "December"};
 	time_t tt = (time_t)t;
 	struct tm tm;
 	if (!gmtime_r(&tt, &tm))
 		memset(&tm, 0, sizeof tm);
 	snprintf(rfc, rlen, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 	if (schema)
 		snprintf(schema, slen, "%s_%d_%s_%d_%d:%d:%d_UTC", wd[tm.tm_wday % 7], tm.tm_mday,
-		         mon[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+			 mon[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 static const char *bootstrap_of(const struct gg_meta_in *in)
@@ -236,7 +236,7 @@ static char *dump(json_t *v)
 }
 
 int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **inspect,
-                        char **provenance, struct gg_err *err)
+			char **provenance, struct gg_err *err)
 {
 	*deffile = *inspect = *provenance = NULL;
 	char rfc[64], schema[96];
@@ -280,7 +280,7 @@ int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **insp
 	set_new(labels, "org.label-schema.usage.gridgpu.version", json_string(in->tool_version));
 	if (in->source_digest)
 		set_new(labels, "org.opencontainers.image.base.digest",
-		        json_string(in->source_digest));
+			json_string(in->source_digest));
 	if (in->oci && in->oci->ref)
 		set_new(labels, "org.opencontainers.image.base.name", json_string(in->oci->ref));
 	for (size_t i = 0; i < in->nlabels; i++) {
@@ -308,9 +308,9 @@ int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **insp
 			if (!glob_env(envdir->kids[i]->name))
 				continue;
 			char *rel =
-			        gg_strdup_printf(".singularity.d/env/%s", envdir->kids[i]->name);
+				gg_strdup_printf(".singularity.d/env/%s", envdir->kids[i]->name);
 			char *abs =
-			        gg_strdup_printf("/.singularity.d/env/%s", envdir->kids[i]->name);
+				gg_strdup_printf("/.singularity.d/env/%s", envdir->kids[i]->name);
 			json_t *v = rel ? captured_str(in->tree, rel) : NULL;
 			if (v && abs)
 				json_object_set_new(env, abs, v);

@@ -114,7 +114,7 @@ static int add_member(struct container *c, char *name, char *link, uint64_t off,
 
 /* pax "len key=value\n" records: pick path, linkpath and size */
 static void pax_parse(const char *buf, size_t len, char **path, char **linkpath, uint64_t *size,
-                      int *have_size)
+		      int *have_size)
 {
 	size_t off = 0;
 	while (off < len) {
@@ -180,14 +180,14 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 			if (pos == 0)
 				break;
 			rc = gg_err_set(err, GG_EFAIL, "'%s': corrupt tar header at offset %llu",
-			                c->path, (unsigned long long)pos);
+					c->path, (unsigned long long)pos);
 			break;
 		}
 		uint64_t size;
 		if (parse_num(h + 124, 12, &size) < 0) {
 			rc = gg_err_set(err, GG_EFAIL,
-			                "'%s': bad size in the tar header at offset %llu", c->path,
-			                (unsigned long long)pos);
+					"'%s': bad size in the tar header at offset %llu", c->path,
+					(unsigned long long)pos);
 			break;
 		}
 		char type = (char)h[156];
@@ -196,15 +196,15 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 		uint64_t data = pos + 512; /* <= fsize: the header was read in full */
 		if (size > c->fsize - data) {
 			rc = gg_err_set(err, GG_EFAIL,
-			                "'%s': truncated (member at %llu runs past the "
-			                "end)",
-			                c->path, (unsigned long long)pos);
+					"'%s': truncated (member at %llu runs past the "
+					"end)",
+					c->path, (unsigned long long)pos);
 			break;
 		}
 		if (type == 'L' || type == 'K' || type == 'x') {
 			if (size > (1u << 20)) {
 				rc = gg_err_set(err, GG_EFAIL,
-				                "'%s': tar extension header too large", c->path);
+						"'%s': tar extension header too large", c->path);
 				break;
 			}
 			char *buf = malloc((size_t)size + 1);
@@ -222,7 +222,7 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 				long_link = buf;
 			} else {
 				pax_parse(buf, (size_t)size, &pax_path, &pax_link, &pax_size,
-				          &have_pax_size);
+					  &have_pax_size);
 				free(buf);
 			}
 		} else if (type != 'g') {
@@ -310,7 +310,7 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 			if ((type == '0' || type == '\0' || type == '7' || type == '1' ||
 			     type == '2') &&
 			    add_member(c, clean, link, data,
-			               type == '1' || type == '2' ? 0 : size) < 0) {
+				       type == '1' || type == '2' ? 0 : size) < 0) {
 				free(clean);
 				free(link);
 				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -362,9 +362,9 @@ static int container_open(struct container *c, const char *path, struct gg_err *
 	if (!is_tar) {
 		container_close(c);
 		return gg_err_set(err, GG_EFAIL,
-		                  "'%s' is not an uncompressed tar (an OCI or docker archive must "
-		                  "be decompressed first)",
-		                  path);
+				  "'%s' is not an uncompressed tar (an OCI or docker archive must "
+				  "be decompressed first)",
+				  path);
 	}
 	return 0;
 }
@@ -388,7 +388,7 @@ struct range {
 };
 
 static int blob_open(const struct container *c, const char *name, struct range *r,
-                     struct gg_err *err)
+		     struct gg_err *err)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
@@ -443,7 +443,7 @@ static void blob_close(struct range *r)
 }
 
 static int blob_read_all(const struct container *c, const char *name, char **out, size_t *len,
-                         struct gg_err *err)
+			 struct gg_err *err)
 {
 	struct range r;
 	if (blob_open(c, name, &r, err) < 0)
@@ -489,7 +489,7 @@ static char *name_digest(const char *name)
 }
 
 static int check_digest(const struct container *c, const char *name, const char *digest,
-                        struct gg_err *err)
+			struct gg_err *err)
 {
 	if (strncmp(digest, "sha256:", 7) != 0)
 		return 0; /* other algorithms: not checked */
@@ -523,8 +523,8 @@ static int check_digest(const struct container *c, const char *name, const char 
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
 	if (strcmp(hex, digest + 7) != 0)
 		rc = gg_err_set(err, GG_EFAIL,
-		                "'%s': '%s' does not match its digest (corrupt archive)", c->path,
-		                name);
+				"'%s': '%s' does not match its digest (corrupt archive)", c->path,
+				name);
 out:
 	free(buf);
 	EVP_MD_CTX_free(md);
@@ -565,7 +565,7 @@ static la_int64_t range_skip(struct archive *a, void *ud, la_int64_t req)
 }
 
 static int layer_open(const struct container *c, const char *name, struct range *r,
-                      struct archive **out, struct gg_err *err)
+		      struct archive **out, struct gg_err *err)
 {
 	*out = NULL;
 	if (blob_open(c, name, r, err) < 0)
@@ -584,7 +584,7 @@ static int layer_open(const struct container *c, const char *name, struct range 
 	archive_read_support_format_empty(a);
 	if (archive_read_open2(a, r, NULL, range_read, range_skip, NULL) != ARCHIVE_OK) {
 		gg_err_set(err, GG_EFAIL, "'%s': layer '%s': %s", c->path, name,
-		           archive_error_string(a) ? archive_error_string(a) : "not a tar");
+			   archive_error_string(a) ? archive_error_string(a) : "not a tar");
 		archive_read_free(a);
 		blob_close(r);
 		return err->code;
@@ -615,7 +615,7 @@ static void image_ref_clear(struct image_ref *r)
 }
 
 static json_t *load_json(const struct container *c, const char *name, const char *digest,
-                         struct gg_err *err)
+			 struct gg_err *err)
 {
 	if (digest && check_digest(c, name, digest, err) < 0)
 		return NULL;
@@ -628,7 +628,7 @@ static json_t *load_json(const struct container *c, const char *name, const char
 	free(buf);
 	if (!v)
 		gg_err_set(err, GG_EFAIL, "'%s': '%s': bad JSON (%s, line %d)", c->path, name,
-		           je.text, je.line);
+			   je.text, je.line);
 	return v;
 }
 
@@ -679,12 +679,12 @@ static json_t *choose_manifest(const struct container *c, json_t *index, struct 
 			return d;
 	}
 	gg_err_set(err, GG_EFAIL, "'%s': the index lists %zu images and none is linux/%s", c->path,
-	           n, host_goarch());
+		   n, host_goarch());
 	return NULL;
 }
 
 static int read_oci_index(const struct container *c, struct image_ref *ref,
-                          struct gg_oci_info *info, struct gg_err *err)
+			  struct gg_oci_info *info, struct gg_err *err)
 {
 	json_t *index = load_json(c, "index.json", NULL, err), *sub = NULL, *man = NULL;
 	int rc = GG_EFAIL;
@@ -694,7 +694,7 @@ static int read_oci_index(const struct container *c, struct image_ref *ref,
 	if (!d)
 		goto out;
 	const char *ref_name = json_string_value(json_object_get(
-	        json_object_get(d, "annotations"), "org.opencontainers.image.ref.name"));
+		json_object_get(d, "annotations"), "org.opencontainers.image.ref.name"));
 	if (ref_name)
 		info->ref = strdup(ref_name);
 	const char *mt = json_string_value(json_object_get(d, "mediaType"));
@@ -713,7 +713,7 @@ static int read_oci_index(const struct container *c, struct image_ref *ref,
 		dg = json_string_value(json_object_get(d, "digest"));
 		if (!(blob = digest_blob(dg))) {
 			gg_err_set(err, GG_EFAIL, "'%s': a manifest without a valid digest",
-			           c->path);
+				   c->path);
 			goto out;
 		}
 	}
@@ -723,7 +723,7 @@ static int read_oci_index(const struct container *c, struct image_ref *ref,
 		goto out;
 	info->digest = strdup(dg);
 	const char *cd =
-	        json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
+		json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
 	if (!(ref->config = digest_blob(cd))) {
 		gg_err_set(err, GG_EFAIL, "'%s': the manifest has no config digest", c->path);
 		goto out;
@@ -736,7 +736,7 @@ static int read_oci_index(const struct container *c, struct image_ref *ref,
 		char *lb = digest_blob(ld);
 		if (!lb) {
 			gg_err_set(err, GG_EFAIL, "'%s': layer %zu has no valid digest", c->path,
-			           i + 1);
+				   i + 1);
 			goto out;
 		}
 		int r = add_layer(ref, lb, ld);
@@ -755,7 +755,7 @@ out:
 }
 
 static int read_docker_manifest(const struct container *c, struct image_ref *ref,
-                                struct gg_oci_info *info, struct gg_err *err)
+				struct gg_oci_info *info, struct gg_err *err)
 {
 	json_t *m = load_json(c, "manifest.json", NULL, err);
 	int rc = GG_EFAIL;
@@ -763,7 +763,7 @@ static int read_docker_manifest(const struct container *c, struct image_ref *ref
 		return err->code;
 	if (!json_is_array(m) || json_array_size(m) != 1) {
 		gg_err_set(err, GG_EFAIL, "'%s': the archive holds %zu images (save just one)",
-		           c->path, json_array_size(m));
+			   c->path, json_array_size(m));
 		goto out;
 	}
 	json_t *img = json_array_get(m, 0);
@@ -792,7 +792,7 @@ static int read_docker_manifest(const struct container *c, struct image_ref *ref
 		const char *name = json_string_value(l);
 		if (!name) {
 			gg_err_set(err, GG_EFAIL, "'%s': manifest.json: layer %zu is not a name",
-			           c->path, i + 1);
+				   c->path, i + 1);
 			goto out;
 		}
 		char *dg = name_digest(name);
@@ -861,7 +861,7 @@ static int collect(struct gg_node *n, struct winners *w)
 }
 
 static int read_layers(struct gg_freeze *fz, const struct container *c, const struct image_ref *ref,
-                       struct gg_err *err)
+		       struct gg_err *err)
 {
 	struct gg_tree *t = gg_image_freeze_tree(fz);
 	struct gg_entry_buf eb;
@@ -892,7 +892,7 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 			} else if (x != ARCHIVE_OK) {
 				const char *m = archive_error_string(a);
 				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
-				                m ? m : "read error");
+						m ? m : "read error");
 				break;
 			}
 			idx++;
@@ -947,7 +947,7 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 			if (x != ARCHIVE_OK && x != ARCHIVE_WARN) {
 				const char *m = archive_error_string(a);
 				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
-				                m ? m : "read error");
+						m ? m : "read error");
 				break;
 			}
 			idx++;
@@ -978,7 +978,7 @@ out:
 }
 
 int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
-                      struct gg_err *err)
+		      struct gg_err *err)
 {
 	struct container c;
 	struct image_ref ref;
@@ -995,9 +995,9 @@ int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info
 		rc = read_oci_index(&c, &ref, info, err);
 	} else {
 		rc = gg_err_set(err, GG_EFAIL,
-		                "'%s': neither an OCI image layout (index.json) nor a docker save "
-		                "archive (manifest.json)",
-		                path);
+				"'%s': neither an OCI image layout (index.json) nor a docker save "
+				"archive (manifest.json)",
+				path);
 	}
 	if (rc < 0)
 		goto out;
@@ -1104,8 +1104,8 @@ int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *
 	archive_read_free(a);
 	if (img && compressed)
 		return gg_err_set(err, GG_EUSAGE,
-		                  "'%s' looks like a compressed docker or OCI archive: decompress "
-		                  "it first (or give --format tar to freeze it as a plain tar)",
-		                  path);
+				  "'%s' looks like a compressed docker or OCI archive: decompress "
+				  "it first (or give --format tar to freeze it as a plain tar)",
+				  path);
 	return 0;
 }

@@ -83,7 +83,7 @@ static struct gg_inode **hl_slot(struct scan *s, uint64_t dev, uint64_t ino, int
 			if (!s->hl[i].inode)
 				continue;
 			size_t h = (size_t)((s->hl[i].ino * 0x9E3779B97F4A7C15ull) ^ s->hl[i].dev) &
-			           (ncap - 1);
+				   (ncap - 1);
 			while (n[h].inode)
 				h = (h + 1) & (ncap - 1);
 			n[h] = s->hl[i];
@@ -141,7 +141,7 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 		if (errno == ENOTSUP || errno == ENOSYS)
 			return 0;
 		gg_image_warn(s->fz, "'%s': extended attributes not readable (%s), left out",
-		              shown(s), strerror(errno));
+			      shown(s), strerror(errno));
 		return 0;
 	}
 	if (n == 0)
@@ -150,9 +150,9 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 	for (char *k = s->xbuf; k < s->xbuf + n; k += strlen(k) + 1) {
 		if (!gg_image_xattr_supported(k)) {
 			gg_image_warn(s->fz,
-			              "'%s': extended attribute '%s' left out (squashfs keeps only "
-			              "user., trusted. and security.)",
-			              shown(s), k);
+				      "'%s': extended attribute '%s' left out (squashfs keeps only "
+				      "user., trusted. and security.)",
+				      shown(s), k);
 			continue;
 		}
 		ssize_t vl;
@@ -169,9 +169,9 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 		if (vl < 0) {
 			if (errno != ENODATA)
 				gg_image_warn(s->fz,
-				              "'%s': extended attribute '%s' not readable (%s), "
-				              "left out",
-				              shown(s), k, strerror(errno));
+					      "'%s': extended attribute '%s' not readable (%s), "
+					      "left out",
+					      shown(s), k, strerror(errno));
 			continue;
 		}
 		if (gg_image_xattr_add(&xb, k, s->vbuf, (size_t)vl) < 0) {
@@ -189,7 +189,7 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 }
 
 static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *st,
-                      struct gg_err *err)
+		      struct gg_err *err)
 {
 	ino->mode = st->st_mode;
 	ino->uid = st->st_uid;
@@ -214,7 +214,7 @@ static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *s
 				int e = errno;
 				free(buf);
 				return gg_err_sys(err, GG_EIO, e, "reading the link '%s'",
-				                  shown(s));
+						  shown(s));
 			}
 			if ((size_t)n < cap) {
 				buf[n] = '\0';
@@ -291,7 +291,7 @@ static int scan_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_er
 			int e = errno;
 			if (e == ENOENT) {
 				gg_image_warn(s->fz, "'%s' vanished while reading, left out",
-				              shown(s));
+					      shown(s));
 			} else if (gg_image_freeze_skip_unreadable(s->fz)) {
 				gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			} else {
@@ -349,7 +349,7 @@ static int scan_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_er
 /* ---- data ------------------------------------------------------------------------- */
 
 static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int to_eof,
-                      struct gg_err *err)
+		      struct gg_err *err)
 {
 	uint64_t pos = from;
 	while (to_eof || pos < from + len) {
@@ -393,7 +393,7 @@ static int feed_file(struct scan *s, struct gg_inode *ino, const char *rel, stru
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return gg_err_set(err, GG_EFAIL, "'%s' changed while reading (no longer a file)",
-		                  shown(s));
+				  shown(s));
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	int rc = gg_image_feed_begin(s->fz, ino, rel, err);

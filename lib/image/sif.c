@@ -70,7 +70,7 @@ void gg_sif_header_encode(const struct gg_sif_header *h, uint8_t out[GG_SIF_HEAD
 }
 
 int gg_sif_header_decode(const uint8_t in[GG_SIF_HEADER_SIZE], struct gg_sif_header *h,
-                         struct gg_err *err)
+			 struct gg_err *err)
 {
 	memset(h, 0, sizeof *h);
 	memcpy(h->launch, in + 0, 32);
@@ -90,7 +90,7 @@ int gg_sif_header_decode(const uint8_t in[GG_SIF_HEADER_SIZE], struct gg_sif_hea
 		return gg_err_set(err, GG_EFAIL, "not a SIF image (no SIF_MAGIC at offset 32)");
 	if (memcmp(h->version, "01\0", 3) != 0)
 		return gg_err_set(err, GG_EFAIL, "unsupported SIF version '%.2s' (expected 01)",
-		                  h->version);
+				  h->version);
 	return 0;
 }
 
@@ -133,7 +133,7 @@ void gg_sif_descr_decode(const uint8_t in[GG_SIF_DESCR_SIZE], struct gg_sif_desc
 }
 
 void gg_sif_partition_extra(struct gg_sif_descr *d, int32_t fstype, int32_t parttype,
-                            const char *arch)
+			    const char *arch)
 {
 	memset(d->extra, 0, sizeof d->extra);
 	put32(d->extra + 0, (uint32_t)fstype);
@@ -143,7 +143,7 @@ void gg_sif_partition_extra(struct gg_sif_descr *d, int32_t fstype, int32_t part
 }
 
 int gg_sif_partition_info(const struct gg_sif_descr *d, int32_t *fstype, int32_t *parttype,
-                          char arch[3])
+			  char arch[3])
 {
 	if (d->type != GG_SIF_PARTITION)
 		return GG_EFAIL;
@@ -245,7 +245,7 @@ static int pread_all(int fd, void *buf, size_t len, int64_t off)
 }
 
 int gg_sif_writer_new(int fd, const char *path, const struct gg_sif_writer_opts *o,
-                      struct gg_sif_writer **out, struct gg_err *err)
+		      struct gg_sif_writer **out, struct gg_err *err)
 {
 	struct gg_sif_writer *w = calloc(1, sizeof *w);
 	if (!w)
@@ -274,7 +274,7 @@ static struct gg_sif_descr *slot(struct gg_sif_writer *w, uint32_t id, struct gg
 {
 	if (id < 1 || id > GG_SIF_DESCR_TOTAL) {
 		gg_err_set(err, GG_EFAIL, "SIF object id %u out of range (1-%d)", id,
-		           GG_SIF_DESCR_TOTAL);
+			   GG_SIF_DESCR_TOTAL);
 		return NULL;
 	}
 	struct gg_sif_descr *d = &w->d[id - 1];
@@ -289,14 +289,14 @@ static struct gg_sif_descr *slot(struct gg_sif_writer *w, uint32_t id, struct gg
 }
 
 int gg_sif_writer_add_partition(struct gg_sif_writer *w, uint32_t id, uint32_t group,
-                                int64_t offset, int64_t size, int32_t fstype, int32_t parttype,
-                                const char *arch, struct gg_err *err)
+				int64_t offset, int64_t size, int32_t fstype, int32_t parttype,
+				const char *arch, struct gg_err *err)
 {
 	if (offset < w->end || offset % PART_ALIGN)
 		return gg_err_set(
-		        err, GG_EFAIL,
-		        "SIF partition at %lld: not 4096-aligned after the previous object",
-		        (long long)offset);
+			err, GG_EFAIL,
+			"SIF partition at %lld: not 4096-aligned after the previous object",
+			(long long)offset);
 	struct gg_sif_descr *d = slot(w, id, err);
 	if (!d)
 		return err->code;
@@ -311,7 +311,7 @@ int gg_sif_writer_add_partition(struct gg_sif_writer *w, uint32_t id, uint32_t g
 }
 
 int gg_sif_writer_add(struct gg_sif_writer *w, uint32_t id, int32_t type, uint32_t group,
-                      const char *name, const void *data, size_t len, struct gg_err *err)
+		      const char *name, const void *data, size_t len, struct gg_err *err)
 {
 	if (type == GG_SIF_PARTITION)
 		return gg_err_set(err, GG_EFAIL, "SIF partitions go through add_partition");
@@ -372,7 +372,7 @@ int gg_sif_writer_finish(struct gg_sif_writer *w, int64_t *size, struct gg_err *
 	for (int i = 0; i < GG_SIF_DESCR_TOTAL; i++)
 		if (w->d[i].used)
 			gg_sif_descr_encode(&w->d[i],
-			                    buf + GG_SIF_DESCR_OFFSET + i * GG_SIF_DESCR_SIZE);
+					    buf + GG_SIF_DESCR_OFFSET + i * GG_SIF_DESCR_SIZE);
 	int rc = pwrite_all(w->fd, buf, DATA_OFFSET, 0);
 	free(buf);
 	if (rc < 0 || ftruncate(w->fd, (off_t)w->end) < 0)
@@ -462,7 +462,7 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 		int e = errno;
 		gg_sif_close(s);
 		return gg_err_sys(err, e == ENOENT ? GG_ENOTFOUND : GG_EIO, e, "opening '%s'",
-		                  path);
+				  path);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		gg_sif_close(s);
@@ -473,8 +473,8 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 
 	uint8_t hb[GG_SIF_HEADER_SIZE];
 	if (!check(c, "file", s->file_size >= GG_SIF_HEADER_SIZE,
-	           "'%s' is too short for a SIF header (%llu bytes)", path,
-	           (unsigned long long)s->file_size))
+		   "'%s' is too short for a SIF header (%llu bytes)", path,
+		   (unsigned long long)s->file_size))
 		return 0;
 	if (pread_all(s->fd, hb, sizeof hb, 0) < 0)
 		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", path);
@@ -485,24 +485,24 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 	pass(c, "header", "SIF_MAGIC, version 01");
 	int64_t fsz = (int64_t)s->file_size;
 	if (!check(c, "descriptor table",
-	           h->descr_total > 0 && h->descr_total <= 65536 &&
-	                   h->descr_offset >= GG_SIF_HEADER_SIZE &&
-	                   h->descr_size == h->descr_total * GG_SIF_DESCR_SIZE,
-	           "bad descriptor table: %lld descriptors of %lld bytes at offset %lld",
-	           (long long)h->descr_total, (long long)h->descr_size, (long long)h->descr_offset))
+		   h->descr_total > 0 && h->descr_total <= 65536 &&
+			   h->descr_offset >= GG_SIF_HEADER_SIZE &&
+			   h->descr_size == h->descr_total * GG_SIF_DESCR_SIZE,
+		   "bad descriptor table: %lld descriptors of %lld bytes at offset %lld",
+		   (long long)h->descr_total, (long long)h->descr_size, (long long)h->descr_offset))
 		return 0;
 	if (!check(c, "descriptor table",
-	           h->descr_offset <= fsz && h->descr_size <= fsz - h->descr_offset,
-	           "the descriptor table (%lld bytes at %lld) runs past the end of the file "
-	           "(%lld bytes): truncated?",
-	           (long long)h->descr_size, (long long)h->descr_offset, (long long)fsz))
+		   h->descr_offset <= fsz && h->descr_size <= fsz - h->descr_offset,
+		   "the descriptor table (%lld bytes at %lld) runs past the end of the file "
+		   "(%lld bytes): truncated?",
+		   (long long)h->descr_size, (long long)h->descr_offset, (long long)fsz))
 		return 0;
 	if (!check(c, "data area",
-	           h->data_offset >= h->descr_offset + h->descr_size && h->data_size >= 0 &&
-	                   h->data_offset <= fsz && h->data_size <= fsz - h->data_offset,
-	           "the data area (%lld bytes at %lld) does not fit the file (%lld bytes): "
-	           "truncated?",
-	           (long long)h->data_size, (long long)h->data_offset, (long long)fsz))
+		   h->data_offset >= h->descr_offset + h->descr_size && h->data_size >= 0 &&
+			   h->data_offset <= fsz && h->data_size <= fsz - h->data_offset,
+		   "the data area (%lld bytes at %lld) does not fit the file (%lld bytes): "
+		   "truncated?",
+		   (long long)h->data_size, (long long)h->data_offset, (long long)fsz))
 		return 0;
 	pass(c, "descriptor table", "%lld descriptors at offset %lld, data at %lld",
 	     (long long)h->descr_total, (long long)h->descr_offset, (long long)h->data_offset);
@@ -529,25 +529,25 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 		if (bad)
 			continue;
 		if (!check(c, "descriptors", d->id == i + 1,
-		           "descriptor %zu has id %u (expected %zu)", i + 1, d->id, i + 1) ||
+			   "descriptor %zu has id %u (expected %zu)", i + 1, d->id, i + 1) ||
 		    !check(c, "descriptors",
-		           d->size >= 0 && d->size_with_padding >= d->size &&
-		                   d->offset >= h->data_offset && d->offset <= fsz &&
-		                   d->size <= fsz - d->offset,
-		           "object %u (%s, %lld bytes at %lld) lies outside the file's data "
-		           "(%lld bytes): truncated?",
-		           d->id, gg_sif_type_name(d->type), (long long)d->size,
-		           (long long)d->offset, (long long)fsz) ||
+			   d->size >= 0 && d->size_with_padding >= d->size &&
+				   d->offset >= h->data_offset && d->offset <= fsz &&
+				   d->size <= fsz - d->offset,
+			   "object %u (%s, %lld bytes at %lld) lies outside the file's data "
+			   "(%lld bytes): truncated?",
+			   d->id, gg_sif_type_name(d->type), (long long)d->size,
+			   (long long)d->offset, (long long)fsz) ||
 		    !check(c, "descriptors", d->offset + d->size <= h->data_offset + h->data_size,
-		           "object %u ends after the header's data area", d->id))
+			   "object %u ends after the header's data area", d->id))
 			bad = 1;
 	}
 	free(raw);
 	if (bad)
 		return 0;
 	if (check(c, "descriptors", h->descr_free == h->descr_total - used,
-	          "%lld used, but the header says %lld free of %lld", (long long)used,
-	          (long long)h->descr_free, (long long)h->descr_total))
+		  "%lld used, but the header says %lld free of %lld", (long long)used,
+		  (long long)h->descr_free, (long long)h->descr_total))
 		pass(c, "descriptors", "%lld objects, all inside the file", (long long)used);
 	return 0;
 }
@@ -593,12 +593,12 @@ const struct gg_sif_descr *gg_sif_primary(const struct gg_sif *s)
 }
 
 int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr *d, size_t max, char **out,
-                       size_t *len, struct gg_err *err)
+		       size_t *len, struct gg_err *err)
 {
 	*out = NULL;
 	if ((uint64_t)d->size > max)
 		return gg_err_set(err, GG_EFAIL, "object %u of '%s' is too large (%lld bytes)",
-		                  d->id, s->path, (long long)d->size);
+				  d->id, s->path, (long long)d->size);
 	char *buf = malloc((size_t)d->size + 1);
 	if (!buf)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -672,28 +672,28 @@ static void check_squashfs(struct checker *c, const struct gg_sif *s, const stru
 
 	unsigned char magic[4] = {0};
 	if (!check(c, "squashfs magic",
-	           d->size >= 4 && pread_all(s->fd, magic, 4, d->offset) == 0 &&
-	                   memcmp(magic, "hsqs", 4) == 0,
-	           "no squashfs magic 'hsqs' at the partition offset %lld", (long long)d->offset))
+		   d->size >= 4 && pread_all(s->fd, magic, 4, d->offset) == 0 &&
+			   memcmp(magic, "hsqs", 4) == 0,
+		   "no squashfs magic 'hsqs' at the partition offset %lld", (long long)d->offset))
 		return;
 	sqfs_super_t sb;
 	int rc = sqfs_super_read(&sb, &pf.base);
 	if (!check(c, "squashfs superblock", rc == 0, "squashfs superblock: %s",
-	           rc == SQFS_ERROR_OUT_OF_BOUNDS ? "truncated" : gg_sqfs_strerror(rc)))
+		   rc == SQFS_ERROR_OUT_OF_BOUNDS ? "truncated" : gg_sqfs_strerror(rc)))
 		return;
 	uint64_t used = sb.bytes_used;
 	int tables_ok = used <= (uint64_t)d->size &&
-	                sb.inode_table_start < sb.directory_table_start &&
-	                sb.directory_table_start < used && sb.id_table_start < used &&
-	                (sb.fragment_table_start == UINT64_MAX || sb.fragment_table_start < used) &&
-	                (sb.xattr_id_table_start == UINT64_MAX || sb.xattr_id_table_start < used) &&
-	                (sb.export_table_start == UINT64_MAX || sb.export_table_start < used) &&
-	                sb.inode_count > 0 && sb.id_count > 0 &&
-	                (sb.root_inode_ref >> 16) < sb.directory_table_start - sb.inode_table_start;
+			sb.inode_table_start < sb.directory_table_start &&
+			sb.directory_table_start < used && sb.id_table_start < used &&
+			(sb.fragment_table_start == UINT64_MAX || sb.fragment_table_start < used) &&
+			(sb.xattr_id_table_start == UINT64_MAX || sb.xattr_id_table_start < used) &&
+			(sb.export_table_start == UINT64_MAX || sb.export_table_start < used) &&
+			sb.inode_count > 0 && sb.id_count > 0 &&
+			(sb.root_inode_ref >> 16) < sb.directory_table_start - sb.inode_table_start;
 	if (!check(c, "squashfs superblock", tables_ok,
-	           "squashfs superblock: tables out of bounds (bytes_used %llu, partition %lld "
-	           "bytes)",
-	           (unsigned long long)used, (long long)d->size))
+		   "squashfs superblock: tables out of bounds (bytes_used %llu, partition %lld "
+		   "bytes)",
+		   (unsigned long long)used, (long long)d->size))
 		return;
 	r->sqfs_bytes_used = used;
 	r->sqfs_inodes = sb.inode_count;
@@ -707,11 +707,11 @@ static void check_squashfs(struct checker *c, const struct gg_sif *s, const stru
 	sqfs_compressor_config_t cfg;
 	sqfs_compressor_t *cmp = NULL;
 	rc = sqfs_compressor_config_init(&cfg, (SQFS_COMPRESSOR)sb.compression_id, sb.block_size,
-	                                 SQFS_COMP_FLAG_UNCOMPRESS);
+					 SQFS_COMP_FLAG_UNCOMPRESS);
 	if (!rc)
 		rc = sqfs_compressor_create(&cfg, &cmp);
 	if (!check(c, "squashfs ID table", rc == 0, "no decompressor for %s",
-	           sqfs_compressor_name_from_id((SQFS_COMPRESSOR)sb.compression_id)))
+		   sqfs_compressor_name_from_id((SQFS_COMPRESSOR)sb.compression_id)))
 		return;
 	if (sb.flags & SQFS_FLAG_COMPRESSOR_OPTIONS)
 		rc = cmp->read_options(cmp, &pf.base);
@@ -719,7 +719,7 @@ static void check_squashfs(struct checker *c, const struct gg_sif *s, const stru
 	if (!rc && ids)
 		rc = sqfs_id_table_read(ids, &pf.base, &sb, cmp);
 	if (check(c, "squashfs ID table", rc == 0 && ids, "squashfs ID table: %s",
-	          rc ? gg_sqfs_strerror(rc) : "out of memory"))
+		  rc ? gg_sqfs_strerror(rc) : "out of memory"))
 		pass(c, "squashfs ID table", "%u ids, readable", sb.id_count);
 	sqfs_destroy(ids);
 	sqfs_destroy(cmp);
@@ -753,21 +753,21 @@ int gg_sif_verify(const char *path, struct gg_sif_verify_report *report, struct 
 			}
 		}
 		if (check(&c, "partition", nprim == 1,
-		          "%d primary system partitions (expected exactly one)", nprim)) {
+			  "%d primary system partitions (expected exactly one)", nprim)) {
 			int32_t fs, pt;
 			char arch[3];
 			gg_sif_partition_info(prim, &fs, &pt, arch);
 			if (check(&c, "partition", !misaligned,
-			          "a partition is not 4096-aligned") &&
+				  "a partition is not 4096-aligned") &&
 			    check(&c, "partition", fs == GG_SIF_FS_SQUASHFS,
-			          "the primary partition holds %s, not squashfs",
-			          gg_sif_fstype_name(fs)))
+				  "the primary partition holds %s, not squashfs",
+				  gg_sif_fstype_name(fs)))
 				pass(&c, "partition",
 				     "primary system partition %u: squashfs at %lld, %lld bytes",
 				     prim->id, (long long)prim->offset, (long long)prim->size);
 			if (check(&c, "architecture", memcmp(arch, s->hdr.arch, 2) == 0,
-			          "the header says %s, the partition %s",
-			          gg_image_arch_name(s->hdr.arch), gg_image_arch_name(arch)))
+				  "the header says %s, the partition %s",
+				  gg_image_arch_name(s->hdr.arch), gg_image_arch_name(arch)))
 				pass(&c, "architecture", "%s", gg_image_arch_name(arch));
 			if (fs == GG_SIF_FS_SQUASHFS)
 				check_squashfs(&c, s, prim);

@@ -88,7 +88,7 @@ static int f_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, si
 		/* Start writing back what is done while we compress the rest, so the
 		 * final fsync finds little left to do. Best effort. */
 		sync_file_range(f->fd, (off_t)(f->off + f->queued), (off_t)(f->size - f->queued),
-		                SYNC_FILE_RANGE_WRITE);
+				SYNC_FILE_RANGE_WRITE);
 		f->queued = f->size;
 	}
 	return 0;
@@ -179,7 +179,7 @@ static int werr(struct gg_sqfs_writer *w, struct gg_err *err, int rc, const char
 }
 
 static int make_compressors(struct gg_sqfs_writer *w, const struct gg_sqfs_opts *o,
-                            struct gg_err *err)
+			    struct gg_err *err)
 {
 	sqfs_compressor_config_t cfg;
 	int rc;
@@ -187,12 +187,12 @@ static int make_compressors(struct gg_sqfs_writer *w, const struct gg_sqfs_opts 
 		int level = o->level ? o->level : 6;
 		if (level < 1 || level > 12)
 			return gg_err_set(err, GG_EUSAGE,
-			                  "gzip compression level %d out of range (1-12)", level);
+					  "gzip compression level %d out of range (1-12)", level);
 		w->cmp = gg_sqfs_deflate_new(level, w->block_size);
 		w->mcmp = gg_sqfs_deflate_new(level, w->block_size);
 		if (!w->cmp || !w->mcmp)
 			return gg_err_set(err, GG_ENOMEM,
-			                  "creating the deflate compressor: out of memory");
+					  "creating the deflate compressor: out of memory");
 	} else {
 		sqfs_compressor_config_init(&cfg, (SQFS_COMPRESSOR)o->comp, w->block_size, 0);
 		if (o->comp == GG_IMAGE_COMP_LZ4) {
@@ -207,20 +207,20 @@ static int make_compressors(struct gg_sqfs_writer *w, const struct gg_sqfs_opts 
 		if (rc) {
 			if (rc == SQFS_ERROR_UNSUPPORTED || rc == SQFS_ERROR_ARG_INVALID)
 				return gg_err_set(
-				        err, GG_EUSAGE, "%s: compression level %d is not supported",
-				        gg_image_comp_name((enum gg_image_comp)o->comp), o->level);
+					err, GG_EUSAGE, "%s: compression level %d is not supported",
+					gg_image_comp_name((enum gg_image_comp)o->comp), o->level);
 			return gg_err_set(err, GG_EFAIL, "creating the %s compressor: %s",
-			                  gg_image_comp_name((enum gg_image_comp)o->comp),
-			                  gg_sqfs_strerror(rc));
+					  gg_image_comp_name((enum gg_image_comp)o->comp),
+					  gg_sqfs_strerror(rc));
 		}
 	}
 	sqfs_compressor_config_init(&cfg, (SQFS_COMPRESSOR)o->comp, w->block_size,
-	                            SQFS_COMP_FLAG_UNCOMPRESS);
+				    SQFS_COMP_FLAG_UNCOMPRESS);
 	rc = sqfs_compressor_create(&cfg, &w->uncmp);
 	if (rc)
 		return gg_err_set(err, GG_EFAIL, "creating the %s decompressor: %s",
-		                  gg_image_comp_name((enum gg_image_comp)o->comp),
-		                  gg_sqfs_strerror(rc));
+				  gg_image_comp_name((enum gg_image_comp)o->comp),
+				  gg_sqfs_strerror(rc));
 	return 0;
 }
 
@@ -257,7 +257,7 @@ static int start_workers(const sqfs_block_processor_desc_t *desc, sqfs_block_pro
 }
 
 int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_sqfs_opts *o,
-                       struct gg_sqfs_writer **out, struct gg_err *err)
+		       struct gg_sqfs_writer **out, struct gg_err *err)
 {
 	*out = NULL;
 	struct gg_sqfs_writer *w = calloc(1, sizeof *w);
@@ -449,7 +449,7 @@ static uint32_t clamp_time(const struct gg_sqfs_writer *w, int64_t t)
 }
 
 static int xattr_index(struct gg_sqfs_writer *w, const struct gg_inode *ino, sqfs_u32 *idx,
-                       struct gg_err *err)
+		       struct gg_err *err)
 {
 	*idx = 0xFFFFFFFF;
 	if (!ino->xattrs_len)
@@ -522,7 +522,7 @@ static sqfs_inode_generic_t *plain_inode(const struct gg_inode *ino)
 }
 
 static int write_inode(struct gg_sqfs_writer *w, struct gg_inode *ino, sqfs_inode_generic_t *in,
-                       struct gg_err *err)
+		       struct gg_err *err)
 {
 	in->base.mode = (sqfs_u16)ino->mode;
 	in->base.mod_time = clamp_time(w, ino->mtime);
@@ -544,7 +544,7 @@ static int write_inode(struct gg_sqfs_writer *w, struct gg_inode *ino, sqfs_inod
 }
 
 static int serialize(struct gg_sqfs_writer *w, struct gg_node *n, uint32_t parent_ino,
-                     struct gg_freeze_result *res, struct gg_err *err)
+		     struct gg_freeze_result *res, struct gg_err *err)
 {
 	/* children first: their inode references go into this directory's listing */
 	uint32_t subdirs = 0;
@@ -612,7 +612,7 @@ static int serialize(struct gg_sqfs_writer *w, struct gg_node *n, uint32_t paren
 		struct gg_node *k = n->kids[i];
 		if (live(k))
 			rc = sqfs_dir_writer_add_entry(w->dirw, k->name, k->inode->ino,
-			                               k->inode->ref, (sqfs_u16)k->inode->mode);
+						       k->inode->ref, (sqfs_u16)k->inode->mode);
 	}
 	if (!rc)
 		rc = sqfs_dir_writer_end(w->dirw);
@@ -649,8 +649,8 @@ static int pad_to_block(struct gg_sqfs_writer *w, struct gg_err *err)
 }
 
 int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t mkfs_time,
-                          int64_t clamp_time_, uint64_t *size, struct gg_freeze_result *res,
-                          struct gg_err *err)
+			  int64_t clamp_time_, uint64_t *size, struct gg_freeze_result *res,
+			  struct gg_err *err)
 {
 	sqfs_file_t *file = &w->file->base;
 	int rc = sqfs_block_processor_finish(w->proc);

@@ -45,7 +45,7 @@ static char *clean_dup(const char *in, struct gg_err *err)
 }
 
 int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
-                                struct gg_entry_buf *b, const char *what, struct gg_err *err)
+				struct gg_entry_buf *b, const char *what, struct gg_err *err)
 {
 	gg_image_entry_buf_free(b);
 	/* UTF-8 names as stored (pax), whatever the locale; raw bytes otherwise */
@@ -79,27 +79,27 @@ int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
 	case AE_IFSOCK: break;
 	default:
 		return gg_err_set(err, GG_EFAIL, "%s: entry '%s': unsupported type (0%o)", what,
-		                  name, type);
+				  name, type);
 	}
 	e->mode = type | (archive_entry_perm(ae) & 07777);
 	la_int64_t uid = archive_entry_uid(ae), gid = archive_entry_gid(ae);
 	if (uid < 0 || uid > (la_int64_t)UINT32_MAX || gid < 0 || gid > (la_int64_t)UINT32_MAX)
 		return gg_err_set(err, GG_EFAIL, "%s: entry '%s': owner %lld:%lld out of range",
-		                  what, name, (long long)uid, (long long)gid);
+				  what, name, (long long)uid, (long long)gid);
 	e->uid = (uint32_t)uid;
 	e->gid = (uint32_t)gid;
 	e->mtime = archive_entry_mtime(ae);
 	if (type == AE_IFCHR || type == AE_IFBLK)
 		e->rdev = encode_dev((unsigned)archive_entry_rdevmajor(ae),
-		                     (unsigned)archive_entry_rdevminor(ae));
+				     (unsigned)archive_entry_rdevminor(ae));
 	if (type == AE_IFLNK) {
 		e->symlink = archive_entry_symlink_utf8(ae);
 		if (!e->symlink)
 			e->symlink = archive_entry_symlink(ae);
 		if (!e->symlink)
 			return gg_err_set(err, GG_EFAIL,
-			                  "%s: entry '%s': symbolic link without a target", what,
-			                  name);
+					  "%s: entry '%s': symbolic link without a target", what,
+					  name);
 	}
 	la_int64_t size = archive_entry_size_is_set(ae) ? archive_entry_size(ae) : 0;
 	e->size = size > 0 && type == AE_IFREG ? (uint64_t)size : 0;
@@ -111,9 +111,9 @@ int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
 	while (archive_entry_xattr_next(ae, &xn, &xv, &xl) == ARCHIVE_OK) {
 		if (!gg_image_xattr_supported(xn)) {
 			gg_image_warn(fz,
-			              "%s: entry '%s': extended attribute '%s' left out (squashfs "
-			              "keeps only user., trusted. and security.)",
-			              what, name, xn);
+				      "%s: entry '%s': extended attribute '%s' left out (squashfs "
+				      "keeps only user., trusted. and security.)",
+				      what, name, xn);
 			continue;
 		}
 		if (gg_image_xattr_add(&b->xattrs, xn, xv, xl) < 0)
@@ -127,7 +127,7 @@ int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
 }
 
 int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct gg_inode *ino,
-                               const char *path, const char *what, struct gg_err *err)
+			       const char *path, const char *what, struct gg_err *err)
 {
 	if (gg_image_feed_begin(fz, ino, path, err) < 0)
 		return err->code;
@@ -142,17 +142,17 @@ int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct g
 		if (r == ARCHIVE_WARN) {
 			if (gg_image_archive_warning_matters(archive_error_string(a)))
 				gg_image_warn(fz, "%s: entry '%s': %s", what, path,
-				              archive_error_string(a));
+					      archive_error_string(a));
 		} else if (r != ARCHIVE_OK) {
 			if (gg_image_check_cancel(fz, err) < 0)
 				return err->code;
 			const char *m = archive_error_string(a);
 			return gg_err_set(err, GG_EFAIL, "%s: entry '%s': %s", what, path,
-			                  m ? m : "read error");
+					  m ? m : "read error");
 		}
 		if (off < 0 || (uint64_t)off < expect)
 			return gg_err_set(err, GG_EFAIL, "%s: entry '%s': bad sparse map", what,
-			                  path);
+					  path);
 		if ((uint64_t)off > expect &&
 		    gg_image_feed_zeros(fz, (uint64_t)off - expect, err) < 0)
 			return err->code;
@@ -223,7 +223,7 @@ static la_ssize_t tar_read(struct archive *a, void *ud, const void **out)
 }
 
 int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **digest,
-                      struct gg_err *err)
+		      struct gg_err *err)
 {
 	*digest = NULL;
 	char what[512];
@@ -245,9 +245,9 @@ int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **dig
 	if (archive_read_open(a, &in, NULL, tar_read, NULL) != ARCHIVE_OK) {
 		const char *m = archive_error_string(a);
 		rc = gg_err_set(err, GG_EFAIL, "reading %s: %s", what,
-		                in.consumed == 0 ? "empty input"
-		                : m              ? m
-		                                 : "not a tar archive");
+				in.consumed == 0 ? "empty input"
+				: m              ? m
+						 : "not a tar archive");
 		if (gg_image_check_cancel(fz, err) < 0)
 			rc = err->code;
 		goto out;
@@ -265,7 +265,7 @@ int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **dig
 		} else if (r != ARCHIVE_OK) {
 			const char *m = archive_error_string(a);
 			rc = gg_err_set(err, GG_EFAIL, "reading %s: %s", what,
-			                m ? m : "not a tar archive");
+					m ? m : "not a tar archive");
 			if (entries == 0 && in.consumed == 0)
 				rc = gg_err_set(err, GG_EFAIL, "reading %s: empty input", what);
 			if (gg_image_check_cancel(fz, err) < 0)

@@ -114,7 +114,7 @@ int gg_image_tree_note_id(struct gg_tree *t, uint32_t id, struct gg_err *err)
 	return 0;
 full:
 	return gg_err_set(err, GG_EFAIL,
-	                  "more than %u distinct user and group ids (the squashfs limit)", MAX_IDS);
+			  "more than %u distinct user and group ids (the squashfs limit)", MAX_IDS);
 }
 
 static int find_pos(const struct gg_node *dir, const char *name, size_t len, int *found)
@@ -152,7 +152,7 @@ struct gg_node *gg_image_node_find(const struct gg_node *dir, const char *name)
 }
 
 struct gg_node *gg_image_node_add(struct gg_tree *t, struct gg_node *dir, const char *name,
-                                  size_t namelen, struct gg_inode *ino)
+				  size_t namelen, struct gg_inode *ino)
 {
 	int found;
 	int pos = find_pos(dir, name, namelen, &found);
@@ -174,7 +174,7 @@ struct gg_node *gg_image_node_add(struct gg_tree *t, struct gg_node *dir, const 
 	n->parent = dir;
 	n->inode = ino;
 	memmove(&dir->kids[pos + 1], &dir->kids[pos],
-	        (dir->nkids - (size_t)pos) * sizeof *dir->kids);
+		(dir->nkids - (size_t)pos) * sizeof *dir->kids);
 	dir->kids[pos] = n;
 	dir->nkids++;
 	t->nnodes++;
@@ -198,7 +198,7 @@ void gg_image_node_remove(struct gg_tree *t, struct gg_node *n)
 	int pos = find_pos(dir, n->name, strlen(n->name), &found);
 	if (found && dir->kids[pos] == n) {
 		memmove(&dir->kids[pos], &dir->kids[pos + 1],
-		        (dir->nkids - (size_t)pos - 1) * sizeof *dir->kids);
+			(dir->nkids - (size_t)pos - 1) * sizeof *dir->kids);
 		dir->nkids--;
 	}
 	t->nnodes -= count_nodes(n);
@@ -441,7 +441,7 @@ int gg_image_path_clean(const char *in, char *out, struct gg_err *err)
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
 		if (len == 2 && p[0] == '.' && p[1] == '.')
 			return gg_err_set(err, GG_EFAIL,
-			                  "entry '%s': '..' in a name would escape the image", in);
+					  "entry '%s': '..' in a name would escape the image", in);
 		if (len && !(len == 1 && p[0] == '.')) {
 			if (o)
 				out[o++] = '/';
@@ -486,7 +486,7 @@ static int whiteout(struct gg_tree *t, struct gg_node *dir, const char *base, in
 }
 
 int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, int whiteouts,
-                        struct gg_inode **data, struct gg_err *err)
+			struct gg_inode **data, struct gg_err *err)
 {
 	*data = NULL;
 	const char *path = e->path;
@@ -528,12 +528,12 @@ int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, 
 				return err->code;
 		} else if (S_ISLNK(kid->inode->mode)) {
 			return gg_err_set(err, GG_EFAIL,
-			                  "entry '%s': goes through the symbolic link '%.*s' "
-			                  "(it could point outside the image)",
-			                  path, (int)(slash - path), path);
+					  "entry '%s': goes through the symbolic link '%.*s' "
+					  "(it could point outside the image)",
+					  path, (int)(slash - path), path);
 		} else if (!S_ISDIR(kid->inode->mode)) {
 			return gg_err_set(err, GG_EFAIL, "entry '%s': '%.*s' is not a directory",
-			                  path, (int)(slash - path), path);
+					  path, (int)(slash - path), path);
 		}
 		dir = kid;
 		p = slash + 1;
@@ -547,14 +547,14 @@ int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, 
 		struct gg_node *tg = gg_image_tree_lookup(t, e->hardlink);
 		if (!tg)
 			return gg_err_set(
-			        err, GG_EFAIL,
-			        "entry '%s': hard link to '%s', which is not in the archive "
-			        "before it",
-			        path, e->hardlink);
+				err, GG_EFAIL,
+				"entry '%s': hard link to '%s', which is not in the archive "
+				"before it",
+				path, e->hardlink);
 		if (S_ISDIR(tg->inode->mode))
 			return gg_err_set(err, GG_EFAIL,
-			                  "entry '%s': hard link to the directory '%s'", path,
-			                  e->hardlink);
+					  "entry '%s': hard link to the directory '%s'", path,
+					  e->hardlink);
 		if (existing == tg)
 			return 0;
 		struct gg_inode *ino = tg->inode;

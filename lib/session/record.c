@@ -9,11 +9,12 @@
 #include "ssh/ssh.h"
 
 static const char *state_names[] = {"requested", "queued", "starting", "ready",  "running",
-				    "finished",	 "failed", "killed",   "unknown"};
+				    "finished",  "failed", "killed",   "unknown"};
 
 const char *gg_sess_state_name(enum gg_sess_state s)
 {
-	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "unknown";
+	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s]
+									: "unknown";
 }
 
 int gg_sess_state_parse(const char *name, enum gg_sess_state *out)
@@ -46,22 +47,24 @@ void gg_record_clear(struct gg_record *r)
 {
 	if (!r)
 		return;
-	char **strs[] = {&r->name, &r->uid,  &r->site,	     &r->ce,	     &r->job_id,
-			 &r->ce_state, &r->error, &r->mig,	     &r->image,	     &r->queue,
-			 &r->auth, &r->node,  &r->user,	     &r->host_key,   &r->sessiondir,
-			 &r->key,  &r->image_path, &r->command, &r->outputs_dir};
+	char **strs[] = {&r->name,     &r->uid,        &r->site,    &r->ce,         &r->job_id,
+			 &r->ce_state, &r->error,      &r->mig,     &r->image,      &r->queue,
+			 &r->auth,     &r->node,       &r->user,    &r->host_key,   &r->sessiondir,
+			 &r->key,      &r->image_path, &r->command, &r->outputs_dir};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 		free(*strs[i]);
 	memset(r, 0, sizeof *r);
 }
 
-#define STR_FIELDS(X)                                                                          \
-	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) X(queue)    \
-	X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) X(command)      \
-	X(outputs_dir)
-#define INT_FIELDS(X)                                                                          \
-	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline)        \
+/* clang-format off */
+#define STR_FIELDS(X) \
+	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
+	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
+	X(command) X(outputs_dir)
+#define INT_FIELDS(X) \
+	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity)
+/* clang-format on */
 
 json_t *gg_record_to_json(const struct gg_record *r)
 {
@@ -72,14 +75,15 @@ json_t *gg_record_to_json(const struct gg_record *r)
 	json_object_set_new(o, "kind", json_string(r->kind == GG_REC_JOB ? "job" : "session"));
 	json_object_set_new(o, "state", json_string(gg_sess_state_name(r->state)));
 	if (r->state == GG_S_UNKNOWN)
-		json_object_set_new(o, "last_known", json_string(gg_sess_state_name(r->last_known)));
-#define X(f)                                                                                   \
-	if (r->f)                                                                              \
+		json_object_set_new(o, "last_known",
+				    json_string(gg_sess_state_name(r->last_known)));
+#define X(f)      \
+	if (r->f) \
 		json_object_set_new(o, #f, json_string(r->f));
 	STR_FIELDS(X)
 #undef X
-#define X(f)                                                                                   \
-	if (r->f)                                                                              \
+#define X(f)      \
+	if (r->f) \
 		json_object_set_new(o, #f, json_integer((json_int_t)r->f));
 	INT_FIELDS(X)
 #undef X
@@ -110,27 +114,27 @@ int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
 	if (gg_sess_state_parse(json_string_value(json_object_get(j, "last_known")),
 				&r->last_known) < 0)
 		r->last_known = r->state;
-#define X(f)                                                                                   \
-	v = json_object_get(j, #f);                                                            \
-	if (v && !json_is_string(v)) {                                                         \
-		gg_record_clear(r);                                                            \
-		return gg_err_set(err, GG_EPROTO, "'%s' is not a string", #f);                 \
-	}                                                                                      \
-	if (v && !(r->f = strdup(json_string_value(v)))) {                                     \
-		gg_record_clear(r);                                                            \
-		return gg_err_set(err, GG_ENOMEM, "out of memory");                            \
+#define X(f)                                                                   \
+	v = json_object_get(j, #f);                                            \
+	if (v && !json_is_string(v)) {                                         \
+		gg_record_clear(r);                                            \
+		return gg_err_set(err, GG_EPROTO, "'%s' is not a string", #f); \
+	}                                                                      \
+	if (v && !(r->f = strdup(json_string_value(v)))) {                     \
+		gg_record_clear(r);                                            \
+		return gg_err_set(err, GG_ENOMEM, "out of memory");            \
 	}
 	STR_FIELDS(X)
 #undef X
-#define X(f)                                                                                   \
-	v = json_object_get(j, #f);                                                            \
-	if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||                          \
-		  !fits(json_integer_value(v), sizeof r->f))) {                                \
-		gg_record_clear(r);                                                            \
+#define X(f)                                                                                     \
+	v = json_object_get(j, #f);                                                              \
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||                            \
+		  !fits(json_integer_value(v), sizeof r->f))) {                                  \
+		gg_record_clear(r);                                                              \
 		return gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer in range", \
-				  #f);                                                         \
-	}                                                                                      \
-	if (v)                                                                                 \
+				  #f);                                                           \
+	}                                                                                        \
+	if (v)                                                                                   \
 		r->f = (__typeof__(r->f))json_integer_value(v);
 	INT_FIELDS(X)
 #undef X
@@ -211,7 +215,8 @@ int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li
 	for (int i = 0; i < 4; i++) {
 		v = json_object_get(j, names[i]);
 		if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
-			rc = gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer", names[i]);
+			rc = gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer",
+					names[i]);
 			goto out;
 		}
 		*ints[i] = v ? json_integer_value(v) : 0;
@@ -235,7 +240,8 @@ int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li
 		goto out;
 	}
 	if (!key || gg_ssh_pubkey_check(key, err) < 0) {
-		rc = key ? gg_err_prefix(err, "host key") : gg_err_set(err, GG_EPROTO, "no 'host_key'");
+		rc = key ? gg_err_prefix(err, "host key")
+			 : gg_err_set(err, GG_EPROTO, "no 'host_key'");
 		if (err)
 			err->code = rc = GG_EPROTO;
 		goto out;
@@ -259,10 +265,10 @@ int gg_record_copy(struct gg_record *dst, const struct gg_record *src)
 #define X(f) dst->f = NULL;
 	STR_FIELDS(X)
 #undef X
-#define X(f)                                                                                   \
-	if (src->f && !(dst->f = strdup(src->f))) {                                            \
-		gg_record_clear(dst);                                                          \
-		return GG_ENOMEM;                                                              \
+#define X(f)                                        \
+	if (src->f && !(dst->f = strdup(src->f))) { \
+		gg_record_clear(dst);               \
+		return GG_ENOMEM;                   \
 	}
 	STR_FIELDS(X)
 #undef X

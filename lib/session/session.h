@@ -31,15 +31,15 @@ int gg_sess_state_ended(enum gg_sess_state s);
 struct gg_record {
 	int version;
 	enum gg_rec_kind kind;
-	char *name;     /* user-facing name, unique in the store */
-	char *uid;      /* client-made id, in the CE job name: gridgpu-<uid> */
+	char *name; /* user-facing name, unique in the store */
+	char *uid;  /* client-made id, in the CE job name: gridgpu-<uid> */
 	char *site;
-	char *ce;       /* CE endpoint URL */
-	char *job_id;   /* the CE's id, once submitted */
+	char *ce;     /* CE endpoint URL */
+	char *job_id; /* the CE's id, once submitted */
 	enum gg_sess_state state;
 	enum gg_sess_state last_known; /* state before UNKNOWN */
-	char *ce_state; /* the CE's own word */
-	char *error;    /* why it failed, one line */
+	char *ce_state;                /* the CE's own word */
+	char *error;                   /* why it failed, one line */
 	int64_t created, updated;
 	/* what was asked */
 	int64_t walltime;
@@ -49,7 +49,7 @@ struct gg_record {
 	uint64_t memory;
 	char *image;
 	char *queue;
-	char *auth;     /* "proxy" or "token" */
+	char *auth;               /* "proxy" or "token" */
 	int64_t connect_deadline; /* seconds after start */
 	int64_t idle_limit;
 	/* sessions: published by the launcher */
@@ -59,7 +59,7 @@ struct gg_record {
 	char *host_key; /* "ssh-ed25519 AAAA..." */
 	char *sessiondir;
 	int64_t started, deadline_at, last_activity;
-	char *key;      /* private key file for the session */
+	char *key; /* private key file for the session */
 	/* jobs */
 	char *image_path;
 	char *command;
@@ -124,8 +124,8 @@ int gg_random_uid(char out[13], struct gg_err *err);
 /* The session file the launcher publishes (gridgpu-session.json), parsed and
  * checked. Returns GG_EPROTO with the reason when it is malformed. */
 struct gg_launch_info {
-	char *state;    /* "starting", "ready", "ended" */
-	char *reason;   /* why it ended */
+	char *state;  /* "starting", "ready", "ended" */
+	char *reason; /* why it ended */
 	char *node;
 	int port;
 	char *user;

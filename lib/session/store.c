@@ -55,10 +55,11 @@ int gg_store_open(const char *dir, struct gg_store **out, struct gg_err *err)
 	int rc = gg_mkdir_p(d, 0700, err);
 	struct stat sb;
 	if (rc == 0 && stat(d, &sb) == 0 && (sb.st_mode & 022))
-		rc = gg_err_set(err, GG_EIO,
-				"record store '%s' is writable by others (mode %04o): run chmod 700 "
-				"'%s'",
-				d, (unsigned)(sb.st_mode & 07777), d);
+		rc = gg_err_set(
+			err, GG_EIO,
+			"record store '%s' is writable by others (mode %04o): run chmod 700 "
+			"'%s'",
+			d, (unsigned)(sb.st_mode & 07777), d);
 	if (rc < 0) {
 		free(d);
 		return rc;
@@ -193,8 +194,9 @@ int gg_store_create(struct gg_store *st, struct gg_record *r, const char *prefix
 		goto out;
 	}
 	if (!gg_record_name_valid(r->name)) {
-		rc = gg_err_set(err, GG_EUSAGE, "invalid name '%s': use a letter, then letters, "
-						"digits, '.', '_' or '-'",
+		rc = gg_err_set(err, GG_EUSAGE,
+				"invalid name '%s': use a letter, then letters, "
+				"digits, '.', '_' or '-'",
 				r->name);
 		goto out;
 	}

@@ -179,9 +179,7 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		if (!r->error)
 			set_str(&r->error, "the job failed on the CE (see 'gridgpu status')");
 		return;
-	case GG_CE_KILLED:
-		r->state = GG_S_KILLED;
-		return;
+	case GG_CE_KILLED: r->state = GG_S_KILLED; return;
 	}
 }
 

@@ -6,8 +6,8 @@
 #include "session/session.h"
 
 /* Names of the files the session launcher uses in the session dir. */
-#define GG_SESSION_FILE "gridgpu-session.json"
-#define GG_LAUNCHER_LOG "gridgpu-launcher.log"
+#define GG_SESSION_FILE  "gridgpu-session.json"
+#define GG_LAUNCHER_LOG  "gridgpu-launcher.log"
 #define GG_LAUNCHER_NAME "gridgpu-launcher"
 #define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
 

@@ -32,22 +32,22 @@
 struct pump {
 	LIBSSH2_SESSION *s; /* the hop's session (non-blocking once pumping) */
 	LIBSSH2_CHANNEL *ch;
-	int sock;           /* what s runs over */
-	int local;          /* our end of the socketpair */
-	int stop[2];        /* a byte here ends the pump */
+	int sock;    /* what s runs over */
+	int local;   /* our end of the socketpair */
+	int stop[2]; /* a byte here ends the pump */
 	pthread_t th;
 	int running;
-	char up[PUMP_BUF];  /* local → channel, not yet written */
+	char up[PUMP_BUF]; /* local → channel, not yet written */
 	size_t up_len, up_off;
 	char down[PUMP_BUF]; /* channel → local, not yet written */
 	size_t down_len, down_off;
 };
 
 struct gg_ssh_conn {
-	size_t n;              /* hops */
+	size_t n;               /* hops */
 	LIBSSH2_SESSION **sess; /* one per hop */
-	int *socks;            /* the socket each session runs over */
-	struct pump *pumps;    /* n - 1 */
+	int *socks;             /* the socket each session runs over */
+	struct pump *pumps;     /* n - 1 */
 	int timeout_ms;
 	gg_ssh_cancel_fn cancel;
 	void *cancel_ud;
@@ -106,7 +106,8 @@ static int tcp_connect(const struct gg_ssh_hop *h, int timeout_ms, int *out, str
 	}
 	int last = ECONNREFUSED, fd = -1;
 	for (struct addrinfo *a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    a->ai_protocol);
 		if (fd < 0) {
 			last = errno;
 			continue;
@@ -120,7 +121,8 @@ static int tcp_connect(const struct gg_ssh_hop *h, int timeout_ms, int *out, str
 				;
 			int soerr = 0;
 			socklen_t sl = sizeof soerr;
-			if (pr == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && !soerr)
+			if (pr == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 &&
+			    !soerr)
 				break;
 			last = pr == 0 ? ETIMEDOUT : soerr ? soerr : errno;
 		} else {
@@ -132,8 +134,8 @@ static int tcp_connect(const struct gg_ssh_hop *h, int timeout_ms, int *out, str
 	freeaddrinfo(ai);
 	if (fd < 0) {
 		if (last == ETIMEDOUT)
-			return gg_err_set(err, GG_ENET, "cannot connect to %s: no answer in %d s", label,
-					  timeout_ms / 1000);
+			return gg_err_set(err, GG_ENET, "cannot connect to %s: no answer in %d s",
+					  label, timeout_ms / 1000);
 		return gg_err_sys(err, GG_ENET, last, "cannot connect to %s", label);
 	}
 	/* libssh2 wants a blocking socket in blocking mode */
@@ -228,10 +230,12 @@ static int check_host_key(LIBSSH2_SESSION *s, const struct gg_ssh_hop *h, struct
 		int e = errno;
 		if (kh)
 			libssh2_knownhost_free(kh);
-		int rc = gg_err_set(err, GG_ECRED,
-				    "cannot check the host key of %s: no known_hosts '%s' (%s); add "
-				    "the host's key with 'gridgpu site add --known-hosts FILE'",
-				    label, file ? file : "~/.ssh/known_hosts", f ? "out of memory" : strerror(e));
+		int rc =
+			gg_err_set(err, GG_ECRED,
+				   "cannot check the host key of %s: no known_hosts '%s' (%s); add "
+				   "the host's key with 'gridgpu site add --known-hosts FILE'",
+				   label, file ? file : "~/.ssh/known_hosts",
+				   f ? "out of memory" : strerror(e));
 		if (f)
 			fclose(f);
 		free(deflt);
@@ -250,8 +254,8 @@ static int check_host_key(LIBSSH2_SESSION *s, const struct gg_ssh_hop *h, struct
 	fclose(f);
 	struct libssh2_knownhost *found = NULL;
 	int r = libssh2_knownhost_checkp(kh, h->host, h->port ? h->port : 22, key, len,
-					 LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
-						 kh_type(type),
+					 LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+						 LIBSSH2_KNOWNHOST_KEYENC_RAW | kh_type(type),
 					 &found);
 	libssh2_knownhost_free(kh);
 	int rc = 0;
@@ -379,7 +383,8 @@ static void *pump_run(void *arg)
 			}
 		}
 		if (p->down_len) {
-			ssize_t w = send(p->local, p->down + p->down_off, p->down_len, MSG_NOSIGNAL);
+			ssize_t w =
+				send(p->local, p->down + p->down_off, p->down_len, MSG_NOSIGNAL);
 			if (w > 0) {
 				p->down_off += (size_t)w;
 				p->down_len -= (size_t)w;
@@ -417,8 +422,12 @@ static void *pump_run(void *arg)
 			continue;
 		int dir = libssh2_session_block_directions(p->s);
 		struct pollfd fds[3] = {
-			{p->sock, (short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0)), 0},
-			{p->local, (short)((p->up_len || local_eof ? 0 : POLLIN) | (p->down_len ? POLLOUT : 0)), 0},
+			{p->sock,
+			 (short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0)), 0},
+			{p->local,
+			 (short)((p->up_len || local_eof ? 0 : POLLIN) |
+				 (p->down_len ? POLLOUT : 0)),
+			 0},
 			{p->stop[0], POLLIN, 0},
 		};
 		/* The timeout only bounds the cost of data libssh2 queued internally
@@ -557,12 +566,12 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 		struct pump *p = &c->pumps[i];
 		p->s = c->sess[i];
 		p->sock = c->socks[i];
-		p->ch = libssh2_channel_direct_tcpip_ex(c->sess[i], next->host,
-							next->port ? next->port : 22, "127.0.0.1", 22);
+		p->ch = libssh2_channel_direct_tcpip_ex(
+			c->sess[i], next->host, next->port ? next->port : 22, "127.0.0.1", 22);
 		if (!p->ch) {
 			at = i + 1;
-			rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s", label,
-					nlabel, ssh_msg(c->sess[i]));
+			rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s",
+					label, nlabel, ssh_msg(c->sess[i]));
 			break;
 		}
 		int sv[2];
@@ -606,7 +615,7 @@ static int signal_number(const char *name)
 	static const struct {
 		const char *n;
 		int v;
-	} t[] = {{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
+	} t[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
 		 {"KILL", SIGKILL}, {"SEGV", SIGSEGV}, {"PIPE", SIGPIPE}, {"TERM", SIGTERM}};
 	for (size_t i = 0; i < sizeof t / sizeof *t; i++)
 		if (strcmp(name, t[i].n) == 0)
@@ -694,8 +703,9 @@ int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink,
 			break;
 		}
 		int dir = libssh2_session_block_directions(s);
-		struct pollfd p = {c->socks[c->n - 1],
-				   (short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0)), 0};
+		struct pollfd p = {
+			c->socks[c->n - 1],
+			(short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0)), 0};
 		poll(&p, 1, left < 200 ? (int)left : 200);
 	}
 	libssh2_session_set_blocking(s, 1);
@@ -754,7 +764,8 @@ int gg_ssh_exec_capture(struct gg_ssh_conn *c, const char *command, size_t max, 
 	*len = 0;
 	int rc = gg_ssh_exec(c, command, capture_sink, &cap, status, errtext, err);
 	if (rc < 0 && cap.over)
-		rc = gg_err_set(err, GG_EPROTO, "the command's output is larger than %zu bytes", max);
+		rc = gg_err_set(err, GG_EPROTO, "the command's output is larger than %zu bytes",
+				max);
 	if (rc < 0) {
 		free(cap.buf);
 		return rc;
@@ -889,7 +900,8 @@ static int add_hop(struct gg_ssh_route *rt, const char *user, const char *host, 
 	rt->bufs[i].host = strdup(host);
 	rt->bufs[i].name = name ? strdup(name) : NULL;
 	rt->n++;
-	if (!rt->bufs[i].host || (name && !rt->bufs[i].name) || (user && user[0] && !rt->bufs[i].user))
+	if (!rt->bufs[i].host || (name && !rt->bufs[i].name) ||
+	    (user && user[0] && !rt->bufs[i].user))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	rt->hops[i] = (struct gg_ssh_hop){
 		.host = rt->bufs[i].host,
@@ -919,10 +931,12 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
 			snprintf(user, sizeof user, "%.*s", (int)(at - j), j);
 		const char *hp = at ? at + 1 : j;
 		const char *colon = strrchr(hp, ':');
-		snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - hp) : (int)strlen(hp), hp);
+		snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - hp) : (int)strlen(hp),
+			 hp);
 		int port = colon ? atoi(colon + 1) : 22;
 		snprintf(name, sizeof name, "jump host %d", k + 1);
-		rc = add_hop(rt, user, host, port, name, site->identity, site->known_hosts, NULL, err);
+		rc = add_hop(rt, user, host, port, name, site->identity, site->known_hosts, NULL,
+			     err);
 	}
 	if (rc == 0) {
 		char name[128];

@@ -8,7 +8,8 @@
 #include <openssl/evp.h>
 
 static const char *const key_types[] = {
-	"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+	"ssh-ed25519",         "ssh-rsa",
+	"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
 	"ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
 };
 
@@ -66,8 +67,8 @@ int gg_ssh_pubkey_check(const char *line, struct gg_err *err)
 	for (size_t i = 0; i < sizeof key_types / sizeof key_types[0]; i++)
 		known |= strlen(key_types[i]) == tlen && !strncmp(key_types[i], type, tlen);
 	if (!known)
-		return gg_err_set(err, GG_EPROTO, "unknown key type '%.*s'", (int)(tlen > 40 ? 40 : tlen),
-				  type);
+		return gg_err_set(err, GG_EPROTO, "unknown key type '%.*s'",
+				  (int)(tlen > 40 ? 40 : tlen), type);
 	unsigned char *blob;
 	int n = decode_blob(b64, blen, &blob);
 	if (n < 0)

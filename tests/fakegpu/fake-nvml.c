@@ -41,17 +41,17 @@ enum {
 	NVML_ERROR_INSUFFICIENT_SIZE = 7,
 };
 
-#define MAXDEV 16
-#define MAXMIG 8
+#define MAXDEV  16
+#define MAXMIG  8
 #define MAXFAIL 16
-#define MiB (1024ULL * 1024ULL)
+#define MiB     (1024ULL * 1024ULL)
 
 struct fdev {
 	char name[96], uuid[96];
 	int cc_major, cc_minor;
 	unsigned long long mem, free;
-	int ecc;     /* 1, 0, -1 = not supported */
-	int mig;     /* 1, 0, -1 = not MIG-capable */
+	int ecc; /* 1, 0, -1 = not supported */
+	int mig; /* 1, 0, -1 = not MIG-capable */
 	int pending;
 	int gi, ci, slot;
 	int index;
@@ -239,13 +239,13 @@ static nvmlReturn_t injected(const char *fn, const struct fdev *d)
 	return NVML_SUCCESS;
 }
 
-#define CHECK(fn, d)                                                                        \
-	do {                                                                                \
-		if (!S.inited)                                                              \
-			return NVML_ERROR_UNINITIALIZED;                                    \
-		nvmlReturn_t r_ = injected(fn, d);                                          \
-		if (r_)                                                                     \
-			return r_;                                                          \
+#define CHECK(fn, d)                                     \
+	do {                                             \
+		if (!S.inited)                           \
+			return NVML_ERROR_UNINITIALIZED; \
+		nvmlReturn_t r_ = injected(fn, d);       \
+		if (r_)                                  \
+			return r_;                       \
 	} while (0)
 
 static nvmlReturn_t copy_str(const char *s, char *buf, unsigned int len)

@@ -77,7 +77,8 @@ static void freeze_one(const char *src, enum gg_image_format fmt, const char *di
 		struct gg_sif_verify_report rep;
 		struct gg_err e2 = {0};
 		FUZZ_CHECK(gg_sif_verify(out, &rep, &e2) == 0 && rep.ok,
-			   "the image made does not verify: %s", e2.msg[0] ? e2.msg : "checks failed");
+			   "the image made does not verify: %s",
+			   e2.msg[0] ? e2.msg : "checks failed");
 		FUZZ_CHECK(res.image_size > 0 && res.squashfs_size > 0, "empty image");
 		unlink(out);
 	} else {

@@ -25,22 +25,22 @@
 #include <unistd.h>
 
 #ifdef GG_FUZZ_REGRESS
-#define FUZZ_INIT(name) static void fuzz_init_##name(void)
+#define FUZZ_INIT(name)   static void fuzz_init_##name(void)
 #define FUZZ_TARGET(name) static int fuzz_one_##name(const uint8_t *data, size_t size)
 #else
-#define FUZZ_INIT(name)                                                                        \
-	static void fuzz_init_##name(void);                                                    \
-	int LLVMFuzzerInitialize(int *argc, char ***argv);                                     \
-	int LLVMFuzzerInitialize(int *argc, char ***argv)                                      \
-	{                                                                                      \
-		(void)argc;                                                                    \
-		(void)argv;                                                                    \
-		fuzz_init_##name();                                                            \
-		return 0;                                                                      \
-	}                                                                                      \
+#define FUZZ_INIT(name)                                    \
+	static void fuzz_init_##name(void);                \
+	int LLVMFuzzerInitialize(int *argc, char ***argv); \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)  \
+	{                                                  \
+		(void)argc;                                \
+		(void)argv;                                \
+		fuzz_init_##name();                        \
+		return 0;                                  \
+	}                                                  \
 	static void fuzz_init_##name(void)
-#define FUZZ_TARGET(name)                                                                      \
-	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                          \
+#define FUZZ_TARGET(name)                                             \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); \
 	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #endif
 

@@ -22,11 +22,22 @@ static void config_same(const struct gg_config *a, const struct gg_config *b, co
 		   b->nsites, text);
 	for (size_t i = 0; i < a->nsites; i++) {
 		const struct gg_site *x = &a->sites[i], *y = &b->sites[i];
-#define S(f)                                                                                   \
-	FUZZ_CHECK(config_str_eq(x->f, y->f), "[site %s] '%s' changed on a round trip\n%s",     \
-		   x->name, #f, text);
-		S(name) S(ce) S(user) S(queue) S(gpu_queue) S(gpu_rte) S(image) S(ca_dir) S(auth)
-		S(identity) S(known_hosts) S(worker_address) S(runtime)
+#define S(f)                                                                                \
+	FUZZ_CHECK(config_str_eq(x->f, y->f), "[site %s] '%s' changed on a round trip\n%s", \
+		   x->name, #f, text)
+		S(name);
+		S(ce);
+		S(user);
+		S(queue);
+		S(gpu_queue);
+		S(gpu_rte);
+		S(image);
+		S(ca_dir);
+		S(auth);
+		S(identity);
+		S(known_hosts);
+		S(worker_address);
+		S(runtime);
 #undef S
 		FUZZ_CHECK(x->njumps == y->njumps, "[site %s] %d jumps became %d\n%s", x->name,
 			   x->njumps, y->njumps, text);
@@ -93,7 +104,8 @@ FUZZ_TARGET(config)
 		recs[i].site = cfg->sites[i].name;
 		recs[i].node = "node1.example.org";
 		recs[i].port = 22001;
-		recs[i].host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
+		recs[i].host_key =
+			"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
 	}
 	struct gg_ssh_paths p = {0};
 	p.dir = "/nonexistent/ssh";

@@ -35,8 +35,8 @@ FUZZ_TARGET(launch_info)
 		struct gg_err e2 = {0};
 		FUZZ_CHECK(gg_ssh_pubkey_check(li.host_key, &e2) == 0, "host key: %s", e2.msg);
 		char fp[128];
-		FUZZ_CHECK(gg_ssh_fingerprint(li.host_key, fp, sizeof fp, &e2) == 0, "fingerprint: %s",
-			   e2.msg);
+		FUZZ_CHECK(gg_ssh_fingerprint(li.host_key, fp, sizeof fp, &e2) == 0,
+			   "fingerprint: %s", e2.msg);
 		/* the known_hosts line is "<alias> <key>": no newline may hide in the key */
 		FUZZ_CHECK(!strchr(li.host_key, '\n') && !strchr(li.host_key, '\r'),
 			   "newline in the host key");

@@ -27,7 +27,8 @@ FUZZ_TARGET(oci)
 	enum gg_image_format fmt = GG_IMAGE_AUTO;
 	struct gg_err err = {0};
 	if (gg_image_detect(path, &fmt, &err) == 0)
-		FUZZ_CHECK(fmt == GG_IMAGE_TAR || fmt == GG_IMAGE_OCI, "detected %d for a file", fmt);
+		FUZZ_CHECK(fmt == GG_IMAGE_TAR || fmt == GG_IMAGE_OCI, "detected %d for a file",
+			   fmt);
 	freeze_one(path, GG_IMAGE_OCI, oci_dir);
 	unlink(path);
 	return 0;

@@ -16,8 +16,8 @@ FUZZ_TARGET(pubkey)
 	int rc = gg_ssh_fingerprint(line, fp, sizeof fp, &e2);
 	FUZZ_CHECK(ok == (rc == 0), "check says %d, fingerprint says %d", ok, rc);
 	if (rc == 0) {
-		FUZZ_CHECK(!strncmp(fp, "SHA256:", 7) && strlen(fp) == 7 + 43, "fingerprint '%.80s'",
-			   fp);
+		FUZZ_CHECK(!strncmp(fp, "SHA256:", 7) && strlen(fp) == 7 + 43,
+			   "fingerprint '%.80s'", fp);
 	} else {
 		FUZZ_CHECK(err.msg[0] && e2.msg[0], "failure without a message");
 	}

@@ -10,14 +10,16 @@
 
 static char *token_jwt(const uint8_t *data, size_t size)
 {
-	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 	static const char head[] = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.", sig[] = ".c2lnbmF0dXJl";
 	char *out = malloc(sizeof head + (size + 2) / 3 * 4 + sizeof sig);
 	if (!out)
 		abort();
 	char *p = out + strlen(strcpy(out, head));
 	for (size_t i = 0; i < size; i += 3) {
-		uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < size ? (uint32_t)data[i + 1] << 8 : 0) |
+		uint32_t v = (uint32_t)data[i] << 16 |
+			     (i + 1 < size ? (uint32_t)data[i + 1] << 8 : 0) |
 			     (i + 2 < size ? data[i + 2] : 0);
 		*p++ = b64[v >> 18 & 63];
 		*p++ = b64[v >> 12 & 63];

@@ -120,7 +120,8 @@ static void test_err(void **state)
 {
 	(void)state;
 	struct gg_err err = {0};
-	assert_int_equal(gg_err_set(&err, GG_ECRED, "reading key '%s': %s", "k.pem", "bad"), GG_ECRED);
+	assert_int_equal(gg_err_set(&err, GG_ECRED, "reading key '%s': %s", "k.pem", "bad"),
+			 GG_ECRED);
 	assert_int_equal(gg_err_prefix(&err, "proxy init"), GG_ECRED);
 	assert_string_equal(err.msg, "proxy init: reading key 'k.pem': bad");
 	assert_int_equal(gg_err_exit_code(GG_ECRED), 3);

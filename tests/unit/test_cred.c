@@ -21,7 +21,7 @@
 
 #include "cred/cred.h"
 
-#define PASS "correct horse"
+#define PASS   "correct horse"
 #define NOBODY 65534
 
 /* ---- the fixture: CA, users, keys, files ------------------------------------- */
@@ -31,8 +31,8 @@ static struct {
 	char cadir[300], badcadir[300];
 	EVP_PKEY *cakey, *badcakey, *ukey, *okey, *pkeys[4];
 	X509 *ca, *badca, *user, *expired, *future, *shortlived, *other;
-	char cert[300], key[300], enckey[300], otherkey[300], expcert[300], futcert[300],
-		p12[300], shortcert[300];
+	char cert[300], key[300], enckey[300], otherkey[300], expcert[300], futcert[300], p12[300],
+		shortcert[300];
 	time_t now;
 } F;
 
@@ -159,7 +159,8 @@ static int count_files(const char *dir)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(F.dir, sizeof F.dir, "%s/gg-cred-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(F.dir, sizeof F.dir, "%s/gg-cred-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	assert_non_null(mkdtemp(F.dir));
 	chmod(F.dir, 0711);
 	F.now = time(NULL);
@@ -170,11 +171,13 @@ static int setup(void **state)
 	F.okey = rsa(1024);
 	for (int i = 0; i < 4; i++)
 		F.pkeys[i] = rsa(1024);
-	F.ca = mk_cert(NULL, NULL, F.cakey, "gridgpu Test CA", F.now - day, F.now + 365 * day, 1, 1);
+	F.ca = mk_cert(NULL, NULL, F.cakey, "gridgpu Test CA", F.now - day, F.now + 365 * day, 1,
+		       1);
 	F.badca = mk_cert(NULL, NULL, F.badcakey, "gridgpu Test CA", F.now - day, F.now + 365 * day,
 			  1, 1);
 	F.user = mk_cert(F.ca, F.cakey, F.ukey, "Test User", F.now - day, F.now + 30 * day, 0, 2);
-	F.expired = mk_cert(F.ca, F.cakey, F.ukey, "Test User", F.now - 30 * day, F.now - day, 0, 3);
+	F.expired =
+		mk_cert(F.ca, F.cakey, F.ukey, "Test User", F.now - 30 * day, F.now - day, 0, 3);
 	F.future = mk_cert(F.ca, F.cakey, F.ukey, "Test User", F.now + day, F.now + 30 * day, 0, 4);
 	F.shortlived = mk_cert(F.ca, F.cakey, F.ukey, "Test User", F.now - day, F.now + 3600, 0, 5);
 	F.other = mk_cert(F.ca, F.cakey, F.okey, "Other User", F.now - day, F.now + 30 * day, 0, 6);
@@ -240,8 +243,8 @@ static struct gg_cred *user_cred(void)
 	return c;
 }
 
-static struct gg_cred *proxy_of(const struct gg_cred *issuer, enum gg_proxy_policy pol,
-				int pathlen, int64_t lifetime, int key, int *clipped)
+static struct gg_cred *proxy_of(const struct gg_cred *issuer, enum gg_proxy_policy pol, int pathlen,
+				int64_t lifetime, int key, int *clipped)
 {
 	struct gg_proxy_opts o;
 	gg_proxy_opts_init(&o);
@@ -561,7 +564,8 @@ static void test_proxy_create(void **state)
 	assert_int_equal(OBJ_obj2nid(X509_NAME_ENTRY_get_object(last)), NID_commonName);
 	BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
 	char *dec = BN_bn2dec(bn);
-	assert_string_equal((const char *)ASN1_STRING_get0_data(X509_NAME_ENTRY_get_data(last)), dec);
+	assert_string_equal((const char *)ASN1_STRING_get0_data(X509_NAME_ENTRY_get_data(last)),
+			    dec);
 	assert_false(BN_is_zero(bn));
 	assert_false(BN_is_negative(bn));
 	OPENSSL_free(dec);
@@ -676,9 +680,9 @@ static void test_proxy_limited_pathlen_and_chain(void **state)
 	assert_int_equal(gg_cert_kind(x2), GG_CERT_PROXY_LIMITED);
 	assert_int_equal(X509_NAME_entry_count(X509_get_subject_name(x2)),
 			 X509_NAME_entry_count(X509_get_subject_name(F.user)) + 2);
-	assert_int_equal(X509_NAME_cmp(X509_get_issuer_name(x2),
-				       X509_get_subject_name(gg_cred_cert(p1))),
-			 0);
+	assert_int_equal(
+		X509_NAME_cmp(X509_get_issuer_name(x2), X509_get_subject_name(gg_cred_cert(p1))),
+		0);
 	assert_int_equal(sk_X509_num(gg_cred_chain(p2)), 2);
 	assert_int_equal(X509_cmp(sk_X509_value(gg_cred_chain(p2), 0), gg_cred_cert(p1)), 0);
 	assert_int_equal(X509_cmp(sk_X509_value(gg_cred_chain(p2), 1), F.user), 0);
@@ -767,7 +771,8 @@ static void test_info(void **state)
 	assert_int_equal(X509_cmp(gg_cred_cert(pub), gg_cred_cert(p)), 0);
 	assert_int_equal(sk_X509_num(gg_cred_chain(pub)), 1);
 	gg_cred_free(pub);
-	assert_err(gg_cred_load_public("/nonexistent/x", &pub, &err), &err, GG_ENOTFOUND, "reading");
+	assert_err(gg_cred_load_public("/nonexistent/x", &pub, &err), &err, GG_ENOTFOUND,
+		   "reading");
 	gg_cred_free(p);
 	gg_cred_free(u);
 }
@@ -892,13 +897,11 @@ static void test_sign_csr(void **state)
 	assert_int_equal(sk_X509_num(gg_cred_chain(d)), 2);
 	assert_int_equal(X509_cmp(sk_X509_value(gg_cred_chain(d), 0), gg_cred_cert(p)), 0);
 	assert_int_equal(X509_cmp(sk_X509_value(gg_cred_chain(d), 1), F.user), 0);
-	assert_int_equal(X509_NAME_cmp(X509_get_issuer_name(x),
-				       X509_get_subject_name(gg_cred_cert(p))),
-			 0);
+	assert_int_equal(
+		X509_NAME_cmp(X509_get_issuer_name(x), X509_get_subject_name(gg_cred_cert(p))), 0);
 	assert_int_equal(gg_cert_kind(x), GG_CERT_PROXY);
-	assert_int_equal(ASN1_TIME_compare(X509_get0_notAfter(x),
-					   X509_get0_notAfter(gg_cred_cert(p))),
-			 0);
+	assert_int_equal(
+		ASN1_TIME_compare(X509_get0_notAfter(x), X509_get0_notAfter(gg_cred_cert(p))), 0);
 	assert_int_equal(X509_get_signature_nid(x), NID_sha256WithRSAEncryption);
 	assert_int_equal(gg_cred_verify(d, F.cadir, 0, &err), 0);
 	gg_cred_free(d);
@@ -934,8 +937,8 @@ static void test_sign_csr(void **state)
 	/* a weak key */
 	EVP_PKEY *weak = rsa(512);
 	char *wcsr = make_csr(weak);
-	assert_err(gg_proxy_sign_csr(p, wcsr, strlen(wcsr), 0, &chain, &len, &err), &err,
-		   GG_EPROTO, "only 512 bits");
+	assert_err(gg_proxy_sign_csr(p, wcsr, strlen(wcsr), 0, &chain, &len, &err), &err, GG_EPROTO,
+		   "only 512 bits");
 	free(wcsr);
 	EVP_PKEY_free(weak);
 	free(csr);
@@ -962,7 +965,8 @@ static void test_write_load_destroy(void **state)
 	assert_int_equal(count_files(dir), 1); /* no temp file left */
 	/* cert, key (traditional RSA form), chain, in that order */
 	const char *text = slurp(path);
-	const char *c1 = strstr(text, "BEGIN CERTIFICATE"), *k = strstr(text, "BEGIN RSA PRIVATE KEY");
+	const char *c1 = strstr(text, "BEGIN CERTIFICATE"),
+		   *k = strstr(text, "BEGIN RSA PRIVATE KEY");
 	assert_non_null(c1);
 	assert_non_null(k);
 	assert_true(c1 < k);
@@ -1089,7 +1093,8 @@ static void test_write_refusals(void **state)
 		assert_err(gg_proxy_destroy(path, &err), &err, GG_ECRED, "owned by uid 65534");
 		assert_string_equal(slurp(path), "someone else's\n");
 	} else {
-		assert_err(gg_proxy_check_target("/etc/passwd", &err), &err, GG_ECRED, "owned by uid");
+		assert_err(gg_proxy_check_target("/etc/passwd", &err), &err, GG_ECRED,
+			   "owned by uid");
 	}
 	gg_cred_free(p);
 	gg_cred_free(u);

@@ -56,7 +56,8 @@ static char *jwt(const char *payload)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "%s/gg-token-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, sizeof dir, "%s/gg-token-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	assert_non_null(mkdtemp(dir));
 	snprintf(xdg, sizeof xdg, "%s/run", dir);
 	mkdir(xdg, 0700);

@@ -223,8 +223,8 @@ static size_t run_child(const struct target *t, char **files, size_t n, size_t f
  * of inputs that failed. */
 static size_t run_target(const struct target *t, char **files, size_t n)
 {
-	struct progress *pr = mmap(NULL, sizeof *pr, PROT_READ | PROT_WRITE,
-				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct progress *pr =
+		mmap(NULL, sizeof *pr, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(pr != MAP_FAILED);
 	const char *tmo = getenv("GG_FUZZ_TIMEOUT");
 	unsigned timeout = tmo && atoi(tmo) > 0 ? (unsigned)atoi(tmo) : 30;

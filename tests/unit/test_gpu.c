@@ -225,16 +225,18 @@ static void test_a100_mig(void **state)
 	json_decref(j);
 
 	/* One MIG device given to the job, as a batch system does. */
-	assert_int_equal(gg_gpu_set_visible(&info, "MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0", NULL), 0);
+	assert_int_equal(
+		gg_gpu_set_visible(&info, "MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0", NULL), 0);
 	assert_int_equal(info.nvisible, 1);
 	ad = gg_gpu_classad(&info, GG_CLASSAD_NESTED, NULL);
-	assert_string_equal(ad, "DetectedGPUs=\"MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0\"\n"
-				"Common=[ Capability=8.0; DeviceName=\"NVIDIA A100-SXM4-40GB MIG "
-				"2g.10gb\"; DeviceUuid=\"MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0\"; "
-				"DriverVersion=12.40; ECCEnabled=true; GlobalMemoryMb=9856; "
-				"MaxSupportedVersion=12040; ]\n"
-				"MIG_207f657b_6f50_5c1a_94f0_01d07ff4cdb0=[ "
-				"id=\"MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0\"; ]\n");
+	assert_string_equal(ad,
+			    "DetectedGPUs=\"MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0\"\n"
+			    "Common=[ Capability=8.0; DeviceName=\"NVIDIA A100-SXM4-40GB MIG "
+			    "2g.10gb\"; DeviceUuid=\"MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0\"; "
+			    "DriverVersion=12.40; ECCEnabled=true; GlobalMemoryMb=9856; "
+			    "MaxSupportedVersion=12040; ]\n"
+			    "MIG_207f657b_6f50_5c1a_94f0_01d07ff4cdb0=[ "
+			    "id=\"MIG-207f657b-6f50-5c1a-94f0-01d07ff4cdb0\"; ]\n");
 	free(ad);
 	gg_gpu_info_clear(&info);
 }
@@ -260,16 +262,17 @@ static void test_h100x2(void **state)
 				"DeviceUuid=\"GPU-9dc7c6d6-1f0e-4c7e-8a45-0e0c3d2b9a11\"; ]\n");
 	free(ad);
 	ad = gg_gpu_classad(&info, GG_CLASSAD_NOT_NESTED, "12.2.1");
-	assert_string_equal(ad, "DetectedGPUs=\"GPU-ddc1c098, GPU-9dc7c6d6\"\n"
-				"CUDACapability=9.0\n"
-				"CUDADeviceName=\"NVIDIA H100 80GB HBM3\"\n"
-				"CUDADriverVersion=12.40\n"
-				"CUDAECCEnabled=true\n"
-				"CUDAGlobalMemoryMb=81559\n"
-				"CUDAMaxSupportedVersion=12040\n"
-				"CUDARuntimeVersion=12.20\n"
-				"GPU_ddc1c098DeviceUuid=\"GPU-ddc1c098-3d53-91c4-a34b-4ab0a2c8e1b7\"\n"
-				"GPU_9dc7c6d6DeviceUuid=\"GPU-9dc7c6d6-1f0e-4c7e-8a45-0e0c3d2b9a11\"\n");
+	assert_string_equal(
+		ad, "DetectedGPUs=\"GPU-ddc1c098, GPU-9dc7c6d6\"\n"
+		    "CUDACapability=9.0\n"
+		    "CUDADeviceName=\"NVIDIA H100 80GB HBM3\"\n"
+		    "CUDADriverVersion=12.40\n"
+		    "CUDAECCEnabled=true\n"
+		    "CUDAGlobalMemoryMb=81559\n"
+		    "CUDAMaxSupportedVersion=12040\n"
+		    "CUDARuntimeVersion=12.20\n"
+		    "GPU_ddc1c098DeviceUuid=\"GPU-ddc1c098-3d53-91c4-a34b-4ab0a2c8e1b7\"\n"
+		    "GPU_9dc7c6d6DeviceUuid=\"GPU-9dc7c6d6-1f0e-4c7e-8a45-0e0c3d2b9a11\"\n");
 	free(ad);
 	gg_gpu_info_clear(&info);
 }
@@ -381,7 +384,7 @@ static void test_visible(void **state)
 		{"1,0", 1, 1, 0, 0, 0},
 		{" 1 , 0 ", 1, 1, 0, 0, 0},
 		{"0,0", 1, 0, 0, 0, 0},
-		{"0,7,1", 1, 0, 0, 0, 1},        /* the list ends at the bad entry */
+		{"0,7,1", 1, 0, 0, 0, 1}, /* the list ends at the bad entry */
 		{"0,foo,1", 1, 0, 0, 0, 1},
 		{"2", 0, 0, 1, 1, 0},            /* a GPU in MIG mode: its MIG devices */
 		{"GPU-aaaa2", 0, 1, 0, 0, 0},    /* a unique prefix */
@@ -448,10 +451,12 @@ static void test_classad_quoting(void **state)
 	free(ad);
 	gg_gpu_info_clear(&info);
 	char b[GG_GPU_STR];
-	assert_string_equal(gg_gpu_short_id("GPU-ddc1c098-3d53-91c4-a34b-4ab0a2c8e1b7", b, sizeof b),
-			    "GPU-ddc1c098");
-	assert_string_equal(gg_gpu_short_id("MIG-0caf1ce3-fcd4-59da-8564-764000e3ace9", b, sizeof b),
-			    "MIG-0caf1ce3-fcd4-59da-8564-764000e3ace9");
+	assert_string_equal(
+		gg_gpu_short_id("GPU-ddc1c098-3d53-91c4-a34b-4ab0a2c8e1b7", b, sizeof b),
+		"GPU-ddc1c098");
+	assert_string_equal(
+		gg_gpu_short_id("MIG-0caf1ce3-fcd4-59da-8564-764000e3ace9", b, sizeof b),
+		"MIG-0caf1ce3-fcd4-59da-8564-764000e3ace9");
 	assert_string_equal(gg_gpu_short_id("GPU-1234", b, sizeof b), "GPU-1234");
 }
 
@@ -476,7 +481,8 @@ static void test_cuda_probe(void **state)
 	assert_string_equal(err.msg, "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 	setenv("GG_FAKE_CUDA", "corrupt", 1);
 	assert_int_equal(gg_gpu_cuda_probe(path, 4096, &p, &err), GG_EFAIL);
-	assert_non_null(strstr(err.msg, "differs from what was written (first at byte 100 of 4096)"));
+	assert_non_null(
+		strstr(err.msg, "differs from what was written (first at byte 100 of 4096)"));
 	setenv("GG_FAKE_CUDA", "init:100", 1);
 	assert_int_equal(gg_gpu_cuda_probe(path, 0, &p, &err), GG_EFAIL);
 	assert_string_equal(err.msg,
@@ -556,10 +562,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_missing_library), cmocka_unit_test(test_missing_symbol),
-		cmocka_unit_test(test_init_errors),	cmocka_unit_test(test_no_device),
-		cmocka_unit_test(test_a100_mig),	cmocka_unit_test(test_h100x2),
-		cmocka_unit_test(test_consumer),	cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_old_driver),	cmocka_unit_test(test_visible),
+		cmocka_unit_test(test_init_errors),     cmocka_unit_test(test_no_device),
+		cmocka_unit_test(test_a100_mig),        cmocka_unit_test(test_h100x2),
+		cmocka_unit_test(test_consumer),        cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_old_driver),      cmocka_unit_test(test_visible),
 		cmocka_unit_test(test_classad_quoting), cmocka_unit_test(test_cuda_probe),
 		cmocka_unit_test(test_runtime_version),
 	};

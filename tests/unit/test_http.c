@@ -28,21 +28,21 @@ static void test_unreachable(void **state)
 	(void)state;
 	struct gg_http *h;
 	struct gg_err err = {0};
-	struct gg_http_opts o = {.ca_dir = "/tmp", .retries = 1, .retry_base_ms = 10,
-				 .connect_timeout_ms = 2000};
+	struct gg_http_opts o = {
+		.ca_dir = "/tmp", .retries = 1, .retry_base_ms = 10, .connect_timeout_ms = 2000};
 	assert_int_equal(gg_http_new(&o, &h, &err), 0);
 	char url[64];
 	snprintf(url, sizeof url, "https://127.0.0.1:%d/arex/rest", closed_port());
 	struct gg_http_resp r = {0};
-	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, "application/json", 1, &r,
-					 &err),
-			 GG_ENET);
+	assert_int_equal(
+		gg_http_request(h, "GET", url, NULL, NULL, 0, "application/json", 1, &r, &err),
+		GG_ENET);
 	assert_non_null(strstr(err.msg, "cannot connect"));
 	assert_non_null(strstr(err.msg, url));
 	/* plain http is refused: TLS verification is never off */
-	assert_int_equal(gg_http_request(h, "GET", "http://127.0.0.1/x", NULL, NULL, 0, NULL, 1, &r,
-					 &err),
-			 GG_EUSAGE);
+	assert_int_equal(
+		gg_http_request(h, "GET", "http://127.0.0.1/x", NULL, NULL, 0, NULL, 1, &r, &err),
+		GG_EUSAGE);
 	gg_http_resp_clear(&r);
 	gg_http_free(h);
 	gg_http_free(NULL);
@@ -59,14 +59,15 @@ static void test_cancel(void **state)
 	(void)state;
 	struct gg_http *h;
 	struct gg_err err = {0};
-	struct gg_http_opts o = {.ca_dir = "/tmp", .retries = 3, .retry_base_ms = 100000,
-				 .cancel = always};
+	struct gg_http_opts o = {
+		.ca_dir = "/tmp", .retries = 3, .retry_base_ms = 100000, .cancel = always};
 	assert_int_equal(gg_http_new(&o, &h, &err), 0);
 	char url[64];
 	snprintf(url, sizeof url, "https://127.0.0.1:%d/", closed_port());
 	struct gg_http_resp r = {0};
 	/* the backoff before the retry is cut short by the cancel callback */
-	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err), GG_EINTR);
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err),
+			 GG_EINTR);
 	gg_http_resp_clear(&r);
 	gg_http_free(h);
 }

@@ -124,7 +124,7 @@ static void make_sandbox(const char *where)
 }
 
 static int freeze(const char *src, const char *out, struct gg_freeze_opts *extra,
-                  struct gg_err *err)
+		  struct gg_err *err)
 {
 	struct gg_freeze_opts o = {.source = src, .output = out, .jobs = 2};
 	if (extra) {
@@ -178,7 +178,7 @@ static void test_dir_reproducible(void **state)
 	assert_int_equal(gg_sif_find(s, GG_SIF_DEFFILE, NULL)->id, 1);
 	assert_non_null(gg_sif_find(s, GG_SIF_GENERIC_JSON, "inspect-metadata.json"));
 	const struct gg_sif_descr *pv =
-	        gg_sif_find(s, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
+		gg_sif_find(s, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
 	assert_non_null(pv);
 	char *buf;
 	size_t len;
@@ -295,14 +295,14 @@ static void test_tar(void **state)
 {
 	(void)state;
 	const struct tent good[] = {
-	        {"./", AE_IFDIR, NULL, 0},
-	        {"./etc/", AE_IFDIR, NULL, 0},
-	        {"./etc/passwd", AE_IFREG, "root:x:0:0::/root:/bin/sh\n", 0},
-	        {"./etc/pw2", 0, "./etc/passwd", 0},
-	        {"./usr/lib/x", AE_IFREG, "implicit parents\n", 5},
-	        {"./link", AE_IFLNK, "/etc/passwd", 0},
-	        {"./etc/passwd", AE_IFREG, "replaced\n", 0},
-	        {"./.singularity.d/labels.json", AE_IFREG, "{\"from\":\"tar\"}", 0},
+		{"./", AE_IFDIR, NULL, 0},
+		{"./etc/", AE_IFDIR, NULL, 0},
+		{"./etc/passwd", AE_IFREG, "root:x:0:0::/root:/bin/sh\n", 0},
+		{"./etc/pw2", 0, "./etc/passwd", 0},
+		{"./usr/lib/x", AE_IFREG, "implicit parents\n", 5},
+		{"./link", AE_IFLNK, "/etc/passwd", 0},
+		{"./etc/passwd", AE_IFREG, "replaced\n", 0},
+		{"./.singularity.d/labels.json", AE_IFREG, "{\"from\":\"tar\"}", 0},
 	};
 	write_tar(P("%s", "good.tar"), good, sizeof good / sizeof good[0], 0);
 	write_tar(P("%s", "good.tar.gz"), good, sizeof good / sizeof good[0], 1);
@@ -324,15 +324,15 @@ static void test_tar(void **state)
 	char *meta;
 	size_t ml;
 	assert_int_equal(
-	        gg_sif_read_object(a, gg_sif_find(a, GG_SIF_GENERIC_JSON, "inspect-metadata.json"),
-	                           1 << 20, &meta, &ml, &err),
-	        0);
+		gg_sif_read_object(a, gg_sif_find(a, GG_SIF_GENERIC_JSON, "inspect-metadata.json"),
+				   1 << 20, &meta, &ml, &err),
+		0);
 	assert_non_null(strstr(meta, "\"from\":\"tar\""));
 	free(meta);
 	assert_int_equal(gg_sif_read_object(
-	                         a, gg_sif_find(a, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json"),
-	                         1 << 20, &meta, &ml, &err),
-	                 0);
+				 a, gg_sif_find(a, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json"),
+				 1 << 20, &meta, &ml, &err),
+			 0);
 	assert_non_null(strstr(meta, "\"digest\":\"sha256:"));
 	free(meta);
 	gg_sif_close(a);
@@ -364,7 +364,7 @@ static void test_tar(void **state)
 	const struct tent abs[] = {{"/etc/evil", AE_IFREG, "x", 0}};
 	expect_tar_fails(abs, 1, "absolute");
 	const struct tent esc[] = {{"etc", AE_IFLNK, "/host-etc", 0},
-	                           {"etc/passwd", AE_IFREG, "x", 0}};
+				   {"etc/passwd", AE_IFREG, "x", 0}};
 	expect_tar_fails(esc, 2, "symbolic link");
 	const struct tent hl[] = {{"x", 0, "nowhere", 0}};
 	expect_tar_fails(hl, 1, "hard link");
@@ -468,37 +468,37 @@ static void make_oci(const char *where)
 	snprintf(p, sizeof p, "%s/oci-layout", layout);
 	put(p, "{\"imageLayoutVersion\":\"1.0.0\"}");
 	const struct tent l1[] = {
-	        {"etc/", AE_IFDIR, NULL, 0},  {"etc/a", AE_IFREG, "a1", 0},
-	        {"etc/b", AE_IFREG, "b1", 0}, {"opt/x", AE_IFREG, "x", 0},
-	        {"opt/y", AE_IFREG, "y", 0},  {"gone/big", AE_IFREG, "big data to be deleted", 0},
+		{"etc/", AE_IFDIR, NULL, 0},  {"etc/a", AE_IFREG, "a1", 0},
+		{"etc/b", AE_IFREG, "b1", 0}, {"opt/x", AE_IFREG, "x", 0},
+		{"opt/y", AE_IFREG, "y", 0},  {"gone/big", AE_IFREG, "big data to be deleted", 0},
 	};
 	const struct tent l2[] = {
-	        {"etc/.wh.b", AE_IFREG, "", 0},
-	        {"etc/a", AE_IFREG, "a2", 0},
-	        {"opt/.wh..wh..opq", AE_IFREG, "", 0},
-	        {"opt/z", AE_IFREG, "z", 0},
-	        {".wh.gone", AE_IFREG, "", 0},
-	        {"new/f", AE_IFREG, "f", 7},
-	        {"new/hl", 0, "new/f", 0},
+		{"etc/.wh.b", AE_IFREG, "", 0},
+		{"etc/a", AE_IFREG, "a2", 0},
+		{"opt/.wh..wh..opq", AE_IFREG, "", 0},
+		{"opt/z", AE_IFREG, "z", 0},
+		{".wh.gone", AE_IFREG, "", 0},
+		{"new/f", AE_IFREG, "f", 7},
+		{"new/hl", 0, "new/f", 0},
 	};
 	size_t s1, s2;
 	char *d1 = tar_blob(layout, l1, sizeof l1 / sizeof l1[0], &s1);
 	char *d2 = tar_blob(layout, l2, sizeof l2 / sizeof l2[0], &s2);
 	const char *cfg = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Labels\":"
-	                  "{\"org.example\":\"oci\"},\"Env\":[\"A=1\"]}}";
+			  "{\"org.example\":\"oci\"},\"Env\":[\"A=1\"]}}";
 	char *dc = blob(layout, cfg, strlen(cfg));
 	json_t *man = json_pack(
-	        "{s:i,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:i},{s:s,s:s,s:i}]}", "schemaVersion", 2,
-	        "mediaType", "application/vnd.oci.image.manifest.v1+json", "config", "mediaType",
-	        "application/vnd.oci.image.config.v1+json", "digest", dc, "size", (int)strlen(cfg),
-	        "layers", "mediaType", "application/vnd.oci.image.layer.v1.tar+gzip", "digest", d1,
-	        "size", (int)s1, "mediaType", "application/vnd.oci.image.layer.v1.tar+gzip",
-	        "digest", d2, "size", (int)s2);
+		"{s:i,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:i},{s:s,s:s,s:i}]}", "schemaVersion", 2,
+		"mediaType", "application/vnd.oci.image.manifest.v1+json", "config", "mediaType",
+		"application/vnd.oci.image.config.v1+json", "digest", dc, "size", (int)strlen(cfg),
+		"layers", "mediaType", "application/vnd.oci.image.layer.v1.tar+gzip", "digest", d1,
+		"size", (int)s1, "mediaType", "application/vnd.oci.image.layer.v1.tar+gzip",
+		"digest", d2, "size", (int)s2);
 	char *ms = json_dumps(man, JSON_COMPACT);
 	char *dm = blob(layout, ms, strlen(ms));
 	json_t *idx = json_pack("{s:i,s:[{s:s,s:s,s:i}]}", "schemaVersion", 2, "manifests",
-	                        "mediaType", "application/vnd.oci.image.manifest.v1+json", "digest",
-	                        dm, "size", (int)strlen(ms));
+				"mediaType", "application/vnd.oci.image.manifest.v1+json", "digest",
+				dm, "size", (int)strlen(ms));
 	char *is = json_dumps(idx, JSON_COMPACT);
 	snprintf(p, sizeof p, "%s/index.json", layout);
 	put(p, is);
@@ -533,9 +533,9 @@ static void test_oci(void **state)
 	char *m;
 	size_t ml;
 	assert_int_equal(
-	        gg_sif_read_object(s, gg_sif_find(s, GG_SIF_GENERIC_JSON, "inspect-metadata.json"),
-	                           1 << 20, &m, &ml, &err),
-	        0);
+		gg_sif_read_object(s, gg_sif_find(s, GG_SIF_GENERIC_JSON, "inspect-metadata.json"),
+				   1 << 20, &m, &ml, &err),
+		0);
 	assert_non_null(strstr(m, "\"org.example\":\"oci\""));
 	free(m);
 	gg_sif_close(s);
@@ -543,9 +543,9 @@ static void test_oci(void **state)
 	/* a corrupt layer blob fails its digest check */
 	char cmd[700];
 	snprintf(cmd, sizeof cmd,
-	         "cd '%s/oci/blobs/sha256' && f=$(ls -S | head -1) && printf X | dd of=$f bs=1 "
-	         "seek=20 conv=notrunc 2>/dev/null",
-	         tmpdir);
+		 "cd '%s/oci/blobs/sha256' && f=$(ls -S | head -1) && printf X | dd of=$f bs=1 "
+		 "seek=20 conv=notrunc 2>/dev/null",
+		 tmpdir);
 	assert_int_equal(system(cmd), 0);
 	o.output = P("%s", "oci2.sif");
 	assert_true(gg_image_freeze(&o, NULL, &res, &err) < 0);
@@ -627,13 +627,13 @@ static void test_unreadable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_dir_reproducible),
-	        cmocka_unit_test(test_output_handling),
-	        cmocka_unit_test(test_tar),
-	        cmocka_unit_test(test_too_many_ids),
-	        cmocka_unit_test(test_oci),
-	        cmocka_unit_test(test_cancel),
-	        cmocka_unit_test(test_unreadable),
+		cmocka_unit_test(test_dir_reproducible),
+		cmocka_unit_test(test_output_handling),
+		cmocka_unit_test(test_tar),
+		cmocka_unit_test(test_too_many_ids),
+		cmocka_unit_test(test_oci),
+		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_unreadable),
 	};
 	return cmocka_run_group_tests_name("image_freeze", tests, setup_tmp, teardown_tmp);
 }

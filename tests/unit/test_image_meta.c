@@ -38,13 +38,13 @@ static void test_elf_arch(void **state)
 		unsigned mach;
 		const char *code, *name;
 	} cases[] = {
-	        {2, 1, 62, "02", "amd64"},    {1, 1, 3, "01", "386"},
-	        {2, 1, 183, "04", "arm64"},   {1, 1, 40, "03", "arm"},
-	        {2, 1, 21, "06", "ppc64le"},  {2, 2, 21, "05", "ppc64"},
-	        {2, 2, 22, "11", "s390x"},    {2, 1, 243, "12", "riscv64"},
-	        {2, 1, 258, "13", "loong64"}, {1, 2, 8, "07", "mips"},
-	        {1, 1, 8, "08", "mipsle"},    {2, 2, 8, "09", "mips64"},
-	        {2, 1, 8, "10", "mips64le"},
+		{2, 1, 62, "02", "amd64"},    {1, 1, 3, "01", "386"},
+		{2, 1, 183, "04", "arm64"},   {1, 1, 40, "03", "arm"},
+		{2, 1, 21, "06", "ppc64le"},  {2, 2, 21, "05", "ppc64"},
+		{2, 2, 22, "11", "s390x"},    {2, 1, 243, "12", "riscv64"},
+		{2, 1, 258, "13", "loong64"}, {1, 2, 8, "07", "mips"},
+		{1, 1, 8, "08", "mipsle"},    {2, 2, 8, "09", "mips64"},
+		{2, 1, 8, "10", "mips64le"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		elf(h, cases[i].cls, cases[i].data, cases[i].mach);
@@ -130,27 +130,27 @@ static void test_meta_build(void **state)
 	(void)state;
 	struct gg_tree *t = gg_image_tree_new();
 	capture(add(t, ".singularity.d/labels.json", S_IFREG | 0644),
-	        "{\"owner\":\"alice\",\"n\":5,\"override\":\"old\"}");
+		"{\"owner\":\"alice\",\"n\":5,\"override\":\"old\"}");
 	capture(add(t, ".singularity.d/runscript", S_IFREG | 0755),
-	        "#!/bin/sh\nexec python3 \"$@\"\n\n");
+		"#!/bin/sh\nexec python3 \"$@\"\n\n");
 	capture(add(t, ".singularity.d/env/90-environment.sh", S_IFREG | 0755), "export A=1\n");
 	capture(add(t, ".singularity.d/env/01-base.sh", S_IFREG | 0755), "ignored\n");
 	const char *labels[] = {"override=new", "team=gpu=yes"};
 	struct gg_meta_in in = {
-	        .tree = t,
-	        .source = "sb",
-	        .source_abs = "/work/sb",
-	        .format = GG_IMAGE_DIR,
-	        .arch = "02",
-	        .build_time = 1700000000,
-	        .reproducible = 1,
-	        .labels = labels,
-	        .nlabels = 2,
-	        .gpus_json = "[{\"name\":\"A100\",\"mem\":40}]",
-	        .tool_version = "9.9",
-	        .comp = GG_IMAGE_COMP_GZIP,
-	        .level = 6,
-	        .block_size = 131072,
+		.tree = t,
+		.source = "sb",
+		.source_abs = "/work/sb",
+		.format = GG_IMAGE_DIR,
+		.arch = "02",
+		.build_time = 1700000000,
+		.reproducible = 1,
+		.labels = labels,
+		.nlabels = 2,
+		.gpus_json = "[{\"name\":\"A100\",\"mem\":40}]",
+		.tool_version = "9.9",
+		.comp = GG_IMAGE_COMP_GZIP,
+		.level = 6,
+		.block_size = 131072,
 	};
 	char *def, *insp, *prov;
 	struct gg_err err = {0};
@@ -167,37 +167,37 @@ static void test_meta_build(void **state)
 	assert_string_equal(json_string_value(json_object_get(l, "override")), "new");
 	assert_string_equal(json_string_value(json_object_get(l, "team")), "gpu=yes");
 	assert_string_equal(json_string_value(json_object_get(l, "org.label-schema.build-arch")),
-	                    "amd64");
+			    "amd64");
 	assert_string_equal(
-	        json_string_value(json_object_get(l, "org.opencontainers.image.created")),
-	        "2023-11-14T22:13:20Z");
+		json_string_value(json_object_get(l, "org.opencontainers.image.created")),
+		"2023-11-14T22:13:20Z");
 	assert_string_equal(json_string_value(json_object_get(l, "org.label-schema.build-date")),
-	                    "Tuesday_14_November_2023_22:13:20_UTC");
+			    "Tuesday_14_November_2023_22:13:20_UTC");
 	assert_string_equal(json_string_value(json_object_get(a, "runscript")),
-	                    "#!/bin/sh\nexec python3 \"$@\"");
+			    "#!/bin/sh\nexec python3 \"$@\"");
 	json_t *env = json_object_get(a, "environment");
 	assert_int_equal(json_object_size(env), 1);
 	assert_string_equal(
-	        json_string_value(json_object_get(env, "/.singularity.d/env/90-environment.sh")),
-	        "export A=1");
+		json_string_value(json_object_get(env, "/.singularity.d/env/90-environment.sh")),
+		"export A=1");
 	assert_string_equal(json_string_value(json_object_get(a, "deffile")),
-	                    "bootstrap: localimage\nfrom: sb");
+			    "bootstrap: localimage\nfrom: sb");
 	json_decref(m);
 
 	json_t *p = json_loads(prov, 0, NULL);
 	assert_non_null(p);
 	assert_string_equal(json_string_value(json_object_get(p, "gridgpu_version")), "9.9");
 	assert_string_equal(json_string_value(json_object_get(p, "build_time")),
-	                    "2023-11-14T22:13:20Z");
+			    "2023-11-14T22:13:20Z");
 	assert_true(json_is_true(json_object_get(p, "reproducible")));
 	assert_string_equal(
-	        json_string_value(json_object_get(json_object_get(p, "source"), "path")),
-	        "/work/sb");
+		json_string_value(json_object_get(json_object_get(p, "source"), "path")),
+		"/work/sb");
 	json_t *g = json_array_get(json_object_get(p, "gpus"), 0);
 	assert_string_equal(json_string_value(json_object_get(g, "name")), "A100");
 	assert_string_equal(
-	        json_string_value(json_object_get(json_object_get(p, "squashfs"), "algorithm")),
-	        "gzip");
+		json_string_value(json_object_get(json_object_get(p, "squashfs"), "algorithm")),
+		"gzip");
 	json_decref(p);
 	/* compact and key-sorted: the same input gives the same bytes */
 	char *def2, *insp2, *prov2;
@@ -246,9 +246,9 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_elf_arch),    cmocka_unit_test(test_tree_arch),
-	        cmocka_unit_test(test_meta_wanted), cmocka_unit_test(test_meta_build),
-	        cmocka_unit_test(test_names),
+		cmocka_unit_test(test_elf_arch),    cmocka_unit_test(test_tree_arch),
+		cmocka_unit_test(test_meta_wanted), cmocka_unit_test(test_meta_build),
+		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests_name("image_meta", tests, NULL, NULL);
 }

@@ -145,7 +145,7 @@ static void write_sample(const char *path, int deterministic)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
 	struct gg_sif_writer_opts o = {
-	        .deterministic = deterministic, .now = 1700000000, .launch_script = 1};
+		.deterministic = deterministic, .now = 1700000000, .launch_script = 1};
 	memset(o.id, 0x11, 16);
 	struct gg_sif_writer *w;
 	struct gg_err err = {0};
@@ -157,15 +157,15 @@ static void write_sample(const char *path, int deterministic)
 	memcpy(part, "hsqs", 4);
 	assert_int_equal(pwrite(fd, part, sizeof part, start), (ssize_t)sizeof part);
 	assert_int_equal(gg_sif_writer_add_partition(w, 3, 1, start, sizeof part,
-	                                             GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, "04",
-	                                             &err),
-	                 0);
+						     GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, "04",
+						     &err),
+			 0);
 	const char *def = "bootstrap: localimage\nfrom: x\n\n";
 	assert_int_equal(gg_sif_writer_add(w, 1, GG_SIF_DEFFILE, 1, NULL, def, strlen(def), &err),
-	                 0);
+			 0);
 	assert_int_equal(gg_sif_writer_add(w, 2, GG_SIF_GENERIC_JSON, 1, "inspect-metadata.json",
-	                                   "{}", 2, &err),
-	                 0);
+					   "{}", 2, &err),
+			 0);
 	/* an id twice and an id out of range are refused */
 	assert_true(gg_sif_writer_add(w, 2, GG_SIF_GENERIC, 1, NULL, "x", 1, &err) < 0);
 	assert_true(gg_sif_writer_add(w, 49, GG_SIF_GENERIC, 1, NULL, "x", 1, &err) < 0);
@@ -331,9 +331,9 @@ static void test_verify_structure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_header_layout),    cmocka_unit_test(test_descriptor_layout),
-	        cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_reject_bad),
-	        cmocka_unit_test(test_verify_structure),
+		cmocka_unit_test(test_header_layout),    cmocka_unit_test(test_descriptor_layout),
+		cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_reject_bad),
+		cmocka_unit_test(test_verify_structure),
 	};
 	return cmocka_run_group_tests_name("image_sif", tests, setup_tmp, teardown_tmp);
 }

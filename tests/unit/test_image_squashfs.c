@@ -44,8 +44,8 @@ static sqfs_compressor_t *zlib_inflater(void)
 	sqfs_compressor_config_t cfg;
 	sqfs_compressor_t *c = NULL;
 	assert_int_equal(sqfs_compressor_config_init(&cfg, SQFS_COMP_GZIP, 131072,
-	                                             SQFS_COMP_FLAG_UNCOMPRESS),
-	                 0);
+						     SQFS_COMP_FLAG_UNCOMPRESS),
+			 0);
 	assert_int_equal(sqfs_compressor_create(&cfg, &c), 0);
 	return c;
 }
@@ -53,7 +53,7 @@ static sqfs_compressor_t *zlib_inflater(void)
 static void fill_text(unsigned char *b, size_t n, unsigned seed)
 {
 	static const char *const words[] = {"squashfs ", "gridgpu ",   "deflate ", "block ",
-	                                    "image\n",   "apptainer ", "the ",     "GPU "};
+					    "image\n",   "apptainer ", "the ",     "GPU "};
 	size_t o = 0;
 	while (o < n) {
 		seed = seed * 1103515245u + 12345u;
@@ -116,7 +116,7 @@ static void test_deflate_zlib_compatible(void **state)
 /* ---- a squashfs through the writer, read back through libsquashfs ----------------- */
 
 static struct gg_inode *add(struct gg_tree *t, const char *path, uint32_t mode, uint32_t uid,
-                            int64_t mtime)
+			    int64_t mtime)
 {
 	struct gg_entry e;
 	memset(&e, 0, sizeof e);
@@ -150,7 +150,7 @@ static const sqfs_tree_node_t *child(const sqfs_tree_node_t *n, const char *name
 }
 
 static void read_file(sqfs_data_reader_t *dr, const sqfs_tree_node_t *n, unsigned char *buf,
-                      size_t len)
+		      size_t len)
 {
 	sqfs_u64 size = 0;
 	assert_int_equal(sqfs_inode_get_file_size(n->inode, &size), 0);
@@ -159,7 +159,7 @@ static void read_file(sqfs_data_reader_t *dr, const sqfs_tree_node_t *n, unsigne
 	while (off < len) {
 		sqfs_u32 chunk = len - off > 65536 ? 65536 : (sqfs_u32)(len - off);
 		assert_int_equal(sqfs_data_reader_read(dr, n->inode, off, buf + off, chunk),
-		                 (sqfs_s32)chunk);
+				 (sqfs_s32)chunk);
 		off += chunk;
 	}
 }
@@ -172,7 +172,7 @@ static void test_writer_roundtrip(void **state)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	assert_true(fd >= 0);
 	struct gg_sqfs_opts o = {
-	        .comp = GG_IMAGE_COMP_GZIP, .level = 6, .jobs = 2, .block_size = 131072};
+		.comp = GG_IMAGE_COMP_GZIP, .level = 6, .jobs = 2, .block_size = 131072};
 	struct gg_sqfs_writer *w;
 	struct gg_err err = {0};
 	assert_int_equal(gg_sqfs_writer_new(fd, path, 0, &o, &w, &err), 0);
@@ -290,7 +290,7 @@ static void test_writer_roundtrip(void **state)
 	assert_int_equal(child(root, "late")->inode->base.mod_time, 1800000000); /* clamped */
 	/* directory listing in byte order, nlink = 2 + subdirectories */
 	const char *order[] = {"dev",  "dir",  "empty", "fifo",  "hl",
-	                       "late", "link", "sock",  "sparse"};
+			       "late", "link", "sock",  "sparse"};
 	size_t i = 0;
 	for (const sqfs_tree_node_t *c = root->children; c; c = c->next, i++)
 		assert_string_equal((const char *)c->name, order[i]);
@@ -339,9 +339,9 @@ static void test_writer_io_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_deflate_zlib_compatible),
-	        cmocka_unit_test(test_writer_roundtrip),
-	        cmocka_unit_test(test_writer_io_error),
+		cmocka_unit_test(test_deflate_zlib_compatible),
+		cmocka_unit_test(test_writer_roundtrip),
+		cmocka_unit_test(test_writer_io_error),
 	};
 	return cmocka_run_group_tests_name("image_squashfs", tests, setup_tmp, teardown_tmp);
 }

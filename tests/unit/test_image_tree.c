@@ -260,9 +260,9 @@ static void test_xattrs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_path_clean), cmocka_unit_test(test_apply),
-	        cmocka_unit_test(test_whiteouts),  cmocka_unit_test(test_ids),
-	        cmocka_unit_test(test_resolve),    cmocka_unit_test(test_xattrs),
+		cmocka_unit_test(test_path_clean), cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_whiteouts),  cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_resolve),    cmocka_unit_test(test_xattrs),
 	};
 	return cmocka_run_group_tests_name("image_tree", tests, NULL, NULL);
 }

@@ -14,7 +14,8 @@
 #include "session/sync.h"
 
 static char dir[64];
-static const char KEY[] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
+static const char KEY[] =
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
 
 static int setup(void **state)
 {
@@ -34,8 +35,12 @@ static int teardown(void **state)
 static void test_record_json(void **state)
 {
 	(void)state;
-	struct gg_record r = {.kind = GG_REC_SESSION, .state = GG_S_READY, .gpus = 2,
-			      .port = 22001, .walltime = 3600, .memory = 1ull << 34};
+	struct gg_record r = {.kind = GG_REC_SESSION,
+			      .state = GG_S_READY,
+			      .gpus = 2,
+			      .port = 22001,
+			      .walltime = 3600,
+			      .memory = 1ull << 34};
 	r.name = strdup("gla-1");
 	r.uid = strdup("0123456789ab");
 	r.host_key = strdup(KEY);
@@ -235,7 +240,10 @@ static void test_rows_cache(void **state)
 	gg_record_rows_free(rows, n);
 	/* a corrupt cache is ignored */
 	assert_int_equal(utimensat(AT_FDCWD, sub, old, 0), 0);
-	assert_int_equal(gg_file_write_atomic(cache, "gridgpu-records-cache 1 1000000000000000000 0\nbroken\n", 50, 0600, &err), 0);
+	assert_int_equal(gg_file_write_atomic(
+				 cache, "gridgpu-records-cache 1 1000000000000000000 0\nbroken\n",
+				 50, 0600, &err),
+			 0);
 	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);
 	assert_int_equal(n, 3);
 	gg_record_rows_free(rows, n);
@@ -253,11 +261,12 @@ static void test_launch_info(void **state)
 	(void)state;
 	struct gg_launch_info li;
 	char buf[1024];
-	snprintf(buf, sizeof buf,
-		 "{\"version\":1,\"launcher\":\"0.1.0\",\"state\":\"ready\",\"node\":\"wn01.example\","
-		 "\"port\":22001,\"user\":\"gguser\",\"host_key\":\"%s\",\"started\":100,"
-		 "\"connect_deadline\":1300,\"idle_limit\":0,\"last_activity\":100}",
-		 KEY);
+	snprintf(
+		buf, sizeof buf,
+		"{\"version\":1,\"launcher\":\"0.1.0\",\"state\":\"ready\",\"node\":\"wn01.example\","
+		"\"port\":22001,\"user\":\"gguser\",\"host_key\":\"%s\",\"started\":100,"
+		"\"connect_deadline\":1300,\"idle_limit\":0,\"last_activity\":100}",
+		KEY);
 	assert_int_equal(parse_li(buf, &li), 0);
 	assert_string_equal(li.node, "wn01.example");
 	assert_int_equal(li.port, 22001);
@@ -336,7 +345,8 @@ static void test_apply(void **state)
 	r.node = strdup("127.0.0.1");
 	r.port = 22000;
 	assert_false(gg_session_published(&r));
-	r.host_key = strdup("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C");
+	r.host_key = strdup(
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C");
 	assert_true(gg_session_published(&r));
 	r.state = GG_S_READY;
 	assert_false(gg_session_published(&r));
@@ -353,12 +363,9 @@ static void test_apply(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record_json),
-		cmocka_unit_test(test_store),
-		cmocka_unit_test(test_store_concurrent),
-		cmocka_unit_test(test_rows_cache),
-		cmocka_unit_test(test_launch_info),
-		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_record_json),      cmocka_unit_test(test_store),
+		cmocka_unit_test(test_store_concurrent), cmocka_unit_test(test_rows_cache),
+		cmocka_unit_test(test_launch_info),      cmocka_unit_test(test_apply),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
 }

@@ -9,7 +9,8 @@
 
 #include "ssh/ssh.h"
 
-static const char KEY[] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
+static const char KEY[] =
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C";
 static char dir[64];
 
 static int setup(void **state)
@@ -39,7 +40,11 @@ static void test_pubkey(void **state)
 	snprintf(withc, sizeof withc, "%s comment here", KEY);
 	assert_int_equal(gg_ssh_pubkey_check(withc, &err), 0);
 	/* type and blob disagree */
-	assert_int_equal(gg_ssh_pubkey_check("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C", &err), GG_EPROTO);
+	assert_int_equal(
+		gg_ssh_pubkey_check(
+			"ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C",
+			&err),
+		GG_EPROTO);
 	assert_int_equal(gg_ssh_pubkey_check("ssh-ed25519 AAAA", &err), GG_EPROTO);
 	assert_int_equal(gg_ssh_pubkey_check("ssh-ed25519 !!!!", &err), GG_EPROTO);
 	assert_int_equal(gg_ssh_pubkey_check("ssh-dss AAAAB3NzaC1kc3M=", &err), GG_EPROTO);
@@ -77,28 +82,45 @@ static void test_config(void **state)
 	struct stat sb;
 	assert_int_equal(stat(p.dir, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0700);
-	struct gg_site site = {.name = (char *)"gla", .njumps = 2,
+	struct gg_site site = {.name = (char *)"gla",
+			       .njumps = 2,
 			       .identity = (char *)"/home/u/.ssh/id_gla",
 			       .known_hosts = (char *)"/home/u/.ssh/gla_hosts"};
 	site.jumps[0] = (char *)"alice@gw.example:2222";
 	site.jumps[1] = (char *)"bob@login.example";
 	struct gg_config cfg = {.sites = &site, .nsites = 1};
 	struct gg_record recs[3] = {
-		{.kind = GG_REC_SESSION, .state = GG_S_READY, .name = (char *)"gla-1",
-		 .uid = (char *)"aaaaaaaaaaaa", .site = (char *)"gla", .node = (char *)"wn1",
-		 .port = 22001, .user = (char *)"gguser", .host_key = (char *)KEY,
+		{.kind = GG_REC_SESSION,
+		 .state = GG_S_READY,
+		 .name = (char *)"gla-1",
+		 .uid = (char *)"aaaaaaaaaaaa",
+		 .site = (char *)"gla",
+		 .node = (char *)"wn1",
+		 .port = 22001,
+		 .user = (char *)"gguser",
+		 .host_key = (char *)KEY,
 		 .key = (char *)"/k/aaaa"},
-		{.kind = GG_REC_SESSION, .state = GG_S_KILLED, .name = (char *)"gla-2",
-		 .uid = (char *)"bbbbbbbbbbbb", .site = (char *)"gla", .node = (char *)"wn2",
-		 .port = 22002, .host_key = (char *)KEY},
+		{.kind = GG_REC_SESSION,
+		 .state = GG_S_KILLED,
+		 .name = (char *)"gla-2",
+		 .uid = (char *)"bbbbbbbbbbbb",
+		 .site = (char *)"gla",
+		 .node = (char *)"wn2",
+		 .port = 22002,
+		 .host_key = (char *)KEY},
 		{.kind = GG_REC_JOB, .state = GG_S_READY, .name = (char *)"job-1"},
 	};
 	char *t = gg_ssh_format_config(&p, &cfg, recs, 3, 0);
 	assert_non_null(t);
-	assert_non_null(strstr(t, "Host gridgpu-hop.gla.1\n  HostName gw.example\n  Port 2222\n  User alice\n"));
-	assert_non_null(strstr(t, "Host gridgpu-hop.gla.2\n  HostName login.example\n  User bob\n  ProxyJump gridgpu-hop.gla.1\n"));
+	assert_non_null(strstr(
+		t, "Host gridgpu-hop.gla.1\n  HostName gw.example\n  Port 2222\n  User alice\n"));
+	assert_non_null(strstr(
+		t,
+		"Host gridgpu-hop.gla.2\n  HostName login.example\n  User bob\n  ProxyJump gridgpu-hop.gla.1\n"));
 	assert_non_null(strstr(t, "IdentityFile \"/home/u/.ssh/id_gla\""));
-	assert_non_null(strstr(t, "Host gla-1\n  HostName wn1\n  Port 22001\n  User gguser\n  ProxyJump gridgpu-hop.gla.2\n  HostKeyAlias gridgpu-aaaaaaaaaaaa\n"));
+	assert_non_null(strstr(
+		t,
+		"Host gla-1\n  HostName wn1\n  Port 22001\n  User gguser\n  ProxyJump gridgpu-hop.gla.2\n  HostKeyAlias gridgpu-aaaaaaaaaaaa\n"));
 	assert_non_null(strstr(t, "StrictHostKeyChecking yes"));
 	assert_non_null(strstr(t, "ControlMaster auto"));
 	assert_null(strstr(t, "Host gla-2")); /* ended: no block */
@@ -181,10 +203,8 @@ static void test_keygen(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pubkey),
-		cmocka_unit_test(test_fingerprint),
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_install_include),
+		cmocka_unit_test(test_pubkey), cmocka_unit_test(test_fingerprint),
+		cmocka_unit_test(test_config), cmocka_unit_test(test_install_include),
 		cmocka_unit_test(test_keygen),
 	};
 	return cmocka_run_group_tests_name("ssh", tests, setup, teardown);

@@ -83,11 +83,12 @@ static int setup(void **state)
 	if (!mkdtemp(dir))
 		return -1;
 	char cmd[2048];
-	snprintf(cmd, sizeof cmd,
-		 "cd %s && ssh-keygen -q -t ed25519 -N '' -f host_key && "
-		 "ssh-keygen -q -t ed25519 -N '' -f id && ssh-keygen -q -t ed25519 -N '' -f other && "
-		 "cp id.pub authorized_keys",
-		 dir);
+	snprintf(
+		cmd, sizeof cmd,
+		"cd %s && ssh-keygen -q -t ed25519 -N '' -f host_key && "
+		"ssh-keygen -q -t ed25519 -N '' -f id && ssh-keygen -q -t ed25519 -N '' -f other && "
+		"cp id.pub authorized_keys",
+		dir);
 	if (run(cmd) != 0)
 		return -1;
 	snprintf(path_key, sizeof path_key, "%s/id", dir);
@@ -133,7 +134,8 @@ static int setup(void **state)
 	f = fopen(path_kh, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "# a comment\n@cert-authority *.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C\n");
+	fprintf(f,
+		"# a comment\n@cert-authority *.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C\n");
 	fprintf(f, "[127.0.0.1]:%d %s\n", port, hostkey_pub);
 	fclose(f);
 	return 0;
@@ -153,16 +155,19 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
-#define NEED_SSHD()                                                                                \
-	do {                                                                                       \
-		if (sshd <= 0)                                                                     \
-			skip();                                                                    \
+#define NEED_SSHD()             \
+	do {                    \
+		if (sshd <= 0)  \
+			skip(); \
 	} while (0)
 
 static struct gg_ssh_hop direct(void)
 {
-	return (struct gg_ssh_hop){.host = "127.0.0.1", .port = port, .identity = path_key,
-				   .pinned_key = hostkey_pub, .name = "test sshd"};
+	return (struct gg_ssh_hop){.host = "127.0.0.1",
+				   .port = port,
+				   .identity = path_key,
+				   .pinned_key = hostkey_pub,
+				   .name = "test sshd"};
 }
 
 static void test_key_matches(void **state)
@@ -270,15 +275,16 @@ static void test_exec(void **state)
 	free(out);
 	free(said);
 	/* a second command on the same connection; nothing on stderr */
-	assert_int_equal(gg_ssh_exec_capture(c, "printf abc", 100, &out, &len, &st, &said, &err), 0);
+	assert_int_equal(gg_ssh_exec_capture(c, "printf abc", 100, &out, &len, &st, &said, &err),
+			 0);
 	assert_string_equal(out, "abc");
 	assert_int_equal(st, 0);
 	assert_null(said);
 	free(out);
 	/* more output than allowed: refused, nothing returned */
-	assert_int_equal(gg_ssh_exec_capture(c, "head -c 10000 /dev/zero", 100, &out, &len, &st,
-					     NULL, &err),
-			 GG_EPROTO);
+	assert_int_equal(
+		gg_ssh_exec_capture(c, "head -c 10000 /dev/zero", 100, &out, &len, &st, NULL, &err),
+		GG_EPROTO);
 	assert_null(out);
 	/* lots of error output does not block the output (both are read) */
 	assert_int_equal(gg_ssh_exec_capture(c,
@@ -306,8 +312,11 @@ static void test_hops(void **state)
 	(void)state;
 	NEED_SSHD();
 	struct gg_ssh_hop h[3];
-	h[0] = (struct gg_ssh_hop){.host = "127.0.0.1", .port = port, .identity = path_key,
-				   .known_hosts = path_kh, .name = "jump host 1"};
+	h[0] = (struct gg_ssh_hop){.host = "127.0.0.1",
+				   .port = port,
+				   .identity = path_key,
+				   .known_hosts = path_kh,
+				   .name = "jump host 1"};
 	h[1] = h[0];
 	h[1].name = "jump host 2";
 	h[2] = direct();
@@ -319,17 +328,18 @@ static void test_hops(void **state)
 	char *out = NULL;
 	size_t len = 0;
 	int st = -1;
-	assert_int_equal(gg_ssh_exec_capture(c, "head -c 8388608 /dev/urandom | od -An -v -tx1 | "
-						"head -c 8388608",
+	assert_int_equal(gg_ssh_exec_capture(c,
+					     "head -c 8388608 /dev/urandom | od -An -v -tx1 | "
+					     "head -c 8388608",
 					     16 << 20, &out, &len, &st, NULL, &err),
 			 0);
 	assert_int_equal(len, 8388608);
 	assert_int_equal(st, 0);
 	free(out);
 	/* the sshd saw the hops as connections from loopback */
-	assert_int_equal(gg_ssh_exec_capture(c, "echo $SSH_CONNECTION", 200, &out, &len, &st, NULL,
-					     &err),
-			 0);
+	assert_int_equal(
+		gg_ssh_exec_capture(c, "echo $SSH_CONNECTION", 200, &out, &len, &st, NULL, &err),
+		0);
 	assert_non_null(strstr(out, "127.0.0.1"));
 	free(out);
 	gg_ssh_disconnect(c);
@@ -344,8 +354,11 @@ static void test_host_keys(void **state)
 	size_t failed = 99;
 	/* the last hop pinned to another key: refused, and the hop is named */
 	struct gg_ssh_hop h[2];
-	h[0] = (struct gg_ssh_hop){.host = "127.0.0.1", .port = port, .identity = path_key,
-				   .known_hosts = path_kh, .name = "jump host 1"};
+	h[0] = (struct gg_ssh_hop){.host = "127.0.0.1",
+				   .port = port,
+				   .identity = path_key,
+				   .known_hosts = path_kh,
+				   .name = "jump host 1"};
 	h[1] = direct();
 	h[1].pinned_key = otherkey_pub;
 	assert_int_equal(gg_ssh_connect(h, 2, 10000, &c, &failed, &err), GG_EHOSTKEY);
@@ -371,7 +384,8 @@ static void test_host_keys(void **state)
 	assert_non_null(strstr(err.msg, "is not in"));
 	/* hashed entries (ssh-keygen -H) are found */
 	char cmd[400];
-	snprintf(cmd, sizeof cmd, "cp %s %s && ssh-keygen -q -H -f %s >/dev/null 2>&1", path_kh, p, p);
+	snprintf(cmd, sizeof cmd, "cp %s %s && ssh-keygen -q -H -f %s >/dev/null 2>&1", path_kh, p,
+		 p);
 	assert_int_equal(run(cmd), 0);
 	f = fopen(p, "r");
 	char line[1024];
@@ -418,7 +432,8 @@ static void test_auth(void **state)
 	char *out = NULL;
 	size_t len;
 	int st;
-	assert_int_equal(gg_ssh_exec_capture(c, "true", 10, &out, &len, &st, NULL, &err), GG_EUSAGE);
+	assert_int_equal(gg_ssh_exec_capture(c, "true", 10, &out, &len, &st, NULL, &err),
+			 GG_EUSAGE);
 	gg_ssh_disconnect(c);
 	int accepted_before = 0, accepted_after = 0;
 	for (char *s = before; (s = strstr(s, "Accepted publickey")); s++)
@@ -481,8 +496,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_matches), cmocka_unit_test(test_route),
 		cmocka_unit_test(test_unreachable), cmocka_unit_test(test_exec),
-		cmocka_unit_test(test_hops),	    cmocka_unit_test(test_host_keys),
-		cmocka_unit_test(test_auth),	    cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_hops),        cmocka_unit_test(test_host_keys),
+		cmocka_unit_test(test_auth),        cmocka_unit_test(test_stream),
 	};
 	return cmocka_run_group_tests_name("ssh client", tests, setup, teardown);
 }
