@@ -57,9 +57,16 @@ conns=$("$G" request -v --no-wait --walltime 1h 2>&1 >/dev/null | sed -n 's/^\([
 rm -f "$XDG_STATE_HOME/gridgpu/delegations.json"
 conns_new=$("$G" request -v --no-wait --walltime 1h 2>&1 >/dev/null | sed -n 's/^\([0-9]*\) TLS connection.*/\1/p')
 xrsl='&(executable="/bin/sh")(arguments="-c" "sleep 1")(jobname="bench")'
+# One --prepare per command (given once, hyperfine applies it to all). The test
+# site's "worker" is this machine: each run's job starts a launcher and an sshd
+# here a moment later, so every run (of either tool) first lets the one before
+# settle for 2 s; on a real site the worker nodes are other machines.
 hyperfine -N -w 1 --runs "$RUNS" --export-json "$W/submit.json" \
+	--prepare "sleep 2" \
+	--prepare "sh -c 'rm -f $XDG_STATE_HOME/gridgpu/delegations.json; sleep 2'" \
+	--prepare "sleep 2" \
 	-n "gridgpu request --no-wait (delegation reused)" "$G request -q --no-wait --walltime 1h" \
-	-n "gridgpu request --no-wait (new delegation)" --prepare "rm -f $XDG_STATE_HOME/gridgpu/delegations.json" "$G request -q --no-wait --walltime 1h" \
+	-n "gridgpu request --no-wait (new delegation)" "$G request -q --no-wait --walltime 1h" \
 	-n "arcsub -T arcrest" "arcsub -C $GG_TB_CE_URL -T arcrest -j $W/jobs.dat -e '$xrsl'" >/dev/null 2>&1
 reuse=$(median "$W/submit.json" 0); fresh=$(median "$W/submit.json" 1); arc=$(median "$W/submit.json" 2)
 printf '  %-48s %8s ms   %s\n' "gridgpu request --no-wait, delegation reused" "$(ms "$reuse")" "$(ratio "$reuse" "$arc")x arcsub (target <= 0.2), $conns TLS connection(s)"
