@@ -179,8 +179,17 @@ static int config_ini_handler(void *user, const char *section, const char *name,
 	if (c->failed)
 		return 0;
 	if (strcmp(section, "gridgpu") == 0) {
-		if (strcmp(name, "site") == 0)
+		if (strcmp(name, "site") == 0) {
+			/* a name, as in [site NAME]: anything else would not read back
+			 * the same once saved (found by fuzzing) */
+			if (!gg_site_name_valid(value)) {
+				gg_err_set(c->err, GG_EUSAGE,
+					   "[gridgpu] site: invalid site name '%s'", value);
+				c->failed = 1;
+				return 0;
+			}
 			return set_str(&c->cfg->default_site, value, c) ? 1 : (c->failed = 1, 0);
+		}
 		gg_err_set(c->err, GG_EUSAGE, "[gridgpu]: unknown key '%s'", name);
 		c->failed = 1;
 		return 0;

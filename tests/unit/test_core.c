@@ -328,6 +328,11 @@ static void test_config(void **state)
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "line 3"));
 	assert_non_null(strstr(err.msg, "unknown key 'nope'"));
+	/* a default site that is not a site name (it would not read back the same) */
+	write_file(path, "[gridgpu]\nsite =;;; gla\n[site gla]\nce = x\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 2"));
+	assert_non_null(strstr(err.msg, "invalid site name"));
 	write_file(path, "[other]\nx = 1\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "unknown section"));
