@@ -94,12 +94,8 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		}
 		struct cli_auth auth = {0};
 		struct gg_ce *ce = NULL;
-		const struct gg_site *site =
-			r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 		cli_catch_interrupt();
-		int wrc = cli_auth(cli, site, r.auth, 0, &auth, &err);
-		if (wrc == 0)
-			wrc = cli_open_ce(r.ce, &auth, &ce, &err);
+		int wrc = cli_open_record_ce(cli, &r, &auth, &ce, &err);
 		if (wrc == 0)
 			wrc = cli_wait_ready(cli, st, ce, &r, timeout, &err);
 		gg_ce_free(ce);

@@ -63,10 +63,8 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		rc = ui_fail(cli, &err, "get %s", name);
 		goto out;
 	}
-	const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 	cli_catch_interrupt();
-	if (cli_auth(cli, site, r.auth, 0, &auth, &err) < 0 ||
-	    cli_open_ce(r.ce, &auth, &ce, &err) < 0) {
+	if (cli_open_record_ce(cli, &r, &auth, &ce, &err) < 0) {
 		rc = ui_fail(cli, &err, "get %s", name);
 		goto out;
 	}

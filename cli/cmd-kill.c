@@ -47,9 +47,7 @@ static void cancel_late(struct gg_cli *cli, const struct gg_record *r, const cha
 	struct cli_auth auth = {0};
 	struct gg_ce *ce = NULL;
 	struct gg_err err = {0};
-	const struct gg_site *site = r->site ? gg_config_site(cli_config(cli), r->site) : NULL;
-	if (r->ce && cli_auth(cli, site, r->auth, 0, &auth, &err) == 0 &&
-	    cli_open_ce(r->ce, &auth, &ce, &err) == 0) {
+	if (cli_open_record_ce(cli, r, &auth, &ce, &err) == 0) {
 		if (r->kind == GG_REC_SESSION)
 			gg_ce_put(ce, job_id, "stop", "", 0, &err);
 		gg_ce_cancel(ce, job_id);
@@ -104,11 +102,7 @@ static int kill_records(struct gg_cli *cli, struct gg_store *st, struct gg_recor
 		if (nid) {
 			struct cli_auth auth = {0};
 			struct gg_ce *ce = NULL;
-			const struct gg_site *site =
-				recs[i].site ? gg_config_site(cli_config(cli), recs[i].site) : NULL;
-			rc = cli_auth(cli, site, recs[i].auth, 0, &auth, &err);
-			if (rc == 0)
-				rc = cli_open_ce(recs[i].ce, &auth, &ce, &err);
+			rc = cli_open_record_ce(cli, &recs[i], &auth, &ce, &err);
 			/* A fork back end cannot signal the job's processes: tell the
 			 * launcher to stop through its session dir, then cancel. */
 			for (size_t k = 0; rc == 0 && k < ng; k++) {
@@ -281,11 +275,7 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 			struct cli_auth auth = {0};
 			struct gg_ce *ce = NULL;
 			struct gg_ce_result *res = NULL;
-			const struct gg_site *site =
-				recs[i].site ? gg_config_site(cli_config(cli), recs[i].site) : NULL;
-			crc = cli_auth(cli, site, recs[i].auth, 0, &auth, &err);
-			if (crc == 0)
-				crc = cli_open_ce(recs[i].ce, &auth, &ce, &err);
+			crc = cli_open_record_ce(cli, &recs[i], &auth, &ce, &err);
 			/* A-REX queues a clean of a job that is still staging or running
 			 * and leaves the job going: cancel it first (harmless when it
 			 * has ended). */

@@ -59,10 +59,7 @@ static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_rec
 		struct gg_ce_result *jobs = NULL;
 		size_t nj = 0;
 		struct gg_err err = {0};
-		const struct gg_site *site =
-			o->site ? gg_config_site(cli_config(cli), o->site) : NULL;
-		if (cli_auth(cli, site, o->auth, 0, &auth, &err) < 0 ||
-		    cli_open_ce(o->ce, &auth, &ce, &err) < 0 ||
+		if (cli_open_record_ce(cli, o, &auth, &ce, &err) < 0 ||
 		    gg_ce_list(ce, &jobs, &nj, &err) < 0) {
 			gg_ce_free(ce);
 			cli_auth_clear(&auth);
@@ -166,15 +163,11 @@ int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *
 		struct gg_err err = {0};
 		struct cli_auth auth = {0};
 		struct gg_ce *ce = NULL;
-		const struct gg_site *site =
-			recs[i].site ? gg_config_site(cli_config(cli), recs[i].site) : NULL;
 		for (size_t k = 0; sub && k < ng; k++)
 			sub[k] = recs[grp[k]]; /* shallow: moved back below */
 		int rc = sub ? 0 : gg_err_set(&err, GG_ENOMEM, "out of memory");
 		if (rc == 0)
-			rc = cli_auth(cli, site, recs[i].auth, 0, &auth, &err);
-		if (rc == 0)
-			rc = cli_open_ce(recs[i].ce, &auth, &ce, &err);
+			rc = cli_open_record_ce(cli, &recs[i], &auth, &ce, &err);
 		if (rc == 0) {
 			rc = gg_session_refresh(ce, sub, ng, &err);
 		} else if (sub) {
@@ -349,10 +342,7 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 			struct cli_auth auth = {0};
 			struct gg_ce *ce = NULL;
 			struct gg_err e = {0};
-			const struct gg_site *site =
-				r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
-			if (cli_auth(cli, site, r.auth, 0, &auth, &e) == 0 &&
-			    cli_open_ce(r.ce, &auth, &ce, &e) == 0)
+			if (cli_open_record_ce(cli, &r, &auth, &ce, &e) == 0)
 				gg_ce_diagnose(ce, r.job_id, "errors", &diag, &e);
 			gg_ce_free(ce);
 			cli_auth_clear(&auth);

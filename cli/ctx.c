@@ -170,6 +170,17 @@ int cli_open_ce(const char *endpoint, const struct cli_auth *a, struct gg_ce **c
 	return rc;
 }
 
+int cli_open_record_ce(struct gg_cli *cli, const struct gg_record *r, struct cli_auth *auth,
+		       struct gg_ce **ce, struct gg_err *err)
+{
+	*ce = NULL;
+	if (!r->ce)
+		return gg_err_set(err, GG_EUSAGE, "%s has no CE", r->name);
+	const struct gg_site *site = r->site ? gg_config_site(cli_config(cli), r->site) : NULL;
+	int rc = cli_auth(cli, site, r->auth, 0, auth, err);
+	return rc < 0 ? rc : cli_open_ce(r->ce, auth, ce, err);
+}
+
 struct gg_store *cli_store(struct gg_cli *cli)
 {
 	struct gg_store *st = NULL;

@@ -30,6 +30,11 @@ void cli_auth_clear(struct cli_auth *a);
 int cli_open_ce(const char *endpoint, const struct cli_auth *a, struct gg_ce **ce,
 		struct gg_err *err);
 
+/* The CE of a record with the credential its site (or the record) asks for:
+ * cli_auth + cli_open_ce in one. The caller frees ce and clears auth. */
+int cli_open_record_ce(struct gg_cli *cli, const struct gg_record *r, struct cli_auth *auth,
+		       struct gg_ce **ce, struct gg_err *err);
+
 struct gg_store *cli_store(struct gg_cli *cli);
 /* Regenerate the SSH configuration from the store. */
 int cli_write_ssh_config(struct gg_cli *cli, struct gg_store *st, struct gg_err *err);
