@@ -543,6 +543,7 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 	c->socks = malloc(n * sizeof *c->socks);
 	c->pumps = n > 1 ? calloc(n - 1, sizeof *c->pumps) : NULL;
 	if (!c->sess || !c->socks || (n > 1 && !c->pumps)) {
+		c->n = 0; /* nothing opened yet: nothing to close */
 		gg_ssh_disconnect(c);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
@@ -924,19 +925,12 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
 				  r->name);
 	int rc = 0;
 	for (int k = 0; site && rc == 0 && k < site->njumps; k++) {
-		const char *j = site->jumps[k];
-		const char *at = strchr(j, '@');
-		char user[128] = "", host[256], name[64];
-		if (at)
-			snprintf(user, sizeof user, "%.*s", (int)(at - j), j);
-		const char *hp = at ? at + 1 : j;
-		const char *colon = strrchr(hp, ':');
-		snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - hp) : (int)strlen(hp),
-			 hp);
-		int port = colon ? atoi(colon + 1) : 22;
+		struct gg_ssh_jump jp;
+		gg_ssh_jump_parse(site->jumps[k], &jp);
+		char name[64];
 		snprintf(name, sizeof name, "jump host %d", k + 1);
-		rc = add_hop(rt, user, host, port, name, site->identity, site->known_hosts, NULL,
-			     err);
+		rc = add_hop(rt, jp.user, jp.host, jp.port, name, site->identity, site->known_hosts,
+			     NULL, err);
 	}
 	if (rc == 0) {
 		char name[128];

@@ -88,15 +88,14 @@ char *gg_ssh_host_alias(const struct gg_record *r)
 	return gg_strdup_printf("gridgpu-%s", r->uid ? r->uid : r->name);
 }
 
-/* "user@host:port" → parts (host without the port). */
-static void parse_jump(const char *j, char *user, char *host, char *port)
+void gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out)
 {
 	const char *at = strchr(j, '@');
-	snprintf(user, 128, "%.*s", at ? (int)(at - j) : 0, j);
+	snprintf(out->user, sizeof out->user, "%.*s", at ? (int)(at - j) : 0, j);
 	const char *h = at ? at + 1 : j;
 	const char *colon = strrchr(h, ':');
-	snprintf(host, 256, "%.*s", colon ? (int)(colon - h) : (int)strlen(h), h);
-	snprintf(port, 16, "%s", colon ? colon + 1 : "");
+	snprintf(out->host, sizeof out->host, "%.*s", colon ? (int)(colon - h) : (int)strlen(h), h);
+	out->port = colon ? atoi(colon + 1) : 0;
 }
 
 /* Paths for OpenSSH for Windows: forward slashes are fine; quote everything. */
@@ -108,13 +107,13 @@ static void path_kw(FILE *f, const char *kw, const char *path)
 void gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra)
 {
 	for (int k = 0; k < site->njumps; k++) {
-		char user[128], host[256], port[16];
-		parse_jump(site->jumps[k], user, host, port);
-		fprintf(f, "\nHost gridgpu-hop.%s.%d\n  HostName %s\n", site->name, k + 1, host);
-		if (port[0])
-			fprintf(f, "  Port %s\n", port);
-		if (user[0])
-			fprintf(f, "  User %s\n", user);
+		struct gg_ssh_jump jp;
+		gg_ssh_jump_parse(site->jumps[k], &jp);
+		fprintf(f, "\nHost gridgpu-hop.%s.%d\n  HostName %s\n", site->name, k + 1, jp.host);
+		if (jp.port)
+			fprintf(f, "  Port %d\n", jp.port);
+		if (jp.user[0])
+			fprintf(f, "  User %s\n", jp.user);
 		if (k > 0)
 			fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, k);
 		if (site->identity) {

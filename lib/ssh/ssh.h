@@ -42,6 +42,14 @@ int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cf
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 			   const struct gg_record *recs, size_t n, int windows);
 
+/* A jump host as the site profile writes it, "[user@]host[:port]". */
+struct gg_ssh_jump {
+	char user[128]; /* "" when not given */
+	char host[256];
+	int port; /* 0 when not given */
+};
+void gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out);
+
 /* Write the Host blocks of a site's jump hosts ("gridgpu-hop.SITE.N", each
  * through the one before, with the site's identity and known_hosts) to f.
  * extra (may be NULL) is added to every block, e.g. "  ConnectTimeout 5\n". */

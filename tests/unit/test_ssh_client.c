@@ -221,7 +221,7 @@ static void test_route(void **state)
 	assert_string_equal(rt.hops[0].known_hosts, "/kh");
 	assert_null(rt.hops[0].pinned_key);
 	assert_string_equal(rt.hops[1].host, "jump2.example");
-	assert_int_equal(rt.hops[1].port, 22);
+	assert_int_equal(rt.hops[1].port, 0); /* the default, 22 */
 	assert_null(rt.hops[1].user);
 	assert_string_equal(rt.hops[2].host, "10.0.0.7");
 	assert_int_equal(rt.hops[2].port, 22001);
