@@ -150,10 +150,13 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 			r->state = res->state == GG_CE_RUNNING ? GG_S_RUNNING : GG_S_QUEUED;
 			return;
 		}
-		if (r->state != GG_S_READY)
-			r->state = res->state == GG_CE_RUNNING ? GG_S_STARTING : GG_S_QUEUED;
+		/* Published and pinned: nothing more to read; the caller's probe
+		 * makes it ready (the CE may still say SUBMITTING meanwhile). */
+		if (r->state == GG_S_READY || gg_session_published(r))
+			return;
+		r->state = res->state == GG_CE_RUNNING ? GG_S_STARTING : GG_S_QUEUED;
 		/* Session files are often readable before the CE says RUNNING. */
-		if (ce && r->state != GG_S_READY)
+		if (ce)
 			fetch_launch(ce, r);
 		return;
 	case GG_CE_FINISHING:

@@ -348,6 +348,11 @@ static void test_apply(void **state)
 	r.host_key = strdup(
 		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C");
 	assert_true(gg_session_published(&r));
+	/* the CE still saying SUBMITTING does not take it back to queued */
+	res.state = GG_CE_QUEUED;
+	gg_session_apply(NULL, &r, &res);
+	assert_int_equal(r.state, GG_S_STARTING);
+	assert_true(gg_session_published(&r));
 	r.state = GG_S_READY;
 	assert_false(gg_session_published(&r));
 	r.state = GG_S_STARTING;
