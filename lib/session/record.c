@@ -56,16 +56,6 @@ void gg_record_clear(struct gg_record *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* clang-format off */
-#define STR_FIELDS(X) \
-	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
-	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
-	X(command) X(outputs_dir)
-#define INT_FIELDS(X) \
-	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
-	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity)
-/* clang-format on */
-
 json_t *gg_record_to_json(const struct gg_record *r)
 {
 	json_t *o = json_object();
@@ -80,12 +70,12 @@ json_t *gg_record_to_json(const struct gg_record *r)
 #define X(f)      \
 	if (r->f) \
 		json_object_set_new(o, #f, json_string(r->f));
-	STR_FIELDS(X)
+	GG_RECORD_STR_FIELDS(X)
 #undef X
 #define X(f)      \
 	if (r->f) \
 		json_object_set_new(o, #f, json_integer((json_int_t)r->f));
-	INT_FIELDS(X)
+	GG_RECORD_INT_FIELDS(X)
 #undef X
 	return o;
 }
@@ -124,7 +114,7 @@ int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
 		gg_record_clear(r);                                            \
 		return gg_err_set(err, GG_ENOMEM, "out of memory");            \
 	}
-	STR_FIELDS(X)
+	GG_RECORD_STR_FIELDS(X)
 #undef X
 #define X(f)                                                                                     \
 	v = json_object_get(j, #f);                                                              \
@@ -136,7 +126,7 @@ int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
 	}                                                                                        \
 	if (v)                                                                                   \
 		r->f = (__typeof__(r->f))json_integer_value(v);
-	INT_FIELDS(X)
+	GG_RECORD_INT_FIELDS(X)
 #undef X
 	if (!gg_record_name_valid(r->name)) {
 		gg_record_clear(r);
@@ -263,14 +253,14 @@ int gg_record_copy(struct gg_record *dst, const struct gg_record *src)
 {
 	*dst = *src;
 #define X(f) dst->f = NULL;
-	STR_FIELDS(X)
+	GG_RECORD_STR_FIELDS(X)
 #undef X
 #define X(f)                                        \
 	if (src->f && !(dst->f = strdup(src->f))) { \
 		gg_record_clear(dst);               \
 		return GG_ENOMEM;                   \
 	}
-	STR_FIELDS(X)
+	GG_RECORD_STR_FIELDS(X)
 #undef X
 	return 0;
 }

@@ -66,6 +66,18 @@ struct gg_record {
 	char *outputs_dir;
 };
 
+/* The record's string and whole-number fields, each as the JSON key of the same
+ * name, for X-macros: one list for the reader, the writer and the tests. */
+/* clang-format off */
+#define GG_RECORD_STR_FIELDS(X) \
+	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
+	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
+	X(command) X(outputs_dir)
+#define GG_RECORD_INT_FIELDS(X) \
+	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
+	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity)
+/* clang-format on */
+
 void gg_record_clear(struct gg_record *r);
 /* Deep copy; GG_ENOMEM on failure (dst is then cleared). */
 int gg_record_copy(struct gg_record *dst, const struct gg_record *src);

@@ -16,44 +16,15 @@ static int record_str_eq(const char *a, const char *b)
 
 static void record_same(const struct gg_record *a, const struct gg_record *b)
 {
-#define S(f) FUZZ_CHECK(record_str_eq(a->f, b->f), "'%s' changed on a round trip", #f)
-	S(name);
-	S(uid);
-	S(site);
-	S(ce);
-	S(job_id);
-	S(ce_state);
-	S(error);
-	S(mig);
-	S(image);
-	S(queue);
-	S(auth);
-	S(node);
-	S(user);
-	S(host_key);
-	S(sessiondir);
-	S(key);
-	S(image_path);
-	S(command);
-	S(outputs_dir);
-#undef S
+#define S(f) FUZZ_CHECK(record_str_eq(a->f, b->f), "'%s' changed on a round trip", #f);
 #define I(f)                                                                       \
 	FUZZ_CHECK(a->f == b->f, "'%s' changed on a round trip: %lld -> %lld", #f, \
-		   (long long)a->f, (long long)b->f)
+		   (long long)a->f, (long long)b->f);
+	GG_RECORD_STR_FIELDS(S);
+	GG_RECORD_INT_FIELDS(I);
 	I(kind);
 	I(state);
-	I(created);
-	I(updated);
-	I(walltime);
-	I(gpus);
-	I(cpus);
-	I(memory);
-	I(connect_deadline);
-	I(idle_limit);
-	I(port);
-	I(started);
-	I(deadline_at);
-	I(last_activity);
+#undef S
 #undef I
 	if (a->state == GG_S_UNKNOWN)
 		FUZZ_CHECK(a->last_known == b->last_known, "'last_known' changed on a round trip");
@@ -75,23 +46,12 @@ FUZZ_TARGET(record)
 	}
 	FUZZ_CHECK(gg_record_name_valid(r.name), "loaded a record with a bad name");
 	/* integers are read as written, or the record is refused: never wrapped */
-#define I(f)                                                                      \
-	if (json_is_integer(json_object_get(j, #f)))                              \
-	FUZZ_CHECK((json_int_t)r.f == json_integer_value(json_object_get(j, #f)), \
-		   "'%s' %lld was read as %lld", #f,                              \
-		   (long long)json_integer_value(json_object_get(j, #f)), (long long)r.f)
-	I(created);
-	I(updated);
-	I(walltime);
-	I(gpus);
-	I(cpus);
-	I(memory);
-	I(connect_deadline);
-	I(idle_limit);
-	I(port);
-	I(started);
-	I(deadline_at);
-	I(last_activity);
+#define I(f)                                                                              \
+	if (json_is_integer(json_object_get(j, #f)))                                      \
+		FUZZ_CHECK((json_int_t)r.f == json_integer_value(json_object_get(j, #f)), \
+			   "'%s' %lld was read as %lld", #f,                              \
+			   (long long)json_integer_value(json_object_get(j, #f)), (long long)r.f);
+	GG_RECORD_INT_FIELDS(I);
 #undef I
 	json_decref(j);
 
