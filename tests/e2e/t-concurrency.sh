@@ -120,52 +120,7 @@ echo "# cleaned:$cleaned"
 expect_eq "every clean exit 0" "$clean_bad" ""
 
 # ---- the store ------------------------------------------------------------------------------
-store_check() {
-	"$PY" - "$REC" "$SSHD" "$@" <<'EOF'
-import json, os, sys
-rec, sshd, want_s, cleaned_s, killed_s = sys.argv[1:]
-want, cleaned, killed = set(want_s.split()), set(cleaned_s.split()), set(killed_s.split())
-bad = []
-for d in (rec, sshd, os.path.join(sshd, "keys")):
-    if os.path.isdir(d):
-        bad += ["temp file " + n for n in os.listdir(d) if ".tmp." in n or ".part." in n]
-recs = {}
-for n in sorted(os.listdir(rec)):
-    if not n.endswith(".json"):
-        continue
-    try:
-        with open(os.path.join(rec, n)) as f:
-            r = json.load(f)
-    except Exception as e:
-        bad.append("%s does not parse: %s" % (n, e))
-        continue
-    miss = [k for k in ("version", "kind", "name", "uid", "state", "created", "ce", "site") if k not in r]
-    if miss:
-        bad.append("%s lacks %s" % (n, ",".join(miss)))
-    if r.get("name", "") + ".json" != n:
-        bad.append(n + " holds another name")
-    recs[r.get("name")] = r
-    if r.get("state") not in ("requested", "killed", "failed") and not r.get("job_id"):
-        bad.append("%s is %s without a job id" % (n, r.get("state")))
-    key = r.get("key")
-    if key and r.get("state") not in ("killed", "finished", "failed") and not os.path.exists(key):
-        bad.append("%s: its key %s is missing" % (n, key))
-uids = [r.get("uid") for r in recs.values()]
-if len(uids) != len(set(uids)):
-    bad.append("two records share a uid")
-jobs = [r.get("job_id") for r in recs.values() if r.get("job_id")]
-if len(jobs) != len(set(jobs)):
-    bad.append("two records share a job id")
-# a session killed while it was being requested keeps its (killed) record
-# until a clean removes it
-expect = (want | killed) - cleaned
-if set(recs) != expect:
-    bad.append("records %s, expected %s (missing %s, extra %s)" % (len(recs), len(expect),
-               sorted(expect - set(recs)), sorted(set(recs) - expect)))
-print("; ".join(bad))
-sys.exit(1 if bad else 0)
-EOF
-}
+store_check() { "$PY" "$GG_TOP/tests/e2e/store-check.py" "$REC" "$SSHD" "$@"; }
 # the first session, the successful and the killed requests, minus what clean removed
 if out=$(store_check "${TAG}s00$req_ok" "$cleaned" "$killed"); then
 	ok "store consistent: $(ls "$REC" | grep -c '\.json$') records, each whole, one per successful request not cleaned"

@@ -60,32 +60,8 @@ rec() {
 	[ -f "$REC/$2.json" ] || { echo NONE; return; }
 	"$PY" -c 'import json,sys; print(json.load(open(sys.argv[2])).get(sys.argv[1], ""))' "$1" "$REC/$2.json"
 }
-# store_ok: every record parses, has the required fields and its own name; no
-# temp file in the store or the SSH directory. Prints what is wrong.
-store_ok() {
-	"$PY" - "$REC" "$SSHD" <<'EOF'
-import json, os, sys
-rec, sshd = sys.argv[1:]
-bad = []
-for d in (rec, sshd, os.path.join(sshd, "keys")):
-    if os.path.isdir(d):
-        bad += ["temp file " + os.path.join(d, n) for n in os.listdir(d) if ".tmp." in n or ".part." in n]
-for n in sorted(os.listdir(rec)) if os.path.isdir(rec) else []:
-    if not n.endswith(".json"):
-        continue
-    try:
-        with open(os.path.join(rec, n)) as f:
-            r = json.load(f)
-    except Exception as e:
-        bad.append("%s: %s" % (n, e))
-        continue
-    bad += ["%s: no '%s'" % (n, k) for k in ("version", "kind", "name", "uid", "state", "created", "ce") if k not in r]
-    if r.get("name", "") + ".json" != n:
-        bad.append(n + ": holds another name")
-print("; ".join(bad))
-sys.exit(1 if bad else 0)
-EOF
-}
+# store_ok: the store is whole (tests/e2e/store-check.py); prints what is wrong.
+store_ok() { "$PY" "$GG_TOP/tests/e2e/store-check.py" "$REC" "$SSHD"; }
 check_store() { # DESC
 	if out=$(store_ok); then ok "$1: store consistent"; else not_ok "$1: store consistent ($out)"; fi
 }
