@@ -189,7 +189,21 @@ printf '%s' "$OUT" | grep -q "state: *starting" && printf '%s' "$OUT" | grep -q 
 	not_ok "status: published, not answering ($OUT)"
 expect_fail "connect --no-wait to a session whose sshd does not answer" 4 "not ready yet" connect s9 --no-wait
 test -f "$CFG" && ! grep -q "Host s6\|Host s7\|Host s8" "$CFG" && ok "refused sessions get no ssh block" || not_ok "refused sessions get no ssh block"
-run_gg kill s6 s7 s8 s9
+# A jump host whose key is not the one in the site's known_hosts: the probe
+# refuses it; request says which hop and why at once (exit 4, kind host-key),
+# and the session is kept for when the site's file is mended.
+J1=${GG_TB_JUMP1#*@}
+awk -v h="[${J1%:*}]:${J1##*:}" -v k="$MITM" '$1 == h {print h, k; next} {print}' "$GG_TB_SSH_KNOWN_HOSTS" >"$T_TMP/wrong_known_hosts"
+"$GRIDGPU" site add tbk -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$T_TMP/wrong_known_hosts" --worker-address 127.0.0.1
+run_gg --json --site tbk request --name s10 --walltime 10m
+[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "host key of jump host 1 .* does not match" &&
+	[ "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["kind"])')" = host-key ] &&
+	ok "a jump host with another key than the site's known_hosts: exit 4, names the hop, kind host-key" ||
+	not_ok "a jump host with another key: $RC $OUT $ERR"
+run_gg --json status s10 --no-sync
+expect_eq "... the session is kept, starting" "$(printf '%s' "$OUT" | field state)" starting
+run_gg kill s6 s7 s8 s9 s10
 run_gg clean
 test -d "$REC" && [ "$(ls "$REC" | grep -c '\.json$')" = 0 ] && ok "clean removes the ended records" || not_ok "clean removes the ended records"
 # Wrong permissions on the generated config directory are refused.
