@@ -10,22 +10,7 @@
 
 #include "core/core.h"
 
-static char tmpdir[64];
-
-static int setup_tmp(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/gg-unit.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_tmp(void **state)
-{
-	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd);
-}
+UNIT_TMPDIR("gg-unit")
 
 static int64_t dur(const char *s)
 {

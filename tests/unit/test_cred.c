@@ -225,9 +225,7 @@ static int teardown(void **state)
 	X509 *xs[] = {F.ca, F.badca, F.user, F.expired, F.future, F.shortlived, F.other};
 	for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
 		X509_free(xs[i]);
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", F.dir);
-	if (system(cmd) != 0)
+	if (unit_rmtree(F.dir) != 0)
 		fprintf(stderr, "could not remove %s\n", F.dir);
 	return 0;
 }

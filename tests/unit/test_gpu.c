@@ -43,9 +43,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-	return system(cmd);
+	return unit_rmtree(tmp);
 }
 
 /* Open the fake NVML (variant NULL, "old" or "broken") with a description:

@@ -35,9 +35,7 @@ static int setup_tmp(void **state)
 static int teardown_tmp(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd);
+	return unit_rmtree(tmpdir);
 }
 
 static char *P(const char *fmt, const char *a)

@@ -11,22 +11,7 @@
 
 #include "image/image.h"
 
-static char tmpdir[64];
-
-static int setup_tmp(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/gg-unit-sif.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_tmp(void **state)
-{
-	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd);
-}
+UNIT_TMPDIR("gg-unit-sif")
 
 static uint64_t le(const uint8_t *p, int n)
 {

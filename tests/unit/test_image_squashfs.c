@@ -22,22 +22,7 @@
 
 #include "image/internal.h"
 
-static char tmpdir[64];
-
-static int setup_tmp(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/gg-unit-sqfs.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_tmp(void **state)
-{
-	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd);
-}
+UNIT_TMPDIR("gg-unit-sqfs")
 
 static sqfs_compressor_t *zlib_inflater(void)
 {

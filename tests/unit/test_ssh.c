@@ -26,9 +26,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd);
+	return unit_rmtree(dir);
 }
 
 static void test_pubkey(void **state)

@@ -150,9 +150,7 @@ static int teardown(void **state)
 	}
 	if (!dir[0])
 		return 0;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd);
+	return unit_rmtree(dir);
 }
 
 #define NEED_SSHD()             \

@@ -6,4 +6,32 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Remove a test's temporary directory tree; 0 when it is gone. */
+static inline int unit_rmtree(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A group's temporary directory: tmpdir, made by setup_tmp (mkdtemp under
+ * /tmp/PREFIX.XXXXXX) and removed by teardown_tmp. */
+#define UNIT_TMPDIR(prefix)                               \
+	static char tmpdir[64];                           \
+	static int setup_tmp(void **state)                \
+	{                                                 \
+		(void)state;                              \
+		strcpy(tmpdir, "/tmp/" prefix ".XXXXXX"); \
+		return mkdtemp(tmpdir) ? 0 : -1;          \
+	}                                                 \
+	static int teardown_tmp(void **state)             \
+	{                                                 \
+		(void)state;                              \
+		return unit_rmtree(tmpdir);               \
+	}
 #endif
