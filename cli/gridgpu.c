@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "cred/cred.h"
 
 static const struct gg_cmd commands[] = {
 #define GG_COMMAND(name, fn, summary, usage, opts, subs, flags) \
@@ -269,6 +270,8 @@ struct gg_config *cli_config(struct gg_cli *cli)
 
 int main(int argc, char **argv)
 {
+	/* First, before libcurl or OpenSSL allocate: what OpenSSL frees is wiped. */
+	gg_cred_wipe_on_free();
 	struct gg_cli cli = {.prog = "gridgpu"};
 	/* Global options before the command; stop at the first operand. */
 	static const struct gg_cmd top = {"", NULL, "", "", version_opt, NULL, 0};

@@ -155,4 +155,12 @@ int gg_config_value_ok(const char *v);
 /* Validate a site name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 int gg_site_name_valid(const char *name);
 
+/* ---- memory that held secrets ------------------------------------------- */
+
+/* free() and realloc() that wipe a block (its whole usable size) before it is
+ * given back, for libraries whose buffers hold keys and tokens (libcurl,
+ * OpenSSL): a core image or a later allocation sees zeros. */
+void gg_wipe_free(void *p);
+void *gg_wipe_realloc(void *p, size_t n);
+
 #endif

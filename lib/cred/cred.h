@@ -100,6 +100,10 @@ void gg_cred_pem_free(char *pem, size_t len);
 /* Make the process undumpable and set RLIMIT_CORE to 0: call before a private
  * key is decrypted. */
 int gg_cred_disable_core_dumps(struct gg_err *err);
+/* Make OpenSSL wipe every block it frees or moves (keys, primes, DER and PEM
+ * buffers it does not clear itself). Call before anything uses OpenSSL;
+ * returns -1 when OpenSSL refuses (it has allocated already). */
+int gg_cred_wipe_on_free(void);
 
 /* ---- proxy certificates (RFC 3820) ---------------------------------------- */
 

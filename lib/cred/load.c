@@ -169,6 +169,32 @@ int gg_cred_needs_passphrase(const struct gg_cred *c)
 	return c && c->need_pass;
 }
 
+static void *ossl_malloc(size_t n, const char *file, int line)
+{
+	(void)file;
+	(void)line;
+	return malloc(n);
+}
+
+static void *ossl_realloc(void *p, size_t n, const char *file, int line)
+{
+	(void)file;
+	(void)line;
+	return gg_wipe_realloc(p, n);
+}
+
+static void ossl_free(void *p, const char *file, int line)
+{
+	(void)file;
+	(void)line;
+	gg_wipe_free(p);
+}
+
+int gg_cred_wipe_on_free(void)
+{
+	return CRYPTO_set_mem_functions(ossl_malloc, ossl_realloc, ossl_free) ? 0 : -1;
+}
+
 int gg_cred_disable_core_dumps(struct gg_err *err)
 {
 	struct rlimit rl = {0, 0};

@@ -3,7 +3,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,34 +38,11 @@ struct xfer {
 
 /* libcurl's buffers hold the bearer token and request headers: it gets an
  * allocator that wipes every block before it is freed or moved. */
-static void wipe_free(void *p)
-{
-	if (p) {
-		OPENSSL_cleanse(p, malloc_usable_size(p));
-		free(p);
-	}
-}
-
-static void *wipe_realloc(void *p, size_t n)
-{
-	if (!p)
-		return malloc(n);
-	size_t old = malloc_usable_size(p);
-	if (n <= old)
-		return p;
-	void *q = malloc(n);
-	if (!q)
-		return NULL;
-	memcpy(q, p, old);
-	wipe_free(p);
-	return q;
-}
-
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc;
 static void global_init(void)
 {
-	global_rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wipe_free, wipe_realloc,
+	global_rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, gg_wipe_free, gg_wipe_realloc,
 					 strdup, calloc);
 }
 

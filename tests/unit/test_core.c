@@ -378,6 +378,24 @@ static void test_config_values(void **state)
 	free(cfg.sites);
 }
 
+static void test_wipe(void **state)
+{
+	(void)state;
+	char *p = malloc(16);
+	assert_non_null(p);
+	memcpy(p, "secret-secret-1", 16);
+	char *q = gg_wipe_realloc(p, 8); /* smaller: the same block */
+	assert_ptr_equal(q, p);
+	q = gg_wipe_realloc(q, 1 << 20); /* larger: moved, contents kept */
+	assert_non_null(q);
+	assert_memory_equal(q, "secret-secret-1", 16);
+	assert_null(gg_wipe_realloc(q, 0)); /* 0: freed */
+	char *n = gg_wipe_realloc(NULL, 32);
+	assert_non_null(n);
+	gg_wipe_free(n);
+	gg_wipe_free(NULL);
+}
+
 static void test_site_name(void **state)
 {
 	(void)state;
@@ -405,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_config_values),
 		cmocka_unit_test(test_site_name),
+		cmocka_unit_test(test_wipe),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
 }

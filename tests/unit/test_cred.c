@@ -1191,6 +1191,12 @@ static void test_bad_duration(void **state)
 
 int main(void)
 {
+	/* as gridgpu does first: every test below runs with OpenSSL wiping what
+	 * it frees */
+	if (gg_cred_wipe_on_free() != 0) {
+		fprintf(stderr, "gg_cred_wipe_on_free refused before any OpenSSL use\n");
+		return 1;
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_locate_order),
 		cmocka_unit_test(test_load_plain_and_encrypted),
