@@ -922,7 +922,8 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 	}
 	for (size_t i = 0; i < w.n; i++)
 		w.v[i]->visited = 0;
-	qsort(w.v, w.n, sizeof *w.v, cmp_seq);
+	if (w.n) /* nothing survived: w.v is NULL, which qsort must not get */
+		qsort(w.v, w.n, sizeof *w.v, cmp_seq);
 	gg_image_progress_totals(fz, w.n, w.bytes);
 
 	/* pass 2: the data of the entries that survived, in archive order */

@@ -277,7 +277,7 @@ static int scan_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_er
 	if (!rc && errno)
 		rc = gg_err_sys(err, GG_EFAIL, errno, "reading the directory '%s'", shown(s));
 	closedir(d);
-	if (!rc)
+	if (!rc && n) /* an empty directory: names is NULL */
 		qsort(names, n, sizeof *names, namecmp);
 
 	for (size_t i = 0; !rc && i < n; i++) {
