@@ -5,7 +5,7 @@
 set -eu
 
 # build
-PKGS="gcc make autoconf pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
+PKGS="gcc make autoconf automake pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
 libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflate-dev"
 # tests and the local test site
 PKGS="$PKGS clang clang-format libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
