@@ -6,7 +6,7 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/sh
 
-NOCONF_GOALS := deps clean distclean help
+NOCONF_GOALS := deps clean distclean help fresh-check
 ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
 include config.mk
 endif
@@ -40,7 +40,7 @@ LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
-        sanitize clang-check format-check help fuzz-build fuzz-short valgrind
+        sanitize clang-check format-check help fuzz-build fuzz-short valgrind fresh-check
 
 all: $(BIN)
 
@@ -52,6 +52,7 @@ help:
 	@echo "make bench      benchmarks beside the peer tools"
 	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
 	@echo "make valgrind   unit tests under valgrind (no leaks, no invalid access)"
+	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
 	@echo "make install    install (prefix and DESTDIR honoured)"
 
 deps:
@@ -181,6 +182,12 @@ valgrind:
 
 demo: $(BIN)
 	@scripts/demo.sh $(B)
+
+# The README's two commands on a pristine Debian 12 root (tests/fresh/fresh-check):
+# catches a package that is missing from scripts/deps.sh but happens to be here.
+FRESH_FLAGS ?=
+fresh-check:
+	@tests/fresh/fresh-check $(FRESH_FLAGS)
 
 bench: $(BIN)
 	@bench/run $(B)
