@@ -14,6 +14,21 @@ unset XDG_RUNTIME_DIR BEARER_TOKEN BEARER_TOKEN_FILE X509_USER_PROXY X509_USER_C
 t_cleanup() { [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }
 trap t_cleanup EXIT
 
+# gridgpu_for_others: the path of a copy of the build that other users (nobody)
+# can run, laid out as installed (bin/, lib/, libexec/gridgpu/): the checkout
+# may sit where only its owner can enter, as /root/gridgpu does.
+gridgpu_for_others() {
+	_pub=$T_TMP/pub
+	if [ ! -x "$_pub/bin/gridgpu" ]; then
+		mkdir -p "$_pub/bin" "$_pub/lib" "$_pub/libexec/gridgpu"
+		cp "$GRIDGPU" "$_pub/bin/gridgpu"
+		cp "$(dirname "$GRIDGPU")/../lib/libgridgpu.so.0" "$_pub/lib/"
+		cp "$GG_TOP"/libexec/gridgpu/* "$_pub/libexec/gridgpu/"
+		chmod -R a+rX "$_pub"
+		chmod 711 "$T_TMP"
+	fi
+	echo "$_pub/bin/gridgpu"
+}
 ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
 not_ok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N - $*"; }
 # check "description" command...   (passes when the command succeeds)

@@ -338,7 +338,8 @@ mk_small ur
 printf 'secret\n' >ur/etc/secret && chmod 000 ur/etc/secret
 mkdir ur/closed && chmod 000 ur/closed
 mkdir -p out && chmod 777 out
-as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$GRIDGPU" "$@" >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"; RC=$?; ERR=$(cat "$T_TMP/.stderr"); }
+NGRIDGPU=$(gridgpu_for_others)
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$NGRIDGPU" "$@" >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"; RC=$?; ERR=$(cat "$T_TMP/.stderr"); }
 as_nobody freeze ur -o out/u.sif
 [ "$RC" = 1 ] && echo "$ERR" | grep -q "ur/closed\|ur/etc/secret" && ok "unreadable: fails naming the path" || not_ok "unreadable: fails naming the path (rc $RC: $ERR)"
 no_leftovers "$W/out" u.sif && ok "unreadable: nothing left behind" || not_ok "unreadable: nothing left behind"

@@ -372,7 +372,7 @@ if [ "$(id -u)" = 0 ]; then
 	cp "$PLAIN" "$D/nob/key.pem"
 	chown -R 65534:65534 "$D/nob"
 	chmod 600 "$D/nob/key.pem"
-	setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$D/nob" "$GRIDGPU" proxy init \
+	setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$D/nob" "$(gridgpu_for_others)" proxy init \
 		--cert "$D/nob/cert.pem" --key "$D/nob/key.pem" --out "$D/ro/p" >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"
 	RC=$?
 else

@@ -272,7 +272,7 @@ cp "$X509_USER_PROXY" "$NB/x509up"
 chown -R 65534:65534 "$NB"
 chmod 700 "$NB/home"
 chmod 600 "$NB/key.pem" "$NB/x509up"
-chmod 711 "$T_TMP"
+NGRIDGPU=$(gridgpu_for_others)
 # as_nobody CMD...: as uid 65534, with core dumps allowed (soft limit raised) so
 # that only gridgpu itself can turn them off.
 as_nobody() {
@@ -319,7 +319,7 @@ _, st = os.waitpid(pid, 0)
 print(os.waitstatus_to_exitcode(st))
 EOF
 chmod 644 "$T_TMP/pty.py"
-as_nobody "$PY" "$T_TMP/pty.py" "$NB/ready" "$NB/go" "$GRIDGPU" proxy init --cert "$NB/cert.pem" --key "$NB/key.pem" \
+as_nobody "$PY" "$T_TMP/pty.py" "$NB/ready" "$NB/go" "$NGRIDGPU" proxy init --cert "$NB/cert.pem" --key "$NB/key.pem" \
 	--out "$NB/px" >"$T_TMP/pty.rc" 2>&1 &
 BG=$!
 if poll 20 test -s "$NB/ready"; then
@@ -333,9 +333,9 @@ wait "$BG"
 BG=""
 expect_eq "proxy init as another user, passphrase typed on a terminal: exit 0" "$(tail -1 "$T_TMP/pty.rc")" 0
 # request, waiting for its session: the proxy's key (and a token) in memory
-as_nobody "$GRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" --worker-address 127.0.0.1 --connect-deadline 60s
+as_nobody "$NGRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" --worker-address 127.0.0.1 --connect-deadline 60s
 S3=${TAG}n
-as_nobody "$GRIDGPU" request --name "$S3" --walltime 30m >"$NB/req.out" 2>"$NB/req.err" &
+as_nobody "$NGRIDGPU" request --name "$S3" --walltime 30m >"$NB/req.out" 2>"$NB/req.err" &
 BG=$!
 if poll 60 grep -q "waited" "$NB/req.err"; then
 	pid=$(pgrep -u 65534 -f "gridgpu request --name $S3" | head -1)
@@ -346,7 +346,7 @@ else
 fi
 wait "$BG"
 BG=""
-as_nobody "$GRIDGPU" clean --all >/dev/null 2>&1
+as_nobody "$NGRIDGPU" clean --all >/dev/null 2>&1
 
 # ---- no secret left in memory after use (gdb) ---------------------------------------------------
 if command -v gdb >/dev/null && command -v gcore >/dev/null; then
