@@ -6,7 +6,7 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/sh
 
-NOCONF_GOALS := deps clean distclean help fresh-check
+NOCONF_GOALS := deps clean distclean help fresh-check bench-tools
 ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
 include config.mk
 endif
@@ -40,7 +40,7 @@ LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
-        sanitize clang-check format-check help fuzz-build fuzz-short valgrind fresh-check
+        sanitize clang-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
 
 all: $(BIN)
 
@@ -185,12 +185,19 @@ demo: $(BIN)
 
 # The README's two commands on a pristine Debian 12 root (tests/fresh/fresh-check):
 # catches a package that is missing from scripts/deps.sh but happens to be here.
+# First tests/fresh/t-teardown: a failed or interrupted run leaves nothing behind.
 FRESH_FLAGS ?=
 fresh-check:
+	@tests/fresh/t-teardown
 	@tests/fresh/fresh-check $(FRESH_FLAGS)
 
 bench: $(BIN)
 	@bench/run $(B)
+
+# the peer tools the benchmarks run, without running them (make fresh-check)
+bench-tools:
+	@scripts/deps.sh --check >/dev/null 2>&1 || scripts/deps.sh
+	@bench/run --tools $(B)
 
 # ---- install ------------------------------------------------------------------
 MAN1 := $(sort $(wildcard man/*.1))

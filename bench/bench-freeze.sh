@@ -30,6 +30,7 @@ for c in mksquashfs siftool python3; do
 	command -v "$c" >/dev/null || { echo "bench-freeze: $c is not installed (make deps)" >&2; exit 1; }
 done
 [ -x /usr/bin/time ] || { echo "bench-freeze: GNU time is not installed (make deps)" >&2; exit 1; }
+[ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
 mkdir -p "$CACHE"
 W=$(mktemp -d "$CACHE/run.XXXXXX") # same disk as the tree
 trap 'rm -rf "$W"' EXIT

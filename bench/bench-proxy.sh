@@ -26,6 +26,7 @@ PTY_DELAY=${PTY_DELAY:-1.0}
 for c in hyperfine python3 openssl arcproxy voms-proxy-init grid-proxy-init; do
 	command -v "$c" >/dev/null || { echo "bench-proxy: $c is not installed" >&2; exit 1; }
 done
+[ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
 W=$(mktemp -d "${TMPDIR:-/tmp}/gg-bench-proxy.XXXXXX")
 trap 'rm -rf "$W"' EXIT INT TERM
 # Keep the tools away from the user's own credentials and configuration.

@@ -27,6 +27,7 @@ GG_TB_DIR=${GG_TB_DIR:-/tmp/gridgpu-testbed}
 for c in hyperfine arcsub arcstat arcclean python3 ssh; do
 	command -v "$c" >/dev/null || { echo "bench-session: $c is not installed (make deps)" >&2; exit 1; }
 done
+[ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
 W=$(mktemp -d /tmp/gg-bench-session.XXXXXX)
 export HOME=$W/home XDG_CONFIG_HOME=$W/home/.config XDG_STATE_HOME=$W/home/.local/state
 export X509_USER_PROXY=$W/x509up X509_CERT_DIR=$GG_TB_CA_DIR
