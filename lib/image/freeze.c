@@ -218,17 +218,26 @@ static unsigned ncpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-static int64_t newest_mtime(const struct gg_node *n)
+struct newest {
+	const struct gg_node *top;
+	int64_t m;
+};
+
+static int newer(struct gg_node *n, void *ud)
 {
-	int64_t m = n->inode->mtime;
-	for (size_t i = 0; i < n->nkids; i++) {
-		if (n->kids[i]->inode->skipped)
-			continue;
-		int64_t k = newest_mtime(n->kids[i]);
-		if (k > m)
-			m = k;
-	}
-	return m;
+	struct newest *w = ud;
+	if (n != w->top && n->inode->skipped)
+		return GG_WALK_SKIP;
+	if (n->inode->mtime > w->m)
+		w->m = n->inode->mtime;
+	return 0;
+}
+
+static int64_t newest_mtime(struct gg_node *top)
+{
+	struct newest w = {top, top->inode->mtime};
+	gg_image_tree_walk(top, newer, NULL, &w);
+	return w.m;
 }
 
 static int install(const char *tmp, const char *out, int force, struct gg_err *err)
@@ -420,6 +429,8 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 		.level = o->level,
 		.jobs = o->jobs ? o->jobs : ncpus(),
 		.block_size = 128 * 1024,
+		.cancel = cb ? cb->cancel : NULL,
+		.cancel_ud = cb ? cb->ud : NULL,
 	};
 	if (gg_sqfs_writer_new(fd, tmp, (uint64_t)part_off, &qo, &fz.sq, err) < 0)
 		goto fail;

@@ -78,6 +78,26 @@ struct gg_node *gg_image_tree_lookup(const struct gg_tree *t, const char *path);
 /* Resolve a path inside the tree following symlinks (absolute targets from the root,
  * at most 40 hops); NULL when it does not resolve. */
 struct gg_node *gg_image_tree_resolve(const struct gg_tree *t, const char *path);
+/* Walk top and every node below it depth first, children in name order, without
+ * recursion or allocation (the way back up goes through the parent pointers), so that
+ * any depth is safe. pre(n) comes before n's children, post(n) after them; either may be
+ * NULL. pre returning GG_WALK_SKIP leaves out n's children and n's post; any other
+ * non-zero return of pre or post stops the walk and is returned. The callbacks must not
+ * add or remove nodes. */
+#define GG_WALK_SKIP 1
+typedef int (*gg_walk_fn)(struct gg_node *n, void *ud);
+int gg_image_tree_walk(struct gg_node *top, gg_walk_fn pre, gg_walk_fn post, void *ud);
+
+/* Bounds of the names an image may hold: a name at most GG_IMAGE_NAME_MAX bytes (the
+ * squashfs limit: unsquashfs and the kernel refuse longer ones), a path at most
+ * GG_IMAGE_PATH_MAX bytes (PATH_MAX without the NUL; this bounds the depth too). */
+#define GG_IMAGE_NAME_MAX 256
+#define GG_IMAGE_PATH_MAX 4095
+/* Check a clean relative path against those bounds; with whiteouts set, a last name
+ * ".wh.NAME" may be 4 bytes longer (it only names what it hides). GG_EFAIL with err
+ * naming the entry (shortened when long). */
+int gg_image_path_check(const char *path, int whiteouts, struct gg_err *err);
+
 /* Attach a packed xattr set to an inode (copied). */
 int gg_image_inode_set_xattrs(struct gg_inode *ino, const unsigned char *packed, size_t len);
 
@@ -124,6 +144,8 @@ struct gg_sqfs_opts {
 	int level;     /* 0 = default */
 	unsigned jobs; /* >= 1 */
 	uint32_t block_size;
+	int (*cancel)(void *ud); /* optional: polled while the tree is serialised */
+	void *cancel_ud;
 };
 /* Write a squashfs into fd starting at base (the SIF partition offset). path is for
  * messages. */

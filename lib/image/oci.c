@@ -835,28 +835,23 @@ struct winners {
 	uint64_t bytes;
 };
 
-static int collect(struct gg_node *n, struct winners *w)
+static int collect(struct gg_node *n, void *ud)
 {
-	for (size_t i = 0; i < n->nkids; i++) {
-		struct gg_node *k = n->kids[i];
-		struct gg_inode *ino = k->inode;
-		if (S_ISDIR(ino->mode)) {
-			if (collect(k, w) < 0)
-				return -1;
-		} else if (S_ISREG(ino->mode) && ino->src_seq && !ino->visited) {
-			ino->visited = 1;
-			if (w->n == w->cap) {
-				size_t nc = w->cap ? w->cap * 2 : 256;
-				struct gg_inode **nv = realloc(w->v, nc * sizeof *nv);
-				if (!nv)
-					return -1;
-				w->v = nv;
-				w->cap = nc;
-			}
-			w->v[w->n++] = ino;
-			w->bytes += ino->size;
-		}
+	struct winners *w = ud;
+	struct gg_inode *ino = n->inode;
+	if (!S_ISREG(ino->mode) || !ino->src_seq || ino->visited)
+		return 0;
+	ino->visited = 1;
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 256;
+		struct gg_inode **nv = realloc(w->v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		w->v = nv;
+		w->cap = nc;
 	}
+	w->v[w->n++] = ino;
+	w->bytes += ino->size;
 	return 0;
 }
 
@@ -916,7 +911,7 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 
 	for (struct gg_inode *i = t->all; i; i = i->next_all)
 		i->visited = 0;
-	if (collect(t->root, &w) < 0) {
+	if (gg_image_tree_walk(t->root, collect, NULL, &w) != 0) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
 	}

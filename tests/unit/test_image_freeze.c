@@ -398,6 +398,32 @@ static void test_tar(void **state)
 	assert_clean(tmpdir, "bad.sif");
 }
 
+/* Names squashfs cannot hold and paths deep enough to overflow a recursive walk are
+ * refused with an error naming the entry (a 200,000-level pax path once crashed the
+ * freeze; a 257-byte name made an image unsquashfs could not extract). */
+static void test_tar_bounds(void **state)
+{
+	(void)state;
+	size_t n = 200000;
+	char *deep = malloc(2 * n + 8);
+	for (size_t i = 0; i < n; i++)
+		memcpy(deep + 2 * i, "a/", 2);
+	strcpy(deep + 2 * n, "f");
+	const struct tent e1[] = {{deep, AE_IFREG, "x", 0}};
+	expect_tar_fails(e1, 1, "a path of 400001 bytes");
+	free(deep);
+
+	char name[300];
+	memset(name, 'n', 257);
+	name[257] = '\0';
+	const struct tent e2[] = {{"./", AE_IFDIR, NULL, 0}, {name, AE_IFREG, "x", 0}};
+	expect_tar_fails(e2, 2, "a name of 257 bytes");
+	name[256] = '\0'; /* 256 is the limit, and fine */
+	write_tar(P("%s", "n256.tar"), e2, 2, 0);
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "n256.tar"), P("%s", "n256.sif"), NULL, &err), 0);
+}
+
 static void test_too_many_ids(void **state)
 {
 	(void)state;
@@ -628,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_dir_reproducible),
 		cmocka_unit_test(test_output_handling),
 		cmocka_unit_test(test_tar),
+		cmocka_unit_test(test_tar_bounds),
 		cmocka_unit_test(test_too_many_ids),
 		cmocka_unit_test(test_oci),
 		cmocka_unit_test(test_cancel),
