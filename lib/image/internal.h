@@ -193,6 +193,13 @@ int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz);
 /* Readers (sandbox.c, tar.c, oci.c). source_desc gets a malloc'd digest ("sha256:...")
  * when the reader knows one. */
 int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err);
+/* Open the clean relative path rel beneath the directory rootfd ("" = rootfd itself)
+ * without following any symbolic link on the way: openat2 with RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS when use_openat2, else one O_NOFOLLOW openat per component
+ * (O_PATH for the directories on the way). -1 with errno (ELOOP for a link). */
+int gg_image_open_beneath(int rootfd, const char *rel, int flags, int use_openat2);
+/* 1 when openat2 is there and allowed (not filtered by a seccomp profile). */
+int gg_image_openat2_works(int rootfd);
 int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **digest,
 		      struct gg_err *err);
 struct gg_oci_info {

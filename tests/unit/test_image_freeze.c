@@ -586,6 +586,124 @@ static void test_oci(void **state)
 	assert_int_equal(gg_image_freeze(&o, NULL, &res, &err), GG_EUSAGE);
 }
 
+/* ---- the sandbox changing under the freeze ------------------------------------------ */
+
+/* At the start of the data phase (after the scan), replace one path of the sandbox:
+ * what --from was becomes --aside, and --from becomes a symlink to --to (link_to) or a
+ * hard link of --to (a different file in the same place). */
+struct swap {
+	const char *from, *aside, *to;
+	int hard, done;
+};
+
+static void swap_at_data(void *ud, const struct gg_image_progress *p)
+{
+	struct swap *w = ud;
+	if (p->phase != GG_IMAGE_PHASE_DATA || w->done)
+		return;
+	w->done = 1;
+	assert_int_equal(rename(w->from, w->aside), 0);
+	if (w->hard)
+		assert_int_equal(link(w->to, w->from), 0);
+	else
+		assert_int_equal(symlink(w->to, w->from), 0);
+}
+
+static void expect_swap_fails(struct swap *w, const char *sb, const char *out, const char *name)
+{
+	struct gg_image_callbacks cb = {.progress = swap_at_data, .ud = w};
+	struct gg_freeze_opts o = {.source = sb, .output = out, .jobs = 1};
+	struct gg_err err = {0};
+	int rc = gg_image_freeze(&o, &cb, NULL, &err);
+	assert_int_equal(w->done, 1);
+	/* before the fix: rc 0 and the outside file's bytes in the image */
+	assert_true(rc < 0);
+	if (!strstr(err.msg, "changed while freezing") || !strstr(err.msg, name))
+		fail_msg("'%s' does not say '%s' changed while freezing", err.msg, name);
+	assert_clean(tmpdir, "race.sif");
+}
+
+static void test_sandbox_race(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "outside"), 0755);
+	put(P("%s", "outside/f"), "SECRET-OUTSIDE\n");
+	/* a directory replaced by a symlink to a directory outside the sandbox */
+	mkdir(P("%s", "race1"), 0755);
+	mkdir(P("%s", "race1/d"), 0755);
+	put(P("%s", "race1/d/f"), "inside\n");
+	char from[512], aside[512], to[512];
+	snprintf(from, sizeof from, "%s", P("%s", "race1/d"));
+	snprintf(aside, sizeof aside, "%s", P("%s", "race1-d-aside"));
+	snprintf(to, sizeof to, "%s", P("%s", "outside"));
+	struct swap w = {from, aside, to, 0, 0};
+	expect_swap_fails(&w, P("%s", "race1"), P("%s", "race.sif"), "d/f");
+	/* a file replaced by another file (a hard link of one outside): the inode differs */
+	mkdir(P("%s", "race2"), 0755);
+	put(P("%s", "race2/f"), "inside\n");
+	snprintf(from, sizeof from, "%s", P("%s", "race2/f"));
+	snprintf(aside, sizeof aside, "%s", P("%s", "race2-f-aside"));
+	snprintf(to, sizeof to, "%s", P("%s", "outside/f"));
+	struct swap w2 = {from, aside, to, 1, 0};
+	expect_swap_fails(&w2, P("%s", "race2"), P("%s", "race.sif"), "race2/f");
+}
+
+/* Opening beneath the root refuses a symlink anywhere on the path, with openat2 and
+ * with the per-component fallback alike. */
+static void test_open_beneath(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "ob"), 0755);
+	mkdir(P("%s", "ob/a"), 0755);
+	mkdir(P("%s", "ob/a/b"), 0755);
+	put(P("%s", "ob/a/b/f"), "f\n");
+	assert_int_equal(symlink("a", P("%s", "ob/l")), 0);
+	assert_int_equal(symlink("/etc", P("%s", "ob/a/etc")), 0);
+	assert_int_equal(symlink("f", P("%s", "ob/a/b/lf")), 0);
+	int root = open(P("%s", "ob"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	for (int v2 = 0; v2 <= gg_image_openat2_works(root); v2++) {
+		int fd = gg_image_open_beneath(root, "a/b/f", O_RDONLY, v2);
+		assert_true(fd >= 0);
+		close(fd);
+		fd = gg_image_open_beneath(root, "", O_RDONLY | O_DIRECTORY, v2);
+		assert_true(fd >= 0);
+		close(fd);
+		const char *bad[] = {"l/b/f", "a/etc/passwd", "a/b/lf", "l"};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			errno = 0;
+			assert_int_equal(gg_image_open_beneath(root, bad[i], O_RDONLY, v2), -1);
+			if (errno != ELOOP && errno != ENOTDIR)
+				fail_msg("'%s' (openat2 %d): %s", bad[i], v2, strerror(errno));
+		}
+	}
+	close(root);
+}
+
+/* A sandbox path longer than 4095 bytes is refused, naming it. */
+static void test_sandbox_deep(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "deepsb"), 0755);
+	int fd = open(P("%s", "deepsb"), O_RDONLY | O_DIRECTORY);
+	char name[201];
+	memset(name, 'd', 200);
+	name[200] = '\0';
+	for (int i = 0; i < 21; i++) { /* 21 * 201 bytes */
+		assert_int_equal(mkdirat(fd, name, 0755), 0);
+		int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = nfd;
+	}
+	close(fd);
+	struct gg_err err = {0};
+	assert_true(freeze(P("%s", "deepsb"), P("%s", "deep.sif"), NULL, &err) < 0);
+	if (!strstr(err.msg, "a path of 4220 bytes"))
+		fail_msg("%s", err.msg);
+	assert_clean(tmpdir, "deep.sif");
+	unit_rmtree(P("%s", "deepsb"));
+}
+
 /* ---- cancel, unreadable ------------------------------------------------------------ */
 
 static int cancel_after(void *ud)
@@ -657,6 +775,9 @@ int main(void)
 		cmocka_unit_test(test_tar_bounds),
 		cmocka_unit_test(test_too_many_ids),
 		cmocka_unit_test(test_oci),
+		cmocka_unit_test(test_sandbox_race),
+		cmocka_unit_test(test_open_beneath),
+		cmocka_unit_test(test_sandbox_deep),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_unreadable),
 	};
