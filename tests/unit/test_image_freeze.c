@@ -704,6 +704,103 @@ static void test_sandbox_deep(void **state)
 	unit_rmtree(P("%s", "deepsb"));
 }
 
+/* ---- OCI digests ------------------------------------------------------------------ */
+
+/* A blob stored under blobs/ALG/<hex of ALG>; returns "ALG:<hex>" (malloc'd). With
+ * corrupt set, the stored bytes differ from what the digest was taken of. */
+static char *blob_alg(const char *layout, const char *alg, const void *data, size_t len,
+		      int corrupt)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned ml = 0;
+	EVP_Digest(data, len, md, &ml, EVP_get_digestbyname(alg), NULL);
+	char hex[2 * EVP_MAX_MD_SIZE + 1], path[700];
+	for (unsigned i = 0; i < ml; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	snprintf(path, sizeof path, "%s/blobs/%s", layout, alg);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/blobs/%s/%s", layout, alg, hex);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	if (corrupt)
+		assert_int_equal(pwrite(fd, "X", 1, 20), 1);
+	close(fd);
+	return gg_strdup_printf("%s:%s", alg, hex);
+}
+
+/* An OCI layout with one layer whose digest uses alg. */
+static void make_oci_alg(const char *layout, const char *alg, int corrupt)
+{
+	char p[700];
+	mkdir(layout, 0755);
+	snprintf(p, sizeof p, "%s/blobs", layout);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/oci-layout", layout);
+	put(p, "{\"imageLayoutVersion\":\"1.0.0\"}");
+	const struct tent l1[] = {{"etc/a", AE_IFREG, "layer data", 0}};
+	write_tar(P("%s", "layer.tmp"), l1, 1, 1);
+	unsigned char *b;
+	size_t bl;
+	read_all(P("%s", "layer.tmp"), &b, &bl);
+	char *dl = blob_alg(layout, alg, b, bl, corrupt);
+	free(b);
+	const char *cfg = "{\"architecture\":\"amd64\",\"os\":\"linux\"}";
+	char *dc = blob_alg(layout, "sha256", cfg, strlen(cfg), 0);
+	json_t *man = json_pack("{s:i,s:{s:s,s:i},s:[{s:s,s:s,s:i}]}", "schemaVersion", 2, "config",
+				"digest", dc, "size", (int)strlen(cfg), "layers", "mediaType",
+				"application/vnd.oci.image.layer.v1.tar+gzip", "digest", dl, "size",
+				(int)bl);
+	char *ms = json_dumps(man, JSON_COMPACT);
+	char *dm = blob_alg(layout, "sha256", ms, strlen(ms), 0);
+	json_t *idx = json_pack("{s:i,s:[{s:s,s:s}]}", "schemaVersion", 2, "manifests", "mediaType",
+				"application/vnd.oci.image.manifest.v1+json", "digest", dm);
+	char *is = json_dumps(idx, JSON_COMPACT);
+	snprintf(p, sizeof p, "%s/index.json", layout);
+	put(p, is);
+	free(is);
+	free(ms);
+	json_decref(idx);
+	json_decref(man);
+	free(dl);
+	free(dc);
+	free(dm);
+}
+
+/* Every digest OCI allows is checked (sha256, sha512); others are refused rather than
+ * trusted (a sha512 or md5 layer was never checked before). */
+static void test_oci_digests(void **state)
+{
+	(void)state;
+	struct {
+		const char *alg;
+		int corrupt;
+		const char *msg; /* NULL: freezes */
+	} cases[] = {
+		{"sha512", 0, NULL},
+		{"sha512", 1, "does not match its digest"},
+		{"sha256", 1, "does not match its digest"},
+		{"md5", 0, "digest algorithm 'md5' is not supported"},
+		{"sha1", 1, "digest algorithm 'sha1' is not supported"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char layout[600];
+		snprintf(layout, sizeof layout, "%s/ocid%zu", tmpdir, i);
+		make_oci_alg(layout, cases[i].alg, cases[i].corrupt);
+		struct gg_freeze_opts o = {.source = layout, .output = P("%s", "ocid.sif")};
+		struct gg_err err = {0};
+		int rc = gg_image_freeze(&o, NULL, NULL, &err);
+		if (!cases[i].msg) {
+			assert_int_equal(rc, 0);
+			unlink(P("%s", "ocid.sif"));
+			continue;
+		}
+		if (rc == 0 || !strstr(err.msg, cases[i].msg))
+			fail_msg("%s%s: rc %d, '%s'", cases[i].alg,
+				 cases[i].corrupt ? " (corrupt)" : "", rc, err.msg);
+		assert_clean(tmpdir, "ocid.sif");
+	}
+}
+
 /* ---- cancel, unreadable ------------------------------------------------------------ */
 
 static int cancel_after(void *ud)
@@ -775,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_tar_bounds),
 		cmocka_unit_test(test_too_many_ids),
 		cmocka_unit_test(test_oci),
+		cmocka_unit_test(test_oci_digests),
 		cmocka_unit_test(test_sandbox_race),
 		cmocka_unit_test(test_open_beneath),
 		cmocka_unit_test(test_sandbox_deep),
