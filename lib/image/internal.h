@@ -185,6 +185,10 @@ int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struc
 int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err);
 /* Append n zero bytes (holes of sparse files). */
 int gg_image_feed_zeros(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
+/* The same for a hole an archive declares: the holes of a freeze may add up to 1 GiB
+ * plus 256 times the data bytes fed so far, no more (a 10 KiB tar declaring a 1 TiB
+ * sparse file would cost minutes of CPU): GG_EFAIL past that. */
+int gg_image_feed_hole(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
 struct gg_tree *gg_image_freeze_tree(struct gg_freeze *fz);
 /* 1 for files the directory reader leaves out (the temp file, the output it replaces). */
 int gg_image_freeze_excluded(const struct gg_freeze *fz, dev_t dev, ino_t ino);

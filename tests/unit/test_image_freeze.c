@@ -704,6 +704,78 @@ static void test_sandbox_deep(void **state)
 	unit_rmtree(P("%s", "deepsb"));
 }
 
+/* ---- endless and inflated input ------------------------------------------------------ */
+
+static int cancel_now(void *ud)
+{
+	(void)ud;
+	return 1;
+}
+
+/* /dev/zero as a tar stream: an empty archive followed by endless zeros. Before, the
+ * loop hashing what follows the end marker read it forever and never polled cancel. */
+static void test_tar_endless(void **state)
+{
+	(void)state;
+	int fd = open("/dev/zero", O_RDONLY);
+	assert_true(fd >= 0);
+	struct gg_freeze_opts o = {.source = "-", .input_fd = fd, .output = P("%s", "z.sif")};
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_freeze(&o, NULL, NULL, &err), GG_EFAIL);
+	if (!strstr(err.msg, "after the end of the tar archive"))
+		fail_msg("%s", err.msg);
+	assert_clean(tmpdir, "z.sif");
+	struct gg_image_callbacks cb = {.cancel = cancel_now};
+	assert_int_equal(gg_image_freeze(&o, &cb, NULL, &err), GG_EINTR);
+	assert_clean(tmpdir, "z.sif");
+	close(fd);
+	/* tar padding after the end marker is fine */
+	const struct tent e[] = {{"f", AE_IFREG, "x", 0}};
+	write_tar(P("%s", "pad.tar"), e, 1, 0);
+	int pfd = open(P("%s", "pad.tar"), O_WRONLY | O_APPEND);
+	static const char zeros[64 << 10];
+	assert_int_equal(write(pfd, zeros, sizeof zeros), (ssize_t)sizeof zeros);
+	close(pfd);
+	assert_int_equal(freeze(P("%s", "pad.tar"), P("%s", "pad.sif"), NULL, &err), 0);
+}
+
+/* A sparse tar: declared size, data at the end. */
+static void write_sparse_tar(const char *path, int64_t size)
+{
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax(a);
+	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+	struct archive_entry *ae = archive_entry_new();
+	archive_entry_set_pathname(ae, "sparse");
+	archive_entry_set_filetype(ae, AE_IFREG);
+	archive_entry_set_perm(ae, 0644);
+	archive_entry_set_size(ae, size);
+	archive_entry_sparse_add_entry(ae, size - 4, 4);
+	assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+	assert_int_equal(archive_write_data(a, "end\n", 4), 4);
+	archive_entry_free(ae);
+	archive_write_close(a);
+	archive_write_free(a);
+}
+
+/* 10 KiB declaring 1 TiB: refused at once instead of minutes of zeros. */
+static void test_tar_sparse_bound(void **state)
+{
+	(void)state;
+	write_sparse_tar(P("%s", "tib.tar"), (int64_t)1 << 40);
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "tib.tar"), P("%s", "tib.sif"), NULL, &err), GG_EFAIL);
+	if (!strstr(err.msg, "entry 'sparse': sparse file holes of 1024 GiB"))
+		fail_msg("%s", err.msg);
+	assert_clean(tmpdir, "tib.sif");
+	/* a reasonable hole still freezes, with its size */
+	write_sparse_tar(P("%s", "mib.tar"), 64 << 20);
+	struct gg_freeze_result res;
+	struct gg_freeze_opts o = {.source = P("%s", "mib.tar"), .output = P("%s", "mib.sif")};
+	assert_int_equal(gg_image_freeze(&o, NULL, &res, &err), 0);
+	assert_int_equal(res.data_bytes, 64 << 20);
+}
+
 /* ---- OCI digests ------------------------------------------------------------------ */
 
 /* A blob stored under blobs/ALG/<hex of ALG>; returns "ALG:<hex>" (malloc'd). With
@@ -870,6 +942,8 @@ int main(void)
 		cmocka_unit_test(test_output_handling),
 		cmocka_unit_test(test_tar),
 		cmocka_unit_test(test_tar_bounds),
+		cmocka_unit_test(test_tar_endless),
+		cmocka_unit_test(test_tar_sparse_bound),
 		cmocka_unit_test(test_too_many_ids),
 		cmocka_unit_test(test_oci),
 		cmocka_unit_test(test_oci_digests),
