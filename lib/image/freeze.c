@@ -25,7 +25,9 @@
 
 #define CAPTURE_MAX        (1u << 20) /* metadata files kept for inspect-metadata.json */
 #define MAX_WARNINGS_SHOWN 50
-#define PROGRESS_NS        100000000L /* at most ten progress calls a second */
+#define PROGRESS_NS        100000000L   /* at most ten progress calls a second */
+#define HOLES_FREE         (1ull << 30) /* declared holes allowed whatever the data */
+#define HOLES_PER_BYTE     256u         /* and per data byte */
 
 struct gg_freeze {
 	const struct gg_freeze_opts *o;
@@ -45,6 +47,8 @@ struct gg_freeze {
 	unsigned char head[20];
 	size_t headlen;
 	int capturing;
+	int zeroing;             /* in gg_image_feed_zeros: not data of the source */
+	uint64_t data_in, holes; /* bytes of data and of declared holes fed */
 };
 
 void gg_image_warn(struct gg_freeze *fz, const char *fmt, ...)
@@ -177,6 +181,8 @@ int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struc
 	}
 	if (gg_sqfs_file_append(fz->sq, data, len, err) < 0)
 		return err->code;
+	if (!fz->zeroing)
+		fz->data_in += len;
 	if (!fz->input_driven)
 		fz->prog.bytes_done += len;
 	if (gg_image_check_cancel(fz, err) < 0)
@@ -188,13 +194,31 @@ int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struc
 int gg_image_feed_zeros(struct gg_freeze *fz, uint64_t n, struct gg_err *err)
 {
 	static const unsigned char zero[65536];
-	while (n) {
+	int rc = 0;
+	fz->zeroing = 1;
+	while (n && !rc) {
 		size_t k = n > sizeof zero ? sizeof zero : (size_t)n;
-		if (gg_image_feed_data(fz, zero, k, err) < 0)
-			return err->code;
+		rc = gg_image_feed_data(fz, zero, k, err);
 		n -= k;
 	}
-	return 0;
+	fz->zeroing = 0;
+	return rc;
+}
+
+int gg_image_feed_hole(struct gg_freeze *fz, uint64_t n, struct gg_err *err)
+{
+	uint64_t allowed = HOLES_FREE + HOLES_PER_BYTE * fz->data_in;
+	if (n > allowed || fz->holes > allowed - n) {
+		char a[32], d[32];
+		gg_size_format(fz->holes + n, a, sizeof a);
+		gg_size_format(fz->data_in, d, sizeof d);
+		return gg_err_set(err, GG_EFAIL,
+				  "sparse file holes of %s for %s of data (at most 1 GiB plus %u "
+				  "times the data are allowed)",
+				  a, d, HOLES_PER_BYTE);
+	}
+	fz->holes += n;
+	return gg_image_feed_zeros(fz, n, err);
 }
 
 int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err)
@@ -218,17 +242,26 @@ static unsigned ncpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-static int64_t newest_mtime(const struct gg_node *n)
+struct newest {
+	const struct gg_node *top;
+	int64_t m;
+};
+
+static int newer(struct gg_node *n, void *ud)
 {
-	int64_t m = n->inode->mtime;
-	for (size_t i = 0; i < n->nkids; i++) {
-		if (n->kids[i]->inode->skipped)
-			continue;
-		int64_t k = newest_mtime(n->kids[i]);
-		if (k > m)
-			m = k;
-	}
-	return m;
+	struct newest *w = ud;
+	if (n != w->top && n->inode->skipped)
+		return GG_WALK_SKIP;
+	if (n->inode->mtime > w->m)
+		w->m = n->inode->mtime;
+	return 0;
+}
+
+static int64_t newest_mtime(struct gg_node *top)
+{
+	struct newest w = {top, top->inode->mtime};
+	gg_image_tree_walk(top, newer, NULL, &w);
+	return w.m;
 }
 
 static int install(const char *tmp, const char *out, int force, struct gg_err *err)
@@ -420,6 +453,8 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 		.level = o->level,
 		.jobs = o->jobs ? o->jobs : ncpus(),
 		.block_size = 128 * 1024,
+		.cancel = cb ? cb->cancel : NULL,
+		.cancel_ud = cb ? cb->ud : NULL,
 	};
 	if (gg_sqfs_writer_new(fd, tmp, (uint64_t)part_off, &qo, &fz.sq, err) < 0)
 		goto fail;

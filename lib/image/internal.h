@@ -78,6 +78,26 @@ struct gg_node *gg_image_tree_lookup(const struct gg_tree *t, const char *path);
 /* Resolve a path inside the tree following symlinks (absolute targets from the root,
  * at most 40 hops); NULL when it does not resolve. */
 struct gg_node *gg_image_tree_resolve(const struct gg_tree *t, const char *path);
+/* Walk top and every node below it depth first, children in name order, without
+ * recursion or allocation (the way back up goes through the parent pointers), so that
+ * any depth is safe. pre(n) comes before n's children, post(n) after them; either may be
+ * NULL. pre returning GG_WALK_SKIP leaves out n's children and n's post; any other
+ * non-zero return of pre or post stops the walk and is returned. The callbacks must not
+ * add or remove nodes. */
+#define GG_WALK_SKIP 1
+typedef int (*gg_walk_fn)(struct gg_node *n, void *ud);
+int gg_image_tree_walk(struct gg_node *top, gg_walk_fn pre, gg_walk_fn post, void *ud);
+
+/* Bounds of the names an image may hold: a name at most GG_IMAGE_NAME_MAX bytes (the
+ * squashfs limit: unsquashfs and the kernel refuse longer ones), a path at most
+ * GG_IMAGE_PATH_MAX bytes (PATH_MAX without the NUL; this bounds the depth too). */
+#define GG_IMAGE_NAME_MAX 256
+#define GG_IMAGE_PATH_MAX 4095
+/* Check a clean relative path against those bounds; with whiteouts set, a last name
+ * ".wh.NAME" may be 4 bytes longer (it only names what it hides). GG_EFAIL with err
+ * naming the entry (shortened when long). */
+int gg_image_path_check(const char *path, int whiteouts, struct gg_err *err);
+
 /* Attach a packed xattr set to an inode (copied). */
 int gg_image_inode_set_xattrs(struct gg_inode *ino, const unsigned char *packed, size_t len);
 
@@ -124,6 +144,8 @@ struct gg_sqfs_opts {
 	int level;     /* 0 = default */
 	unsigned jobs; /* >= 1 */
 	uint32_t block_size;
+	int (*cancel)(void *ud); /* optional: polled while the tree is serialised */
+	void *cancel_ud;
 };
 /* Write a squashfs into fd starting at base (the SIF partition offset). path is for
  * messages. */
@@ -163,6 +185,10 @@ int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struc
 int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err);
 /* Append n zero bytes (holes of sparse files). */
 int gg_image_feed_zeros(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
+/* The same for a hole an archive declares: the holes of a freeze may add up to 1 GiB
+ * plus 256 times the data bytes fed so far, no more (a 10 KiB tar declaring a 1 TiB
+ * sparse file would cost minutes of CPU): GG_EFAIL past that. */
+int gg_image_feed_hole(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
 struct gg_tree *gg_image_freeze_tree(struct gg_freeze *fz);
 /* 1 for files the directory reader leaves out (the temp file, the output it replaces). */
 int gg_image_freeze_excluded(const struct gg_freeze *fz, dev_t dev, ino_t ino);
@@ -171,6 +197,13 @@ int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz);
 /* Readers (sandbox.c, tar.c, oci.c). source_desc gets a malloc'd digest ("sha256:...")
  * when the reader knows one. */
 int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err);
+/* Open the clean relative path rel beneath the directory rootfd ("" = rootfd itself)
+ * without following any symbolic link on the way: openat2 with RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS when use_openat2, else one O_NOFOLLOW openat per component
+ * (O_PATH for the directories on the way). -1 with errno (ELOOP for a link). */
+int gg_image_open_beneath(int rootfd, const char *rel, int flags, int use_openat2);
+/* 1 when openat2 is there and allowed (not filtered by a seccomp profile). */
+int gg_image_openat2_works(int rootfd);
 int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **digest,
 		      struct gg_err *err);
 struct gg_oci_info {

@@ -112,22 +112,24 @@ const char *gg_image_elf_arch(const unsigned char *h, size_t len)
 	}
 }
 
-static const char *first_exec_elf(const struct gg_node *n)
+static int exec_elf(struct gg_node *n, void *ud)
 {
-	for (size_t i = 0; i < n->nkids; i++) {
-		const struct gg_node *k = n->kids[i];
-		const struct gg_inode *ino = k->inode;
-		if (ino->skipped)
-			continue;
-		if (S_ISREG(ino->mode) && ino->elf[0] && (ino->mode & 0111))
-			return ino->elf;
-		if (S_ISDIR(ino->mode)) {
-			const char *a = first_exec_elf(k);
-			if (a)
-				return a;
-		}
+	const struct gg_inode *ino = n->inode;
+	if (ino->skipped)
+		return GG_WALK_SKIP;
+	if (S_ISREG(ino->mode) && ino->elf[0] && (ino->mode & 0111)) {
+		*(const char **)ud = ino->elf;
+		return 2; /* found: stop */
 	}
-	return NULL;
+	return 0;
+}
+
+static const char *first_exec_elf(const struct gg_node *top)
+{
+	const char *found = NULL;
+	/* the walk takes no const tree; exec_elf only reads */
+	gg_image_tree_walk((struct gg_node *)top, exec_elf, NULL, &found);
+	return found;
 }
 
 static const char *code_of(const char *elf)

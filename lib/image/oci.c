@@ -36,6 +36,7 @@ struct container {
 	uint64_t fsize;
 	struct member *m;
 	size_t nm, cap;
+	struct gg_freeze *fz; /* for the cancel hook; NULL in format detection */
 };
 
 static void container_close(struct container *c)
@@ -154,6 +155,8 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 	int have_pax_size = 0, rc = 0;
 	unsigned char h[512];
 	for (;;) {
+		if (c->fz && (rc = gg_image_check_cancel(c->fz, err)) < 0)
+			break;
 		int r = pread_full(c->fd, h, sizeof h, pos);
 		if (r < 0) {
 			rc = gg_err_sys(err, GG_EIO, errno, "reading '%s'", c->path);
@@ -338,10 +341,12 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 	return rc;
 }
 
-static int container_open(struct container *c, const char *path, struct gg_err *err)
+static int container_open(struct container *c, const char *path, struct gg_freeze *fz,
+			  struct gg_err *err)
 {
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
+	c->fz = fz;
 	c->path = path;
 	struct stat st;
 	if (stat(path, &st) < 0)
@@ -385,6 +390,7 @@ struct range {
 	int fd, own;
 	uint64_t off, size, pos;
 	unsigned char *buf;
+	struct gg_freeze *fz; /* layers: polled for cancel at each read */
 };
 
 static int blob_open(const struct container *c, const char *name, struct range *r,
@@ -477,59 +483,93 @@ static char *digest_blob(const char *digest)
 	return gg_strdup_printf("blobs/%.*s/%s", (int)(colon - digest), digest, colon + 1);
 }
 
-/* The digest a blob name claims: blobs/sha256/<hex> -> "sha256:<hex>", else NULL. */
+/* The digest a blob name claims: blobs/ALG/<hex> -> "ALG:<hex>", else NULL. */
 static char *name_digest(const char *name)
 {
 	const char *p = name;
 	if (!strncmp(p, "./", 2))
 		p += 2;
-	if (strncmp(p, "blobs/sha256/", 13) || strlen(p + 13) != 64)
+	if (strncmp(p, "blobs/", 6))
 		return NULL;
-	return gg_strdup_printf("sha256:%s", p + 13);
+	p += 6;
+	const char *slash = strchr(p, '/');
+	if (!slash || slash == p || !slash[1] || strchr(slash + 1, '/'))
+		return NULL;
+	return gg_strdup_printf("%.*s:%s", (int)(slash - p), p, slash + 1);
 }
 
-static int check_digest(const struct container *c, const char *name, const char *digest,
-			struct gg_err *err)
+/* The algorithms OCI registers for digests; anything else is refused, not trusted. */
+static const EVP_MD *digest_md(const char *digest, size_t *hexlen)
 {
-	if (strncmp(digest, "sha256:", 7) != 0)
-		return 0; /* other algorithms: not checked */
+	if (!strncmp(digest, "sha256:", 7)) {
+		*hexlen = 64;
+		return EVP_sha256();
+	}
+	if (!strncmp(digest, "sha512:", 7)) {
+		*hexlen = 128;
+		return EVP_sha512();
+	}
+	return NULL;
+}
+
+/* Hash the blob's bytes into hex (2 * EVP_MAX_MD_SIZE + 1). */
+static int hash_blob(const struct container *c, const char *name, const EVP_MD *alg, char *hex,
+		     struct gg_err *err)
+{
 	struct range r;
 	if (blob_open(c, name, &r, err) < 0)
 		return err->code;
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	unsigned char *buf = malloc(RANGE_BUF);
 	int rc = 0;
-	if (!md || !buf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+	if (!md || !buf || EVP_DigestInit_ex(md, alg, NULL) != 1)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (uint64_t pos = 0; pos < r.size;) {
+	for (uint64_t pos = 0; !rc && pos < r.size;) {
+		if (c->fz && gg_image_check_cancel(c->fz, err) < 0) {
+			rc = err->code;
+			break;
+		}
 		size_t want = r.size - pos < RANGE_BUF ? (size_t)(r.size - pos) : RANGE_BUF;
 		ssize_t n = pread(r.fd, buf, want, (off_t)(r.off + pos));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
+		if (n <= 0)
 			rc = gg_err_set(err, GG_EFAIL, "'%s': '%s' is truncated", c->path, name);
-			goto out;
-		}
-		EVP_DigestUpdate(md, buf, (size_t)n);
-		pos += (uint64_t)n;
+		else if (EVP_DigestUpdate(md, buf, (size_t)n) != 1)
+			rc = gg_err_set(err, GG_EFAIL, "'%s': hashing '%s' failed", c->path, name);
+		pos += (uint64_t)(n > 0 ? n : 0);
 	}
-	unsigned char d[32];
-	unsigned dl;
-	EVP_DigestFinal_ex(md, d, &dl);
-	char hex[65];
-	for (int i = 0; i < 32; i++)
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned dl = 0;
+	if (!rc && EVP_DigestFinal_ex(md, d, &dl) != 1)
+		rc = gg_err_set(err, GG_EFAIL, "'%s': hashing '%s' failed", c->path, name);
+	for (unsigned i = 0; !rc && i < dl; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	if (strcmp(hex, digest + 7) != 0)
-		rc = gg_err_set(err, GG_EFAIL,
-				"'%s': '%s' does not match its digest (corrupt archive)", c->path,
-				name);
-out:
 	free(buf);
 	EVP_MD_CTX_free(md);
 	blob_close(&r);
 	return rc;
+}
+
+static int check_digest(const struct container *c, const char *name, const char *digest,
+			struct gg_err *err)
+{
+	size_t hexlen;
+	const EVP_MD *alg = digest_md(digest, &hexlen);
+	const char *colon = strchr(digest, ':');
+	if (!alg)
+		return gg_err_set(err, GG_EFAIL,
+				  "'%s': '%s': digest algorithm '%.*s' is not supported (only "
+				  "sha256 and sha512 can be checked)",
+				  c->path, name, colon ? (int)(colon - digest) : 16, digest);
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+	if (hash_blob(c, name, alg, hex, err) < 0)
+		return err->code;
+	if (strlen(colon + 1) != hexlen || strcmp(hex, colon + 1) != 0)
+		return gg_err_set(err, GG_EFAIL,
+				  "'%s': '%s' does not match its digest (corrupt archive)", c->path,
+				  name);
+	return 0;
 }
 
 /* ---- layers through libarchive ----------------------------------------------------- */
@@ -537,6 +577,10 @@ out:
 static la_ssize_t range_read(struct archive *a, void *ud, const void **out)
 {
 	struct range *r = ud;
+	if (r->fz && gg_image_check_cancel(r->fz, NULL) < 0) {
+		archive_set_error(a, EINTR, "interrupted");
+		return -1;
+	}
 	if (r->pos >= r->size)
 		return 0;
 	size_t want = r->size - r->pos < RANGE_BUF ? (size_t)(r->size - r->pos) : RANGE_BUF;
@@ -571,6 +615,7 @@ static int layer_open(const struct container *c, const char *name, struct range 
 	if (blob_open(c, name, r, err) < 0)
 		return err->code;
 	r->buf = malloc(RANGE_BUF);
+	r->fz = c->fz;
 	struct archive *a = archive_read_new();
 	if (!r->buf || !a) {
 		if (a)
@@ -585,6 +630,8 @@ static int layer_open(const struct container *c, const char *name, struct range 
 	if (archive_read_open2(a, r, NULL, range_read, range_skip, NULL) != ARCHIVE_OK) {
 		gg_err_set(err, GG_EFAIL, "'%s': layer '%s': %s", c->path, name,
 			   archive_error_string(a) ? archive_error_string(a) : "not a tar");
+		if (c->fz)
+			gg_image_check_cancel(c->fz, err);
 		archive_read_free(a);
 		blob_close(r);
 		return err->code;
@@ -835,28 +882,23 @@ struct winners {
 	uint64_t bytes;
 };
 
-static int collect(struct gg_node *n, struct winners *w)
+static int collect(struct gg_node *n, void *ud)
 {
-	for (size_t i = 0; i < n->nkids; i++) {
-		struct gg_node *k = n->kids[i];
-		struct gg_inode *ino = k->inode;
-		if (S_ISDIR(ino->mode)) {
-			if (collect(k, w) < 0)
-				return -1;
-		} else if (S_ISREG(ino->mode) && ino->src_seq && !ino->visited) {
-			ino->visited = 1;
-			if (w->n == w->cap) {
-				size_t nc = w->cap ? w->cap * 2 : 256;
-				struct gg_inode **nv = realloc(w->v, nc * sizeof *nv);
-				if (!nv)
-					return -1;
-				w->v = nv;
-				w->cap = nc;
-			}
-			w->v[w->n++] = ino;
-			w->bytes += ino->size;
-		}
+	struct winners *w = ud;
+	struct gg_inode *ino = n->inode;
+	if (!S_ISREG(ino->mode) || !ino->src_seq || ino->visited)
+		return 0;
+	ino->visited = 1;
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 256;
+		struct gg_inode **nv = realloc(w->v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		w->v = nv;
+		w->cap = nc;
 	}
+	w->v[w->n++] = ino;
+	w->bytes += ino->size;
 	return 0;
 }
 
@@ -893,6 +935,8 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 				const char *m = archive_error_string(a);
 				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
 						m ? m : "read error");
+				if (gg_image_check_cancel(fz, err) < 0)
+					rc = err->code;
 				break;
 			}
 			idx++;
@@ -916,7 +960,7 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 
 	for (struct gg_inode *i = t->all; i; i = i->next_all)
 		i->visited = 0;
-	if (collect(t->root, &w) < 0) {
+	if (gg_image_tree_walk(t->root, collect, NULL, &w) != 0) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -949,9 +993,13 @@ static int read_layers(struct gg_freeze *fz, const struct container *c, const st
 				const char *m = archive_error_string(a);
 				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
 						m ? m : "read error");
+				if (gg_image_check_cancel(fz, err) < 0)
+					rc = err->code;
 				break;
 			}
 			idx++;
+			if ((rc = gg_image_check_cancel(fz, err)) < 0)
+				break;
 			if ((lay | idx) != w.v[next]->src_seq)
 				continue;
 			const char *nm = archive_entry_pathname_utf8(ae);
@@ -985,7 +1033,7 @@ int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info
 	struct image_ref ref;
 	memset(&ref, 0, sizeof ref);
 	json_t *cfg = NULL;
-	if (container_open(&c, path, err) < 0)
+	if (container_open(&c, path, fz, err) < 0)
 		return err->code;
 	int rc;
 	if (has_blob(&c, "manifest.json")) {
@@ -1072,7 +1120,7 @@ int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *
 	if (r == 1 && !memcmp(h + 257, "ustar", 5)) {
 		struct container c;
 		struct gg_err ignore = {0};
-		if (container_open(&c, path, &ignore) == 0) {
+		if (container_open(&c, path, NULL, &ignore) == 0) {
 			int img = 0;
 			for (size_t i = 0; i < c.nm && !img; i++)
 				img = !strcmp(c.m[i].name, "manifest.json") ||

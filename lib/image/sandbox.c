@@ -1,14 +1,24 @@
-/* The directory reader: scan the sandbox into the tree (lstat, readlink, xattrs, hard
- * links by device and inode), then stream every regular file's data in sorted order,
- * holes of sparse files found with SEEK_DATA/SEEK_HOLE. */
+/* The directory reader: scan the sandbox into the tree (fstatat, readlinkat, xattrs,
+ * hard links by device and inode), then stream every regular file's data in sorted order,
+ * holes of sparse files found with SEEK_DATA/SEEK_HOLE.
+ *
+ * Nothing is ever reached through a symbolic link below the root, however the tree
+ * changes while it is read: each directory and file is opened relative to the root's
+ * descriptor with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) where the kernel has it,
+ * else one O_NOFOLLOW openat per component; what is opened must be the (st_dev, st_ino)
+ * the scan found, else the freeze fails ("changed while freezing"). Both walks use an
+ * explicit stack or the tree walk, so the depth costs no C stack. */
 #include "image/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -23,15 +33,19 @@ struct hl_slot {
 struct scan {
 	struct gg_freeze *fz;
 	struct gg_tree *t;
-	char *path; /* root + "/" + relative path of the current entry */
+	int rootfd;
+	int openat2; /* the kernel has openat2 and lets us use it */
+	int proc;    /* /proc/self/fd reaches our descriptors (xattrs of any entry) */
+	char *path;  /* shown path of the current entry: root as given + "/" + relative path */
 	size_t len, cap;
-	size_t rootlen;
+	size_t rootlen;     /* where the relative part starts (after the "/") */
 	struct hl_slot *hl; /* hard links: (dev, ino) -> inode */
 	size_t nhl, hlcap;
 	uint64_t files, bytes;
 	char *xbuf, *vbuf; /* xattr names and values */
 	size_t xcap, vcap;
 	unsigned char *rbuf;
+	struct gg_err *err; /* for the data walk's callback */
 };
 
 static uint32_t encode_dev(dev_t d)
@@ -40,21 +54,27 @@ static uint32_t encode_dev(dev_t d)
 	return (min & 0xff) | (maj << 8) | ((min & ~0xffu) << 12);
 }
 
+static int grow(char **buf, size_t *cap, size_t need);
+
+/* s->path = root + "/" + rel. */
+static int path_set(struct scan *s, const char *rel)
+{
+	size_t rl = strlen(rel);
+	if (grow(&s->path, &s->cap, s->rootlen + rl + 1) < 0)
+		return -1;
+	memcpy(s->path + s->rootlen, rel, rl + 1);
+	s->len = s->rootlen + rl;
+	return 0;
+}
+
 static int path_push(struct scan *s, const char *name, size_t *saved)
 {
 	size_t nl = strlen(name);
 	*saved = s->len;
-	if (s->len + 1 + nl + 1 > s->cap) {
-		size_t ncap = s->cap * 2;
-		while (ncap < s->len + nl + 2)
-			ncap *= 2;
-		char *np = realloc(s->path, ncap);
-		if (!np)
-			return -1;
-		s->path = np;
-		s->cap = ncap;
-	}
-	s->path[s->len++] = '/';
+	if (grow(&s->path, &s->cap, s->len + nl + 2) < 0)
+		return -1;
+	if (s->len > s->rootlen)
+		s->path[s->len++] = '/';
 	memcpy(s->path + s->len, name, nl + 1);
 	s->len += nl;
 	return 0;
@@ -70,6 +90,86 @@ static void path_pop(struct scan *s, size_t saved)
 static const char *shown(const struct scan *s)
 {
 	return s->path;
+}
+
+/* The relative path of the current entry ("" for the root). */
+static const char *relpath(const struct scan *s)
+{
+	return s->path + s->rootlen;
+}
+
+/* ---- opening beneath the root ----------------------------------------------------- */
+
+static int open_v2(int rootfd, const char *rel, int flags)
+{
+	struct open_how how;
+	memset(&how, 0, sizeof how);
+	how.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC);
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+}
+
+/* One openat per component, each with O_NOFOLLOW: a symbolic link anywhere fails. */
+static int open_walk(int rootfd, const char *rel, int flags)
+{
+	int dfd = rootfd;
+	for (const char *p = rel;;) {
+		size_t n = strcspn(p, "/");
+		char name[GG_IMAGE_NAME_MAX + 1];
+		if (n > GG_IMAGE_NAME_MAX || !n || (n == 2 && !memcmp(p, "..", 2))) {
+			if (dfd != rootfd)
+				close(dfd);
+			errno = n ? ENAMETOOLONG : ENOENT;
+			return -1;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		int last = !p[n];
+		int fl = last ? flags : O_PATH | O_DIRECTORY;
+		int fd = openat(dfd, name, fl | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		if (dfd != rootfd)
+			close(dfd);
+		if (fd < 0 || last) {
+			errno = e;
+			return fd;
+		}
+		dfd = fd;
+		p += n + 1;
+	}
+}
+
+int gg_image_open_beneath(int rootfd, const char *rel, int flags, int use_openat2)
+{
+	if (!*rel)
+		return openat(rootfd, ".", flags | O_CLOEXEC);
+	if (use_openat2)
+		return open_v2(rootfd, rel, flags);
+	return open_walk(rootfd, rel, flags);
+}
+
+int gg_image_openat2_works(int rootfd)
+{
+	int fd = open_v2(rootfd, ".", O_PATH | O_DIRECTORY);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* An error for a failed open beneath the root (errno e) or a different inode (e 0). */
+static int changed(struct scan *s, int e, struct gg_err *err)
+{
+	const char *why = e == ELOOP || e == EXDEV ? "a symbolic link is in its way"
+			  : e == ENOTDIR           ? "a directory on its path is gone"
+			  : e == ENOENT            ? "it is gone"
+						   : "it is not what the scan found";
+	return gg_err_set(err, GG_EFAIL, "'%s' changed while freezing (%s)", shown(s), why);
+}
+
+static int same_inode(const struct stat *st, const struct gg_inode *ino)
+{
+	return (uint64_t)st->st_dev == ino->src_dev && (uint64_t)st->st_ino == ino->src_ino;
 }
 
 static struct gg_inode **hl_slot(struct scan *s, uint64_t dev, uint64_t ino, int *fresh)
@@ -122,18 +222,20 @@ static int grow(char **buf, size_t *cap, size_t need)
 	return 0;
 }
 
-static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
+/* xp: a path that reaches the entry without following anything we did not open
+ * ("/proc/self/fd/DIRFD/NAME"). */
+static int read_xattrs(struct scan *s, struct gg_inode *ino, const char *xp, struct gg_err *err)
 {
 	ssize_t n;
 	/* never pass a size of 0: that asks for the size instead of the data */
 	if (grow(&s->xbuf, &s->xcap, 1024) < 0 || grow(&s->vbuf, &s->vcap, 1024) < 0)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	for (;;) {
-		n = llistxattr(s->path, s->xbuf, s->xcap);
+		n = llistxattr(xp, s->xbuf, s->xcap);
 		if (n >= 0)
 			break;
 		if (errno == ERANGE) {
-			ssize_t need = llistxattr(s->path, NULL, 0);
+			ssize_t need = llistxattr(xp, NULL, 0);
 			if (need < 0 || grow(&s->xbuf, &s->xcap, (size_t)need + 1) < 0)
 				return gg_err_set(err, GG_ENOMEM, "out of memory");
 			continue;
@@ -157,10 +259,10 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 		}
 		ssize_t vl;
 		for (;;) {
-			vl = lgetxattr(s->path, k, s->vbuf, s->vcap);
+			vl = lgetxattr(xp, k, s->vbuf, s->vcap);
 			if (vl >= 0 || errno != ERANGE)
 				break;
-			ssize_t need = lgetxattr(s->path, k, NULL, 0);
+			ssize_t need = lgetxattr(xp, k, NULL, 0);
 			if (need < 0 || grow(&s->vbuf, &s->vcap, (size_t)need + 1) < 0) {
 				gg_image_xattr_free(&xb);
 				return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -188,8 +290,9 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 	return 0;
 }
 
-static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *st,
-		      struct gg_err *err)
+/* The attributes of the entry name in the directory dfd (st from fstatat). */
+static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *st, int dfd,
+		      const char *name, struct gg_err *err)
 {
 	ino->mode = st->st_mode;
 	ino->uid = st->st_uid;
@@ -209,7 +312,7 @@ static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *s
 			char *buf = malloc(cap);
 			if (!buf)
 				return gg_err_set(err, GG_ENOMEM, "out of memory");
-			ssize_t n = readlink(s->path, buf, cap);
+			ssize_t n = readlinkat(dfd, name, buf, cap);
 			if (n < 0) {
 				int e = errno;
 				free(buf);
@@ -225,7 +328,11 @@ static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *s
 			cap *= 2;
 		}
 	}
-	return read_xattrs(s, ino, err);
+	if (!s->proc)
+		return 0;
+	char xp[64 + GG_IMAGE_NAME_MAX];
+	snprintf(xp, sizeof xp, "/proc/self/fd/%d/%s", dfd, name);
+	return read_xattrs(s, ino, xp, err);
 }
 
 static int namecmp(const void *a, const void *b)
@@ -233,116 +340,188 @@ static int namecmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Scan the directory at s->path into dir. *gone = 1 when it was unreadable and skipped. */
-static int scan_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_err *err)
+/* Open the directory dir (s->path) beneath the root and check it is the one scanned.
+ * NULL with *gone = 1 (rc 0) when it is unreadable and skipped. */
+static DIR *open_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_err *err)
 {
 	*gone = 0;
-	if (gg_image_check_cancel(s->fz, err) < 0)
-		return err->code;
-	DIR *d = opendir(s->path);
-	if (!d) {
+	int fd = gg_image_open_beneath(s->rootfd, relpath(s), O_RDONLY | O_DIRECTORY, s->openat2);
+	if (fd < 0) {
 		int e = errno;
 		if (dir->parent && gg_image_freeze_skip_unreadable(s->fz) &&
 		    (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			*gone = 1;
-			return 0;
+		} else if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT) {
+			changed(s, e, err);
+		} else {
+			gg_err_sys(err, GG_EFAIL, e, "reading the directory '%s'", shown(s));
 		}
-		return gg_err_sys(err, GG_EFAIL, e, "reading the directory '%s'", shown(s));
+		return NULL;
 	}
+	struct stat st;
+	DIR *d = NULL;
+	if (fstat(fd, &st) < 0 || !same_inode(&st, dir->inode))
+		changed(s, 0, err);
+	else if (!(d = fdopendir(fd)))
+		gg_err_sys(err, GG_EFAIL, errno, "reading the directory '%s'", shown(s));
+	if (!d)
+		close(fd);
+	return d;
+}
+
+/* The names in d but "." and "..", sorted. */
+static int read_names(struct scan *s, DIR *d, char ***out, size_t *nout, struct gg_err *err)
+{
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int rc = 0;
 	errno = 0;
-	while ((de = readdir(d))) {
+	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
 			char **nn = realloc(names, cap * sizeof *nn);
-			if (!nn) {
+			if (!nn)
 				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-				break;
-			}
-			names = nn;
+			else
+				names = nn;
 		}
-		if (!(names[n] = strdup(de->d_name))) {
+		if (!rc && !(names[n++] = strdup(de->d_name)))
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			break;
-		}
-		n++;
 		errno = 0;
 	}
 	if (!rc && errno)
 		rc = gg_err_sys(err, GG_EFAIL, errno, "reading the directory '%s'", shown(s));
-	closedir(d);
 	if (!rc && n) /* an empty directory: names is NULL */
 		qsort(names, n, sizeof *names, namecmp);
+	*out = names;
+	*nout = n;
+	return rc;
+}
 
+/* The inode for st: a new one, or the one of an earlier name of the same file. */
+static struct gg_inode *inode_for(struct scan *s, const struct stat *st, int *fresh)
+{
+	*fresh = 1;
+	if (S_ISDIR(st->st_mode) || st->st_nlink < 2)
+		return gg_image_inode_new(s->t);
+	struct gg_inode **slotp = hl_slot(s, st->st_dev, st->st_ino, fresh);
+	if (slotp && *fresh)
+		*slotp = gg_image_inode_new(s->t);
+	return slotp ? *slotp : NULL;
+}
+
+/* Add the entry name of dir (open as dfd; s->path names it) to the tree; *kid gets the
+ * node when it is a directory to scan. */
+static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *name,
+		     struct gg_node **kid, struct gg_err *err)
+{
+	*kid = NULL;
+	if (gg_image_path_check(relpath(s), 0, err) < 0)
+		return gg_err_prefix(err, "'%.*s'", (int)s->rootlen, s->path);
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			gg_image_warn(s->fz, "'%s' vanished while reading, left out", shown(s));
+		else if (gg_image_freeze_skip_unreadable(s->fz))
+			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
+		else
+			return gg_err_sys(err, GG_EFAIL, e, "'%s'", shown(s));
+		return 0;
+	}
+	if (gg_image_freeze_excluded(s->fz, st.st_dev, st.st_ino))
+		return 0;
+	int fresh;
+	struct gg_inode *ino = inode_for(s, &st, &fresh);
+	if (!ino)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (fresh && fill_inode(s, ino, &st, dfd, name, err) < 0)
+		return err->code;
+	struct gg_node *n = gg_image_node_add(s->t, dir, name, strlen(name), ino);
+	if (!n)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (S_ISDIR(st.st_mode)) {
+		*kid = n;
+	} else if (S_ISREG(st.st_mode) && fresh) {
+		s->files++;
+		s->bytes += (uint64_t)st.st_size;
+		gg_image_progress_totals(s->fz, s->files, s->bytes);
+	}
+	return 0;
+}
+
+struct todo {
+	struct gg_node **v;
+	size_t n, cap;
+};
+
+static int todo_push(struct todo *t, struct gg_node *n)
+{
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 64;
+		struct gg_node **nv = realloc(t->v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		t->v = nv;
+		t->cap = nc;
+	}
+	t->v[t->n++] = n;
+	return 0;
+}
+
+/* Read the directory dir into the tree; its subdirectories go on the todo stack (last
+ * name first, so that they come off it in order). */
+static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, struct gg_err *err)
+{
+	if (gg_image_check_cancel(s->fz, err) < 0)
+		return err->code;
+	char *r = gg_image_node_path(dir);
+	int rc = r && path_set(s, r) == 0 ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(r);
+	int gone = 0;
+	DIR *d = rc ? NULL : open_dir(s, dir, &gone, err);
+	if (!d) {
+		if (gone)
+			gg_image_node_remove(s->t, dir);
+		return gone ? 0 : err->code;
+	}
+	char **names;
+	size_t n, first = todo->n;
+	rc = read_names(s, d, &names, &n, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t saved;
-		if (path_push(s, names[i], &saved) < 0) {
+		struct gg_node *kid = NULL;
+		if (path_push(s, names[i], &saved) < 0)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			break;
-		}
-		struct stat st;
-		if (lstat(s->path, &st) < 0) {
-			int e = errno;
-			if (e == ENOENT) {
-				gg_image_warn(s->fz, "'%s' vanished while reading, left out",
-					      shown(s));
-			} else if (gg_image_freeze_skip_unreadable(s->fz)) {
-				gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
-			} else {
-				rc = gg_err_sys(err, GG_EFAIL, e, "'%s'", shown(s));
-			}
-			path_pop(s, saved);
-			continue;
-		}
-		if (gg_image_freeze_excluded(s->fz, st.st_dev, st.st_ino)) {
-			path_pop(s, saved);
-			continue;
-		}
-		struct gg_inode *ino = NULL;
-		int fresh = 1;
-		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
-			struct gg_inode **slotp = hl_slot(s, st.st_dev, st.st_ino, &fresh);
-			if (!slotp) {
-				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-				break;
-			}
-			if (fresh && !(*slotp = gg_image_inode_new(s->t))) {
-				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-				break;
-			}
-			ino = *slotp;
-		} else if (!(ino = gg_image_inode_new(s->t))) {
+		else if ((rc = add_entry(s, dir, dirfd(d), names[i], &kid, err)) == 0 && kid &&
+			 todo_push(todo, kid) < 0)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			break;
-		}
-		if (fresh && (rc = fill_inode(s, ino, &st, err)) < 0)
-			break;
-		struct gg_node *kid = gg_image_node_add(s->t, dir, names[i], strlen(names[i]), ino);
-		if (!kid) {
-			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			break;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			int kgone;
-			rc = scan_dir(s, kid, &kgone, err);
-			if (!rc && kgone)
-				gg_image_node_remove(s->t, kid);
-		} else if (S_ISREG(st.st_mode) && fresh) {
-			s->files++;
-			s->bytes += (uint64_t)st.st_size;
-			gg_image_progress_totals(s->fz, s->files, s->bytes);
-		}
 		path_pop(s, saved);
 	}
+	closedir(d);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	for (size_t i = first, j = todo->n; i + 1 < j; i++, j--) {
+		struct gg_node *x = todo->v[i];
+		todo->v[i] = todo->v[j - 1];
+		todo->v[j - 1] = x;
+	}
+	return rc;
+}
+
+/* The whole sandbox, directory by directory, from an explicit stack. */
+static int scan_tree(struct scan *s, struct gg_err *err)
+{
+	struct todo todo = {0};
+	int rc = todo_push(&todo, s->t->root) < 0 ? gg_err_set(err, GG_ENOMEM, "out of memory") : 0;
+	while (!rc && todo.n)
+		rc = scan_dir(s, todo.v[--todo.n], &todo, err);
+	free(todo.v);
 	return rc;
 }
 
@@ -353,6 +532,8 @@ static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int t
 {
 	uint64_t pos = from;
 	while (to_eof || pos < from + len) {
+		if (gg_image_check_cancel(s->fz, err) < 0)
+			return err->code;
 		size_t want = READ_BUF;
 		if (!to_eof && from + len - pos < want)
 			want = (size_t)(from + len - pos);
@@ -375,85 +556,113 @@ static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int t
 	return 0;
 }
 
-static int feed_file(struct scan *s, struct gg_inode *ino, const char *rel, struct gg_err *err)
+/* Sparse: copy the data extents, holes as zeros (stored as sparse blocks). */
+static int read_sparse(struct scan *s, int fd, uint64_t size, struct gg_err *err)
 {
-	int fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	int rc = 0;
+	uint64_t pos = 0;
+	while (!rc && pos < size) {
+		off_t data = lseek(fd, (off_t)pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			return gg_image_feed_zeros(s->fz, size - pos, err);
+		if (data < 0) /* no SEEK_DATA here: plain copy */
+			return read_range(s, fd, pos, size - pos, 0, err);
+		if ((uint64_t)data > size)
+			data = (off_t)size;
+		if ((uint64_t)data > pos &&
+		    (rc = gg_image_feed_zeros(s->fz, (uint64_t)data - pos, err)) < 0)
+			break;
+		off_t hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > size)
+			hole = (off_t)size;
+		rc = read_range(s, fd, (uint64_t)data, (uint64_t)(hole - data), 0, err);
+		pos = (uint64_t)hole;
+	}
+	return rc;
+}
+
+/* Open the file at s->path beneath the root; it must be the inode the scan found.
+ * -1 with err set, or -1 with err clear when it is unreadable and skipped. */
+static int open_file(struct scan *s, struct gg_inode *ino, struct stat *st, struct gg_err *err)
+{
+	/* O_NONBLOCK: a FIFO put in the file's place must not block the open */
+	int fl = O_RDONLY | O_NONBLOCK;
+	int fd = gg_image_open_beneath(s->rootfd, relpath(s), fl | O_NOATIME, s->openat2);
 	if (fd < 0 && errno == EPERM)
-		fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = gg_image_open_beneath(s->rootfd, relpath(s), fl, s->openat2);
 	if (fd < 0) {
 		int e = errno;
 		if (gg_image_freeze_skip_unreadable(s->fz) && (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			ino->skipped = 1;
-			return 0;
+		} else if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT) {
+			changed(s, e, err);
+		} else {
+			gg_err_sys(err, GG_EFAIL, e, "reading '%s'", shown(s));
 		}
-		return gg_err_sys(err, GG_EFAIL, e, "reading '%s'", shown(s));
+		return -1;
 	}
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || !same_inode(st, ino)) {
+		close(fd);
+		changed(s, 0, err);
+		return -1;
+	}
+	return fd;
+}
+
+static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_err *err)
+{
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return gg_err_set(err, GG_EFAIL, "'%s' changed while reading (no longer a file)",
-				  shown(s));
-	}
+	int fd = open_file(s, ino, &st, err);
+	if (fd < 0)
+		return ino->skipped ? 0 : err->code;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	int rc = gg_image_feed_begin(s->fz, ino, rel, err);
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
+	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
 	uint64_t size = (uint64_t)st.st_size;
-	if ((uint64_t)st.st_blocks * 512 < size) {
-		/* sparse: copy the data extents, holes as zeros (stored as sparse blocks) */
-		uint64_t pos = 0;
-		while (!rc && pos < size) {
-			off_t data = lseek(fd, (off_t)pos, SEEK_DATA);
-			if (data < 0 && errno == ENXIO) {
-				rc = gg_image_feed_zeros(s->fz, size - pos, err);
-				break;
-			}
-			if (data < 0) {
-				/* no SEEK_DATA here: plain copy */
-				rc = read_range(s, fd, pos, size - pos, 0, err);
-				break;
-			}
-			if ((uint64_t)data > size)
-				data = (off_t)size;
-			if ((uint64_t)data > pos &&
-			    (rc = gg_image_feed_zeros(s->fz, (uint64_t)data - pos, err)) < 0)
-				break;
-			off_t hole = lseek(fd, data, SEEK_HOLE);
-			if (hole < 0 || (uint64_t)hole > size)
-				hole = (off_t)size;
-			rc = read_range(s, fd, (uint64_t)data, (uint64_t)(hole - data), 0, err);
-			pos = (uint64_t)hole;
-		}
-	} else {
+	if (!rc && (uint64_t)st.st_blocks * 512 < size)
+		rc = read_sparse(s, fd, size, err);
+	else if (!rc)
 		rc = read_range(s, fd, 0, 0, 1, err);
-	}
 	close(fd);
 	if (rc < 0)
 		return rc;
 	return gg_image_feed_end(s->fz, err);
 }
 
-static int feed_tree(struct scan *s, struct gg_node *dir, struct gg_err *err)
+/* The data walk: every regular file not fed yet (hard links: once), in tree order. */
+static int feed_node(struct gg_node *n, void *ud)
 {
-	for (size_t i = 0; i < dir->nkids; i++) {
-		struct gg_node *k = dir->kids[i];
-		struct gg_inode *ino = k->inode;
-		size_t saved;
-		if (path_push(s, k->name, &saved) < 0)
-			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		int rc = 0;
-		if (S_ISDIR(ino->mode)) {
-			rc = feed_tree(s, k, err);
-		} else if (S_ISREG(ino->mode) && !ino->fed && !ino->skipped) {
-			rc = feed_file(s, ino, s->path + s->rootlen + 1, err);
-		}
-		path_pop(s, saved);
-		if (rc < 0)
-			return rc;
-	}
+	struct scan *s = ud;
+	struct gg_inode *ino = n->inode;
+	if (!S_ISREG(ino->mode) || ino->fed || ino->skipped)
+		return 0;
+	char *r = gg_image_node_path(n);
+	int rc = r && path_set(s, r) == 0 ? 0 : gg_err_set(s->err, GG_ENOMEM, "out of memory");
+	free(r);
+	return rc ? rc : feed_file(s, ino, s->err);
+}
+
+/* The root, as given (a symbolic link to the sandbox is fine there): its descriptor
+ * anchors every later open. */
+static int open_root(struct scan *s, const char *dir, struct gg_err *err)
+{
+	s->rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (s->rootfd < 0 || fstat(s->rootfd, &st) < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", dir);
+	s->openat2 = gg_image_openat2_works(s->rootfd);
+	char xp[64];
+	snprintf(xp, sizeof xp, "/proc/self/fd/%d/.", s->rootfd);
+	struct stat pst;
+	s->proc = stat(xp, &pst) == 0 && pst.st_dev == st.st_dev && pst.st_ino == st.st_ino;
+	if (!s->proc)
+		gg_image_warn(s->fz, "'%s': extended attributes left out (/proc is not mounted)",
+			      dir);
+	struct gg_inode *root = s->t->root->inode;
+	if (fill_inode(s, root, &st, s->rootfd, ".", err) < 0)
+		return err->code;
+	root->mode = S_IFDIR | (st.st_mode & 07777);
+	s->t->root_set = 1;
 	return 0;
 }
 
@@ -463,10 +672,12 @@ int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err)
 	memset(&s, 0, sizeof s);
 	s.fz = fz;
 	s.t = gg_image_freeze_tree(fz);
-	s.len = strlen(dir);
-	while (s.len > 1 && dir[s.len - 1] == '/')
-		s.len--;
-	s.cap = s.len + 256;
+	s.err = err;
+	s.rootfd = -1;
+	s.rootlen = strlen(dir);
+	while (s.rootlen > 0 && dir[s.rootlen - 1] == '/')
+		s.rootlen--;
+	s.cap = s.rootlen + 256;
 	s.path = malloc(s.cap);
 	s.rbuf = malloc(READ_BUF);
 	int rc;
@@ -474,30 +685,17 @@ int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
 	}
-	memcpy(s.path, dir, s.len);
-	s.path[s.len] = '\0';
-	if (s.len == 1 && dir[0] == '/') {
-		memcpy(s.path, "/.", 3); /* children become "/./name" */
-		s.len = 2;
-	}
-	s.rootlen = s.len;
-
-	struct stat st;
-	if (stat(s.path, &st) < 0) { /* the root may be a link to the sandbox */
-		rc = gg_err_sys(err, GG_EFAIL, errno, "'%s'", dir);
-		goto out;
-	}
-	struct gg_inode *root = s.t->root->inode;
-	if ((rc = fill_inode(&s, root, &st, err)) < 0)
-		goto out;
-	root->mode = S_IFDIR | (st.st_mode & 07777);
-	s.t->root_set = 1;
-	int gone;
-	if ((rc = scan_dir(&s, s.t->root, &gone, err)) < 0)
+	memcpy(s.path, dir, s.rootlen);
+	s.path[s.rootlen++] = '/'; /* "root/" + relative path; "/" + it for "/" */
+	s.path[s.rootlen] = '\0';
+	s.len = s.rootlen;
+	if ((rc = open_root(&s, dir, err)) < 0 || (rc = scan_tree(&s, err)) < 0)
 		goto out;
 	gg_image_progress_phase(fz, GG_IMAGE_PHASE_DATA);
-	rc = feed_tree(&s, s.t->root, err);
+	rc = gg_image_tree_walk(s.t->root, feed_node, NULL, &s);
 out:
+	if (s.rootfd >= 0)
+		close(s.rootfd);
 	free(s.path);
 	free(s.rbuf);
 	free(s.hl);

@@ -445,6 +445,35 @@ static void pass(struct checker *c, const char *what, const char *fmt, ...)
 	record(c, what, 1, detail);
 }
 
+static int by_offset(const void *a, const void *b)
+{
+	const struct gg_sif_descr *x = *(const struct gg_sif_descr *const *)a;
+	const struct gg_sif_descr *y = *(const struct gg_sif_descr *const *)b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* No two objects may share a byte (empty objects take none). ok = 1 when none do. */
+static int check_overlap(struct checker *c, const struct gg_sif *s, struct gg_err *err)
+{
+	const struct gg_sif_descr **v = malloc(s->ndescr * sizeof *v);
+	if (!v)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	size_t n = 0;
+	for (size_t i = 0; i < s->ndescr; i++)
+		if (s->descr[i].used && s->descr[i].size > 0)
+			v[n++] = &s->descr[i];
+	if (n)
+		qsort(v, n, sizeof *v, by_offset);
+	int ok = 1;
+	for (size_t i = 1; ok && i < n; i++)
+		ok = check(c, "descriptors", v[i - 1]->offset + v[i - 1]->size <= v[i]->offset,
+			   "objects %u (%lld bytes at %lld) and %u (at %lld) overlap", v[i - 1]->id,
+			   (long long)v[i - 1]->size, (long long)v[i - 1]->offset, v[i]->id,
+			   (long long)v[i]->offset);
+	free(v);
+	return ok;
+}
+
 static int load(const char *path, struct gg_sif **out, struct checker *c, struct gg_err *err)
 {
 	*out = NULL;
@@ -545,10 +574,14 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 	free(raw);
 	if (bad)
 		return 0;
-	if (check(c, "descriptors", h->descr_free == h->descr_total - used,
-		  "%lld used, but the header says %lld free of %lld", (long long)used,
-		  (long long)h->descr_free, (long long)h->descr_total))
-		pass(c, "descriptors", "%lld objects, all inside the file", (long long)used);
+	int apart = check_overlap(c, s, err);
+	if (apart < 0)
+		return apart;
+	if (apart && check(c, "descriptors", h->descr_free == h->descr_total - used,
+			   "%lld used, but the header says %lld free of %lld", (long long)used,
+			   (long long)h->descr_free, (long long)h->descr_total))
+		pass(c, "descriptors", "%lld objects, all inside the file, none overlapping",
+		     (long long)used);
 	return 0;
 }
 

@@ -140,6 +140,9 @@ struct gg_sqfs_writer {
 	uint32_t ninodes;
 	int64_t clamp;
 	int finished; /* the block processor is done with everything */
+	int (*cancel)(void *ud);
+	void *cancel_ud;
+	uint64_t nser; /* nodes serialised: the cancel hook is polled every 1024 */
 };
 
 const char *gg_sqfs_strerror(int code)
@@ -265,6 +268,8 @@ int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	w->block_size = o->block_size ? o->block_size : SQFS_DEFAULT_BLOCK_SIZE;
 	w->comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP;
+	w->cancel = o->cancel;
+	w->cancel_ud = o->cancel_ud;
 	struct gg_sqfs_opts oo = *o;
 	oo.comp = w->comp;
 	int rc;
@@ -413,28 +418,29 @@ static int live(const struct gg_node *n)
 	return !n->inode->skipped;
 }
 
-/* Count names per inode and number inodes children-first (root last). */
-static void count_links(struct gg_node *n)
+/* Count names per inode and number inodes children-first (root last): tree walks that
+ * leave out what was skipped. */
+static int count_link(struct gg_node *n, void *ud)
 {
+	(void)ud;
+	if (!live(n))
+		return GG_WALK_SKIP;
 	n->inode->nlink++;
-	if (S_ISDIR(n->inode->mode))
-		for (size_t i = 0; i < n->nkids; i++)
-			if (live(n->kids[i]))
-				count_links(n->kids[i]);
+	return 0;
 }
 
-static void number(struct gg_sqfs_writer *w, struct gg_node *n)
+static int skip_dead(struct gg_node *n, void *ud)
 {
-	for (size_t i = 0; i < n->nkids; i++) {
-		struct gg_node *k = n->kids[i];
-		if (!live(k))
-			continue;
-		if (S_ISDIR(k->inode->mode))
-			number(w, k);
-		else if (!k->inode->ino)
-			k->inode->ino = ++w->next_ino;
-	}
-	n->inode->ino = ++w->next_ino;
+	(void)ud;
+	return live(n) ? 0 : GG_WALK_SKIP;
+}
+
+static int number(struct gg_node *n, void *ud)
+{
+	struct gg_sqfs_writer *w = ud;
+	if (S_ISDIR(n->inode->mode) || !n->inode->ino)
+		n->inode->ino = ++w->next_ino;
+	return 0;
 }
 
 static uint32_t clamp_time(const struct gg_sqfs_writer *w, int64_t t)
@@ -543,76 +549,81 @@ static int write_inode(struct gg_sqfs_writer *w, struct gg_inode *ino, sqfs_inod
 	return 0;
 }
 
-static int serialize(struct gg_sqfs_writer *w, struct gg_node *n, uint32_t parent_ino,
-		     struct gg_freeze_result *res, struct gg_err *err)
-{
-	/* children first: their inode references go into this directory's listing */
-	uint32_t subdirs = 0;
-	for (size_t i = 0; i < n->nkids; i++) {
-		struct gg_node *k = n->kids[i];
-		struct gg_inode *ki = k->inode;
-		if (!live(k))
-			continue;
-		if (S_ISDIR(ki->mode)) {
-			subdirs++;
-			if (serialize(w, k, n->inode->ino, res, err) < 0)
-				return err->code;
-			continue;
-		}
-		if (ki->visited) {
-			res->hardlinks++;
-			continue;
-		}
-		ki->visited = 1;
-		sqfs_u32 xidx;
-		if (xattr_index(w, ki, &xidx, err) < 0)
-			return err->code;
-		sqfs_inode_generic_t *in;
-		int rc = 0;
-		if (S_ISREG(ki->mode) && ki->sq) {
-			in = ki->sq;
-			ki->sq = NULL;
-			rc = sqfs_inode_set_xattr_index(in, xidx);
-			if (!rc) {
-				if (in->base.type == SQFS_INODE_EXT_FILE) {
-					in->data.file_ext.nlink = ki->nlink;
-				} else if (ki->nlink > 1) {
-					rc = sqfs_inode_make_extended(in);
-					in->data.file_ext.nlink = ki->nlink;
-				}
-			}
-			sqfs_u64 sz = 0;
-			sqfs_inode_get_file_size(in, &sz);
-			res->data_bytes += sz;
-		} else {
-			in = plain_inode(ki);
-			if (!in)
-				return gg_err_set(err, GG_ENOMEM, "out of memory");
-			if (xidx != 0xFFFFFFFF)
-				rc = sqfs_inode_set_xattr_index(in, xidx);
-		}
-		if (S_ISREG(ki->mode))
-			res->files++;
-		else if (S_ISLNK(ki->mode))
-			res->symlinks++;
-		else
-			res->specials++;
-		if (rc) {
-			sqfs_free(in);
-			return werr(w, err, rc, "building an inode");
-		}
-		rc = write_inode(w, ki, in, err);
-		sqfs_free(in);
-		if (rc < 0)
-			return rc;
-	}
+struct ser {
+	struct gg_sqfs_writer *w;
+	struct gg_freeze_result *res;
+	struct gg_err *err;
+	uint32_t root_parent;
+};
 
+/* A non-directory: its inode, once for all its names. */
+static int serialize_leaf(struct ser *z, struct gg_inode *ki)
+{
+	struct gg_sqfs_writer *w = z->w;
+	struct gg_freeze_result *res = z->res;
+	struct gg_err *err = z->err;
+	if (ki->visited) {
+		res->hardlinks++;
+		return 0;
+	}
+	ki->visited = 1;
+	sqfs_u32 xidx;
+	if (xattr_index(w, ki, &xidx, err) < 0)
+		return err->code;
+	sqfs_inode_generic_t *in;
+	int rc = 0;
+	if (S_ISREG(ki->mode) && ki->sq) {
+		in = ki->sq;
+		ki->sq = NULL;
+		rc = sqfs_inode_set_xattr_index(in, xidx);
+		if (!rc) {
+			if (in->base.type == SQFS_INODE_EXT_FILE) {
+				in->data.file_ext.nlink = ki->nlink;
+			} else if (ki->nlink > 1) {
+				rc = sqfs_inode_make_extended(in);
+				in->data.file_ext.nlink = ki->nlink;
+			}
+		}
+		sqfs_u64 sz = 0;
+		sqfs_inode_get_file_size(in, &sz);
+		res->data_bytes += sz;
+	} else {
+		in = plain_inode(ki);
+		if (!in)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		if (xidx != 0xFFFFFFFF)
+			rc = sqfs_inode_set_xattr_index(in, xidx);
+	}
+	if (S_ISREG(ki->mode))
+		res->files++;
+	else if (S_ISLNK(ki->mode))
+		res->symlinks++;
+	else
+		res->specials++;
+	if (rc) {
+		sqfs_free(in);
+		return werr(w, err, rc, "building an inode");
+	}
+	rc = write_inode(w, ki, in, err);
+	sqfs_free(in);
+	return rc;
+}
+
+/* A directory, after its children (their inode references go into its listing). */
+static int serialize_dir(struct ser *z, struct gg_node *n)
+{
+	struct gg_sqfs_writer *w = z->w;
+	struct gg_err *err = z->err;
+	uint32_t subdirs = 0;
 	int rc = sqfs_dir_writer_begin(w->dirw, 0);
 	for (size_t i = 0; !rc && i < n->nkids; i++) {
 		struct gg_node *k = n->kids[i];
-		if (live(k))
-			rc = sqfs_dir_writer_add_entry(w->dirw, k->name, k->inode->ino,
-						       k->inode->ref, (sqfs_u16)k->inode->mode);
+		if (!live(k))
+			continue;
+		if (S_ISDIR(k->inode->mode))
+			subdirs++;
+		rc = sqfs_dir_writer_add_entry(w->dirw, k->name, k->inode->ino, k->inode->ref,
+					       (sqfs_u16)k->inode->mode);
 	}
 	if (!rc)
 		rc = sqfs_dir_writer_end(w->dirw);
@@ -621,6 +632,7 @@ static int serialize(struct gg_sqfs_writer *w, struct gg_node *n, uint32_t paren
 	sqfs_u32 xidx;
 	if (xattr_index(w, n->inode, &xidx, err) < 0)
 		return err->code;
+	uint32_t parent_ino = n->parent ? n->parent->inode->ino : z->root_parent;
 	sqfs_inode_generic_t *in = sqfs_dir_writer_create_inode(w->dirw, 0, xidx, parent_ino);
 	if (!in)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -629,10 +641,20 @@ static int serialize(struct gg_sqfs_writer *w, struct gg_node *n, uint32_t paren
 		in->data.dir.nlink = 2 + subdirs;
 	else
 		in->data.dir_ext.nlink = 2 + subdirs;
-	res->dirs++;
+	z->res->dirs++;
 	rc = write_inode(w, n->inode, in, err);
 	sqfs_free(in);
 	return rc;
+}
+
+static int serialize(struct gg_node *n, void *ud)
+{
+	struct ser *z = ud;
+	if (z->w->cancel && (z->w->nser++ & 1023) == 0 && z->w->cancel(z->w->cancel_ud))
+		return gg_err_set(z->err, GG_EINTR, "interrupted");
+	if (S_ISDIR(n->inode->mode))
+		return serialize_dir(z, n);
+	return serialize_leaf(z, n->inode);
 }
 
 static int pad_to_block(struct gg_sqfs_writer *w, struct gg_err *err)
@@ -664,12 +686,13 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 		i->ino = 0;
 		i->visited = 0;
 	}
-	count_links(t->root);
+	gg_image_tree_walk(t->root, count_link, NULL, NULL);
 	w->next_ino = 0;
-	number(w, t->root);
+	gg_image_tree_walk(t->root, skip_dead, number, w);
 
 	w->super.inode_table_start = file->get_size(file);
-	if (serialize(w, t->root, w->next_ino + 1, res, err) < 0)
+	struct ser z = {w, res, err, w->next_ino + 1};
+	if (gg_image_tree_walk(t->root, skip_dead, serialize, &z) != 0)
 		return err->code;
 	if ((rc = sqfs_meta_writer_flush(w->im)) || (rc = sqfs_meta_writer_flush(w->dm)))
 		return werr(w, err, rc, "writing the inode and directory tables");

@@ -16,6 +16,10 @@
 #include <openssl/evp.h>
 
 #define TAR_BUF (256u << 10)
+/* After the end-of-archive marker a stream may carry padding (tar's blocking factor,
+ * at most a few hundred KiB with any tar in use): it is read and hashed up to this
+ * much; more is an error, so that endless input (/dev/zero) cannot run forever. */
+#define TRAILING_MAX (1u << 20)
 
 static uint32_t encode_dev(unsigned maj, unsigned min)
 {
@@ -133,6 +137,8 @@ int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct g
 		return err->code;
 	uint64_t expect = 0;
 	for (;;) {
+		if (gg_image_check_cancel(fz, err) < 0)
+			return err->code;
 		const void *buf;
 		size_t len;
 		la_int64_t off;
@@ -154,14 +160,14 @@ int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct g
 			return gg_err_set(err, GG_EFAIL, "%s: entry '%s': bad sparse map", what,
 					  path);
 		if ((uint64_t)off > expect &&
-		    gg_image_feed_zeros(fz, (uint64_t)off - expect, err) < 0)
-			return err->code;
+		    gg_image_feed_hole(fz, (uint64_t)off - expect, err) < 0)
+			return gg_err_prefix(err, "%s: entry '%s'", what, path);
 		if (len && gg_image_feed_data(fz, buf, len, err) < 0)
 			return err->code;
 		expect = (uint64_t)off + len;
 	}
-	if (expect < ino->size && gg_image_feed_zeros(fz, ino->size - expect, err) < 0)
-		return err->code; /* a sparse file ending in a hole */
+	if (expect < ino->size && gg_image_feed_hole(fz, ino->size - expect, err) < 0)
+		return gg_err_prefix(err, "%s: entry '%s'", what, path); /* ends in a hole */
 	return gg_image_feed_end(fz, err);
 }
 
@@ -199,6 +205,10 @@ static la_ssize_t tar_read(struct archive *a, void *ud, const void **out)
 {
 	struct tar_in *in = ud;
 	for (;;) {
+		if (gg_image_check_cancel(in->fz, NULL) < 0) {
+			archive_set_error(a, EINTR, "interrupted");
+			return -1;
+		}
 		ssize_t n = read(in->fd, in->buf, TAR_BUF);
 		if (n < 0 && errno == EINTR) {
 			/* a signal: stop here if it asked us to, else read on */
@@ -219,6 +229,30 @@ static la_ssize_t tar_read(struct archive *a, void *ud, const void **out)
 		}
 		*out = in->buf;
 		return n;
+	}
+}
+
+/* Hash the rest of the stream (padding after the end marker), at most TRAILING_MAX. */
+static int hash_trailing(struct tar_in *in, const char *what, struct gg_err *err)
+{
+	uint64_t trailing = 0;
+	for (;;) {
+		if (gg_image_check_cancel(in->fz, err) < 0)
+			return err->code;
+		ssize_t n = read(in->fd, in->buf, TAR_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		trailing += (uint64_t)n;
+		if (trailing > TRAILING_MAX)
+			return gg_err_set(err, GG_EFAIL,
+					  "reading %s: more than %u KiB after the end of the tar "
+					  "archive (not one tar stream?)",
+					  what, TRAILING_MAX >> 10);
+		EVP_DigestUpdate(in->md, in->buf, (size_t)n);
+		in->consumed += (uint64_t)n;
+		gg_image_progress_input(in->fz, in->consumed);
 	}
 }
 
@@ -286,19 +320,8 @@ int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **dig
 		    (rc = gg_image_feed_archive_data(fz, a, data, eb.e.path, what, err)) < 0)
 			goto out;
 	}
-	/* hash the rest of the stream (tar padding after the end marker) */
-	for (;;) {
-		ssize_t n = read(fd, in.buf, TAR_BUF);
-		if (n < 0 && errno == EINTR) {
-			if ((rc = gg_image_check_cancel(fz, err)) < 0)
-				goto out;
-			continue;
-		}
-		if (n <= 0)
-			break;
-		EVP_DigestUpdate(in.md, in.buf, (size_t)n);
-		in.consumed += (uint64_t)n;
-	}
+	if ((rc = hash_trailing(&in, what, err)) < 0)
+		goto out;
 	unsigned char md[32];
 	unsigned mdlen = 0;
 	EVP_DigestFinal_ex(in.md, md, &mdlen);

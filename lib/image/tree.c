@@ -28,15 +28,22 @@ struct gg_tree *gg_image_tree_new(void)
 	return t;
 }
 
-static void node_free(struct gg_node *n)
+/* Free n and its subtree: always down to the last child left, freeing on the way up,
+ * so that no stack is needed whatever the depth. */
+static void node_free(struct gg_node *top)
 {
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->nkids; i++)
-		node_free(n->kids[i]);
-	free(n->kids);
-	free(n->name);
-	free(n);
+	struct gg_node *n = top;
+	while (n) {
+		if (n->nkids) {
+			n = n->kids[--n->nkids];
+			continue;
+		}
+		struct gg_node *up = n == top ? NULL : n->parent;
+		free(n->kids);
+		free(n->name);
+		free(n);
+		n = up;
+	}
 }
 
 void gg_image_tree_free(struct gg_tree *t)
@@ -181,12 +188,11 @@ struct gg_node *gg_image_node_add(struct gg_tree *t, struct gg_node *dir, const 
 	return n;
 }
 
-static uint64_t count_nodes(const struct gg_node *n)
+static int count_one(struct gg_node *n, void *ud)
 {
-	uint64_t c = 1;
-	for (size_t i = 0; i < n->nkids; i++)
-		c += count_nodes(n->kids[i]);
-	return c;
+	(void)n;
+	++*(uint64_t *)ud;
+	return 0;
 }
 
 void gg_image_node_remove(struct gg_tree *t, struct gg_node *n)
@@ -201,37 +207,67 @@ void gg_image_node_remove(struct gg_tree *t, struct gg_node *n)
 			(dir->nkids - (size_t)pos - 1) * sizeof *dir->kids);
 		dir->nkids--;
 	}
-	t->nnodes -= count_nodes(n);
+	uint64_t count = 0;
+	gg_image_tree_walk(n, count_one, NULL, &count);
+	t->nnodes -= count;
 	node_free(n);
-}
-
-static size_t path_len(const struct gg_node *n)
-{
-	if (!n->parent)
-		return 0;
-	size_t up = path_len(n->parent);
-	return up + (up ? 1 : 0) + strlen(n->name);
-}
-
-static size_t path_fill(const struct gg_node *n, char *s)
-{
-	if (!n->parent)
-		return 0;
-	size_t o = path_fill(n->parent, s);
-	if (o)
-		s[o++] = '/';
-	size_t l = strlen(n->name);
-	memcpy(s + o, n->name, l);
-	return o + l;
 }
 
 char *gg_image_node_path(const struct gg_node *n)
 {
-	char *s = malloc(path_len(n) + 1);
+	size_t len = 0;
+	for (const struct gg_node *p = n; p->parent; p = p->parent)
+		len += strlen(p->name) + (p->parent->parent ? 1 : 0);
+	char *s = malloc(len + 1);
 	if (!s)
 		return NULL;
-	s[path_fill(n, s)] = '\0';
+	s[len] = '\0';
+	for (const struct gg_node *p = n; p->parent; p = p->parent) {
+		size_t l = strlen(p->name);
+		len -= l;
+		memcpy(s + len, p->name, l);
+		if (p->parent->parent)
+			s[--len] = '/';
+	}
 	return s;
+}
+
+/* The sibling after n (n is a child of a directory), or NULL when n is the last. */
+static struct gg_node *next_sibling(const struct gg_node *n)
+{
+	const struct gg_node *dir = n->parent;
+	int found;
+	size_t pos = (size_t)find_pos(dir, n->name, strlen(n->name), &found);
+	return found && pos + 1 < dir->nkids ? dir->kids[pos + 1] : NULL;
+}
+
+int gg_image_tree_walk(struct gg_node *top, gg_walk_fn pre, gg_walk_fn post, void *ud)
+{
+	struct gg_node *n = top;
+	for (;;) {
+		int rc = pre ? pre(n, ud) : 0;
+		if (rc && rc != GG_WALK_SKIP)
+			return rc;
+		if (!rc && n->nkids) {
+			n = n->kids[0];
+			continue;
+		}
+		if (!rc && post && (rc = post(n, ud)) != 0)
+			return rc;
+		/* up until a node has a next sibling, finishing the directories left */
+		while (n != top) {
+			struct gg_node *sib = next_sibling(n);
+			if (sib) {
+				n = sib;
+				break;
+			}
+			n = n->parent;
+			if (post && (rc = post(n, ud)) != 0)
+				return rc;
+		}
+		if (n == top)
+			return 0;
+	}
 }
 
 struct gg_node *gg_image_tree_lookup(const struct gg_tree *t, const char *path)
@@ -456,6 +492,34 @@ int gg_image_path_clean(const char *in, char *out, struct gg_err *err)
 	return 0;
 }
 
+/* The path as shown in a message: at most 200 bytes of it. */
+#define SHOWN(path) \
+	(strlen(path) > 200 ? 200 : (int)strlen(path)), (path), (strlen(path) > 200 ? "..." : "")
+
+int gg_image_path_check(const char *path, int whiteouts, struct gg_err *err)
+{
+	size_t len = strlen(path);
+	if (len > GG_IMAGE_PATH_MAX)
+		return gg_err_set(err, GG_EFAIL,
+				  "entry '%.*s%s': a path of %zu bytes (at most %d are allowed)",
+				  SHOWN(path), len, GG_IMAGE_PATH_MAX);
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		size_t max = GG_IMAGE_NAME_MAX;
+		if (whiteouts && !p[n] && !strncmp(p, ".wh.", 4))
+			max += 4;
+		if (n > max)
+			return gg_err_set(err, GG_EFAIL,
+					  "entry '%.*s%s': a name of %zu bytes (squashfs allows at "
+					  "most %d)",
+					  SHOWN(path), n, GG_IMAGE_NAME_MAX);
+		p += n;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
 /* ---- applying archive entries ------------------------------------------------------- */
 
 static void set_attrs(struct gg_inode *ino, const struct gg_entry *e)
@@ -490,6 +554,8 @@ int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, 
 {
 	*data = NULL;
 	const char *path = e->path;
+	if (gg_image_path_check(path, whiteouts, err) < 0)
+		return err->code;
 	if (!*path) {
 		/* the root itself ("./" in a tar made with -C dir .) */
 		if (!S_ISDIR(e->mode))

@@ -433,4 +433,31 @@ wait "$pid"
 expect_eq "SIGINT while blocked reading stdin: exit 130" "$?" 130
 no_leftovers "$W" pipe.sif && ok "SIGINT while reading stdin: nothing left" || not_ok "SIGINT while reading stdin: leftovers"
 
+# Endless and inflated input (issue 20, class 3). /dev/zero is an empty archive and then
+# zeros: at most 1 MiB after the end marker is read, then a clear error.
+"$GRIDGPU" freeze -q - -o zero.sif </dev/zero 2>zero.err
+expect_eq "freeze - </dev/zero: ends, exit 1" "$?" 1
+grep -q "after the end of the tar archive" zero.err && ok "/dev/zero: says what is wrong" || not_ok "/dev/zero: $(cat zero.err)"
+no_leftovers "$W" zero.sif && ok "/dev/zero: nothing left" || not_ok "/dev/zero: leftovers"
+# a 10 KiB sparse tar declaring 1 TiB: refused, not minutes of zeros
+mkdir -p sparse && truncate -s 1T sparse/big && printf end >>sparse/big
+tar --sparse -C sparse -cf sparse.tar big && rm -f sparse/big
+fails_clean "a 10 KiB tar declaring a 1 TiB sparse file" 1 "sparse file holes of 1.0 TiB" sp.sif freeze sparse.tar -o sp.sif
+# an 8 GiB file whose data is /dev/zero: SIGINT/SIGTERM once it is being read
+python3 -c 'import sys, tarfile
+t = tarfile.TarInfo("zeros"); t.size = 8 << 30
+sys.stdout.buffer.write(t.tobuf(tarfile.GNU_FORMAT))' >zhead.tar
+read_mib() { [ "$(awk '/^rchar/ {print $2}' "/proc/$1/io" 2>/dev/null || echo 0)" -gt $(($2 << 20)) ]; }
+exited() { st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -z "$st" ] || [ "$st" = Z ]; }
+for sig in INT TERM; do
+	{ cat zhead.tar; cat /dev/zero; } | "$GRIDGPU" freeze -q - -o zs.sif 2>zs.err &
+	pid=$!
+	poll 30 read_mib "$pid" 64 && ok "SIG$sig on /dev/zero data: being read" || not_ok "SIG$sig on /dev/zero data: being read"
+	kill -"$sig" "$pid"
+	poll 5 exited "$pid" && ok "SIG$sig on /dev/zero data: stops" || { not_ok "SIG$sig on /dev/zero data: still running"; kill -9 "$pid"; }
+	wait "$pid"
+	expect_eq "SIG$sig on /dev/zero data: exit 130" "$?" 130
+	no_leftovers "$W" zs.sif && ok "SIG$sig on /dev/zero data: nothing left" || not_ok "SIG$sig on /dev/zero data: leftovers"
+done
+
 done_testing

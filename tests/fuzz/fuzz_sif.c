@@ -7,8 +7,23 @@
 #include "fuzz.h"
 #include "image/image.h"
 
+/* An image that opens has no two objects sharing a byte. */
+static void sif_no_overlap(const struct gg_sif *s)
+{
+	for (size_t i = 0; i < s->ndescr; i++) {
+		const struct gg_sif_descr *a = &s->descr[i];
+		for (size_t j = i + 1; a->used && a->size > 0 && j < s->ndescr; j++) {
+			const struct gg_sif_descr *b = &s->descr[j];
+			FUZZ_CHECK(!b->used || b->size <= 0 || a->offset + a->size <= b->offset ||
+					   b->offset + b->size <= a->offset,
+				   "objects %u and %u overlap", a->id, b->id);
+		}
+	}
+}
+
 static void sif_inspect(const struct gg_sif *s)
 {
+	sif_no_overlap(s);
 	for (size_t i = 0; i < s->ndescr; i++) {
 		const struct gg_sif_descr *d = &s->descr[i];
 		if (!d->used)

@@ -398,6 +398,32 @@ static void test_tar(void **state)
 	assert_clean(tmpdir, "bad.sif");
 }
 
+/* Names squashfs cannot hold and paths deep enough to overflow a recursive walk are
+ * refused with an error naming the entry (a 200,000-level pax path once crashed the
+ * freeze; a 257-byte name made an image unsquashfs could not extract). */
+static void test_tar_bounds(void **state)
+{
+	(void)state;
+	size_t n = 200000;
+	char *deep = malloc(2 * n + 8);
+	for (size_t i = 0; i < n; i++)
+		memcpy(deep + 2 * i, "a/", 2);
+	strcpy(deep + 2 * n, "f");
+	const struct tent e1[] = {{deep, AE_IFREG, "x", 0}};
+	expect_tar_fails(e1, 1, "a path of 400001 bytes");
+	free(deep);
+
+	char name[300];
+	memset(name, 'n', 257);
+	name[257] = '\0';
+	const struct tent e2[] = {{"./", AE_IFDIR, NULL, 0}, {name, AE_IFREG, "x", 0}};
+	expect_tar_fails(e2, 2, "a name of 257 bytes");
+	name[256] = '\0'; /* 256 is the limit, and fine */
+	write_tar(P("%s", "n256.tar"), e2, 2, 0);
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "n256.tar"), P("%s", "n256.sif"), NULL, &err), 0);
+}
+
 static void test_too_many_ids(void **state)
 {
 	(void)state;
@@ -560,6 +586,293 @@ static void test_oci(void **state)
 	assert_int_equal(gg_image_freeze(&o, NULL, &res, &err), GG_EUSAGE);
 }
 
+/* ---- the sandbox changing under the freeze ------------------------------------------ */
+
+/* At the start of the data phase (after the scan), replace one path of the sandbox:
+ * what --from was becomes --aside, and --from becomes a symlink to --to (link_to) or a
+ * hard link of --to (a different file in the same place). */
+struct swap {
+	const char *from, *aside, *to;
+	int hard, done;
+};
+
+static void swap_at_data(void *ud, const struct gg_image_progress *p)
+{
+	struct swap *w = ud;
+	if (p->phase != GG_IMAGE_PHASE_DATA || w->done)
+		return;
+	w->done = 1;
+	assert_int_equal(rename(w->from, w->aside), 0);
+	if (w->hard)
+		assert_int_equal(link(w->to, w->from), 0);
+	else
+		assert_int_equal(symlink(w->to, w->from), 0);
+}
+
+static void expect_swap_fails(struct swap *w, const char *sb, const char *out, const char *name)
+{
+	struct gg_image_callbacks cb = {.progress = swap_at_data, .ud = w};
+	struct gg_freeze_opts o = {.source = sb, .output = out, .jobs = 1};
+	struct gg_err err = {0};
+	int rc = gg_image_freeze(&o, &cb, NULL, &err);
+	assert_int_equal(w->done, 1);
+	/* before the fix: rc 0 and the outside file's bytes in the image */
+	assert_true(rc < 0);
+	if (!strstr(err.msg, "changed while freezing") || !strstr(err.msg, name))
+		fail_msg("'%s' does not say '%s' changed while freezing", err.msg, name);
+	assert_clean(tmpdir, "race.sif");
+}
+
+static void test_sandbox_race(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "outside"), 0755);
+	put(P("%s", "outside/f"), "SECRET-OUTSIDE\n");
+	/* a directory replaced by a symlink to a directory outside the sandbox */
+	mkdir(P("%s", "race1"), 0755);
+	mkdir(P("%s", "race1/d"), 0755);
+	put(P("%s", "race1/d/f"), "inside\n");
+	char from[512], aside[512], to[512];
+	snprintf(from, sizeof from, "%s", P("%s", "race1/d"));
+	snprintf(aside, sizeof aside, "%s", P("%s", "race1-d-aside"));
+	snprintf(to, sizeof to, "%s", P("%s", "outside"));
+	struct swap w = {from, aside, to, 0, 0};
+	expect_swap_fails(&w, P("%s", "race1"), P("%s", "race.sif"), "d/f");
+	/* a file replaced by another file (a hard link of one outside): the inode differs */
+	mkdir(P("%s", "race2"), 0755);
+	put(P("%s", "race2/f"), "inside\n");
+	snprintf(from, sizeof from, "%s", P("%s", "race2/f"));
+	snprintf(aside, sizeof aside, "%s", P("%s", "race2-f-aside"));
+	snprintf(to, sizeof to, "%s", P("%s", "outside/f"));
+	struct swap w2 = {from, aside, to, 1, 0};
+	expect_swap_fails(&w2, P("%s", "race2"), P("%s", "race.sif"), "race2/f");
+}
+
+/* Opening beneath the root refuses a symlink anywhere on the path, with openat2 and
+ * with the per-component fallback alike. */
+static void test_open_beneath(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "ob"), 0755);
+	mkdir(P("%s", "ob/a"), 0755);
+	mkdir(P("%s", "ob/a/b"), 0755);
+	put(P("%s", "ob/a/b/f"), "f\n");
+	assert_int_equal(symlink("a", P("%s", "ob/l")), 0);
+	assert_int_equal(symlink("/etc", P("%s", "ob/a/etc")), 0);
+	assert_int_equal(symlink("f", P("%s", "ob/a/b/lf")), 0);
+	int root = open(P("%s", "ob"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	for (int v2 = 0; v2 <= gg_image_openat2_works(root); v2++) {
+		int fd = gg_image_open_beneath(root, "a/b/f", O_RDONLY, v2);
+		assert_true(fd >= 0);
+		close(fd);
+		fd = gg_image_open_beneath(root, "", O_RDONLY | O_DIRECTORY, v2);
+		assert_true(fd >= 0);
+		close(fd);
+		const char *bad[] = {"l/b/f", "a/etc/passwd", "a/b/lf", "l"};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			errno = 0;
+			assert_int_equal(gg_image_open_beneath(root, bad[i], O_RDONLY, v2), -1);
+			if (errno != ELOOP && errno != ENOTDIR)
+				fail_msg("'%s' (openat2 %d): %s", bad[i], v2, strerror(errno));
+		}
+	}
+	close(root);
+}
+
+/* A sandbox path longer than 4095 bytes is refused, naming it. */
+static void test_sandbox_deep(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "deepsb"), 0755);
+	int fd = open(P("%s", "deepsb"), O_RDONLY | O_DIRECTORY);
+	char name[201];
+	memset(name, 'd', 200);
+	name[200] = '\0';
+	for (int i = 0; i < 21; i++) { /* 21 * 201 bytes */
+		assert_int_equal(mkdirat(fd, name, 0755), 0);
+		int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = nfd;
+	}
+	close(fd);
+	struct gg_err err = {0};
+	assert_true(freeze(P("%s", "deepsb"), P("%s", "deep.sif"), NULL, &err) < 0);
+	if (!strstr(err.msg, "a path of 4220 bytes"))
+		fail_msg("%s", err.msg);
+	assert_clean(tmpdir, "deep.sif");
+	unit_rmtree(P("%s", "deepsb"));
+}
+
+/* ---- endless and inflated input ------------------------------------------------------ */
+
+static int cancel_now(void *ud)
+{
+	(void)ud;
+	return 1;
+}
+
+/* /dev/zero as a tar stream: an empty archive followed by endless zeros. Before, the
+ * loop hashing what follows the end marker read it forever and never polled cancel. */
+static void test_tar_endless(void **state)
+{
+	(void)state;
+	int fd = open("/dev/zero", O_RDONLY);
+	assert_true(fd >= 0);
+	struct gg_freeze_opts o = {.source = "-", .input_fd = fd, .output = P("%s", "z.sif")};
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_freeze(&o, NULL, NULL, &err), GG_EFAIL);
+	if (!strstr(err.msg, "after the end of the tar archive"))
+		fail_msg("%s", err.msg);
+	assert_clean(tmpdir, "z.sif");
+	struct gg_image_callbacks cb = {.cancel = cancel_now};
+	assert_int_equal(gg_image_freeze(&o, &cb, NULL, &err), GG_EINTR);
+	assert_clean(tmpdir, "z.sif");
+	close(fd);
+	/* tar padding after the end marker is fine */
+	const struct tent e[] = {{"f", AE_IFREG, "x", 0}};
+	write_tar(P("%s", "pad.tar"), e, 1, 0);
+	int pfd = open(P("%s", "pad.tar"), O_WRONLY | O_APPEND);
+	static const char zeros[64 << 10];
+	assert_int_equal(write(pfd, zeros, sizeof zeros), (ssize_t)sizeof zeros);
+	close(pfd);
+	assert_int_equal(freeze(P("%s", "pad.tar"), P("%s", "pad.sif"), NULL, &err), 0);
+}
+
+/* A sparse tar: declared size, data at the end. */
+static void write_sparse_tar(const char *path, int64_t size)
+{
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax(a);
+	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+	struct archive_entry *ae = archive_entry_new();
+	archive_entry_set_pathname(ae, "sparse");
+	archive_entry_set_filetype(ae, AE_IFREG);
+	archive_entry_set_perm(ae, 0644);
+	archive_entry_set_size(ae, size);
+	archive_entry_sparse_add_entry(ae, size - 4, 4);
+	assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+	assert_int_equal(archive_write_data(a, "end\n", 4), 4);
+	archive_entry_free(ae);
+	archive_write_close(a);
+	archive_write_free(a);
+}
+
+/* 10 KiB declaring 1 TiB: refused at once instead of minutes of zeros. */
+static void test_tar_sparse_bound(void **state)
+{
+	(void)state;
+	write_sparse_tar(P("%s", "tib.tar"), (int64_t)1 << 40);
+	struct gg_err err = {0};
+	assert_int_equal(freeze(P("%s", "tib.tar"), P("%s", "tib.sif"), NULL, &err), GG_EFAIL);
+	if (!strstr(err.msg, "entry 'sparse': sparse file holes of 1024 GiB"))
+		fail_msg("%s", err.msg);
+	assert_clean(tmpdir, "tib.sif");
+	/* a reasonable hole still freezes, with its size */
+	write_sparse_tar(P("%s", "mib.tar"), 64 << 20);
+	struct gg_freeze_result res;
+	struct gg_freeze_opts o = {.source = P("%s", "mib.tar"), .output = P("%s", "mib.sif")};
+	assert_int_equal(gg_image_freeze(&o, NULL, &res, &err), 0);
+	assert_int_equal(res.data_bytes, 64 << 20);
+}
+
+/* ---- OCI digests ------------------------------------------------------------------ */
+
+/* A blob stored under blobs/ALG/<hex of ALG>; returns "ALG:<hex>" (malloc'd). With
+ * corrupt set, the stored bytes differ from what the digest was taken of. */
+static char *blob_alg(const char *layout, const char *alg, const void *data, size_t len,
+		      int corrupt)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned ml = 0;
+	EVP_Digest(data, len, md, &ml, EVP_get_digestbyname(alg), NULL);
+	char hex[2 * EVP_MAX_MD_SIZE + 1], path[700];
+	for (unsigned i = 0; i < ml; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	snprintf(path, sizeof path, "%s/blobs/%s", layout, alg);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/blobs/%s/%s", layout, alg, hex);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	if (corrupt)
+		assert_int_equal(pwrite(fd, "X", 1, 20), 1);
+	close(fd);
+	return gg_strdup_printf("%s:%s", alg, hex);
+}
+
+/* An OCI layout with one layer whose digest uses alg. */
+static void make_oci_alg(const char *layout, const char *alg, int corrupt)
+{
+	char p[700];
+	mkdir(layout, 0755);
+	snprintf(p, sizeof p, "%s/blobs", layout);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/oci-layout", layout);
+	put(p, "{\"imageLayoutVersion\":\"1.0.0\"}");
+	const struct tent l1[] = {{"etc/a", AE_IFREG, "layer data", 0}};
+	write_tar(P("%s", "layer.tmp"), l1, 1, 1);
+	unsigned char *b;
+	size_t bl;
+	read_all(P("%s", "layer.tmp"), &b, &bl);
+	char *dl = blob_alg(layout, alg, b, bl, corrupt);
+	free(b);
+	const char *cfg = "{\"architecture\":\"amd64\",\"os\":\"linux\"}";
+	char *dc = blob_alg(layout, "sha256", cfg, strlen(cfg), 0);
+	json_t *man = json_pack("{s:i,s:{s:s,s:i},s:[{s:s,s:s,s:i}]}", "schemaVersion", 2, "config",
+				"digest", dc, "size", (int)strlen(cfg), "layers", "mediaType",
+				"application/vnd.oci.image.layer.v1.tar+gzip", "digest", dl, "size",
+				(int)bl);
+	char *ms = json_dumps(man, JSON_COMPACT);
+	char *dm = blob_alg(layout, "sha256", ms, strlen(ms), 0);
+	json_t *idx = json_pack("{s:i,s:[{s:s,s:s}]}", "schemaVersion", 2, "manifests", "mediaType",
+				"application/vnd.oci.image.manifest.v1+json", "digest", dm);
+	char *is = json_dumps(idx, JSON_COMPACT);
+	snprintf(p, sizeof p, "%s/index.json", layout);
+	put(p, is);
+	free(is);
+	free(ms);
+	json_decref(idx);
+	json_decref(man);
+	free(dl);
+	free(dc);
+	free(dm);
+}
+
+/* Every digest OCI allows is checked (sha256, sha512); others are refused rather than
+ * trusted (a sha512 or md5 layer was never checked before). */
+static void test_oci_digests(void **state)
+{
+	(void)state;
+	struct {
+		const char *alg;
+		int corrupt;
+		const char *msg; /* NULL: freezes */
+	} cases[] = {
+		{"sha512", 0, NULL},
+		{"sha512", 1, "does not match its digest"},
+		{"sha256", 1, "does not match its digest"},
+		{"md5", 0, "digest algorithm 'md5' is not supported"},
+		{"sha1", 1, "digest algorithm 'sha1' is not supported"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char layout[600];
+		snprintf(layout, sizeof layout, "%s/ocid%zu", tmpdir, i);
+		make_oci_alg(layout, cases[i].alg, cases[i].corrupt);
+		struct gg_freeze_opts o = {.source = layout, .output = P("%s", "ocid.sif")};
+		struct gg_err err = {0};
+		int rc = gg_image_freeze(&o, NULL, NULL, &err);
+		if (!cases[i].msg) {
+			assert_int_equal(rc, 0);
+			unlink(P("%s", "ocid.sif"));
+			continue;
+		}
+		if (rc == 0 || !strstr(err.msg, cases[i].msg))
+			fail_msg("%s%s: rc %d, '%s'", cases[i].alg,
+				 cases[i].corrupt ? " (corrupt)" : "", rc, err.msg);
+		assert_clean(tmpdir, "ocid.sif");
+	}
+}
+
 /* ---- cancel, unreadable ------------------------------------------------------------ */
 
 static int cancel_after(void *ud)
@@ -628,8 +941,15 @@ int main(void)
 		cmocka_unit_test(test_dir_reproducible),
 		cmocka_unit_test(test_output_handling),
 		cmocka_unit_test(test_tar),
+		cmocka_unit_test(test_tar_bounds),
+		cmocka_unit_test(test_tar_endless),
+		cmocka_unit_test(test_tar_sparse_bound),
 		cmocka_unit_test(test_too_many_ids),
 		cmocka_unit_test(test_oci),
+		cmocka_unit_test(test_oci_digests),
+		cmocka_unit_test(test_sandbox_race),
+		cmocka_unit_test(test_open_beneath),
+		cmocka_unit_test(test_sandbox_deep),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_unreadable),
 	};

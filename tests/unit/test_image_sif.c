@@ -270,6 +270,21 @@ static void test_reject_bad(void **state)
 	patch(path, 4096 + 17, off, 8);
 	expect_open_fails(path, "outside");
 
+	/* the definition (object 1) moved into the partition (object 3): they overlap */
+	write_sample(path, 1);
+	uint8_t inside[8] = {0x64, 0x80}; /* 32768 + 100 */
+	patch(path, 4096 + 17, inside, 8);
+	expect_open_fails(path, "overlap");
+	struct gg_sif_verify_report rep;
+	struct gg_err verr = {0};
+	assert_int_equal(gg_sif_verify(path, &rep, &verr), 0);
+	assert_false(rep.ok);
+	int saw = 0;
+	for (size_t i = 0; i < rep.nchecks; i++)
+		saw |= !rep.checks[i].ok && strstr(rep.checks[i].detail, "objects 3") &&
+		       strstr(rep.checks[i].detail, "and 1 (at 32868) overlap");
+	assert_true(saw);
+
 	expect_open_fails(tmpdir, "directory");
 	char missing[160];
 	snprintf(missing, sizeof missing, "%s/missing.sif", tmpdir);

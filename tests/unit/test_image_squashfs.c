@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,12 +322,67 @@ static void test_writer_io_error(void **state)
 	assert_string_equal(gg_sqfs_strerror(-2), "input/output error");
 }
 
+/* A tree 20,000 directories deep written on a 256 KiB stack: numbering and serialising
+ * are walks without recursion (recursive ones needed megabytes and crashed). */
+struct deep_write {
+	struct gg_sqfs_writer *w;
+	struct gg_tree *t;
+	struct gg_freeze_result res;
+	uint64_t size;
+	int rc;
+	struct gg_err err;
+};
+
+static void *deep_write_main(void *arg)
+{
+	struct deep_write *d = arg;
+	d->rc = gg_sqfs_writer_finish(d->w, d->t, 1, 1, &d->size, &d->res, &d->err);
+	gg_image_tree_free(d->t);
+	return NULL;
+}
+
+static void test_writer_deep(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof path, "%s/deep.sqfs", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	struct gg_sqfs_opts o = {.comp = GG_IMAGE_COMP_GZIP, .level = 1, .jobs = 1};
+	struct deep_write d = {.t = gg_image_tree_new()};
+	assert_int_equal(gg_sqfs_writer_new(fd, path, 0, &o, &d.w, &d.err), 0);
+	struct gg_node *n = d.t->root;
+	for (int i = 0; i < 20000; i++) {
+		struct gg_inode *ino = gg_image_inode_new(d.t);
+		ino->mode = S_IFDIR | 0755;
+		n = gg_image_node_add(d.t, n, "d", 1, ino);
+		assert_non_null(n);
+	}
+	struct gg_inode *leaf = gg_image_inode_new(d.t);
+	leaf->mode = S_IFREG | 0644;
+	assert_non_null(gg_image_node_add(d.t, n, "f", 1, leaf));
+	feed(d.w, leaf, "deep\n", 5);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	assert_int_equal(pthread_attr_setstacksize(&at, 256 << 10), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, &at, deep_write_main, &d), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pthread_attr_destroy(&at);
+	assert_int_equal(d.rc, 0);
+	assert_int_equal(d.res.dirs, 20001);
+	assert_int_equal(d.res.files, 1);
+	gg_sqfs_writer_free(d.w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deflate_zlib_compatible),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
+		cmocka_unit_test(test_writer_deep),
 	};
 	return cmocka_run_group_tests_name("image_squashfs", tests, setup_tmp, teardown_tmp);
 }

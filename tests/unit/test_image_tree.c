@@ -3,6 +3,7 @@
  * limit, symlink resolution, packed xattrs. */
 #include "unit.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,12 +258,149 @@ static void test_xattrs(void **state)
 	gg_image_xattr_free(&b);
 }
 
+/* ---- bounds and depth ---------------------------------------------------------------- */
+
+static void test_path_bounds(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	char name[300], path[5000];
+	memset(name, 'n', sizeof name);
+	name[256] = '\0';
+	assert_int_equal(gg_image_path_check(name, 0, &err), 0);
+	name[256] = 'n';
+	name[257] = '\0';
+	assert_int_equal(gg_image_path_check(name, 0, &err), GG_EFAIL);
+	assert_non_null(strstr(err.msg, "a name of 257 bytes"));
+	assert_non_null(strstr(err.msg, "nnnn"));
+	/* a whiteout names what it hides: ".wh." + 256 bytes is fine in a layer only */
+	snprintf(path, sizeof path, "d/.wh.%.256s", name);
+	assert_int_equal(gg_image_path_check(path, 1, &err), 0);
+	assert_int_equal(gg_image_path_check(path, 0, &err), GG_EFAIL);
+	/* 4095 bytes of path, not one more */
+	memset(path, 0, sizeof path);
+	for (size_t i = 0; i < 4095; i++)
+		path[i] = i % 2 ? '/' : 'a';
+	assert_int_equal(gg_image_path_check(path, 0, &err), 0);
+	strcat(path, "b");
+	assert_int_equal(gg_image_path_check(path, 0, &err), GG_EFAIL);
+	assert_non_null(strstr(err.msg, "a path of 4096 bytes"));
+	assert_true(strlen(err.msg) < 400); /* the path is shortened */
+	/* an entry that deep never reaches the tree */
+	struct gg_tree *t = gg_image_tree_new();
+	struct gg_entry e = {.path = path, .mode = S_IFREG | 0644};
+	struct gg_inode *data = NULL;
+	assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), GG_EFAIL);
+	assert_int_equal(t->nnodes, 1);
+	gg_image_tree_free(t);
+}
+
+#define DEEP 200000
+
+struct deep {
+	struct gg_tree *t;
+	struct gg_node *leaf;
+	uint64_t pre, post;
+	size_t pathlen;
+	uint64_t left;
+};
+
+static int deep_pre(struct gg_node *n, void *ud)
+{
+	(void)n;
+	((struct deep *)ud)->pre++;
+	return 0;
+}
+
+static int deep_post(struct gg_node *n, void *ud)
+{
+	(void)n;
+	((struct deep *)ud)->post++;
+	return 0;
+}
+
+static void *deep_main(void *arg)
+{
+	struct deep *d = arg;
+	gg_image_tree_walk(d->t->root, deep_pre, deep_post, d);
+	char *p = gg_image_node_path(d->leaf);
+	d->pathlen = p ? strlen(p) : 0;
+	free(p);
+	gg_image_node_remove(d->t, d->t->root->kids[0]);
+	d->left = d->t->nnodes;
+	gg_image_tree_free(d->t);
+	return NULL;
+}
+
+/* Every walk over a tree 200,000 directories deep, on a 64 KiB stack: a recursive walk
+ * would need megabytes of it and crash. */
+static void test_deep_tree(void **state)
+{
+	(void)state;
+	struct deep d = {.t = gg_image_tree_new()};
+	assert_non_null(d.t);
+	struct gg_node *n = d.t->root;
+	for (int i = 0; i < DEEP; i++) {
+		struct gg_inode *ino = gg_image_inode_new(d.t);
+		assert_non_null(ino);
+		ino->mode = S_IFDIR | 0755;
+		n = gg_image_node_add(d.t, n, i % 2 ? "b" : "a", 1, ino);
+		assert_non_null(n);
+	}
+	d.leaf = n;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	assert_int_equal(pthread_attr_setstacksize(&at, 64 << 10), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, &at, deep_main, &d), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pthread_attr_destroy(&at);
+	assert_int_equal(d.pre, DEEP + 1);
+	assert_int_equal(d.post, DEEP + 1);
+	assert_int_equal(d.pathlen, 2 * DEEP - 1);
+	assert_int_equal(d.left, 1);
+}
+
+/* The walk's order: pre-order down, post-order up, siblings by name; SKIP prunes. */
+static int order_pre(struct gg_node *n, void *ud)
+{
+	strcat(ud, "+");
+	strcat(ud, n->name);
+	return !strcmp(n->name, "skip") ? GG_WALK_SKIP : 0;
+}
+
+static int order_post(struct gg_node *n, void *ud)
+{
+	strcat(ud, "-");
+	strcat(ud, n->name);
+	return 0;
+}
+
+static void test_walk_order(void **state)
+{
+	(void)state;
+	struct gg_tree *t = gg_image_tree_new();
+	const char *paths[] = {"b/y", "a", "b/x/deep", "skip/hidden", "c"};
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		struct gg_entry e = {.path = paths[i], .mode = S_IFREG | 0644};
+		struct gg_inode *data;
+		struct gg_err err = {0};
+		assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
+	}
+	char out[256] = "";
+	assert_int_equal(gg_image_tree_walk(t->root, order_pre, order_post, out), 0);
+	assert_string_equal(out, "++a-a+b+x+deep-deep-x+y-y-b+c-c+skip-");
+	gg_image_tree_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_path_clean), cmocka_unit_test(test_apply),
-		cmocka_unit_test(test_whiteouts),  cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_resolve),    cmocka_unit_test(test_xattrs),
+		cmocka_unit_test(test_path_clean),  cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_whiteouts),   cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_resolve),     cmocka_unit_test(test_xattrs),
+		cmocka_unit_test(test_path_bounds), cmocka_unit_test(test_deep_tree),
+		cmocka_unit_test(test_walk_order),
 	};
 	return cmocka_run_group_tests_name("image_tree", tests, NULL, NULL);
 }
