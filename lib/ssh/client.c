@@ -926,9 +926,12 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
 	int rc = 0;
 	for (int k = 0; site && rc == 0 && k < site->njumps; k++) {
 		struct gg_ssh_jump jp;
-		gg_ssh_jump_parse(site->jumps[k], &jp);
 		char name[64];
 		snprintf(name, sizeof name, "jump host %d", k + 1);
+		if ((rc = gg_ssh_jump_parse(site->jumps[k], &jp, err)) < 0) {
+			gg_err_prefix(err, "%s of site %s", name, site->name);
+			break;
+		}
 		rc = add_hop(rt, jp.user, jp.host, jp.port, name, site->identity, site->known_hosts,
 			     NULL, err);
 	}
