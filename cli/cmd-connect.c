@@ -118,6 +118,15 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}
+	/* a name from before gridgpu refused '.' in them has no Host block */
+	if (gg_ssh_session_name_ok(name, &err) < 0) {
+		gg_err_prefix(&err,
+			      "not in the generated ssh config ('gridgpu kill %s', then "
+			      "request one with another name)",
+			      name);
+		rc = ui_fail(cli, &err, "connect %s", name);
+		goto out;
+	}
 	struct gg_ssh_paths sp;
 	if (gg_ssh_paths_init(&sp, &err) < 0 || cli_write_ssh_config(cli, st, &err) < 0) {
 		rc = ui_fail(cli, &err, "connect %s", name);

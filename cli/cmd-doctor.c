@@ -606,10 +606,11 @@ static char *hop_config(const struct gg_site *s, char *dir, size_t dlen)
 		return NULL;
 	}
 	/* Without the site's known_hosts the user's own decides, strictly. */
-	gg_ssh_format_hops(f, s,
-			   "  StrictHostKeyChecking yes\n  ConnectTimeout 5\n"
-			   "  ControlMaster no\n  ControlPath none\n");
-	if (fclose(f) != 0) {
+	int rc = gg_ssh_format_hops(f, s,
+				    "  StrictHostKeyChecking yes\n  ConnectTimeout 5\n"
+				    "  ControlMaster no\n  ControlPath none\n",
+				    NULL);
+	if (fclose(f) != 0 || rc < 0) {
 		unlink(path);
 		free(path);
 		rmdir(dir);

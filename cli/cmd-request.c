@@ -111,9 +111,11 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 	if (q->gpus && q->mig)
 		return ui_usage(cli, "--gpus and --mig exclude each other");
 	if (q->name && !gg_record_name_valid(q->name))
-		return ui_usage(cli,
-				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
-				q->name);
+		return ui_usage(cli, "--name: use a letter, then letters, digits, '_', '-'");
+	if (q->name && gg_ssh_session_name_ok(q->name, &err) < 0)
+		return ui_usage(cli, "--name: %s", err.msg);
+	if (q->identity && gg_ssh_cfg_check("--identity", q->identity, GG_SSHV_PATH, &err) < 0)
+		return ui_usage(cli, "%s", err.msg);
 	return 0;
 }
 
@@ -279,11 +281,16 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	r.image = q.image ? strdup(q.image) : NULL;
 	r.auth = strdup(q.token ? "token" : site && site->auth ? site->auth : "proxy");
 	r.name = q.name ? strdup(q.name) : NULL;
+	/* default names SITE-N, without the '.' a session name may not have */
+	char prefix[80];
+	snprintf(prefix, sizeof prefix, "%s", site ? site->name : "session");
+	for (char *d = prefix; (d = strchr(d, '.'));)
+		*d = '-';
 
 	if (q.dry_run) {
 		/* Nothing is written: show what would be sent. */
 		if (!r.name)
-			r.name = gg_strdup_printf("%s-N", site ? site->name : "session");
+			r.name = gg_strdup_printf("%s-N", prefix);
 		if (build_jd(&q, site, &r, launcher, "SESSION-KEY.pub", &jd, &err) < 0 ||
 		    gg_jd_xrsl(&jd, &xrsl, &err) < 0) {
 			exit_code = ui_fail(cli, &err, "request");
@@ -327,7 +334,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		}
 	}
 	r.key = q.identity ? strdup(q.identity) : gg_strdup_printf("%s/%s", sp.keys, r.uid);
-	if (gg_store_create(st, &r, site ? site->name : "session", &err) < 0) {
+	if (gg_store_create(st, &r, prefix, &err) < 0) {
 		exit_code = ui_fail(cli, &err, "request");
 		goto out;
 	}

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "ssh/ssh.h"
 
 enum {
 	O_CE = 256,
@@ -49,22 +50,6 @@ const struct gg_opt cmd_site_opts[] = {
 	OPT_END,
 };
 
-static int valid_jump(const char *j)
-{
-	const char *at = strchr(j, '@');
-	const char *host = at ? at + 1 : j;
-	if (at == j || !*host || strchr(host, '@') || strpbrk(j, " \t,/"))
-		return 0;
-	const char *colon = strrchr(host, ':');
-	if (colon) {
-		char *end;
-		long port = strtol(colon + 1, &end, 10);
-		if (colon == host || *end || port < 1 || port > 65535)
-			return 0;
-	}
-	return 1;
-}
-
 static json_t *site_json(const struct gg_site *s, int is_default)
 {
 	json_t *o = json_object(), *jumps = json_array();
@@ -103,6 +88,7 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 {
 	struct gg_site s = {0};
 	struct gg_err err = {0};
+	struct gg_ssh_jump jp;
 	int make_default = 0, c, rc = EXIT_OK;
 	char **field;
 	cli->sub_usage = "add NAME --ce URL [--jump USER@HOST[:PORT]]... [options]";
@@ -118,9 +104,10 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 			field = &s.ce;
 			break;
 		case O_JUMP:
-			if (!valid_jump(cli->optarg)) {
-				rc = ui_usage(cli, "--jump '%s': expected USER@HOST[:PORT]",
-					      cli->optarg);
+			if (strchr(cli->optarg, '/') || strchr(cli->optarg, ',') ||
+			    gg_ssh_jump_parse(cli->optarg, &jp, &err) < 0) {
+				rc = ui_usage(cli, "--jump: %s",
+					      err.msg[0] ? err.msg : "expected [USER@]HOST[:PORT]");
 				goto out;
 			}
 			if (s.njumps == GG_MAX_JUMPS) {
@@ -129,8 +116,15 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 			}
 			s.jumps[s.njumps++] = strdup(cli->optarg);
 			break;
-		case O_IDENTITY: field = &s.identity; break;
-		case O_KNOWN_HOSTS: field = &s.known_hosts; break;
+		case O_IDENTITY:
+		case O_KNOWN_HOSTS:
+			if (gg_ssh_cfg_check(c == O_IDENTITY ? "--identity" : "--known-hosts",
+					     cli->optarg, GG_SSHV_PATH, &err) < 0) {
+				rc = ui_usage(cli, "%s", err.msg);
+				goto out;
+			}
+			field = c == O_IDENTITY ? &s.identity : &s.known_hosts;
+			break;
 		case O_WORKER: field = &s.worker_address; break;
 		case O_RUNTIME:
 			if (strcmp(cli->optarg, "apptainer") && strcmp(cli->optarg, "bwrap")) {
@@ -140,7 +134,13 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 			}
 			field = &s.runtime;
 			break;
-		case O_USER: field = &s.user; break;
+		case O_USER:
+			if (gg_ssh_cfg_check("--user", cli->optarg, GG_SSHV_USER, &err) < 0) {
+				rc = ui_usage(cli, "%s", err.msg);
+				goto out;
+			}
+			field = &s.user;
+			break;
 		case O_QUEUE: field = &s.queue; break;
 		case O_GPU_QUEUE: field = &s.gpu_queue; break;
 		case O_GPU_RTE: field = &s.gpu_rte; break;

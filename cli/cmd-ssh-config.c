@@ -34,6 +34,8 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 	struct gg_ssh_paths sp;
 	if (gg_ssh_paths_init(&sp, &err) < 0)
 		return ui_fail(cli, &err, "ssh-config");
+	if (sp.control_note)
+		ui_warn(cli, "%s", sp.control_note);
 	struct gg_store *st = cli_store(cli);
 	int rc = EXIT_OK;
 	if (!st) {
@@ -49,17 +51,19 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 		const char *home = getenv("HOME");
 		char *user_cfg = home ? gg_strdup_printf("%s/.ssh/config", home) : NULL;
 		int added = 0;
+		char *bak = NULL;
 		if (!user_cfg) {
 			gg_err_set(&err, GG_EFAIL, "HOME is not set");
 			rc = ui_fail(cli, &err, "ssh-config --install");
-		} else if (gg_ssh_install_include(user_cfg, sp.config, &added, &err) < 0) {
+		} else if (gg_ssh_install_include(user_cfg, sp.config, &added, &bak, &err) < 0) {
 			rc = ui_fail(cli, &err, "ssh-config --install");
+		} else if (!added) {
+			ui_info(cli, "%s is already included by %s", sp.config, user_cfg);
 		} else {
-			ui_info(cli,
-				added ? "added 'Include %s' to %s (backup: %s.gridgpu-backup)"
-				      : "%s is already included by %s",
-				sp.config, user_cfg, user_cfg);
+			ui_info(cli, "added 'Include %s' to %s%s%s%s", sp.config, user_cfg,
+				bak ? " (backup: " : "", bak ? bak : "", bak ? ")" : "");
 		}
+		free(bak);
 		free(user_cfg);
 		goto out;
 	}

@@ -199,6 +199,41 @@ int gg_ssh_key_matches(const char *pinned, const void *blob, size_t len)
 	return same;
 }
 
+/* Does the "@revoked HOSTS TYPE BASE64" line name key? Any host: a revoked
+ * key is never accepted. */
+static int revoked(const char *line, const void *key, size_t len)
+{
+	const char *p = line + strlen("@revoked");
+	p += strspn(p, " \t");
+	p += strcspn(p, " \t"); /* the hosts */
+	p += strspn(p, " \t");
+	return *p && gg_ssh_key_matches(p, key, len);
+}
+
+/* Read a known_hosts file into kh, lines of any length (getline). Lines
+ * libssh2 cannot read (a key type it does not know) must not hide the others,
+ * as they would with libssh2_knownhost_readfile. 1 when key is @revoked;
+ * *ca = 1 when there are @cert-authority lines (which libssh2 cannot use). */
+static int read_known_hosts(LIBSSH2_KNOWNHOSTS *kh, FILE *f, const void *key, size_t len, int *ca)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t l;
+	int rc = 0;
+	while (rc == 0 && (l = getline(&line, &cap, f)) > 0) {
+		const char *t = line + strspn(line, " \t");
+		if (strncmp(t, "@revoked", 8) == 0 && (t[8] == ' ' || t[8] == '\t'))
+			rc = revoked(t, key, len);
+		else if (strncmp(t, "@cert-authority", 15) == 0)
+			*ca = 1;
+		else if (*t != '#' && *t != '@' && *t != '\n' && *t != '\0')
+			libssh2_knownhost_readline(kh, t, strlen(t),
+						   LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+	}
+	free(line);
+	return rc;
+}
+
 /* Check the host key of hop h against its pinned key or its known_hosts. */
 static int check_host_key(LIBSSH2_SESSION *s, const struct gg_ssh_hop *h, struct gg_err *err)
 {
@@ -241,29 +276,33 @@ static int check_host_key(LIBSSH2_SESSION *s, const struct gg_ssh_hop *h, struct
 		free(deflt);
 		return rc;
 	}
-	/* Line by line: a line libssh2 cannot read (a certificate authority, a key
-	 * type it does not know) must not hide the others, as it would with
-	 * libssh2_knownhost_readfile. */
-	char line[16384];
-	while (fgets(line, sizeof line, f)) {
-		size_t l = strlen(line);
-		if (l == 0 || line[0] == '#' || line[0] == '@' || line[0] == '\n')
-			continue;
-		libssh2_knownhost_readline(kh, line, l, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
-	}
+	int ca = 0, rc = read_known_hosts(kh, f, key, len, &ca);
 	fclose(f);
+	if (rc == 1) {
+		libssh2_knownhost_free(kh);
+		rc = gg_err_set(err, GG_EHOSTKEY,
+				"the host key of %s is marked @revoked in '%s': refusing it", label,
+				file);
+		free(deflt);
+		return rc;
+	}
 	struct libssh2_knownhost *found = NULL;
 	int r = libssh2_knownhost_checkp(kh, h->host, h->port ? h->port : 22, key, len,
 					 LIBSSH2_KNOWNHOST_TYPE_PLAIN |
 						 LIBSSH2_KNOWNHOST_KEYENC_RAW | kh_type(type),
 					 &found);
 	libssh2_knownhost_free(kh);
-	int rc = 0;
 	if (r == LIBSSH2_KNOWNHOST_CHECK_MISMATCH)
 		rc = gg_err_set(err, GG_EHOSTKEY,
 				"the host key of %s does not match the one in '%s': refusing it "
 				"(possible man-in-the-middle; if the site changed its key, update "
 				"that file)",
+				label, file);
+	else if (r != LIBSSH2_KNOWNHOST_CHECK_MATCH && ca)
+		rc = gg_err_set(err, GG_ECRED,
+				"the host key of %s is not in '%s', which trusts hosts through "
+				"@cert-authority lines: host certificates are not supported by "
+				"gridgpu's client; add the host's own key to that file",
 				label, file);
 	else if (r != LIBSSH2_KNOWNHOST_CHECK_MATCH)
 		rc = gg_err_set(err, GG_ECRED,
@@ -926,9 +965,12 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
 	int rc = 0;
 	for (int k = 0; site && rc == 0 && k < site->njumps; k++) {
 		struct gg_ssh_jump jp;
-		gg_ssh_jump_parse(site->jumps[k], &jp);
 		char name[64];
 		snprintf(name, sizeof name, "jump host %d", k + 1);
+		if ((rc = gg_ssh_jump_parse(site->jumps[k], &jp, err)) < 0) {
+			gg_err_prefix(err, "%s of site %s", name, site->name);
+			break;
+		}
 		rc = add_hop(rt, jp.user, jp.host, jp.port, name, site->identity, site->known_hosts,
 			     NULL, err);
 	}

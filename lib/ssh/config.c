@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@ void gg_ssh_paths_clear(struct gg_ssh_paths *p)
 	free(p->known_hosts);
 	free(p->keys);
 	free(p->control);
+	free(p->control_note);
 	memset(p, 0, sizeof *p);
 }
 
@@ -45,6 +47,60 @@ static int private_dir(const char *d, struct gg_err *err)
 	return 0;
 }
 
+/* A socket path is at most 107 bytes; ssh adds "/" and 40 for %C, then 17 for a
+ * temporary name while it binds. */
+#define CONTROL_DIR_MAX (107 - 58)
+
+/* $XDG_RUNTIME_DIR/gridgpu-cm, else $TMPDIR (or /tmp)/gridgpu-cm-UID unless
+ * someone else made it first (or a symbolic link, or a file: never followed):
+ * then $XDG_STATE_HOME/gridgpu/cm, with p->control_note saying why. */
+static int control_dir(struct gg_ssh_paths *p, struct gg_err *err)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	if (rt && rt[0] == '/' && strlen(rt) < 40) {
+		p->control = gg_strdup_printf("%s/gridgpu-cm", rt);
+		return p->control ? private_dir(p->control, err)
+				  : gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	const char *t = getenv("TMPDIR");
+	if (!t || t[0] != '/' || strlen(t) > 30)
+		t = "/tmp";
+	char *tmp = gg_strdup_printf("%s/gridgpu-cm-%u", t, (unsigned)geteuid());
+	if (!tmp)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	struct stat st;
+	if (mkdir(tmp, 0700) == 0 || errno == EEXIST) {
+		if (lstat(tmp, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+			p->control = tmp; /* ours: a mode others may use is an error */
+			return private_dir(tmp, err);
+		}
+	}
+	char *state = NULL;
+	int rc = gg_xdg_dir(GG_XDG_STATE, &state, err);
+	if (rc < 0) {
+		free(tmp);
+		return rc;
+	}
+	p->control = gg_strdup_printf("%s/cm", state);
+	free(state);
+	if (!p->control) {
+		free(tmp);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	p->control_note = gg_strdup_printf(
+		"'%s' is not a private directory of yours (made by someone else?): ssh's "
+		"control sockets are in '%s' instead",
+		tmp, p->control);
+	free(tmp);
+	if (strlen(p->control) > CONTROL_DIR_MAX)
+		return gg_err_set(err, GG_EIO,
+				  "'%s/gridgpu-cm-%u' is not yours, and '%s' is too long for "
+				  "ssh's control sockets: set XDG_RUNTIME_DIR to a short private "
+				  "directory",
+				  t, (unsigned)geteuid(), p->control);
+	return private_dir(p->control, err);
+}
+
 int gg_ssh_paths_init(struct gg_ssh_paths *p, struct gg_err *err)
 {
 	memset(p, 0, sizeof *p);
@@ -60,22 +116,20 @@ int gg_ssh_paths_init(struct gg_ssh_paths *p, struct gg_err *err)
 	p->config_win = gg_strdup_printf("%s/config.windows", p->dir);
 	p->known_hosts = gg_strdup_printf("%s/known_hosts", p->dir);
 	p->keys = gg_strdup_printf("%s/keys", p->dir);
-	/* ssh's control sockets: a Unix socket path holds at most 107 bytes and ssh
-	 * adds 41 for %C and 17 while it binds, so the config dir is often too
-	 * deep. Use a short private directory. */
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	if (rt && rt[0] == '/' && strlen(rt) < 40)
-		p->control = gg_strdup_printf("%s/gridgpu-cm", rt);
-	else
-		p->control = gg_strdup_printf("/tmp/gridgpu-cm-%u", (unsigned)geteuid());
-	if (!p->config || !p->config_win || !p->known_hosts || !p->keys || !p->control) {
+	if (!p->config || !p->config_win || !p->known_hosts || !p->keys) {
 		gg_ssh_paths_clear(p);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	/* The parent of ssh/ may be shared with other config: only ssh/ and below
-	 * must be private. */
-	if ((rc = private_dir(p->dir, err)) < 0 || (rc = private_dir(p->keys, err)) < 0 ||
-	    (rc = private_dir(p->control, err)) < 0) {
+	 * must be private. Every path goes into the config: check them here. */
+	if ((rc = gg_ssh_cfg_check("the gridgpu config directory", p->known_hosts, GG_SSHV_PATH,
+				   err)) < 0 ||
+	    (rc = gg_ssh_cfg_check("the gridgpu config directory", p->config, GG_SSHV_INCLUDE,
+				   err)) < 0 ||
+	    (rc = private_dir(p->dir, err)) < 0 || (rc = private_dir(p->keys, err)) < 0 ||
+	    (rc = control_dir(p, err)) < 0 ||
+	    (rc = gg_ssh_cfg_check("the control socket directory", p->control, GG_SSHV_PATH, err)) <
+		    0) {
 		gg_err_prefix(err, "generated SSH configuration");
 		gg_ssh_paths_clear(p);
 		return rc;
@@ -88,50 +142,203 @@ char *gg_ssh_host_alias(const struct gg_record *r)
 	return gg_strdup_printf("gridgpu-%s", r->uid ? r->uid : r->name);
 }
 
-void gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out)
+int gg_ssh_session_name_ok(const char *name, struct gg_err *err)
 {
-	const char *at = strchr(j, '@');
-	snprintf(out->user, sizeof out->user, "%.*s", at ? (int)(at - j) : 0, j);
-	const char *h = at ? at + 1 : j;
-	const char *colon = strrchr(h, ':');
-	snprintf(out->host, sizeof out->host, "%.*s", colon ? (int)(colon - h) : (int)strlen(h), h);
-	out->port = colon ? atoi(colon + 1) : 0;
+	int rc = gg_ssh_cfg_check("session name", name, GG_SSHV_ALIAS, err);
+	if (rc < 0)
+		return rc;
+	/* The Include comes first in ~/.ssh/config: a session named like a host
+	 * (github.com, 10.0.0.1, localhost) would take that host over. */
+	if (strchr(name, '.') || strcasecmp(name, "localhost") == 0)
+		return gg_err_set(
+			err, GG_EUSAGE,
+			"session name '%s': a name with '.' (or localhost) could take the "
+			"place of a real host in your ssh config: use letters, digits, "
+			"'_', '-'",
+			name);
+	return 0;
 }
 
-/* Paths for OpenSSH for Windows: forward slashes are fine; quote everything. */
-static void path_kw(FILE *f, const char *kw, const char *path)
+/* "  KW VALUE\n", VALUE checked and quoted by gg_ssh_cfg_value. */
+static int kw(FILE *f, const char *keyword, const char *field, const char *v, enum gg_sshv kind,
+	      struct gg_err *err)
 {
-	fprintf(f, "  %s \"%s\"\n", kw, path);
+	char *q = gg_ssh_cfg_value(field, v, kind, err);
+	if (!q)
+		return err->code;
+	fprintf(f, "  %s %s\n", keyword, q);
+	free(q);
+	return 0;
 }
 
-void gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra)
+static int format_hop(FILE *f, const struct gg_site *site, int k, struct gg_err *err)
 {
-	for (int k = 0; k < site->njumps; k++) {
-		struct gg_ssh_jump jp;
-		gg_ssh_jump_parse(site->jumps[k], &jp);
-		fprintf(f, "\nHost gridgpu-hop.%s.%d\n  HostName %s\n", site->name, k + 1, jp.host);
-		if (jp.port)
-			fprintf(f, "  Port %d\n", jp.port);
-		if (jp.user[0])
-			fprintf(f, "  User %s\n", jp.user);
-		if (k > 0)
-			fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, k);
-		if (site->identity) {
-			path_kw(f, "IdentityFile", site->identity);
-			fprintf(f, "  IdentitiesOnly yes\n");
-		}
-		if (site->known_hosts) {
-			path_kw(f, "UserKnownHostsFile", site->known_hosts);
-			fprintf(f, "  StrictHostKeyChecking yes\n");
-		}
-		fprintf(f, "  BatchMode yes\n%s", extra ? extra : "");
+	struct gg_ssh_jump jp;
+	char field[96];
+	int rc;
+	if ((rc = gg_ssh_cfg_check("a site name", site->name, GG_SSHV_ALIAS, err)) < 0)
+		return rc;
+	snprintf(field, sizeof field, "jump host %d of site %s", k + 1, site->name);
+	if ((rc = gg_ssh_jump_parse(site->jumps[k], &jp, err)) < 0)
+		return gg_err_prefix(err, "%s", field);
+	fprintf(f, "\nHost gridgpu-hop.%s.%d\n", site->name, k + 1);
+	if ((rc = kw(f, "HostName", field, jp.host, GG_SSHV_HOST, err)) < 0)
+		return rc;
+	if (jp.port)
+		fprintf(f, "  Port %d\n", jp.port);
+	if (jp.user[0] && (rc = kw(f, "User", field, jp.user, GG_SSHV_USER, err)) < 0)
+		return rc;
+	if (k > 0)
+		fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, k);
+	snprintf(field, sizeof field, "identity of site %s", site->name);
+	if (site->identity) {
+		if ((rc = kw(f, "IdentityFile", field, site->identity, GG_SSHV_PATH, err)) < 0)
+			return rc;
+		fprintf(f, "  IdentitiesOnly yes\n");
 	}
+	snprintf(field, sizeof field, "known_hosts of site %s", site->name);
+	if (site->known_hosts) {
+		rc = kw(f, "UserKnownHostsFile", field, site->known_hosts, GG_SSHV_PATH, err);
+		if (rc < 0)
+			return rc;
+		fprintf(f, "  StrictHostKeyChecking yes\n");
+	}
+	return 0;
+}
+
+/* Text written to a memory stream, then to f when all of it could be made:
+ * a value that cannot be written leaves out the whole block, never half. */
+struct block {
+	FILE *m;
+	char *buf;
+	size_t len;
+};
+
+static int block_open(struct block *b, struct gg_err *err)
+{
+	memset(b, 0, sizeof *b);
+	b->m = open_memstream(&b->buf, &b->len);
+	return b->m ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+static int block_close(struct block *b, FILE *f, int rc, struct gg_err *err)
+{
+	if (fclose(b->m) != 0 && rc == 0)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		fwrite(b->buf, 1, b->len, f);
+	free(b->buf);
+	return rc;
+}
+
+int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra, struct gg_err *err)
+{
+	struct block b;
+	int rc = block_open(&b, err);
+	if (rc < 0)
+		return rc;
+	for (int k = 0; k < site->njumps && rc == 0; k++) {
+		rc = format_hop(b.m, site, k, err);
+		fprintf(b.m, "  BatchMode yes\n%s", extra ? extra : "");
+	}
+	return block_close(&b, f, rc, err);
 }
 
 static int session_live(const struct gg_record *r)
 {
 	return r->kind == GG_REC_SESSION && r->host_key && r->node && r->port > 0 &&
 	       !gg_sess_state_ended(r->state);
+}
+
+static int format_session(FILE *f, const struct gg_ssh_paths *p, const struct gg_site *site,
+			  const struct gg_record *r, int windows, struct gg_err *err)
+{
+	char field[96];
+	int rc;
+	if ((rc = gg_ssh_session_name_ok(r->name, err)) < 0)
+		return rc;
+	char *alias = gg_ssh_host_alias(r);
+	if (!alias)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	rc = gg_ssh_cfg_check("session id", alias, GG_SSHV_ALIAS, err);
+	fprintf(f, "\n# session %s\nHost %s\n", r->name, r->name);
+	snprintf(field, sizeof field, "node of session %s", r->name);
+	if (rc == 0)
+		rc = kw(f, "HostName", field, r->node, GG_SSHV_HOST, err);
+	fprintf(f, "  Port %d\n", r->port);
+	snprintf(field, sizeof field, "user of session %s", r->name);
+	if (rc == 0 && r->user)
+		rc = kw(f, "User", field, r->user, GG_SSHV_USER, err);
+	if (site && site->njumps)
+		fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, site->njumps);
+	fprintf(f, "  HostKeyAlias %s\n", alias);
+	free(alias);
+	if (rc == 0)
+		rc = kw(f, "UserKnownHostsFile", "generated known_hosts", p->known_hosts,
+			GG_SSHV_PATH, err);
+	fprintf(f, "  StrictHostKeyChecking yes\n  CheckHostIP no\n");
+	snprintf(field, sizeof field, "key of session %s", r->name);
+	if (rc == 0 && r->key) {
+		rc = kw(f, "IdentityFile", field, r->key, GG_SSHV_PATH, err);
+		fprintf(f, "  IdentitiesOnly yes\n");
+	}
+	fprintf(f, "  ConnectTimeout 20\n  ServerAliveInterval 30\n  ServerAliveCountMax 4\n");
+	if (rc == 0 && !windows) {
+		char *q =
+			gg_ssh_cfg_value("control socket directory", p->control, GG_SSHV_PATH, err);
+		/* the quoted, escaped directory without its closing '"', then %C */
+		if (q)
+			fprintf(f,
+				"  ControlMaster auto\n  ControlPath %.*s/%%C\"\n"
+				"  ControlPersist 10m\n",
+				(int)strlen(q) - 1, q);
+		rc = q ? 0 : err->code;
+		free(q);
+	}
+	return rc;
+}
+
+/* One session's block, or a comment saying why it was left out. */
+/* Why something was left out, as a comment. The messages name fields, never
+ * values; control characters are replaced all the same. */
+static void comment(FILE *f, const char *what, const char *msg)
+{
+	fprintf(f, "\n# %s: ", what);
+	for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+		fputc(*c < 0x20 || *c == 0x7f ? '?' : *c, f);
+	fputc('\n', f);
+}
+
+static void session_block(FILE *f, const struct gg_ssh_paths *p, const struct gg_config *cfg,
+			  const struct gg_record *r, int windows)
+{
+	struct gg_err err = {0};
+	const struct gg_site *site = r->site ? gg_config_site(cfg, r->site) : NULL;
+	struct block b, hops;
+	int rc = 0;
+	if (site && site->njumps && (rc = block_open(&hops, &err)) == 0) {
+		/* the hops were written before; this is a check only */
+		rc = gg_ssh_format_hops(hops.m, site, NULL, &err);
+		fclose(hops.m);
+		free(hops.buf);
+		if (rc < 0)
+			gg_err_prefix(&err, "its site's jump hosts were left out");
+	}
+	if (rc == 0 && (rc = block_open(&b, &err)) == 0) {
+		rc = format_session(b.m, p, site, r, windows, &err);
+		rc = block_close(&b, f, rc, &err);
+	}
+	if (rc < 0)
+		comment(f, "a session was left out", err.msg);
+}
+
+/* Does a live session use site s? */
+static int site_used(const struct gg_site *s, const struct gg_record *recs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (session_live(&recs[i]) && recs[i].site && strcmp(recs[i].site, s->name) == 0)
+			return 1;
+	return 0;
 }
 
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
@@ -145,47 +352,22 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 	fprintf(f,
 		"# Generated by gridgpu: do not edit, it is rewritten on every change.\n"
 		"# Use it with 'ssh -F %s NAME', or 'gridgpu ssh-config --install'.\n",
-		p->config);
-	/* The jump hosts of each site that has a live session. */
+		gg_ssh_cfg_check("", p->config, GG_SSHV_PATH, NULL) == 0 ? p->config : "FILE");
+	/* The jump hosts of each site that has a live session. A site whose hops
+	 * cannot be written leaves out its sessions too. */
 	for (size_t s = 0; cfg && s < cfg->nsites; s++) {
 		const struct gg_site *site = &cfg->sites[s];
-		int used = 0;
-		for (size_t i = 0; i < n; i++)
-			used |= session_live(&recs[i]) && recs[i].site &&
-				strcmp(recs[i].site, site->name) == 0;
-		if (!used)
+		struct gg_err err = {0};
+		if (!site_used(site, recs, n))
 			continue;
-		gg_ssh_format_hops(f, site, "  ConnectTimeout 20\n  ServerAliveInterval 30\n");
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct gg_record *r = &recs[i];
-		if (!session_live(r))
-			continue;
-		const struct gg_site *site = r->site ? gg_config_site(cfg, r->site) : NULL;
-		char *alias = gg_ssh_host_alias(r);
-		fprintf(f, "\n# session %s, job %s at %s\nHost %s\n  HostName %s\n  Port %d\n",
-			r->name, r->job_id ? r->job_id : "?", r->ce ? r->ce : "?", r->name, r->node,
-			r->port);
-		if (r->user)
-			fprintf(f, "  User %s\n", r->user);
-		if (site && site->njumps)
-			fprintf(f, "  ProxyJump gridgpu-hop.%s.%d\n", site->name, site->njumps);
-		fprintf(f, "  HostKeyAlias %s\n", alias ? alias : r->name);
-		path_kw(f, "UserKnownHostsFile", p->known_hosts);
-		fprintf(f, "  StrictHostKeyChecking yes\n  CheckHostIP no\n");
-		if (r->key) {
-			path_kw(f, "IdentityFile", r->key);
-			fprintf(f, "  IdentitiesOnly yes\n");
+		if (gg_ssh_format_hops(f, site, "  ConnectTimeout 20\n  ServerAliveInterval 30\n",
+				       &err) < 0) {
+			comment(f, "jump hosts left out", err.msg);
 		}
-		fprintf(f,
-			"  ConnectTimeout 20\n  ServerAliveInterval 30\n  ServerAliveCountMax 4\n");
-		if (!windows) {
-			fprintf(f, "  ControlMaster auto\n");
-			fprintf(f, "  ControlPath \"%s/%%C\"\n", p->control);
-			fprintf(f, "  ControlPersist 10m\n");
-		}
-		free(alias);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (session_live(&recs[i]))
+			session_block(f, p, cfg, &recs[i], windows);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -271,69 +453,102 @@ int gg_ssh_keygen(const char *path, const char *comment, struct gg_err *err)
 	return 0;
 }
 
-int gg_ssh_install_include(const char *user_config, const char *include_path, int *added,
-			   struct gg_err *err)
+/* The file to change: user_config, or the file a symbolic link there names
+ * (a dotfile manager's link is kept; its target is written). malloc'd. */
+static int resolve_user_config(const char *user_config, char **out, struct gg_err *err)
 {
-	*added = 0;
-	char *old = NULL;
-	size_t len = 0;
-	int rc = gg_file_read(user_config, 1 << 22, &old, &len, err);
-	if (rc == GG_ENOTFOUND) {
-		old = strdup("");
-		rc = old ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
-	if (rc < 0)
-		return rc;
-	char *line = gg_strdup_printf("Include \"%s\"", include_path);
-	char *line2 = gg_strdup_printf("Include %s", include_path);
-	if (!line || !line2) {
-		free(old);
-		free(line);
-		free(line2);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
-	if (strstr(old, line) || strstr(old, line2)) {
-		free(old);
-		free(line);
-		free(line2);
+	struct stat st;
+	if (lstat(user_config, &st) == 0 && S_ISLNK(st.st_mode)) {
+		if (!(*out = realpath(user_config, NULL)))
+			return gg_err_sys(err, GG_EIO, errno,
+					  "'%s' is a symbolic link to nothing usable: fix the link",
+					  user_config);
 		return 0;
 	}
-	/* Create ~/.ssh (0700) if needed. */
-	char *dir = strdup(user_config);
-	char *slash = dir ? strrchr(dir, '/') : NULL;
+	*out = strdup(user_config);
+	return *out ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+/* A copy of old (len bytes, mode) in target.gridgpu-backup. */
+static int backup(const char *target, const char *old, size_t len, mode_t mode, char **bak,
+		  struct gg_err *err)
+{
+	*bak = gg_strdup_printf("%s.gridgpu-backup", target);
+	if (!*bak)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = gg_file_write_atomic(*bak, old, len, mode, err);
+	if (rc < 0) {
+		free(*bak);
+		*bak = NULL;
+	}
+	return rc;
+}
+
+/* Create ~/.ssh (0700), the directory of path, if needed. */
+static int parent_dir(const char *path, struct gg_err *err)
+{
+	char *dir = strdup(path);
+	if (!dir)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	char *slash = strrchr(dir, '/');
+	int rc = 0;
 	if (slash && slash != dir) {
 		*slash = '\0';
 		rc = gg_mkdir_p(dir, 0700, err);
 	}
 	free(dir);
+	return rc;
+}
+
+static int add_include(const char *target, const char *line, const char *old, size_t len,
+		       char **bak, struct gg_err *err)
+{
 	struct stat st;
 	mode_t mode = 0600;
-	if (rc == 0 && stat(user_config, &st) == 0) {
+	int rc = parent_dir(target, err);
+	if (rc == 0 && stat(target, &st) == 0) {
 		mode = st.st_mode & 07777;
-		if (access(user_config, W_OK) < 0)
-			rc = gg_err_sys(err, GG_EIO, errno, "'%s' cannot be changed", user_config);
-		if (rc == 0 && len) {
-			char *bak = gg_strdup_printf("%s.gridgpu-backup", user_config);
-			rc = bak ? gg_file_write_atomic(bak, old, len, mode, err)
-				 : gg_err_set(err, GG_ENOMEM, "out of memory");
-			free(bak);
-		}
+		if (access(target, W_OK) < 0)
+			return gg_err_sys(err, GG_EIO, errno, "'%s' cannot be changed", target);
+		if (len)
+			rc = backup(target, old, len, mode, bak, err);
 	}
+	if (rc < 0)
+		return rc;
 	/* An Include inside a Host block is conditional: it must come first. */
-	char *text =
-		rc == 0 ? gg_strdup_printf("# Added by gridgpu (gridgpu ssh-config --install)\n"
-					   "%s\n\n%s",
-					   line, old)
-			: NULL;
-	if (rc == 0 && !text)
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = gg_file_write_atomic(user_config, text, strlen(text), mode, err);
-	if (rc == 0)
-		*added = 1;
+	char *text = gg_strdup_printf("# Added by gridgpu (gridgpu ssh-config --install)\n"
+				      "Include %s\n\n%s",
+				      line, old);
+	if (!text)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	rc = gg_file_write_atomic(target, text, strlen(text), mode, err);
 	free(text);
+	return rc;
+}
+
+int gg_ssh_install_include(const char *user_config, const char *include_path, int *added,
+			   char **bak, struct gg_err *err)
+{
+	*added = 0;
+	*bak = NULL;
+	char *target = NULL, *old = NULL, *q = NULL, *line2 = NULL;
+	size_t len = 0;
+	int rc = resolve_user_config(user_config, &target, err);
+	if (rc == 0 && (rc = gg_file_read(target, 1 << 22, &old, &len, err)) == GG_ENOTFOUND) {
+		old = strdup("");
+		rc = old ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	if (rc == 0 && !(q = gg_ssh_cfg_value("Include", include_path, GG_SSHV_INCLUDE, err)))
+		rc = err->code;
+	if (rc == 0 && !(line2 = gg_strdup_printf("Include %s", include_path)))
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0 && !strstr(old, q) && !strstr(old, line2)) {
+		if ((rc = add_include(target, q, old, len, bak, err)) == 0)
+			*added = 1;
+	}
+	free(target);
 	free(old);
-	free(line);
+	free(q);
 	free(line2);
 	return rc;
 }

@@ -17,19 +17,28 @@ int gg_ssh_pubkey_check(const char *line, struct gg_err *err);
 int gg_ssh_fingerprint(const char *line, char *out, size_t len, struct gg_err *err);
 
 struct gg_ssh_paths {
-	char *dir;         /* $XDG_CONFIG_HOME/gridgpu/ssh (0700) */
-	char *config;      /* dir/config */
-	char *config_win;  /* dir/config.windows */
-	char *known_hosts; /* dir/known_hosts */
-	char *keys;        /* dir/keys (0700) */
-	char *control;     /* ControlPath directory (0700): $XDG_RUNTIME_DIR/gridgpu-cm,
-			      else /tmp/gridgpu-cm-<uid> (socket paths must be short) */
+	char *dir;          /* $XDG_CONFIG_HOME/gridgpu/ssh (0700) */
+	char *config;       /* dir/config */
+	char *config_win;   /* dir/config.windows */
+	char *known_hosts;  /* dir/known_hosts */
+	char *keys;         /* dir/keys (0700) */
+	char *control;      /* ControlPath directory (0700): $XDG_RUNTIME_DIR/gridgpu-cm,
+			       else $TMPDIR (or /tmp)/gridgpu-cm-<uid> (socket paths
+			       must be short);
+			       when that is not a directory of ours (someone else made
+			       it, a symbolic link): $XDG_STATE_HOME/gridgpu/cm */
+	char *control_note; /* why control is not the usual one, else NULL */
 };
 /* Resolve and create the directories (0700); refuses directories others can
  * write to or read. */
 int gg_ssh_paths_init(struct gg_ssh_paths *p, struct gg_err *err);
 void gg_ssh_paths_clear(struct gg_ssh_paths *p);
 
+/* Can a session have this name? Its Host alias in the generated config is the
+ * name itself, and the Include comes first in ~/.ssh/config: a name with '.'
+ * (github.com, 10.0.0.1) or localhost would take the place of that host, so
+ * they are refused (GG_EUSAGE). */
+int gg_ssh_session_name_ok(const char *name, struct gg_err *err);
 /* The HostKeyAlias of a session. */
 char *gg_ssh_host_alias(const struct gg_record *r);
 
@@ -42,18 +51,41 @@ int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cf
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 			   const struct gg_record *recs, size_t n, int windows);
 
-/* A jump host as the site profile writes it, "[user@]host[:port]". */
+/* A value written after a keyword of the generated ssh config. Every value
+ * goes through gg_ssh_cfg_value (or is checked first by gg_ssh_cfg_check, at
+ * site add and request time): no value can add an option, break the file's
+ * syntax or be expanded by ssh. */
+enum gg_sshv {
+	GG_SSHV_PATH,    /* a file (IdentityFile, UserKnownHostsFile, ControlPath):
+			    no control character, '"', '\\' or "${"; written in double
+			    quotes with '%' as "%%" (these keywords expand %-tokens) */
+	GG_SSHV_HOST,    /* HostName: a host name (letters, digits, '.', '-', '_') or an
+			    IPv6 address, with a zone ("%eth0" written "%%eth0") or not */
+	GG_SSHV_USER,    /* User: letters, digits, '.', '_', '-' (not '-' or '.' first) */
+	GG_SSHV_ALIAS,   /* a Host alias gridgpu makes (session, hop): like a user name */
+	GG_SSHV_INCLUDE, /* the Include line's file: as PATH, absolute, and no '%' or glob
+			    characters (Include expands globs, not %-tokens) */
+};
+/* 0, or GG_EUSAGE with a one-line message naming field and what to do. */
+int gg_ssh_cfg_check(const char *field, const char *value, enum gg_sshv kind, struct gg_err *err);
+/* The value as written in the config (malloc'd), or NULL with err. */
+char *gg_ssh_cfg_value(const char *field, const char *value, enum gg_sshv kind, struct gg_err *err);
+
+/* A jump host as the site profile writes it: "[user@]host[:port]", an IPv6
+ * address as "[addr]:port", "[addr]" or bare "addr" (no port then). */
 struct gg_ssh_jump {
 	char user[128]; /* "" when not given */
 	char host[256];
 	int port; /* 0 when not given */
 };
-void gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out);
+/* Parse and check user and host (gg_ssh_cfg_check): GG_EUSAGE when bad. */
+int gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out, struct gg_err *err);
 
 /* Write the Host blocks of a site's jump hosts ("gridgpu-hop.SITE.N", each
  * through the one before, with the site's identity and known_hosts) to f.
- * extra (may be NULL) is added to every block, e.g. "  ConnectTimeout 5\n". */
-void gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra);
+ * extra (may be NULL) is added to every block, e.g. "  ConnectTimeout 5\n".
+ * Nothing is written when a value cannot be (GG_EUSAGE, see gg_ssh_cfg_value). */
+int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra, struct gg_err *err);
 
 /* Make an ed25519 key pair with ssh-keygen at path (path.pub too), 0600.
  * Removes a stale pair first. */
@@ -61,10 +93,12 @@ int gg_ssh_keygen(const char *path, const char *comment, struct gg_err *err);
 /* Remove a key pair made by gg_ssh_keygen. */
 void gg_ssh_key_remove(const char *path);
 
-/* Add "Include <config>" at the top of ~/.ssh/config (once; backup to
- * config.gridgpu-backup first). *added = 0 when it was already there. */
+/* Add "Include <config>" at the top of ~/.ssh/config (once). *added = 0 when
+ * it was already there. A symbolic link there is kept: the file it names is
+ * changed (atomically, in its own directory). A file that was not empty is
+ * first copied to FILE.gridgpu-backup: *bak is that path (malloc'd), else NULL. */
 int gg_ssh_install_include(const char *user_config, const char *include_path, int *added,
-			   struct gg_err *err);
+			   char **bak, struct gg_err *err);
 
 /* ---- the libssh2 client (client.c) ---- */
 

@@ -25,6 +25,17 @@ check "proxy made for the session tests" test -s "$X509_USER_PROXY"
 check "site profile added" "$GRIDGPU" site add tb --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" \
 	--jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" \
 	--worker-address 127.0.0.1 --connect-deadline 10m
+# values that cannot be written into the ssh config: refused, nothing saved
+expect_fail "site add: --identity with a newline refused" 2 "--identity: a newline" \
+	site add bad --ce "$GG_TB_CE_URL" --identity "$(printf '/k/id\nProxyCommand touch /tmp/x')"
+expect_fail "site add: --known-hosts with '\"' refused" 2 "--known-hosts" \
+	site add bad --ce "$GG_TB_CE_URL" --known-hosts '/k/a"b'
+expect_fail "site add: a jump host with %d refused" 2 "jump host" \
+	site add bad --ce "$GG_TB_CE_URL" --jump 'u@gw%d'
+expect_fail "request: a session name like a host refused" 2 "--name" request --name github.com
+expect_fail "request: --identity with '\"' refused" 2 "--identity" request --identity '/k/a"b'
+run_gg site show bad
+expect_eq "nothing saved for the refused site" "$RC" 5
 
 # --- a session, end to end -------------------------------------------------
 run_gg request --name s1 --walltime 2h

@@ -31,6 +31,7 @@
 #include "../fuzz/fuzz_pubkey.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_sif.c"
+#include "../fuzz/fuzz_sshcfg.c"
 #include "../fuzz/fuzz_tar.c"
 #include "../fuzz/fuzz_token.c"
 
@@ -60,6 +61,7 @@ static const struct target targets[] = {
 	{"pubkey", no_init, fuzz_one_pubkey},
 	{"record", no_init, fuzz_one_record},
 	{"sif", no_init, fuzz_one_sif},
+	{"sshcfg", no_init, fuzz_one_sshcfg},
 	{"tar", fuzz_init_tar, fuzz_one_tar},
 	{"token", no_init, fuzz_one_token},
 };

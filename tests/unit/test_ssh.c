@@ -151,11 +151,13 @@ static void test_install_include(void **state)
 	char cfg[128], inc[] = "/x/gridgpu/ssh/config";
 	struct gg_err err = {0};
 	int added;
+	char *bak;
 	snprintf(cfg, sizeof cfg, "%s/home/.ssh/config", dir);
-	/* missing file and directory: created */
-	assert_int_equal(gg_ssh_install_include(cfg, inc, &added, &err), 0);
+	/* missing file and directory: created, and no backup claimed */
+	assert_int_equal(gg_ssh_install_include(cfg, inc, &added, &bak, &err), 0);
 	assert_int_equal(added, 1);
-	assert_int_equal(gg_ssh_install_include(cfg, inc, &added, &err), 0);
+	assert_null(bak);
+	assert_int_equal(gg_ssh_install_include(cfg, inc, &added, &bak, &err), 0);
 	assert_int_equal(added, 0); /* once */
 	char *t;
 	assert_int_equal(gg_file_read(cfg, 4096, &t, NULL, &err), 0);
@@ -163,18 +165,177 @@ static void test_install_include(void **state)
 	free(t);
 	/* an existing config: the Include goes first, a backup is kept */
 	gg_file_write_atomic(cfg, "Host a\n  User b\n", 16, 0644, &err);
-	assert_int_equal(gg_ssh_install_include(cfg, inc, &added, &err), 0);
+	assert_int_equal(gg_ssh_install_include(cfg, inc, &added, &bak, &err), 0);
 	assert_int_equal(gg_file_read(cfg, 4096, &t, NULL, &err), 0);
 	assert_true(strstr(t, "Include") < strstr(t, "Host a"));
 	free(t);
-	char bak[160];
-	snprintf(bak, sizeof bak, "%s.gridgpu-backup", cfg);
+	char want[160];
+	snprintf(want, sizeof want, "%s.gridgpu-backup", cfg);
+	assert_non_null(bak);
+	assert_string_equal(bak, want);
 	assert_int_equal(gg_file_read(bak, 4096, &t, NULL, &err), 0);
 	assert_string_equal(t, "Host a\n  User b\n");
 	free(t);
+	free(bak);
 	struct stat sb;
 	stat(cfg, &sb);
 	assert_int_equal(sb.st_mode & 0777, 0644); /* mode kept */
+	/* an Include path that ssh would read otherwise is refused */
+	assert_int_equal(gg_ssh_install_include(cfg, "/x/a\"b", &added, &bak, &err), GG_EUSAGE);
+	assert_int_equal(gg_ssh_install_include(cfg, "/x/*/config", &added, &bak, &err), GG_EUSAGE);
+}
+
+/* A ~/.ssh/config that is a symbolic link (dotfile managers): the link stays,
+ * its target gets the Include, the backup is beside the target. */
+static void test_install_symlink(void **state)
+{
+	(void)state;
+	char home[128], target[160], link[160], want[200];
+	struct gg_err err = {0};
+	int added;
+	char *bak, *t;
+	snprintf(home, sizeof home, "%s/lhome", dir);
+	snprintf(target, sizeof target, "%s/dotfiles-ssh-config", dir);
+	snprintf(link, sizeof link, "%s/.ssh/config", home);
+	assert_int_equal(gg_mkdir_p(home, 0700, &err), 0);
+	snprintf(want, sizeof want, "%s/.ssh", home);
+	assert_int_equal(gg_mkdir_p(want, 0700, &err), 0);
+	assert_int_equal(gg_file_write_atomic(target, "Host mine\n", 10, 0600, &err), 0);
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(gg_ssh_install_include(link, "/x/c", &added, &bak, &err), 0);
+	assert_int_equal(added, 1);
+	struct stat sb;
+	assert_int_equal(lstat(link, &sb), 0);
+	assert_true(S_ISLNK(sb.st_mode));
+	assert_int_equal(gg_file_read(target, 4096, &t, NULL, &err), 0);
+	assert_non_null(strstr(t, "Include \"/x/c\""));
+	assert_non_null(strstr(t, "Host mine"));
+	free(t);
+	snprintf(want, sizeof want, "%s.gridgpu-backup", target);
+	assert_string_equal(bak, want);
+	assert_int_equal(access(bak, R_OK), 0);
+	free(bak);
+	/* a link to nothing: an error, nothing written */
+	unlink(link);
+	assert_int_equal(symlink("/nonexistent/gg", link), 0);
+	assert_true(gg_ssh_install_include(link, "/x/c", &added, &bak, &err) < 0);
+	assert_int_equal(lstat(link, &sb), 0);
+	assert_true(S_ISLNK(sb.st_mode));
+}
+
+/* Every class gg_ssh_cfg_value refuses, with the field named. */
+static void test_cfg_value_refused(void **state)
+{
+	(void)state;
+	static const char *paths[] = {
+		"",
+		"/k/a\nProxyCommand touch /tmp/x",
+		"/k/a\rb",
+		"/k/a\tb",
+		"/k/a\x01",
+		"/k/a\x7f",
+		"/k/a\"b",
+		"/k/a\\b",
+		"/k/${HOME}/id",
+	};
+	struct gg_err err = {0};
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		gg_err_clear(&err);
+		assert_null(gg_ssh_cfg_value("--identity", paths[i], GG_SSHV_PATH, &err));
+		assert_int_equal(err.code, GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "--identity"));
+		assert_null(strchr(err.msg, '\n')); /* one line, the value not echoed */
+	}
+	char longp[1100];
+	memset(longp, 'a', sizeof longp - 1);
+	longp[0] = '/';
+	longp[sizeof longp - 1] = '\0';
+	assert_int_equal(gg_ssh_cfg_check("f", longp, GG_SSHV_PATH, NULL), GG_EUSAGE);
+	static const char *hosts[] = {
+		"",    "a b", "-oProxyCommand=x", "h%d",        "h\"", "a,b", "a@b", "[::1]", ":",
+		"::g", "h\n", "fe80::1%",         "fe80::1%a b"};
+	for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
+		assert_int_equal(gg_ssh_cfg_check("jump host", hosts[i], GG_SSHV_HOST, &err),
+				 GG_EUSAGE);
+	static const char *users[] = {"", "-l", ".x", "a b", "a%d", "a@b", "a\"", "root\n"};
+	for (size_t i = 0; i < sizeof users / sizeof users[0]; i++)
+		assert_int_equal(gg_ssh_cfg_check("--user", users[i], GG_SSHV_USER, &err),
+				 GG_EUSAGE);
+	assert_int_equal(gg_ssh_cfg_check("n", "a*", GG_SSHV_ALIAS, &err), GG_EUSAGE);
+	assert_int_equal(gg_ssh_cfg_check("n", "!a", GG_SSHV_ALIAS, &err), GG_EUSAGE);
+}
+
+static void test_cfg_value_quoted(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	char *q = gg_ssh_cfg_value("f", "/my keys/id %d#1 'x'", GG_SSHV_PATH, &err);
+	assert_non_null(q);
+	assert_string_equal(q, "\"/my keys/id %%d#1 'x'\"");
+	free(q);
+	q = gg_ssh_cfg_value("f", "fe80::1%eth0", GG_SSHV_HOST, &err);
+	assert_string_equal(q, "fe80::1%%eth0");
+	free(q);
+	q = gg_ssh_cfg_value("f", "gw.example.org", GG_SSHV_HOST, &err);
+	assert_string_equal(q, "gw.example.org");
+	free(q);
+	q = gg_ssh_cfg_value("f", "/a/b", GG_SSHV_INCLUDE, &err);
+	assert_string_equal(q, "\"/a/b\"");
+	free(q);
+	assert_int_equal(gg_ssh_cfg_check("f", "10.0.0.1", GG_SSHV_HOST, &err), 0);
+	assert_int_equal(gg_ssh_cfg_check("f", "alice_1.x-y", GG_SSHV_USER, &err), 0);
+}
+
+static void test_jump_parse(void **state)
+{
+	(void)state;
+	struct gg_ssh_jump j;
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_jump_parse("alice@gw.example:2222", &j, &err), 0);
+	assert_string_equal(j.user, "alice");
+	assert_string_equal(j.host, "gw.example");
+	assert_int_equal(j.port, 2222);
+	assert_int_equal(gg_ssh_jump_parse("u@::1", &j, &err), 0); /* was host ':' port 1 */
+	assert_string_equal(j.user, "u");
+	assert_string_equal(j.host, "::1");
+	assert_int_equal(j.port, 0);
+	assert_int_equal(gg_ssh_jump_parse("u@[2001:db8::2]:22", &j, &err), 0);
+	assert_string_equal(j.host, "2001:db8::2");
+	assert_int_equal(j.port, 22);
+	assert_int_equal(gg_ssh_jump_parse("[::1]", &j, &err), 0);
+	assert_string_equal(j.host, "::1");
+	assert_string_equal(j.user, "");
+	assert_int_equal(gg_ssh_jump_parse("gw", &j, &err), 0);
+	static const char *bad[] = {"@gw",
+				    "u@",
+				    "u@gw:0",
+				    "u@gw:65536",
+				    "u@gw:x",
+				    "u@[::1",
+				    "u@[::1]x",
+				    "u@gw:22:",
+				    "u@%d",
+				    "u\"@gw",
+				    "u@gw\"",
+				    "a@b@c",
+				    "u@gw\nProxyCommand x",
+				    "u@g w",
+				    "u@gw:"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		gg_err_clear(&err);
+		assert_int_equal(gg_ssh_jump_parse(bad[i], &j, &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "jump host"));
+	}
+}
+
+static void test_session_names(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_ssh_session_name_ok("gla-1", NULL), 0);
+	assert_int_equal(gg_ssh_session_name_ok("github.com", NULL), GG_EUSAGE);
+	assert_int_equal(gg_ssh_session_name_ok("10.0.0.1", NULL), GG_EUSAGE);
+	assert_int_equal(gg_ssh_session_name_ok("LocalHost", NULL), GG_EUSAGE);
+	assert_int_equal(gg_ssh_session_name_ok("a*", NULL), GG_EUSAGE);
 }
 
 static void test_keygen(void **state)
@@ -198,12 +359,166 @@ static void test_keygen(void **state)
 	assert_int_equal(access(pub, F_OK), -1);
 }
 
+/* Without XDG_RUNTIME_DIR: $TMPDIR/gridgpu-cm-UID, unless it is not a private
+ * directory of ours; then $XDG_STATE_HOME/gridgpu/cm, and a note says so. */
+static void test_control_dir(void **state)
+{
+	(void)state;
+	char cm[128], state_home[128], want[160], other[160];
+	struct gg_err err = {0};
+	struct gg_ssh_paths p;
+	struct stat sb;
+	unsetenv("XDG_RUNTIME_DIR");
+	setenv("TMPDIR", dir, 1);
+	snprintf(state_home, sizeof state_home, "%s/st", dir);
+	setenv("XDG_STATE_HOME", state_home, 1);
+	snprintf(cm, sizeof cm, "%s/gridgpu-cm-%u", dir, (unsigned)geteuid());
+	snprintf(want, sizeof want, "%s/gridgpu/cm", state_home);
+	/* free: made, private */
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	assert_string_equal(p.control, cm);
+	assert_null(p.control_note);
+	gg_ssh_paths_clear(&p);
+	/* a symbolic link planted there is not followed */
+	snprintf(other, sizeof other, "%s/elsewhere", dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	rmdir(cm);
+	assert_int_equal(symlink(other, cm), 0);
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	assert_string_equal(p.control, want);
+	assert_non_null(p.control_note);
+	assert_int_equal(lstat(want, &sb), 0);
+	assert_true(S_ISDIR(sb.st_mode));
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	gg_ssh_paths_clear(&p);
+	/* a file there */
+	unlink(cm);
+	assert_int_equal(gg_file_write_atomic(cm, "x", 1, 0600, &err), 0);
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	assert_string_equal(p.control, want);
+	gg_ssh_paths_clear(&p);
+	unlink(cm);
+	/* someone else's directory (needs root to make one) */
+	if (geteuid() == 0) {
+		assert_int_equal(mkdir(cm, 0777), 0);
+		assert_int_equal(chown(cm, 65534, 65534), 0);
+		assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+		assert_string_equal(p.control, want);
+		assert_non_null(strstr(p.control_note, "not a private directory of yours"));
+		gg_ssh_paths_clear(&p);
+		rmdir(cm);
+	}
+	unsetenv("TMPDIR");
+	unsetenv("XDG_STATE_HOME");
+}
+
+/* The real ssh reads the generated config: hostile values are either written
+ * so that ssh reads back exactly them, or their block is left out; the file
+ * always parses (ssh -G exits 0) and no option is injected. */
+static char *ssh_G(const char *cfg, const char *host, int *status)
+{
+	char cmd[512], *out = NULL;
+	size_t len = 0;
+	snprintf(cmd, sizeof cmd, "ssh -G -F '%s' '%s' 2>&1", cfg, host);
+	FILE *p = popen(cmd, "r"), *m = open_memstream(&out, &len);
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+		fwrite(buf, 1, n, m);
+	fclose(m);
+	*status = pclose(p);
+	return out;
+}
+
+static void test_config_ssh_G(void **state)
+{
+	(void)state;
+	if (system("command -v ssh >/dev/null 2>&1") != 0)
+		skip();
+	struct gg_ssh_paths p;
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	struct gg_site sites[3] = {
+		{.name = (char *)"ok",
+		 .njumps = 1,
+		 .identity = (char *)"/my keys/id %d#1",
+		 .known_hosts = (char *)"/kh 'x'"},
+		{.name = (char *)"nl",
+		 .njumps = 1,
+		 .identity = (char *)"/k/id\nProxyCommand touch /tmp/gg-pwned",
+		 .known_hosts = (char *)"/k/kh\"x"},
+		{.name = (char *)"pct", .njumps = 1},
+	};
+	sites[0].jumps[0] = (char *)"alice@[::1]:2222";
+	sites[1].jumps[0] = (char *)"bob@gw";
+	sites[2].jumps[0] = (char *)"carol@gw%d";
+	struct gg_config cfg = {.sites = sites, .nsites = 3};
+	struct gg_record r[4];
+	const char *names[] = {"s-ok", "s-nl", "s-pct", "github.com"};
+	const char *site_of[] = {"ok", "nl", "pct", "ok"};
+	for (int i = 0; i < 4; i++)
+		r[i] = (struct gg_record){.kind = GG_REC_SESSION,
+					  .state = GG_S_READY,
+					  .name = (char *)names[i],
+					  .uid = (char *)"aaaaaaaaaaaa",
+					  .site = (char *)site_of[i],
+					  .node = (char *)"wn1",
+					  .port = 22001,
+					  .user = (char *)"gg",
+					  .host_key = (char *)KEY,
+					  .key = (char *)"/k/sess key %h"};
+	assert_int_equal(gg_ssh_write_config(&p, &cfg, r, 4, &err), 0);
+	int st;
+	char *o = ssh_G(p.config, "s-ok", &st);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(o, "\nhostname wn1\n"));
+	/* ssh -G shows IdentityFile before its %-expansion ("%%" is then "%"),
+	 * UserKnownHostsFile after it */
+	assert_non_null(strstr(o, "\nidentityfile /k/sess key %%h\n"));
+	assert_non_null(strstr(o, "\nproxyjump gridgpu-hop.ok.1\n"));
+	free(o);
+	o = ssh_G(p.config, "gridgpu-hop.ok.1", &st);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(o, "\nhostname ::1\n"));
+	assert_non_null(strstr(o, "\nport 2222\n"));
+	assert_non_null(strstr(o, "\nidentityfile /my keys/id %%d#1\n"));
+	assert_non_null(strstr(o, "\nuserknownhostsfile /kh 'x'\n"));
+	free(o);
+	/* left out: the names resolve to nothing of ours, nothing injected */
+	const char *gone[] = {"s-nl", "s-pct", "github.com", "gridgpu-hop.nl.1",
+			      "gridgpu-hop.pct.1"};
+	for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+		o = ssh_G(p.config, gone[i], &st);
+		assert_int_equal(st, 0);
+		assert_null(strstr(o, "\nhostname wn1\n"));
+		assert_null(strstr(o, "gg-pwned"));
+		assert_null(strstr(o, "\nproxycommand "));
+		assert_null(strstr(o, "\nproxyjump "));
+		free(o);
+	}
+	char *t;
+	assert_int_equal(gg_file_read(p.config, 1 << 16, &t, NULL, &err), 0);
+	assert_null(strstr(t, "gg-pwned"));
+	assert_non_null(strstr(t, "# a session was left out"));
+	free(t);
+	gg_ssh_paths_clear(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pubkey), cmocka_unit_test(test_fingerprint),
-		cmocka_unit_test(test_config), cmocka_unit_test(test_install_include),
+		cmocka_unit_test(test_pubkey),
+		cmocka_unit_test(test_fingerprint),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_install_include),
 		cmocka_unit_test(test_keygen),
+		cmocka_unit_test(test_install_symlink),
+		cmocka_unit_test(test_cfg_value_refused),
+		cmocka_unit_test(test_cfg_value_quoted),
+		cmocka_unit_test(test_jump_parse),
+		cmocka_unit_test(test_session_names),
+		cmocka_unit_test(test_control_dir),
+		cmocka_unit_test(test_config_ssh_G),
 	};
 	return cmocka_run_group_tests_name("ssh", tests, setup, teardown);
 }

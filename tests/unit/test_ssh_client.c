@@ -400,6 +400,63 @@ static void test_host_keys(void **state)
 	assert_non_null(strstr(err.msg, "no known_hosts"));
 }
 
+/* known_hosts markers and long lines: a @revoked key is refused even when a
+ * plain line names it; @cert-authority alone says host certificates are not
+ * supported; lines of any length are read whole. */
+static void test_known_hosts_lines(void **state)
+{
+	(void)state;
+	NEED_SSHD();
+	struct gg_ssh_conn *c = NULL;
+	struct gg_err err = {0};
+	size_t failed;
+	char p[160];
+	snprintf(p, sizeof p, "%s/kh-marks", dir);
+	struct gg_ssh_hop h = {.host = "127.0.0.1",
+			       .port = port,
+			       .identity = path_key,
+			       .known_hosts = p,
+			       .name = "jump host 1"};
+	FILE *f = fopen(p, "w");
+	fprintf(f, "[127.0.0.1]:%d %s\n@revoked * %s\n", port, hostkey_pub, hostkey_pub);
+	fclose(f);
+	assert_int_equal(gg_ssh_connect(&h, 1, 10000, &c, &failed, &err), GG_EHOSTKEY);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "@revoked"));
+	/* another key revoked: this one is still accepted */
+	f = fopen(p, "w");
+	fprintf(f, "@revoked * %s\n[127.0.0.1]:%d %s\n", otherkey_pub, port, hostkey_pub);
+	fclose(f);
+	assert_int_equal(gg_ssh_connect(&h, 1, 10000, &c, &failed, &err), 0);
+	gg_ssh_disconnect(c);
+	c = NULL;
+	/* only a certificate authority for the host */
+	f = fopen(p, "w");
+	fprintf(f, "@cert-authority [127.0.0.1]:%d %s\n", port, otherkey_pub);
+	fclose(f);
+	assert_int_equal(gg_ssh_connect(&h, 1, 10000, &c, &failed, &err), GG_ECRED);
+	assert_non_null(strstr(err.msg, "host certificates are not supported"));
+	/* a comment over 16 KiB whose tail looks like an entry: one line, a
+	 * comment, so the host is not known (a 16 KiB reader took the tail for an
+	 * entry of its own) */
+	f = fopen(p, "w");
+	fputc('#', f);
+	for (int i = 1; i < 16383; i++)
+		fputc('x', f);
+	fprintf(f, "[127.0.0.1]:%d %s\n", port, hostkey_pub);
+	fclose(f);
+	assert_int_equal(gg_ssh_connect(&h, 1, 10000, &c, &failed, &err), GG_ECRED);
+	assert_non_null(strstr(err.msg, "is not in"));
+	/* an entry over 16 KiB (a long host list) is read whole */
+	f = fopen(p, "w");
+	for (int i = 0; i < 2000; i++)
+		fprintf(f, "host%d.example,", i);
+	fprintf(f, "[127.0.0.1]:%d %s\n", port, hostkey_pub);
+	fclose(f);
+	assert_int_equal(gg_ssh_connect(&h, 1, 10000, &c, &failed, &err), 0);
+	gg_ssh_disconnect(c);
+}
+
 static void test_auth(void **state)
 {
 	(void)state;
@@ -492,10 +549,15 @@ static void test_stream(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_key_matches), cmocka_unit_test(test_route),
-		cmocka_unit_test(test_unreachable), cmocka_unit_test(test_exec),
-		cmocka_unit_test(test_hops),        cmocka_unit_test(test_host_keys),
-		cmocka_unit_test(test_auth),        cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_key_matches),
+		cmocka_unit_test(test_route),
+		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_exec),
+		cmocka_unit_test(test_hops),
+		cmocka_unit_test(test_host_keys),
+		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_known_hosts_lines),
 	};
 	return cmocka_run_group_tests_name("ssh client", tests, setup, teardown);
 }
