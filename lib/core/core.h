@@ -50,6 +50,13 @@ void gg_err_clear(struct gg_err *err);
 int gg_err_exit_code(int code);
 /* Short name of a code ("credentials", "network"), for --json output. */
 const char *gg_err_kind(int code);
+/* The table both come from: one row per code, GG_OK first. */
+struct gg_err_kind_row {
+	int code;
+	const char *kind;
+	int exit_code;
+};
+const struct gg_err_kind_row *gg_err_kinds(size_t *n);
 
 /* ---- strings ----------------------------------------------------------- */
 

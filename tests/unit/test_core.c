@@ -131,6 +131,86 @@ static void test_err(void **state)
 	assert_int_equal(err.code, 0);
 }
 
+/* Every kind maps to the documented exit code, and each kind is in the table once. */
+static void test_err_table(void **state)
+{
+	(void)state;
+	static const struct {
+		int code;
+		const char *kind;
+		int exit_code;
+	} want[] = {
+		{GG_OK, "ok", 0},
+		{GG_EFAIL, "failure", 1},
+		{GG_EUSAGE, "usage", 2},
+		{GG_ECRED, "credentials", 3},
+		{GG_ENET, "network", 4},
+		{GG_ENOTFOUND, "not-found", 5},
+		{GG_EJOB, "job-failed", 6},
+		{GG_EIO, "io", 1},
+		{GG_ENOMEM, "memory", 1},
+		{GG_EPROTO, "protocol", 4},
+		{GG_EINTR, "interrupted", 130},
+		{GG_EHOSTKEY, "host-key", 4},
+		{-999, "failure", 1}, /* unknown codes are failures */
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		assert_int_equal(gg_err_exit_code(want[i].code), want[i].exit_code);
+		assert_string_equal(gg_err_kind(want[i].code), want[i].kind);
+	}
+	size_t n;
+	const struct gg_err_kind_row *t = gg_err_kinds(&n);
+	assert_int_equal(n, sizeof want / sizeof want[0] - 1);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = i + 1; k < n; k++) {
+			assert_int_not_equal(t[i].code, t[k].code);
+			assert_string_not_equal(t[i].kind, t[k].kind);
+		}
+}
+
+/* The kinds gridgpu(1) lists under each exit status of EXIT STATUS ("(kinds
+ * network, protocol, host-key)"): the exit status of kind, or -1. */
+static int man_exit_of(const char *man, const char *kind)
+{
+	const char *p = strstr(man, ".SH EXIT STATUS");
+	const char *end = p ? strstr(p + 1, "\n.SH ") : NULL;
+	int status = -1;
+	for (; p && p < end; p = strchr(p, '\n')) {
+		p++;
+		if (strncmp(p, ".B ", 3) == 0 && p[3] >= '0' && p[3] <= '9')
+			status = atoi(p + 3);
+		const char *eol = strchr(p, '\n');
+		const char *k = strstr(p, "(kind");
+		if (!k || k > eol)
+			k = strstr(p, "; kind");
+		if (!k || k > eol || status < 0)
+			continue;
+		k = strchr(k + 1, ' ');
+		size_t len = strlen(kind);
+		for (; k && k < eol && *k != ')'; k += strcspn(k, " ,)"), k += strspn(k, " ,"))
+			if (strncmp(k, kind, len) == 0 && strchr(" ,)", k[len]))
+				return status;
+	}
+	return -1;
+}
+
+static void test_err_table_man(void **state)
+{
+	(void)state;
+	char *man = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_file_read("man/gridgpu.1", 1 << 20, &man, NULL, &err), 0);
+	size_t n;
+	const struct gg_err_kind_row *t = gg_err_kinds(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (man_exit_of(man, t[i].kind) != t[i].exit_code)
+			fail_msg(
+				"gridgpu(1) EXIT STATUS: kind %s documented with exit %d, table says %d",
+				t[i].kind, man_exit_of(man, t[i].kind), t[i].exit_code);
+	}
+	free(man);
+}
+
 static void test_strings(void **state)
 {
 	(void)state;
@@ -415,6 +495,8 @@ int main(void)
 		cmocka_unit_test(test_duration_format),
 		cmocka_unit_test(test_size),
 		cmocka_unit_test(test_err),
+		cmocka_unit_test(test_err_table),
+		cmocka_unit_test(test_err_table_man),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_private_and_shred),
