@@ -211,6 +211,53 @@ static void test_err_table_man(void **state)
 	free(man);
 }
 
+static void check_printable(const char *in, size_t len, const char *want)
+{
+	char *got = gg_str_printable(in, len);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	for (const unsigned char *p = (const unsigned char *)got; *p; p++)
+		assert_true(*p >= 0x20 && *p != 0x7f);
+	free(got);
+}
+#define PRINTABLE(lit, want) check_printable(lit, sizeof lit - 1, want)
+
+static void test_printable(void **state)
+{
+	(void)state;
+	/* kept: ASCII text, valid UTF-8 of 2, 3 and 4 bytes */
+	PRINTABLE("session ready", "session ready");
+	PRINTABLE("", "");
+	PRINTABLE("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0",
+		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0");
+	/* C0 controls, named and not */
+	PRINTABLE("a\nb\rc\td", "a\\nb\\rc\\td");
+	PRINTABLE("\x1b[2J\x1b]0;title\x07", "\\x1b[2J\\x1b]0;title\\x07");
+	PRINTABLE("\x01\x08\x0b\x0c\x1f", "\\x01\\x08\\x0b\\x0c\\x1f");
+	PRINTABLE("nul\0byte", "nul\\x00byte");
+	/* DEL, and the backslash itself (so an escape cannot be faked) */
+	PRINTABLE("\x7f", "\\x7f");
+	PRINTABLE("a\\x1b", "a\\\\x1b");
+	/* C1 controls U+0080-U+009F (CSI is U+009B), encoded and raw */
+	PRINTABLE("\xc2\x80\xc2\x9b\xc2\x9f", "\\xc2\\x80\\xc2\\x9b\\xc2\\x9f");
+	PRINTABLE("\x9b"
+		  "2J",
+		  "\\x9b2J");
+	/* invalid UTF-8: stray continuation, overlong, surrogate, > U+10FFFF,
+	 * truncated, bytes that never occur */
+	PRINTABLE("\x80", "\\x80");
+	PRINTABLE("\xc0\xaf", "\\xc0\\xaf");
+	PRINTABLE("\xe0\x80\xaf", "\\xe0\\x80\\xaf");
+	PRINTABLE("\xed\xa0\x80", "\\xed\\xa0\\x80");
+	PRINTABLE("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+	PRINTABLE("\xe2\x82", "\\xe2\\x82");
+	PRINTABLE("\xe2\x82x", "\\xe2\\x82x");
+	PRINTABLE("\xfe\xff", "\\xfe\\xff");
+	/* a fake line of ours after a newline stays on the same line */
+	PRINTABLE("x\r\ngridgpu: session ready, host key SHA256:AAAA (pinned)",
+		  "x\\r\\ngridgpu: session ready, host key SHA256:AAAA (pinned)");
+}
+
 static void test_strings(void **state)
 {
 	(void)state;
@@ -491,21 +538,14 @@ static void test_site_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_duration_parse),
-		cmocka_unit_test(test_duration_format),
-		cmocka_unit_test(test_size),
-		cmocka_unit_test(test_err),
-		cmocka_unit_test(test_err_table),
-		cmocka_unit_test(test_err_table_man),
-		cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_atomic_write),
-		cmocka_unit_test(test_private_and_shred),
-		cmocka_unit_test(test_mkdir_p),
-		cmocka_unit_test(test_xdg),
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_config_values),
-		cmocka_unit_test(test_site_name),
-		cmocka_unit_test(test_wipe),
+		cmocka_unit_test(test_duration_parse), cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_size),           cmocka_unit_test(test_err),
+		cmocka_unit_test(test_err_table),      cmocka_unit_test(test_err_table_man),
+		cmocka_unit_test(test_printable),      cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_atomic_write),   cmocka_unit_test(test_private_and_shred),
+		cmocka_unit_test(test_mkdir_p),        cmocka_unit_test(test_xdg),
+		cmocka_unit_test(test_config),         cmocka_unit_test(test_config_values),
+		cmocka_unit_test(test_site_name),      cmocka_unit_test(test_wipe),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
 }
