@@ -140,7 +140,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		}
 		json_array_append_new(got, json_string(p));
 		if (!cli->json)
-			printf("%s\n", p);
+			ui_out("%s\n", p);
 		free(p);
 	}
 	if (cli->json)

@@ -516,15 +516,16 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 						       "ce", site->ce ? site->ce : "",
 						       "description", x, "uploads", up));
 			} else {
-				printf("# job %d of %d → site %s, CE %s\n# requests: POST "
+				ui_out("# job %d of %d → site %s, CE %s\n# requests: POST "
 				       "delegations?action=new + PUT (proxy auth); POST "
 				       "jobs?action=new;",
 				       i + 1, s.count, site->name, site->ce ? site->ce : "?");
 				for (int k = 0; k < jd.ninputs; k++)
 					if (jd.inputs[k].local)
-						printf(" PUT jobs/ID/session/%s",
+						ui_out(" PUT jobs/ID/session/%s",
 						       jd.inputs[k].name);
-				printf("\n%s", x);
+				putchar('\n');
+				fputs(x, stdout); /* ours: the values are quoted */
 			}
 			free(x);
 			gg_jd_clear(&jd);
@@ -559,7 +560,7 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 				nok++;
 				json_array_append_new(done, gg_record_to_json(&r));
 				if (!cli->json)
-					printf("%s\n", r.name);
+					ui_out("%s\n", r.name);
 				gg_record_clear(&r);
 			} else {
 				last = err;

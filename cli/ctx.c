@@ -371,10 +371,12 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 		const char *ces = r->ce_state ? r->ce_state : "?";
 		if (!cli->quiet && (tty || shown != r->state || strcmp(last_ce, ces))) {
 			char d[32];
-			fprintf(stderr, "%s  %s: %s%s (CE: %s), waited %s%s", tty ? "\r\033[K" : "",
-				r->name, gg_sess_state_name(r->state),
-				gg_session_published(r) ? ", sshd not answering yet" : "", ces,
-				gg_duration_format(waited, d, sizeof d), tty ? "" : "\n");
+			if (tty)
+				fputs("\r\033[K", stderr);
+			ui_err("  %s: %s%s (CE: %s), waited %s%s", r->name,
+			       gg_sess_state_name(r->state),
+			       gg_session_published(r) ? ", sshd not answering yet" : "", ces,
+			       gg_duration_format(waited, d, sizeof d), tty ? "" : "\n");
 			fflush(stderr);
 			shown = r->state;
 			snprintf(last_ce, sizeof last_ce, "%s", ces);
