@@ -455,6 +455,11 @@ fail:
 	if (job_id && !r.job_id && ce) /* a job that could not be recorded (the record
 					  was killed and cleaned meanwhile) must not run unseen */
 		gg_ce_cancel(ce, job_id);
+	if (posted && !job_id && ce && gg_ce_submit_unsent(ce)) {
+		/* Refused connection, TLS handshake, DNS: the CE has no job. */
+		gg_err_prefix(&err, "the CE was not reached, nothing was sent");
+		posted = 0;
+	}
 	if (st && r.name && !r.job_id && posted && !job_id &&
 	    (err.code == GG_ENET || err.code == GG_EPROTO || err.code == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record (and the

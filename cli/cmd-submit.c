@@ -303,6 +303,11 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 fail:
 	if (job_id && !r.job_id && ce) /* a job that could not be recorded must not run unseen */
 		gg_ce_cancel(ce, job_id);
+	if (posted && !job_id && ce && gg_ce_submit_unsent(ce)) {
+		/* Refused connection, TLS handshake, DNS: the CE has no job. */
+		gg_err_prefix(err, "the CE was not reached, nothing was sent");
+		posted = 0;
+	}
 	if (r.name && !r.job_id && posted && !job_id &&
 	    (rc == GG_ENET || rc == GG_EPROTO || rc == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record so that
