@@ -115,6 +115,9 @@ void ui_err(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
 /* A note on stderr unless -q. */
 void ui_info(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* The --json error object on stdout, {"error":{"what","message","kind","exit"}};
+ * what and msg must be printable already (ui_format). */
+void ui_json_error(const char *what, const char *msg, int code);
 /* Print a JSON value on stdout (pretty when a TTY), steals the reference. */
 int ui_json(json_t *v);
 /* Colour on stdout: only when a TTY and NO_COLOR is unset. */

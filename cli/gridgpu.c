@@ -224,7 +224,11 @@ static int unknown_command(struct gg_cli *cli, const char *name)
 	if (best && bestd <= limit)
 		ui_err("\ngridgpu: did you mean '%s'?", best);
 	ui_err("\nSee 'gridgpu --help' for the list of commands.\n");
-	(void)cli;
+	if (cli->json) {
+		char *msg = ui_format("'%s' is not a gridgpu command", name);
+		ui_json_error("gridgpu", msg, GG_EUSAGE);
+		free(msg);
+	}
 	return EXIT_USAGE;
 }
 

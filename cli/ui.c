@@ -174,7 +174,7 @@ void ui_err(const char *fmt, ...)
 }
 
 /* The --json error object; a fixed one when even that cannot be made. */
-static void json_error(const char *what, const char *msg, int code)
+void ui_json_error(const char *what, const char *msg, int code)
 {
 	json_t *o = json_pack("{s:{s:s,s:s,s:s,s:i}}", "error", "what", what ? what : "", "message",
 			      msg ? msg : "", "kind", gg_err_kind(code), "exit",
@@ -196,7 +196,7 @@ int ui_fail(struct gg_cli *cli, const struct gg_err *err, const char *what, ...)
 	int code = err->code ? err->code : GG_EFAIL;
 	char *msg = gg_str_printable(err->msg, strlen(err->msg));
 	if (cli && cli->json)
-		json_error(ctx, msg, code);
+		ui_json_error(ctx, msg, code);
 	fprintf(stderr, "gridgpu: %s: %s\n", ctx ? ctx : "?", msg && *msg ? msg : "failed");
 	free(ctx);
 	free(msg);
@@ -210,8 +210,8 @@ int ui_usage(struct gg_cli *cli, const char *fmt, ...)
 	char *msg = ui_vformat(fmt, ap);
 	va_end(ap);
 	if (cli && cli->json)
-		json_error(cli->cmd && cli->cmd->name[0] ? cli->cmd->name : "gridgpu", msg,
-			   GG_EUSAGE);
+		ui_json_error(cli->cmd && cli->cmd->name[0] ? cli->cmd->name : "gridgpu", msg,
+			      GG_EUSAGE);
 	fprintf(stderr, "gridgpu: %s\n", msg ? msg : "usage error");
 	free(msg);
 	if (cli && cli->cmd && cli->cmd->name[0])

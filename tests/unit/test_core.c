@@ -465,6 +465,29 @@ static void test_config(void **state)
 	write_file(path, jumps);
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "jump hosts"));
+	/* a section or a key given twice is refused, with its line ('jump' is a list) */
+	write_file(path, "[site a]\nce = x\njump = u@h\njump = u@i\n[site b]\nce = y\n"
+			 "[site  a]\nuser = z\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 8"));
+	assert_non_null(strstr(err.msg, "section [site a] given a second time"));
+	write_file(path, "[site a]\nce = x\nqueue = q\nce = y\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 4"));
+	assert_non_null(strstr(err.msg, "'ce' given a second time"));
+	write_file(path, "[gridgpu]\nsite = a\nsite = b\n[site a]\nce = x\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 3"));
+	/* not a regular file: refused, not read as empty or forever */
+	assert_int_equal(gg_config_load(tmpdir, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "not a regular file (a directory)"));
+	assert_int_equal(gg_config_load("/dev/zero", &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "not a regular file"));
+	char fifo[160];
+	snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(gg_config_load(fifo, &cfg, &err), GG_EUSAGE);
+	unlink(fifo);
 }
 
 static void test_config_values(void **state)
