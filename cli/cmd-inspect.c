@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "ctx.h"
 #include "commands.h"
 #include "image/image.h"
 
@@ -35,6 +36,9 @@ static int one_operand(struct gg_cli *cli, int argc, char **argv, const struct g
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "%s: expected one IMAGE.sif", cli->cmd->name);
 	*path = argv[cli->optind];
+	struct gg_err err = {0};
+	if (cli_local_file(*path, &err) < 0)
+		return ui_fail(cli, &err, "%s %s", cli->cmd->name, *path);
 	return 0;
 }
 

@@ -341,6 +341,37 @@ static char *libexec_file(const char *name)
 	return p;
 }
 
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* Each input is a readable file whose name in the job's directory is its own:
+ * not the job's image or wrapper (it would replace them), not another input's. */
+static int check_inputs(struct gg_cli *cli, const struct sub *s)
+{
+	struct gg_err err = {0};
+	for (int i = 0; i < s->ninputs; i++) {
+		const char *b = base_name(s->inputs[i]);
+		if (cli_local_file(s->inputs[i], &err) < 0)
+			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
+		if (!strcmp(b, "image.sif") || !strcmp(b, "gridgpu-wrapper") ||
+		    !strcmp(b, "gridgpu-job.out") || !strcmp(b, "gridgpu-job.err"))
+			return ui_usage(cli,
+					"--input '%s': '%s' is the job's own file in its "
+					"directory: rename the input",
+					s->inputs[i], b);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(b, base_name(s->inputs[k])))
+				return ui_usage(cli,
+						"--input '%s' and '%s': both would be '%s' in "
+						"the job's directory",
+						s->inputs[k], s->inputs[i], b);
+	}
+	return 0;
+}
+
 int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 {
 	struct sub s = {.walltime = 8 * 3600, .count = 1};
@@ -431,14 +462,11 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				s.name);
-	for (int i = 0; i < s.ninputs; i++) {
-		struct stat sb;
-		if (stat(s.inputs[i], &sb) < 0 || !S_ISREG(sb.st_mode) ||
-		    access(s.inputs[i], R_OK)) {
-			gg_err_set(&err, GG_EUSAGE, "not a readable file");
-			return ui_fail(cli, &err, "--input '%s'", s.inputs[i]);
-		}
-	}
+	int bad = check_inputs(cli, &s);
+	if (bad)
+		return bad;
+	if (!s.image_url && cli_local_file(s.image, &err) < 0)
+		return ui_fail(cli, &err, "image '%s'", s.image);
 
 	/* The image is checked before anything is uploaded. */
 	if (!s.image_url) {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -397,4 +398,17 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 		/* Waiting on the CE: poll at 2 Hz; a signal cuts the sleep short. */
 		nanosleep(&tick, NULL);
 	}
+}
+
+int cli_local_file(const char *path, struct gg_err *err)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return errno == ENOENT ? gg_err_set(err, GG_EUSAGE, "no such file")
+				       : gg_err_sys(err, GG_EIO, errno, "cannot read it");
+	if (!S_ISREG(sb.st_mode))
+		return gg_err_set(err, GG_EUSAGE, "not a regular file");
+	if (access(path, R_OK) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "cannot read it");
+	return 0;
 }
