@@ -182,7 +182,13 @@ int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *
 			struct gg_err e2 = {0};
 			if (rc == 0)
 				cli_probe_published(cli, &sub[k], 10000, NULL);
-			cli_save_refreshed(st, &sub[k], &e2);
+			/* a record removed meanwhile (kill, clean) is not an error;
+			 * one that cannot be written (a full disk) is */
+			if (cli_save_refreshed(st, &sub[k], &e2) < 0 && e2.code != GG_ENOTFOUND) {
+				int code = ui_fail(cli, &e2, "saving %s", sub[k].name);
+				if (!exit_code)
+					exit_code = code;
+			}
 			recs[grp[k]] = sub[k];
 		}
 		free(sub);
@@ -192,7 +198,11 @@ int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *
 	}
 	free(done);
 	struct gg_err e3 = {0};
-	cli_write_ssh_config(cli, st, &e3);
+	if (cli_write_ssh_config(cli, st, &e3) < 0) {
+		int code = ui_fail(cli, &e3, "writing the SSH configuration");
+		if (!exit_code)
+			exit_code = code;
+	}
 	return exit_code;
 }
 
