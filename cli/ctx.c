@@ -374,10 +374,12 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 			char d[32];
 			if (tty)
 				fputs("\r\033[K", stderr);
-			ui_err("  %s: %s%s (CE: %s), waited %s%s", r->name,
+			ui_err("  %s: %s%s (CE: %s), waited %s", r->name,
 			       gg_sess_state_name(r->state),
 			       gg_session_published(r) ? ", sshd not answering yet" : "", ces,
-			       gg_duration_format(waited, d, sizeof d), tty ? "" : "\n");
+			       gg_duration_format(waited, d, sizeof d));
+			if (!tty) /* ours: a line end is not an argument (it would be escaped) */
+				fputc('\n', stderr);
 			fflush(stderr);
 			shown = r->state;
 			snprintf(last_ce, sizeof last_ce, "%s", ces);

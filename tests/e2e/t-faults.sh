@@ -114,7 +114,7 @@ expect_eq "CE down: the refused request leaves no record" "$(ls "$REC" | grep -c
 TOKEN=$("$GG_TB_MINT_TOKEN" --exp 3600)
 nkeys() { ls "$SSHD/keys" 2>/dev/null | wc -l; }
 k0=$(nkeys)
-BEARER_TOKEN=$TOKEN run_gg --site fp request --token --name "${TAG}d2" --no-wait
+BEARER_TOKEN=$TOKEN run_gg --site fp request --token --walltime 30m --name "${TAG}d2" --no-wait
 [ "$RC" = 4 ] && one_line_error && printf '%s' "$ERR" | grep -q "the CE was not reached, nothing was sent" &&
 	ok "CE down, token: the refused submission says the CE was not reached (exit 4)" ||
 	not_ok "CE down, token: the refused submission says the CE was not reached ($RC $ERR)"
@@ -188,7 +188,7 @@ if grep -q "request tls-" "$FP/log"; then not_ok "no request reaches a CE whose 
 for m in tls-wronghost tls-expired tls-untrusted; do
 	fp_mode "$FP" "$m"
 	k0=$(nkeys)
-	BEARER_TOKEN=$TOKEN run_gg --site fp request --token --name "${TAG}t" --no-wait
+	BEARER_TOKEN=$TOKEN run_gg --site fp request --token --walltime 30m --name "${TAG}t" --no-wait
 	[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "the CE was not reached, nothing was sent" &&
 		[ "$(rec name "${TAG}t") $(nkeys)" = "NONE $k0" ] &&
 		ok "$m, token: nothing was sent, no record and no key left" ||
