@@ -4,6 +4,7 @@
 #define GG_CLI_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -92,15 +93,31 @@ const struct gg_opt *cli_global_opts(void);
 
 /* ---- ui.c -------------------------------------------------------------------- */
 
+/* Every printer below takes a printf format whose %s arguments are text that
+ * may come from outside (a CE, a node, an image, a file name): each one is
+ * passed through gg_str_printable, so no control character or invalid UTF-8
+ * reaches the terminal from an argument. The format itself is ours (it may hold
+ * "\n" and colour sequences). Print outside text with these, never with
+ * printf/fprintf. */
+
 /* "gridgpu: <what>: <err->msg>" on stderr (or a JSON error object on stdout with
  * --json); returns the exit code for err->code. */
 int ui_fail(struct gg_cli *cli, const struct gg_err *err, const char *what, ...)
 	GG_ATTR_PRINTF(3, 4);
 /* A usage error: "gridgpu: <msg>" plus "Try 'gridgpu help CMD'"; returns 2. */
 int ui_usage(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* The format with printable %s arguments: malloc'd, NULL when out of memory. */
+char *ui_vformat(const char *fmt, va_list ap);
+char *ui_format(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
+/* Results on stdout / text on stderr, as printf (no line end added). */
+void ui_out(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
+void ui_err(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
 /* A note on stderr unless -q. */
 void ui_info(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* The --json error object on stdout, {"error":{"what","message","kind","exit"}};
+ * what and msg must be printable already (ui_format). */
+void ui_json_error(const char *what, const char *msg, int code);
 /* Print a JSON value on stdout (pretty when a TTY), steals the reference. */
 int ui_json(json_t *v);
 /* Colour on stdout: only when a TTY and NO_COLOR is unset. */

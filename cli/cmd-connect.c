@@ -101,8 +101,7 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		gg_ce_free(ce);
 		cli_auth_clear(&auth);
 		if (wrc == GG_EINTR) {
-			fprintf(stderr,
-				"gridgpu: connect: interrupted; session %s keeps starting\n", name);
+			ui_err("gridgpu: connect: interrupted; session %s keeps starting\n", name);
 			rc = EXIT_INTR;
 			goto out;
 		}

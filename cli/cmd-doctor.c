@@ -939,7 +939,7 @@ static void print(struct gg_cli *cli, const struct doctor *d, const struct ctx *
 		w = l > w ? l : w;
 	}
 	if (!cli->quiet && x->site)
-		printf("site %s (%s)\n", x->site->name, x->site->ce ? x->site->ce : "no CE");
+		ui_out("site %s (%s)\n", x->site->name, x->site->ce ? x->site->ce : "no CE");
 	for (size_t i = 0; i < d->n; i++) {
 		const struct check *c = &d->c[i];
 		const char *mark = c->st == ST_OK     ? "\xe2\x9c\x93"
@@ -954,14 +954,17 @@ static void print(struct gg_cli *cli, const struct doctor *d, const struct ctx *
 		nskip += c->st == ST_SKIP;
 		if (cli->quiet && c->st != ST_FAIL)
 			continue;
-		printf("%s%s%s %-*s  %s%s\n", col, mark, color ? "\033[0m" : "", (int)w, c->title,
-		       c->st == ST_SKIP ? "skipped: " : "", c->detail ? c->detail : "");
+		fputs(col, stdout); /* ours */
+		ui_out("%s", mark);
+		fputs(color ? "\033[0m" : "", stdout);
+		ui_out(" %-*s  %s%s\n", (int)w, c->title, c->st == ST_SKIP ? "skipped: " : "",
+		       c->detail ? c->detail : "");
 		if (c->st != ST_OK && c->fix)
-			printf("  %-*s  %s: %s\n", (int)w, "", c->st == ST_FAIL ? "fix" : "hint",
+			ui_out("  %-*s  %s: %s\n", (int)w, "", c->st == ST_FAIL ? "fix" : "hint",
 			       c->fix);
 	}
 	if (!cli->quiet)
-		printf("%zu passed, %zu failed, %zu skipped\n", nok, nfail, nskip);
+		ui_out("%zu passed, %zu failed, %zu skipped\n", nok, nfail, nskip);
 }
 
 static json_t *to_json(const struct doctor *d, const struct ctx *x)

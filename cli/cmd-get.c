@@ -23,6 +23,36 @@ const struct gg_opt cmd_get_opts[] = {
 	OPT_END,
 };
 
+/* A name from the CE's listing that is a plain file name: not empty, no '/',
+ * not "." or "..", no control character. */
+static int plain_name(const char *n)
+{
+	if (!n[0] || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, ".."))
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* Keep the names that can be written inside DIR: the others are skipped with a
+ * warning, hidden files (A-REX's own) silently. Returns how many are left
+ * (files[] compacted; the dropped names freed). */
+static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!plain_name(files[i]))
+			ui_warn(cli, "skipping '%s' from the CE's listing: not a plain file name",
+				files[i]);
+		if (!plain_name(files[i]) || files[i][0] == '.')
+			free(files[i]);
+		else
+			files[k++] = files[i];
+	}
+	return k;
+}
+
 int cmd_get(struct gg_cli *cli, int argc, char **argv)
 {
 	int c, force = 0, clean = 0, wait = 0;
@@ -104,6 +134,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		rc = ui_fail(cli, &err, "get %s", name);
 		goto out;
 	}
+	nfiles = usable_names(cli, files, nfiles);
 	target = dir ? strdup(dir) : strdup(name);
 	if (gg_mkdir_p(target, 0755, &err) < 0) {
 		rc = ui_fail(cli, &err, "get %s", name);
@@ -124,8 +155,6 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 	}
 	json_t *got = json_array();
 	for (size_t i = 0; i < nfiles; i++) {
-		if (strchr(files[i], '/') || files[i][0] == '.') /* never outside DIR */
-			continue;
 		char *p = gg_strdup_printf("%s/%s", target, files[i]);
 		char label[160];
 		snprintf(label, sizeof label, "%s %s", name, files[i]);
@@ -140,7 +169,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		}
 		json_array_append_new(got, json_string(p));
 		if (!cli->json)
-			printf("%s\n", p);
+			ui_out("%s\n", p);
 		free(p);
 	}
 	if (cli->json)

@@ -106,7 +106,7 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 	char cv[16];
 	gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv);
 	if (!cli->quiet)
-		printf("NVIDIA driver %s, CUDA %s (%s)\n", info->driver[0] ? info->driver : "?",
+		ui_out("NVIDIA driver %s, CUDA %s (%s)\n", info->driver[0] ? info->driver : "?",
 		       cv[0] ? cv : "?", info->library ? info->library : GG_GPU_NVML_LIB);
 	int color = ui_color();
 	for (size_t i = 0; i < nrows; i++) {
@@ -114,19 +114,19 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 		if (dim)
 			fputs("\033[2m", stdout);
 		for (int k = 0; k < NCOL - 1; k++)
-			printf("%-*s  ", width[k], rows[i].c[k]);
-		fputs(rows[i].c[NCOL - 1], stdout);
+			ui_out("%-*s  ", width[k], rows[i].c[k]);
+		ui_out("%s", rows[i].c[NCOL - 1]);
 		if (dim)
 			fputs("\033[0m", stdout);
 		putchar('\n');
 	}
 	free(rows);
 	if (!cli->quiet) {
-		printf("%zu device%s usable by this process", info->nvisible,
+		ui_out("%zu device%s usable by this process", info->nvisible,
 		       info->nvisible == 1 ? "" : "s");
 		if (info->cvd)
-			printf(" (CUDA_VISIBLE_DEVICES=%s)", info->cvd);
-		printf("\n");
+			ui_out(" (CUDA_VISIBLE_DEVICES=%s)", info->cvd);
+		ui_out("\n");
 	}
 }
 
@@ -174,9 +174,9 @@ int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
 				json_object_set_new(o, "cuda_runtime_version", json_string(rt));
 			ui_json(o);
 		} else if (classad) {
-			printf("DetectedGPUs=0\n");
+			ui_out("DetectedGPUs=0\n");
 		} else {
-			printf("no NVIDIA GPU visible: %s\n", err.msg);
+			ui_out("no NVIDIA GPU visible: %s\n", err.msg);
 		}
 		return EXIT_OK;
 	}
@@ -209,7 +209,7 @@ int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
 		fputs(ad, stdout);
 		free(ad);
 	} else if (info.ndevs == 0) {
-		printf("no NVIDIA GPU visible: NVML (%s, driver %s) reports no device\n",
+		ui_out("no NVIDIA GPU visible: NVML (%s, driver %s) reports no device\n",
 		       info.library ? info.library : GG_GPU_NVML_LIB,
 		       info.driver[0] ? info.driver : "?");
 	} else {

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "ctx.h"
 #include "commands.h"
 #include "image/image.h"
 
@@ -35,6 +36,9 @@ static int one_operand(struct gg_cli *cli, int argc, char **argv, const struct g
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "%s: expected one IMAGE.sif", cli->cmd->name);
 	*path = argv[cli->optind];
+	struct gg_err err = {0};
+	if (cli_local_file(*path, &err) < 0)
+		return ui_fail(cli, &err, "%s %s", cli->cmd->name, *path);
 	return 0;
 }
 
@@ -199,14 +203,14 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 
 	char sz[32];
 	gg_size_format(s->file_size, sz, sizeof sz);
-	printf("%s: SIF 01, %s, %s\n", path, arch, sz);
-	printf("  id:       %s\n", uuid);
-	printf("  created:  %s\n", created);
+	ui_out("%s: SIF 01, %s, %s\n", path, arch, sz);
+	ui_out("  id:       %s\n", uuid);
+	ui_out("  created:  %s\n", created);
 	if (have_sqfs)
-		printf("  squashfs: %s, %u inodes, %u KiB blocks\n",
+		ui_out("  squashfs: %s, %u inodes, %u KiB blocks\n",
 		       gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp), rep.sqfs_inodes,
 		       rep.sqfs_block_size / 1024);
-	printf("\n%-4s %-6s %-7s %-26s %s\n", "ID", "GROUP", "LINK", "SIF POSITION (start-end)",
+	ui_out("\n%-4s %-6s %-7s %-26s %s\n", "ID", "GROUP", "LINK", "SIF POSITION (start-end)",
 	       "TYPE");
 	for (size_t i = 0; i < s->ndescr; i++) {
 		const struct gg_sif_descr *d = &s->descr[i];
@@ -216,12 +220,12 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 		snprintf(pos, sizeof pos, "%lld-%lld", (long long)d->offset,
 			 (long long)(d->offset + d->size));
 		type_str(d, t, sizeof t);
-		printf("%-4u %-6s %-7s %-26s %s%s%.*s\n", d->id, group_str(d->group, g, sizeof g),
+		ui_out("%-4u %-6s %-7s %-26s %s%s%.*s\n", d->id, group_str(d->group, g, sizeof g),
 		       link_str(d->link, l, sizeof l), pos, t, d->name[0] ? "  " : "",
 		       (int)strnlen(d->name, sizeof d->name), d->name);
 	}
 	if (labels && json_object_size(labels)) {
-		printf("\nLabels:\n");
+		ui_out("\nLabels:\n");
 		size_t n = json_object_size(labels), i = 0;
 		const char **keys = malloc(n * sizeof *keys);
 		const char *k;
@@ -231,36 +235,36 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 				keys[i++] = k;
 			qsort(keys, i, sizeof *keys, keycmp);
 			for (size_t j = 0; j < i; j++)
-				printf("  %s: %s\n", keys[j],
+				ui_out("  %s: %s\n", keys[j],
 				       str_or(json_object_get(labels, keys[j]), ""));
 			free(keys);
 		}
 	}
 	if (prov) {
 		json_t *src = json_object_get(prov, "source");
-		printf("\nProvenance:\n");
-		printf("  source:     %s %s\n", str_or(json_object_get(src, "kind"), "?"),
+		ui_out("\nProvenance:\n");
+		ui_out("  source:     %s %s\n", str_or(json_object_get(src, "kind"), "?"),
 		       str_or(json_object_get(src, "path"), "?"));
 		if (json_string_value(json_object_get(src, "digest")))
-			printf("  digest:     %s\n",
+			ui_out("  digest:     %s\n",
 			       json_string_value(json_object_get(src, "digest")));
 		if (json_string_value(json_object_get(src, "ref")))
-			printf("  reference:  %s\n",
+			ui_out("  reference:  %s\n",
 			       json_string_value(json_object_get(src, "ref")));
-		printf("  built:      %s%s\n", str_or(json_object_get(prov, "build_time"), "?"),
+		ui_out("  built:      %s%s\n", str_or(json_object_get(prov, "build_time"), "?"),
 		       json_is_true(json_object_get(prov, "reproducible")) ? " (reproducible)"
 									   : "");
-		printf("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
+		ui_out("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
 		json_t *gpus = json_object_get(prov, "gpus");
 		json_t *devs = json_object_get(gpus, "gpus");
 		if (json_array_size(devs)) {
 			/* what `gridgpu gpus --json` gave on the node it was frozen on */
-			printf("  gpus:       %zu, driver %s\n", json_array_size(devs),
+			ui_out("  gpus:       %zu, driver %s\n", json_array_size(devs),
 			       str_or(json_object_get(gpus, "driver_version"), "?"));
 			size_t i;
 			json_t *d;
 			json_array_foreach (devs, i, d)
-				printf("              %s, compute capability %s, %lld MiB, %s\n",
+				ui_out("              %s, compute capability %s, %lld MiB, %s\n",
 				       str_or(json_object_get(d, "name"), "?"),
 				       str_or(json_object_get(d, "compute_capability"), "?"),
 				       (long long)json_integer_value(
@@ -268,10 +272,10 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 				       str_or(json_object_get(d, "uuid"), "?"));
 		} else if (gpus && !json_is_null(gpus)) {
 			char *g = json_dumps(gpus, JSON_COMPACT | JSON_SORT_KEYS);
-			printf("  gpus:       %s\n", g ? g : "?");
+			ui_out("  gpus:       %s\n", g ? g : "?");
 			free(g);
 		} else {
-			printf("  gpus:       none recorded\n");
+			ui_out("  gpus:       none recorded\n");
 		}
 	}
 out:
@@ -311,13 +315,13 @@ int cmd_verify(struct gg_cli *cli, int argc, char **argv)
 		ui_json(o);
 	} else if (!cli->quiet) {
 		for (size_t i = 0; i < rep.nchecks; i++)
-			printf("%-4s %-20s %s\n", rep.checks[i].ok ? "ok" : "FAIL",
+			ui_out("%-4s %-20s %s\n", rep.checks[i].ok ? "ok" : "FAIL",
 			       rep.checks[i].what, rep.checks[i].detail);
 	}
 	if (!rep.ok) {
 		gg_err_set(&err, GG_EFAIL, "%s", first ? first : "structure is not sound");
 		if (cli->json) {
-			fprintf(stderr, "gridgpu: verify %s: %s\n", path, err.msg);
+			ui_err("gridgpu: verify %s: %s\n", path, err.msg);
 			return EXIT_FAIL;
 		}
 		return ui_fail(cli, &err, "verify %s", path);

@@ -182,7 +182,13 @@ int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *
 			struct gg_err e2 = {0};
 			if (rc == 0)
 				cli_probe_published(cli, &sub[k], 10000, NULL);
-			cli_save_refreshed(st, &sub[k], &e2);
+			/* a record removed meanwhile (kill, clean) is not an error;
+			 * one that cannot be written (a full disk) is */
+			if (cli_save_refreshed(st, &sub[k], &e2) < 0 && e2.code != GG_ENOTFOUND) {
+				int code = ui_fail(cli, &e2, "saving %s", sub[k].name);
+				if (!exit_code)
+					exit_code = code;
+			}
 			recs[grp[k]] = sub[k];
 		}
 		free(sub);
@@ -192,7 +198,11 @@ int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *
 	}
 	free(done);
 	struct gg_err e3 = {0};
-	cli_write_ssh_config(cli, st, &e3);
+	if (cli_write_ssh_config(cli, st, &e3) < 0) {
+		int code = ui_fail(cli, &e3, "writing the SSH configuration");
+		if (!exit_code)
+			exit_code = code;
+	}
 	return exit_code;
 }
 
@@ -264,7 +274,7 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
 	} else {
 		int color = ui_color();
-		printf("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
+		ui_out("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
 		       "GPU", "AGE", "LEFT", "IDLE");
 		for (size_t i = 0; i < n; i++) {
 			const struct gg_record_row *r = &rows[i];
@@ -296,22 +306,31 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 					? (int64_t)now - r->last_activity
 					: -1,
 				idle, sizeof idle);
-			const char *col = "";
-			if (color)
-				col = r->state == GG_S_READY || r->state == GG_S_RUNNING
-					      ? "\033[32m"
-				      : r->state == GG_S_FAILED  ? "\033[31m"
-				      : r->state == GG_S_UNKNOWN ? "\033[33m"
-								 : "";
-			printf("%-16s %-10s %-7s %s%-9s%s %-8s %-6s %-7s %s\n", r->name, r->site,
-			       r->kind == GG_REC_JOB ? "job" : "session", col,
-			       gg_sess_state_name(r->state), *col ? "\033[0m" : "", gpu, age, left,
-			       idle);
+			int col = !color                                               ? 0
+				  : r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
+				  : r->state == GG_S_FAILED                            ? 31
+				  : r->state == GG_S_UNKNOWN                           ? 33
+										       : 0;
+			ui_out(col ? "%-16s %-10s %-7s \033[%dm%-9s\033[0m %-8s %-6s %-7s %s\n"
+				   : "%-16s %-10s %-7s %.0d%-9s %-8s %-6s %-7s %s\n",
+			       r->name, r->site, r->kind == GG_REC_JOB ? "job" : "session", col,
+			       gg_sess_state_name(r->state), gpu, age, left, idle);
 		}
 	}
 	gg_record_rows_free(rows, n);
 	gg_store_free(st);
 	return exit_code;
+}
+
+/* The CE's diagnostics, line by line (each one made printable). */
+static void print_diag(const char *diag)
+{
+	ui_out("CE errors:\n");
+	for (const char *p = diag; *p;) {
+		size_t n = strcspn(p, "\n");
+		ui_out("%.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
 }
 
 int cmd_status(struct gg_cli *cli, int argc, char **argv)
@@ -358,22 +377,22 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 	} else {
 		char b[32];
 		time_t now = time(NULL);
-		printf("name:        %s\nkind:        %s\nstate:       %s\n", r.name,
+		ui_out("name:        %s\nkind:        %s\nstate:       %s\n", r.name,
 		       r.kind == GG_REC_JOB ? "batch job" : "interactive session",
 		       gg_sess_state_name(r.state));
 		if (r.error)
-			printf("reason:      %s\n", r.error);
-		printf("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
+			ui_out("reason:      %s\n", r.error);
+		ui_out("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
 		       r.site ? r.site : "-", r.ce ? r.ce : "-", r.job_id ? r.job_id : "-",
 		       r.ce_state ? r.ce_state : "-");
-		printf("age:         %s\n",
+		ui_out("age:         %s\n",
 		       gg_duration_format((int64_t)now - r.created, b, sizeof b));
-		printf("walltime:    %s\n", gg_duration_format(r.walltime, b, sizeof b));
+		ui_out("walltime:    %s\n", gg_duration_format(r.walltime, b, sizeof b));
 		if (r.gpus || r.mig)
-			printf("GPUs:        %s%s\n", r.mig ? "MIG " : "",
+			ui_out("GPUs:        %s%s\n", r.mig ? "MIG " : "",
 			       r.mig ? r.mig : (snprintf(b, sizeof b, "%d", r.gpus), b));
 		if (r.image)
-			printf("image:       %s\n", r.image);
+			ui_out("image:       %s\n", r.image);
 		if (r.kind == GG_REC_SESSION) {
 			int connected = r.last_activity > r.started;
 			if (r.deadline_at && !connected && !gg_sess_state_ended(r.state)) {
@@ -381,36 +400,35 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 				char when[32];
 				time_t t = (time_t)r.deadline_at;
 				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
-				printf("connect by:  %s (in %s), or the session ends\n", when,
+				ui_out("connect by:  %s (in %s), or the session ends\n", when,
 				       gg_duration_format(left > 0 ? left : 0, b, sizeof b));
 			}
 			if (r.idle_limit)
-				printf("idle limit:  %s\n",
+				ui_out("idle limit:  %s\n",
 				       gg_duration_format(r.idle_limit, b, sizeof b));
 			if (r.last_activity && r.state == GG_S_READY)
-				printf("idle for:    %s\n",
+				ui_out("idle for:    %s\n",
 				       gg_duration_format((int64_t)now - r.last_activity, b,
 							  sizeof b));
 			if (r.node)
-				printf("sshd:        %s@%s port %d%s\n", r.user ? r.user : "?",
+				ui_out("sshd:        %s@%s port %d%s\n", r.user ? r.user : "?",
 				       r.node, r.port,
 				       r.state == GG_S_READY ? " (answered through the hops)"
 				       : gg_session_published(&r)
 					       ? " (published, not answering yet)"
 					       : "");
 			if (gg_session_published(&r) && cli->probe_why[0])
-				printf("ssh check:   %s\n", cli->probe_why);
+				ui_out("ssh check:   %s\n", cli->probe_why);
 			char fp[80];
 			if (r.host_key && gg_ssh_fingerprint(r.host_key, fp, sizeof fp, NULL) == 0)
-				printf("host key:    %s (pinned)\n", fp);
+				ui_out("host key:    %s (pinned)\n", fp);
 			if (r.sessiondir)
-				printf("session dir: %s\n", r.sessiondir);
+				ui_out("session dir: %s\n", r.sessiondir);
 			if (r.key)
-				printf("key:         %s\n", r.key);
+				ui_out("key:         %s\n", r.key);
 		}
 		if (diag && *diag)
-			printf("CE errors:\n%s%s", diag,
-			       diag[strlen(diag) - 1] == '\n' ? "" : "\n");
+			print_diag(diag);
 	}
 	if (!exit_code && r.state == GG_S_FAILED)
 		exit_code = EXIT_JOB;

@@ -194,34 +194,34 @@ static void print_info_text(const struct gg_proxy_info *in, int verified, const 
 			    const struct gg_token *t, time_t now)
 {
 	char b1[40], b2[40];
-	printf("subject   : %s\n", in->subject);
-	printf("issuer    : %s\n", in->issuer);
-	printf("identity  : %s\n", in->identity);
-	printf("type      : %s\n", in->type);
-	printf("strength  : %d bits (%s)\n", in->bits, in->key_type);
+	ui_out("subject   : %s\n", in->subject);
+	ui_out("issuer    : %s\n", in->issuer);
+	ui_out("identity  : %s\n", in->identity);
+	ui_out("type      : %s\n", in->type);
+	ui_out("strength  : %d bits (%s)\n", in->bits, in->key_type);
 	if (in->path_length >= 0)
-		printf("pathlen   : %d\n", in->path_length);
+		ui_out("pathlen   : %d\n", in->path_length);
 	if (in->path)
-		printf("path      : %s\n", in->path);
+		ui_out("path      : %s\n", in->path);
 	if (in->not_yet_valid)
-		printf("timeleft  : not valid before %s\n",
+		ui_out("timeleft  : not valid before %s\n",
 		       human_time(in->not_before, b1, sizeof b1));
 	else
-		printf("timeleft  : %s (until %s)%s\n", hms(in->time_left, b1, sizeof b1),
+		ui_out("timeleft  : %s (until %s)%s\n", hms(in->time_left, b1, sizeof b1),
 		       human_time(in->end, b2, sizeof b2), in->time_left ? "" : " expired");
 	if (verified > 0)
-		printf("verified  : yes (against %s)\n", ca_dir);
+		ui_out("verified  : yes (against %s)\n", ca_dir);
 	if (t) {
-		printf("token     : %s%s\n", t->source, t->jwt ? " (JWT)" : "");
+		ui_out("token     : %s%s\n", t->source, t->jwt ? " (JWT)" : "");
 		if (t->sub || t->iss)
-			printf("token sub : %s%s%s\n", t->sub ? t->sub : "?",
+			ui_out("token sub : %s%s%s\n", t->sub ? t->sub : "?",
 			       t->iss ? " from " : "", t->iss ? t->iss : "");
 		if (t->exp)
-			printf("token exp : %s (%s left)\n",
+			ui_out("token exp : %s (%s left)\n",
 			       human_time((time_t)t->exp, b1, sizeof b1),
 			       hms(t->exp > now ? t->exp - now : 0, b2, sizeof b2));
 		else
-			printf("token exp : unknown\n");
+			ui_out("token exp : unknown\n");
 	}
 }
 
@@ -454,7 +454,7 @@ static int proxy_info(struct gg_cli *cli, int argc, char **argv)
 		}
 	}
 	if (left) {
-		printf("%" PRId64 "\n", in.not_yet_valid ? 0 : in.time_left);
+		ui_out("%" PRId64 "\n", in.not_yet_valid ? 0 : in.time_left);
 		if (!check)
 			goto out;
 	}
@@ -470,13 +470,13 @@ static int proxy_info(struct gg_cli *cli, int argc, char **argv)
 			why = err.msg;
 		if (why) {
 			if (!cli->quiet)
-				fprintf(stderr, "gridgpu: proxy '%s' %s\n", path, why);
+				ui_err("gridgpu: proxy '%s' %s\n", path, why);
 			rc = EXIT_FAIL;
 		} else if (has_valid && in.time_left < need) {
 			if (!cli->quiet)
-				fprintf(stderr, "gridgpu: proxy '%s' has %s left, less than %s\n",
-					path, gg_duration_format(in.time_left, b1, sizeof b1),
-					gg_duration_format(need, b2, sizeof b2));
+				ui_err("gridgpu: proxy '%s' has %s left, less than %s\n", path,
+				       gg_duration_format(in.time_left, b1, sizeof b1),
+				       gg_duration_format(need, b2, sizeof b2));
 			rc = EXIT_FAIL;
 		}
 		goto out;
@@ -495,7 +495,7 @@ fail:
 	if (check && err.code == GG_ECRED) {
 		/* --exists: a missing or unreadable proxy is a "no", not an error */
 		if (!cli->quiet)
-			fprintf(stderr, "gridgpu: %s\n", err.msg);
+			ui_err("gridgpu: %s\n", err.msg);
 		rc = EXIT_FAIL;
 	} else {
 		rc = ui_fail(cli, &err, "proxy info");

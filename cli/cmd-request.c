@@ -212,10 +212,10 @@ static void print_ready(struct gg_cli *cli, const struct gg_record *r, const cha
 	}
 	char fp[80] = "";
 	gg_ssh_fingerprint(r->host_key, fp, sizeof fp, NULL);
-	printf("Session %s is ready: %s@%s port %d, host key %s (pinned)\n", r->name,
+	ui_out("Session %s is ready: %s@%s port %d, host key %s (pinned)\n", r->name,
 	       r->user ? r->user : "?", r->node, r->port, fp);
-	printf("Connect with:  gridgpu connect %s\n", r->name);
-	printf("          or:  ssh -F %s %s\n", config, r->name);
+	ui_out("Connect with:  gridgpu connect %s\n", r->name);
+	ui_out("          or:  ssh -F %s %s\n", config, r->name);
 }
 
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
@@ -304,10 +304,11 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 				"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
 				"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
 		} else {
-			printf("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
+			ui_out("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
 			       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
-			       "jobs/ID/session/%s and %s\n%s",
-			       endpoint, endpoint, GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME, xrsl);
+			       "jobs/ID/session/%s and %s\n",
+			       endpoint, endpoint, GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME);
+			fputs(xrsl, stdout); /* ours: the values are quoted */
 		}
 		goto out;
 	}
@@ -424,7 +425,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		if (cli->json)
 			ui_json(gg_record_to_json(&r));
 		else
-			printf("%s\n", r.name);
+			ui_out("%s\n", r.name);
 		ui_info(cli, "'gridgpu connect %s' waits for it and connects", r.name);
 		goto out;
 	}
@@ -461,6 +462,11 @@ fail:
 	if (job_id && !r.job_id && ce) /* a job that could not be recorded (the record
 					  was killed and cleaned meanwhile) must not run unseen */
 		gg_ce_cancel(ce, job_id);
+	if (posted && !job_id && ce && gg_ce_submit_unsent(ce)) {
+		/* Refused connection, TLS handshake, DNS: the CE has no job. */
+		gg_err_prefix(&err, "the CE was not reached, nothing was sent");
+		posted = 0;
+	}
 	if (st && r.name && !r.job_id && posted && !job_id &&
 	    (err.code == GG_ENET || err.code == GG_EPROTO || err.code == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record (and the

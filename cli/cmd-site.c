@@ -238,11 +238,11 @@ static int site_list(struct gg_cli *cli, int argc, char **argv)
 			     "USER@HOST'");
 		return EXIT_OK;
 	}
-	printf("%-1s %-16s %-40s %s\n", "", "SITE", "CE", "HOPS");
+	ui_out("%-1s %-16s %-40s %s\n", "", "SITE", "CE", "HOPS");
 	for (size_t i = 0; i < cfg->nsites; i++) {
 		const struct gg_site *s = &cfg->sites[i];
 		int def = cfg->default_site && !strcmp(cfg->default_site, s->name);
-		printf("%-1s %-16s %-40s %d\n", def ? "*" : "", s->name, s->ce ? s->ce : "-",
+		ui_out("%-1s %-16s %-40s %d\n", def ? "*" : "", s->name, s->ce ? s->ce : "-",
 		       s->njumps);
 	}
 	return EXIT_OK;

@@ -303,6 +303,11 @@ static int submit_one(struct gg_cli *cli, struct gg_store *st, const struct sub 
 fail:
 	if (job_id && !r.job_id && ce) /* a job that could not be recorded must not run unseen */
 		gg_ce_cancel(ce, job_id);
+	if (posted && !job_id && ce && gg_ce_submit_unsent(ce)) {
+		/* Refused connection, TLS handshake, DNS: the CE has no job. */
+		gg_err_prefix(err, "the CE was not reached, nothing was sent");
+		posted = 0;
+	}
 	if (r.name && !r.job_id && posted && !job_id &&
 	    (rc == GG_ENET || rc == GG_EPROTO || rc == GG_EINTR)) {
 		/* The submission may have reached the CE: keep the record so that
@@ -334,6 +339,37 @@ static char *libexec_file(const char *name)
 	char *p = gg_strdup_printf("%s/%s", launcher, name);
 	free(launcher);
 	return p;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* Each input is a readable file whose name in the job's directory is its own:
+ * not the job's image or wrapper (it would replace them), not another input's. */
+static int check_inputs(struct gg_cli *cli, const struct sub *s)
+{
+	struct gg_err err = {0};
+	for (int i = 0; i < s->ninputs; i++) {
+		const char *b = base_name(s->inputs[i]);
+		if (cli_local_file(s->inputs[i], &err) < 0)
+			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
+		if (!strcmp(b, "image.sif") || !strcmp(b, "gridgpu-wrapper") ||
+		    !strcmp(b, "gridgpu-job.out") || !strcmp(b, "gridgpu-job.err"))
+			return ui_usage(cli,
+					"--input '%s': '%s' is the job's own file in its "
+					"directory: rename the input",
+					s->inputs[i], b);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(b, base_name(s->inputs[k])))
+				return ui_usage(cli,
+						"--input '%s' and '%s': both would be '%s' in "
+						"the job's directory",
+						s->inputs[k], s->inputs[i], b);
+	}
+	return 0;
 }
 
 int cmd_submit(struct gg_cli *cli, int argc, char **argv)
@@ -426,14 +462,11 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				s.name);
-	for (int i = 0; i < s.ninputs; i++) {
-		struct stat sb;
-		if (stat(s.inputs[i], &sb) < 0 || !S_ISREG(sb.st_mode) ||
-		    access(s.inputs[i], R_OK)) {
-			gg_err_set(&err, GG_EUSAGE, "not a readable file");
-			return ui_fail(cli, &err, "--input '%s'", s.inputs[i]);
-		}
-	}
+	int bad = check_inputs(cli, &s);
+	if (bad)
+		return bad;
+	if (!s.image_url && cli_local_file(s.image, &err) < 0)
+		return ui_fail(cli, &err, "image '%s'", s.image);
 
 	/* The image is checked before anything is uploaded. */
 	if (!s.image_url) {
@@ -516,15 +549,16 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 						       "ce", site->ce ? site->ce : "",
 						       "description", x, "uploads", up));
 			} else {
-				printf("# job %d of %d → site %s, CE %s\n# requests: POST "
+				ui_out("# job %d of %d → site %s, CE %s\n# requests: POST "
 				       "delegations?action=new + PUT (proxy auth); POST "
 				       "jobs?action=new;",
 				       i + 1, s.count, site->name, site->ce ? site->ce : "?");
 				for (int k = 0; k < jd.ninputs; k++)
 					if (jd.inputs[k].local)
-						printf(" PUT jobs/ID/session/%s",
+						ui_out(" PUT jobs/ID/session/%s",
 						       jd.inputs[k].name);
-				printf("\n%s", x);
+				putchar('\n');
+				fputs(x, stdout); /* ours: the values are quoted */
 			}
 			free(x);
 			gg_jd_clear(&jd);
@@ -559,7 +593,7 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 				nok++;
 				json_array_append_new(done, gg_record_to_json(&r));
 				if (!cli->json)
-					printf("%s\n", r.name);
+					ui_out("%s\n", r.name);
 				gg_record_clear(&r);
 			} else {
 				last = err;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -371,10 +372,14 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 		const char *ces = r->ce_state ? r->ce_state : "?";
 		if (!cli->quiet && (tty || shown != r->state || strcmp(last_ce, ces))) {
 			char d[32];
-			fprintf(stderr, "%s  %s: %s%s (CE: %s), waited %s%s", tty ? "\r\033[K" : "",
-				r->name, gg_sess_state_name(r->state),
-				gg_session_published(r) ? ", sshd not answering yet" : "", ces,
-				gg_duration_format(waited, d, sizeof d), tty ? "" : "\n");
+			if (tty)
+				fputs("\r\033[K", stderr);
+			ui_err("  %s: %s%s (CE: %s), waited %s", r->name,
+			       gg_sess_state_name(r->state),
+			       gg_session_published(r) ? ", sshd not answering yet" : "", ces,
+			       gg_duration_format(waited, d, sizeof d));
+			if (!tty) /* ours: a line end is not an argument (it would be escaped) */
+				fputc('\n', stderr);
 			fflush(stderr);
 			shown = r->state;
 			snprintf(last_ce, sizeof last_ce, "%s", ces);
@@ -395,4 +400,17 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_store *st, struct gg_ce *ce, st
 		/* Waiting on the CE: poll at 2 Hz; a signal cuts the sleep short. */
 		nanosleep(&tick, NULL);
 	}
+}
+
+int cli_local_file(const char *path, struct gg_err *err)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return errno == ENOENT ? gg_err_set(err, GG_EUSAGE, "no such file")
+				       : gg_err_sys(err, GG_EIO, errno, "cannot read it");
+	if (!S_ISREG(sb.st_mode))
+		return gg_err_set(err, GG_EUSAGE, "not a regular file");
+	if (access(path, R_OK) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "cannot read it");
+	return 0;
 }

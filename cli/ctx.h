@@ -46,6 +46,10 @@ int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, s
 /* Save a refreshed record over the stored one (under the lock); a record that
  * was meanwhile ended elsewhere wins. */
 int cli_save_refreshed(struct gg_store *st, struct gg_record *r, struct gg_err *err);
+/* A local file named on the command line (an image, an input): a readable
+ * regular file, else GG_EUSAGE (missing, not a regular file: exit 2) or GG_EIO
+ * (unreadable), with why in err. */
+int cli_local_file(const char *path, struct gg_err *err);
 /* A session whose sshd is published but not yet seen to answer: probe it
  * through the hops with libssh2 (gg_ssh_probe). It becomes "ready" when the
  * sshd answers with the pinned key; "failed" when it answers with another key;

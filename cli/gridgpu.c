@@ -207,7 +207,7 @@ static const struct gg_cmd *find_command(const char *name)
 
 static int unknown_command(struct gg_cli *cli, const char *name)
 {
-	fprintf(stderr, "gridgpu: '%s' is not a gridgpu command", name);
+	ui_err("gridgpu: '%s' is not a gridgpu command", name);
 	const char *best = NULL;
 	size_t bestd = (size_t)-1;
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -222,9 +222,13 @@ static int unknown_command(struct gg_cli *cli, const char *name)
 	}
 	size_t limit = strlen(name) <= 3 ? 1 : 2;
 	if (best && bestd <= limit)
-		fprintf(stderr, "\ngridgpu: did you mean '%s'?", best);
-	fprintf(stderr, "\nSee 'gridgpu --help' for the list of commands.\n");
-	(void)cli;
+		ui_err("\ngridgpu: did you mean '%s'?", best);
+	ui_err("\nSee 'gridgpu --help' for the list of commands.\n");
+	if (cli->json) {
+		char *msg = ui_format("'%s' is not a gridgpu command", name);
+		ui_json_error("gridgpu", msg, GG_EUSAGE);
+		free(msg);
+	}
 	return EXIT_USAGE;
 }
 

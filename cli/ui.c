@@ -1,5 +1,7 @@
 /* Talking to the user: errors, notes, JSON, the passphrase prompt. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,33 +15,205 @@
 
 #include "cli.h"
 
+/* One conversion of a printf format (spec: "%-16s", "%.*s", "%zu") with its
+ * argument, onto f; a string argument is made printable first. Returns the
+ * characters of fmt it used. */
+static size_t format_one(FILE *f, const char *fmt, va_list *ap)
+{
+	char spec[64];
+	size_t n = 0, i = 1;
+	spec[n++] = '%';
+	int prec = -1;
+	while (fmt[i] && n < sizeof spec - 24 && strchr("-+ #0123456789.*hljztL'", fmt[i])) {
+		if (fmt[i] == '*') {
+			int v = va_arg(*ap, int);
+			if (i > 0 && fmt[i - 1] == '.')
+				prec = v;
+			n += (size_t)snprintf(spec + n, sizeof spec - n, "%d", v);
+		} else {
+			if (fmt[i] == '.' && fmt[i + 1] >= '0' && fmt[i + 1] <= '9')
+				prec = atoi(fmt + i + 1);
+			else if (fmt[i] == '.' && fmt[i + 1] != '*')
+				prec = 0;
+			spec[n++] = fmt[i];
+		}
+		i++;
+	}
+	char conv = fmt[i];
+	if (!conv)
+		return i;
+	spec[n++] = conv;
+	spec[n] = '\0';
+	const char *len = spec + strcspn(spec, "hljztL");
+	int l = *len == 'l' ? (len[1] == 'l' ? 2 : 1) : 0;
+	switch (conv) {
+	case 's': {
+		const char *a = va_arg(*ap, const char *);
+		if (!a)
+			a = "(null)";
+		size_t alen = prec >= 0 ? strnlen(a, (size_t)prec) : strlen(a);
+		char *safe = gg_str_printable(a, alen);
+		/* the precision is spent on the raw bytes: drop it */
+		char *dot = strchr(spec, '.');
+		if (dot) {
+			dot[0] = 's';
+			dot[1] = '\0';
+		}
+		fprintf(f, spec, safe ? safe : "?");
+		free(safe);
+		break;
+	}
+	case 'd':
+	case 'i':
+		if (*len == 'z')
+			fprintf(f, spec, va_arg(*ap, ssize_t));
+		else if (*len == 't')
+			fprintf(f, spec, va_arg(*ap, ptrdiff_t));
+		else if (*len == 'j')
+			fprintf(f, spec, va_arg(*ap, intmax_t));
+		else if (l == 2)
+			fprintf(f, spec, va_arg(*ap, long long));
+		else if (l == 1)
+			fprintf(f, spec, va_arg(*ap, long));
+		else
+			fprintf(f, spec, va_arg(*ap, int));
+		break;
+	case 'u':
+	case 'x':
+	case 'X':
+	case 'o':
+		if (*len == 'z')
+			fprintf(f, spec, va_arg(*ap, size_t));
+		else if (*len == 't')
+			fprintf(f, spec, va_arg(*ap, ptrdiff_t));
+		else if (*len == 'j')
+			fprintf(f, spec, va_arg(*ap, uintmax_t));
+		else if (l == 2)
+			fprintf(f, spec, va_arg(*ap, unsigned long long));
+		else if (l == 1)
+			fprintf(f, spec, va_arg(*ap, unsigned long));
+		else
+			fprintf(f, spec, va_arg(*ap, unsigned));
+		break;
+	case 'c': fprintf(f, spec, va_arg(*ap, int)); break;
+	case 'p': fprintf(f, spec, va_arg(*ap, void *)); break;
+	case 'e':
+	case 'E':
+	case 'f':
+	case 'F':
+	case 'g':
+	case 'G':
+	case 'a':
+	case 'A':
+		if (*len == 'L')
+			fprintf(f, spec, va_arg(*ap, long double));
+		else
+			fprintf(f, spec, va_arg(*ap, double));
+		break;
+	case '%': fputc('%', f); break;
+	default: break; /* %n and the unknown: nothing */
+	}
+	return i + 1;
+}
+
+char *ui_vformat(const char *fmt, va_list ap)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	va_list aq;
+	va_copy(aq, ap);
+	while (*fmt) {
+		size_t lit = strcspn(fmt, "%");
+		fwrite(fmt, 1, lit, f);
+		fmt += lit;
+		if (*fmt == '%')
+			fmt += format_one(f, fmt, &aq);
+	}
+	va_end(aq);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+char *ui_format(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = ui_vformat(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* fmt with its arguments onto f, then an optional line end. */
+static void vprint(FILE *f, const char *prefix, const char *fmt, va_list ap, const char *end)
+{
+	char *s = ui_vformat(fmt, ap);
+	fprintf(f, "%s%s%s", prefix, s ? s : "(out of memory)", end);
+	free(s);
+}
+
+void ui_out(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprint(stdout, "", fmt, ap, "");
+	va_end(ap);
+}
+
+void ui_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprint(stderr, "", fmt, ap, "");
+	va_end(ap);
+}
+
+/* The --json error object; a fixed one when even that cannot be made. */
+void ui_json_error(const char *what, const char *msg, int code)
+{
+	json_t *o = json_pack("{s:{s:s,s:s,s:s,s:i}}", "error", "what", what ? what : "", "message",
+			      msg ? msg : "", "kind", gg_err_kind(code), "exit",
+			      gg_err_exit_code(code));
+	if (o)
+		ui_json(o);
+	else
+		printf("{\"error\":{\"exit\":%d,\"kind\":\"%s\",\"message\":\"\",\"what\":\"\"}}\n",
+		       gg_err_exit_code(code), gg_err_kind(code));
+	fflush(stdout);
+}
+
 int ui_fail(struct gg_cli *cli, const struct gg_err *err, const char *what, ...)
 {
-	char ctx[512];
 	va_list ap;
 	va_start(ap, what);
-	vsnprintf(ctx, sizeof ctx, what, ap);
+	char *ctx = ui_vformat(what, ap);
 	va_end(ap);
 	int code = err->code ? err->code : GG_EFAIL;
-	if (cli && cli->json) {
-		json_t *o = json_pack("{s:{s:s,s:s,s:s,s:i}}", "error", "what", ctx, "message",
-				      err->msg, "kind", gg_err_kind(code), "exit",
-				      gg_err_exit_code(code));
-		if (o)
-			ui_json(o);
-	}
-	fprintf(stderr, "gridgpu: %s: %s\n", ctx, err->msg[0] ? err->msg : "failed");
+	char *msg = gg_str_printable(err->msg, strlen(err->msg));
+	if (cli && cli->json)
+		ui_json_error(ctx, msg, code);
+	fprintf(stderr, "gridgpu: %s: %s\n", ctx ? ctx : "?", msg && *msg ? msg : "failed");
+	free(ctx);
+	free(msg);
 	return gg_err_exit_code(code);
 }
 
 int ui_usage(struct gg_cli *cli, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("gridgpu: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char *msg = ui_vformat(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (cli && cli->json)
+		ui_json_error(cli->cmd && cli->cmd->name[0] ? cli->cmd->name : "gridgpu", msg,
+			      GG_EUSAGE);
+	fprintf(stderr, "gridgpu: %s\n", msg ? msg : "usage error");
+	free(msg);
 	if (cli && cli->cmd && cli->cmd->name[0])
 		fprintf(stderr, "Try 'gridgpu help %s'.\n", cli->cmd->name);
 	else
@@ -53,20 +227,17 @@ void ui_info(struct gg_cli *cli, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vprint(stderr, "", fmt, ap, "\n");
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void ui_warn(struct gg_cli *cli, const char *fmt, ...)
 {
 	(void)cli;
 	va_list ap;
-	fputs("gridgpu: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vprint(stderr, "gridgpu: warning: ", fmt, ap, "\n");
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int ui_json(json_t *v)
@@ -195,7 +366,7 @@ char *ui_read_passphrase(const char *prompt, int from_stdin, struct gg_err *err)
 /* A progress line on stderr, redrawn at most 10 times a second. */
 struct ui_progress {
 	struct gg_cli *cli;
-	const char *label;
+	char *label; /* printable */
 	struct timespec start, last;
 	int shown;
 };
@@ -203,7 +374,7 @@ struct ui_progress {
 int ui_progress_cb(void *ud, uint64_t done, uint64_t total)
 {
 	struct ui_progress *p = ud;
-	if (p->cli->quiet || !isatty(STDERR_FILENO))
+	if (!p || p->cli->quiet || !isatty(STDERR_FILENO))
 		return 0;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -237,7 +408,11 @@ struct ui_progress *ui_progress_new(struct gg_cli *cli, const char *label)
 	struct ui_progress *p = calloc(1, sizeof *p);
 	if (p) {
 		p->cli = cli;
-		p->label = label;
+		p->label = gg_str_printable(label, strlen(label));
+		if (!p->label) {
+			free(p);
+			return NULL;
+		}
 	}
 	return p;
 }
@@ -246,5 +421,7 @@ void ui_progress_end(struct ui_progress *p)
 {
 	if (p && p->shown)
 		fputc('\n', stderr);
+	if (p)
+		free(p->label);
 	free(p);
 }

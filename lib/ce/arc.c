@@ -22,6 +22,7 @@ struct gg_ce {
 	char *base;       /* endpoint/rest/<version> */
 	char version[8];
 	struct gg_http *http;
+	int submit_unsent; /* the last gg_ce_submit failed with nothing sent */
 };
 
 static const char JSON[] = "application/json";
@@ -146,7 +147,9 @@ const char *gg_ce_endpoint(const struct gg_ce *ce)
 	return ce->endpoint;
 }
 
-/* An HTTP answer that is not the expected one, as an error. */
+/* An HTTP answer that is not the expected one, as an error: a refused
+ * credential is GG_ECRED, anything else the CE's error (GG_EPROTO, exit 4:
+ * a redirect, a 400, a 404 on a path every A-REX has). */
 static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_err *err)
 {
 	const char *reason = r->reason && r->reason[0] ? r->reason : "no reason given";
@@ -156,10 +159,20 @@ static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_e
 				  "identity authorised at this site?",
 				  what, r->status, reason);
 	if (r->status == 404)
+		return gg_err_set(err, GG_EPROTO,
+				  "%s: not found on the CE (HTTP 404 %s): is the CE URL right?",
+				  what, reason);
+	return gg_err_set(err, GG_EPROTO, "%s: HTTP %ld %s", what, r->status, reason);
+}
+
+/* The same for the calls that look up one job or one of its files: there a 404
+ * says that the job or the file does not exist (GG_ENOTFOUND). */
+static int http_fail_job(const struct gg_http_resp *r, const char *what, struct gg_err *err)
+{
+	if (r->status == 404)
 		return gg_err_set(err, GG_ENOTFOUND, "%s: not found on the CE (HTTP 404 %s)", what,
-				  reason);
-	return gg_err_set(err, r->status >= 500 ? GG_EPROTO : GG_EFAIL, "%s: HTTP %ld %s", what,
-			  r->status, reason);
+				  r->reason && r->reason[0] ? r->reason : "no reason given");
+	return http_fail(r, what, err);
 }
 
 static int use_version(struct gg_ce *ce, const char *v)
@@ -668,8 +681,16 @@ out:
 	return rc;
 }
 
+static int valid_job_id(const char *id);
+
+int gg_ce_submit_unsent(const struct gg_ce *ce)
+{
+	return ce->submit_unsent;
+}
+
 int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
 {
+	ce->submit_unsent = 1; /* until the POST may have been sent */
 	char *url = rest_url(ce, "jobs?action=new", err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
@@ -679,6 +700,7 @@ int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg
 	/* Not idempotent: a repeated submit makes a second job. */
 	int rc = gg_http_request(ce->http, "POST", url, "application/xrsl", description,
 				 strlen(description), JSON, 0, &r, err);
+	ce->submit_unsent = rc < 0 && gg_http_unsent(ce->http);
 	if (rc < 0)
 		goto out;
 	if (r.status != 201 && r.status != 200) {
@@ -700,6 +722,12 @@ int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg
 				*p = ' ';
 		rc = gg_err_set(err, GG_EJOB, "the CE refused the job: %s (code %d)", reason,
 				res[0].code);
+		goto out;
+	}
+	if (!valid_job_id(res[0].id)) {
+		/* The job may exist under that name: the caller keeps what it needs
+		 * to adopt it (GG_EPROTO). */
+		rc = gg_err_set(err, GG_EPROTO, "the CE answered a malformed job id");
 		goto out;
 	}
 	*id = res[0].id;
@@ -758,7 +786,7 @@ static char *escape_path(const char *name)
 static char *session_url(struct gg_ce *ce, const char *id, const char *name, struct gg_err *err)
 {
 	if (!valid_job_id(id)) {
-		gg_err_set(err, GG_EUSAGE, "'%s' is not a valid job id", id);
+		gg_err_set(err, GG_EPROTO, "the CE's job id '%s' is malformed", id ? id : "");
 		return NULL;
 	}
 	char *esc = NULL;
@@ -784,7 +812,7 @@ int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *da
 	int rc = gg_http_request(ce->http, "PUT", url, "application/octet-stream", data, len, NULL,
 				 1, &r, err);
 	if (rc == 0 && (r.status < 200 || r.status >= 300))
-		rc = http_fail(&r, name, err);
+		rc = http_fail_job(&r, name, err);
 	gg_http_resp_clear(&r);
 	free(url);
 	return rc;
@@ -799,7 +827,7 @@ int gg_ce_put_file(struct gg_ce *ce, const char *id, const char *name, const cha
 	struct gg_http_resp r = {0};
 	int rc = gg_http_put_file(ce->http, url, path, progress, ud, &r, err);
 	if (rc == 0 && (r.status < 200 || r.status >= 300))
-		rc = http_fail(&r, name, err);
+		rc = http_fail_job(&r, name, err);
 	gg_http_resp_clear(&r);
 	free(url);
 	return rc;
@@ -815,7 +843,7 @@ int gg_ce_get(struct gg_ce *ce, const char *id, const char *name, size_t max, ch
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "application/octet-stream", 1,
 				 &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail(&r, name, err);
+		rc = http_fail_job(&r, name, err);
 	if (rc == 0 && r.len > max)
 		rc = gg_err_set(err, GG_EPROTO, "%s: larger than %zu bytes", name, max);
 	if (rc == 0) {
@@ -838,7 +866,7 @@ int gg_ce_get_file(struct gg_ce *ce, const char *id, const char *name, const cha
 	struct gg_http_resp r = {0};
 	int rc = gg_http_get_file(ce->http, url, path, 0644, progress, ud, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail(&r, name, err);
+		rc = http_fail_job(&r, name, err);
 	gg_http_resp_clear(&r);
 	free(url);
 	return rc;
@@ -855,7 +883,7 @@ int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct 
 	json_t *j = NULL;
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail(&r, "listing the session directory", err);
+		rc = http_fail_job(&r, "listing the session directory", err);
 	if (rc == 0)
 		rc = gg_http_resp_json(&r, &j, err);
 	if (rc == 0)
@@ -870,7 +898,8 @@ int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **te
 		   struct gg_err *err)
 {
 	if (!valid_job_id(id))
-		return gg_err_set(err, GG_EUSAGE, "'%s' is not a valid job id", id);
+		return gg_err_set(err, GG_EPROTO, "the CE's job id '%s' is malformed",
+				  id ? id : "");
 	char *path = gg_strdup_printf("jobs/%s/diagnose/%s", id, item);
 	char *url = path ? rest_url(ce, path, err) : NULL;
 	free(path);
@@ -879,7 +908,7 @@ int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **te
 	struct gg_http_resp r = {0};
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "text/plain", 1, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail(&r, item, err);
+		rc = http_fail_job(&r, item, err);
 	if (rc == 0) {
 		*text = r.body;
 		r.body = NULL;

@@ -136,8 +136,13 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 		   const char *cache_path, char **id, struct gg_err *err);
 
 /* Submit one job; *id is the CE's job id. A CE refusal is GG_EJOB with its
- * reason. */
+ * reason; a malformed job id in the answer GG_EPROTO. */
 int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err);
+/* After a failed gg_ce_submit: 1 when the description surely did not reach the
+ * CE (it failed before the POST, or the POST failed before one byte was sent:
+ * connection refused, TLS handshake, DNS), so no job can exist; 0 when the CE
+ * may have made the job. */
+int gg_ce_submit_unsent(const struct gg_ce *ce);
 /* Small JSON files where what was learned about CEs is kept (REST versions,
  * delegations): an empty object when missing or unreadable; saved atomically,
  * 0600, best effort. */

@@ -4,10 +4,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int gg_site_name_valid(const char *name)
 {
@@ -66,7 +69,67 @@ struct parse_ctx {
 	struct gg_config *cfg;
 	struct gg_err *err;
 	int failed;
+	char **sections; /* every section seen, in order; the last is the current one */
+	size_t nsections;
+	char **keys; /* keys seen in the current section */
+	size_t nkeys;
 };
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int strv_has(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+static int strv_add(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return -1;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* A section given twice, or a key twice in a section (but 'jump', which is a
+ * list), would be merged without a word: refused. */
+static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
+{
+	char section[256]; /* "site NAME", however many blanks were between */
+	if (strncmp(raw, "site ", 5) == 0)
+		snprintf(section, sizeof section, "site %s", raw + 5 + strspn(raw + 5, " "));
+	else
+		snprintf(section, sizeof section, "%s", raw);
+	if (!c->nsections || strcmp(c->sections[c->nsections - 1], section) != 0) {
+		if (strv_has(c->sections, c->nsections, section))
+			return gg_err_set(c->err, GG_EUSAGE, "section [%s] given a second time",
+					  section);
+		strv_free(c->keys, c->nkeys);
+		c->keys = NULL;
+		c->nkeys = 0;
+		if (strv_add(&c->sections, &c->nsections, section) < 0)
+			return gg_err_set(c->err, GG_ENOMEM, "out of memory");
+	}
+	if (!name || strcmp(name, "jump") == 0)
+		return 0;
+	if (strv_has(c->keys, c->nkeys, name))
+		return gg_err_set(c->err, GG_EUSAGE, "[%s]: '%s' given a second time", section,
+				  name);
+	return strv_add(&c->keys, &c->nkeys, name) < 0
+		       ? gg_err_set(c->err, GG_ENOMEM, "out of memory")
+		       : 0;
+}
 
 static char **site_str_field(struct gg_site *s, const char *key)
 {
@@ -178,6 +241,10 @@ static int config_ini_handler(void *user, const char *section, const char *name,
 	struct parse_ctx *c = user;
 	if (c->failed)
 		return 0;
+	if (check_dup(c, section, name) < 0) {
+		c->failed = 1;
+		return 0;
+	}
 	if (strcmp(section, "gridgpu") == 0) {
 		if (strcmp(name, "site") == 0) {
 			/* a name, as in [site NAME]: anything else would not read back
@@ -235,6 +302,31 @@ int gg_config_default_path(char **out, struct gg_err *err)
 	return *out ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
 }
 
+/* The config file, opened for reading: 0 and *out NULL when it does not exist.
+ * Refused unless a regular file (a directory would read as empty, /dev/zero or
+ * a FIFO would never end); O_NONBLOCK: opening a FIFO must not wait. */
+static int open_config(const char *path, FILE **out, struct gg_err *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT
+			       ? 0
+			       : gg_err_sys(err, GG_EIO, errno, "reading config '%s'", path);
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0)
+		rc = gg_err_sys(err, GG_EIO, errno, "reading config '%s'", path);
+	else if (!S_ISREG(st.st_mode))
+		rc = gg_err_set(err, GG_EUSAGE, "config '%s' is not a regular file%s", path,
+				S_ISDIR(st.st_mode) ? " (a directory)" : "");
+	else if (fcntl(fd, F_SETFL, 0) < 0 || !(*out = fdopen(fd, "r")))
+		rc = gg_err_sys(err, GG_EIO, errno, "reading config '%s'", path);
+	if (rc < 0)
+		close(fd);
+	return rc;
+}
+
 int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
 {
 	struct gg_config *cfg = calloc(1, sizeof *cfg);
@@ -242,19 +334,20 @@ int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
 		free(cfg);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT) {
-			*out = cfg;
-			return 0;
-		}
-		int e = errno;
-		gg_config_free(cfg);
-		return gg_err_sys(err, GG_EIO, e, "reading config '%s'", path);
+	FILE *f;
+	int orc = open_config(path, &f, err);
+	if (orc < 0 || !f) {
+		if (orc < 0)
+			gg_config_free(cfg);
+		else
+			*out = cfg; /* missing: an empty config */
+		return orc;
 	}
-	struct parse_ctx c = {cfg, err, 0};
+	struct parse_ctx c = {.cfg = cfg, .err = err};
 	int line = ini_parse_file(f, config_ini_handler, &c);
 	fclose(f);
+	strv_free(c.sections, c.nsections);
+	strv_free(c.keys, c.nkeys);
 	if (line != 0) {
 		if (line < 0)
 			gg_err_set(err, GG_EIO, "reading config '%s': cannot parse", path);

@@ -50,6 +50,13 @@ void gg_err_clear(struct gg_err *err);
 int gg_err_exit_code(int code);
 /* Short name of a code ("credentials", "network"), for --json output. */
 const char *gg_err_kind(int code);
+/* The table both come from: one row per code, GG_OK first. */
+struct gg_err_kind_row {
+	int code;
+	const char *kind;
+	int exit_code;
+};
+const struct gg_err_kind_row *gg_err_kinds(size_t *n);
 
 /* ---- strings ----------------------------------------------------------- */
 
@@ -59,6 +66,13 @@ char *gg_strdup_printf(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
 size_t gg_edit_distance(const char *a, const char *b);
 /* Strip ASCII whitespace at both ends in place; returns s. */
 char *gg_strstrip(char *s);
+/* Text from outside (a CE, a node, an image, a file name), made safe to print on
+ * a terminal: every control character (C0 incl. ESC, CR, LF and TAB, DEL, the
+ * C1 controls U+0080-U+009F) and every byte that is not valid UTF-8 is escaped
+ * visibly ("\n", "\r", "\t", "\x1b", "\xc2\x9b", "\xff"), a backslash is doubled;
+ * valid UTF-8 text is kept. The result is valid UTF-8 with no control byte.
+ * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
+char *gg_str_printable(const char *s, size_t len);
 
 /* ---- durations and sizes ----------------------------------------------- */
 

@@ -53,36 +53,44 @@ void gg_err_clear(struct gg_err *err)
 	}
 }
 
+/* The one table of error kinds: the code the library returns, the kind --json
+ * names, the exit code of the gridgpu command (gridgpu(1), EXIT STATUS). */
+static const struct gg_err_kind_row kinds[] = {
+	{GG_OK, "ok", 0},
+	{GG_EFAIL, "failure", 1},
+	{GG_EUSAGE, "usage", 2},
+	{GG_ECRED, "credentials", 3},
+	{GG_ENET, "network", 4},
+	{GG_ENOTFOUND, "not-found", 5},
+	{GG_EJOB, "job-failed", 6},
+	{GG_EIO, "io", 1},
+	{GG_ENOMEM, "memory", 1},
+	{GG_EPROTO, "protocol", 4},
+	{GG_EINTR, "interrupted", 130},
+	{GG_EHOSTKEY, "host-key", 4},
+};
+
+const struct gg_err_kind_row *gg_err_kinds(size_t *n)
+{
+	*n = sizeof kinds / sizeof kinds[0];
+	return kinds;
+}
+
+/* Unknown codes are failures. */
+static const struct gg_err_kind_row *row(int code)
+{
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (kinds[i].code == code)
+			return &kinds[i];
+	return &kinds[1];
+}
+
 int gg_err_exit_code(int code)
 {
-	switch (code) {
-	case GG_OK: return 0;
-	case GG_EUSAGE: return 2;
-	case GG_ECRED: return 3;
-	case GG_ENET:
-	case GG_EPROTO:
-	case GG_EHOSTKEY: return 4;
-	case GG_ENOTFOUND: return 5;
-	case GG_EJOB: return 6;
-	case GG_EINTR: return 130;
-	default: return 1;
-	}
+	return row(code)->exit_code;
 }
 
 const char *gg_err_kind(int code)
 {
-	switch (code) {
-	case GG_OK: return "ok";
-	case GG_EUSAGE: return "usage";
-	case GG_ECRED: return "credentials";
-	case GG_ENET: return "network";
-	case GG_EPROTO: return "protocol";
-	case GG_ENOTFOUND: return "not-found";
-	case GG_EJOB: return "job-failed";
-	case GG_EIO: return "io";
-	case GG_ENOMEM: return "memory";
-	case GG_EINTR: return "interrupted";
-	case GG_EHOSTKEY: return "host-key";
-	default: return "failure";
-	}
+	return row(code)->kind;
 }

@@ -56,3 +56,64 @@ char *gg_strstrip(char *s)
 		memmove(s, s + i, n - i + 1);
 	return s;
 }
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes): 2 to 4, or 0 when
+ * invalid (overlong, a surrogate, beyond U+10FFFF, truncated). */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+	if (!len || p[0] > 0xf4 || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return len;
+}
+
+static size_t put_escape(char *o, unsigned char c)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *named = c == '\n'   ? "\\n"
+			    : c == '\r' ? "\\r"
+			    : c == '\t' ? "\\t"
+			    : c == '\\' ? "\\\\"
+					: NULL;
+	if (named) {
+		memcpy(o, named, 2);
+		return 2;
+	}
+	o[0] = '\\';
+	o[1] = 'x';
+	o[2] = hex[c >> 4];
+	o[3] = hex[c & 15];
+	return 4;
+}
+
+char *gg_str_printable(const char *s, size_t len)
+{
+	if (len > (SIZE_MAX - 1) / 4)
+		return NULL;
+	char *out = malloc(4 * len + 1), *o = out;
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; out && i < len;) {
+		size_t k = p[i] >= 0x80 ? utf8_seq(p + i, len - i) : 1;
+		/* C1 controls (U+0080-U+009F) are c2 80 - c2 9f */
+		int c1 = k == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
+		if (k > 1 && !c1) {
+			memcpy(o, p + i, k);
+			o += k;
+			i += k;
+		} else if (k == 1 && p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\') {
+			*o++ = (char)p[i++];
+		} else {
+			for (size_t e = i + (c1 ? 2 : 1); i < e; i++)
+				o += put_escape(o, p[i]);
+		}
+	}
+	if (out)
+		*o = '\0';
+	return out;
+}

@@ -20,6 +20,7 @@ struct gg_http {
 	char *proxy_path, *ca_dir, *auth_header;
 	long connections;
 	CURLcode last; /* of the last transfer */
+	int unsent;    /* the last request failed before any byte of it was sent */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -34,6 +35,7 @@ struct xfer {
 	void *ud;
 	int cancelled;
 	int too_large;
+	int write_errno; /* writing the body to out failed (disk full) */
 };
 
 /* libcurl's buffers hold the bearer token and request headers: it gets an
@@ -112,6 +114,11 @@ long gg_http_connections(const struct gg_http *h)
 	return h->connections;
 }
 
+int gg_http_unsent(const struct gg_http *h)
+{
+	return h->unsent;
+}
+
 void gg_http_resp_clear(struct gg_http_resp *r)
 {
 	if (!r)
@@ -127,8 +134,12 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
-	if (x->out && x->status_line >= 200 && x->status_line < 300)
-		return fwrite(p, 1, len, x->out) == len ? len : 0;
+	if (x->out && x->status_line >= 200 && x->status_line < 300) {
+		if (fwrite(p, 1, len, x->out) == len)
+			return len;
+		x->write_errno = errno ? errno : EIO;
+		return 0; /* aborts the transfer */
+	}
 	struct gg_http_resp *r = x->resp;
 	if (r->len + len > x->h->o.max_body) {
 		x->too_large = 1;
@@ -372,13 +383,44 @@ static void free_headers(struct curl_slist *hdr)
 	curl_slist_free_all(hdr);
 }
 
+/* Failures that happen before libcurl writes the request: the name does not
+ * resolve, the connection is refused, the TLS handshake fails (a server
+ * certificate that is refused, a client certificate that cannot be used). */
+static int before_request(CURLcode c)
+{
+	switch (c) {
+	case CURLE_URL_MALFORMAT:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR: return 1;
+	default: return 0;
+	}
+}
+
 static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg_err *err)
 {
 	CURLcode c = h->last = curl_easy_perform(h->curl);
-	long nc = 0;
+	long nc = 0, sent = 0;
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &nc);
 	h->connections += nc;
+	/* Nothing sent: a failure before the request, and not one byte of it out. */
+	if (c == CURLE_OK || !before_request(c) ||
+	    curl_easy_getinfo(h->curl, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0)
+		h->unsent = 0;
 	if (c != CURLE_OK) {
+		if (x->write_errno)
+			return gg_err_sys(err, GG_EIO, x->write_errno, "writing the answer of %s",
+					  url);
 		if (x->cancelled)
 			return gg_err_set(err, GG_EINTR, "interrupted");
 		if (x->too_large)
@@ -404,6 +446,7 @@ int gg_http_request(struct gg_http *h, const char *method, const char *url,
 	int tries = 1 + h->o.retries;
 	long backoff = h->o.retry_base_ms;
 	int rc = 0;
+	h->unsent = 1; /* until a try may have sent something */
 	for (int i = 0; i < tries; i++) {
 		gg_http_resp_clear(resp);
 		struct xfer x = {.h = h, .resp = resp};
@@ -453,6 +496,7 @@ int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 		return gg_err_sys(err, GG_EIO, e, "reading '%s'", path);
 	}
 	gg_http_resp_clear(resp);
+	h->unsent = 1;
 	struct xfer x = {.h = h, .resp = resp, .progress = progress, .ud = ud};
 	struct curl_slist *hdr = setup(h, &x, "PUT", url, "application/octet-stream", NULL);
 	curl_easy_setopt(h->curl, CURLOPT_UPLOAD, 1L);
@@ -489,6 +533,7 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	gg_http_resp_clear(resp);
+	h->unsent = 1;
 	struct xfer x = {.h = h, .resp = resp, .out = f, .progress = progress, .ud = ud};
 	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);

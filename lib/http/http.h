@@ -62,6 +62,12 @@ void gg_http_resp_clear(struct gg_http_resp *resp);
 /* Parse resp->body as JSON. An empty body gives an empty object (A-REX sends
  * nothing for empty lists). */
 int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_err *err);
+/* After a request that failed: 1 when nothing of it can have reached the server
+ * (every try failed before one byte of the request was sent: the name did not
+ * resolve, the connection was refused, the TLS handshake failed), 0 when the
+ * server may have received it (or it did not fail). A request that is not
+ * idempotent and failed with 0 may have been acted on. */
+int gg_http_unsent(const struct gg_http *h);
 /* Number of TCP connections opened so far (for tests and benchmarks). */
 long gg_http_connections(const struct gg_http *h);
 /* Default CA dir: $X509_CERT_DIR or /etc/grid-security/certificates. */

@@ -109,6 +109,16 @@ n0=$(ls "$REC" | grep -c '\.json$')
 expect_fail "CE down: request, exit 4" 4 "cannot connect" --site fp request --name "${TAG}d1" --no-wait
 one_line_error && ok "CE down: one line, gridgpu: <what>: <why>" || not_ok "CE down: one line ($ERR)"
 expect_eq "CE down: the refused request leaves no record" "$(ls "$REC" | grep -c '\.json$')" "$n0"
+# With a bearer token and the CE's REST version known, the POST of the job is
+# the first request: refused, nothing was sent, so nothing may be kept.
+TOKEN=$("$GG_TB_MINT_TOKEN" --exp 3600)
+nkeys() { ls "$SSHD/keys" 2>/dev/null | wc -l; }
+k0=$(nkeys)
+BEARER_TOKEN=$TOKEN run_gg --site fp request --token --walltime 30m --name "${TAG}d2" --no-wait
+[ "$RC" = 4 ] && one_line_error && printf '%s' "$ERR" | grep -q "the CE was not reached, nothing was sent" &&
+	ok "CE down, token: the refused submission says the CE was not reached (exit 4)" ||
+	not_ok "CE down, token: the refused submission says the CE was not reached ($RC $ERR)"
+expect_eq "CE down, token: no record and no session key left" "$(rec name "${TAG}d2") $(nkeys)" "NONE $k0"
 run_gg list
 expect_eq "CE down: list (no sync) needs no CE" "$RC" 0
 expect_fail "CE down: list --sync, exit 4" 4 "cannot connect" list --sync
@@ -173,6 +183,17 @@ bad_answer tls-expired "TLS: expired host certificate" "TLS"
 bad_answer tls-untrusted "TLS: certificate from an untrusted CA" "TLS"
 if grep -q "request tls-" "$FP/log"; then not_ok "no request reaches a CE whose certificate was refused"; else
 	ok "no request reaches a CE whose certificate was refused"; fi
+# The POST of the job as the first request (token, REST version known): every TLS
+# refusal means nothing was sent, and nothing is kept.
+for m in tls-wronghost tls-expired tls-untrusted; do
+	fp_mode "$FP" "$m"
+	k0=$(nkeys)
+	BEARER_TOKEN=$TOKEN run_gg --site fp request --token --walltime 30m --name "${TAG}t" --no-wait
+	[ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "the CE was not reached, nothing was sent" &&
+		[ "$(rec name "${TAG}t") $(nkeys)" = "NONE $k0" ] &&
+		ok "$m, token: nothing was sent, no record and no key left" ||
+		not_ok "$m, token: nothing was sent, no record and no key left ($RC $(rec state "${TAG}t") $ERR)"
+done
 # A compromised CE that answers without end: refused without holding it all in
 # memory (the largest thing gridgpu asks a CE for is its job list).
 if [ -x /usr/bin/time ]; then

@@ -216,7 +216,7 @@ expect_fail "verify: a truncated image" 1 "truncated" verify bad2.sif
 cp a.sif bad3.sif && printf 'NOT_MAGIC' | dd of=bad3.sif bs=1 seek=32 conv=notrunc 2>/dev/null
 expect_fail "verify: not a SIF" 1 "not a SIF" verify bad3.sif
 expect_fail "inspect: not a SIF" 1 "not a SIF" inspect bad3.sif
-expect_fail "inspect: missing file" 5 "No such file" inspect nothere.sif
+expect_fail "inspect: missing file (exit 2, not 5: that is for sessions and jobs)" 2 "no such file" inspect nothere.sif
 expect_fail "verify: two images" 2 "expected one IMAGE.sif" verify a.sif b.sif
 
 # compressors

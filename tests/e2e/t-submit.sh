@@ -84,7 +84,7 @@ expect_fail "--min-capability that cannot be parsed" 2 "expected X.Y" --site tb 
 # Bad input: checked before anything is uploaded or recorded.
 recs() { ls "$XDG_STATE_HOME/gridgpu/records" | grep -c '\.json$'; }
 r0=$(recs)
-expect_fail "image missing" 5 "No such file" --site tb submit nosuch.sif -- true
+expect_fail "image missing (exit 2, not 5: that is for sessions and jobs)" 2 "no such file" --site tb submit nosuch.sif -- true
 echo "not an image" >fake.sif
 expect_fail "not a SIF" 1 "fake.sif" --site tb submit fake.sif -- true
 head -c 40000 work.sif >cut.sif
@@ -95,7 +95,16 @@ expect_fail "no -- COMMAND at all" 2 "no command" --site tb submit work.sif
 	--out "$T_TMP/short" <"$GG_TB_USER_KEY_PASS_FILE"
 X509_USER_PROXY=$T_TMP/short expect_fail "walltime longer than the proxy" 3 "proxy init --valid" --site tb submit work.sif --walltime 8h -- true
 expect_fail "unknown site" 5 "no such site" --site nowhere submit work.sif -- true
-expect_fail "unknown --input" 2 "not a readable file" --site tb submit work.sif --input nosuch -- true
+expect_fail "unknown --input" 2 "no such file" --site tb submit work.sif --input nosuch -- true
+mkdir -p in1 in2
+echo a >in1/data.txt
+echo b >in2/data.txt
+cp work.sif in1/image.sif
+echo w >in1/gridgpu-wrapper
+expect_fail "--input named like the job's image is refused" 2 "the job's own file" --site tb submit work.sif --input in1/image.sif -- true
+expect_fail "--input named like the job's wrapper is refused" 2 "the job's own file" --site tb submit work.sif --input in1/gridgpu-wrapper -- true
+expect_fail "two --input with one name are refused" 2 "both would be 'data.txt'" --site tb submit work.sif -i in1/data.txt -i in2/data.txt -- true
+expect_fail "--input of a directory is refused" 2 "not a regular file" --site tb submit work.sif --input in1 -- true
 expect_fail "the CE refuses the job: its reason" 6 "refused the job" --site tb submit work.sif --queue nosuchqueue -- true
 expect_eq "refused submissions leave no record" "$(recs)" "$r0"
 expect_eq "refused submissions leave no job on the CE" "$(ce_jobs)" "$n0"

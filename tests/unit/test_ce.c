@@ -158,11 +158,13 @@ static void test_open(void **state)
 	assert_non_null(strstr(err.msg, "proxy init"));
 	assert_int_equal(gg_ce_open("https://ce.example.org:443/arex/", &tok, &ce, &err), 0);
 	assert_string_equal(gg_ce_endpoint(ce), "https://ce.example.org:443/arex");
-	/* a job id that would leave the REST tree is refused before any request */
+	/* a job id that would leave the REST tree is refused before any request; job
+	 * ids come from the CE, so a malformed one is the CE's error (exit 4) */
 	char *data;
 	size_t len;
-	assert_int_equal(gg_ce_get(ce, "../../x", "f", 10, &data, &len, &err), GG_EUSAGE);
-	assert_int_equal(gg_ce_diagnose(ce, "a/b", "errors", &data, &err), GG_EUSAGE);
+	assert_int_equal(gg_ce_get(ce, "../../x", "f", 10, &data, &len, &err), GG_EPROTO);
+	assert_non_null(strstr(err.msg, "malformed"));
+	assert_int_equal(gg_ce_diagnose(ce, "a/b", "errors", &data, &err), GG_EPROTO);
 	gg_ce_free(ce);
 	gg_ce_free(NULL);
 }

@@ -131,6 +131,133 @@ static void test_err(void **state)
 	assert_int_equal(err.code, 0);
 }
 
+/* Every kind maps to the documented exit code, and each kind is in the table once. */
+static void test_err_table(void **state)
+{
+	(void)state;
+	static const struct {
+		int code;
+		const char *kind;
+		int exit_code;
+	} want[] = {
+		{GG_OK, "ok", 0},
+		{GG_EFAIL, "failure", 1},
+		{GG_EUSAGE, "usage", 2},
+		{GG_ECRED, "credentials", 3},
+		{GG_ENET, "network", 4},
+		{GG_ENOTFOUND, "not-found", 5},
+		{GG_EJOB, "job-failed", 6},
+		{GG_EIO, "io", 1},
+		{GG_ENOMEM, "memory", 1},
+		{GG_EPROTO, "protocol", 4},
+		{GG_EINTR, "interrupted", 130},
+		{GG_EHOSTKEY, "host-key", 4},
+		{-999, "failure", 1}, /* unknown codes are failures */
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		assert_int_equal(gg_err_exit_code(want[i].code), want[i].exit_code);
+		assert_string_equal(gg_err_kind(want[i].code), want[i].kind);
+	}
+	size_t n;
+	const struct gg_err_kind_row *t = gg_err_kinds(&n);
+	assert_int_equal(n, sizeof want / sizeof want[0] - 1);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = i + 1; k < n; k++) {
+			assert_int_not_equal(t[i].code, t[k].code);
+			assert_string_not_equal(t[i].kind, t[k].kind);
+		}
+}
+
+/* The kinds gridgpu(1) lists under each exit status of EXIT STATUS ("(kinds
+ * network, protocol, host-key)"): the exit status of kind, or -1. */
+static int man_exit_of(const char *man, const char *kind)
+{
+	const char *p = strstr(man, ".SH EXIT STATUS");
+	const char *end = p ? strstr(p + 1, "\n.SH ") : NULL;
+	int status = -1;
+	for (; p && p < end; p = strchr(p, '\n')) {
+		p++;
+		if (strncmp(p, ".B ", 3) == 0 && p[3] >= '0' && p[3] <= '9')
+			status = atoi(p + 3);
+		const char *eol = strchr(p, '\n');
+		const char *k = strstr(p, "(kind");
+		if (!k || k > eol)
+			k = strstr(p, "; kind");
+		if (!k || k > eol || status < 0)
+			continue;
+		k = strchr(k + 1, ' ');
+		size_t len = strlen(kind);
+		for (; k && k < eol && *k != ')'; k += strcspn(k, " ,)"), k += strspn(k, " ,"))
+			if (strncmp(k, kind, len) == 0 && strchr(" ,)", k[len]))
+				return status;
+	}
+	return -1;
+}
+
+static void test_err_table_man(void **state)
+{
+	(void)state;
+	char *man = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_file_read("man/gridgpu.1", 1 << 20, &man, NULL, &err), 0);
+	size_t n;
+	const struct gg_err_kind_row *t = gg_err_kinds(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (man_exit_of(man, t[i].kind) != t[i].exit_code)
+			fail_msg(
+				"gridgpu(1) EXIT STATUS: kind %s documented with exit %d, table says %d",
+				t[i].kind, man_exit_of(man, t[i].kind), t[i].exit_code);
+	}
+	free(man);
+}
+
+static void check_printable(const char *in, size_t len, const char *want)
+{
+	char *got = gg_str_printable(in, len);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	for (const unsigned char *p = (const unsigned char *)got; *p; p++)
+		assert_true(*p >= 0x20 && *p != 0x7f);
+	free(got);
+}
+#define PRINTABLE(lit, want) check_printable(lit, sizeof lit - 1, want)
+
+static void test_printable(void **state)
+{
+	(void)state;
+	/* kept: ASCII text, valid UTF-8 of 2, 3 and 4 bytes */
+	PRINTABLE("session ready", "session ready");
+	PRINTABLE("", "");
+	PRINTABLE("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0",
+		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0");
+	/* C0 controls, named and not */
+	PRINTABLE("a\nb\rc\td", "a\\nb\\rc\\td");
+	PRINTABLE("\x1b[2J\x1b]0;title\x07", "\\x1b[2J\\x1b]0;title\\x07");
+	PRINTABLE("\x01\x08\x0b\x0c\x1f", "\\x01\\x08\\x0b\\x0c\\x1f");
+	PRINTABLE("nul\0byte", "nul\\x00byte");
+	/* DEL, and the backslash itself (so an escape cannot be faked) */
+	PRINTABLE("\x7f", "\\x7f");
+	PRINTABLE("a\\x1b", "a\\\\x1b");
+	/* C1 controls U+0080-U+009F (CSI is U+009B), encoded and raw */
+	PRINTABLE("\xc2\x80\xc2\x9b\xc2\x9f", "\\xc2\\x80\\xc2\\x9b\\xc2\\x9f");
+	PRINTABLE("\x9b"
+		  "2J",
+		  "\\x9b2J");
+	/* invalid UTF-8: stray continuation, overlong, surrogate, > U+10FFFF,
+	 * truncated, bytes that never occur */
+	PRINTABLE("\x80", "\\x80");
+	PRINTABLE("\xc0\xaf", "\\xc0\\xaf");
+	PRINTABLE("\xe0\x80\xaf", "\\xe0\\x80\\xaf");
+	PRINTABLE("\xed\xa0\x80", "\\xed\\xa0\\x80");
+	PRINTABLE("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+	PRINTABLE("\xe2\x82", "\\xe2\\x82");
+	PRINTABLE("\xe2\x82x", "\\xe2\\x82x");
+	PRINTABLE("\xfe\xff", "\\xfe\\xff");
+	/* a fake line of ours after a newline stays on the same line */
+	PRINTABLE("x\r\ngridgpu: session ready, host key SHA256:AAAA (pinned)",
+		  "x\\r\\ngridgpu: session ready, host key SHA256:AAAA (pinned)");
+}
+
 static void test_strings(void **state)
 {
 	(void)state;
@@ -338,6 +465,29 @@ static void test_config(void **state)
 	write_file(path, jumps);
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "jump hosts"));
+	/* a section or a key given twice is refused, with its line ('jump' is a list) */
+	write_file(path, "[site a]\nce = x\njump = u@h\njump = u@i\n[site b]\nce = y\n"
+			 "[site  a]\nuser = z\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 8"));
+	assert_non_null(strstr(err.msg, "section [site a] given a second time"));
+	write_file(path, "[site a]\nce = x\nqueue = q\nce = y\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 4"));
+	assert_non_null(strstr(err.msg, "'ce' given a second time"));
+	write_file(path, "[gridgpu]\nsite = a\nsite = b\n[site a]\nce = x\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 3"));
+	/* not a regular file: refused, not read as empty or forever */
+	assert_int_equal(gg_config_load(tmpdir, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "not a regular file (a directory)"));
+	assert_int_equal(gg_config_load("/dev/zero", &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "not a regular file"));
+	char fifo[160];
+	snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(gg_config_load(fifo, &cfg, &err), GG_EUSAGE);
+	unlink(fifo);
 }
 
 static void test_config_values(void **state)
@@ -411,19 +561,14 @@ static void test_site_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_duration_parse),
-		cmocka_unit_test(test_duration_format),
-		cmocka_unit_test(test_size),
-		cmocka_unit_test(test_err),
-		cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_atomic_write),
-		cmocka_unit_test(test_private_and_shred),
-		cmocka_unit_test(test_mkdir_p),
-		cmocka_unit_test(test_xdg),
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_config_values),
-		cmocka_unit_test(test_site_name),
-		cmocka_unit_test(test_wipe),
+		cmocka_unit_test(test_duration_parse), cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_size),           cmocka_unit_test(test_err),
+		cmocka_unit_test(test_err_table),      cmocka_unit_test(test_err_table_man),
+		cmocka_unit_test(test_printable),      cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_atomic_write),   cmocka_unit_test(test_private_and_shred),
+		cmocka_unit_test(test_mkdir_p),        cmocka_unit_test(test_xdg),
+		cmocka_unit_test(test_config),         cmocka_unit_test(test_config_values),
+		cmocka_unit_test(test_site_name),      cmocka_unit_test(test_wipe),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
 }
