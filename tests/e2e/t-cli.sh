@@ -33,7 +33,7 @@ run_gg --config "$T_TMP/snippet" site show glasgow
 expect_eq "a site snippet is a config file" "$RC" 0
 expect_fail "site add without --ce" 2 "--ce URL is required" site add x
 expect_fail "site add with http" 2 "must start with https://" site add x --ce http://ce/arex
-expect_fail "site add with a bad jump" 2 "expected USER@HOST[:PORT]" site add x --ce https://ce/arex --jump 'a@b:99999'
+expect_fail "site add with a bad jump" 2 "expected [USER@]HOST[:PORT]" site add x --ce https://ce/arex --jump 'a@b:99999'
 expect_fail "site add with a bad duration" 2 "invalid duration '5q'" site add x --ce https://ce/arex --idle-limit 5q
 expect_fail "site add with a bad name" 2 "invalid site name" site add '../x' --ce https://ce/arex
 expect_fail "site show unknown" 5 "no such site" site show nosuch

@@ -41,6 +41,20 @@ expect_fail "get does not overwrite without --force" 1 "use --force" get j1
 expect_eq "the local file is untouched" "$(cat j1/result.txt)" "local edit"
 run_gg get --force j1
 expect_eq "get --force replaces it" "$(cat j1/result.txt)" computed
+# A full disk during get: exit 1 (a local failure, not the CE's), the message
+# says why, and no half-written output is left (root: a tmpfs filled up).
+if [ "$(id -u)" = 0 ] && mkdir -p full && mount -t tmpfs -o size=64k gg-full full 2>/dev/null; then
+	dd if=/dev/zero of=full/filler bs=4k 2>/dev/null || true
+	run_gg get --force -d full/dl j1
+	expect_eq "get on a full disk: exit 1" "$RC" 1
+	printf '%s' "$ERR" | grep -q "No space left" && ok "get on a full disk: says so" ||
+		not_ok "get on a full disk: says so ($ERR)"
+	expect_eq "get on a full disk: no half-written file" "$(find full/dl -type f -size -1 -o -type f -name '.*' 2>/dev/null | head -3)" ""
+	umount full
+else
+	ok "# SKIP get on a full disk: needs root to mount a small tmpfs"
+fi
+
 run_gg --json jobs
 expect_eq "jobs --json: finished" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([(r["name"], r["state"], r["kind"]) for r in json.load(sys.stdin)])')" "[('j1', 'finished', 'job')]"
 run_gg get --clean --force -d out2 j1
