@@ -15,6 +15,40 @@
 
 #include "cli.h"
 
+/* An integer conversion's argument, read as wide as its length modifier says
+ * (len: where the modifier starts in spec; l: how many 'l'). */
+static void put_signed(FILE *f, const char *spec, const char *len, int l, va_list *ap)
+{
+	if (*len == 'z')
+		fprintf(f, spec, va_arg(*ap, ssize_t));
+	else if (*len == 't')
+		fprintf(f, spec, va_arg(*ap, ptrdiff_t));
+	else if (*len == 'j')
+		fprintf(f, spec, va_arg(*ap, intmax_t));
+	else if (l == 2)
+		fprintf(f, spec, va_arg(*ap, long long));
+	else if (l == 1)
+		fprintf(f, spec, va_arg(*ap, long));
+	else
+		fprintf(f, spec, va_arg(*ap, int));
+}
+
+static void put_unsigned(FILE *f, const char *spec, const char *len, int l, va_list *ap)
+{
+	if (*len == 'z')
+		fprintf(f, spec, va_arg(*ap, size_t));
+	else if (*len == 't')
+		fprintf(f, spec, va_arg(*ap, ptrdiff_t));
+	else if (*len == 'j')
+		fprintf(f, spec, va_arg(*ap, uintmax_t));
+	else if (l == 2)
+		fprintf(f, spec, va_arg(*ap, unsigned long long));
+	else if (l == 1)
+		fprintf(f, spec, va_arg(*ap, unsigned long));
+	else
+		fprintf(f, spec, va_arg(*ap, unsigned));
+}
+
 /* One conversion of a printf format (spec: "%-16s", "%.*s", "%zu") with its
  * argument, onto f; a string argument is made printable first. Returns the
  * characters of fmt it used. */
@@ -64,37 +98,11 @@ static size_t format_one(FILE *f, const char *fmt, va_list *ap)
 		break;
 	}
 	case 'd':
-	case 'i':
-		if (*len == 'z')
-			fprintf(f, spec, va_arg(*ap, ssize_t));
-		else if (*len == 't')
-			fprintf(f, spec, va_arg(*ap, ptrdiff_t));
-		else if (*len == 'j')
-			fprintf(f, spec, va_arg(*ap, intmax_t));
-		else if (l == 2)
-			fprintf(f, spec, va_arg(*ap, long long));
-		else if (l == 1)
-			fprintf(f, spec, va_arg(*ap, long));
-		else
-			fprintf(f, spec, va_arg(*ap, int));
-		break;
+	case 'i': put_signed(f, spec, len, l, ap); break;
 	case 'u':
 	case 'x':
 	case 'X':
-	case 'o':
-		if (*len == 'z')
-			fprintf(f, spec, va_arg(*ap, size_t));
-		else if (*len == 't')
-			fprintf(f, spec, va_arg(*ap, ptrdiff_t));
-		else if (*len == 'j')
-			fprintf(f, spec, va_arg(*ap, uintmax_t));
-		else if (l == 2)
-			fprintf(f, spec, va_arg(*ap, unsigned long long));
-		else if (l == 1)
-			fprintf(f, spec, va_arg(*ap, unsigned long));
-		else
-			fprintf(f, spec, va_arg(*ap, unsigned));
-		break;
+	case 'o': put_unsigned(f, spec, len, l, ap); break;
 	case 'c': fprintf(f, spec, va_arg(*ap, int)); break;
 	case 'p': fprintf(f, spec, va_arg(*ap, void *)); break;
 	case 'e':

@@ -165,6 +165,16 @@ bad_answer() {
 		not_ok "$bd: no record left by the failed request"
 }
 bad_answer "http500 Service paused by the site admin" "HTTP 500" "HTTP 500 Service paused by the site admin"
+# A hostile CE's reason phrase (A-REX's error text goes there) with a terminal
+# title, a screen clear and a bell: they reach the terminal escaped, never raw.
+fp_mode "$FP" "http500 $(printf '\033]0;owned\007\033[2J')Session ready"
+run_gg list --sync
+if [ "$RC" = 4 ] && ! printf '%s' "$ERR" | LC_ALL=C tr -d '\n' | LC_ALL=C grep -q "$(printf '[\001-\037\177]')" &&
+	printf '%s' "$ERR" | grep -qF '\x1b]0;owned\x07\x1b[2J'; then
+	ok "a reason phrase with ESC and BEL: escaped on stderr, no raw control byte"
+else
+	not_ok "a reason phrase with ESC and BEL: escaped on stderr ($RC $(printf '%s' "$ERR" | od -c | head -5))"
+fi
 bad_answer http503 "HTTP 503 (retried, then given up)" "HTTP 503"
 bad_answer html "an HTML page" "not valid JSON"
 bad_answer notjson "a body that is not JSON" "not valid JSON"

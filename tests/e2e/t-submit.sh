@@ -66,6 +66,26 @@ run_gg --site tb submit work.sif --name j2 --walltime 10m -- sh -c 'echo failing
 run_gg get --wait --timeout 3m j2
 [ "$RC" -eq 6 ] && grep -q failing j2/gridgpu-job.err && ok "a failed job: outputs fetched, exit 6" || not_ok "a failed job: exit $RC $ERR"
 
+# list --sync onto a full disk: a refreshed record that cannot be saved is
+# reported, exit 1, and the stored record is left as it was (root: a filled tmpfs).
+if [ "$(id -u)" = 0 ] && mkdir -p fullst && mount -t tmpfs -o size=256k gg-fullst fullst 2>/dev/null; then
+	run_gg --site tb submit work.sif --name jfull --walltime 10m -- true
+	jid=$("$GRIDGPU" --json status --no-sync jfull | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
+	poll 180 ce_ended "$jid"
+	cp -a "$XDG_STATE_HOME" fullst/state
+	before=$(cat fullst/state/gridgpu/records/jfull.json)
+	dd if=/dev/zero of=fullst/filler bs=4k 2>/dev/null || true
+	XDG_STATE_HOME=$T_TMP/fullst/state run_gg list --sync
+	expect_eq "list --sync on a full disk: exit 1" "$RC" 1
+	printf '%s' "$ERR" | grep -q "No space left" && ok "list --sync on a full disk: says so" ||
+		not_ok "list --sync on a full disk: says so ($ERR)"
+	expect_eq "list --sync on a full disk: the record is as it was" "$(cat fullst/state/gridgpu/records/jfull.json)" "$before"
+	umount fullst
+	"$GRIDGPU" clean jfull >/dev/null 2>&1
+else
+	ok "# SKIP list --sync on a full disk: needs root to mount a small tmpfs"
+fi
+
 # Several sites: the first that accepts; several jobs spread over them.
 run_gg --site down --site tb submit work.sif --name j3 --walltime 10m -- true
 [ "$RC" -eq 0 ] && printf '%s' "$ERR" | grep -q "site down: .*cannot connect" && ok "--site down --site tb: the CE that is down is reported, tb takes the job" || not_ok "multi-site: $RC $ERR"
