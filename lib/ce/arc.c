@@ -6,7 +6,7 @@
  *  - errors carry their text in the reason phrase with an empty body;
  *  - one-element lists collapse to objects, empty lists are empty bodies;
  *  - the delegation id is the last path segment of a malformed Location. */
-#include "ce/ce.h"
+#include "ce/arc.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -16,28 +16,7 @@
 
 #include <curl/curl.h>
 
-struct gg_ce {
-	char *cache_path; /* where REST versions are remembered, or NULL */
-	char *endpoint;   /* https://host:port/arex */
-	char *base;       /* endpoint/rest/<version> */
-	char version[8];
-	struct gg_http *http;
-	int submit_unsent; /* the last gg_ce_submit failed with nothing sent */
-};
-
 static const char JSON[] = "application/json";
-
-const char *gg_ce_state_name(enum gg_ce_state s)
-{
-	static const char *names[] = {"unknown",  "accepted", "queued", "running", "finishing",
-				      "finished", "failed",   "killed", "gone"};
-	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
-}
-
-int gg_ce_state_terminal(enum gg_ce_state s)
-{
-	return s == GG_CE_FINISHED || s == GG_CE_FAILED || s == GG_CE_KILLED || s == GG_CE_GONE;
-}
 
 enum gg_ce_state gg_arc_state(const char *s)
 {
@@ -76,75 +55,55 @@ enum gg_ce_state gg_arc_state(const char *s)
 	return GG_CE_UNKNOWN;
 }
 
-void gg_ce_results_free(struct gg_ce_result *r, size_t n)
+static int arc_accepts(const char *endpoint)
 {
-	if (!r)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		free(r[i].id);
-		free(r[i].reason);
-		free(r[i].raw_state);
-	}
-	free(r);
+	return strncmp(endpoint, "https://", 8) == 0;
 }
 
-int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
-	       struct gg_err *err)
+static void arc_close(struct gg_ce *g)
 {
-	if (strncmp(endpoint, "https://", 8) != 0 || !endpoint[8])
-		return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https://", endpoint);
-	if (!auth->proxy_path && !auth->token)
-		return gg_err_set(err, GG_ECRED,
-				  "no credential to talk to the CE: run 'gridgpu "
-				  "proxy init' or set BEARER_TOKEN");
-	struct gg_ce *ce = calloc(1, sizeof *ce);
+	struct arc *ce = g->impl;
+	if (!ce)
+		return;
+	gg_http_free(ce->http);
+	free(ce->cache_path);
+	free(ce->base);
+	free(ce);
+	g->impl = NULL;
+}
+
+static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_err *err)
+{
+	if (!g->endpoint[8])
+		return gg_err_set(err, GG_EUSAGE, "CE URL '%s' has no host", g->endpoint);
+	struct arc *ce = calloc(1, sizeof *ce);
 	if (!ce)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	ce->endpoint = strdup(endpoint);
-	if (!ce->endpoint) {
-		free(ce);
+	g->impl = ce;
+	ce->endpoint = g->endpoint;
+	if (auth->cache_path && !(ce->cache_path = strdup(auth->cache_path)))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
-	size_t l = strlen(ce->endpoint);
-	while (l > 8 && ce->endpoint[l - 1] == '/')
-		ce->endpoint[--l] = '\0';
-	if (auth->cache_path && !(ce->cache_path = strdup(auth->cache_path))) {
-		gg_ce_free(ce);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
 	struct gg_http_opts ho = {.proxy_path = auth->token ? NULL : auth->proxy_path,
 				  .token = auth->token,
 				  .ca_dir = auth->ca_dir,
 				  .cancel = auth->cancel,
 				  .cancel_ud = auth->cancel_ud};
-	int rc = gg_http_new(&ho, &ce->http, err);
-	if (rc < 0) {
-		gg_ce_free(ce);
-		return rc;
-	}
-	*out = ce;
-	return 0;
+	return gg_http_new(&ho, &ce->http, err);
 }
 
-void gg_ce_free(struct gg_ce *ce)
+static struct gg_http *arc_http(struct gg_ce *g)
 {
-	if (!ce)
-		return;
-	gg_http_free(ce->http);
-	free(ce->cache_path);
-	free(ce->endpoint);
-	free(ce->base);
-	free(ce);
+	return ((struct arc *)g->impl)->http;
 }
 
-struct gg_http *gg_ce_http(struct gg_ce *ce)
+static int arc_version(struct gg_ce *g, const char **version, struct gg_err *err)
 {
-	return ce->http;
+	return gg_arc_version(g->impl, version, err);
 }
 
-const char *gg_ce_endpoint(const struct gg_ce *ce)
+static int arc_submit_unsent(const struct gg_ce *g)
 {
-	return ce->endpoint;
+	return ((const struct arc *)g->impl)->submit_unsent;
 }
 
 /* An HTTP answer that is not the expected one, as an error: a refused
@@ -175,14 +134,14 @@ static int http_fail_job(const struct gg_http_resp *r, const char *what, struct 
 	return http_fail(r, what, err);
 }
 
-static int use_version(struct gg_ce *ce, const char *v)
+static int use_version(struct arc *ce, const char *v)
 {
 	snprintf(ce->version, sizeof ce->version, "%s", v);
 	ce->base = gg_strdup_printf("%s/rest/%s", ce->endpoint, ce->version);
 	return ce->base ? 0 : -1;
 }
 
-int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
+int gg_arc_version(struct arc *ce, const char **version, struct gg_err *err)
 {
 	if (ce->base) {
 		*version = ce->version;
@@ -255,10 +214,10 @@ out:
 }
 
 /* Build a URL under the REST base; asks for the version on first use. */
-static char *rest_url(struct gg_ce *ce, const char *path, struct gg_err *err)
+static char *rest_url(struct arc *ce, const char *path, struct gg_err *err)
 {
 	const char *v;
-	if (gg_ce_version(ce, &v, err) < 0)
+	if (gg_arc_version(ce, &v, err) < 0)
 		return NULL;
 	char *u = gg_strdup_printf("%s/%s", ce->base, path);
 	if (!u)
@@ -295,21 +254,9 @@ static json_t *as_array(json_t *v)
 	return a;
 }
 
-void gg_ce_info_clear(struct gg_ce_info *info)
+static int arc_info(struct gg_ce *g, struct gg_ce_info *info, struct gg_err *err)
 {
-	free(info->name);
-	for (size_t i = 0; i < info->nqueues; i++)
-		free(info->queues[i]);
-	free(info->queues);
-	for (size_t i = 0; i < info->nrtes; i++)
-		free(info->rtes[i]);
-	free(info->rtes);
-	free(info->rest_version);
-	memset(info, 0, sizeof *info);
-}
-
-int gg_ce_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
-{
+	struct arc *ce = g->impl;
 	memset(info, 0, sizeof *info);
 	char *url = rest_url(ce, "info?schema=glue2", err);
 	if (!url)
@@ -432,7 +379,7 @@ int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **result
 }
 
 /* POST jobs?action=ACTION with many ids; results in the order of ids. */
-static int bulk(struct gg_ce *ce, const char *action, const char *const *ids, size_t n,
+static int bulk(struct arc *ce, const char *action, const char *const *ids, size_t n,
 		struct gg_ce_result **results, struct gg_err *err)
 {
 	*results = NULL;
@@ -493,49 +440,18 @@ out:
 	return rc;
 }
 
-json_t *gg_ce_cache_load(const char *path)
-{
-	char *text = NULL;
-	size_t len;
-	json_t *j = NULL;
-	if (path && gg_file_read(path, 1 << 20, &text, &len, NULL) == 0)
-		j = json_loadb(text, len, 0, NULL);
-	free(text);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		j = json_object();
-	}
-	return j;
-}
+static int arc_list(struct gg_ce *g, struct gg_ce_result **results, size_t *n, struct gg_err *err);
 
-void gg_ce_cache_save(const char *path, json_t *cache)
+static int arc_status(struct gg_ce *g, const char *const *ids, size_t n,
+		      struct gg_ce_result **results, struct gg_err *err)
 {
-	char *text = json_dumps(cache, JSON_INDENT(1) | JSON_SORT_KEYS);
-	if (text)
-		gg_file_write_atomic(path, text, strlen(text), 0600, NULL);
-	free(text);
-}
-
-void gg_ce_cancel(struct gg_ce *ce, const char *id)
-{
-	const char *ids[1] = {id};
-	struct gg_ce_result *res = NULL;
-	if (bulk(ce, "kill", ids, 1, &res, NULL) == 0)
-		gg_ce_results_free(res, 1);
-	res = NULL;
-	if (bulk(ce, "clean", ids, 1, &res, NULL) == 0)
-		gg_ce_results_free(res, 1);
-}
-
-int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
-		 struct gg_err *err)
-{
+	struct arc *ce = g->impl;
 	/* ?action=status reads the info provider's per-job file, which lags by up
 	 * to its period; GET jobs?state= is computed live. Use the live list and
 	 * keep the bulk answer only for the ids the list does not have. */
 	struct gg_ce_result *live = NULL;
 	size_t nlive = 0;
-	int rc = gg_ce_list(ce, &live, &nlive, err);
+	int rc = arc_list(g, &live, &nlive, err);
 	if (rc < 0)
 		return rc;
 	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
@@ -601,20 +517,23 @@ int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_c
 	return 0;
 }
 
-int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
-	       struct gg_err *err)
+static int arc_kill(struct gg_ce *g, const char *const *ids, size_t n,
+		    struct gg_ce_result **results, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	return bulk(ce, "kill", ids, n, results, err);
 }
 
-int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
-		struct gg_err *err)
+static int arc_clean(struct gg_ce *g, const char *const *ids, size_t n,
+		     struct gg_ce_result **results, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	return bulk(ce, "clean", ids, n, results, err);
 }
 
-int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err)
+static int arc_list(struct gg_ce *g, struct gg_ce_result **results, size_t *n, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	char *url = rest_url(ce,
 			     "jobs?state=ACCEPTING,ACCEPTED,PREPARING,PREPARED,SUBMITTING,"
 			     "QUEUING,RUNNING,HELD,EXITINGLRMS,OTHER,EXECUTED,FINISHING,"
@@ -633,9 +552,10 @@ int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struc
 	return rc;
 }
 
-int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
-		    struct gg_err *err)
+static int arc_job_names(struct gg_ce *g, const char *const *ids, size_t n, char **names,
+			 struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	for (size_t i = 0; i < n; i++)
 		names[i] = NULL;
 	json_t *list = json_array();
@@ -683,13 +603,9 @@ out:
 
 static int valid_job_id(const char *id);
 
-int gg_ce_submit_unsent(const struct gg_ce *ce)
+static int arc_submit(struct gg_ce *g, const char *description, char **id, struct gg_err *err)
 {
-	return ce->submit_unsent;
-}
-
-int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
-{
+	struct arc *ce = g->impl;
 	ce->submit_unsent = 1; /* until the POST may have been sent */
 	char *url = rest_url(ce, "jobs?action=new", err);
 	if (!url)
@@ -783,7 +699,7 @@ static char *escape_path(const char *name)
 	return out;
 }
 
-static char *session_url(struct gg_ce *ce, const char *id, const char *name, struct gg_err *err)
+static char *session_url(struct arc *ce, const char *id, const char *name, struct gg_err *err)
 {
 	if (!valid_job_id(id)) {
 		gg_err_set(err, GG_EPROTO, "the CE's job id '%s' is malformed", id ? id : "");
@@ -801,9 +717,10 @@ static char *session_url(struct gg_ce *ce, const char *id, const char *name, str
 	return u;
 }
 
-int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *data, size_t len,
-	      struct gg_err *err)
+static int arc_put(struct gg_ce *g, const char *id, const char *name, const void *data, size_t len,
+		   struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	char *url = session_url(ce, id, name, err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
@@ -818,9 +735,10 @@ int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *da
 	return rc;
 }
 
-int gg_ce_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
-		   gg_http_progress_fn progress, void *ud, struct gg_err *err)
+static int arc_put_file(struct gg_ce *g, const char *id, const char *name, const char *path,
+			gg_http_progress_fn progress, void *ud, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	char *url = session_url(ce, id, name, err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
@@ -833,9 +751,10 @@ int gg_ce_put_file(struct gg_ce *ce, const char *id, const char *name, const cha
 	return rc;
 }
 
-int gg_ce_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
-	      size_t *len, struct gg_err *err)
+static int arc_get(struct gg_ce *g, const char *id, const char *name, size_t max, char **data,
+		   size_t *len, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	char *url = session_url(ce, id, name, err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
@@ -857,9 +776,10 @@ int gg_ce_get(struct gg_ce *ce, const char *id, const char *name, size_t max, ch
 	return rc;
 }
 
-int gg_ce_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
-		   gg_http_progress_fn progress, void *ud, struct gg_err *err)
+static int arc_get_file(struct gg_ce *g, const char *id, const char *name, const char *path,
+			gg_http_progress_fn progress, void *ud, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	char *url = session_url(ce, id, name, err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
@@ -872,8 +792,9 @@ int gg_ce_get_file(struct gg_ce *ce, const char *id, const char *name, const cha
 	return rc;
 }
 
-int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err)
+static int arc_ls(struct gg_ce *g, const char *id, char ***names, size_t *n, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	*names = NULL;
 	*n = 0;
 	char *url = session_url(ce, id, NULL, err);
@@ -894,9 +815,10 @@ int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct 
 	return rc;
 }
 
-int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
-		   struct gg_err *err)
+static int arc_diagnose(struct gg_ce *g, const char *id, const char *item, char **text,
+			struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	if (!valid_job_id(id))
 		return gg_err_set(err, GG_EPROTO, "the CE's job id '%s' is malformed",
 				  id ? id : "");
@@ -917,3 +839,27 @@ int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **te
 	free(url);
 	return rc;
 }
+
+const struct gg_ce_ops gg_ce_arc_rest = {
+	.name = "arc-rest",
+	.accepts = arc_accepts,
+	.open = arc_open,
+	.close = arc_close,
+	.version = arc_version,
+	.info = arc_info,
+	.delegate = arc_delegate,
+	.submit = arc_submit,
+	.submit_unsent = arc_submit_unsent,
+	.status = arc_status,
+	.kill = arc_kill,
+	.clean = arc_clean,
+	.list = arc_list,
+	.job_names = arc_job_names,
+	.put = arc_put,
+	.put_file = arc_put_file,
+	.get = arc_get,
+	.get_file = arc_get_file,
+	.ls = arc_ls,
+	.diagnose = arc_diagnose,
+	.http = arc_http,
+};

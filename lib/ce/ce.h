@@ -109,12 +109,20 @@ struct gg_ce_auth {
 };
 
 struct gg_ce;
+struct gg_ce_ops; /* a backend (ce/backend.h): ARC REST is the one built in */
 
-/* Open a CE by endpoint URL (https://host:port/arex). No network I/O yet. */
+/* Open a CE by endpoint URL (https://host:port/arex): the first backend that
+ * accepts the URL. No network I/O yet. */
 int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
 	       struct gg_err *err);
+/* The same with a given backend (tests plug in a fake one this way). */
+int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
+		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err);
 void gg_ce_free(struct gg_ce *ce);
-/* The REST version in use ("1.0" or "1.1"), asked once (GET /rest). */
+/* The backend's name ("arc-rest"). */
+const char *gg_ce_backend(const struct gg_ce *ce);
+/* The interface version in use (ARC REST: "1.0" or "1.1", asked once with GET
+ * /rest); GG_EUSAGE for a backend without one. */
 int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err);
 /* GLUE2 info document; summary fields extracted for the caller. */
 struct gg_ce_info {
@@ -177,7 +185,8 @@ int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct 
 /* Control-dir diagnostics: "errors", "failed", "status", "local", ... */
 int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
 		   struct gg_err *err);
-/* The HTTP handle (connections count, for tests and benchmarks). */
+/* The HTTP handle (connections count, for tests and benchmarks); NULL for a
+ * backend without one. */
 struct gg_http *gg_ce_http(struct gg_ce *ce);
 const char *gg_ce_endpoint(const struct gg_ce *ce);
 

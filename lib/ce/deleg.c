@@ -3,7 +3,7 @@
  * still holds and that lasts long enough is reused; one that is too short is
  * renewed under the same id. Known delegations are remembered in a small JSON
  * cache so that a command needs no extra round trip to find them. */
-#include "ce/ce.h"
+#include "ce/arc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@ static char *location_id(const char *loc)
 	return s;
 }
 
-static int put_signed(struct gg_ce *ce, const struct gg_cred *proxy, const char *id,
+static int put_signed(struct arc *ce, const struct gg_cred *proxy, const char *id,
 		      const struct gg_http_resp *csr, struct gg_err *err)
 {
 	char *chain = NULL;
@@ -35,14 +35,14 @@ static int put_signed(struct gg_ce *ce, const struct gg_cred *proxy, const char 
 		return gg_err_prefix(err, "signing the CE's delegation request");
 	char *path = gg_strdup_printf("delegations/%s", id);
 	const char *v;
-	rc = gg_ce_version(ce, &v, err);
-	char *url = rc == 0 && path ? gg_strdup_printf("%s/rest/%s/%s", gg_ce_endpoint(ce), v, path)
-				    : NULL;
+	rc = gg_arc_version(ce, &v, err);
+	char *url =
+		rc == 0 && path ? gg_strdup_printf("%s/rest/%s/%s", ce->endpoint, v, path) : NULL;
 	struct gg_http_resp r = {0};
 	if (rc == 0 && !url)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = gg_http_request(gg_ce_http(ce), "PUT", url, "application/x-pem-file", chain,
+		rc = gg_http_request(ce->http, "PUT", url, "application/x-pem-file", chain,
 				     chain_len, NULL, 1, &r, err);
 	if (rc == 0 && r.status != 200 && r.status != 201 && r.status != 204)
 		rc = gg_err_set(err, r.status == 403 ? GG_ECRED : GG_EPROTO,
@@ -56,16 +56,16 @@ static int put_signed(struct gg_ce *ce, const struct gg_cred *proxy, const char 
 }
 
 /* POST a delegation action; the body of the answer is a PEM CSR. */
-static int post_csr(struct gg_ce *ce, const char *path, struct gg_http_resp *r, struct gg_err *err)
+static int post_csr(struct arc *ce, const char *path, struct gg_http_resp *r, struct gg_err *err)
 {
 	const char *v;
-	int rc = gg_ce_version(ce, &v, err);
+	int rc = gg_arc_version(ce, &v, err);
 	if (rc < 0)
 		return rc;
-	char *url = gg_strdup_printf("%s/rest/%s/%s", gg_ce_endpoint(ce), v, path);
+	char *url = gg_strdup_printf("%s/rest/%s/%s", ce->endpoint, v, path);
 	if (!url)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	rc = gg_http_request(gg_ce_http(ce), "POST", url, NULL, "", 0, NULL, 0, r, err);
+	rc = gg_http_request(ce->http, "POST", url, NULL, "", 0, NULL, 0, r, err);
 	free(url);
 	if (rc < 0)
 		return rc;
@@ -81,18 +81,18 @@ static int post_csr(struct gg_ce *ce, const char *path, struct gg_http_resp *r, 
 }
 
 /* Ids of the delegations the CE holds for us. */
-static int ce_has(struct gg_ce *ce, const char *id, int *has, struct gg_err *err)
+static int ce_has(struct arc *ce, const char *id, int *has, struct gg_err *err)
 {
 	*has = 0;
 	const char *v;
-	int rc = gg_ce_version(ce, &v, err);
+	int rc = gg_arc_version(ce, &v, err);
 	if (rc < 0)
 		return rc;
-	char *url = gg_strdup_printf("%s/rest/%s/delegations", gg_ce_endpoint(ce), v);
+	char *url = gg_strdup_printf("%s/rest/%s/delegations", ce->endpoint, v);
 	struct gg_http_resp r = {0};
 	json_t *j = NULL;
-	rc = url ? gg_http_request(gg_ce_http(ce), "GET", url, NULL, NULL, 0, "application/json", 1,
-				   &r, err)
+	rc = url ? gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "application/json", 1, &r,
+				   err)
 		 : gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0 && r.status == 200 && gg_http_resp_json(&r, &j, err) == 0) {
 		json_t *d = json_object_get(j, "delegation");
@@ -114,9 +114,10 @@ static int ce_has(struct gg_ce *ce, const char *id, int *has, struct gg_err *err
 	return rc;
 }
 
-int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
-		   const char *cache_path, char **id, struct gg_err *err)
+int arc_delegate(struct gg_ce *g, const char *proxy_path, int64_t min_left, const char *cache_path,
+		 char **id, struct gg_err *err)
 {
+	struct arc *ce = g->impl;
 	struct gg_cred *proxy = NULL;
 	struct gg_proxy_info pi = {0};
 	int rc = gg_proxy_load(proxy_path, &proxy, err);
@@ -125,7 +126,7 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 	time_t now = time(NULL);
 	if ((rc = gg_proxy_info_get(proxy, now, &pi, err)) < 0)
 		goto out;
-	char *key = gg_strdup_printf("%s %s", gg_ce_endpoint(ce), pi.identity);
+	char *key = gg_strdup_printf("%s %s", ce->endpoint, pi.identity);
 	json_t *cache = gg_ce_cache_load(cache_path);
 	json_t *ent = key ? json_object_get(cache, key) : NULL;
 	const char *cached = json_string_value(json_object_get(ent, "id"));

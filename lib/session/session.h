@@ -100,8 +100,10 @@ int gg_store_create(struct gg_store *st, struct gg_record *r, const char *prefix
 /* GG_ENOTFOUND when absent. */
 int gg_store_load(struct gg_store *st, const char *name, struct gg_record *r, struct gg_err *err);
 /* Read-modify-write under the store lock: fn changes the record; returning
- * non-zero from fn cancels the write. The record as written is left in *out
- * when out is not NULL. */
+ * non-zero from fn cancels the write, GG_STORE_DROP removes the record instead.
+ * The record as written (or as read, when fn cancelled or dropped it) is left
+ * in *out when out is not NULL. */
+#define GG_STORE_DROP 2
 typedef int (*gg_record_update_fn)(struct gg_record *r, void *ud);
 int gg_store_update(struct gg_store *st, const char *name, gg_record_update_fn fn, void *ud,
 		    struct gg_record *out, struct gg_err *err);

@@ -215,6 +215,20 @@ int gg_store_load(struct gg_store *st, const char *name, struct gg_record *r, st
 	return read_rec(st, name, r, err);
 }
 
+/* Under the lock. */
+static int drop_rec(struct gg_store *st, const char *name, struct gg_err *err)
+{
+	char *p = rec_path(st, name);
+	if (!p)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = 0;
+	if (unlink(p) < 0)
+		rc = gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno,
+				"removing record '%s'", p);
+	free(p);
+	return rc;
+}
+
 int gg_store_update(struct gg_store *st, const char *name, gg_record_update_fn fn, void *ud,
 		    struct gg_record *out, struct gg_err *err)
 {
@@ -226,9 +240,12 @@ int gg_store_update(struct gg_store *st, const char *name, gg_record_update_fn f
 	struct gg_record r;
 	int rc = read_rec(st, name, &r, err);
 	if (rc == 0) {
-		if (fn(&r, ud) == 0) {
+		int what = fn(&r, ud);
+		if (what == 0) {
 			r.updated = (int64_t)time(NULL);
 			rc = write_rec(st, &r, err);
+		} else if (what == GG_STORE_DROP) {
+			rc = drop_rec(st, name, err);
 		}
 		if (out && rc == 0)
 			*out = r;
@@ -251,17 +268,11 @@ int gg_store_save(struct gg_store *st, const struct gg_record *r, struct gg_err 
 
 int gg_store_remove(struct gg_store *st, const char *name, struct gg_err *err)
 {
-	char *p = rec_path(st, name);
-	if (!p)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	int fd = lock(st, err);
-	int rc = fd < 0 ? fd : 0;
-	if (rc == 0 && unlink(p) < 0)
-		rc = gg_err_sys(err, errno == ENOENT ? GG_ENOTFOUND : GG_EIO, errno,
-				"removing record '%s'", p);
-	if (fd >= 0)
-		unlock(fd);
-	free(p);
+	if (fd < 0)
+		return fd;
+	int rc = drop_rec(st, name, err);
+	unlock(fd);
 	return rc;
 }
 

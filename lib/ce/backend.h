@@ -1,0 +1,55 @@
+/* The CE backend table: what a kind of compute element must do for gridgpu.
+ * ce.c picks the backend for an endpoint and dispatches the gg_ce_* calls to
+ * it; a second kind of CE is a new file in lib/ce with its own table, and an
+ * entry in ce.c's list. Tests plug a fake in with gg_ce_open_with. */
+#ifndef GG_CE_BACKEND_H
+#define GG_CE_BACKEND_H
+
+#include "ce/ce.h"
+
+struct gg_ce {
+	const struct gg_ce_ops *ops;
+	char *endpoint; /* as given, without trailing '/' */
+	void *impl;     /* the backend's */
+};
+
+typedef int (*gg_ce_bulk_fn)(struct gg_ce *ce, const char *const *ids, size_t n,
+			     struct gg_ce_result **results, struct gg_err *err);
+
+struct gg_ce_ops {
+	const char *name;
+	/* 1 when the endpoint is one of this backend's (by its URL) */
+	int (*accepts)(const char *endpoint);
+	/* Set ce->impl; no network I/O. */
+	int (*open)(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg_err *err);
+	void (*close)(struct gg_ce *ce);
+	/* Optional (NULL: the CE has no such notion). */
+	int (*version)(struct gg_ce *ce, const char **version, struct gg_err *err);
+	int (*info)(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err);
+	int (*delegate)(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
+			const char *cache_path, char **id, struct gg_err *err);
+	int (*submit)(struct gg_ce *ce, const char *description, char **id, struct gg_err *err);
+	int (*submit_unsent)(const struct gg_ce *ce);
+	gg_ce_bulk_fn status, kill, clean;
+	int (*list)(struct gg_ce *ce, struct gg_ce_result **results, size_t *n,
+		    struct gg_err *err);
+	int (*job_names)(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+			 struct gg_err *err);
+	int (*put)(struct gg_ce *ce, const char *id, const char *name, const void *data,
+		   size_t len, struct gg_err *err);
+	int (*put_file)(struct gg_ce *ce, const char *id, const char *name, const char *path,
+			gg_http_progress_fn progress, void *ud, struct gg_err *err);
+	int (*get)(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+		   size_t *len, struct gg_err *err);
+	int (*get_file)(struct gg_ce *ce, const char *id, const char *name, const char *path,
+			gg_http_progress_fn progress, void *ud, struct gg_err *err);
+	int (*ls)(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err);
+	int (*diagnose)(struct gg_ce *ce, const char *id, const char *item, char **text,
+			struct gg_err *err);
+	struct gg_http *(*http)(struct gg_ce *ce);
+};
+
+/* ARC CE, REST interface (arc.c, deleg.c). */
+extern const struct gg_ce_ops gg_ce_arc_rest;
+
+#endif

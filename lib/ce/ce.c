@@ -1,0 +1,239 @@
+/* The CE interface: the backend for an endpoint (backend.h) and the calls
+ * dispatched to it; what every backend shares (states, results, caches). */
+#include "ce/backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct gg_ce_ops *const backends[] = {&gg_ce_arc_rest};
+
+int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
+		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err)
+{
+	*out = NULL;
+	if (!auth->proxy_path && !auth->token)
+		return gg_err_set(err, GG_ECRED,
+				  "no credential to talk to the CE: run 'gridgpu "
+				  "proxy init' or set BEARER_TOKEN");
+	struct gg_ce *ce = calloc(1, sizeof *ce);
+	if (!ce || !(ce->endpoint = strdup(endpoint))) {
+		free(ce);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	ce->ops = ops;
+	size_t l = strlen(ce->endpoint);
+	while (l > 8 && ce->endpoint[l - 1] == '/')
+		ce->endpoint[--l] = '\0';
+	int rc = ops->open(ce, auth, err);
+	if (rc < 0) {
+		gg_ce_free(ce);
+		return rc;
+	}
+	*out = ce;
+	return 0;
+}
+
+int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
+	       struct gg_err *err)
+{
+	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+		if (backends[i]->accepts(endpoint))
+			return gg_ce_open_with(backends[i], endpoint, auth, out, err);
+	*out = NULL;
+	return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https://", endpoint);
+}
+
+void gg_ce_free(struct gg_ce *ce)
+{
+	if (!ce)
+		return;
+	if (ce->ops)
+		ce->ops->close(ce);
+	free(ce->endpoint);
+	free(ce);
+}
+
+const char *gg_ce_endpoint(const struct gg_ce *ce)
+{
+	return ce->endpoint;
+}
+
+const char *gg_ce_backend(const struct gg_ce *ce)
+{
+	return ce->ops->name;
+}
+
+struct gg_http *gg_ce_http(struct gg_ce *ce)
+{
+	return ce->ops->http ? ce->ops->http(ce) : NULL;
+}
+
+static int unsupported(const struct gg_ce *ce, const char *what, struct gg_err *err)
+{
+	return gg_err_set(err, GG_EUSAGE, "%s: a %s CE has no %s", ce->endpoint, ce->ops->name,
+			  what);
+}
+
+int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err)
+{
+	return ce->ops->version ? ce->ops->version(ce, version, err)
+				: unsupported(ce, "interface version", err);
+}
+
+int gg_ce_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
+{
+	return ce->ops->info(ce, info, err);
+}
+
+int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
+		   const char *cache_path, char **id, struct gg_err *err)
+{
+	return ce->ops->delegate ? ce->ops->delegate(ce, proxy_path, min_left, cache_path, id, err)
+				 : unsupported(ce, "delegation", err);
+}
+
+int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
+{
+	return ce->ops->submit(ce, description, id, err);
+}
+
+int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		 struct gg_err *err)
+{
+	return ce->ops->status(ce, ids, n, results, err);
+}
+
+int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+	       struct gg_err *err)
+{
+	return ce->ops->kill(ce, ids, n, results, err);
+}
+
+int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		struct gg_err *err)
+{
+	return ce->ops->clean(ce, ids, n, results, err);
+}
+
+int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err)
+{
+	return ce->ops->list(ce, results, n, err);
+}
+
+int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+		    struct gg_err *err)
+{
+	return ce->ops->job_names(ce, ids, n, names, err);
+}
+
+int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *data, size_t len,
+	      struct gg_err *err)
+{
+	return ce->ops->put(ce, id, name, data, len, err);
+}
+
+int gg_ce_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+		   gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	return ce->ops->put_file(ce, id, name, path, progress, ud, err);
+}
+
+int gg_ce_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+	      size_t *len, struct gg_err *err)
+{
+	return ce->ops->get(ce, id, name, max, data, len, err);
+}
+
+int gg_ce_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+		   gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	return ce->ops->get_file(ce, id, name, path, progress, ud, err);
+}
+
+int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err)
+{
+	return ce->ops->ls(ce, id, names, n, err);
+}
+
+int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
+		   struct gg_err *err)
+{
+	return ce->ops->diagnose ? ce->ops->diagnose(ce, id, item, text, err)
+				 : unsupported(ce, "diagnostics", err);
+}
+
+const char *gg_ce_state_name(enum gg_ce_state s)
+{
+	static const char *names[] = {"unknown",  "accepted", "queued", "running", "finishing",
+				      "finished", "failed",   "killed", "gone"};
+	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+int gg_ce_state_terminal(enum gg_ce_state s)
+{
+	return s == GG_CE_FINISHED || s == GG_CE_FAILED || s == GG_CE_KILLED || s == GG_CE_GONE;
+}
+
+void gg_ce_results_free(struct gg_ce_result *r, size_t n)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].id);
+		free(r[i].reason);
+		free(r[i].raw_state);
+	}
+	free(r);
+}
+
+json_t *gg_ce_cache_load(const char *path)
+{
+	char *text = NULL;
+	size_t len;
+	json_t *j = NULL;
+	if (path && gg_file_read(path, 1 << 20, &text, &len, NULL) == 0)
+		j = json_loadb(text, len, 0, NULL);
+	free(text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		j = json_object();
+	}
+	return j;
+}
+
+void gg_ce_cache_save(const char *path, json_t *cache)
+{
+	char *text = json_dumps(cache, JSON_INDENT(1) | JSON_SORT_KEYS);
+	if (text)
+		gg_file_write_atomic(path, text, strlen(text), 0600, NULL);
+	free(text);
+}
+
+void gg_ce_cancel(struct gg_ce *ce, const char *id)
+{
+	const char *ids[1] = {id};
+	struct gg_ce_result *res = NULL;
+	if (ce->ops->kill(ce, ids, 1, &res, NULL) == 0)
+		gg_ce_results_free(res, 1);
+	res = NULL;
+	if (ce->ops->clean(ce, ids, 1, &res, NULL) == 0)
+		gg_ce_results_free(res, 1);
+}
+
+int gg_ce_submit_unsent(const struct gg_ce *ce)
+{
+	return ce->ops->submit_unsent ? ce->ops->submit_unsent(ce) : 0;
+}
+
+void gg_ce_info_clear(struct gg_ce_info *info)
+{
+	free(info->name);
+	for (size_t i = 0; i < info->nqueues; i++)
+		free(info->queues[i]);
+	free(info->queues);
+	for (size_t i = 0; i < info->nrtes; i++)
+		free(info->rtes[i]);
+	free(info->rtes);
+	free(info->rest_version);
+	memset(info, 0, sizeof *info);
+}
