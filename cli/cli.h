@@ -40,6 +40,7 @@ struct gg_opt {
 	}
 
 struct gg_cli;
+struct gg_engine;
 
 struct gg_cmd {
 	const char *name;
@@ -61,11 +62,14 @@ struct gg_cli {
 	int nsites;
 	const char *config_path; /* --config */
 	const struct gg_cmd *cmd;
-	const char *sub_usage;          /* "info [options]" while a subcommand parses */
-	struct gg_config *cfg;          /* loaded lazily by cli_config() */
-	int cfg_exit;                   /* exit code when cli_config() failed */
-	char probe_why[GG_ERR_MSG_MAX]; /* why the last sshd probe failed ("" when it did not) */
-	char probe_down_site[64];       /* a site whose jump hosts failed a probe in this run */
+	const char *sub_usage;    /* "info [options]" while a subcommand parses */
+	struct gg_config *cfg;    /* loaded lazily by cli_config() */
+	int cfg_exit;             /* exit code when cli_config() failed */
+	struct gg_engine *eng;    /* cli_engine() */
+	int fail_exit;            /* the exit code of the first error the engine told */
+	int notes_off;            /* the engine's "killed X"-style lines not shown */
+	int wait_tty, wait_shown; /* cli_wait_ready's progress line */
+	char wait_ce[64];
 	/* option parser state */
 	int optind;
 	char *optarg;

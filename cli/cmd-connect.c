@@ -69,9 +69,10 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 	if (nargs > 1)
 		return ui_usage(cli, "connect: one session NAME (ssh options and a command go "
 				     "after '--')");
-	struct gg_store *st = cli_store(cli);
-	if (!st)
+	struct gg_engine *e = cli_engine(cli);
+	if (!e)
 		return cli->cfg_exit;
+	struct gg_store *st = e->st;
 	char *name = nargs ? strdup(argv[cli->optind]) : NULL;
 	struct gg_record r = {0};
 	int rc = 0;
@@ -92,14 +93,12 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 			rc = ui_fail(cli, &err, "connect %s", name);
 			goto out;
 		}
-		struct cli_auth auth = {0};
 		struct gg_ce *ce = NULL;
 		cli_catch_interrupt();
-		int wrc = cli_open_record_ce(cli, &r, &auth, &ce, &err);
+		int wrc = gg_engine_open_record_ce(e, &r, &ce, &err);
 		if (wrc == 0)
-			wrc = cli_wait_ready(cli, st, ce, &r, timeout, &err);
+			wrc = cli_wait_ready(cli, ce, &r, timeout, &err);
 		gg_ce_free(ce);
-		cli_auth_clear(&auth);
 		if (wrc == GG_EINTR) {
 			ui_err("gridgpu: connect: interrupted; session %s keeps starting\n", name);
 			rc = EXIT_INTR;
@@ -127,7 +126,7 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	struct gg_ssh_paths sp;
-	if (gg_ssh_paths_init(&sp, &err) < 0 || cli_write_ssh_config(cli, st, &err) < 0) {
+	if (gg_ssh_paths_init(&sp, &err) < 0 || gg_engine_write_ssh_config(e, &err) < 0) {
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}
@@ -151,8 +150,7 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		av[k++] = argv[i];
 	av[k] = NULL;
 	fflush(stdout);
-	gg_store_free(st);
-	st = NULL;
+	cli_engine_free(cli);
 	execvp("ssh", av);
 	gg_err_sys(&err, GG_EFAIL, errno, "running ssh (install openssh-client)");
 	rc = ui_fail(cli, &err, "connect %s", name);
@@ -161,6 +159,5 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 out:
 	gg_record_clear(&r);
 	free(name);
-	gg_store_free(st);
 	return rc;
 }

@@ -546,11 +546,11 @@ static void check_ce(struct doctor *d, struct ctx *x)
 		return;
 	}
 	struct gg_err err = {0};
-	struct cli_auth a;
-	if (cli_auth(x->cli, x->site, NULL, 0, &a, &err) < 0) {
+	struct gg_auth a;
+	if (gg_auth_find(x->site, NULL, 0, &a, &err) < 0) {
 		add(d, "ce", "CE", ST_SKIP,
 		    S("%s: not asked, no usable %s (see above)", x->site->ce, x->auth_kind), NULL);
-		cli_auth_clear(&a);
+		gg_auth_clear(&a);
 		return;
 	}
 	struct gg_ce *ce = NULL;
@@ -586,7 +586,7 @@ static void check_ce(struct doctor *d, struct ctx *x)
 	}
 	gg_ce_results_free(res, nres);
 	gg_ce_free(ce);
-	cli_auth_clear(&a);
+	gg_auth_clear(&a);
 }
 
 /* "user@host:port" → host and port for the generated config. */

@@ -75,16 +75,15 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "get: expected one job NAME");
-	struct gg_store *st = cli_store(cli);
-	if (!st)
+	struct gg_engine *e = cli_engine(cli);
+	if (!e)
 		return cli->cfg_exit;
 	const char *name = argv[cli->optind];
 	struct gg_record r = {0};
-	struct cli_auth auth = {0};
 	struct gg_ce *ce = NULL;
 	char **files = NULL, *target = NULL;
 	size_t nfiles = 0;
-	int rc = cli_find_record(cli, st, name, &r);
+	int rc = cli_find_record(cli, e->st, name, &r);
 	if (rc)
 		goto out;
 	if (!r.job_id || !r.ce) {
@@ -94,7 +93,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	cli_catch_interrupt();
-	if (cli_open_record_ce(cli, &r, &auth, &ce, &err) < 0) {
+	if (gg_engine_open_record_ce(e, &r, &ce, &err) < 0) {
 		rc = ui_fail(cli, &err, "get %s", name);
 		goto out;
 	}
@@ -106,7 +105,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 			rc = ui_fail(cli, &e2, "get %s", name);
 			goto out;
 		}
-		cli_save_refreshed(st, &r, &e2);
+		gg_engine_save(e, &r, &e2);
 		if (gg_sess_state_ended(r.state) || !wait)
 			break;
 		if (cli_interrupted()) {
@@ -186,7 +185,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 			goto out;
 		}
 		gg_ce_results_free(res, 1);
-		gg_store_remove(st, name, NULL);
+		gg_store_remove(e->st, name, NULL);
 		ui_info(cli, "cleaned %s", name);
 	}
 	if (r.state == GG_S_FAILED) {
@@ -203,8 +202,6 @@ out:
 	free(files);
 	free(target);
 	gg_ce_free(ce);
-	cli_auth_clear(&auth);
 	gg_record_clear(&r);
-	gg_store_free(st);
 	return rc;
 }

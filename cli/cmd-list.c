@@ -24,188 +24,6 @@ const struct gg_opt cmd_status_opts[] = {
 	OPT_END,
 };
 
-/* Under the store lock: adopt only a record that is still waiting for its job. */
-static int adopt_job(struct gg_record *r, void *ud)
-{
-	if (r->job_id || r->state != GG_S_REQUESTED)
-		return 1; /* changed meanwhile: leave it */
-	r->job_id = strdup((const char *)ud);
-	r->state = GG_S_QUEUED;
-	return 0;
-}
-
-static int never_submitted(struct gg_record *r, void *ud)
-{
-	(void)ud;
-	if (r->job_id || r->state != GG_S_REQUESTED)
-		return 1;
-	r->state = GG_S_FAILED;
-	free(r->error);
-	r->error = strdup("the submission never reached the CE");
-	return 0;
-}
-
-/* Records written before a submission whose answer never got saved (gridgpu
- * was killed, the machine crashed): find their jobs on the CE by job name
- * (gridgpu-<uid>) and adopt them, so no job burns a GPU unseen. */
-static void adopt_orphans(struct gg_cli *cli, struct gg_store *st, struct gg_record *recs, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct gg_record *o = &recs[i];
-		if (o->job_id || o->state != GG_S_REQUESTED || !o->ce || !o->uid)
-			continue;
-		struct cli_auth auth = {0};
-		struct gg_ce *ce = NULL;
-		struct gg_ce_result *jobs = NULL;
-		size_t nj = 0;
-		struct gg_err err = {0};
-		if (cli_open_record_ce(cli, o, &auth, &ce, &err) < 0 ||
-		    gg_ce_list(ce, &jobs, &nj, &err) < 0) {
-			gg_ce_free(ce);
-			cli_auth_clear(&auth);
-			continue; /* try again next time */
-		}
-		/* The CE's jobs no record knows, by name. */
-		const char **unknown = calloc(nj ? nj : 1, sizeof *unknown);
-		char **names = calloc(nj ? nj : 1, sizeof *names);
-		size_t nu = 0;
-		for (size_t k = 0; unknown && k < nj; k++) {
-			int known = 0;
-			for (size_t m = 0; m < n && !known; m++)
-				known = recs[m].job_id && jobs[k].id &&
-					!strcmp(recs[m].job_id, jobs[k].id);
-			if (!known && jobs[k].id)
-				unknown[nu++] = jobs[k].id;
-		}
-		if (unknown && names && nu && gg_ce_job_names(ce, unknown, nu, names, &err) == 0) {
-			for (size_t m = i; m < n; m++) {
-				struct gg_record *r = &recs[m];
-				if (r->job_id || r->state != GG_S_REQUESTED || !r->uid || !r->ce ||
-				    strcmp(r->ce, o->ce))
-					continue;
-				char want[32];
-				snprintf(want, sizeof want, "gridgpu-%s", r->uid);
-				for (size_t k = 0; k < nu; k++) {
-					if (names[k] && !strcmp(names[k], want)) {
-						struct gg_record now;
-						if (gg_store_update(st, r->name, adopt_job,
-								    (void *)unknown[k], &now,
-								    NULL) == 0) {
-							/* the record as stored now, adopted or not
-							 */
-							if (now.job_id &&
-							    !strcmp(now.job_id, unknown[k]))
-								ui_info(cli,
-									"adopted %s: its job %s was "
-									"submitted but never recorded",
-									r->name, now.job_id);
-							gg_record_clear(r);
-							*r = now;
-						}
-						break;
-					}
-				}
-			}
-		}
-		for (size_t k = 0; k < nu; k++)
-			free(names[k]);
-		free(names);
-		free(unknown);
-		gg_ce_results_free(jobs, nj);
-		gg_ce_free(ce);
-		cli_auth_clear(&auth);
-	}
-	/* One that the CE never got, long after: failed, say why. */
-	time_t now = time(NULL);
-	for (size_t i = 0; i < n; i++) {
-		struct gg_record *r = &recs[i];
-		if (!r->job_id && r->state == GG_S_REQUESTED && now - r->created > 600) {
-			struct gg_record upd;
-			if (gg_store_update(st, r->name, never_submitted, NULL, &upd, NULL) == 0) {
-				gg_record_clear(r);
-				*r = upd;
-			}
-		}
-	}
-}
-
-/* Refresh the records in recs from their CEs, one CE at a time, and save them.
- * Returns 0, or the exit code of the first CE that failed. */
-int cli_sync_records(struct gg_cli *cli, struct gg_store *st, struct gg_record *recs, size_t n,
-		     int only_live)
-{
-	int exit_code = EXIT_OK;
-	adopt_orphans(cli, st, recs, n);
-	char *done = calloc(n ? n : 1, 1);
-	if (!done)
-		return EXIT_FAIL;
-	for (size_t i = 0; i < n; i++) {
-		if (done[i] || !recs[i].ce || !recs[i].job_id ||
-		    (only_live && gg_sess_state_ended(recs[i].state))) {
-			done[i] = 1;
-			continue;
-		}
-		/* All the records on the same CE with the same kind of credential. */
-		size_t *grp = calloc(n, sizeof *grp), ng = 0;
-		if (!grp)
-			break;
-		for (size_t k = i; k < n; k++) {
-			if (done[k] || !recs[k].ce || !recs[k].job_id ||
-			    strcmp(recs[k].ce, recs[i].ce) ||
-			    strcmp(recs[k].auth ? recs[k].auth : "proxy",
-				   recs[i].auth ? recs[i].auth : "proxy") ||
-			    (only_live && gg_sess_state_ended(recs[k].state)))
-				continue;
-			grp[ng++] = k;
-			done[k] = 1;
-		}
-		struct gg_record *sub = calloc(ng, sizeof *sub);
-		struct gg_err err = {0};
-		struct cli_auth auth = {0};
-		struct gg_ce *ce = NULL;
-		for (size_t k = 0; sub && k < ng; k++)
-			sub[k] = recs[grp[k]]; /* shallow: moved back below */
-		int rc = sub ? 0 : gg_err_set(&err, GG_ENOMEM, "out of memory");
-		if (rc == 0)
-			rc = cli_open_record_ce(cli, &recs[i], &auth, &ce, &err);
-		if (rc == 0) {
-			rc = gg_session_refresh(ce, sub, ng, &err);
-		} else if (sub) {
-			/* no credential: say so, keep the records as they are */
-		}
-		if (rc < 0) {
-			int code = ui_fail(cli, &err, "syncing with %s", recs[i].ce);
-			if (!exit_code)
-				exit_code = code;
-		}
-		for (size_t k = 0; sub && k < ng; k++) {
-			struct gg_err e2 = {0};
-			if (rc == 0)
-				cli_probe_published(cli, &sub[k], 10000, NULL);
-			/* a record removed meanwhile (kill, clean) is not an error;
-			 * one that cannot be written (a full disk) is */
-			if (cli_save_refreshed(st, &sub[k], &e2) < 0 && e2.code != GG_ENOTFOUND) {
-				int code = ui_fail(cli, &e2, "saving %s", sub[k].name);
-				if (!exit_code)
-					exit_code = code;
-			}
-			recs[grp[k]] = sub[k];
-		}
-		free(sub);
-		free(grp);
-		gg_ce_free(ce);
-		cli_auth_clear(&auth);
-	}
-	free(done);
-	struct gg_err e3 = {0};
-	if (cli_write_ssh_config(cli, st, &e3) < 0) {
-		int code = ui_fail(cli, &e3, "writing the SSH configuration");
-		if (!exit_code)
-			exit_code = code;
-	}
-	return exit_code;
-}
-
 static void fmt_dur(int64_t s, char *b, size_t n)
 {
 	if (s < 0)
@@ -231,7 +49,8 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 		return ui_usage(cli, "list takes no arguments");
 	if (!strcmp(argv[0], "jobs"))
 		jobs = 1;
-	struct gg_store *st = cli_store(cli);
+	struct gg_engine *e = sync ? cli_engine(cli) : NULL;
+	struct gg_store *own = sync ? NULL : cli_store(cli), *st = e ? e->st : own;
 	if (!st)
 		return cli->cfg_exit;
 	struct gg_err err = {0};
@@ -239,18 +58,16 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	if (sync) {
 		struct gg_record *recs = NULL;
 		size_t nr = 0;
-		if (gg_store_list(st, &recs, &nr, NULL, &err) < 0) {
-			gg_store_free(st);
+		if (gg_store_list(st, &recs, &nr, NULL, &err) < 0)
 			return ui_fail(cli, &err, "list");
-		}
 		cli_catch_interrupt();
-		exit_code = cli_sync_records(cli, st, recs, nr, 1);
+		exit_code = cli_exit_of(gg_engine_sync(e, recs, nr, 1));
 		gg_records_free(recs, nr);
 	}
 	struct gg_record_row *rows = NULL;
 	size_t n = 0, bad = 0;
 	if (gg_store_rows(st, &rows, &n, &bad, &err) < 0) {
-		gg_store_free(st);
+		gg_store_free(own);
 		return ui_fail(cli, &err, "list");
 	}
 	if (bad)
@@ -318,7 +135,7 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 		}
 	}
 	gg_record_rows_free(rows, n);
-	gg_store_free(st);
+	gg_store_free(own);
 	return exit_code;
 }
 
@@ -342,37 +159,37 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "status: expected one NAME");
-	struct gg_store *st = cli_store(cli);
+	struct gg_engine *e = nosync ? NULL : cli_engine(cli);
+	struct gg_store *own = nosync ? cli_store(cli) : NULL, *st = e ? e->st : own;
 	if (!st)
 		return cli->cfg_exit;
 	struct gg_record r;
 	int rc = cli_find_record(cli, st, argv[cli->optind], &r);
 	if (rc) {
-		gg_store_free(st);
+		gg_store_free(own);
 		return rc;
 	}
+	const char *probe_why = e ? e->probe_why : "";
 	int exit_code = EXIT_OK;
 	char *diag = NULL;
 	if (!nosync && r.job_id) {
 		cli_catch_interrupt();
-		exit_code = cli_sync_records(cli, st, &r, 1, 0);
+		exit_code = cli_exit_of(gg_engine_sync(e, &r, 1, 0));
 		/* The CE's own diagnostics for a failed job. */
 		if (r.state == GG_S_FAILED && r.ce) {
-			struct cli_auth auth = {0};
 			struct gg_ce *ce = NULL;
-			struct gg_err e = {0};
-			if (cli_open_record_ce(cli, &r, &auth, &ce, &e) == 0)
-				gg_ce_diagnose(ce, r.job_id, "errors", &diag, &e);
+			struct gg_err de = {0};
+			if (gg_engine_open_record_ce(e, &r, &ce, &de) == 0)
+				gg_ce_diagnose(ce, r.job_id, "errors", &diag, &de);
 			gg_ce_free(ce);
-			cli_auth_clear(&auth);
 		}
 	}
 	if (cli->json) {
 		json_t *j = gg_record_to_json(&r);
 		if (diag)
 			json_object_set_new(j, "ce_errors", json_string(diag));
-		if (gg_session_published(&r) && cli->probe_why[0])
-			json_object_set_new(j, "ssh_check", json_string(cli->probe_why));
+		if (gg_session_published(&r) && probe_why[0])
+			json_object_set_new(j, "ssh_check", json_string(probe_why));
 		ui_json(j);
 	} else {
 		char b[32];
@@ -417,8 +234,8 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 				       : gg_session_published(&r)
 					       ? " (published, not answering yet)"
 					       : "");
-			if (gg_session_published(&r) && cli->probe_why[0])
-				ui_out("ssh check:   %s\n", cli->probe_why);
+			if (gg_session_published(&r) && probe_why[0])
+				ui_out("ssh check:   %s\n", probe_why);
 			char fp[80];
 			if (r.host_key && gg_ssh_fingerprint(r.host_key, fp, sizeof fp, NULL) == 0)
 				ui_out("host key:    %s (pinned)\n", fp);
@@ -434,6 +251,6 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		exit_code = EXIT_JOB;
 	free(diag);
 	gg_record_clear(&r);
-	gg_store_free(st);
+	gg_store_free(own);
 	return exit_code;
 }

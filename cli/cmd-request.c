@@ -119,89 +119,19 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 	return 0;
 }
 
-/* The job description of a session. */
-static int build_jd(const struct req *q, const struct gg_site *site, const struct gg_record *r,
-		    const char *launcher, const char *pubkey, struct gg_jobdesc *jd,
-		    struct gg_err *err)
+/* What the session asks for, for its description. */
+static struct gg_session_spec spec_of(const struct req *q, const char *launcher)
 {
-	char buf[64];
-	int rc = 0;
-	char *jobname = gg_strdup_printf("gridgpu-%s", r->uid);
-	rc = gg_jd_set(&jd->name, jobname, err);
-	free(jobname);
-	if (rc == 0)
-		rc = gg_jd_set(&jd->executable, "/bin/sh", err);
-	if (rc == 0)
-		rc = gg_jd_arg(jd, GG_LAUNCHER_NAME, err);
-	snprintf(buf, sizeof buf, "%lld", (long long)q->deadline);
-	if (rc == 0 && (rc = gg_jd_arg(jd, "-d", err)) == 0)
-		rc = gg_jd_arg(jd, buf, err);
-	snprintf(buf, sizeof buf, "%lld", (long long)q->idle);
-	if (rc == 0 && (rc = gg_jd_arg(jd, "-i", err)) == 0)
-		rc = gg_jd_arg(jd, buf, err);
-	if (rc == 0 && site && site->worker_address && (rc = gg_jd_arg(jd, "-a", err)) == 0)
-		rc = gg_jd_arg(jd, site->worker_address, err);
-	if (rc == 0 && q->image && (rc = gg_jd_arg(jd, "-c", err)) == 0)
-		rc = gg_jd_arg(jd, q->image, err);
-	if (rc == 0 && (q->gpus || q->mig))
-		rc = gg_jd_arg(jd, "-g", err);
-	if (rc == 0)
-		rc = gg_jd_input(jd, GG_LAUNCHER_NAME, NULL, launcher, err);
-	if (rc == 0)
-		rc = gg_jd_input(jd, GG_AUTHKEYS_NAME, NULL, pubkey, err);
-	if (rc == 0)
-		rc = gg_jd_output(jd, GG_SESSION_FILE, err);
-	if (rc == 0)
-		rc = gg_jd_set(&jd->stderr_name, GG_LAUNCHER_LOG, err);
-	if (rc == 0)
-		rc = gg_jd_set(&jd->stdout_name, GG_LAUNCHER_LOG, err);
-	struct gg_jd_resources res = {.walltime = q->walltime,
-				      .cpus = q->cpus,
-				      .memory = q->memory,
-				      .queue = q->queue,
-				      .gpus = q->gpus,
-				      .mig = q->mig};
-	if (rc == 0)
-		rc = gg_jd_resources(jd, &res, site, err);
-	if (rc == 0)
-		rc = gg_jd_env(jd, "GRIDGPU_SESSION", r->name, err);
-	return rc;
-}
-
-static int set_failed(struct gg_record *r, void *ud)
-{
-	if (gg_sess_state_ended(r->state))
-		return 1; /* a kill meanwhile wins */
-	r->state = GG_S_FAILED;
-	free(r->error);
-	r->error = strdup((const char *)ud);
-	return 0;
-}
-
-static int set_key(struct gg_record *r, void *ud)
-{
-	if (gg_sess_state_ended(r->state))
-		return 1;
-	free(r->key);
-	r->key = strdup((const char *)ud);
-	return 0;
-}
-
-struct submitted {
-	const char *job_id;
-	const char *key;
-};
-
-static int set_submitted(struct gg_record *r, void *ud)
-{
-	const struct submitted *s = ud;
-	free(r->job_id);
-	r->job_id = strdup(s->job_id);
-	/* killed while it was being submitted: stays killed (the caller cancels
-	 * the job it just made) */
-	if (r->state != GG_S_KILLED)
-		r->state = GG_S_QUEUED;
-	return 0;
+	return (struct gg_session_spec){.res = {.walltime = q->walltime,
+						.cpus = q->cpus,
+						.memory = q->memory,
+						.queue = q->queue,
+						.gpus = q->gpus,
+						.mig = q->mig},
+					.deadline = q->deadline,
+					.idle = q->idle,
+					.image = q->image,
+					.launcher = launcher};
 }
 
 static void print_ready(struct gg_cli *cli, const struct gg_record *r, const char *config)
@@ -218,13 +148,136 @@ static void print_ready(struct gg_cli *cli, const struct gg_record *r, const cha
 	ui_out("          or:  ssh -F %s %s\n", config, r->name);
 }
 
+/* The record a request starts with (what was asked). */
+static void new_record(const struct req *q, const struct gg_site *site, const char *endpoint,
+		       struct gg_record *r)
+{
+	*r = (struct gg_record){.kind = GG_REC_SESSION,
+				.walltime = q->walltime,
+				.gpus = q->gpus,
+				.cpus = q->cpus,
+				.memory = q->memory,
+				.connect_deadline = q->deadline,
+				.idle_limit = q->idle,
+				.state = GG_S_REQUESTED};
+	r->site = site ? strdup(site->name) : NULL;
+	r->ce = strdup(endpoint);
+	r->mig = q->mig ? strdup(q->mig) : NULL;
+	r->image = q->image ? strdup(q->image) : NULL;
+	r->auth = strdup(q->token ? "token" : site && site->auth ? site->auth : "proxy");
+	r->name = q->name ? strdup(q->name) : NULL;
+	r->key = q->identity ? strdup(q->identity) : NULL;
+}
+
+struct describe_ud {
+	const struct req *q;
+	const struct gg_site *site;
+	const char *launcher;
+};
+
+static int describe(void *ud, const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
+		    struct gg_err *err)
+{
+	const struct describe_ud *d = ud;
+	struct gg_session_spec spec = spec_of(d->q, d->launcher);
+	return gg_session_describe(&spec, d->site, r, pubkey, jd, err);
+}
+
+/* Wait for the launcher to publish the sshd, pin its host key, tell how to
+ * connect. */
+static int wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, int64_t timeout)
+{
+	struct gg_err err = {0};
+	struct gg_engine *e = cli_engine(cli);
+	int wrc = cli_wait_ready(cli, ce, r, timeout, &err);
+	if (wrc == GG_EINTR) {
+		fprintf(stderr,
+			"gridgpu: request: interrupted: session %s keeps starting on the CE; "
+			"'gridgpu connect %s' waits for it, 'gridgpu kill %s' ends it\n",
+			r->name, r->name, r->name);
+		return EXIT_INTR;
+	}
+	if (wrc < 0)
+		return ui_fail(cli, &err, "request %s", r->name);
+	if (r->state != GG_S_READY) {
+		gg_err_set(&err, GG_EJOB, "session %s: %s", gg_sess_state_name(r->state),
+			   r->error ? r->error : "ended before it was ready");
+		int code = ui_fail(cli, &err, "request %s", r->name);
+		gg_engine_write_ssh_config(e, &err);
+		return code;
+	}
+	struct gg_ssh_paths sp = {0};
+	if (gg_engine_write_ssh_config(e, &err) < 0 || gg_ssh_paths_init(&sp, &err) < 0)
+		return ui_fail(cli, &err, "writing the SSH configuration");
+	print_ready(cli, r, sp.config);
+	gg_ssh_paths_clear(&sp);
+	return EXIT_OK;
+}
+
+/* Submit the session; wait for it unless --no-wait. */
+static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission *s)
+{
+	struct gg_engine *e = cli_engine(cli);
+	if (!e)
+		return cli->cfg_exit;
+	struct gg_err err = {0};
+	struct gg_record r;
+	struct gg_ce *ce = NULL;
+	cli_catch_interrupt();
+	e->upload_begin = NULL; /* two small files: no progress bars */
+	int rc = gg_engine_submit(e, s, &r, &ce, &err);
+	int code = EXIT_OK;
+	if (rc < 0)
+		code = ui_fail(cli, &err, "request%s%s", r.name ? " " : "", r.name ? r.name : "");
+	else if (q->wait)
+		code = wait_ready(cli, ce, &r, q->timeout);
+	else if (cli->json)
+		ui_json(gg_record_to_json(&r));
+	else
+		ui_out("%s\n", r.name);
+	if (rc == 0 && !q->wait)
+		ui_info(cli, "'gridgpu connect %s' waits for it and connects", r.name);
+	gg_ce_free(ce);
+	gg_record_clear(&r);
+	return code;
+}
+
+/* --identity: its public key must be beside it. */
+static int check_identity(struct gg_cli *cli, const char *identity)
+{
+	char *pub = gg_strdup_printf("%s.pub", identity);
+	int ok = pub && access(pub, R_OK) == 0;
+	if (!ok) {
+		struct gg_err err = {0};
+		gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it",
+			   pub ? pub : identity);
+		free(pub);
+		return ui_fail(cli, &err, "request");
+	}
+	free(pub);
+	return 0;
+}
+
+/* The launcher to stage; NULL after saying it is missing. */
+static char *find_launcher(struct gg_cli *cli)
+{
+	char *launcher = cli_launcher_path();
+	if (launcher && access(launcher, R_OK) == 0)
+		return launcher;
+	struct gg_err err = {0};
+	gg_err_set(&err, GG_EFAIL, "the session launcher '%s' is missing: reinstall gridgpu",
+		   launcher ? launcher : "");
+	free(launcher);
+	ui_fail(cli, &err, "request");
+	return NULL;
+}
+
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
 	struct req q = {.wait = 1, .walltime = 4 * 3600};
 	int rc = parse_opts(cli, argc, argv, &q);
 	if (rc)
 		return rc == -2 ? EXIT_OK : rc;
-	struct gg_err err = {0};
 	const struct gg_site *site = cli_site(cli, q.ce == NULL);
 	if (!site && (!q.ce || cli->site))
 		return cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
@@ -238,263 +291,29 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		q.idle = site->idle_limit;
 	if (!q.image && site && site->image)
 		q.image = site->image;
-
-	/* The credential must outlast the walltime. */
-	struct cli_auth auth = {0};
-	if (!q.dry_run &&
-	    cli_auth(cli, site, q.token ? "token" : NULL, q.walltime, &auth, &err) < 0)
-		return ui_fail(cli, &err, "request");
-
-	char *launcher = cli_launcher_path();
-	if (!launcher || access(launcher, R_OK) < 0) {
-		gg_err_set(&err, GG_EFAIL,
-			   "the session launcher '%s' is missing: reinstall gridgpu",
-			   launcher ? launcher : "");
-		free(launcher);
-		cli_auth_clear(&auth);
-		return ui_fail(cli, &err, "request");
-	}
-
-	struct gg_record r = {.kind = GG_REC_SESSION,
-			      .walltime = q.walltime,
-			      .gpus = q.gpus,
-			      .cpus = q.cpus,
-			      .memory = q.memory,
-			      .connect_deadline = q.deadline,
-			      .idle_limit = q.idle,
-			      .state = GG_S_REQUESTED};
-	char uid[13];
-	struct gg_store *st = NULL;
-	struct gg_ce *ce = NULL;
-	struct gg_jobdesc jd = {0};
-	struct gg_ssh_paths sp = {0};
-	char *xrsl = NULL, *job_id = NULL, *pub = NULL, *deleg = NULL;
-	int exit_code = EXIT_OK, posted = 0;
-	if (gg_random_uid(uid, &err) < 0) {
-		exit_code = ui_fail(cli, &err, "request");
-		goto out;
-	}
-	r.uid = strdup(uid);
-	r.site = site ? strdup(site->name) : NULL;
-	r.ce = strdup(endpoint);
-	r.mig = q.mig ? strdup(q.mig) : NULL;
-	r.image = q.image ? strdup(q.image) : NULL;
-	r.auth = strdup(q.token ? "token" : site && site->auth ? site->auth : "proxy");
-	r.name = q.name ? strdup(q.name) : NULL;
+	if (q.identity && !q.dry_run && (rc = check_identity(cli, q.identity)))
+		return rc;
+	char *launcher = find_launcher(cli);
+	if (!launcher)
+		return EXIT_FAIL;
 	/* default names SITE-N, without the '.' a session name may not have */
 	char prefix[80];
 	snprintf(prefix, sizeof prefix, "%s", site ? site->name : "session");
 	for (char *d = prefix; (d = strchr(d, '.'));)
 		*d = '-';
-
+	struct describe_ud d = {&q, site, launcher};
+	struct gg_submission s = {
+		.prefix = prefix, .make_key = !q.identity, .describe = describe, .describe_ud = &d};
+	new_record(&q, site, endpoint, &s.rec);
 	if (q.dry_run) {
-		/* Nothing is written: show what would be sent. */
-		if (!r.name)
-			r.name = gg_strdup_printf("%s-N", prefix);
-		if (build_jd(&q, site, &r, launcher, "SESSION-KEY.pub", &jd, &err) < 0 ||
-		    gg_jd_xrsl(&jd, &xrsl, &err) < 0) {
-			exit_code = ui_fail(cli, &err, "request");
-			goto out;
-		}
-		if (cli->json) {
-			ui_json(json_pack(
-				"{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", endpoint, "description",
-				xrsl, "requests", "GET /rest",
-				"POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
-				"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
-				"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
-		} else {
-			ui_out("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
-			       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
-			       "jobs/ID/session/%s and %s\n",
-			       endpoint, endpoint, GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME);
-			fputs(xrsl, stdout); /* ours: the values are quoted */
-		}
-		goto out;
+		struct gg_session_spec spec = spec_of(&q, launcher);
+		if (!s.rec.name)
+			s.rec.name = gg_strdup_printf("%s-N", prefix);
+		rc = cli_dry_run_session(cli, &spec, site, &s.rec);
+	} else {
+		rc = submit(cli, &q, &s);
 	}
-
-	/* 1. The record first: a crash after submit leaves a job that the next
-	 * 'list --sync' can adopt by its job name. */
-	if (!(st = cli_store(cli))) {
-		exit_code = cli->cfg_exit;
-		goto out;
-	}
-	/* The key's path is in the record from the start: a crash while the key
-	 * is made still leaves a record that kill/clean can remove it by. */
-	if (gg_ssh_paths_init(&sp, &err) < 0) {
-		exit_code = ui_fail(cli, &err, "request");
-		goto out;
-	}
-	if (q.identity) {
-		pub = gg_strdup_printf("%s.pub", q.identity);
-		if (access(pub, R_OK) < 0) {
-			gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it",
-				   pub);
-			exit_code = ui_fail(cli, &err, "request");
-			goto out;
-		}
-	}
-	r.key = q.identity ? strdup(q.identity) : gg_strdup_printf("%s/%s", sp.keys, r.uid);
-	if (gg_store_create(st, &r, prefix, &err) < 0) {
-		exit_code = ui_fail(cli, &err, "request");
-		goto out;
-	}
-	cli_catch_interrupt();
-
-	/* 2. The session key. */
-	if (!q.identity) {
-		char *comment = gg_strdup_printf("gridgpu-session-%s", r.name);
-		int krc = gg_ssh_keygen(r.key, comment, &err);
-		free(comment);
-		if (krc < 0)
-			goto fail;
-		pub = gg_strdup_printf("%s.pub", r.key);
-	}
-	/* Only the key: anything else may have changed meanwhile (a kill). */
-	struct gg_record now;
-	if (gg_store_update(st, r.name, set_key, r.key, &now, &err) < 0)
-		goto fail;
-	enum gg_sess_state st_now = now.state;
-	gg_record_clear(&now);
-	if (st_now == GG_S_KILLED) {
-		gg_err_set(&err, GG_EJOB, "killed before it was submitted");
-		exit_code = ui_fail(cli, &err, "request %s", r.name);
-		if (!q.identity)
-			gg_ssh_key_remove(r.key);
-		goto out;
-	}
-
-	/* 3. Delegate (proxy), submit, stage the launcher and the key. */
-	if (build_jd(&q, site, &r, launcher, pub, &jd, &err) < 0)
-		goto fail;
-	if (cli_open_ce(endpoint, &auth, &ce, &err) < 0)
-		goto fail;
-	if (auth.proxy_path) {
-		char *state_dir = NULL, *cache = NULL;
-		if (gg_xdg_dir(GG_XDG_STATE, &state_dir, &err) == 0)
-			cache = gg_strdup_printf("%s/delegations.json", state_dir);
-		free(state_dir);
-		int drc = gg_ce_delegate(ce, auth.proxy_path, q.walltime, cache, &deleg, &err);
-		free(cache);
-		if (drc < 0) {
-			gg_err_prefix(&err, "delegating to %s", endpoint);
-			goto fail;
-		}
-		gg_jd_set(&jd.delegation_id, deleg, NULL);
-	}
-	if (gg_jd_xrsl(&jd, &xrsl, &err) < 0)
-		goto fail;
-	if (cli_interrupted()) {
-		gg_err_set(&err, GG_EINTR, "interrupted before submitting");
-		goto fail;
-	}
-	posted = 1;
-	if (gg_ce_submit(ce, xrsl, &job_id, &err) < 0)
-		goto fail;
-	struct submitted sub = {job_id, r.key};
-	struct gg_record saved;
-	if (gg_store_update(st, r.name, set_submitted, &sub, &saved, &err) < 0)
-		goto fail;
-	gg_record_clear(&r);
-	r = saved;
-	if (r.state == GG_S_KILLED) {
-		const char *ids[1] = {job_id};
-		struct gg_ce_result *res = NULL;
-		gg_ce_put(ce, job_id, "stop", "", 0, NULL);
-		if (gg_ce_kill(ce, ids, 1, &res, NULL) == 0)
-			gg_ce_results_free(res, 1);
-		gg_err_set(&err, GG_EJOB, "killed while it was being submitted (job %s cancelled)",
-			   job_id);
-		exit_code = ui_fail(cli, &err, "request %s", r.name);
-		goto out;
-	}
-	ui_info(cli, "submitted %s to %s (job %s)", r.name, endpoint, job_id);
-	for (int i = 0; i < jd.ninputs; i++) {
-		if (gg_ce_put_file(ce, job_id, jd.inputs[i].name, jd.inputs[i].local, NULL, NULL,
-				   &err) < 0) {
-			gg_err_prefix(&err, "uploading %s", jd.inputs[i].name);
-			/* A half-staged job waits forever for its inputs: remove it. */
-			gg_ce_cancel(ce, job_id);
-			goto fail;
-		}
-	}
-	if (cli->verbose)
-		ui_info(cli, "%ld TLS connection(s) to the CE so far",
-			gg_http_connections(gg_ce_http(ce)));
-	if (!q.wait) {
-		if (cli->json)
-			ui_json(gg_record_to_json(&r));
-		else
-			ui_out("%s\n", r.name);
-		ui_info(cli, "'gridgpu connect %s' waits for it and connects", r.name);
-		goto out;
-	}
-
-	/* 4. Wait for the launcher to publish the sshd; pin its host key. */
-	int wrc = cli_wait_ready(cli, st, ce, &r, q.timeout, &err);
-	if (wrc == GG_EINTR) {
-		fprintf(stderr,
-			"gridgpu: request: interrupted: session %s keeps starting on the CE; "
-			"'gridgpu connect %s' waits for it, 'gridgpu kill %s' ends it\n",
-			r.name, r.name, r.name);
-		exit_code = EXIT_INTR;
-		goto out;
-	}
-	if (wrc < 0) {
-		exit_code = ui_fail(cli, &err, "request %s", r.name);
-		goto out;
-	}
-	if (r.state != GG_S_READY) {
-		gg_err_set(&err, GG_EJOB, "session %s: %s", gg_sess_state_name(r.state),
-			   r.error ? r.error : "ended before it was ready");
-		exit_code = ui_fail(cli, &err, "request %s", r.name);
-		cli_write_ssh_config(cli, st, &err);
-		goto out;
-	}
-	if (cli_write_ssh_config(cli, st, &err) < 0) {
-		exit_code = ui_fail(cli, &err, "writing the SSH configuration");
-		goto out;
-	}
-	print_ready(cli, &r, sp.config);
-	goto out;
-
-fail:
-	if (job_id && !r.job_id && ce) /* a job that could not be recorded (the record
-					  was killed and cleaned meanwhile) must not run unseen */
-		gg_ce_cancel(ce, job_id);
-	if (posted && !job_id && ce && gg_ce_submit_unsent(ce)) {
-		/* Refused connection, TLS handshake, DNS: the CE has no job. */
-		gg_err_prefix(&err, "the CE was not reached, nothing was sent");
-		posted = 0;
-	}
-	if (st && r.name && !r.job_id && posted && !job_id &&
-	    (err.code == GG_ENET || err.code == GG_EPROTO || err.code == GG_EINTR)) {
-		/* The submission may have reached the CE: keep the record (and the
-		 * key) so that 'list --sync' finds the job by its name. */
-		gg_err_prefix(&err, "the CE may have the job ('gridgpu list --sync' adopts it)");
-		exit_code = ui_fail(cli, &err, "request %s", r.name);
-		goto out;
-	}
-	exit_code = ui_fail(cli, &err, "request%s%s", r.name ? " " : "", r.name ? r.name : "");
-	if (st && r.name && !r.job_id) {
-		/* Nothing reached the CE: nothing to adopt, nothing to keep. */
-		if (r.key && !q.identity)
-			gg_ssh_key_remove(r.key);
-		gg_store_remove(st, r.name, NULL);
-	} else if (st && r.name) {
-		gg_store_update(st, r.name, set_failed, err.msg, NULL, NULL);
-	}
-out:
+	gg_record_clear(&s.rec);
 	free(launcher);
-	free(xrsl);
-	free(job_id);
-	free(pub);
-	free(deleg);
-	gg_jd_clear(&jd);
-	gg_ce_free(ce);
-	gg_store_free(st);
-	gg_ssh_paths_clear(&sp);
-	gg_record_clear(&r);
-	cli_auth_clear(&auth);
-	return exit_code;
+	return rc;
 }

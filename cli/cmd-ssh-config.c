@@ -36,13 +36,13 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 		return ui_fail(cli, &err, "ssh-config");
 	if (sp.control_note)
 		ui_warn(cli, "%s", sp.control_note);
-	struct gg_store *st = cli_store(cli);
+	struct gg_engine *e = cli_engine(cli);
 	int rc = EXIT_OK;
-	if (!st) {
+	if (!e) {
 		gg_ssh_paths_clear(&sp);
 		return cli->cfg_exit;
 	}
-	if (cli_write_ssh_config(cli, st, &err) < 0) {
+	if (gg_engine_write_ssh_config(e, &err) < 0) {
 		rc = ui_fail(cli, &err, "ssh-config");
 		goto out;
 	}
@@ -79,7 +79,6 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 	fputs(text, stdout);
 	free(text);
 out:
-	gg_store_free(st);
 	gg_ssh_paths_clear(&sp);
 	return rc;
 }

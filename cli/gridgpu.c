@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "ctx.h"
 #include "cred/cred.h"
 
 static const struct gg_cmd commands[] = {
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
 	 * before records are saved; writes then fail with EPIPE instead. */
 	signal(SIGPIPE, SIG_IGN);
 	int rc = cmd->fn(&cli, sub_argc, sub_argv);
+	cli_engine_free(&cli);
 	gg_config_free(cli.cfg);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = EXIT_FAIL;

@@ -5,9 +5,9 @@
 #include "ce/backend.h"
 
 struct arc {
-	char *cache_path; /* where REST versions are remembered, or NULL */
+	char *cache_path;     /* where REST versions are remembered, or NULL */
 	const char *endpoint; /* the gg_ce's: https://host:port/arex */
-	char *base;       /* endpoint/rest/<version> */
+	char *base;           /* endpoint/rest/<version> */
 	char version[8];
 	struct gg_http *http;
 	int submit_unsent; /* the last submit failed with nothing sent */
@@ -15,7 +15,7 @@ struct arc {
 
 /* The REST version in use ("1.0" or "1.1"), asked once (GET /rest). */
 int gg_arc_version(struct arc *ce, const char **version, struct gg_err *err);
-int arc_delegate(struct gg_ce *g, const char *proxy_path, int64_t min_left,
-		 const char *cache_path, char **id, struct gg_err *err);
+int arc_delegate(struct gg_ce *g, const char *proxy_path, int64_t min_left, const char *cache_path,
+		 char **id, struct gg_err *err);
 
 #endif

@@ -31,12 +31,11 @@ struct gg_ce_ops {
 	int (*submit)(struct gg_ce *ce, const char *description, char **id, struct gg_err *err);
 	int (*submit_unsent)(const struct gg_ce *ce);
 	gg_ce_bulk_fn status, kill, clean;
-	int (*list)(struct gg_ce *ce, struct gg_ce_result **results, size_t *n,
-		    struct gg_err *err);
+	int (*list)(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err);
 	int (*job_names)(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
 			 struct gg_err *err);
-	int (*put)(struct gg_ce *ce, const char *id, const char *name, const void *data,
-		   size_t len, struct gg_err *err);
+	int (*put)(struct gg_ce *ce, const char *id, const char *name, const void *data, size_t len,
+		   struct gg_err *err);
 	int (*put_file)(struct gg_ce *ce, const char *id, const char *name, const char *path,
 			gg_http_progress_fn progress, void *ud, struct gg_err *err);
 	int (*get)(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,

@@ -245,4 +245,20 @@ void gg_token_free(struct gg_token *t);
  * 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=". */
 int gg_token_valid(const char *s);
 
+/* ---- the credential of a CE call (auth.c) ---- */
+
+struct gg_auth {
+	const char *kind; /* "proxy" or "token" */
+	char *proxy_path;
+	struct gg_token *token;
+	char *ca_dir;
+};
+/* Find the credential a site (want: "proxy" or "token", else the site's auth,
+ * else the proxy) is talked to with, and check that it lasts need_left seconds:
+ * GG_ECRED with how to get one when it does not. The CA directory is the
+ * site's, else the usual one. */
+int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left, struct gg_auth *a,
+		 struct gg_err *err);
+void gg_auth_clear(struct gg_auth *a);
+
 #endif

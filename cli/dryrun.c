@@ -1,0 +1,89 @@
+/* --dry-run of request and submit: the job descriptions and the requests that
+ * would be sent, nothing written, nothing sent. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "ctx.h"
+#include "session/sync.h"
+
+int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
+			const struct gg_site *site, const struct gg_record *r)
+{
+	struct gg_jobdesc jd = {0};
+	struct gg_err err = {0};
+	char *xrsl = NULL;
+	if (gg_session_describe(spec, site, r, "SESSION-KEY.pub", &jd, &err) < 0 ||
+	    gg_jd_xrsl(&jd, &xrsl, &err) < 0) {
+		gg_jd_clear(&jd);
+		return ui_fail(cli, &err, "request");
+	}
+	if (cli->json) {
+		ui_json(json_pack("{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", r->ce, "description", xrsl,
+				  "requests", "GET /rest",
+				  "POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
+				  "POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
+				  "PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
+	} else {
+		ui_out("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
+		       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
+		       "jobs/ID/session/%s and %s\n",
+		       r->ce, r->ce, GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME);
+		fputs(xrsl, stdout); /* ours: the values are quoted */
+	}
+	free(xrsl);
+	gg_jd_clear(&jd);
+	return EXIT_OK;
+}
+
+/* One job's description and uploads, shown or added to all (--json). */
+static void show_job(struct gg_cli *cli, const struct gg_site *site, const struct gg_jobdesc *jd,
+		     const char *xrsl, int i, int count, json_t *all)
+{
+	if (cli->json) {
+		json_t *up = json_array();
+		for (int k = 0; k < jd->ninputs; k++)
+			if (jd->inputs[k].local)
+				json_array_append_new(up, json_sprintf("PUT /jobs/ID/session/%s",
+								       jd->inputs[k].name));
+		json_array_append_new(all, json_pack("{s:s,s:s,s:s,s:o}", "site", site->name, "ce",
+						     site->ce ? site->ce : "", "description", xrsl,
+						     "uploads", up));
+		return;
+	}
+	ui_out("# job %d of %d → site %s, CE %s\n# requests: POST delegations?action=new + PUT "
+	       "(proxy auth); POST jobs?action=new;",
+	       i + 1, count, site->name, site->ce ? site->ce : "?");
+	for (int k = 0; k < jd->ninputs; k++)
+		if (jd->inputs[k].local)
+			ui_out(" PUT jobs/ID/session/%s", jd->inputs[k].name);
+	putchar('\n');
+	fputs(xrsl, stdout); /* ours: the values are quoted */
+}
+
+int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
+		     const struct gg_site *const *sites, int nsites, int count)
+{
+	json_t *all = json_array();
+	for (int i = 0; i < count; i++) {
+		const struct gg_site *site = sites[i % nsites];
+		struct gg_record r = {.uid = (char *)"UID", .name = (char *)"job-N"};
+		struct gg_jobdesc jd = {0};
+		struct gg_err err = {0};
+		char *x = NULL;
+		if (gg_job_describe(spec, site, &r, &jd, &err) < 0 ||
+		    gg_jd_xrsl(&jd, &x, &err) < 0) {
+			gg_jd_clear(&jd);
+			json_decref(all);
+			return ui_fail(cli, &err, "submit");
+		}
+		show_job(cli, site, &jd, x, i, count, all);
+		free(x);
+		gg_jd_clear(&jd);
+	}
+	if (cli->json)
+		ui_json(all);
+	else
+		json_decref(all);
+	return EXIT_OK;
+}

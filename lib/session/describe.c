@@ -1,0 +1,144 @@
+/* The job descriptions of gridgpu's two kinds of work: an interactive session
+ * (the launcher, its sshd's key, the session file it publishes) and a batch
+ * job (the wrapper running a command in the SIF image). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image/image.h"
+#include "session/engine.h"
+#include "session/sync.h"
+
+int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
+			const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
+			struct gg_err *err)
+{
+	char buf[64];
+	int rc = 0;
+	char *jobname = gg_strdup_printf("gridgpu-%s", r->uid);
+	rc = gg_jd_set(&jd->name, jobname, err);
+	free(jobname);
+	if (rc == 0)
+		rc = gg_jd_set(&jd->executable, "/bin/sh", err);
+	if (rc == 0)
+		rc = gg_jd_arg(jd, GG_LAUNCHER_NAME, err);
+	snprintf(buf, sizeof buf, "%lld", (long long)q->deadline);
+	if (rc == 0 && (rc = gg_jd_arg(jd, "-d", err)) == 0)
+		rc = gg_jd_arg(jd, buf, err);
+	snprintf(buf, sizeof buf, "%lld", (long long)q->idle);
+	if (rc == 0 && (rc = gg_jd_arg(jd, "-i", err)) == 0)
+		rc = gg_jd_arg(jd, buf, err);
+	if (rc == 0 && site && site->worker_address && (rc = gg_jd_arg(jd, "-a", err)) == 0)
+		rc = gg_jd_arg(jd, site->worker_address, err);
+	if (rc == 0 && q->image && (rc = gg_jd_arg(jd, "-c", err)) == 0)
+		rc = gg_jd_arg(jd, q->image, err);
+	if (rc == 0 && (q->res.gpus || q->res.mig))
+		rc = gg_jd_arg(jd, "-g", err);
+	if (rc == 0)
+		rc = gg_jd_input(jd, GG_LAUNCHER_NAME, NULL, q->launcher, err);
+	if (rc == 0)
+		rc = gg_jd_input(jd, GG_AUTHKEYS_NAME, NULL, pubkey, err);
+	if (rc == 0)
+		rc = gg_jd_output(jd, GG_SESSION_FILE, err);
+	if (rc == 0)
+		rc = gg_jd_set(&jd->stderr_name, GG_LAUNCHER_LOG, err);
+	if (rc == 0)
+		rc = gg_jd_set(&jd->stdout_name, GG_LAUNCHER_LOG, err);
+	if (rc == 0)
+		rc = gg_jd_resources(jd, &q->res, site, err);
+	if (rc == 0)
+		rc = gg_jd_env(jd, "GRIDGPU_SESSION", r->name, err);
+	return rc;
+}
+
+int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
+		    const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err)
+{
+	char buf[64];
+	char *jobname = gg_strdup_printf("gridgpu-%s", r->uid);
+	int rc = gg_jd_set(&jd->name, jobname, err);
+	free(jobname);
+	if (rc == 0)
+		rc = gg_jd_set(&jd->executable, "/bin/sh", err);
+	if (rc == 0)
+		rc = gg_jd_arg(jd, "gridgpu-wrapper", err);
+	if (rc == 0 && (s->res.gpus || s->res.mig))
+		rc = gg_jd_arg(jd, "-g", err);
+	snprintf(buf, sizeof buf, "%lld", (long long)s->part_offset);
+	if (rc == 0 && (rc = gg_jd_arg(jd, "-o", err)) == 0)
+		rc = gg_jd_arg(jd, buf, err);
+	if (rc == 0 && site && site->runtime && (rc = gg_jd_arg(jd, "-r", err)) == 0)
+		rc = gg_jd_arg(jd, site->runtime, err);
+	if (rc == 0)
+		rc = gg_jd_arg(jd, "image.sif", err);
+	if (rc == 0)
+		rc = gg_jd_arg(jd, "--", err);
+	for (int i = 0; rc == 0 && i < s->ncmd; i++)
+		rc = gg_jd_arg(jd, s->cmd[i], err);
+	if (rc == 0)
+		rc = gg_jd_input(jd, "gridgpu-wrapper", NULL, s->wrapper, err);
+	if (rc == 0)
+		rc = gg_jd_input(jd, "image.sif", s->image_url, s->image_url ? NULL : s->image,
+				 err);
+	for (int i = 0; rc == 0 && i < s->ninputs; i++) {
+		const char *base = strrchr(s->inputs[i], '/');
+		rc = gg_jd_input(jd, base ? base + 1 : s->inputs[i], NULL, s->inputs[i], err);
+	}
+	for (int i = 0; rc == 0 && i < s->noutputs; i++)
+		rc = gg_jd_output(jd, s->outputs[i], err);
+	if (rc == 0)
+		rc = gg_jd_set(&jd->stdout_name, "gridgpu-job.out", err);
+	if (rc == 0)
+		rc = gg_jd_set(&jd->stderr_name, "gridgpu-job.err", err);
+	if (rc == 0)
+		rc = gg_jd_resources(jd, &s->res, site, err);
+	return rc;
+}
+
+/* The development GPU recorded by freeze (the provenance's "gpus"). */
+static int dev_gpu(struct gg_sif *sif, struct gg_dev_gpu *out, struct gg_err *err)
+{
+	const struct gg_sif_descr *d =
+		gg_sif_find(sif, GG_SIF_GENERIC_JSON, "gridgpu-provenance.json");
+	char *text = NULL;
+	size_t len;
+	memset(out, 0, sizeof *out);
+	if (!d || gg_sif_read_object(sif, d, 1 << 20, &text, &len, err) < 0)
+		return gg_err_set(err, GG_EUSAGE, "--match-dev-gpu: the image has no provenance (freeze it with gridgpu)");
+	json_t *j = json_loadb(text, len, 0, NULL);
+	free(text);
+	json_t *g = json_object_get(j, "gpus");
+	json_t *dev = json_array_get(json_is_array(g) ? g : json_object_get(g, "gpus"), 0);
+	const char *cc = json_string_value(json_object_get(dev, "compute_capability"));
+	json_int_t mb = json_integer_value(json_object_get(dev, "memory_total_mb"));
+	const char *name = json_string_value(json_object_get(dev, "name"));
+	snprintf(out->cc, sizeof out->cc, "%s", cc ? cc : "");
+	snprintf(out->name, sizeof out->name, "%s", name ? name : "");
+	out->memory = mb > 0 ? (uint64_t)mb << 20 : 0;
+	json_decref(j);
+	if (!out->cc[0] && !out->memory)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--match-dev-gpu: the image was frozen where no GPU was visible: give "
+				  "--min-capability or --min-gpu-memory instead");
+	return 0;
+}
+
+int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_dev_gpu *dev,
+		       struct gg_err *err)
+{
+	struct gg_sif_verify_report rep;
+	if (gg_sif_verify(path, &rep, err) < 0)
+		return err->code;
+	for (size_t i = 0; !rep.ok && i < rep.nchecks; i++)
+		if (!rep.checks[i].ok)
+			return gg_err_set(err, GG_EFAIL, "corrupt SIF: %s: %s (run 'gridgpu verify %s')",
+					  rep.checks[i].what, rep.checks[i].detail, path);
+	struct gg_sif *sif;
+	if (gg_sif_open(path, &sif, err) < 0)
+		return err->code;
+	const struct gg_sif_descr *d = gg_sif_primary(sif);
+	*part_offset = d ? d->offset : 0;
+	int rc = dev ? dev_gpu(sif, dev, err) : 0;
+	gg_sif_close(sif);
+	return rc;
+}

@@ -1,0 +1,170 @@
+/* The engine's context: sites, credentials and CEs for records; reporting;
+ * records grouped for bulk calls; the SSH configuration of live sessions. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/engine_int.h"
+#include "ssh/ssh.h"
+
+void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)
+{
+	if (!e->note)
+		return;
+	char msg[GG_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	e->note(e->ud, kind, msg);
+}
+
+int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *fmt, ...)
+{
+	if (e->fail) {
+		char what[GG_ERR_MSG_MAX];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof what, fmt, ap);
+		va_end(ap);
+		e->fail(e->ud, err, what);
+	}
+	return err->code ? err->code : GG_EFAIL;
+}
+
+int gg_engine_killed(struct gg_engine *e, const char *name)
+{
+	struct gg_record r;
+	int rc = gg_store_load(e->st, name, &r, NULL);
+	if (rc == GG_ENOTFOUND)
+		return 1;
+	int killed = rc == 0 && r.state == GG_S_KILLED;
+	if (rc == 0)
+		gg_record_clear(&r);
+	return killed;
+}
+
+const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name)
+{
+	return e->cfg && name ? gg_config_site(e->cfg, name) : NULL;
+}
+
+int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg_auth *a,
+		      struct gg_ce **ce, struct gg_err *err)
+{
+	char *state = NULL, *cache = NULL;
+	if (gg_xdg_dir(GG_XDG_STATE, &state, NULL) == 0 && gg_mkdir_p(state, 0700, NULL) == 0)
+		cache = gg_strdup_printf("%s/ce.json", state);
+	free(state);
+	struct gg_ce_auth ca = {.proxy_path = a->proxy_path,
+				.token = a->token ? a->token->value : NULL,
+				.ca_dir = a->ca_dir,
+				.cache_path = cache,
+				.cancel = e->cancel,
+				.cancel_ud = e->ud};
+	int rc = e->open_ce ? e->open_ce(e->ud, endpoint, &ca, ce, err)
+			    : gg_ce_open(endpoint, &ca, ce, err);
+	free(cache);
+	return rc;
+}
+
+int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r, struct gg_ce **ce,
+			     struct gg_err *err)
+{
+	*ce = NULL;
+	if (!r->ce)
+		return gg_err_set(err, GG_EUSAGE, "%s has no CE", r->name);
+	struct gg_auth a;
+	int rc = gg_auth_find(gg_engine_site(e, r->site), r->auth, 0, &a, err);
+	if (rc == 0)
+		rc = gg_engine_open_ce(e, r->ce, &a, ce, err);
+	gg_auth_clear(&a);
+	return rc;
+}
+
+static const char *auth_kind(const struct gg_record *r)
+{
+	return r->auth && !strcmp(r->auth, "token") ? "token" : "proxy";
+}
+
+static int same_group(const struct gg_rec_group *g, const struct gg_record *r)
+{
+	if (!g->ce != !r->ce || (g->ce && strcmp(g->ce, r->ce)))
+		return 0;
+	return strcmp(g->auth, auth_kind(r)) == 0;
+}
+
+static int group_add(struct gg_rec_group **gs, size_t *ng, const struct gg_record *recs,
+		     size_t i, size_t n)
+{
+	for (size_t k = 0; k < *ng; k++)
+		if (same_group(&(*gs)[k], &recs[i])) {
+			(*gs)[k].idx[(*gs)[k].n++] = i;
+			return 0;
+		}
+	struct gg_rec_group *g = &(*gs)[(*ng)++];
+	g->ce = recs[i].ce;
+	g->auth = auth_kind(&recs[i]);
+	g->idx = calloc(n, sizeof *g->idx);
+	if (!g->idx)
+		return -1;
+	g->idx[g->n++] = i;
+	return 0;
+}
+
+int gg_records_by_endpoint(const struct gg_record *recs, size_t n,
+			   int (*want)(const struct gg_record *r), struct gg_rec_group **groups,
+			   size_t *ngroups, struct gg_err *err)
+{
+	*groups = calloc(n ? n : 1, sizeof **groups);
+	*ngroups = 0;
+	if (!*groups)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (want && !want(&recs[i]))
+			continue;
+		if (group_add(groups, ngroups, recs, i, n) < 0) {
+			gg_rec_groups_free(*groups, *ngroups);
+			*groups = NULL;
+			*ngroups = 0;
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+void gg_rec_groups_free(struct gg_rec_group *g, size_t n)
+{
+	for (size_t i = 0; g && i < n; i++)
+		free(g[i].idx);
+	free(g);
+}
+
+int gg_engine_write_ssh_config(struct gg_engine *e, struct gg_err *err)
+{
+	struct gg_ssh_paths p;
+	int rc = gg_ssh_paths_init(&p, err);
+	if (rc < 0)
+		return rc;
+	/* Only live sessions get a block: find them in the rows (one cached file
+	 * even with thousands of records), then read just those. */
+	struct gg_record_row *rows = NULL;
+	size_t nrows = 0, n = 0;
+	struct gg_record *recs = NULL;
+	if ((rc = gg_store_rows(e->st, &rows, &nrows, NULL, err)) == 0) {
+		recs = calloc(nrows ? nrows : 1, sizeof *recs);
+		for (size_t i = 0; recs && i < nrows; i++) {
+			if (rows[i].kind != GG_REC_SESSION || gg_sess_state_ended(rows[i].state))
+				continue;
+			if (gg_store_load(e->st, rows[i].name, &recs[n], NULL) == 0)
+				n++;
+		}
+		rc = recs ? gg_ssh_write_config(&p, e->cfg, recs, n, err)
+			  : gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	gg_records_free(recs, n);
+	gg_record_rows_free(rows, nrows);
+	gg_ssh_paths_clear(&p);
+	return rc;
+}

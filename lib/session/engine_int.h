@@ -1,0 +1,16 @@
+/* What the engine's files share (not part of the engine's API). */
+#ifndef GG_SESSION_ENGINE_INT_H
+#define GG_SESSION_ENGINE_INT_H
+
+#include "session/engine.h"
+
+/* Tell e->note, formatted. */
+void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Tell e->fail (what formatted); returns err->code. */
+int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* 1 when the stored record is killed, or gone (killed and cleaned). */
+int gg_engine_killed(struct gg_engine *e, const char *name);
+
+#endif

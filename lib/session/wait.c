@@ -1,0 +1,125 @@
+/* Following a session: refreshed records saved (a kill elsewhere wins), the
+ * published sshd probed through the hops, the wait until it is ready. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "session/engine_int.h"
+#include "session/sync.h"
+#include "ssh/ssh.h"
+
+static int copy_into(struct gg_record *stored, void *ud)
+{
+	/* Keep what the store has, apply the refreshed fields. */
+	const struct gg_record *r = ud;
+	if (gg_sess_state_ended(stored->state) && stored->state != r->state)
+		return 1; /* someone killed it meanwhile: keep that */
+	struct gg_record fresh;
+	if (gg_record_copy(&fresh, r) < 0)
+		return 1;
+	fresh.created = stored->created;
+	gg_record_clear(stored);
+	*stored = fresh;
+	return 0;
+}
+
+int gg_engine_save(struct gg_engine *e, struct gg_record *r, struct gg_err *err)
+{
+	struct gg_record out;
+	int rc = gg_store_update(e->st, r->name, copy_into, r, &out, err);
+	if (rc == 0) {
+		gg_record_clear(r);
+		*r = out;
+	}
+	return rc;
+}
+
+int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms, struct gg_err *way)
+{
+	if (!gg_session_published(r))
+		return 0;
+	const struct gg_site *site = gg_engine_site(e, r->site);
+	/* One probe per run finds a site's jump host down: the next sessions of
+	 * that site (list --sync) would each wait for it again. */
+	if (site && strcmp(e->probe_down_site, site->name) == 0)
+		return 0;
+	struct gg_err pe = {0};
+	int at_session = 0;
+	int rc = gg_ssh_probe(site, r, timeout_ms, &at_session, &pe);
+	if (rc == 0) {
+		e->probe_why[0] = '\0';
+		r->state = GG_S_READY;
+		return 0;
+	}
+	snprintf(e->probe_why, sizeof e->probe_why, "%s", pe.msg);
+	if (rc == GG_EHOSTKEY && at_session) {
+		/* The key came from the CE's authenticated channel: another key
+		 * answering is an attack or a bug, never a reason to trust it. */
+		r->state = GG_S_FAILED;
+		free(r->error);
+		r->error = strdup(pe.msg);
+		return 0;
+	}
+	gg_engine_notef(e, GG_NOTE_VERBOSE, "%s: sshd published, not answering yet: %s", r->name,
+			pe.msg);
+	if (!at_session && site)
+		snprintf(e->probe_down_site, sizeof e->probe_down_site, "%s", site->name);
+	if (!at_session && way) {
+		/* Not the node: a jump host (down, or its key not the known one). */
+		*way = pe;
+		return rc;
+	}
+	return 0;
+}
+
+static int cancelled(struct gg_engine *e)
+{
+	return e->cancel && e->cancel(e->ud);
+}
+
+/* One turn of the wait: refresh, probe, save. 1 when the wait is over. */
+static int wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+		     struct gg_err *err)
+{
+	struct gg_err ignored = {0}, way = {0};
+	if (gg_session_refresh(ce, r, 1, &ignored) == GG_EINTR || cancelled(e))
+		return gg_err_set(err, GG_EINTR, "interrupted");
+	int prc = gg_engine_probe(e, r, 5000, &way);
+	int rc = gg_engine_save(e, r, err);
+	if (rc < 0)
+		return rc;
+	if (prc < 0) {
+		/* Waiting does not mend a jump host: say so now. */
+		*err = way;
+		return gg_err_prefix(err, "the session's sshd is up (the session is kept), "
+					  "but the way to it is not");
+	}
+	return r->state == GG_S_READY || gg_sess_state_ended(r->state);
+}
+
+int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+			 int64_t timeout, struct gg_err *err)
+{
+	time_t start = time(NULL);
+	struct timespec tick = {0, 500 * 1000000L};
+	e->probe_down_site[0] = '\0'; /* probe every time: a jump host ends the wait */
+	for (;;) {
+		if (cancelled(e))
+			return gg_err_set(err, GG_EINTR, "interrupted");
+		int rc = wait_turn(e, ce, r, err);
+		int64_t waited = (int64_t)(time(NULL) - start);
+		if (rc >= 0 && e->waiting)
+			e->waiting(e->ud, r, waited);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		if (timeout > 0 && waited >= timeout) {
+			char d[32];
+			return gg_err_set(err, GG_ENET, "not ready after %s (state %s, CE: %s)",
+					  gg_duration_format(timeout, d, sizeof d),
+					  gg_sess_state_name(r->state),
+					  r->ce_state ? r->ce_state : "?");
+		}
+		/* Waiting on the CE: poll at 2 Hz; a signal cuts the sleep short. */
+		nanosleep(&tick, NULL);
+	}
+}

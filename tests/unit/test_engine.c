@@ -1,0 +1,603 @@
+/* Unit tests of the session engine (lib/session/engine.c, submit.c, wait.c,
+ * manage.c) against a fake CE backend: the record is written before the
+ * submission, a submission whose answer was lost is adopted, a kill during a
+ * submission wins, records of one CE made with a token and with a proxy are
+ * each killed with their own credential. */
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "ce/backend.h"
+#include "cred/cred.h"
+#include "session/engine.h"
+
+#define EP "https://ce.example.org:443/arex"
+
+/* ---- the fake CE ---- */
+
+struct fjob {
+	char id[32], name[64], killed_with[8];
+	enum gg_ce_state state;
+	int cleaned;
+};
+
+static struct {
+	struct fjob jobs[32];
+	int njobs;
+	int opens;
+	enum { M_OK, M_LOST_ANSWER, M_UNSENT, M_REFUSE } submit_mode;
+	int unsent;
+	void (*on_submit)(void); /* runs while the POST is "on the wire" */
+	int delegations;
+} F;
+
+static int f_open(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg_err *err)
+{
+	(void)err;
+	F.opens++;
+	ce->impl = strdup(auth->token ? "token" : "proxy");
+	return 0;
+}
+
+static void f_close(struct gg_ce *ce)
+{
+	free(ce->impl);
+}
+
+static int f_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
+		      const char *cache_path, char **id, struct gg_err *err)
+{
+	(void)ce, (void)proxy_path, (void)min_left, (void)cache_path, (void)err;
+	F.delegations++;
+	*id = strdup("deleg-1");
+	return 0;
+}
+
+static struct fjob *find(const char *id)
+{
+	for (int i = 0; i < F.njobs; i++)
+		if (!strcmp(F.jobs[i].id, id) && !F.jobs[i].cleaned)
+			return &F.jobs[i];
+	return NULL;
+}
+
+static int f_submit(struct gg_ce *ce, const char *xrsl, char **id, struct gg_err *err)
+{
+	(void)ce;
+	F.unsent = F.submit_mode == M_UNSENT;
+	if (F.submit_mode == M_UNSENT)
+		return gg_err_set(err, GG_ENET, "connection refused");
+	if (F.submit_mode == M_REFUSE)
+		return gg_err_set(err, GG_EJOB, "the CE refused the job: no such queue");
+	struct fjob *j = &F.jobs[F.njobs];
+	snprintf(j->id, sizeof j->id, "job%d", F.njobs);
+	const char *n = strstr(xrsl, "\"gridgpu-");
+	assert_non_null(n);
+	snprintf(j->name, sizeof j->name, "%.*s", (int)strcspn(n + 1, "\""), n + 1);
+	j->state = GG_CE_QUEUED;
+	F.njobs++;
+	if (F.on_submit)
+		F.on_submit();
+	if (F.submit_mode == M_LOST_ANSWER)
+		return gg_err_set(err, GG_ENET, "the connection broke before the answer");
+	*id = strdup(j->id);
+	return 0;
+}
+
+static int f_unsent(const struct gg_ce *ce)
+{
+	(void)ce;
+	return F.unsent;
+}
+
+static int f_bulk(struct gg_ce *ce, const char *const *ids, size_t n,
+		  struct gg_ce_result **results, const char *what)
+{
+	*results = calloc(n ? n : 1, sizeof **results);
+	for (size_t i = 0; i < n; i++) {
+		struct fjob *j = find(ids[i]);
+		(*results)[i].id = strdup(ids[i]);
+		(*results)[i].code = j ? 202 : 404;
+		(*results)[i].state = j ? j->state : GG_CE_GONE;
+		if (j && !strcmp(what, "kill")) {
+			j->state = GG_CE_KILLED;
+			snprintf(j->killed_with, sizeof j->killed_with, "%s", (char *)ce->impl);
+		}
+		if (j && !strcmp(what, "clean"))
+			j->cleaned = 1;
+	}
+	return 0;
+}
+
+static int f_status(struct gg_ce *ce, const char *const *ids, size_t n,
+		    struct gg_ce_result **results, struct gg_err *err)
+{
+	(void)err;
+	return f_bulk(ce, ids, n, results, "status");
+}
+
+static int f_kill(struct gg_ce *ce, const char *const *ids, size_t n,
+		  struct gg_ce_result **results, struct gg_err *err)
+{
+	(void)err;
+	return f_bulk(ce, ids, n, results, "kill");
+}
+
+static int f_clean(struct gg_ce *ce, const char *const *ids, size_t n,
+		   struct gg_ce_result **results, struct gg_err *err)
+{
+	(void)err;
+	return f_bulk(ce, ids, n, results, "clean");
+}
+
+static int f_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err)
+{
+	(void)ce, (void)err;
+	*results = calloc((size_t)F.njobs + 1, sizeof **results);
+	*n = 0;
+	for (int i = 0; i < F.njobs; i++)
+		if (!F.jobs[i].cleaned) {
+			(*results)[*n].id = strdup(F.jobs[i].id);
+			(*results)[(*n)++].state = F.jobs[i].state;
+		}
+	return 0;
+}
+
+static int f_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+		       struct gg_err *err)
+{
+	(void)ce, (void)err;
+	for (size_t i = 0; i < n; i++) {
+		struct fjob *j = find(ids[i]);
+		names[i] = j ? strdup(j->name) : NULL;
+	}
+	return 0;
+}
+
+static int f_put(struct gg_ce *ce, const char *id, const char *name, const void *data, size_t len,
+		 struct gg_err *err)
+{
+	(void)ce, (void)name, (void)data, (void)len;
+	return find(id) ? 0 : gg_err_set(err, GG_ENOTFOUND, "no job %s", id);
+}
+
+static int f_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+		      gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	(void)progress, (void)ud, (void)path;
+	return f_put(ce, id, name, NULL, 0, err);
+}
+
+static int f_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+		 size_t *len, struct gg_err *err)
+{
+	(void)ce, (void)id, (void)max, (void)data, (void)len;
+	return gg_err_set(err, GG_ENOTFOUND, "no %s", name);
+}
+
+static const struct gg_ce_ops fake_ops = {
+	.name = "fake",
+	.open = f_open,
+	.close = f_close,
+	.delegate = f_delegate,
+	.submit = f_submit,
+	.submit_unsent = f_unsent,
+	.status = f_status,
+	.kill = f_kill,
+	.clean = f_clean,
+	.list = f_list,
+	.job_names = f_job_names,
+	.put = f_put,
+	.put_file = f_put_file,
+	.get = f_get,
+};
+
+static int open_fake(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
+		     struct gg_ce **ce, struct gg_err *err)
+{
+	(void)ud;
+	return gg_ce_open_with(&fake_ops, endpoint, auth, ce, err);
+}
+
+/* ---- the engine under test ---- */
+
+static char dir[64], path[256];
+static struct gg_engine E; /* the command under test */
+static struct gg_engine K; /* another gridgpu process: kill, list */
+static char notes[4096];
+
+static void note(void *ud, enum gg_note kind, const char *msg)
+{
+	(void)ud, (void)kind;
+	snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "%s\n", msg);
+}
+
+static const char *sub(const char *name)
+{
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return path;
+}
+
+/* A user certificate (self-signed will do: nothing verifies it here) and a
+ * proxy of it where X509_USER_PROXY says. */
+static void make_proxy(void)
+{
+	EVP_PKEY *k = EVP_RSA_gen(1024);
+	X509 *x = X509_new();
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 7);
+	X509_NAME *n = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"Test User", -1,
+				   -1, 0);
+	X509_set_issuer_name(x, n);
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 86400 * 7);
+	X509_set_pubkey(x, k);
+	X509_sign(x, k, EVP_sha256());
+	char cert[256], key[256];
+	snprintf(cert, sizeof cert, "%s/usercert.pem", dir);
+	snprintf(key, sizeof key, "%s/userkey.pem", dir);
+	FILE *f = fopen(cert, "w");
+	PEM_write_X509(f, x);
+	fclose(f);
+	f = fopen(key, "w");
+	PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	chmod(key, 0600);
+	struct gg_cred_source src = {cert, key, 0, "test"};
+	struct gg_cred *c = NULL, *p = NULL;
+	struct gg_err err = {0};
+	struct gg_proxy_opts o;
+	gg_proxy_opts_init(&o);
+	o.lifetime = 86400;
+	assert_int_equal(gg_cred_open(&src, &c, &err), 0);
+	assert_int_equal(gg_proxy_create(c, &o, &p, NULL, &err), 0);
+	assert_int_equal(gg_proxy_write(p, sub("proxy"), &err), 0);
+	gg_cred_free(p);
+	gg_cred_free(c);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/gg-unit-engine.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	setenv("XDG_CONFIG_HOME", sub("config"), 1);
+	setenv("XDG_STATE_HOME", sub("state"), 1);
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	mkdir(sub("certificates"), 0755);
+	setenv("X509_CERT_DIR", sub("certificates"), 1);
+	setenv("X509_USER_PROXY", sub("proxy"), 1);
+	setenv("BEARER_TOKEN", "eyJhbGciOiJub25lIn0.e30.unit-test-token", 1);
+	make_proxy();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return unit_rmtree(dir);
+}
+
+static int each_setup(void **state)
+{
+	(void)state;
+	memset(&F, 0, sizeof F);
+	notes[0] = '\0';
+	struct gg_store *st = NULL, *st2 = NULL;
+	static int n;
+	char d[64];
+	snprintf(d, sizeof d, "records-%d", n++);
+	assert_int_equal(gg_store_open(sub(d), &st, NULL), 0);
+	assert_int_equal(gg_store_open(path, &st2, NULL), 0);
+	E = (struct gg_engine){.st = st, .note = note, .open_ce = open_fake};
+	K = (struct gg_engine){.st = st2, .note = note, .open_ce = open_fake};
+	return 0;
+}
+
+static int each_teardown(void **state)
+{
+	(void)state;
+	gg_store_free(E.st);
+	gg_store_free(K.st);
+	return 0;
+}
+
+static int describe(void *ud, const struct gg_record *r, const char *pubkey,
+		    struct gg_jobdesc *jd, struct gg_err *err)
+{
+	(void)ud;
+	if (r->kind == GG_REC_SESSION) {
+		assert_non_null(pubkey);
+		assert_int_equal(access(pubkey, R_OK), 0);
+	}
+	char *name = gg_strdup_printf("gridgpu-%s", r->uid);
+	int rc = gg_jd_set(&jd->name, name, err);
+	free(name);
+	return rc ? rc : gg_jd_set(&jd->executable, "/bin/true", err);
+}
+
+static struct gg_submission job(const char *name, const char *auth)
+{
+	struct gg_submission s = {.prefix = "job", .describe = describe};
+	s.rec.kind = GG_REC_JOB;
+	s.rec.walltime = 600;
+	s.rec.ce = strdup(EP);
+	s.rec.name = name ? strdup(name) : NULL;
+	s.rec.auth = strdup(auth);
+	return s;
+}
+
+static struct gg_record load(const char *name)
+{
+	struct gg_record r = {0};
+	assert_int_equal(gg_store_load(E.st, name, &r, NULL), 0);
+	return r;
+}
+
+/* ---- the tests ---- */
+
+static char seen_state[32];
+static void look_at_store(void)
+{
+	struct gg_record *recs = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_store_list(K.st, &recs, &n, NULL, NULL), 0);
+	assert_int_equal(n, 1);
+	snprintf(seen_state, sizeof seen_state, "%s%s", gg_sess_state_name(recs[0].state),
+		 recs[0].job_id ? "+job" : "");
+	char want[64];
+	snprintf(want, sizeof want, "gridgpu-%s", recs[0].uid);
+	assert_string_equal(F.jobs[F.njobs - 1].name, want);
+	gg_records_free(recs, n);
+}
+
+static void test_record_before_submit(void **state)
+{
+	(void)state;
+	struct gg_submission s = job(NULL, "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	F.on_submit = look_at_store;
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	/* while the CE made the job, the store already held the record, without
+	 * a job id: the job can be found by its name */
+	assert_string_equal(seen_state, "requested");
+	assert_string_equal(r.name, "job-1");
+	assert_string_equal(r.job_id, "job0");
+	assert_int_equal(r.state, GG_S_QUEUED);
+	assert_int_equal(F.delegations, 1);
+	assert_non_null(strstr(notes, "submitted job-1"));
+	gg_record_clear(&r);
+}
+
+static void test_lost_answer_adopted(void **state)
+{
+	(void)state;
+	/* The CE made the job, the answer never came (the process was killed, the
+	 * connection broke): the record stays, and the next sync adopts the job. */
+	struct gg_submission s = job("lost", "token");
+	struct gg_record r;
+	struct gg_err err = {0};
+	F.submit_mode = M_LOST_ANSWER;
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_ENET);
+	assert_non_null(strstr(err.msg, "list --sync"));
+	assert_string_equal(r.name, "lost");
+	gg_record_clear(&r);
+	struct gg_record kept = load("lost");
+	assert_null(kept.job_id);
+	assert_int_equal(kept.state, GG_S_REQUESTED);
+	assert_int_equal(gg_engine_sync(&K, &kept, 1, 1), 0);
+	assert_string_equal(kept.job_id, "job0");
+	assert_non_null(strstr(notes, "adopted lost"));
+	gg_record_clear(&kept);
+	struct gg_record now = load("lost");
+	assert_string_equal(now.job_id, "job0");
+	assert_int_equal(now.state, GG_S_QUEUED);
+	gg_record_clear(&now);
+}
+
+static void test_unsent_forgotten(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("never", "proxy");
+	struct gg_record r, gone;
+	struct gg_err err = {0};
+	F.submit_mode = M_UNSENT;
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_ENET);
+	assert_non_null(strstr(err.msg, "nothing was sent"));
+	gg_record_clear(&r);
+	assert_int_equal(gg_store_load(E.st, "never", &gone, NULL), GG_ENOTFOUND);
+	/* a refusal: the record is forgotten too, the CE's reason is the error */
+	s = job("refused", "proxy");
+	F.submit_mode = M_REFUSE;
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_EJOB);
+	assert_non_null(strstr(err.msg, "no such queue"));
+	gg_record_clear(&r);
+	assert_int_equal(gg_store_load(E.st, "refused", &gone, NULL), GG_ENOTFOUND);
+}
+
+static void kill_it(void)
+{
+	struct gg_record r = {0};
+	assert_int_equal(gg_store_load(K.st, "victim", &r, NULL), 0);
+	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(r.state, GG_S_KILLED);
+	gg_record_clear(&r);
+}
+
+static void test_kill_during_submit(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("victim", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	F.on_submit = kill_it; /* the kill finds no job id yet: it only marks */
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_EJOB);
+	assert_non_null(strstr(err.msg, "killed while it was being submitted"));
+	gg_record_clear(&r);
+	/* the job it made is cancelled, the record stays killed */
+	assert_int_equal(F.jobs[0].state, GG_CE_KILLED);
+	struct gg_record now = load("victim");
+	assert_int_equal(now.state, GG_S_KILLED);
+	assert_string_equal(now.job_id, "job0");
+	gg_record_clear(&now);
+}
+
+static int kill_then_fail(void *ud, const struct gg_record *r, const char *pubkey,
+			  struct gg_jobdesc *jd, struct gg_err *err)
+{
+	(void)ud, (void)pubkey, (void)jd;
+	kill_it();
+	assert_string_equal(r->name, "victim");
+	return gg_err_set(err, GG_EIO, "cannot read the launcher");
+}
+
+static void test_kill_before_submit_not_undone(void **state)
+{
+	(void)state;
+	/* The regression: a request that failed after a kill removed the record
+	 * the kill had reported as killed. */
+	struct gg_submission s = job("victim", "proxy");
+	s.rec.kind = GG_REC_SESSION;
+	s.make_key = 1;
+	s.describe = kill_then_fail;
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_EIO);
+	gg_record_clear(&r);
+	assert_int_equal(F.njobs, 0);
+	struct gg_record now = load("victim");
+	assert_int_equal(now.state, GG_S_KILLED);
+	/* the key gridgpu made for it is gone */
+	char pub[300];
+	snprintf(pub, sizeof pub, "%s.pub", now.key);
+	assert_int_equal(access(now.key, F_OK), -1);
+	assert_int_equal(access(pub, F_OK), -1);
+	gg_record_clear(&now);
+}
+
+static void test_session_key_made(void **state)
+{
+	(void)state;
+	struct gg_submission s = job(NULL, "token");
+	s.rec.kind = GG_REC_SESSION;
+	s.prefix = "tb";
+	s.make_key = 1;
+	struct gg_record r;
+	struct gg_ce *ce = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, &ce, &err), 0);
+	assert_non_null(ce);
+	assert_string_equal(r.name, "tb-1");
+	assert_non_null(strstr(r.key, "/gridgpu/ssh/keys/"));
+	assert_int_equal(access(r.key, R_OK), 0);
+	assert_int_equal(F.delegations, 0); /* a token: nothing to delegate */
+	gg_ce_free(ce);
+	/* kill removes the key, clean forgets the record */
+	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(access(r.key, F_OK), -1);
+	char cleaned[1] = {0};
+	assert_int_equal(gg_engine_clean(&K, &r, 1, 0, cleaned), 0);
+	assert_int_equal(cleaned[0], 1);
+	assert_int_equal(F.jobs[0].cleaned, 1);
+	struct gg_record gone;
+	assert_int_equal(gg_store_load(E.st, "tb-1", &gone, NULL), GG_ENOTFOUND);
+	gg_record_clear(&r);
+}
+
+static void test_kill_own_credential(void **state)
+{
+	(void)state;
+	/* The regression: records on one CE, one made with a token and one with
+	 * the proxy, were all killed with the first record's credential. */
+	struct gg_record recs[2];
+	struct gg_err err = {0};
+	struct gg_submission s = job("with-token", "token");
+	assert_int_equal(gg_engine_submit(&E, &s, &recs[0], NULL, &err), 0);
+	s = job("with-proxy", "proxy");
+	assert_int_equal(gg_engine_submit(&E, &s, &recs[1], NULL, &err), 0);
+	F.opens = 0;
+	assert_int_equal(gg_engine_kill(&K, recs, 2), 0);
+	assert_int_equal(F.opens, 2);
+	assert_string_equal(F.jobs[0].killed_with, "token");
+	assert_string_equal(F.jobs[1].killed_with, "proxy");
+	assert_int_equal(recs[0].state, GG_S_KILLED);
+	assert_int_equal(recs[1].state, GG_S_KILLED);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
+static void test_groups(void **state)
+{
+	(void)state;
+	struct gg_record r[5] = {
+		{.name = "a", .ce = EP, .auth = "proxy"}, {.name = "b", .ce = EP, .auth = "token"},
+		{.name = "c", .ce = EP},                  {.name = "d"},
+		{.name = "e", .ce = "https://other/arex", .auth = "proxy"},
+	};
+	struct gg_rec_group *g = NULL;
+	size_t ng = 0;
+	assert_int_equal(gg_records_by_endpoint(r, 5, NULL, &g, &ng, NULL), 0);
+	assert_int_equal(ng, 4);
+	/* a and c (no auth: the proxy) together, b alone, d without a CE, e */
+	assert_int_equal(g[0].n, 2);
+	assert_int_equal(g[0].idx[1], 2);
+	assert_string_equal(g[1].auth, "token");
+	assert_null(g[2].ce);
+	assert_string_equal(g[3].ce, "https://other/arex");
+	gg_rec_groups_free(g, ng);
+}
+
+static void test_sync_unreachable_keeps(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("kept", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	/* the proxy is gone: the CE cannot be asked, the record stays as it was */
+	char away[300];
+	snprintf(away, sizeof away, "%s.away", sub("proxy"));
+	assert_int_equal(rename(sub("proxy"), away), 0);
+	int rc = gg_engine_sync(&K, &r, 1, 1);
+	assert_int_equal(rename(away, sub("proxy")), 0);
+	assert_int_equal(rc, GG_ECRED);
+	struct gg_record now = load("kept");
+	assert_int_equal(now.state, GG_S_QUEUED);
+	gg_record_clear(&now);
+	gg_record_clear(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_record_before_submit, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_lost_answer_adopted, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_unsent_forgotten, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_kill_during_submit, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_kill_before_submit_not_undone, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_session_key_made, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_kill_own_credential, each_setup,
+						each_teardown),
+		cmocka_unit_test(test_groups),
+		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,
+						each_teardown),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
