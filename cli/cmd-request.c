@@ -258,20 +258,6 @@ static int check_identity(struct gg_cli *cli, const char *identity)
 	return 0;
 }
 
-/* The launcher to stage; NULL after saying it is missing. */
-static char *find_launcher(struct gg_cli *cli)
-{
-	char *launcher = cli_launcher_path();
-	if (launcher && access(launcher, R_OK) == 0)
-		return launcher;
-	struct gg_err err = {0};
-	gg_err_set(&err, GG_EFAIL, "the session launcher '%s' is missing: reinstall gridgpu",
-		   launcher ? launcher : "");
-	free(launcher);
-	ui_fail(cli, &err, "request");
-	return NULL;
-}
-
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
 	struct req q = {.wait = 1, .walltime = 4 * 3600};
@@ -293,7 +279,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		q.image = site->image;
 	if (q.identity && !q.dry_run && (rc = check_identity(cli, q.identity)))
 		return rc;
-	char *launcher = find_launcher(cli);
+	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
 	if (!launcher)
 		return EXIT_FAIL;
 	/* default names SITE-N, without the '.' a session name may not have */

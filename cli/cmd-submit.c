@@ -160,18 +160,6 @@ static int submit_one(struct gg_cli *cli, const struct sub *s, const struct gg_s
 	return rc;
 }
 
-static char *libexec_file(const char *name)
-{
-	char *launcher = cli_launcher_path();
-	if (!launcher)
-		return NULL;
-	char *slash = strrchr(launcher, '/');
-	*slash = '\0';
-	char *p = gg_strdup_printf("%s/%s", launcher, name);
-	free(launcher);
-	return p;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -203,9 +191,71 @@ static int check_inputs(struct gg_cli *cli, const struct sub *s)
 	return 0;
 }
 
-int cmd_submit(struct gg_cli *cli, int argc, char **argv)
+/* One option into s; 0, or the exit code after saying what is wrong. */
+static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 {
-	struct sub s = {.walltime = 8 * 3600, .count = 1};
+	struct gg_err err = {0};
+	const char *v = cli->optarg;
+	int rc = 0;
+	switch (c) {
+	case O_GPUS: rc = cli_opt_int(cli, 0, 64, &s->gpus); break;
+	case O_MIG: s->mig = v; break;
+	case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &s->cpus); break;
+	case O_COUNT: rc = cli_opt_int(cli, 1, 1000, &s->count); break;
+	case O_MEMORY:
+		if (gg_size_parse(v, &s->memory, &err) < 0)
+			rc = ui_fail(cli, &err, "--memory");
+		break;
+	case O_WALLTIME:
+		if (gg_duration_parse(v, &s->walltime, &err) < 0)
+			rc = ui_fail(cli, &err, "--walltime");
+		else if (!s->walltime)
+			rc = ui_usage(cli, "--walltime must be more than 0");
+		break;
+	case O_INPUT:
+		if (s->ninputs == GG_JD_MAX - 2)
+			rc = ui_usage(cli, "too many --input files");
+		else
+			s->inputs[s->ninputs++] = v;
+		break;
+	case O_OUTPUT:
+		if (s->noutputs == GG_JD_MAX - 2)
+			rc = ui_usage(cli, "too many --output patterns");
+		else if (strchr(v, '/') || !strcmp(v, "..") || !*v)
+			rc = ui_usage(cli,
+				      "--output '%s': a file name (or pattern) in the job's "
+				      "directory",
+				      v);
+		else
+			s->outputs[s->noutputs++] = v;
+		break;
+	case O_NAME: s->name = v; break;
+	case O_IMAGE_URL: s->image_url = v; break;
+	case O_QUEUE: s->queue = v; break;
+	case O_DRY_RUN: s->dry_run = 1; break;
+	case O_TOKEN: s->token = 1; break;
+	case O_MATCH_DEV: s->match_dev = 1; break;
+	case O_MIN_CC: {
+		unsigned a, b;
+		char extra;
+		if (sscanf(v, "%u.%u%c", &a, &b, &extra) != 2 || a > 99 || b > 99)
+			rc = ui_usage(cli, "--min-capability '%s': expected X.Y, e.g. 8.0", v);
+		else
+			snprintf(s->min_cc, sizeof s->min_cc, "%u.%u", a, b);
+		break;
+	}
+	case O_MIN_MEM:
+		if (gg_size_parse(v, &s->min_mem, &err) < 0)
+			rc = ui_fail(cli, &err, "--min-gpu-memory");
+		break;
+	}
+	return rc;
+}
+
+/* The options, the image and the command after "--"; 0, -2 after --help, or
+ * the exit code after saying what is wrong. */
+static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
+{
 	struct gg_err err = {0};
 	int c;
 	/* The command after "--" is the job's: getopt must not see it. */
@@ -216,147 +266,84 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 			break;
 		}
 	while ((c = cli_next_opt(cli, dd, argv, cmd_submit_opts)) > 0) {
-		const char *v = cli->optarg;
-		int rc = 0;
-		switch (c) {
-		case O_GPUS: rc = cli_opt_int(cli, 0, 64, &s.gpus); break;
-		case O_MIG: s.mig = v; break;
-		case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &s.cpus); break;
-		case O_COUNT: rc = cli_opt_int(cli, 1, 1000, &s.count); break;
-		case O_MEMORY:
-			if (gg_size_parse(v, &s.memory, &err) < 0)
-				rc = ui_fail(cli, &err, "--memory");
-			break;
-		case O_WALLTIME:
-			if (gg_duration_parse(v, &s.walltime, &err) < 0)
-				rc = ui_fail(cli, &err, "--walltime");
-			else if (!s.walltime)
-				rc = ui_usage(cli, "--walltime must be more than 0");
-			break;
-		case O_INPUT:
-			if (s.ninputs == GG_JD_MAX - 2)
-				rc = ui_usage(cli, "too many --input files");
-			else
-				s.inputs[s.ninputs++] = v;
-			break;
-		case O_OUTPUT:
-			if (s.noutputs == GG_JD_MAX - 2)
-				rc = ui_usage(cli, "too many --output patterns");
-			else if (strchr(v, '/') || !strcmp(v, "..") || !*v)
-				rc = ui_usage(
-					cli,
-					"--output '%s': a file name (or pattern) in the job's "
-					"directory",
-					v);
-			else
-				s.outputs[s.noutputs++] = v;
-			break;
-		case O_NAME: s.name = v; break;
-		case O_IMAGE_URL: s.image_url = v; break;
-		case O_QUEUE: s.queue = v; break;
-		case O_DRY_RUN: s.dry_run = 1; break;
-		case O_TOKEN: s.token = 1; break;
-		case O_MATCH_DEV: s.match_dev = 1; break;
-		case O_MIN_CC: {
-			unsigned a, b;
-			char extra;
-			if (sscanf(v, "%u.%u%c", &a, &b, &extra) != 2 || a > 99 || b > 99)
-				rc = ui_usage(cli, "--min-capability '%s': expected X.Y, e.g. 8.0",
-					      v);
-			else
-				snprintf(s.min_cc, sizeof s.min_cc, "%u.%u", a, b);
-			break;
-		}
-		case O_MIN_MEM:
-			if (gg_size_parse(v, &s.min_mem, &err) < 0)
-				rc = ui_fail(cli, &err, "--min-gpu-memory");
-			break;
-		}
+		int rc = apply_opt(cli, c, s);
 		if (rc)
 			return rc;
 	}
 	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+		return c == -2 ? -2 : EXIT_USAGE;
 	if (dd - cli->optind != 1)
 		return ui_usage(cli, "submit: expected IMAGE.sif, then -- COMMAND [ARGS...]");
-	s.image = argv[cli->optind];
-	s.cmd = argv + dd + 1;
-	s.ncmd = dd < argc ? argc - dd - 1 : 0;
-	if (s.ncmd == 0)
+	s->image = argv[cli->optind];
+	s->cmd = argv + dd + 1;
+	s->ncmd = dd < argc ? argc - dd - 1 : 0;
+	if (s->ncmd == 0)
 		return ui_usage(
 			cli, "submit: no command: gridgpu submit IMAGE.sif -- COMMAND [ARGS...]");
-	if (s.gpus && s.mig)
+	if (s->gpus && s->mig)
 		return ui_usage(cli, "--gpus and --mig exclude each other");
-	if (s.name && s.count > 1)
+	if (s->name && s->count > 1)
 		return ui_usage(cli, "--name names one job: leave it out with --count");
-	if (s.name && !gg_record_name_valid(s.name))
+	if (s->name && !gg_record_name_valid(s->name))
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
-				s.name);
-	int bad = check_inputs(cli, &s);
+				s->name);
+	int bad = check_inputs(cli, s);
 	if (bad)
 		return bad;
-	if (!s.image_url && cli_local_file(s.image, &err) < 0)
-		return ui_fail(cli, &err, "image '%s'", s.image);
-
+	if (!s->image_url && cli_local_file(s->image, &err) < 0)
+		return ui_fail(cli, &err, "image '%s'", s->image);
 	/* The image is checked before anything is uploaded. */
 	struct gg_dev_gpu dev;
-	if (!s.image_url &&
-	    gg_job_image_check(s.image, &s.part_offset, s.match_dev ? &dev : NULL, &err) < 0)
-		return ui_fail(cli, &err, "image '%s'", s.image);
-	if (!s.image_url && s.match_dev)
-		match_dev_gpu(cli, &dev, &s);
+	if (!s->image_url &&
+	    gg_job_image_check(s->image, &s->part_offset, s->match_dev ? &dev : NULL, &err) < 0)
+		return ui_fail(cli, &err, "image '%s'", s->image);
+	if (!s->image_url && s->match_dev)
+		match_dev_gpu(cli, &dev, s);
+	return 0;
+}
 
-	/* The sites: every --site given, in order, else the default one. */
+/* The sites: every --site given, in order, else the default one. 0, or the
+ * exit code after saying what is wrong. */
+static int pick_sites(struct gg_cli *cli, const struct gg_site **sites, int *nsites)
+{
+	struct gg_err err = {0};
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
 		return cli->cfg_exit;
-	const struct gg_site *sites[16];
-	int nsites = 0;
+	*nsites = 0;
 	for (int i = 0; i < cli->nsites; i++) {
-		if (!(sites[nsites++] = gg_config_site(cfg, cli->sites[i]))) {
+		if (!(sites[(*nsites)++] = gg_config_site(cfg, cli->sites[i]))) {
 			gg_err_set(&err, GG_ENOTFOUND,
 				   "no such site in %s (see 'gridgpu site list')", cfg->path);
 			return ui_fail(cli, &err, "site '%s'", cli->sites[i]);
 		}
 	}
-	if (!nsites) {
+	if (!*nsites) {
 		const struct gg_site *one = cli_site(cli, 1);
 		if (!one)
 			return cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
-		sites[nsites++] = one;
+		sites[(*nsites)++] = one;
 	}
-	char *wrapper = libexec_file("batch-wrapper");
-	if (!wrapper || access(wrapper, R_OK) < 0) {
-		gg_err_set(&err, GG_EFAIL, "the batch wrapper '%s' is missing: reinstall gridgpu",
-			   wrapper ? wrapper : "");
-		free(wrapper);
-		return ui_fail(cli, &err, "submit");
-	}
+	return 0;
+}
 
-	if (s.dry_run) {
-		struct gg_job_spec spec = spec_of(&s, wrapper);
-		int code = cli_dry_run_jobs(cli, &spec, sites, nsites, s.count);
-		free(wrapper);
-		return code;
-	}
-
-	if (!cli_engine(cli)) {
-		free(wrapper);
-		return cli->cfg_exit;
-	}
+/* --count N spread round-robin; each job goes to the first site, from its
+ * turn on, that accepts it. Returns the exit code. */
+static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site *const *sites,
+		  int nsites, const char *wrapper)
+{
+	struct gg_err err = {0};
 	cli_catch_interrupt();
 	int exit_code = EXIT_OK, nok = 0;
 	json_t *done = json_array();
-	/* --count N spread round-robin; each job goes to the first site, from its
-	 * turn on, that accepts it. */
-	for (int i = 0; i < s.count && !cli_interrupted(); i++) {
+	for (int i = 0; i < s->count && !cli_interrupted(); i++) {
 		int placed = 0;
 		struct gg_err last = {0};
 		for (int k = 0; k < nsites && !placed; k++) {
 			const struct gg_site *site = sites[(i + k) % nsites];
 			struct gg_record r = {0};
-			int rc = submit_one(cli, &s, site, wrapper, s.name, &r, &err);
+			int rc = submit_one(cli, s, site, wrapper, s->name, &r, &err);
 			if (rc == 0) {
 				placed = 1;
 				nok++;
@@ -391,6 +378,28 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 	if (nok)
 		ui_info(cli,
 			"'gridgpu jobs --sync' follows them; 'gridgpu get NAME' fetches the outputs");
-	free(wrapper);
 	return exit_code;
+}
+
+int cmd_submit(struct gg_cli *cli, int argc, char **argv)
+{
+	struct sub s = {.walltime = 8 * 3600, .count = 1};
+	int rc = parse_opts(cli, argc, argv, &s);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	const struct gg_site *sites[16];
+	int nsites = 0;
+	if ((rc = pick_sites(cli, sites, &nsites)))
+		return rc;
+	char *wrapper = cli_libexec(cli, "batch-wrapper", "batch wrapper", "submit");
+	if (!wrapper)
+		return EXIT_FAIL;
+	if (s.dry_run) {
+		struct gg_job_spec spec = spec_of(&s, wrapper);
+		rc = cli_dry_run_jobs(cli, &spec, sites, nsites, s.count);
+	} else {
+		rc = cli_engine(cli) ? spread(cli, &s, sites, nsites, wrapper) : cli->cfg_exit;
+	}
+	free(wrapper);
+	return rc;
 }

@@ -85,11 +85,13 @@ struct gg_store *cli_store(struct gg_cli *cli)
 	return st;
 }
 
-char *cli_launcher_path(void)
+/* A file of ours in libexec: $GRIDGPU_LIBEXEC_DIR, else beside the binary
+ * (installed, or in the build tree), else the configured libexecdir. */
+static char *libexec_path(const char *name)
 {
 	const char *env = getenv("GRIDGPU_LIBEXEC_DIR");
 	if (env && *env)
-		return gg_strdup_printf("%s/session-launcher", env);
+		return gg_strdup_printf("%s/%s", env, name);
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
@@ -100,14 +102,26 @@ char *cli_launcher_path(void)
 			/* installed: PREFIX/bin/../libexec; build tree: build/bin/../../libexec */
 			const char *rel[] = {"../libexec/gridgpu", "../../libexec/gridgpu"};
 			for (int i = 0; i < 2; i++) {
-				char *p = gg_strdup_printf("%s/%s/session-launcher", exe, rel[i]);
+				char *p = gg_strdup_printf("%s/%s/%s", exe, rel[i], name);
 				if (p && access(p, R_OK) == 0)
 					return p;
 				free(p);
 			}
 		}
 	}
-	return gg_strdup_printf("%s/session-launcher", GG_LIBEXECDIR);
+	return gg_strdup_printf("%s/%s", GG_LIBEXECDIR, name);
+}
+
+char *cli_libexec(struct gg_cli *cli, const char *name, const char *what, const char *cmd)
+{
+	char *p = libexec_path(name);
+	if (p && access(p, R_OK) == 0)
+		return p;
+	struct gg_err err = {0};
+	gg_err_set(&err, GG_EFAIL, "the %s '%s' is missing: reinstall gridgpu", what, p ? p : name);
+	free(p);
+	ui_fail(cli, &err, "%s", cmd);
+	return NULL;
 }
 
 int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, struct gg_record *r)

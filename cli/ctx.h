@@ -39,8 +39,10 @@ int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 		     const struct gg_site *const *sites, int nsites, int count);
 
 struct gg_store *cli_store(struct gg_cli *cli);
-/* The session launcher script to stage (malloc'd). */
-char *cli_launcher_path(void);
+/* A file of ours in libexec to stage (malloc'd): the session launcher, the
+ * batch wrapper. NULL after saying that the (what) is missing (cmd: the
+ * command that needed it). */
+char *cli_libexec(struct gg_cli *cli, const char *name, const char *what, const char *cmd);
 /* Load a record by name; prints "no such session or job (known: ...)", exit 5. */
 int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, struct gg_record *r);
 
