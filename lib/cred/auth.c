@@ -91,8 +91,8 @@ static int proxy_auth(struct gg_auth *a, int64_t need_left, struct gg_err *err)
 	return 0;
 }
 
-int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left,
-		 struct gg_auth *a, struct gg_err *err)
+int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left, struct gg_auth *a,
+		 struct gg_err *err)
 {
 	memset(a, 0, sizeof *a);
 	/* The proxy's key or the token is about to be in this process's memory. */
@@ -102,5 +102,5 @@ int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left
 	if (rc < 0)
 		return rc;
 	return strcmp(kind, "token") == 0 ? token_auth(a, need_left, err)
-					   : proxy_auth(a, need_left, err);
+					  : proxy_auth(a, need_left, err);
 }

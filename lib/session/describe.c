@@ -104,7 +104,9 @@ static int dev_gpu(struct gg_sif *sif, struct gg_dev_gpu *out, struct gg_err *er
 	size_t len;
 	memset(out, 0, sizeof *out);
 	if (!d || gg_sif_read_object(sif, d, 1 << 20, &text, &len, err) < 0)
-		return gg_err_set(err, GG_EUSAGE, "--match-dev-gpu: the image has no provenance (freeze it with gridgpu)");
+		return gg_err_set(
+			err, GG_EUSAGE,
+			"--match-dev-gpu: the image has no provenance (freeze it with gridgpu)");
 	json_t *j = json_loadb(text, len, 0, NULL);
 	free(text);
 	json_t *g = json_object_get(j, "gpus");
@@ -117,9 +119,10 @@ static int dev_gpu(struct gg_sif *sif, struct gg_dev_gpu *out, struct gg_err *er
 	out->memory = mb > 0 ? (uint64_t)mb << 20 : 0;
 	json_decref(j);
 	if (!out->cc[0] && !out->memory)
-		return gg_err_set(err, GG_EUSAGE,
-				  "--match-dev-gpu: the image was frozen where no GPU was visible: give "
-				  "--min-capability or --min-gpu-memory instead");
+		return gg_err_set(
+			err, GG_EUSAGE,
+			"--match-dev-gpu: the image was frozen where no GPU was visible: give "
+			"--min-capability or --min-gpu-memory instead");
 	return 0;
 }
 
@@ -131,7 +134,8 @@ int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_dev_gpu
 		return err->code;
 	for (size_t i = 0; !rep.ok && i < rep.nchecks; i++)
 		if (!rep.checks[i].ok)
-			return gg_err_set(err, GG_EFAIL, "corrupt SIF: %s: %s (run 'gridgpu verify %s')",
+			return gg_err_set(err, GG_EFAIL,
+					  "corrupt SIF: %s: %s (run 'gridgpu verify %s')",
 					  rep.checks[i].what, rep.checks[i].detail, path);
 	struct gg_sif *sif;
 	if (gg_sif_open(path, &sif, err) < 0)

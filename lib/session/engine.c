@@ -69,14 +69,26 @@ int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg
 	return rc;
 }
 
+static const char *auth_kind(const struct gg_record *r);
+
 int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r, struct gg_ce **ce,
 			     struct gg_err *err)
 {
 	*ce = NULL;
 	if (!r->ce)
 		return gg_err_set(err, GG_EUSAGE, "%s has no CE", r->name);
+	const struct gg_site *site = gg_engine_site(e, r->site);
+	const char *own = auth_kind(r);
 	struct gg_auth a;
-	int rc = gg_auth_find(gg_engine_site(e, r->site), r->auth, 0, &a, err);
+	struct gg_err other = {0};
+	int rc = gg_auth_find(site, own, 0, &a, err);
+	if (rc == GG_ECRED) {
+		/* Without the credential it was made with, the other kind may do: the
+		 * CE decides whether it is the same owner. */
+		gg_auth_clear(&a);
+		if (gg_auth_find(site, strcmp(own, "token") ? "token" : "proxy", 0, &a, &other) == 0)
+			rc = 0;
+	}
 	if (rc == 0)
 		rc = gg_engine_open_ce(e, r->ce, &a, ce, err);
 	gg_auth_clear(&a);
@@ -95,8 +107,8 @@ static int same_group(const struct gg_rec_group *g, const struct gg_record *r)
 	return strcmp(g->auth, auth_kind(r)) == 0;
 }
 
-static int group_add(struct gg_rec_group **gs, size_t *ng, const struct gg_record *recs,
-		     size_t i, size_t n)
+static int group_add(struct gg_rec_group **gs, size_t *ng, const struct gg_record *recs, size_t i,
+		     size_t n)
 {
 	for (size_t k = 0; k < *ng; k++)
 		if (same_group(&(*gs)[k], &recs[i])) {

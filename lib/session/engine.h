@@ -48,7 +48,9 @@ const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name
 /* Open endpoint with credential a (GG_ECRED when it has none). */
 int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg_auth *a,
 		      struct gg_ce **ce, struct gg_err *err);
-/* The CE of a record, with the credential the record was made with. */
+/* The CE of a record, with the credential the record was made with; when that
+ * one is not at hand (GG_ECRED), with the other kind if it is (the CE decides
+ * whether it owns the job). */
 int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r, struct gg_ce **ce,
 			     struct gg_err *err);
 
@@ -108,8 +110,8 @@ struct gg_submission {
 	 * here. Moved into the store: the engine clears it. */
 	struct gg_record rec;
 	const char *prefix;
-	int make_key;       /* make a key pair at rec.key (else rec.key.pub must exist) */
-	int retry_uploads;  /* one more try of an upload that broke */
+	int make_key;      /* make a key pair at rec.key (else rec.key.pub must exist) */
+	int retry_uploads; /* one more try of an upload that broke */
 	gg_describe_fn describe;
 	void *describe_ud;
 };
@@ -133,8 +135,7 @@ int gg_engine_save(struct gg_engine *e, struct gg_record *r, struct gg_err *err)
  * key, "failed" when another key answers; else it stays "starting" and the
  * reason is in e->probe_why. When a jump host on the way failed, that error is
  * returned (in way too, when not NULL): waiting will not mend it. */
-int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms,
-		    struct gg_err *way);
+int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms, struct gg_err *way);
 /* Refresh from ce until the session is ready or ended (e->waiting told at each
  * turn, 2 Hz); GG_EINTR when e->cancel says so, GG_ENET after timeout seconds
  * (0 = none). */

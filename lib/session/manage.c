@@ -44,8 +44,8 @@ static void adopt_one(struct gg_engine *e, struct gg_record *r, const char *job_
 		return;
 	if (now.job_id && !strcmp(now.job_id, job_id))
 		gg_engine_notef(e, GG_NOTE_INFO,
-				"adopted %s: its job %s was submitted but never recorded",
-				r->name, now.job_id);
+				"adopted %s: its job %s was submitted but never recorded", r->name,
+				now.job_id);
 	gg_record_clear(r);
 	*r = now;
 }

@@ -80,8 +80,7 @@ static int prepare(struct run *x, struct gg_err *err)
 	}
 	if (x->r.key)
 		x->pub = gg_strdup_printf("%s.pub", x->r.key);
-	return x->r.uid && (!x->r.key || x->pub) ? 0
-						 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	return x->r.uid && (!x->r.key || x->pub) ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
 }
 
 /* The session key, made once the record names it (a crash meanwhile leaves a
@@ -94,10 +93,9 @@ static int make_key(struct run *x, struct gg_err *err)
 		free(comment);
 		x->own_key = 1;
 		if (rc < 0) /* a kill may have removed it under our feet */
-			return gg_engine_killed(x->e, x->r.name) ? gg_err_set(
-								     err, GG_EJOB,
-								     "killed before it was submitted")
-								   : rc;
+			return gg_engine_killed(x->e, x->r.name)
+				       ? gg_err_set(err, GG_EJOB, "killed before it was submitted")
+				       : rc;
 	}
 	if (!x->r.key)
 		return 0;

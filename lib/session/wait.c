@@ -78,8 +78,7 @@ static int cancelled(struct gg_engine *e)
 }
 
 /* One turn of the wait: refresh, probe, save. 1 when the wait is over. */
-static int wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
-		     struct gg_err *err)
+static int wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r, struct gg_err *err)
 {
 	struct gg_err ignored = {0}, way = {0};
 	if (gg_session_refresh(ce, r, 1, &ignored) == GG_EINTR || cancelled(e))

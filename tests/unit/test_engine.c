@@ -98,8 +98,8 @@ static int f_unsent(const struct gg_ce *ce)
 	return F.unsent;
 }
 
-static int f_bulk(struct gg_ce *ce, const char *const *ids, size_t n,
-		  struct gg_ce_result **results, const char *what)
+static int f_bulk(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		  const char *what)
 {
 	*results = calloc(n ? n : 1, sizeof **results);
 	for (size_t i = 0; i < n; i++) {
@@ -124,8 +124,8 @@ static int f_status(struct gg_ce *ce, const char *const *ids, size_t n,
 	return f_bulk(ce, ids, n, results, "status");
 }
 
-static int f_kill(struct gg_ce *ce, const char *const *ids, size_t n,
-		  struct gg_ce_result **results, struct gg_err *err)
+static int f_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
+		  struct gg_err *err)
 {
 	(void)err;
 	return f_bulk(ce, ids, n, results, "kill");
@@ -314,8 +314,8 @@ static int each_teardown(void **state)
 	return 0;
 }
 
-static int describe(void *ud, const struct gg_record *r, const char *pubkey,
-		    struct gg_jobdesc *jd, struct gg_err *err)
+static int describe(void *ud, const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
+		    struct gg_err *err)
 {
 	(void)ud;
 	if (r->kind == GG_REC_SESSION) {
@@ -543,8 +543,10 @@ static void test_groups(void **state)
 {
 	(void)state;
 	struct gg_record r[5] = {
-		{.name = "a", .ce = EP, .auth = "proxy"}, {.name = "b", .ce = EP, .auth = "token"},
-		{.name = "c", .ce = EP},                  {.name = "d"},
+		{.name = "a", .ce = EP, .auth = "proxy"},
+		{.name = "b", .ce = EP, .auth = "token"},
+		{.name = "c", .ce = EP},
+		{.name = "d"},
 		{.name = "e", .ce = "https://other/arex", .auth = "proxy"},
 	};
 	struct gg_rec_group *g = NULL;
@@ -567,15 +569,26 @@ static void test_sync_unreachable_keeps(void **state)
 	struct gg_record r;
 	struct gg_err err = {0};
 	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
-	/* the proxy is gone: the CE cannot be asked, the record stays as it was */
+	/* no proxy, and no token to stand in: the CE cannot be asked, the
+	 * record stays as it was */
 	char away[300];
 	snprintf(away, sizeof away, "%s.away", sub("proxy"));
 	assert_int_equal(rename(sub("proxy"), away), 0);
+	char *token = strdup(getenv("BEARER_TOKEN"));
+	unsetenv("BEARER_TOKEN");
 	int rc = gg_engine_sync(&K, &r, 1, 1);
+	struct gg_record kept = load("kept");
+	assert_int_equal(kept.state, GG_S_QUEUED);
+	gg_record_clear(&kept);
+	/* with a token at hand, the token stands in for the missing proxy */
+	setenv("BEARER_TOKEN", token, 1);
+	free(token);
+	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
 	assert_int_equal(rename(away, sub("proxy")), 0);
 	assert_int_equal(rc, GG_ECRED);
+	assert_string_equal(F.jobs[0].killed_with, "token");
 	struct gg_record now = load("kept");
-	assert_int_equal(now.state, GG_S_QUEUED);
+	assert_int_equal(now.state, GG_S_KILLED);
 	gg_record_clear(&now);
 	gg_record_clear(&r);
 }
@@ -588,8 +601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lost_answer_adopted, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_unsent_forgotten, each_setup, each_teardown),
-		cmocka_unit_test_setup_teardown(test_kill_during_submit, each_setup,
-						each_teardown),
+		cmocka_unit_test_setup_teardown(test_kill_during_submit, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_kill_before_submit_not_undone, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_session_key_made, each_setup, each_teardown),
