@@ -36,7 +36,7 @@ struct container {
 	uint64_t fsize;
 	struct member *m;
 	size_t nm, cap;
-	struct gg_freeze *fz; /* for the cancel hook; NULL in format detection */
+	struct gg_feed *fz; /* for the cancel hook; NULL in format detection */
 };
 
 static void container_close(struct container *c)
@@ -341,7 +341,7 @@ static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 	return rc;
 }
 
-static int container_open(struct container *c, const char *path, struct gg_freeze *fz,
+static int container_open(struct container *c, const char *path, struct gg_feed *fz,
 			  struct gg_err *err)
 {
 	memset(c, 0, sizeof *c);
@@ -390,7 +390,7 @@ struct range {
 	int fd, own;
 	uint64_t off, size, pos;
 	unsigned char *buf;
-	struct gg_freeze *fz; /* layers: polled for cancel at each read */
+	struct gg_feed *fz; /* layers: polled for cancel at each read */
 };
 
 static int blob_open(const struct container *c, const char *name, struct range *r,
@@ -902,10 +902,10 @@ static int collect(struct gg_node *n, void *ud)
 	return 0;
 }
 
-static int read_layers(struct gg_freeze *fz, const struct container *c, const struct image_ref *ref,
+static int read_layers(struct gg_feed *fz, const struct container *c, const struct image_ref *ref,
 		       struct gg_err *err)
 {
-	struct gg_tree *t = gg_image_freeze_tree(fz);
+	struct gg_tree *t = gg_image_feed_tree(fz);
 	struct gg_entry_buf eb;
 	memset(&eb, 0, sizeof eb);
 	struct winners w = {0};
@@ -1026,7 +1026,7 @@ out:
 	return rc;
 }
 
-int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
+int gg_image_read_oci(struct gg_feed *fz, const char *path, struct gg_oci_info *info,
 		      struct gg_err *err)
 {
 	struct container c;
