@@ -4,7 +4,6 @@
  * session (or wherever NVML answers) the GPU itself, the driver against the
  * CUDA runtime, the container runtime and a tiny allocation on the GPU.
  * Exit 0 when nothing failed, 1 otherwise. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,9 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include "cli.h"
 #include "ssh/ssh.h"
@@ -222,14 +218,6 @@ static void fmt_time(time_t t, char *b, size_t n)
 	strftime(b, n, "%Y-%m-%d %H:%M UTC", &tm);
 }
 
-static time_t asn1_time(const ASN1_TIME *a)
-{
-	struct tm tm;
-	if (!a || ASN1_TIME_to_tm(a, &tm) != 1)
-		return 0;
-	return timegm(&tm);
-}
-
 /* ---- the checks --------------------------------------------------------------- */
 
 struct ctx {
@@ -407,25 +395,6 @@ static void check_token(struct doctor *d, struct ctx *x)
 	gg_token_free(t);
 }
 
-static int is_hashed(const char *name, int crl)
-{
-	size_t i = 0;
-	for (; i < 8; i++)
-		if (!strchr("0123456789abcdef", name[i]) || !name[i])
-			return 0;
-	if (name[8] != '.')
-		return 0;
-	const char *p = name + 9;
-	if (crl && *p++ != 'r')
-		return 0;
-	if (!*p)
-		return 0;
-	for (; *p; p++)
-		if (*p < '0' || *p > '9')
-			return 0;
-	return 1;
-}
-
 static void check_ca_dir(struct doctor *d, struct ctx *x)
 {
 	const char *fix_bundle = "install or update the grid CA bundle (IGTF: ca-policy-egi-core, "
@@ -435,103 +404,39 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 		    S("%s", fix_bundle));
 		return;
 	}
-	DIR *dir = opendir(x->ca_dir);
-	if (!dir) {
-		add(d, "ca-dir", "CA directory", ST_FAIL, S("%s: %s", x->ca_dir, strerror(errno)),
-		    S("%s", fix_bundle));
+	time_t now = time(NULL);
+	struct gg_ca_dir_status s;
+	struct gg_err err = {0};
+	if (gg_ca_dir_check(x->ca_dir, now, now + CA_SOON, &s, &err) < 0) {
+		add(d, "ca-dir", "CA directory", ST_FAIL, S("%s", err.msg), S("%s", fix_bundle));
 		return;
 	}
-	time_t now = time(NULL), soon = now + CA_SOON;
-	size_t ncerts = 0, ncrls = 0, nexpired = 0, nsoon = 0, nstale = 0;
-	char first_bad[512] = "", first_stale[512] = "";
-	/* hash.0 and hash.1 may name the same file (old and new subject hashes) */
-	ino_t seen[512];
-	size_t nseen = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		int cert = is_hashed(e->d_name, 0), crl = !cert && is_hashed(e->d_name, 1);
-		if (!cert && !crl)
-			continue;
-		char *p = S("%s/%s", x->ca_dir, e->d_name);
-		struct stat sb;
-		if (!p || stat(p, &sb) < 0) {
-			free(p);
-			continue;
-		}
-		int dup = 0;
-		for (size_t i = 0; i < nseen; i++)
-			dup |= seen[i] == sb.st_ino;
-		if (dup) {
-			free(p);
-			continue;
-		}
-		if (nseen < sizeof seen / sizeof seen[0])
-			seen[nseen++] = sb.st_ino;
-		FILE *f = fopen(p, "r");
-		free(p);
-		if (!f)
-			continue;
-		char when[64];
-		if (cert) {
-			X509 *c = PEM_read_X509(f, NULL, NULL, NULL);
-			if (c) {
-				ncerts++;
-				time_t end = asn1_time(X509_get0_notAfter(c));
-				if (end && end < soon) {
-					end < now ? nexpired++ : nsoon++;
-					if (!first_bad[0]) {
-						char *subj =
-							gg_cred_name_str(X509_get_subject_name(c));
-						fmt_time(end, when, sizeof when);
-						snprintf(first_bad, sizeof first_bad, "%s %s %s",
-							 subj ? subj : e->d_name,
-							 end < now ? "expired on" : "expires on",
-							 when);
-						free(subj);
-					}
-				}
-				X509_free(c);
-			}
-		} else {
-			X509_CRL *c = PEM_read_X509_CRL(f, NULL, NULL, NULL);
-			if (c) {
-				ncrls++;
-				time_t next = asn1_time(X509_CRL_get0_nextUpdate(c));
-				if (next && next < now) {
-					nstale++;
-					if (!first_stale[0]) {
-						fmt_time(next, when, sizeof when);
-						snprintf(first_stale, sizeof first_stale,
-							 "%s was due for renewal on %s", e->d_name,
-							 when);
-					}
-				}
-				X509_CRL_free(c);
-			}
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	if (ncerts == 0)
+	char when[64];
+	if (s.certs == 0) {
 		add(d, "ca-dir", "CA directory", ST_FAIL,
 		    S("%s has no hashed CA certificates (<hash>.0)", x->ca_dir),
 		    S("%s; a directory of PEM files needs 'openssl rehash %s'", fix_bundle,
 		      x->ca_dir));
-	else if (nexpired || nsoon)
+	} else if (s.expired || s.expiring) {
+		fmt_time(s.bad_end, when, sizeof when);
 		add(d, "ca-dir", "CA directory", ST_FAIL,
-		    S("%s: %zu of %zu CA certificates expired or expire within 30 days (%s)",
-		      x->ca_dir, nexpired + nsoon, ncerts, first_bad),
+		    S("%s: %zu of %zu CA certificates expired or expire within 30 days (%s %s %s)",
+		      x->ca_dir, s.expired + s.expiring, s.certs, s.bad_name ? s.bad_name : "?",
+		      s.bad_end < now ? "expired on" : "expires on", when),
 		    S("%s", fix_bundle));
-	else if (nstale)
+	} else if (s.stale) {
+		fmt_time(s.stale_next, when, sizeof when);
 		add(d, "ca-dir", "CA directory", ST_FAIL,
-		    S("%s: %zu of %zu CRLs out of date (%s)", x->ca_dir, nstale, ncrls,
-		      first_stale),
+		    S("%s: %zu of %zu CRLs out of date (%s was due for renewal on %s)", x->ca_dir,
+		      s.stale, s.crls, s.stale_name ? s.stale_name : "?", when),
 		    S("run fetch-crl (and enable its cron job or timer)"));
-	else
+	} else {
 		add(d, "ca-dir", "CA directory", ST_OK,
-		    S("%s: %zu CA certificate%s, %zu CRL%s, all current", x->ca_dir, ncerts,
-		      ncerts == 1 ? "" : "s", ncrls, ncrls == 1 ? "" : "s"),
+		    S("%s: %zu CA certificate%s, %zu CRL%s, all current", x->ca_dir, s.certs,
+		      s.certs == 1 ? "" : "s", s.crls, s.crls == 1 ? "" : "s"),
 		    NULL);
+	}
+	gg_ca_dir_status_clear(&s);
 }
 
 static void check_ce(struct doctor *d, struct ctx *x)

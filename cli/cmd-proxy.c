@@ -6,8 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/provider.h>
-
 #include "cli.h"
 #include "commands.h"
 #include "cred/cred.h"
@@ -238,14 +236,14 @@ static struct gg_token *find_token(struct gg_cli *cli)
 
 /* ---- init ----------------------------------------------------------------------- */
 
-/* Old PKCS#12 files (browser exports) use RC2, which OpenSSL 3 keeps in its
- * legacy provider: loaded for this process, and only for PKCS#12 input.
- * Always "succeeds" (returns 1): without it only such old files fail. */
-static int load_legacy(struct gg_cli *cli, OSSL_PROVIDER **legacy)
+/* Old PKCS#12 files need OpenSSL's legacy provider: loaded for this process, and only
+ * for PKCS#12 input. Always "succeeds" (returns 1): without it only such old files
+ * fail. */
+static int load_legacy(struct gg_cli *cli, struct ossl_provider_st **legacy)
 {
-	if (!*legacy && !(*legacy = OSSL_PROVIDER_try_load(NULL, "legacy", 1)) && cli->verbose)
-		ui_info(cli, "OpenSSL's legacy provider is not available: PKCS#12 files "
-			     "encrypted with RC2 cannot be read");
+	struct gg_err err = {0};
+	if (gg_cred_legacy_load(legacy, &err) < 0 && cli->verbose)
+		ui_info(cli, "%s", err.msg);
 	return 1;
 }
 
@@ -311,7 +309,7 @@ static int proxy_init(struct gg_cli *cli, int argc, char **argv)
 	struct gg_cred_source src = {0};
 	struct gg_cred *user = NULL, *proxy = NULL;
 	struct gg_keygen *kg = NULL;
-	OSSL_PROVIDER *legacy = NULL;
+	struct ossl_provider_st *legacy = NULL;
 	char *out = NULL, *ca_dir = NULL, *pass = NULL;
 	int clipped = 0, rc = EXIT_OK;
 
@@ -393,8 +391,7 @@ out:
 	gg_cred_source_clear(&src);
 	free(out);
 	free(ca_dir);
-	if (legacy)
-		OSSL_PROVIDER_unload(legacy);
+	gg_cred_legacy_unload(legacy);
 	return rc;
 }
 
