@@ -667,81 +667,74 @@ static char *visible_names(const struct gg_gpu_info *info)
 	return buf;
 }
 
-static void check_session(struct doctor *d, struct ctx *x)
+/* The first error NVML reports for a visible GPU or MIG device, or NULL. */
+static const char *first_gpu_error(const struct gg_gpu_info *info)
 {
-	(void)x;
-	const char *sess = getenv("GRIDGPU_SESSION");
-	int in_session = sess && *sess;
-	struct gg_err err = {0};
-	struct gg_gpu *g = NULL;
-	struct gg_gpu_info info;
-	memset(&info, 0, sizeof info);
-	int nvml = gg_gpu_open(NULL, &g, &err);
-	if (nvml == 0) {
-		nvml = gg_gpu_query(g, &info, &err);
-		gg_gpu_close(g);
+	const char *bad = NULL;
+	for (size_t i = 0; i < info->ndevs && !bad; i++) {
+		const struct gg_gpu_dev *dv = &info->devs[i];
+		if (dv->visible && dv->error)
+			bad = dv->error;
+		for (size_t k = 0; k < dv->nmigs && !bad; k++)
+			if (dv->migs[k].visible && dv->migs[k].error)
+				bad = dv->migs[k].error;
 	}
-	if (!in_session && nvml == GG_ENOTFOUND) {
-		const char *why =
-			"not inside a session (GRIDGPU_SESSION unset) and no NVIDIA driver "
-			"here";
-		add(d, "gpu", "GPU visible", ST_SKIP, S("%s", why), NULL);
-		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP, S("%s", why), NULL);
-		add(d, "container", "container runtime", ST_SKIP, S("%s", why), NULL);
-		add(d, "gpu-alloc", "GPU allocation", ST_SKIP, S("%s", why), NULL);
-		return;
-	}
+	return bad;
+}
+
+/* GPU visible: 1 when this process has a usable one. */
+static int check_gpu_visible(struct doctor *d, int nvml, const struct gg_gpu_info *info,
+			     const struct gg_err *err)
+{
 	char cv[16];
-	int usable = 0;
-	/* GPU visible */
 	if (nvml < 0) {
-		add(d, "gpu", "GPU visible", ST_FAIL, S("%s", err.msg),
+		add(d, "gpu", "GPU visible", ST_FAIL, S("%s", err->msg),
 		    nvml == GG_ENOTFOUND
 			    ? S("this job runs on a node without the NVIDIA driver, or in a container "
 				"started without --nv: request GPUs ('gridgpu request --gpus 1') on "
 				"a site whose gpu_queue has them")
 			    : S("NVML does not answer: tell the site (nvidia-smi on the node shows "
 				"the same)"));
-	} else if (info.nvisible == 0) {
+		return 0;
+	}
+	if (info->nvisible == 0) {
 		add(d, "gpu", "GPU visible", ST_FAIL,
 		    S("%zu NVIDIA device%s on this node, none usable by this process%s%s%s",
-		      info.ndevs, info.ndevs == 1 ? "" : "s",
-		      info.cvd ? " (CUDA_VISIBLE_DEVICES=" : "", info.cvd ? info.cvd : "",
-		      info.cvd ? ")" : ""),
-		    info.ndevs
+		      info->ndevs, info->ndevs == 1 ? "" : "s",
+		      info->cvd ? " (CUDA_VISIBLE_DEVICES=" : "", info->cvd ? info->cvd : "",
+		      info->cvd ? ")" : ""),
+		    info->ndevs
 			    ? S("the batch system sets CUDA_VISIBLE_DEVICES to the GPUs it gave "
 				"the job: ask for some with 'gridgpu request --gpus N' (or --mig "
 				"PROFILE)%s%s",
-				info.cvd_note ? "; " : "", info.cvd_note ? info.cvd_note : "")
+				info->cvd_note ? "; " : "", info->cvd_note ? info->cvd_note : "")
 			    : S("request GPUs ('gridgpu request --gpus 1') on a GPU queue"));
-	} else {
-		const char *bad = NULL;
-		for (size_t i = 0; i < info.ndevs && !bad; i++) {
-			const struct gg_gpu_dev *dv = &info.devs[i];
-			if (dv->visible && dv->error)
-				bad = dv->error;
-			for (size_t k = 0; k < dv->nmigs && !bad; k++)
-				if (dv->migs[k].visible && dv->migs[k].error)
-					bad = dv->migs[k].error;
-		}
-		char *names = visible_names(&info);
-		if (bad)
-			add(d, "gpu", "GPU visible", ST_FAIL,
-			    S("%zu usable (%s), but NVML reports %s", info.nvisible,
-			      names ? names : "?", bad),
-			    S("the GPU reports errors: tell the site (nvidia-smi -q on the node) and "
-			      "try another node"));
-		else
-			add(d, "gpu", "GPU visible", ST_OK,
-			    S("%zu usable: %s (driver %s, CUDA %s)", info.nvisible,
-			      names ? names : "?", info.driver[0] ? info.driver : "?",
-			      gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv)),
-			    NULL);
-		usable = 1;
-		free(names);
+		return 0;
 	}
-	/* driver vs runtime */
-	char rt[64];
+	const char *bad = first_gpu_error(info);
+	char *names = visible_names(info);
+	if (bad)
+		add(d, "gpu", "GPU visible", ST_FAIL,
+		    S("%zu usable (%s), but NVML reports %s", info->nvisible, names ? names : "?",
+		      bad),
+		    S("the GPU reports errors: tell the site (nvidia-smi -q on the node) and "
+		      "try another node"));
+	else
+		add(d, "gpu", "GPU visible", ST_OK,
+		    S("%zu usable: %s (driver %s, CUDA %s)", info->nvisible, names ? names : "?",
+		      info->driver[0] ? info->driver : "?",
+		      gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv)),
+		    NULL);
+	free(names);
+	return 1;
+}
+
+/* Driver vs runtime: does the driver support the CUDA the environment needs? */
+static void check_cuda_compat(struct doctor *d, int nvml, const struct gg_gpu_info *info)
+{
+	char cv[16], rt[64];
+	/* the hint below shows it too: made before the arguments are evaluated */
+	gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv);
 	const char *src = NULL;
 	struct gg_err e2 = {0};
 	int rrc = gg_gpu_cuda_runtime(rt, sizeof rt, &src, &e2);
@@ -751,26 +744,29 @@ static void check_session(struct doctor *d, struct ctx *x)
 	else if (rrc < 0)
 		add(d, "cuda-compat", "driver vs CUDA", ST_FAIL, S("%s", e2.msg),
 		    S("set CUDA_VERSION to the CUDA version of the image (e.g. 12.4.1)"));
-	else if (nvml < 0 || !info.cuda_driver)
+	else if (nvml < 0 || !info->cuda_driver)
 		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP,
 		    S("the environment needs CUDA %s (%s); no driver version to compare", rt, src),
 		    NULL);
 	else if (gg_gpu_version_parse(rt, &maj, &min) == 0 &&
-		 gg_gpu_driver_supports(info.cuda_driver, maj, min))
+		 gg_gpu_driver_supports(info->cuda_driver, maj, min))
 		add(d, "cuda-compat", "driver vs CUDA", ST_OK,
-		    S("driver %s supports CUDA %s, the environment needs %s (%s)", info.driver,
-		      gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv), rt, src),
+		    S("driver %s supports CUDA %s, the environment needs %s (%s)", info->driver,
+		      gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv), rt, src),
 		    NULL);
 	else
 		add(d, "cuda-compat", "driver vs CUDA", ST_FAIL,
 		    S("driver %s supports CUDA up to %s, the environment needs %s (%s)",
-		      info.driver, gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv), rt,
+		      info->driver, gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv), rt,
 		      src),
 		    S("use an image built for CUDA %s or older, or a site or queue with a newer "
 		      "driver; within one major version CUDA's minor version compatibility may "
 		      "still run code that needs no PTX JIT",
 		      cv));
-	/* container runtime */
+}
+
+static void check_container(struct doctor *d, int in_session, int usable)
+{
 	const char *inside = getenv("APPTAINER_CONTAINER");
 	if (!inside || !*inside)
 		inside = getenv("SINGULARITY_CONTAINER");
@@ -805,31 +801,65 @@ static void check_session(struct doctor *d, struct ctx *x)
 			    NULL);
 		}
 	}
-	/* a tiny allocation */
+}
+
+/* A tiny allocation on the first usable GPU. */
+static void check_gpu_alloc(struct doctor *d, int usable)
+{
 	if (!usable) {
 		add(d, "gpu-alloc", "GPU allocation", ST_SKIP, S("no usable GPU"), NULL);
-	} else {
-		struct gg_gpu_cuda_probe p;
-		struct gg_err e3 = {0};
-		int prc = gg_gpu_cuda_probe(NULL, 0, &p, &e3);
-		if (prc == 0) {
-			char sz[32];
-			add(d, "gpu-alloc", "GPU allocation", ST_OK,
-			    S("%s written to and read back from %s (CUDA device 0 of %d) in %.0f ms",
-			      gg_size_format(p.bytes, sz, sizeof sz), p.device[0] ? p.device : "?",
-			      p.devices, p.ms),
-			    NULL);
-		} else if (prc == GG_ENOTFOUND) {
-			add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
-			    S("the driver's libcuda.so.1 must be visible: inside a container start "
-			      "it with --nv (apptainer exec --nv), or add its directory to "
-			      "LD_LIBRARY_PATH"));
-		} else {
-			add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
-			    S("the GPU does not work from this process: tell the site (the node's "
-			      "driver or GPU is at fault) and try another node"));
-		}
+		return;
 	}
+	struct gg_gpu_cuda_probe p;
+	struct gg_err e3 = {0};
+	int prc = gg_gpu_cuda_probe(NULL, 0, &p, &e3);
+	if (prc == 0) {
+		char sz[32];
+		add(d, "gpu-alloc", "GPU allocation", ST_OK,
+		    S("%s written to and read back from %s (CUDA device 0 of %d) in %.0f ms",
+		      gg_size_format(p.bytes, sz, sizeof sz), p.device[0] ? p.device : "?",
+		      p.devices, p.ms),
+		    NULL);
+	} else if (prc == GG_ENOTFOUND) {
+		add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
+		    S("the driver's libcuda.so.1 must be visible: inside a container start "
+		      "it with --nv (apptainer exec --nv), or add its directory to "
+		      "LD_LIBRARY_PATH"));
+	} else {
+		add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
+		    S("the GPU does not work from this process: tell the site (the node's "
+		      "driver or GPU is at fault) and try another node"));
+	}
+}
+
+static void check_session(struct doctor *d, struct ctx *x)
+{
+	(void)x;
+	const char *sess = getenv("GRIDGPU_SESSION");
+	int in_session = sess && *sess;
+	struct gg_err err = {0};
+	struct gg_gpu *g = NULL;
+	struct gg_gpu_info info;
+	memset(&info, 0, sizeof info);
+	int nvml = gg_gpu_open(NULL, &g, &err);
+	if (nvml == 0) {
+		nvml = gg_gpu_query(g, &info, &err);
+		gg_gpu_close(g);
+	}
+	if (!in_session && nvml == GG_ENOTFOUND) {
+		const char *why =
+			"not inside a session (GRIDGPU_SESSION unset) and no NVIDIA driver "
+			"here";
+		add(d, "gpu", "GPU visible", ST_SKIP, S("%s", why), NULL);
+		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP, S("%s", why), NULL);
+		add(d, "container", "container runtime", ST_SKIP, S("%s", why), NULL);
+		add(d, "gpu-alloc", "GPU allocation", ST_SKIP, S("%s", why), NULL);
+		return;
+	}
+	int usable = check_gpu_visible(d, nvml, &info, &err);
+	check_cuda_compat(d, nvml, &info);
+	check_container(d, in_session, usable);
+	check_gpu_alloc(d, usable);
 	gg_gpu_info_clear(&info);
 }
 
