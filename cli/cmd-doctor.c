@@ -4,7 +4,6 @@
  * session (or wherever NVML answers) the GPU itself, the driver against the
  * CUDA runtime, the container runtime and a tiny allocation on the GPU.
  * Exit 0 when nothing failed, 1 otherwise. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,9 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include "cli.h"
 #include "ssh/ssh.h"
@@ -222,14 +218,6 @@ static void fmt_time(time_t t, char *b, size_t n)
 	strftime(b, n, "%Y-%m-%d %H:%M UTC", &tm);
 }
 
-static time_t asn1_time(const ASN1_TIME *a)
-{
-	struct tm tm;
-	if (!a || ASN1_TIME_to_tm(a, &tm) != 1)
-		return 0;
-	return timegm(&tm);
-}
-
 /* ---- the checks --------------------------------------------------------------- */
 
 struct ctx {
@@ -407,25 +395,6 @@ static void check_token(struct doctor *d, struct ctx *x)
 	gg_token_free(t);
 }
 
-static int is_hashed(const char *name, int crl)
-{
-	size_t i = 0;
-	for (; i < 8; i++)
-		if (!strchr("0123456789abcdef", name[i]) || !name[i])
-			return 0;
-	if (name[8] != '.')
-		return 0;
-	const char *p = name + 9;
-	if (crl && *p++ != 'r')
-		return 0;
-	if (!*p)
-		return 0;
-	for (; *p; p++)
-		if (*p < '0' || *p > '9')
-			return 0;
-	return 1;
-}
-
 static void check_ca_dir(struct doctor *d, struct ctx *x)
 {
 	const char *fix_bundle = "install or update the grid CA bundle (IGTF: ca-policy-egi-core, "
@@ -435,103 +404,39 @@ static void check_ca_dir(struct doctor *d, struct ctx *x)
 		    S("%s", fix_bundle));
 		return;
 	}
-	DIR *dir = opendir(x->ca_dir);
-	if (!dir) {
-		add(d, "ca-dir", "CA directory", ST_FAIL, S("%s: %s", x->ca_dir, strerror(errno)),
-		    S("%s", fix_bundle));
+	time_t now = time(NULL);
+	struct gg_ca_dir_status s;
+	struct gg_err err = {0};
+	if (gg_ca_dir_check(x->ca_dir, now, now + CA_SOON, &s, &err) < 0) {
+		add(d, "ca-dir", "CA directory", ST_FAIL, S("%s", err.msg), S("%s", fix_bundle));
 		return;
 	}
-	time_t now = time(NULL), soon = now + CA_SOON;
-	size_t ncerts = 0, ncrls = 0, nexpired = 0, nsoon = 0, nstale = 0;
-	char first_bad[512] = "", first_stale[512] = "";
-	/* hash.0 and hash.1 may name the same file (old and new subject hashes) */
-	ino_t seen[512];
-	size_t nseen = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		int cert = is_hashed(e->d_name, 0), crl = !cert && is_hashed(e->d_name, 1);
-		if (!cert && !crl)
-			continue;
-		char *p = S("%s/%s", x->ca_dir, e->d_name);
-		struct stat sb;
-		if (!p || stat(p, &sb) < 0) {
-			free(p);
-			continue;
-		}
-		int dup = 0;
-		for (size_t i = 0; i < nseen; i++)
-			dup |= seen[i] == sb.st_ino;
-		if (dup) {
-			free(p);
-			continue;
-		}
-		if (nseen < sizeof seen / sizeof seen[0])
-			seen[nseen++] = sb.st_ino;
-		FILE *f = fopen(p, "r");
-		free(p);
-		if (!f)
-			continue;
-		char when[64];
-		if (cert) {
-			X509 *c = PEM_read_X509(f, NULL, NULL, NULL);
-			if (c) {
-				ncerts++;
-				time_t end = asn1_time(X509_get0_notAfter(c));
-				if (end && end < soon) {
-					end < now ? nexpired++ : nsoon++;
-					if (!first_bad[0]) {
-						char *subj =
-							gg_cred_name_str(X509_get_subject_name(c));
-						fmt_time(end, when, sizeof when);
-						snprintf(first_bad, sizeof first_bad, "%s %s %s",
-							 subj ? subj : e->d_name,
-							 end < now ? "expired on" : "expires on",
-							 when);
-						free(subj);
-					}
-				}
-				X509_free(c);
-			}
-		} else {
-			X509_CRL *c = PEM_read_X509_CRL(f, NULL, NULL, NULL);
-			if (c) {
-				ncrls++;
-				time_t next = asn1_time(X509_CRL_get0_nextUpdate(c));
-				if (next && next < now) {
-					nstale++;
-					if (!first_stale[0]) {
-						fmt_time(next, when, sizeof when);
-						snprintf(first_stale, sizeof first_stale,
-							 "%s was due for renewal on %s", e->d_name,
-							 when);
-					}
-				}
-				X509_CRL_free(c);
-			}
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	if (ncerts == 0)
+	char when[64];
+	if (s.certs == 0) {
 		add(d, "ca-dir", "CA directory", ST_FAIL,
 		    S("%s has no hashed CA certificates (<hash>.0)", x->ca_dir),
 		    S("%s; a directory of PEM files needs 'openssl rehash %s'", fix_bundle,
 		      x->ca_dir));
-	else if (nexpired || nsoon)
+	} else if (s.expired || s.expiring) {
+		fmt_time(s.bad_end, when, sizeof when);
 		add(d, "ca-dir", "CA directory", ST_FAIL,
-		    S("%s: %zu of %zu CA certificates expired or expire within 30 days (%s)",
-		      x->ca_dir, nexpired + nsoon, ncerts, first_bad),
+		    S("%s: %zu of %zu CA certificates expired or expire within 30 days (%s %s %s)",
+		      x->ca_dir, s.expired + s.expiring, s.certs, s.bad_name ? s.bad_name : "?",
+		      s.bad_end < now ? "expired on" : "expires on", when),
 		    S("%s", fix_bundle));
-	else if (nstale)
+	} else if (s.stale) {
+		fmt_time(s.stale_next, when, sizeof when);
 		add(d, "ca-dir", "CA directory", ST_FAIL,
-		    S("%s: %zu of %zu CRLs out of date (%s)", x->ca_dir, nstale, ncrls,
-		      first_stale),
+		    S("%s: %zu of %zu CRLs out of date (%s was due for renewal on %s)", x->ca_dir,
+		      s.stale, s.crls, s.stale_name ? s.stale_name : "?", when),
 		    S("run fetch-crl (and enable its cron job or timer)"));
-	else
+	} else {
 		add(d, "ca-dir", "CA directory", ST_OK,
-		    S("%s: %zu CA certificate%s, %zu CRL%s, all current", x->ca_dir, ncerts,
-		      ncerts == 1 ? "" : "s", ncrls, ncrls == 1 ? "" : "s"),
+		    S("%s: %zu CA certificate%s, %zu CRL%s, all current", x->ca_dir, s.certs,
+		      s.certs == 1 ? "" : "s", s.crls, s.crls == 1 ? "" : "s"),
 		    NULL);
+	}
+	gg_ca_dir_status_clear(&s);
 }
 
 static void check_ce(struct doctor *d, struct ctx *x)
@@ -762,81 +667,74 @@ static char *visible_names(const struct gg_gpu_info *info)
 	return buf;
 }
 
-static void check_session(struct doctor *d, struct ctx *x)
+/* The first error NVML reports for a visible GPU or MIG device, or NULL. */
+static const char *first_gpu_error(const struct gg_gpu_info *info)
 {
-	(void)x;
-	const char *sess = getenv("GRIDGPU_SESSION");
-	int in_session = sess && *sess;
-	struct gg_err err = {0};
-	struct gg_gpu *g = NULL;
-	struct gg_gpu_info info;
-	memset(&info, 0, sizeof info);
-	int nvml = gg_gpu_open(NULL, &g, &err);
-	if (nvml == 0) {
-		nvml = gg_gpu_query(g, &info, &err);
-		gg_gpu_close(g);
+	const char *bad = NULL;
+	for (size_t i = 0; i < info->ndevs && !bad; i++) {
+		const struct gg_gpu_dev *dv = &info->devs[i];
+		if (dv->visible && dv->error)
+			bad = dv->error;
+		for (size_t k = 0; k < dv->nmigs && !bad; k++)
+			if (dv->migs[k].visible && dv->migs[k].error)
+				bad = dv->migs[k].error;
 	}
-	if (!in_session && nvml == GG_ENOTFOUND) {
-		const char *why =
-			"not inside a session (GRIDGPU_SESSION unset) and no NVIDIA driver "
-			"here";
-		add(d, "gpu", "GPU visible", ST_SKIP, S("%s", why), NULL);
-		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP, S("%s", why), NULL);
-		add(d, "container", "container runtime", ST_SKIP, S("%s", why), NULL);
-		add(d, "gpu-alloc", "GPU allocation", ST_SKIP, S("%s", why), NULL);
-		return;
-	}
+	return bad;
+}
+
+/* GPU visible: 1 when this process has a usable one. */
+static int check_gpu_visible(struct doctor *d, int nvml, const struct gg_gpu_info *info,
+			     const struct gg_err *err)
+{
 	char cv[16];
-	int usable = 0;
-	/* GPU visible */
 	if (nvml < 0) {
-		add(d, "gpu", "GPU visible", ST_FAIL, S("%s", err.msg),
+		add(d, "gpu", "GPU visible", ST_FAIL, S("%s", err->msg),
 		    nvml == GG_ENOTFOUND
 			    ? S("this job runs on a node without the NVIDIA driver, or in a container "
 				"started without --nv: request GPUs ('gridgpu request --gpus 1') on "
 				"a site whose gpu_queue has them")
 			    : S("NVML does not answer: tell the site (nvidia-smi on the node shows "
 				"the same)"));
-	} else if (info.nvisible == 0) {
+		return 0;
+	}
+	if (info->nvisible == 0) {
 		add(d, "gpu", "GPU visible", ST_FAIL,
 		    S("%zu NVIDIA device%s on this node, none usable by this process%s%s%s",
-		      info.ndevs, info.ndevs == 1 ? "" : "s",
-		      info.cvd ? " (CUDA_VISIBLE_DEVICES=" : "", info.cvd ? info.cvd : "",
-		      info.cvd ? ")" : ""),
-		    info.ndevs
+		      info->ndevs, info->ndevs == 1 ? "" : "s",
+		      info->cvd ? " (CUDA_VISIBLE_DEVICES=" : "", info->cvd ? info->cvd : "",
+		      info->cvd ? ")" : ""),
+		    info->ndevs
 			    ? S("the batch system sets CUDA_VISIBLE_DEVICES to the GPUs it gave "
 				"the job: ask for some with 'gridgpu request --gpus N' (or --mig "
 				"PROFILE)%s%s",
-				info.cvd_note ? "; " : "", info.cvd_note ? info.cvd_note : "")
+				info->cvd_note ? "; " : "", info->cvd_note ? info->cvd_note : "")
 			    : S("request GPUs ('gridgpu request --gpus 1') on a GPU queue"));
-	} else {
-		const char *bad = NULL;
-		for (size_t i = 0; i < info.ndevs && !bad; i++) {
-			const struct gg_gpu_dev *dv = &info.devs[i];
-			if (dv->visible && dv->error)
-				bad = dv->error;
-			for (size_t k = 0; k < dv->nmigs && !bad; k++)
-				if (dv->migs[k].visible && dv->migs[k].error)
-					bad = dv->migs[k].error;
-		}
-		char *names = visible_names(&info);
-		if (bad)
-			add(d, "gpu", "GPU visible", ST_FAIL,
-			    S("%zu usable (%s), but NVML reports %s", info.nvisible,
-			      names ? names : "?", bad),
-			    S("the GPU reports errors: tell the site (nvidia-smi -q on the node) and "
-			      "try another node"));
-		else
-			add(d, "gpu", "GPU visible", ST_OK,
-			    S("%zu usable: %s (driver %s, CUDA %s)", info.nvisible,
-			      names ? names : "?", info.driver[0] ? info.driver : "?",
-			      gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv)),
-			    NULL);
-		usable = 1;
-		free(names);
+		return 0;
 	}
-	/* driver vs runtime */
-	char rt[64];
+	const char *bad = first_gpu_error(info);
+	char *names = visible_names(info);
+	if (bad)
+		add(d, "gpu", "GPU visible", ST_FAIL,
+		    S("%zu usable (%s), but NVML reports %s", info->nvisible, names ? names : "?",
+		      bad),
+		    S("the GPU reports errors: tell the site (nvidia-smi -q on the node) and "
+		      "try another node"));
+	else
+		add(d, "gpu", "GPU visible", ST_OK,
+		    S("%zu usable: %s (driver %s, CUDA %s)", info->nvisible, names ? names : "?",
+		      info->driver[0] ? info->driver : "?",
+		      gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv)),
+		    NULL);
+	free(names);
+	return 1;
+}
+
+/* Driver vs runtime: does the driver support the CUDA the environment needs? */
+static void check_cuda_compat(struct doctor *d, int nvml, const struct gg_gpu_info *info)
+{
+	char cv[16], rt[64];
+	/* the hint below shows it too: made before the arguments are evaluated */
+	gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv);
 	const char *src = NULL;
 	struct gg_err e2 = {0};
 	int rrc = gg_gpu_cuda_runtime(rt, sizeof rt, &src, &e2);
@@ -846,26 +744,29 @@ static void check_session(struct doctor *d, struct ctx *x)
 	else if (rrc < 0)
 		add(d, "cuda-compat", "driver vs CUDA", ST_FAIL, S("%s", e2.msg),
 		    S("set CUDA_VERSION to the CUDA version of the image (e.g. 12.4.1)"));
-	else if (nvml < 0 || !info.cuda_driver)
+	else if (nvml < 0 || !info->cuda_driver)
 		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP,
 		    S("the environment needs CUDA %s (%s); no driver version to compare", rt, src),
 		    NULL);
 	else if (gg_gpu_version_parse(rt, &maj, &min) == 0 &&
-		 gg_gpu_driver_supports(info.cuda_driver, maj, min))
+		 gg_gpu_driver_supports(info->cuda_driver, maj, min))
 		add(d, "cuda-compat", "driver vs CUDA", ST_OK,
-		    S("driver %s supports CUDA %s, the environment needs %s (%s)", info.driver,
-		      gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv), rt, src),
+		    S("driver %s supports CUDA %s, the environment needs %s (%s)", info->driver,
+		      gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv), rt, src),
 		    NULL);
 	else
 		add(d, "cuda-compat", "driver vs CUDA", ST_FAIL,
 		    S("driver %s supports CUDA up to %s, the environment needs %s (%s)",
-		      info.driver, gg_gpu_cuda_version_str(info.cuda_driver, cv, sizeof cv), rt,
+		      info->driver, gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv), rt,
 		      src),
 		    S("use an image built for CUDA %s or older, or a site or queue with a newer "
 		      "driver; within one major version CUDA's minor version compatibility may "
 		      "still run code that needs no PTX JIT",
 		      cv));
-	/* container runtime */
+}
+
+static void check_container(struct doctor *d, int in_session, int usable)
+{
 	const char *inside = getenv("APPTAINER_CONTAINER");
 	if (!inside || !*inside)
 		inside = getenv("SINGULARITY_CONTAINER");
@@ -900,31 +801,65 @@ static void check_session(struct doctor *d, struct ctx *x)
 			    NULL);
 		}
 	}
-	/* a tiny allocation */
+}
+
+/* A tiny allocation on the first usable GPU. */
+static void check_gpu_alloc(struct doctor *d, int usable)
+{
 	if (!usable) {
 		add(d, "gpu-alloc", "GPU allocation", ST_SKIP, S("no usable GPU"), NULL);
-	} else {
-		struct gg_gpu_cuda_probe p;
-		struct gg_err e3 = {0};
-		int prc = gg_gpu_cuda_probe(NULL, 0, &p, &e3);
-		if (prc == 0) {
-			char sz[32];
-			add(d, "gpu-alloc", "GPU allocation", ST_OK,
-			    S("%s written to and read back from %s (CUDA device 0 of %d) in %.0f ms",
-			      gg_size_format(p.bytes, sz, sizeof sz), p.device[0] ? p.device : "?",
-			      p.devices, p.ms),
-			    NULL);
-		} else if (prc == GG_ENOTFOUND) {
-			add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
-			    S("the driver's libcuda.so.1 must be visible: inside a container start "
-			      "it with --nv (apptainer exec --nv), or add its directory to "
-			      "LD_LIBRARY_PATH"));
-		} else {
-			add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
-			    S("the GPU does not work from this process: tell the site (the node's "
-			      "driver or GPU is at fault) and try another node"));
-		}
+		return;
 	}
+	struct gg_gpu_cuda_probe p;
+	struct gg_err e3 = {0};
+	int prc = gg_gpu_cuda_probe(NULL, 0, &p, &e3);
+	if (prc == 0) {
+		char sz[32];
+		add(d, "gpu-alloc", "GPU allocation", ST_OK,
+		    S("%s written to and read back from %s (CUDA device 0 of %d) in %.0f ms",
+		      gg_size_format(p.bytes, sz, sizeof sz), p.device[0] ? p.device : "?",
+		      p.devices, p.ms),
+		    NULL);
+	} else if (prc == GG_ENOTFOUND) {
+		add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
+		    S("the driver's libcuda.so.1 must be visible: inside a container start "
+		      "it with --nv (apptainer exec --nv), or add its directory to "
+		      "LD_LIBRARY_PATH"));
+	} else {
+		add(d, "gpu-alloc", "GPU allocation", ST_FAIL, S("%s", e3.msg),
+		    S("the GPU does not work from this process: tell the site (the node's "
+		      "driver or GPU is at fault) and try another node"));
+	}
+}
+
+static void check_session(struct doctor *d, struct ctx *x)
+{
+	(void)x;
+	const char *sess = getenv("GRIDGPU_SESSION");
+	int in_session = sess && *sess;
+	struct gg_err err = {0};
+	struct gg_gpu *g = NULL;
+	struct gg_gpu_info info;
+	memset(&info, 0, sizeof info);
+	int nvml = gg_gpu_open(NULL, &g, &err);
+	if (nvml == 0) {
+		nvml = gg_gpu_query(g, &info, &err);
+		gg_gpu_close(g);
+	}
+	if (!in_session && nvml == GG_ENOTFOUND) {
+		const char *why =
+			"not inside a session (GRIDGPU_SESSION unset) and no NVIDIA driver "
+			"here";
+		add(d, "gpu", "GPU visible", ST_SKIP, S("%s", why), NULL);
+		add(d, "cuda-compat", "driver vs CUDA", ST_SKIP, S("%s", why), NULL);
+		add(d, "container", "container runtime", ST_SKIP, S("%s", why), NULL);
+		add(d, "gpu-alloc", "GPU allocation", ST_SKIP, S("%s", why), NULL);
+		return;
+	}
+	int usable = check_gpu_visible(d, nvml, &info, &err);
+	check_cuda_compat(d, nvml, &info);
+	check_container(d, in_session, usable);
+	check_gpu_alloc(d, usable);
 	gg_gpu_info_clear(&info);
 }
 

@@ -1,7 +1,6 @@
 /* gridgpu freeze: a sandbox directory, tar stream or OCI image into a SIF image. */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -10,6 +9,7 @@
 
 #include "cli.h"
 #include "ctx.h"
+#include "interrupt.h"
 #include "ssh/ssh.h"
 #include "commands.h"
 #include "gpu/gpu.h"
@@ -48,15 +48,6 @@ const struct gg_opt cmd_freeze_opts[] = {
 	OPT_END,
 };
 
-/* ---- signals: the library polls the flag through the cancel callback -------------- */
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
 struct ctx {
 	struct gg_cli *cli;
 	int bar;   /* draw the progress bar */
@@ -64,12 +55,6 @@ struct ctx {
 	struct timespec start;
 	int cols;
 };
-
-static int cancel_cb(void *ud)
-{
-	(void)ud;
-	return stop_signal != 0;
-}
 
 static void clear_bar(struct ctx *c)
 {
@@ -208,17 +193,6 @@ static char *gpu_provenance(struct gg_cli *cli)
 	return s;
 }
 
-static int parse_uint(const char *s, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* The sandbox on a session's node, as a tar stream: libssh2 through the site's
  * jump hosts (the session's host key pinned, its own key) runs "tar -cf - ."
  * there, and its output is read from a pipe. */
@@ -308,279 +282,310 @@ static int finish_session_tar(struct session_src *src, int abort, int *status, c
 	return rc;
 }
 
-int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
+/* ---- the command ------------------------------------------------------------------ */
+
+struct freeze_job {
+	struct gg_freeze_opts o;
+	const char **labels;
+	size_t nlabels;
+	const char *session, *rpath; /* --session NAME --path DIR */
+	const char *final_output;    /* with --session: -o, written under tmp_out first */
+	char *tmp_out, *session_label, *gpus;
+	struct session_src src;
+};
+
+static int add_label(struct freeze_job *j, const char *label)
 {
-	struct gg_freeze_opts o = {.input_fd = STDIN_FILENO, .tool_version = GG_VERSION};
-	const char **labels = NULL;
-	char *gpus = NULL;
-	const char *session = NULL, *rpath = NULL;
-	char *tmp_out = NULL, *session_label = NULL;
-	struct session_src src = {0};
-	const char *final_output = NULL;
-	size_t nlabels = 0;
-	int c, rc = EXIT_OK;
-	long v;
-	while ((c = cli_next_opt(cli, argc, argv, cmd_freeze_opts)) > 0) {
-		switch (c) {
-		case O_OUTPUT: o.output = cli->optarg; break;
-		case O_FORCE: o.force = 1; break;
-		case O_SESSION: session = cli->optarg; break;
-		case O_REMOTE_PATH: rpath = cli->optarg; break;
-		case O_NO_REPRO: o.no_reproducible = 1; break;
-		case O_SKIP: o.skip_unreadable = 1; break;
-		case O_LEVEL:
-			if (parse_uint(cli->optarg, 22, &v) < 0 || v == 0) {
-				rc = ui_usage(cli, "--level '%s': expected a number (gzip 1-12)",
-					      cli->optarg);
-				goto out;
-			}
-			o.level = (int)v;
-			break;
-		case O_JOBS:
-			if (parse_uint(cli->optarg, 1024, &v) < 0 || v == 0) {
-				rc = ui_usage(cli, "--jobs '%s': expected a number of threads",
-					      cli->optarg);
-				goto out;
-			}
-			o.jobs = (unsigned)v;
-			break;
-		case O_COMP:
-			o.comp = gg_image_comp_parse(cli->optarg);
-			if (!o.comp) {
-				rc = ui_usage(cli, "--comp '%s': expected gzip, zstd, xz or lz4",
-					      cli->optarg);
-				goto out;
-			}
-			break;
-		case O_FORMAT:
-			if (!strcmp(cli->optarg, "dir"))
-				o.format = GG_IMAGE_DIR;
-			else if (!strcmp(cli->optarg, "tar"))
-				o.format = GG_IMAGE_TAR;
-			else if (!strcmp(cli->optarg, "oci"))
-				o.format = GG_IMAGE_OCI;
-			else {
-				rc = ui_usage(cli, "--format '%s': expected dir, tar or oci",
-					      cli->optarg);
-				goto out;
-			}
-			break;
-		case O_LABEL: {
-			if (!strchr(cli->optarg, '=') || cli->optarg[0] == '=') {
-				rc = ui_usage(cli, "--label '%s': expected KEY=VALUE", cli->optarg);
-				goto out;
-			}
-			const char **nl = realloc(labels, (nlabels + 1) * sizeof *nl);
-			if (!nl) {
-				rc = EXIT_FAIL;
-				goto out;
-			}
-			labels = nl;
-			labels[nlabels++] = cli->optarg;
-			break;
-		}
-		}
-	}
-	if (c < 0) {
-		rc = c == -2 ? EXIT_OK : EXIT_USAGE;
-		goto out;
-	}
-	if (argc - cli->optind != (session ? 0 : 1)) {
-		rc = ui_usage(cli,
-			      session ? "freeze --session NAME --path DIR takes no SANDBOX"
-				      : "freeze: expected one SANDBOX (a directory, a tar, an OCI "
-					"image or - for a tar on standard input)");
-		goto out;
-	}
-	if (!o.output) {
-		rc = ui_usage(cli, "freeze: -o IMAGE.sif is required");
-		goto out;
-	}
-	if (!session != !rpath) {
-		rc = ui_usage(cli, "--session NAME and --path DIR go together");
-		goto out;
-	}
-	o.source = session ? "-" : argv[cli->optind];
-	if (session) {
-		/* The sandbox stays on the node: stream it as a tar over ssh (through
-		 * the jump hosts, host key pinned) into the same pipeline. */
-		if (access(o.output, F_OK) == 0 && !o.force) {
-			struct gg_err e = {0};
-			gg_err_set(&e, GG_EUSAGE, "'%s' exists: use --force to replace it",
-				   o.output);
-			rc = ui_fail(cli, &e, "freeze");
-			goto out;
-		}
-		int fd = -1;
-		rc = start_session_tar(cli, session, rpath, &fd, &src);
-		if (rc)
-			goto out;
-		o.input_fd = fd;
-		o.format = GG_IMAGE_TAR;
-		/* Written under another name, renamed only once ssh and tar said
-		 * the stream was whole. */
-		tmp_out = gg_strdup_printf("%s.session.%ld", o.output, (long)getpid());
-		session_label = gg_strdup_printf(SOURCE_LABEL "session %s:%s", session, rpath);
-		const char **nl = realloc(labels, (nlabels + 1) * sizeof *nl);
-		if (!tmp_out || !session_label || !nl) {
+	const char **nl = realloc(j->labels, (j->nlabels + 1) * sizeof *nl);
+	if (!nl)
+		return -1;
+	j->labels = nl;
+	j->labels[j->nlabels++] = label;
+	return 0;
+}
+
+static int parse_format(struct gg_cli *cli, struct gg_freeze_opts *o)
+{
+	if (!strcmp(cli->optarg, "dir"))
+		o->format = GG_IMAGE_DIR;
+	else if (!strcmp(cli->optarg, "tar"))
+		o->format = GG_IMAGE_TAR;
+	else if (!strcmp(cli->optarg, "oci"))
+		o->format = GG_IMAGE_OCI;
+	else
+		return ui_usage(cli, "--format '%s': expected dir, tar or oci", cli->optarg);
+	return 0;
+}
+
+/* One option: 0, or the exit code after saying what is wrong. */
+static int parse_option(struct gg_cli *cli, int c, struct freeze_job *j)
+{
+	struct gg_freeze_opts *o = &j->o;
+	int v, rc = 0;
+	switch (c) {
+	case O_OUTPUT: o->output = cli->optarg; break;
+	case O_FORCE: o->force = 1; break;
+	case O_SESSION: j->session = cli->optarg; break;
+	case O_REMOTE_PATH: j->rpath = cli->optarg; break;
+	case O_NO_REPRO: o->no_reproducible = 1; break;
+	case O_SKIP: o->skip_unreadable = 1; break;
+	case O_LEVEL:
+		if (!(rc = cli_opt_int(cli, 1, 22, &v)))
+			o->level = v;
+		break;
+	case O_JOBS:
+		if (!(rc = cli_opt_int(cli, 1, 1024, &v)))
+			o->jobs = (unsigned)v;
+		break;
+	case O_COMP:
+		if (!(o->comp = gg_image_comp_parse(cli->optarg)))
+			rc = ui_usage(cli, "--comp '%s': expected gzip, zstd, xz or lz4",
+				      cli->optarg);
+		break;
+	case O_FORMAT: rc = parse_format(cli, o); break;
+	case O_LABEL:
+		if (!strchr(cli->optarg, '=') || cli->optarg[0] == '=')
+			rc = ui_usage(cli, "--label '%s': expected KEY=VALUE", cli->optarg);
+		else if (add_label(j, cli->optarg) < 0)
 			rc = EXIT_FAIL;
-			goto out;
-		}
-		labels = nl;
-		labels[nlabels++] = session_label;
-		final_output = o.output;
-		o.output = tmp_out;
-		o.force = 1;
+		break;
 	}
-	o.labels = labels;
-	o.nlabels = nlabels;
-	enum gg_image_comp comp = o.comp ? o.comp : GG_IMAGE_COMP_GZIP;
+	return rc;
+}
+
+#define HELP_SHOWN (-1)
+
+/* Options and operands: 0, HELP_SHOWN, or the exit code after saying what is wrong. */
+static int parse_args(struct gg_cli *cli, int argc, char **argv, struct freeze_job *j)
+{
+	int c, rc;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_freeze_opts)) > 0)
+		if ((rc = parse_option(cli, c, j)))
+			return rc;
+	if (c < 0)
+		return c == -2 ? HELP_SHOWN : EXIT_USAGE;
+	if (argc - cli->optind != (j->session ? 0 : 1))
+		return ui_usage(cli,
+				j->session ? "freeze --session NAME --path DIR takes no SANDBOX"
+					   : "freeze: expected one SANDBOX (a directory, a tar, an "
+					     "OCI image or - for a tar on standard input)");
+	if (!j->o.output)
+		return ui_usage(cli, "freeze: -o IMAGE.sif is required");
+	if (!j->session != !j->rpath)
+		return ui_usage(cli, "--session NAME and --path DIR go together");
+	j->o.source = j->session ? "-" : argv[cli->optind];
+	return 0;
+}
+
+/* The sandbox stays on the node: stream it as a tar over ssh (through the jump hosts,
+ * host key pinned) into the same pipeline. Written under another name, renamed only
+ * once ssh and tar said the stream was whole. */
+static int open_session_source(struct gg_cli *cli, struct freeze_job *j)
+{
+	struct gg_freeze_opts *o = &j->o;
+	if (access(o->output, F_OK) == 0 && !o->force) {
+		struct gg_err e = {0};
+		gg_err_set(&e, GG_EUSAGE, "'%s' exists: use --force to replace it", o->output);
+		return ui_fail(cli, &e, "freeze");
+	}
+	int fd = -1;
+	int rc = start_session_tar(cli, j->session, j->rpath, &fd, &j->src);
+	if (rc)
+		return rc;
+	o->input_fd = fd;
+	o->format = GG_IMAGE_TAR;
+	j->tmp_out = gg_strdup_printf("%s.session.%ld", o->output, (long)getpid());
+	j->session_label = gg_strdup_printf(SOURCE_LABEL "session %s:%s", j->session, j->rpath);
+	if (!j->tmp_out || !j->session_label || add_label(j, j->session_label) < 0)
+		return EXIT_FAIL;
+	j->final_output = o->output;
+	o->output = j->tmp_out;
+	o->force = 1;
+	return 0;
+}
+
+/* The level against the compressor, SOURCE_DATE_EPOCH, a word on compressors that
+ * not every installation reads. */
+static int check_settings(struct gg_cli *cli, struct freeze_job *j)
+{
+	struct gg_freeze_opts *o = &j->o;
+	o->labels = j->labels;
+	o->nlabels = j->nlabels;
+	enum gg_image_comp comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP;
 	int max_level = comp == GG_IMAGE_COMP_GZIP   ? 12
 			: comp == GG_IMAGE_COMP_ZSTD ? 22
 			: comp == GG_IMAGE_COMP_XZ   ? 9
 						     : 1;
-	if (o.level > max_level) {
-		rc = ui_usage(cli, "--level %d: %s levels are 1-%d", o.level,
-			      gg_image_comp_name(comp), max_level);
-		goto out;
-	}
+	if (o->level > max_level)
+		return ui_usage(cli, "--level %d: %s levels are 1-%d", o->level,
+				gg_image_comp_name(comp), max_level);
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 	if (sde && *sde) {
 		char *end;
 		errno = 0;
 		long long t = strtoll(sde, &end, 10);
-		if (errno || *end || t < 0) {
-			rc = ui_usage(cli, "SOURCE_DATE_EPOCH '%s': expected seconds since 1970",
-				      sde);
-			goto out;
-		}
-		o.have_source_date_epoch = 1;
-		o.source_date_epoch = t;
+		if (errno || *end || t < 0)
+			return ui_usage(cli, "SOURCE_DATE_EPOCH '%s': expected seconds since 1970",
+					sde);
+		o->have_source_date_epoch = 1;
+		o->source_date_epoch = t;
 	}
-	if (o.comp && o.comp != GG_IMAGE_COMP_GZIP)
+	if (o->comp && o->comp != GG_IMAGE_COMP_GZIP)
 		ui_warn(cli,
 			"%s squashfs compression might not work with some installations (apptainer "
 			"needs kernel or squashfuse support for it; gzip works everywhere)",
-			gg_image_comp_name(o.comp));
+			gg_image_comp_name(o->comp));
+	return 0;
+}
 
-	struct ctx ctx = {.cli = cli, .cols = 80};
-	ctx.bar = !cli->quiet && isatty(STDERR_FILENO);
+/* After the freeze of a session's sandbox: what the remote tar said, then the image
+ * under its name. Returns the freeze's result, err set on failure. */
+static int end_session_source(struct freeze_job *j, int frc, struct gg_err *err)
+{
+	close(j->o.input_fd);
+	int st = -1;
+	char *said = NULL;
+	struct gg_err serr = {0};
+	int src_rc = finish_session_tar(&j->src, frc < 0, &st, &said, &serr);
+	if (frc == 0 && src_rc < 0) {
+		*err = serr;
+		gg_err_prefix(err, "reading '%s' on the session's node", j->rpath);
+		frc = src_rc;
+	} else if (frc != GG_EINTR && src_rc == 0 && st != 0) {
+		/* What went wrong on the node says more than an empty stream. */
+		if (said) /* its first complaint: tar's last line is a summary */
+			said[strcspn(said, "\r\n")] = '\0';
+		if (st == 3)
+			gg_err_set(err, GG_EFAIL, "no directory '%s' on the session's node",
+				   j->rpath);
+		else
+			gg_err_set(err, GG_EFAIL,
+				   "reading '%s' on the session's node failed (tar exit %d%s%s)",
+				   j->rpath, st, said && *said ? ": " : "", said ? said : "");
+		frc = err->code;
+	}
+	free(said);
+	if (frc == 0 && rename(j->tmp_out, j->final_output) < 0) {
+		gg_err_sys(err, GG_EIO, errno, "writing '%s'", j->final_output);
+		frc = GG_EIO;
+	}
+	if (frc < 0)
+		unlink(j->tmp_out);
+	j->o.output = j->final_output;
+	return frc;
+}
+
+static const char *source_name(const struct freeze_job *j)
+{
+	return j->session ? j->session_label + strlen(SOURCE_LABEL) : j->o.source;
+}
+
+static void report_json(const struct freeze_job *j, const struct gg_freeze_result *res, double secs)
+{
+	const struct gg_freeze_opts *o = &j->o;
+	json_t *r = json_object();
+	json_object_set_new(r, "output", json_string(o->output));
+	json_object_set_new(r, "source", json_string(source_name(j)));
+	json_object_set_new(r, "format", json_string(gg_image_format_name(res->format)));
+	json_object_set_new(r, "size", json_integer((json_int_t)res->image_size));
+	json_object_set_new(r, "squashfs_size", json_integer((json_int_t)res->squashfs_size));
+	json_object_set_new(r, "data_bytes", json_integer((json_int_t)res->data_bytes));
+	json_object_set_new(r, "files", json_integer((json_int_t)res->files));
+	json_object_set_new(r, "dirs", json_integer((json_int_t)res->dirs));
+	json_object_set_new(r, "symlinks", json_integer((json_int_t)res->symlinks));
+	json_object_set_new(r, "specials", json_integer((json_int_t)res->specials));
+	json_object_set_new(r, "hardlinks", json_integer((json_int_t)res->hardlinks));
+	json_object_set_new(r, "arch", json_string(res->arch));
+	json_object_set_new(
+		r, "compression",
+		json_string(gg_image_comp_name(o->comp ? o->comp : GG_IMAGE_COMP_GZIP)));
+	json_object_set_new(r, "reproducible", json_boolean(!o->no_reproducible));
+	json_object_set_new(r, "build_time", json_integer(res->build_time));
+	json_object_set_new(r, "warnings", json_integer(res->warnings));
+	json_object_set_new(r, "seconds", json_real(secs));
+	ui_json(r);
+}
+
+static void report(struct gg_cli *cli, const struct freeze_job *j,
+		   const struct gg_freeze_result *res, double secs)
+{
+	if (cli->json) {
+		report_json(j, res, secs);
+		return;
+	}
+	char in[32], outsz[32];
+	gg_size_format(res->data_bytes, in, sizeof in);
+	gg_size_format(res->image_size, outsz, sizeof outsz);
+	ui_info(cli,
+		"froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
+		"into "
+		"%s: %s, %s, %.1f s%s",
+		source_name(j), in, (unsigned long long)res->files, (unsigned long long)res->dirs,
+		(unsigned long long)res->symlinks, (unsigned long long)res->specials, j->o.output,
+		outsz, res->arch, secs, res->warnings ? " (with warnings)" : "");
+}
+
+static void bar_init(struct ctx *c, struct gg_cli *cli)
+{
+	*c = (struct ctx){.cli = cli, .cols = 80};
+	c->bar = !cli->quiet && isatty(STDERR_FILENO);
 	struct winsize ws;
-	if (ctx.bar && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
-		ctx.cols = ws.ws_col;
-	clock_gettime(CLOCK_MONOTONIC, &ctx.start);
+	if (c->bar && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		c->cols = ws.ws_col;
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+}
+
+/* Ctrl-C, SIGTERM, SIGHUP: the library stops at the next poll, removes its temp file
+ * and returns GG_EINTR. */
+static int run_freeze(struct gg_cli *cli, struct freeze_job *j)
+{
+	struct ctx ctx;
+	bar_init(&ctx, cli);
 	struct gg_image_callbacks cb = {
-		.progress = progress_cb, .warn = warn_cb, .cancel = cancel_cb, .ud = &ctx};
-
-	/* Ctrl-C, SIGTERM, SIGHUP: the library stops at the next poll, removes its temp
-	 * file and returns GG_EINTR. No SA_RESTART: blocking reads return EINTR. */
-	struct sigaction sa, old_int, old_term, old_hup;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	stop_signal = 0;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
-
+		.progress = progress_cb, .warn = warn_cb, .cancel = cli_cancel_cb, .ud = &ctx};
+	struct cli_sigsave save;
+	cli_interrupt_push(&save);
 	struct gg_freeze_result res;
 	struct gg_err err = {0};
-	gpus = gpu_provenance(cli);
-	o.gpus_json = gpus;
-	int frc = gg_image_freeze(&o, &cb, &res, &err);
+	j->gpus = gpu_provenance(cli);
+	j->o.gpus_json = j->gpus;
+	int frc = gg_image_freeze(&j->o, &cb, &res, &err);
 	clear_bar(&ctx);
-	if (session) {
-		close(o.input_fd);
-		int st = -1;
-		char *said = NULL;
-		struct gg_err serr = {0};
-		int src_rc = finish_session_tar(&src, frc < 0, &st, &said, &serr);
-		if (frc == 0 && src_rc < 0) {
-			err = serr;
-			gg_err_prefix(&err, "reading '%s' on the session's node", rpath);
-			frc = src_rc;
-		} else if (frc != GG_EINTR && src_rc == 0 && st != 0) {
-			/* What went wrong on the node says more than an empty stream. */
-			if (said) /* its first complaint: tar's last line is a summary */
-				said[strcspn(said, "\r\n")] = '\0';
-			if (st == 3)
-				gg_err_set(&err, GG_EFAIL,
-					   "no directory '%s' on the session's node", rpath);
-			else
-				gg_err_set(
-					&err, GG_EFAIL,
-					"reading '%s' on the session's node failed (tar exit %d%s%s)",
-					rpath, st, said && *said ? ": " : "", said ? said : "");
-			frc = err.code;
-		}
-		free(said);
-		const char *final = final_output;
-		if (frc == 0 && rename(tmp_out, final) < 0) {
-			gg_err_sys(&err, GG_EIO, errno, "writing '%s'", final);
-			frc = GG_EIO;
-		}
-		if (frc < 0)
-			unlink(tmp_out);
-		o.output = final;
-	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
-	if (frc < 0) {
-		rc = ui_fail(cli, &err, "freeze %s", session ? session : o.source);
-		goto out;
-	}
-	double secs = elapsed(&ctx);
-	if (cli->json) {
-		json_t *j = json_object();
-		json_object_set_new(j, "output", json_string(o.output));
-		json_object_set_new(
-			j, "source",
-			json_string(session ? session_label + strlen(SOURCE_LABEL) : o.source));
-		json_object_set_new(j, "format", json_string(gg_image_format_name(res.format)));
-		json_object_set_new(j, "size", json_integer((json_int_t)res.image_size));
-		json_object_set_new(j, "squashfs_size",
-				    json_integer((json_int_t)res.squashfs_size));
-		json_object_set_new(j, "data_bytes", json_integer((json_int_t)res.data_bytes));
-		json_object_set_new(j, "files", json_integer((json_int_t)res.files));
-		json_object_set_new(j, "dirs", json_integer((json_int_t)res.dirs));
-		json_object_set_new(j, "symlinks", json_integer((json_int_t)res.symlinks));
-		json_object_set_new(j, "specials", json_integer((json_int_t)res.specials));
-		json_object_set_new(j, "hardlinks", json_integer((json_int_t)res.hardlinks));
-		json_object_set_new(j, "arch", json_string(res.arch));
-		json_object_set_new(
-			j, "compression",
-			json_string(gg_image_comp_name(o.comp ? o.comp : GG_IMAGE_COMP_GZIP)));
-		json_object_set_new(j, "reproducible", json_boolean(!o.no_reproducible));
-		json_object_set_new(j, "build_time", json_integer(res.build_time));
-		json_object_set_new(j, "warnings", json_integer(res.warnings));
-		json_object_set_new(j, "seconds", json_real(secs));
-		ui_json(j);
-	} else {
-		char in[32], outsz[32];
-		gg_size_format(res.data_bytes, in, sizeof in);
-		gg_size_format(res.image_size, outsz, sizeof outsz);
-		ui_info(cli,
-			"froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
-			"into "
-			"%s: %s, %s, %.1f s%s",
-			session ? session_label + strlen(SOURCE_LABEL) : o.source, in,
-			(unsigned long long)res.files, (unsigned long long)res.dirs,
-			(unsigned long long)res.symlinks, (unsigned long long)res.specials,
-			o.output, outsz, res.arch, secs, res.warnings ? " (with warnings)" : "");
-	}
-out:
-	if (src.conn) {
+	if (j->session)
+		frc = end_session_source(j, frc, &err);
+	cli_interrupt_pop(&save);
+	if (frc < 0)
+		return ui_fail(cli, &err, "freeze %s", j->session ? j->session : j->o.source);
+	report(cli, j, &res, elapsed(&ctx));
+	return EXIT_OK;
+}
+
+static void job_clear(struct freeze_job *j)
+{
+	if (j->src.conn) {
 		/* given up before the stream was read: the writer sees EPIPE */
-		close(o.input_fd);
+		close(j->o.input_fd);
 		int st;
 		char *said;
-		finish_session_tar(&src, 1, &st, &said, NULL);
+		finish_session_tar(&j->src, 1, &st, &said, NULL);
 		free(said);
 	}
-	free(tmp_out);
-	free(session_label);
-	free(labels);
-	free(gpus);
-	return rc;
+	free(j->tmp_out);
+	free(j->session_label);
+	free(j->labels);
+	free(j->gpus);
+}
+
+int cmd_freeze(struct gg_cli *cli, int argc, char **argv)
+{
+	struct freeze_job j = {.o = {.input_fd = STDIN_FILENO, .tool_version = GG_VERSION}};
+	int rc = parse_args(cli, argc, argv, &j);
+	if (rc == 0 && j.session)
+		rc = open_session_source(cli, &j);
+	if (rc == 0)
+		rc = check_settings(cli, &j);
+	if (rc == 0)
+		rc = run_freeze(cli, &j);
+	job_clear(&j);
+	return rc == HELP_SHOWN ? EXIT_OK : rc;
 }

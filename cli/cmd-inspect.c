@@ -118,98 +118,97 @@ static char *type_str(const struct gg_sif_descr *d, char *buf, size_t len)
 	return buf;
 }
 
-int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
-{
+/* What inspect shows of an image: the SIF, its squashfs, labels and provenance. */
+struct inspected {
 	const char *path;
-	int rc = one_operand(cli, argc, argv, cmd_inspect_opts, &path);
-	if (rc)
-		return rc == -2 ? EXIT_OK : rc;
-	struct gg_err err = {0};
 	struct gg_sif *s;
-	if (gg_sif_open(path, &s, &err) < 0)
-		return ui_fail(cli, &err, "inspect %s", path);
 	struct gg_sif_verify_report rep;
-	struct gg_err verr = {0};
-	int have_sqfs = gg_sif_verify(path, &rep, &verr) == 0 && rep.sqfs_inodes;
-	json_t *labels = NULL, *prov = read_json_object(s, "gridgpu-provenance.json");
-	json_t *meta = read_json_object(s, "inspect-metadata.json");
-	if (meta)
-		labels = json_incref(json_object_get(
-			json_object_get(json_object_get(meta, "data"), "attributes"), "labels"));
+	int have_sqfs;
+	json_t *labels, *prov, *meta;
 	char uuid[37], created[64];
-	uuid_str(s->hdr.id, uuid);
-	time_str(s->hdr.created, created, sizeof created);
-	const char *arch = gg_image_arch_name(s->hdr.arch);
+	const char *arch;
+};
 
-	if (cli->json) {
-		json_t *o = json_object(), *objs = json_array(), *hdr = json_object();
-		json_object_set_new(o, "path", json_string(path));
-		json_object_set_new(o, "size", json_integer((json_int_t)s->file_size));
-		json_object_set_new(hdr, "version", json_string("01"));
-		json_object_set_new(hdr, "arch", json_string(arch));
-		json_object_set_new(hdr, "id", json_string(uuid));
-		json_object_set_new(hdr, "created", json_integer(s->hdr.created));
-		json_object_set_new(hdr, "modified", json_integer(s->hdr.modified));
-		json_object_set_new(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
-		json_object_set_new(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
-		json_object_set_new(hdr, "data_offset", json_integer(s->hdr.data_offset));
-		json_object_set_new(hdr, "data_size", json_integer(s->hdr.data_size));
-		json_object_set_new(o, "header", hdr);
-		for (size_t i = 0; i < s->ndescr; i++) {
-			const struct gg_sif_descr *d = &s->descr[i];
-			if (!d->used)
-				continue;
-			json_t *j = json_object();
-			json_object_set_new(j, "id", json_integer(d->id));
-			json_object_set_new(j, "group",
-					    json_integer(d->group & ~GG_SIF_GROUP_MASK));
-			json_object_set_new(j, "link", json_integer(d->link));
-			json_object_set_new(j, "type", json_string(gg_sif_type_name(d->type)));
-			json_object_set_new(
-				j, "name", json_stringn(d->name, strnlen(d->name, sizeof d->name)));
-			json_object_set_new(j, "offset", json_integer(d->offset));
-			json_object_set_new(j, "size", json_integer(d->size));
-			int32_t fs, pt;
-			char pa[3];
-			if (gg_sif_partition_info(d, &fs, &pt, pa) == 0) {
-				json_object_set_new(j, "fstype",
-						    json_string(gg_sif_fstype_name(fs)));
-				json_object_set_new(j, "parttype",
-						    json_string(gg_sif_parttype_name(pt)));
-				json_object_set_new(j, "arch", json_string(gg_image_arch_name(pa)));
-			}
-			json_array_append_new(objs, j);
-		}
-		json_object_set_new(o, "objects", objs);
-		if (have_sqfs) {
-			json_t *q = json_object();
-			json_object_set_new(
-				q, "compression",
-				json_string(gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp)));
-			json_object_set_new(q, "inodes", json_integer(rep.sqfs_inodes));
-			json_object_set_new(q, "block_size", json_integer(rep.sqfs_block_size));
-			json_object_set_new(q, "bytes_used",
-					    json_integer((json_int_t)rep.sqfs_bytes_used));
-			json_object_set_new(q, "mkfs_time", json_integer(rep.sqfs_mkfs_time));
-			json_object_set_new(o, "squashfs", q);
-		}
-		json_object_set_new(o, "labels", labels ? labels : json_object());
-		labels = NULL;
-		json_object_set_new(o, "provenance", prov ? prov : json_null());
-		prov = NULL;
-		ui_json(o);
-		goto out;
+static json_t *header_json(const struct inspected *in)
+{
+	const struct gg_sif *s = in->s;
+	json_t *hdr = json_object();
+	json_object_set_new(hdr, "version", json_string("01"));
+	json_object_set_new(hdr, "arch", json_string(in->arch));
+	json_object_set_new(hdr, "id", json_string(in->uuid));
+	json_object_set_new(hdr, "created", json_integer(s->hdr.created));
+	json_object_set_new(hdr, "modified", json_integer(s->hdr.modified));
+	json_object_set_new(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
+	json_object_set_new(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
+	json_object_set_new(hdr, "data_offset", json_integer(s->hdr.data_offset));
+	json_object_set_new(hdr, "data_size", json_integer(s->hdr.data_size));
+	return hdr;
+}
+
+static json_t *descr_json(const struct gg_sif_descr *d)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "id", json_integer(d->id));
+	json_object_set_new(j, "group", json_integer(d->group & ~GG_SIF_GROUP_MASK));
+	json_object_set_new(j, "link", json_integer(d->link));
+	json_object_set_new(j, "type", json_string(gg_sif_type_name(d->type)));
+	json_object_set_new(j, "name", json_stringn(d->name, strnlen(d->name, sizeof d->name)));
+	json_object_set_new(j, "offset", json_integer(d->offset));
+	json_object_set_new(j, "size", json_integer(d->size));
+	int32_t fs, pt;
+	char pa[3];
+	if (gg_sif_partition_info(d, &fs, &pt, pa) == 0) {
+		json_object_set_new(j, "fstype", json_string(gg_sif_fstype_name(fs)));
+		json_object_set_new(j, "parttype", json_string(gg_sif_parttype_name(pt)));
+		json_object_set_new(j, "arch", json_string(gg_image_arch_name(pa)));
 	}
+	return j;
+}
 
+static json_t *squashfs_json(const struct gg_sif_verify_report *rep)
+{
+	json_t *q = json_object();
+	json_object_set_new(q, "compression",
+			    json_string(gg_image_comp_name((enum gg_image_comp)rep->sqfs_comp)));
+	json_object_set_new(q, "inodes", json_integer(rep->sqfs_inodes));
+	json_object_set_new(q, "block_size", json_integer(rep->sqfs_block_size));
+	json_object_set_new(q, "bytes_used", json_integer((json_int_t)rep->sqfs_bytes_used));
+	json_object_set_new(q, "mkfs_time", json_integer(rep->sqfs_mkfs_time));
+	return q;
+}
+
+/* Takes the labels and the provenance. */
+static void print_json(struct inspected *in)
+{
+	json_t *o = json_object(), *objs = json_array();
+	json_object_set_new(o, "path", json_string(in->path));
+	json_object_set_new(o, "size", json_integer((json_int_t)in->s->file_size));
+	json_object_set_new(o, "header", header_json(in));
+	for (size_t i = 0; i < in->s->ndescr; i++)
+		if (in->s->descr[i].used)
+			json_array_append_new(objs, descr_json(&in->s->descr[i]));
+	json_object_set_new(o, "objects", objs);
+	if (in->have_sqfs)
+		json_object_set_new(o, "squashfs", squashfs_json(&in->rep));
+	json_object_set_new(o, "labels", in->labels ? in->labels : json_object());
+	in->labels = NULL;
+	json_object_set_new(o, "provenance", in->prov ? in->prov : json_null());
+	in->prov = NULL;
+	ui_json(o);
+}
+
+static void print_objects(const struct inspected *in)
+{
+	const struct gg_sif *s = in->s;
 	char sz[32];
 	gg_size_format(s->file_size, sz, sizeof sz);
-	ui_out("%s: SIF 01, %s, %s\n", path, arch, sz);
-	ui_out("  id:       %s\n", uuid);
-	ui_out("  created:  %s\n", created);
-	if (have_sqfs)
+	ui_out("%s: SIF 01, %s, %s\n", in->path, in->arch, sz);
+	ui_out("  id:       %s\n", in->uuid);
+	ui_out("  created:  %s\n", in->created);
+	if (in->have_sqfs)
 		ui_out("  squashfs: %s, %u inodes, %u KiB blocks\n",
-		       gg_image_comp_name((enum gg_image_comp)rep.sqfs_comp), rep.sqfs_inodes,
-		       rep.sqfs_block_size / 1024);
+		       gg_image_comp_name((enum gg_image_comp)in->rep.sqfs_comp),
+		       in->rep.sqfs_inodes, in->rep.sqfs_block_size / 1024);
 	ui_out("\n%-4s %-6s %-7s %-26s %s\n", "ID", "GROUP", "LINK", "SIF POSITION (start-end)",
 	       "TYPE");
 	for (size_t i = 0; i < s->ndescr; i++) {
@@ -224,65 +223,99 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 		       link_str(d->link, l, sizeof l), pos, t, d->name[0] ? "  " : "",
 		       (int)strnlen(d->name, sizeof d->name), d->name);
 	}
-	if (labels && json_object_size(labels)) {
-		ui_out("\nLabels:\n");
-		size_t n = json_object_size(labels), i = 0;
-		const char **keys = malloc(n * sizeof *keys);
-		const char *k;
-		json_t *v;
-		if (keys) {
-			json_object_foreach (labels, k, v)
-				keys[i++] = k;
-			qsort(keys, i, sizeof *keys, keycmp);
-			for (size_t j = 0; j < i; j++)
-				ui_out("  %s: %s\n", keys[j],
-				       str_or(json_object_get(labels, keys[j]), ""));
-			free(keys);
-		}
+}
+
+static void print_labels(json_t *labels)
+{
+	if (!labels || !json_object_size(labels))
+		return;
+	ui_out("\nLabels:\n");
+	size_t n = json_object_size(labels), i = 0;
+	const char **keys = malloc(n * sizeof *keys);
+	const char *k;
+	json_t *v;
+	if (!keys)
+		return;
+	json_object_foreach (labels, k, v)
+		keys[i++] = k;
+	qsort(keys, i, sizeof *keys, keycmp);
+	for (size_t j = 0; j < i; j++)
+		ui_out("  %s: %s\n", keys[j], str_or(json_object_get(labels, keys[j]), ""));
+	free(keys);
+}
+
+static void print_gpus(json_t *gpus)
+{
+	json_t *devs = json_object_get(gpus, "gpus");
+	if (json_array_size(devs)) {
+		/* what `gridgpu gpus --json` gave on the node it was frozen on */
+		ui_out("  gpus:       %zu, driver %s\n", json_array_size(devs),
+		       str_or(json_object_get(gpus, "driver_version"), "?"));
+		size_t i;
+		json_t *d;
+		json_array_foreach (devs, i, d)
+			ui_out("              %s, compute capability %s, %lld MiB, %s\n",
+			       str_or(json_object_get(d, "name"), "?"),
+			       str_or(json_object_get(d, "compute_capability"), "?"),
+			       (long long)json_integer_value(json_object_get(d, "memory_total_mb")),
+			       str_or(json_object_get(d, "uuid"), "?"));
+	} else if (gpus && !json_is_null(gpus)) {
+		char *g = json_dumps(gpus, JSON_COMPACT | JSON_SORT_KEYS);
+		ui_out("  gpus:       %s\n", g ? g : "?");
+		free(g);
+	} else {
+		ui_out("  gpus:       none recorded\n");
 	}
-	if (prov) {
-		json_t *src = json_object_get(prov, "source");
-		ui_out("\nProvenance:\n");
-		ui_out("  source:     %s %s\n", str_or(json_object_get(src, "kind"), "?"),
-		       str_or(json_object_get(src, "path"), "?"));
-		if (json_string_value(json_object_get(src, "digest")))
-			ui_out("  digest:     %s\n",
-			       json_string_value(json_object_get(src, "digest")));
-		if (json_string_value(json_object_get(src, "ref")))
-			ui_out("  reference:  %s\n",
-			       json_string_value(json_object_get(src, "ref")));
-		ui_out("  built:      %s%s\n", str_or(json_object_get(prov, "build_time"), "?"),
-		       json_is_true(json_object_get(prov, "reproducible")) ? " (reproducible)"
-									   : "");
-		ui_out("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
-		json_t *gpus = json_object_get(prov, "gpus");
-		json_t *devs = json_object_get(gpus, "gpus");
-		if (json_array_size(devs)) {
-			/* what `gridgpu gpus --json` gave on the node it was frozen on */
-			ui_out("  gpus:       %zu, driver %s\n", json_array_size(devs),
-			       str_or(json_object_get(gpus, "driver_version"), "?"));
-			size_t i;
-			json_t *d;
-			json_array_foreach (devs, i, d)
-				ui_out("              %s, compute capability %s, %lld MiB, %s\n",
-				       str_or(json_object_get(d, "name"), "?"),
-				       str_or(json_object_get(d, "compute_capability"), "?"),
-				       (long long)json_integer_value(
-					       json_object_get(d, "memory_total_mb")),
-				       str_or(json_object_get(d, "uuid"), "?"));
-		} else if (gpus && !json_is_null(gpus)) {
-			char *g = json_dumps(gpus, JSON_COMPACT | JSON_SORT_KEYS);
-			ui_out("  gpus:       %s\n", g ? g : "?");
-			free(g);
-		} else {
-			ui_out("  gpus:       none recorded\n");
-		}
+}
+
+static void print_provenance(json_t *prov)
+{
+	if (!prov)
+		return;
+	json_t *src = json_object_get(prov, "source");
+	ui_out("\nProvenance:\n");
+	ui_out("  source:     %s %s\n", str_or(json_object_get(src, "kind"), "?"),
+	       str_or(json_object_get(src, "path"), "?"));
+	if (json_string_value(json_object_get(src, "digest")))
+		ui_out("  digest:     %s\n", json_string_value(json_object_get(src, "digest")));
+	if (json_string_value(json_object_get(src, "ref")))
+		ui_out("  reference:  %s\n", json_string_value(json_object_get(src, "ref")));
+	ui_out("  built:      %s%s\n", str_or(json_object_get(prov, "build_time"), "?"),
+	       json_is_true(json_object_get(prov, "reproducible")) ? " (reproducible)" : "");
+	ui_out("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
+	print_gpus(json_object_get(prov, "gpus"));
+}
+
+int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
+{
+	struct inspected in = {0};
+	int rc = one_operand(cli, argc, argv, cmd_inspect_opts, &in.path);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	struct gg_err err = {0};
+	if (gg_sif_open(in.path, &in.s, &err) < 0)
+		return ui_fail(cli, &err, "inspect %s", in.path);
+	struct gg_err verr = {0};
+	in.have_sqfs = gg_sif_verify(in.path, &in.rep, &verr) == 0 && in.rep.sqfs_inodes;
+	in.prov = read_json_object(in.s, "gridgpu-provenance.json");
+	in.meta = read_json_object(in.s, "inspect-metadata.json");
+	if (in.meta)
+		in.labels = json_incref(json_object_get(
+			json_object_get(json_object_get(in.meta, "data"), "attributes"), "labels"));
+	uuid_str(in.s->hdr.id, in.uuid);
+	time_str(in.s->hdr.created, in.created, sizeof in.created);
+	in.arch = gg_image_arch_name(in.s->hdr.arch);
+	if (cli->json) {
+		print_json(&in);
+	} else {
+		print_objects(&in);
+		print_labels(in.labels);
+		print_provenance(in.prov);
 	}
-out:
-	json_decref(labels);
-	json_decref(prov);
-	json_decref(meta);
-	gg_sif_close(s);
+	json_decref(in.labels);
+	json_decref(in.prov);
+	json_decref(in.meta);
+	gg_sif_close(in.s);
 	return EXIT_OK;
 }
 

@@ -6,8 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/provider.h>
-
 #include "cli.h"
 #include "commands.h"
 #include "cred/cred.h"
@@ -238,14 +236,14 @@ static struct gg_token *find_token(struct gg_cli *cli)
 
 /* ---- init ----------------------------------------------------------------------- */
 
-/* Old PKCS#12 files (browser exports) use RC2, which OpenSSL 3 keeps in its
- * legacy provider: loaded for this process, and only for PKCS#12 input.
- * Always "succeeds" (returns 1): without it only such old files fail. */
-static int load_legacy(struct gg_cli *cli, OSSL_PROVIDER **legacy)
+/* Old PKCS#12 files need OpenSSL's legacy provider: loaded for this process, and only
+ * for PKCS#12 input. Always "succeeds" (returns 1): without it only such old files
+ * fail. */
+static int load_legacy(struct gg_cli *cli, struct ossl_provider_st **legacy)
 {
-	if (!*legacy && !(*legacy = OSSL_PROVIDER_try_load(NULL, "legacy", 1)) && cli->verbose)
-		ui_info(cli, "OpenSSL's legacy provider is not available: PKCS#12 files "
-			     "encrypted with RC2 cannot be read");
+	struct gg_err err = {0};
+	if (gg_cred_legacy_load(legacy, &err) < 0 && cli->verbose)
+		ui_info(cli, "%s", err.msg);
 	return 1;
 }
 
@@ -265,107 +263,85 @@ static int keygen_threads(void)
 	return s && *s && !*end && n >= 1 && n <= 64 ? (int)n : 0;
 }
 
-static int proxy_init(struct gg_cli *cli, int argc, char **argv)
+struct init_args {
+	const char *cert, *key, *out_opt, *ca_opt;
+	int pass_stdin, verify, bits;
+};
+
+/* One option of proxy init: 0, or the exit code after saying what is wrong. */
+static int init_option(struct gg_cli *cli, int c, struct init_args *a, struct gg_proxy_opts *po)
 {
-	const char *cert = NULL, *key = NULL, *out_opt = NULL, *ca_opt = NULL;
-	int pass_stdin = 0, verify = 0, bits = GG_PROXY_DEFAULT_BITS, c;
-	struct gg_proxy_opts po;
 	struct gg_err err = {0};
-	gg_proxy_opts_init(&po);
-	cli->sub_usage = "init [--cert FILE [--key FILE]] [--out FILE] [--valid DUR] [options]";
-	while ((c = cli_next_opt(cli, argc, argv, init_opts)) > 0) {
-		switch (c) {
-		case O_CERT: cert = cli->optarg; break;
-		case O_KEY: key = cli->optarg; break;
-		case O_OUT: out_opt = cli->optarg; break;
-		case O_PASS_STDIN: pass_stdin = 1; break;
-		case O_LIMITED: po.policy = GG_PROXY_LIMITED; break;
-		case O_INDEPENDENT: po.policy = GG_PROXY_INDEPENDENT; break;
-		case O_VERIFY: verify = 1; break;
-		case O_CA_DIR: ca_opt = cli->optarg; break;
-		case O_VALID:
-			if (parse_valid(cli->optarg, &po.lifetime, &err) < 0)
-				return ui_fail(cli, &err, "proxy init --valid");
-			if (po.lifetime == 0) {
-				gg_err_set(&err, GG_ECRED, "the lifetime must be more than 0");
-				return ui_fail(cli, &err, "proxy init --valid");
-			}
-			break;
-		case O_BITS:
-			if (cli_opt_int(cli, 1024, 16384, &bits))
-				return EXIT_USAGE;
-			break;
-		case O_PATH_LENGTH:
-			if (cli_opt_int(cli, 0, 1000000, &po.path_length))
-				return EXIT_USAGE;
-			break;
+	switch (c) {
+	case O_CERT: a->cert = cli->optarg; break;
+	case O_KEY: a->key = cli->optarg; break;
+	case O_OUT: a->out_opt = cli->optarg; break;
+	case O_PASS_STDIN: a->pass_stdin = 1; break;
+	case O_LIMITED: po->policy = GG_PROXY_LIMITED; break;
+	case O_INDEPENDENT: po->policy = GG_PROXY_INDEPENDENT; break;
+	case O_VERIFY: a->verify = 1; break;
+	case O_CA_DIR: a->ca_opt = cli->optarg; break;
+	case O_VALID:
+		if (parse_valid(cli->optarg, &po->lifetime, &err) < 0)
+			return ui_fail(cli, &err, "proxy init --valid");
+		if (po->lifetime == 0) {
+			gg_err_set(&err, GG_ECRED, "the lifetime must be more than 0");
+			return ui_fail(cli, &err, "proxy init --valid");
 		}
+		break;
+	case O_BITS: return cli_opt_int(cli, 1024, 16384, &a->bits) ? EXIT_USAGE : 0;
+	case O_PATH_LENGTH: return cli_opt_int(cli, 0, 1000000, &po->path_length) ? EXIT_USAGE : 0;
 	}
+	return 0;
+}
+
+#define HELP_SHOWN (-1)
+
+static int init_args_parse(struct gg_cli *cli, int argc, char **argv, struct init_args *a,
+			   struct gg_proxy_opts *po)
+{
+	int c, rc;
+	cli->sub_usage = "init [--cert FILE [--key FILE]] [--out FILE] [--valid DUR] [options]";
+	while ((c = cli_next_opt(cli, argc, argv, init_opts)) > 0)
+		if ((rc = init_option(cli, c, a, po)))
+			return rc;
 	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+		return c == -2 ? HELP_SHOWN : EXIT_USAGE;
 	if (argc - cli->optind != 0)
 		return ui_usage(cli, "proxy init takes no arguments");
-	if (key && !cert)
+	if (a->key && !a->cert)
 		return ui_usage(cli, "--key needs --cert");
+	return 0;
+}
 
-	struct gg_cred_source src = {0};
-	struct gg_cred *user = NULL, *proxy = NULL;
-	struct gg_keygen *kg = NULL;
-	OSSL_PROVIDER *legacy = NULL;
-	char *out = NULL, *ca_dir = NULL, *pass = NULL;
-	int clipped = 0, rc = EXIT_OK;
+/* Ask for the passphrase of the user's key when it has one, and unlock it. */
+static int unlock_user(struct gg_cred *user, int pass_stdin, struct gg_err *err)
+{
+	if (!gg_cred_needs_passphrase(user))
+		return 0;
+	char prompt[1200];
+	snprintf(prompt, sizeof prompt, "Enter GRID pass phrase for %s: ", gg_cred_key_path(user));
+	char *pass = ui_read_passphrase(prompt, pass_stdin, err);
+	if (!pass)
+		return err->code ? err->code : GG_EFAIL;
+	int r = gg_cred_unlock(user, pass, strlen(pass), err);
+	ui_secret_free(pass);
+	if (r < 0 || gg_cred_check_time(user, 0, err) < 0)
+		return err->code;
+	return 0;
+}
 
-	/* The new key is made first, in the background: everything else (reading
-	 * the certificate, the passphrase prompt) happens meanwhile. The key is a
-	 * secret too, so no core dumps from here on. */
-	struct gg_err e2 = {0};
-	if (gg_cred_disable_core_dumps(&e2) < 0)
-		ui_warn(cli, "%s", e2.msg);
-	double t_start = now_ms(), t_key;
-	if (gg_keygen_start(bits, keygen_threads(), &kg, &err) < 0)
-		goto fail;
-	/* Everything that can be checked before the passphrase is asked for. */
-	if (gg_proxy_path(out_opt, &out, &err) < 0 || gg_proxy_check_target(out, &err) < 0 ||
-	    (verify && gg_cred_ca_dir(ca_opt, &ca_dir, &err) < 0) ||
-	    gg_cred_locate(cert, key, &src, &err) < 0 ||
-	    (src.pkcs12 && !load_legacy(cli, &legacy)) || gg_cred_open(&src, &user, &err) < 0 ||
-	    (gg_cred_cert(user) && gg_cred_check_time(user, 0, &err) < 0))
-		goto fail;
-	if (gg_cred_is_pkcs12(user))
-		load_legacy(cli, &legacy);
-	if (gg_cred_needs_passphrase(user)) {
-		char prompt[1200];
-		snprintf(prompt, sizeof prompt,
-			 "Enter GRID pass phrase for %s: ", gg_cred_key_path(user));
-		if (!(pass = ui_read_passphrase(prompt, pass_stdin, &err)))
-			goto fail;
-		int r = gg_cred_unlock(user, pass, strlen(pass), &err);
-		ui_secret_free(pass);
-		pass = NULL;
-		if (r < 0 || gg_cred_check_time(user, 0, &err) < 0)
-			goto fail;
-	}
-	if (gg_keygen_finish(kg, &po.key, &err) < 0) {
-		kg = NULL;
-		goto fail;
-	}
-	kg = NULL;
-	t_key = now_ms();
-	po.bits = bits;
-	if (gg_proxy_create(user, &po, &proxy, &clipped, &err) < 0 ||
-	    (verify && gg_cred_verify(proxy, ca_dir, 0, &err) < 0) ||
-	    gg_proxy_write(proxy, out, &err) < 0)
-		goto fail;
-
-	if (cli->verbose)
-		ui_info(cli, "timing: key ready after %.1f ms, the rest took %.1f ms",
-			t_key - t_start, now_ms() - t_key);
+/* What proxy init says once the proxy is written; out is taken. */
+static int init_report(struct gg_cli *cli, const struct gg_cred *proxy, char *out, int verify,
+		       int clipped, struct gg_err *err)
+{
 	struct gg_proxy_info in;
-	if (gg_proxy_info_get(proxy, 0, &in, &err) < 0)
-		goto fail;
+	if (gg_proxy_info_get(proxy, 0, &in, err) < 0) {
+		free(out);
+		return err->code;
+	}
 	free(in.path);
 	in.path = out;
-	out = NULL;
 	char b1[40], b2[40];
 	if (clipped)
 		ui_warn(cli, "the proxy is valid until %s only: its signing certificate ends then",
@@ -381,11 +357,67 @@ static int proxy_init(struct gg_cli *cli, int argc, char **argv)
 			verify ? ", verified" : "");
 	}
 	gg_proxy_info_clear(&in);
-	goto out;
+	return 0;
+}
+
+static int proxy_init(struct gg_cli *cli, int argc, char **argv)
+{
+	struct init_args a = {.bits = GG_PROXY_DEFAULT_BITS};
+	struct gg_proxy_opts po;
+	struct gg_err err = {0};
+	gg_proxy_opts_init(&po);
+	int rc = init_args_parse(cli, argc, argv, &a, &po);
+	if (rc)
+		return rc == HELP_SHOWN ? EXIT_OK : rc;
+
+	struct gg_cred_source src = {0};
+	struct gg_cred *user = NULL, *proxy = NULL;
+	struct gg_keygen *kg = NULL;
+	struct ossl_provider_st *legacy = NULL;
+	char *out = NULL, *ca_dir = NULL;
+	int clipped = 0;
+
+	/* The new key is made first, in the background: everything else (reading
+	 * the certificate, the passphrase prompt) happens meanwhile. The key is a
+	 * secret too, so no core dumps from here on. */
+	struct gg_err e2 = {0};
+	if (gg_cred_disable_core_dumps(&e2) < 0)
+		ui_warn(cli, "%s", e2.msg);
+	double t_start = now_ms(), t_key;
+	if (gg_keygen_start(a.bits, keygen_threads(), &kg, &err) < 0)
+		goto fail;
+	/* Everything that can be checked before the passphrase is asked for. */
+	if (gg_proxy_path(a.out_opt, &out, &err) < 0 || gg_proxy_check_target(out, &err) < 0 ||
+	    (a.verify && gg_cred_ca_dir(a.ca_opt, &ca_dir, &err) < 0) ||
+	    gg_cred_locate(a.cert, a.key, &src, &err) < 0 ||
+	    (src.pkcs12 && !load_legacy(cli, &legacy)) || gg_cred_open(&src, &user, &err) < 0 ||
+	    (gg_cred_cert(user) && gg_cred_check_time(user, 0, &err) < 0))
+		goto fail;
+	if (gg_cred_is_pkcs12(user))
+		load_legacy(cli, &legacy);
+	if (unlock_user(user, a.pass_stdin, &err) < 0)
+		goto fail;
+	if (gg_keygen_finish(kg, &po.key, &err) < 0) {
+		kg = NULL;
+		goto fail;
+	}
+	kg = NULL;
+	t_key = now_ms();
+	po.bits = a.bits;
+	if (gg_proxy_create(user, &po, &proxy, &clipped, &err) < 0 ||
+	    (a.verify && gg_cred_verify(proxy, ca_dir, 0, &err) < 0) ||
+	    gg_proxy_write(proxy, out, &err) < 0)
+		goto fail;
+	if (cli->verbose)
+		ui_info(cli, "timing: key ready after %.1f ms, the rest took %.1f ms",
+			t_key - t_start, now_ms() - t_key);
+	rc = init_report(cli, proxy, out, a.verify, clipped, &err);
+	out = NULL;
+	if (rc == 0)
+		goto out;
 fail:
 	rc = ui_fail(cli, &err, "proxy init");
 out:
-	ui_secret_free(pass);
 	gg_keygen_free(kg);
 	EVP_PKEY_free(po.key);
 	gg_cred_free(proxy);
@@ -393,8 +425,7 @@ out:
 	gg_cred_source_clear(&src);
 	free(out);
 	free(ca_dir);
-	if (legacy)
-		OSSL_PROVIDER_unload(legacy);
+	gg_cred_legacy_unload(legacy);
 	return rc;
 }
 

@@ -2,7 +2,6 @@
  * generated SSH configuration, the session launcher's path, Ctrl-C. */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,33 +14,6 @@
 #include "session/engine.h"
 #include "session/sync.h"
 #include "ssh/ssh.h"
-
-static volatile sig_atomic_t interrupted;
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
-void cli_catch_interrupt(void)
-{
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
-int cli_interrupted(void)
-{
-	return interrupted;
-}
-
-int cli_cancel_cb(void *ud)
-{
-	(void)ud;
-	return interrupted;
-}
 
 const struct gg_site *cli_site(struct gg_cli *cli, int required)
 {

@@ -5,13 +5,9 @@
 #include "ce/ce.h"
 #include "cli.h"
 #include "cred/cred.h"
+#include "interrupt.h"
 #include "session/engine.h"
 #include "session/session.h"
-
-/* Ctrl-C and SIGTERM set a flag the waits and transfers poll. */
-void cli_catch_interrupt(void);
-int cli_interrupted(void);
-int cli_cancel_cb(void *ud);
 
 /* The site from --site or the default one; NULL (error printed when required,
  * or when --site names no site; cli->cfg_exit set) when none. */

@@ -208,6 +208,38 @@ int gg_cred_ca_dir(const char *dir, char **out, struct gg_err *err);
  * GG_ECRED with the reason and the failing certificate. */
 int gg_cred_verify(const struct gg_cred *c, const char *ca_dir, time_t now, struct gg_err *err);
 
+/* ---- the CA directory's state ------------------------------------------------ */
+
+/* What gg_ca_dir_check found in a CA directory. Clear with gg_ca_dir_status_clear. */
+struct gg_ca_dir_status {
+	time_t now, soon;   /* as given (now 0 = the current time) */
+	size_t certs, crls; /* hashed CA certificates (<hash>.N) and CRLs (<hash>.rN) */
+	size_t expired;     /* certificates past their notAfter */
+	size_t expiring;    /* certificates ending before soon, not yet expired */
+	size_t stale;       /* CRLs past their nextUpdate */
+	char *bad_name;     /* the first expired or expiring certificate's subject */
+	time_t bad_end;     /* and its notAfter */
+	char *stale_name;   /* the first stale CRL's file name */
+	time_t stale_next;  /* and its nextUpdate */
+};
+/* Read every hashed certificate and CRL of dir once (hash.0 and hash.1 may be one
+ * file), counting those expired at now, ending before soon, or due for renewal.
+ * Unreadable files are left out; only a directory that cannot be opened fails
+ * (GG_ECRED, "<dir>: <why>"). */
+int gg_ca_dir_check(const char *dir, time_t now, time_t soon, struct gg_ca_dir_status *out,
+		    struct gg_err *err);
+void gg_ca_dir_status_clear(struct gg_ca_dir_status *s);
+
+/* ---- OpenSSL's legacy provider ------------------------------------------------ */
+
+/* Old PKCS#12 files (browser exports) use RC2, which OpenSSL 3 keeps in its legacy
+ * provider. Load it for this process into *prov (nothing to do when *prov is set
+ * already); GG_ECRED when it is not available (then only such old files fail to read).
+ * Unload with gg_cred_legacy_unload, which accepts NULL. */
+struct ossl_provider_st;
+int gg_cred_legacy_load(struct ossl_provider_st **prov, struct gg_err *err);
+void gg_cred_legacy_unload(struct ossl_provider_st *prov);
+
 /* ---- key generation in the background --------------------------------------- */
 
 /* Start making an RSA key of bits (0 = 2048) in threads threads (0 = one per

@@ -8,16 +8,6 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-char *gg_cred_name_str(const X509_NAME *name)
-{
-	char *s = X509_NAME_oneline(name, NULL, 0);
-	if (!s)
-		return NULL;
-	char *r = strdup(s);
-	OPENSSL_free(s);
-	return r;
-}
-
 enum gg_cert_kind gg_cred_cert_kind(X509 *x, int *path_length)
 {
 	if (path_length)

@@ -36,23 +36,6 @@ int gg_cred_ossl_err(struct gg_err *err, int code, const char *fmt, ...)
 	return code;
 }
 
-int gg_cred_asn1_time(const ASN1_TIME *t, time_t *out)
-{
-	struct tm tm;
-	if (!t || !ASN1_TIME_to_tm(t, &tm))
-		return -1;
-	*out = timegm(&tm);
-	return 0;
-}
-
-char *gg_cred_time_str(time_t t, char *buf, size_t len)
-{
-	struct tm tm;
-	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, len, "%lld", (long long)t);
-	return buf;
-}
-
 void gg_cred_secret_free(void *p, size_t len)
 {
 	if (p)
@@ -112,18 +95,6 @@ struct gg_cred *gg_cred_alloc(void)
 		return NULL;
 	}
 	return c;
-}
-
-time_t gg_cred_end(const struct gg_cred *c)
-{
-	time_t end = 0, t;
-	if (c->cert && gg_cred_asn1_time(X509_get0_notAfter(c->cert), &t) == 0)
-		end = t;
-	for (int i = 0; i < sk_X509_num(c->chain); i++)
-		if (gg_cred_asn1_time(X509_get0_notAfter(sk_X509_value(c->chain, i)), &t) == 0 &&
-		    (end == 0 || t < end))
-			end = t;
-	return end;
 }
 
 void gg_cred_free(struct gg_cred *c)

@@ -75,15 +75,10 @@ static double ms_since(const struct timespec *t0)
 	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-int gg_gpu_cuda_probe(const char *path, size_t bytes, struct gg_gpu_cuda_probe *out,
-		      struct gg_err *err)
+/* dlopen the driver and find its functions; out->library names the file loaded. */
+static int cuda_load(const char *name, struct cuda *c, void **dlp, struct gg_gpu_cuda_probe *out,
+		     struct gg_err *err)
 {
-	memset(out, 0, sizeof *out);
-	const char *name = path && *path ? path : GG_GPU_CUDA_LIB;
-	if (!bytes)
-		bytes = 1 << 20;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	dlerror();
 	/* RTLD_NODELETE: the CUDA driver keeps threads and exit handlers once
 	 * initialised; it must stay mapped after dlclose. */
@@ -95,8 +90,7 @@ int gg_gpu_cuda_probe(const char *path, size_t bytes, struct gg_gpu_cuda_probe *
 					  "the CUDA driver library (%s) is not visible here", name);
 		return gg_err_set(err, GG_EFAIL, "loading the CUDA driver: %s", why);
 	}
-	struct cuda c;
-	memset(&c, 0, sizeof c);
+	memset(c, 0, sizeof *c);
 	for (size_t i = 0; i < sizeof cuda_syms / sizeof cuda_syms[0]; i++) {
 		void *f = dlsym(dl, cuda_syms[i].name);
 		if (!f && cuda_syms[i].alt)
@@ -109,73 +103,54 @@ int gg_gpu_cuda_probe(const char *path, size_t bytes, struct gg_gpu_cuda_probe *
 			dlclose(dl);
 			return GG_EFAIL;
 		}
-		memcpy((char *)&c + cuda_syms[i].off, &f, sizeof f);
+		memcpy((char *)c + cuda_syms[i].off, &f, sizeof f);
 	}
 	Dl_info di;
 	snprintf(out->library, sizeof out->library, "%s",
-		 dladdr((void *)c.init, &di) && di.dli_fname ? di.dli_fname : name);
+		 dladdr((void *)c->init, &di) && di.dli_fname ? di.dli_fname : name);
+	*dlp = dl;
+	return 0;
+}
 
-	int rc = 0;
+/* cuInit, the driver version, the device count and device 0 with its name. */
+static int cuda_first_device(const struct cuda *c, CUdevice *dev, struct gg_gpu_cuda_probe *out,
+			     struct gg_err *err)
+{
 	CUresult r;
-	CUdevice dev = 0;
-	CUcontext ctx = NULL, popped = NULL;
-	CUdeviceptr p = 0;
-	int retained = 0, pushed = 0;
+	if ((r = c->init(0)) != CUDA_SUCCESS)
+		return cuda_fail(c, err, "cuInit", r);
+	if ((r = c->driver_version(&out->driver_version)) != CUDA_SUCCESS)
+		return cuda_fail(c, err, "cuDriverGetVersion", r);
+	if ((r = c->device_count(&out->devices)) != CUDA_SUCCESS)
+		return cuda_fail(c, err, "cuDeviceGetCount", r);
+	if (out->devices < 1)
+		return gg_err_set(err, GG_EFAIL, "cuDeviceGetCount: no CUDA device visible");
+	if ((r = c->device_get(dev, 0)) != CUDA_SUCCESS)
+		return cuda_fail(c, err, "cuDeviceGet", r);
+	if (c->device_name(out->device, (int)sizeof out->device, *dev) != CUDA_SUCCESS)
+		out->device[0] = '\0';
+	out->device[sizeof out->device - 1] = '\0';
+	return 0;
+}
+
+/* Write a pattern to device memory p, read it back and compare. */
+static int cuda_roundtrip(const struct cuda *c, CUdeviceptr p, size_t bytes, struct gg_err *err)
+{
+	CUresult r;
+	int rc = 0;
 	unsigned char *in = malloc(bytes), *back = malloc(bytes);
 	if (!in || !back) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((r = c.init(0)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuInit", r);
-		goto done;
-	}
-	if ((r = c.driver_version(&out->driver_version)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuDriverGetVersion", r);
-		goto done;
-	}
-	if ((r = c.device_count(&out->devices)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuDeviceGetCount", r);
-		goto done;
-	}
-	if (out->devices < 1) {
-		rc = gg_err_set(err, GG_EFAIL, "cuDeviceGetCount: no CUDA device visible");
-		goto done;
-	}
-	if ((r = c.device_get(&dev, 0)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuDeviceGet", r);
-		goto done;
-	}
-	if (c.device_name(out->device, (int)sizeof out->device, dev) != CUDA_SUCCESS)
-		out->device[0] = '\0';
-	out->device[sizeof out->device - 1] = '\0';
-	if ((r = c.ctx_retain(&ctx, dev)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuDevicePrimaryCtxRetain", r);
-		goto done;
-	}
-	retained = 1;
-	if ((r = c.ctx_push(ctx)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuCtxPushCurrent_v2", r);
-		goto done;
-	}
-	pushed = 1;
-	if ((r = c.mem_alloc(&p, bytes)) != CUDA_SUCCESS) {
-		p = 0;
-		rc = cuda_fail(&c, err, "cuMemAlloc_v2", r);
-		goto done;
-	}
 	for (size_t i = 0; i < bytes; i++)
 		in[i] = (unsigned char)(i * 31u + 7u);
 	memset(back, 0, bytes);
-	if ((r = c.htod(p, in, bytes)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuMemcpyHtoD_v2", r);
-		goto done;
-	}
-	if ((r = c.dtoh(back, p, bytes)) != CUDA_SUCCESS) {
-		rc = cuda_fail(&c, err, "cuMemcpyDtoH_v2", r);
-		goto done;
-	}
-	if (memcmp(in, back, bytes) != 0) {
+	if ((r = c->htod(p, in, bytes)) != CUDA_SUCCESS) {
+		rc = cuda_fail(c, err, "cuMemcpyHtoD_v2", r);
+	} else if ((r = c->dtoh(back, p, bytes)) != CUDA_SUCCESS) {
+		rc = cuda_fail(c, err, "cuMemcpyDtoH_v2", r);
+	} else if (memcmp(in, back, bytes) != 0) {
 		size_t at = 0;
 		while (at < bytes && in[at] == back[at])
 			at++;
@@ -183,18 +158,51 @@ int gg_gpu_cuda_probe(const char *path, size_t bytes, struct gg_gpu_cuda_probe *
 				"the data read back from the GPU differs from what was written "
 				"(first at byte %zu of %zu)",
 				at, bytes);
-		goto done;
 	}
-	out->bytes = bytes;
 done:
+	free(in);
+	free(back);
+	return rc;
+}
+
+int gg_gpu_cuda_probe(const char *path, size_t bytes, struct gg_gpu_cuda_probe *out,
+		      struct gg_err *err)
+{
+	memset(out, 0, sizeof *out);
+	const char *name = path && *path ? path : GG_GPU_CUDA_LIB;
+	if (!bytes)
+		bytes = 1 << 20;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct cuda c;
+	memset(&c, 0, sizeof c);
+	void *dl = NULL;
+	if (cuda_load(name, &c, &dl, out, err) < 0)
+		return err->code;
+	CUresult r;
+	CUdevice dev = 0;
+	CUcontext ctx = NULL, popped = NULL;
+	CUdeviceptr p = 0;
+	int retained = 0, pushed = 0;
+	int rc = cuda_first_device(&c, &dev, out, err);
+	if (rc == 0 && (r = c.ctx_retain(&ctx, dev)) != CUDA_SUCCESS)
+		rc = cuda_fail(&c, err, "cuDevicePrimaryCtxRetain", r);
+	retained = rc == 0;
+	if (rc == 0 && (r = c.ctx_push(ctx)) != CUDA_SUCCESS)
+		rc = cuda_fail(&c, err, "cuCtxPushCurrent_v2", r);
+	pushed = rc == 0;
+	if (rc == 0 && (r = c.mem_alloc(&p, bytes)) != CUDA_SUCCESS) {
+		p = 0;
+		rc = cuda_fail(&c, err, "cuMemAlloc_v2", r);
+	}
+	if (rc == 0 && (rc = cuda_roundtrip(&c, p, bytes, err)) == 0)
+		out->bytes = bytes;
 	if (p && (r = c.mem_free(p)) != CUDA_SUCCESS && rc == 0)
 		rc = cuda_fail(&c, err, "cuMemFree_v2", r);
 	if (pushed)
 		c.ctx_pop(&popped);
 	if (retained)
 		c.ctx_release(dev);
-	free(in);
-	free(back);
 	dlclose(dl);
 	out->ms = ms_since(&t0);
 	return rc;

@@ -23,214 +23,6 @@
 #define GG_VERSION "unknown"
 #endif
 
-#define CAPTURE_MAX        (1u << 20) /* metadata files kept for inspect-metadata.json */
-#define MAX_WARNINGS_SHOWN 50
-#define PROGRESS_NS        100000000L   /* at most ten progress calls a second */
-#define HOLES_FREE         (1ull << 30) /* declared holes allowed whatever the data */
-#define HOLES_PER_BYTE     256u         /* and per data byte */
-
-struct gg_freeze {
-	const struct gg_freeze_opts *o;
-	const struct gg_image_callbacks *cb;
-	struct gg_tree *tree;
-	struct gg_sqfs_writer *sq;
-	struct gg_image_progress prog;
-	int input_driven; /* bytes_done counts source bytes (archives), not file data */
-	struct timespec last;
-	unsigned warnings;
-	/* files the directory reader must not take in: our temp file, the old output */
-	dev_t excl_dev[2];
-	ino_t excl_ino[2];
-	int nexcl;
-	/* the file being fed */
-	struct gg_inode *cur;
-	unsigned char head[20];
-	size_t headlen;
-	int capturing;
-	int zeroing;             /* in gg_image_feed_zeros: not data of the source */
-	uint64_t data_in, holes; /* bytes of data and of declared holes fed */
-};
-
-void gg_image_warn(struct gg_freeze *fz, const char *fmt, ...)
-{
-	fz->warnings++;
-	if (!fz->cb || !fz->cb->warn || fz->warnings > MAX_WARNINGS_SHOWN)
-		return;
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	fz->cb->warn(fz->cb->ud, msg);
-}
-
-int gg_image_check_cancel(struct gg_freeze *fz, struct gg_err *err)
-{
-	if (fz->cb && fz->cb->cancel && fz->cb->cancel(fz->cb->ud))
-		return gg_err_set(err, GG_EINTR, "interrupted");
-	return 0;
-}
-
-static void progress(struct gg_freeze *fz, int force)
-{
-	if (!fz->cb || !fz->cb->progress)
-		return;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	long ns = (now.tv_sec - fz->last.tv_sec) * 1000000000L + (now.tv_nsec - fz->last.tv_nsec);
-	if (!force && ns < PROGRESS_NS)
-		return;
-	fz->last = now;
-	if (fz->sq)
-		fz->prog.bytes_out = gg_sqfs_writer_size(fz->sq);
-	fz->cb->progress(fz->cb->ud, &fz->prog);
-}
-
-void gg_image_progress_totals(struct gg_freeze *fz, uint64_t files, uint64_t bytes)
-{
-	fz->prog.files_total = files;
-	fz->prog.bytes_total = bytes;
-	progress(fz, 0);
-}
-
-void gg_image_progress_phase(struct gg_freeze *fz, enum gg_image_phase phase)
-{
-	fz->prog.phase = phase;
-	progress(fz, 1);
-}
-
-void gg_image_progress_input(struct gg_freeze *fz, uint64_t bytes_consumed)
-{
-	fz->input_driven = 1;
-	fz->prog.bytes_done = bytes_consumed;
-	if (fz->prog.bytes_total && fz->prog.bytes_done > fz->prog.bytes_total)
-		fz->prog.bytes_total = fz->prog.bytes_done;
-	progress(fz, 0);
-}
-
-int gg_image_freeze_excluded(const struct gg_freeze *fz, dev_t dev, ino_t ino)
-{
-	for (int i = 0; i < fz->nexcl; i++)
-		if (fz->excl_dev[i] == dev && fz->excl_ino[i] == ino)
-			return 1;
-	return 0;
-}
-
-struct gg_tree *gg_image_freeze_tree(struct gg_freeze *fz)
-{
-	return fz->tree;
-}
-
-int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz)
-{
-	return fz->o->skip_unreadable;
-}
-
-int gg_image_feed_begin(struct gg_freeze *fz, struct gg_inode *ino, const char *path,
-			struct gg_err *err)
-{
-	if (gg_image_check_cancel(fz, err) < 0)
-		return err->code;
-	if (gg_sqfs_file_begin(fz->sq, ino, err) < 0)
-		return gg_err_prefix(err, "'%s'", path);
-	fz->cur = ino;
-	fz->headlen = 0;
-	free(ino->capture);
-	ino->capture = NULL;
-	ino->capture_len = 0;
-	ino->elf[0] = '\0';
-	fz->capturing = gg_image_meta_wanted(path);
-	if (fz->capturing && !(ino->capture = calloc(1, 1)))
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	ino->fed = 1;
-	return 0;
-}
-
-int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struct gg_err *err)
-{
-	struct gg_inode *ino = fz->cur;
-	if (!len)
-		return 0;
-	if (fz->headlen < sizeof fz->head) {
-		size_t n = sizeof fz->head - fz->headlen;
-		if (n > len)
-			n = len;
-		memcpy(fz->head + fz->headlen, data, n);
-		fz->headlen += n;
-		if (fz->headlen == sizeof fz->head) {
-			const char *a = gg_image_elf_arch(fz->head, fz->headlen);
-			if (a)
-				memcpy(ino->elf, a, 3);
-		}
-	}
-	if (fz->capturing) {
-		if (ino->capture_len + len > CAPTURE_MAX) {
-			free(ino->capture);
-			ino->capture = NULL;
-			ino->capture_len = 0;
-			fz->capturing = 0;
-		} else {
-			char *nc = realloc(ino->capture, ino->capture_len + len + 1);
-			if (!nc)
-				return gg_err_set(err, GG_ENOMEM, "out of memory");
-			memcpy(nc + ino->capture_len, data, len);
-			ino->capture = nc;
-			ino->capture_len += len;
-			nc[ino->capture_len] = '\0';
-		}
-	}
-	if (gg_sqfs_file_append(fz->sq, data, len, err) < 0)
-		return err->code;
-	if (!fz->zeroing)
-		fz->data_in += len;
-	if (!fz->input_driven)
-		fz->prog.bytes_done += len;
-	if (gg_image_check_cancel(fz, err) < 0)
-		return err->code;
-	progress(fz, 0);
-	return 0;
-}
-
-int gg_image_feed_zeros(struct gg_freeze *fz, uint64_t n, struct gg_err *err)
-{
-	static const unsigned char zero[65536];
-	int rc = 0;
-	fz->zeroing = 1;
-	while (n && !rc) {
-		size_t k = n > sizeof zero ? sizeof zero : (size_t)n;
-		rc = gg_image_feed_data(fz, zero, k, err);
-		n -= k;
-	}
-	fz->zeroing = 0;
-	return rc;
-}
-
-int gg_image_feed_hole(struct gg_freeze *fz, uint64_t n, struct gg_err *err)
-{
-	uint64_t allowed = HOLES_FREE + HOLES_PER_BYTE * fz->data_in;
-	if (n > allowed || fz->holes > allowed - n) {
-		char a[32], d[32];
-		gg_size_format(fz->holes + n, a, sizeof a);
-		gg_size_format(fz->data_in, d, sizeof d);
-		return gg_err_set(err, GG_EFAIL,
-				  "sparse file holes of %s for %s of data (at most 1 GiB plus %u "
-				  "times the data are allowed)",
-				  a, d, HOLES_PER_BYTE);
-	}
-	fz->holes += n;
-	return gg_image_feed_zeros(fz, n, err);
-}
-
-int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err)
-{
-	fz->cur = NULL;
-	if (gg_sqfs_file_end(fz->sq, err) < 0)
-		return err->code;
-	fz->prog.files_done++;
-	progress(fz, 0);
-	return 0;
-}
-
 /* ---- helpers --------------------------------------------------------------------- */
 
 static unsigned ncpus(void)
@@ -324,6 +116,316 @@ static int check_opts(const struct gg_freeze_opts *o, struct gg_err *err)
 
 /* ---- the freeze ------------------------------------------------------------------- */
 
+/* One freeze in progress: what the steps below fill and the clean-up frees. */
+struct run {
+	const struct gg_freeze_opts *o;
+	const struct gg_image_callbacks *cb;
+	struct gg_feed *feed;
+	struct gg_tree *tree;
+	struct gg_sqfs_writer *sq;
+	struct gg_sif_writer *sw;
+	struct gg_sqfs_opts qo;
+	struct gg_sif_writer_opts so;
+	struct gg_oci_info oci;
+	struct stat ost;
+	enum gg_image_format fmt;
+	int from_stdin, reproducible, out_exists, anon, fd;
+	char *source_abs, *tmp, *digest, *deffile, *inspect, *provenance;
+	const char *arch;
+	int64_t part_off, build_time, clamp;
+	uint64_t sqfs_size;
+};
+
+/* The source's format and absolute path. */
+static int resolve_source(struct run *r, struct gg_err *err)
+{
+	const struct gg_freeze_opts *o = r->o;
+	r->fmt = o->format;
+	if (r->from_stdin) {
+		if (r->fmt == GG_IMAGE_DIR || r->fmt == GG_IMAGE_OCI)
+			return gg_err_set(err, GG_EUSAGE,
+					  "standard input can only be a tar stream (save an OCI or "
+					  "docker archive to a file first)");
+		r->fmt = GG_IMAGE_TAR;
+		r->source_abs = strdup("stdin");
+		return 0;
+	}
+	struct stat st;
+	if (stat(o->source, &st) < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
+	if (r->fmt == GG_IMAGE_AUTO && gg_image_detect(o->source, &r->fmt, err) < 0)
+		return err->code;
+	if (r->fmt == GG_IMAGE_DIR && !S_ISDIR(st.st_mode))
+		return gg_err_set(err, GG_EUSAGE, "'%s' is not a directory", o->source);
+	if (r->fmt == GG_IMAGE_TAR && S_ISDIR(st.st_mode))
+		return gg_err_set(err, GG_EUSAGE, "'%s' is a directory, not a tar archive",
+				  o->source);
+	if (access(o->source, R_OK) < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
+	r->source_abs = realpath(o->source, NULL);
+	return 0;
+}
+
+static int check_output(struct run *r, struct gg_err *err)
+{
+	r->out_exists = stat(r->o->output, &r->ost) == 0;
+	if (r->out_exists && S_ISDIR(r->ost.st_mode))
+		return gg_err_set(err, GG_EUSAGE, "'%s' is a directory", r->o->output);
+	if (r->out_exists && !r->o->force)
+		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
+				  r->o->output);
+	return 0;
+}
+
+/* An unnamed file (O_TMPFILE) gets a name only once it is complete, so even a SIGKILL
+ * leaves nothing behind; file systems without it get a named temp file, removed on
+ * every failure we live through. */
+static int open_temp(struct run *r, struct gg_err *err)
+{
+	r->tmp = gg_strdup_printf("%s.tmp.XXXXXX", r->o->output);
+	if (!r->tmp)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	char *dir = strdup(r->o->output);
+	r->fd = dir ? open(dirname(dir), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+	free(dir);
+	if (r->fd >= 0) {
+		r->anon = 1;
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		snprintf(r->tmp + strlen(r->tmp) - 6, 7, "%06lx",
+			 (unsigned long)(now.tv_nsec ^ getpid()) & 0xffffff);
+	} else {
+		r->fd = mkostemp(r->tmp, O_CLOEXEC);
+	}
+	if (r->fd < 0)
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
+	return 0;
+}
+
+/* The SIF writer on the temp file, the squashfs writer at its partition offset, the
+ * empty tree; the temp file and the old output are kept out of a directory source. */
+static int start_writers(struct run *r, struct gg_err *err)
+{
+	fchmod(r->fd, 0600);
+	struct stat tst;
+	if (fstat(r->fd, &tst) == 0)
+		gg_image_feed_exclude(r->feed, tst.st_dev, tst.st_ino);
+	if (r->out_exists)
+		gg_image_feed_exclude(r->feed, r->ost.st_dev, r->ost.st_ino);
+	r->so.deterministic = r->reproducible;
+	r->so.launch_script = 1;
+	r->so.now = (int64_t)time(NULL);
+	if (!r->reproducible) {
+		if (getrandom(r->so.id, sizeof r->so.id, 0) != (ssize_t)sizeof r->so.id)
+			return gg_err_sys(err, GG_EFAIL, errno,
+					  "getting random bytes for the image UUID");
+		r->so.id[6] = (uint8_t)((r->so.id[6] & 0x0F) | 0x40);
+		r->so.id[8] = (uint8_t)((r->so.id[8] & 0x3F) | 0x80);
+	}
+	if (gg_sif_writer_new(r->fd, r->tmp, &r->so, &r->sw, err) < 0)
+		return err->code;
+	r->part_off = gg_sif_writer_data_start(r->sw);
+	const struct gg_freeze_opts *o = r->o;
+	r->qo = (struct gg_sqfs_opts){
+		.comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP,
+		.level = o->level,
+		.jobs = o->jobs ? o->jobs : ncpus(),
+		.block_size = 128 * 1024,
+		.cancel = r->cb ? r->cb->cancel : NULL,
+		.cancel_ud = r->cb ? r->cb->ud : NULL,
+	};
+	if (gg_sqfs_writer_new(r->fd, r->tmp, (uint64_t)r->part_off, &r->qo, &r->sq, err) < 0)
+		return err->code;
+	if (!(r->tree = gg_image_tree_new()))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	gg_image_feed_attach(r->feed, r->tree, r->sq);
+	return 0;
+}
+
+static int read_tar_file(struct run *r, struct gg_err *err)
+{
+	const char *source = r->o->source;
+	int sfd = open(source, O_RDONLY | O_CLOEXEC);
+	if (sfd < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "opening '%s'", source);
+	struct stat st;
+	if (fstat(sfd, &st) == 0 && S_ISREG(st.st_mode))
+		gg_image_progress_source_size(r->feed, (uint64_t)st.st_size);
+	int rc = gg_image_read_tar(r->feed, sfd, source, &r->digest, err);
+	close(sfd);
+	return rc;
+}
+
+/* Run the reader for the source's format: the tree and the file data. */
+static int read_source(struct run *r, struct gg_err *err)
+{
+	int rc;
+	gg_image_progress_phase(r->feed,
+				r->fmt == GG_IMAGE_DIR ? GG_IMAGE_PHASE_SCAN : GG_IMAGE_PHASE_DATA);
+	switch (r->fmt) {
+	case GG_IMAGE_DIR: rc = gg_image_read_dir(r->feed, r->o->source, err); break;
+	case GG_IMAGE_TAR:
+		if (r->from_stdin)
+			rc = gg_image_read_tar(r->feed, r->o->input_fd, "standard input",
+					       &r->digest, err);
+		else
+			rc = read_tar_file(r, err);
+		break;
+	case GG_IMAGE_OCI: rc = gg_image_read_oci(r->feed, r->o->source, &r->oci, err); break;
+	default: rc = gg_err_set(err, GG_EUSAGE, "unknown source format"); break;
+	}
+	if (rc < 0)
+		return rc;
+	return gg_image_check_cancel(r->feed, err);
+}
+
+/* Times: reproducible images take SOURCE_DATE_EPOCH (clamping mtimes to it) or the
+ * newest mtime of the tree; others take now. Then the squashfs is finished. */
+static int finish_squashfs(struct run *r, struct gg_freeze_result *res, struct gg_err *err)
+{
+	const struct gg_freeze_opts *o = r->o;
+	gg_image_progress_phase(r->feed, GG_IMAGE_PHASE_META);
+	r->clamp = -1;
+	if (r->reproducible) {
+		if (o->have_source_date_epoch) {
+			r->build_time = o->source_date_epoch;
+			r->clamp = o->source_date_epoch;
+		} else {
+			r->build_time = newest_mtime(r->tree->root);
+		}
+	} else {
+		r->build_time = r->so.now;
+	}
+	if (r->build_time < 0)
+		r->build_time = 0;
+	if (r->build_time > (int64_t)UINT32_MAX)
+		r->build_time = UINT32_MAX;
+	if (!r->tree->root_set)
+		r->tree->root->inode->mtime = r->build_time; /* an archive without "./" */
+	if (gg_sqfs_writer_finish(r->sq, r->tree, (uint32_t)r->build_time, r->clamp, &r->sqfs_size,
+				  res, err) < 0)
+		return err->code;
+	return gg_image_check_cancel(r->feed, err);
+}
+
+static int default_level(int comp)
+{
+	return comp == GG_IMAGE_COMP_GZIP   ? 6
+	       : comp == GG_IMAGE_COMP_ZSTD ? 15
+	       : comp == GG_IMAGE_COMP_XZ   ? 6
+					    : 0;
+}
+
+static int build_meta(struct run *r, struct gg_err *err)
+{
+	const struct gg_freeze_opts *o = r->o;
+	int oci = r->fmt == GG_IMAGE_OCI;
+	r->arch = gg_image_tree_arch(r->tree);
+	struct gg_meta_in mi = {
+		.tree = r->tree,
+		.source = r->from_stdin ? "-" : o->source,
+		.source_abs = r->source_abs,
+		.format = r->fmt,
+		.source_digest = oci ? r->oci.digest : r->digest,
+		.oci = oci ? &r->oci : NULL,
+		.arch = r->arch,
+		.build_time = r->build_time,
+		.reproducible = r->reproducible,
+		.labels = o->labels,
+		.nlabels = o->nlabels,
+		.gpus_json = o->gpus_json,
+		.tool_version = o->tool_version ? o->tool_version : GG_VERSION,
+		.comp = r->qo.comp,
+		.level = o->level ? o->level : default_level(r->qo.comp),
+		.block_size = r->qo.block_size,
+	};
+	return gg_image_meta_build(&mi, &r->deffile, &r->inspect, &r->provenance, err);
+}
+
+/* IDs in apptainer's order (definition, JSON objects sorted by name, partition), data
+ * in file order: the partition is already in place at part_off. */
+static int write_sif(struct run *r, int64_t *image_size, struct gg_err *err)
+{
+	struct gg_sif_writer *sw = r->sw;
+	const char *cfg = r->oci.config_json;
+	uint32_t id = 1;
+	uint32_t nids = 3 + (cfg ? 1 : 0) + 1;
+	if (gg_sif_writer_add_partition(sw, nids, 1, r->part_off, (int64_t)r->sqfs_size,
+					GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, r->arch,
+					err) < 0 ||
+	    gg_sif_writer_add(sw, id++, GG_SIF_DEFFILE, 1, NULL, r->deffile, strlen(r->deffile),
+			      err) < 0 ||
+	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "gridgpu-provenance.json",
+			      r->provenance, strlen(r->provenance), err) < 0 ||
+	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "inspect-metadata.json", r->inspect,
+			      strlen(r->inspect), err) < 0)
+		return err->code;
+	if (cfg && gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "oci-config.json", cfg,
+				     strlen(cfg), err) < 0)
+		return err->code;
+	return gg_sif_writer_finish(sw, image_size, err);
+}
+
+/* Make the temp file durable and executable, give it a name, close it and put it in
+ * place of the output. */
+static int commit_file(struct run *r, struct gg_err *err)
+{
+	if (fsync(r->fd) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->tmp);
+	if (fchmod(r->fd, 0755) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", r->tmp);
+	if (r->anon) {
+		char proc[64];
+		snprintf(proc, sizeof proc, "/proc/self/fd/%d", r->fd);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, r->tmp, AT_SYMLINK_FOLLOW) < 0)
+			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->tmp);
+	}
+	gg_sqfs_writer_free(r->sq);
+	r->sq = NULL;
+	gg_image_feed_attach(r->feed, r->tree, NULL);
+	int fd = r->fd;
+	r->fd = -1;
+	if (close(fd) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->tmp);
+	if (gg_image_check_cancel(r->feed, err) < 0)
+		return err->code;
+	if (install(r->tmp, r->o->output, r->o->force, err) < 0)
+		return err->code;
+	gg_fsync_dir(r->o->output); /* best effort: the rename is done */
+	return 0;
+}
+
+/* Everything from the open temp file to the installed output. */
+static int write_image(struct run *r, struct gg_freeze_result *res, struct gg_err *err)
+{
+	int64_t image_size = 0;
+	if (start_writers(r, err) < 0 || read_source(r, err) < 0 ||
+	    finish_squashfs(r, res, err) < 0 || build_meta(r, err) < 0 ||
+	    write_sif(r, &image_size, err) < 0 || commit_file(r, err) < 0)
+		return err->code ? err->code : GG_EFAIL;
+	res->squashfs_size = r->sqfs_size;
+	res->image_size = (uint64_t)image_size;
+	snprintf(res->arch, sizeof res->arch, "%s", gg_image_arch_name(r->arch));
+	res->build_time = r->build_time;
+	res->warnings = gg_image_feed_finish(r->feed, (uint64_t)image_size);
+	return 0;
+}
+
+static void run_free(struct run *r)
+{
+	gg_sqfs_writer_free(r->sq);
+	gg_sif_writer_free(r->sw);
+	gg_image_tree_free(r->tree);
+	gg_image_oci_info_clear(&r->oci);
+	gg_image_feed_free(r->feed);
+	free(r->deffile);
+	free(r->inspect);
+	free(r->provenance);
+	free(r->digest);
+	free(r->tmp);
+	free(r->source_abs);
+}
+
 int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callbacks *cb,
 		    struct gg_freeze_result *res, struct gg_err *err)
 {
@@ -333,303 +435,25 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 	memset(res, 0, sizeof *res);
 	if (check_opts(o, err) < 0)
 		return err->code;
-
-	struct gg_freeze fz;
-	memset(&fz, 0, sizeof fz);
-	fz.o = o;
-	fz.cb = cb;
-	clock_gettime(CLOCK_MONOTONIC, &fz.last);
-	fz.last.tv_sec -= 1;
-	fz.prog.phase = GG_IMAGE_PHASE_SCAN;
-
-	int from_stdin = strcmp(o->source, "-") == 0;
-	enum gg_image_format fmt = o->format;
-	char *source_abs = NULL, *tmp = NULL, *digest = NULL;
-	char *deffile = NULL, *inspect = NULL, *provenance = NULL;
-	struct gg_oci_info oci;
-	memset(&oci, 0, sizeof oci);
-	struct gg_sif_writer *sw = NULL;
-	int fd = -1, rc;
-
-	if (from_stdin) {
-		if (fmt == GG_IMAGE_DIR || fmt == GG_IMAGE_OCI)
-			return gg_err_set(err, GG_EUSAGE,
-					  "standard input can only be a tar stream (save an OCI or "
-					  "docker archive to a file first)");
-		fmt = GG_IMAGE_TAR;
-		source_abs = strdup("stdin");
-	} else {
-		struct stat st;
-		if (stat(o->source, &st) < 0)
-			return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
-		if (fmt == GG_IMAGE_AUTO && gg_image_detect(o->source, &fmt, err) < 0)
-			return err->code;
-		if (fmt == GG_IMAGE_DIR && !S_ISDIR(st.st_mode))
-			return gg_err_set(err, GG_EUSAGE, "'%s' is not a directory", o->source);
-		if (fmt == GG_IMAGE_TAR && S_ISDIR(st.st_mode))
-			return gg_err_set(err, GG_EUSAGE, "'%s' is a directory, not a tar archive",
-					  o->source);
-		if (access(o->source, R_OK) < 0)
-			return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
-		source_abs = realpath(o->source, NULL);
+	struct run r = {.o = o, .cb = cb, .fd = -1, .reproducible = !o->no_reproducible};
+	r.from_stdin = strcmp(o->source, "-") == 0;
+	int rc = resolve_source(&r, err);
+	if (rc == 0) {
+		res->format = r.fmt;
+		if (!r.source_abs || !(r.feed = gg_image_feed_new(cb, o->skip_unreadable)))
+			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	res->format = fmt;
-	if (!source_abs)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-
-	struct stat ost;
-	int out_exists = stat(o->output, &ost) == 0;
-	if (out_exists && S_ISDIR(ost.st_mode)) {
-		free(source_abs);
-		return gg_err_set(err, GG_EUSAGE, "'%s' is a directory", o->output);
+	if (rc == 0 && (rc = check_output(&r, err)) == 0 && (rc = open_temp(&r, err)) == 0 &&
+	    (rc = write_image(&r, res, err)) < 0) {
+		/* every failure once the temp file exists removes it; the writer joins
+		 * the compressor threads before the unlink */
+		gg_sqfs_writer_free(r.sq);
+		r.sq = NULL;
+		if (r.fd >= 0)
+			close(r.fd);
+		r.fd = -1;
+		unlink(r.tmp);
 	}
-	if (out_exists && !o->force) {
-		free(source_abs);
-		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
-				  o->output);
-	}
-
-	tmp = gg_strdup_printf("%s.tmp.XXXXXX", o->output);
-	if (!tmp) {
-		free(source_abs);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
-	/* An unnamed file (O_TMPFILE) gets a name only once it is complete, so even
-	 * a SIGKILL leaves nothing behind; file systems without it get a named temp
-	 * file, removed on every failure we live through. */
-	int anon = 0;
-	{
-		char *dir = strdup(o->output);
-		fd = dir ? open(dirname(dir), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
-		free(dir);
-		if (fd >= 0) {
-			anon = 1;
-			struct timespec now;
-			clock_gettime(CLOCK_REALTIME, &now);
-			snprintf(tmp + strlen(tmp) - 6, 7, "%06lx",
-				 (unsigned long)(now.tv_nsec ^ getpid()) & 0xffffff);
-		} else {
-			fd = mkostemp(tmp, O_CLOEXEC);
-		}
-	}
-	if (fd < 0) {
-		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", o->output);
-		free(tmp);
-		free(source_abs);
-		return rc;
-	}
-	/* from here on every failure goes through "fail", which removes tmp */
-	fchmod(fd, 0600);
-	struct stat tst;
-	if (fstat(fd, &tst) == 0) {
-		fz.excl_dev[fz.nexcl] = tst.st_dev;
-		fz.excl_ino[fz.nexcl++] = tst.st_ino;
-	}
-	if (out_exists) {
-		fz.excl_dev[fz.nexcl] = ost.st_dev;
-		fz.excl_ino[fz.nexcl++] = ost.st_ino;
-	}
-
-	int reproducible = !o->no_reproducible;
-	struct gg_sif_writer_opts so;
-	memset(&so, 0, sizeof so);
-	so.deterministic = reproducible;
-	so.launch_script = 1;
-	so.now = (int64_t)time(NULL);
-	if (!reproducible) {
-		if (getrandom(so.id, sizeof so.id, 0) != (ssize_t)sizeof so.id) {
-			gg_err_sys(err, GG_EFAIL, errno, "getting random bytes for the image UUID");
-			goto fail;
-		}
-		so.id[6] = (uint8_t)((so.id[6] & 0x0F) | 0x40);
-		so.id[8] = (uint8_t)((so.id[8] & 0x3F) | 0x80);
-	}
-	if (gg_sif_writer_new(fd, tmp, &so, &sw, err) < 0)
-		goto fail;
-	int64_t part_off = gg_sif_writer_data_start(sw);
-
-	struct gg_sqfs_opts qo = {
-		.comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP,
-		.level = o->level,
-		.jobs = o->jobs ? o->jobs : ncpus(),
-		.block_size = 128 * 1024,
-		.cancel = cb ? cb->cancel : NULL,
-		.cancel_ud = cb ? cb->ud : NULL,
-	};
-	if (gg_sqfs_writer_new(fd, tmp, (uint64_t)part_off, &qo, &fz.sq, err) < 0)
-		goto fail;
-	if (!(fz.tree = gg_image_tree_new())) {
-		gg_err_set(err, GG_ENOMEM, "out of memory");
-		goto fail;
-	}
-
-	fz.prog.phase = fmt == GG_IMAGE_DIR ? GG_IMAGE_PHASE_SCAN : GG_IMAGE_PHASE_DATA;
-	progress(&fz, 1);
-	switch (fmt) {
-	case GG_IMAGE_DIR: rc = gg_image_read_dir(&fz, o->source, err); break;
-	case GG_IMAGE_TAR:
-		if (from_stdin) {
-			rc = gg_image_read_tar(&fz, o->input_fd, "standard input", &digest, err);
-		} else {
-			int sfd = open(o->source, O_RDONLY | O_CLOEXEC);
-			if (sfd < 0) {
-				rc = gg_err_sys(err, GG_EFAIL, errno, "opening '%s'", o->source);
-				break;
-			}
-			struct stat st;
-			if (fstat(sfd, &st) == 0 && S_ISREG(st.st_mode))
-				fz.prog.bytes_total = (uint64_t)st.st_size;
-			rc = gg_image_read_tar(&fz, sfd, o->source, &digest, err);
-			close(sfd);
-		}
-		break;
-	case GG_IMAGE_OCI: rc = gg_image_read_oci(&fz, o->source, &oci, err); break;
-	default: rc = gg_err_set(err, GG_EUSAGE, "unknown source format"); break;
-	}
-	if (rc < 0)
-		goto fail;
-	if (gg_image_check_cancel(&fz, err) < 0)
-		goto fail;
-
-	/* times: reproducible images take SOURCE_DATE_EPOCH (clamping mtimes to it) or the
-	 * newest mtime of the tree; others take now */
-	fz.prog.phase = GG_IMAGE_PHASE_META;
-	progress(&fz, 1);
-	int64_t build_time, clamp = -1;
-	if (reproducible) {
-		if (o->have_source_date_epoch) {
-			build_time = o->source_date_epoch;
-			clamp = o->source_date_epoch;
-		} else {
-			build_time = newest_mtime(fz.tree->root);
-		}
-	} else {
-		build_time = so.now;
-	}
-	if (build_time < 0)
-		build_time = 0;
-	if (build_time > (int64_t)UINT32_MAX)
-		build_time = UINT32_MAX;
-	if (!fz.tree->root_set)
-		fz.tree->root->inode->mtime = build_time; /* an archive without a "./" entry */
-	uint64_t sqfs_size = 0;
-	if (gg_sqfs_writer_finish(fz.sq, fz.tree, (uint32_t)build_time, clamp, &sqfs_size, res,
-				  err) < 0)
-		goto fail;
-	if (gg_image_check_cancel(&fz, err) < 0)
-		goto fail;
-
-	const char *arch = gg_image_tree_arch(fz.tree);
-	struct gg_meta_in mi = {
-		.tree = fz.tree,
-		.source = from_stdin ? "-" : o->source,
-		.source_abs = source_abs,
-		.format = fmt,
-		.source_digest = fmt == GG_IMAGE_OCI ? oci.digest : digest,
-		.oci = fmt == GG_IMAGE_OCI ? &oci : NULL,
-		.arch = arch,
-		.build_time = build_time,
-		.reproducible = reproducible,
-		.labels = o->labels,
-		.nlabels = o->nlabels,
-		.gpus_json = o->gpus_json,
-		.tool_version = o->tool_version ? o->tool_version : GG_VERSION,
-		.comp = qo.comp,
-		.level = o->level                        ? o->level
-			 : qo.comp == GG_IMAGE_COMP_GZIP ? 6
-			 : qo.comp == GG_IMAGE_COMP_ZSTD ? 15
-			 : qo.comp == GG_IMAGE_COMP_XZ   ? 6
-							 : 0,
-		.block_size = qo.block_size,
-	};
-	if (gg_image_meta_build(&mi, &deffile, &inspect, &provenance, err) < 0)
-		goto fail;
-
-	/* IDs in apptainer's order (definition, JSON objects sorted by name, partition),
-	 * data in file order: the partition is already in place at part_off */
-	uint32_t id = 1;
-	uint32_t nids = 3 + (oci.config_json ? 1 : 0) + 1;
-	if (gg_sif_writer_add_partition(sw, nids, 1, part_off, (int64_t)sqfs_size,
-					GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, arch, err) < 0 ||
-	    gg_sif_writer_add(sw, id++, GG_SIF_DEFFILE, 1, NULL, deffile, strlen(deffile), err) <
-		    0 ||
-	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "gridgpu-provenance.json",
-			      provenance, strlen(provenance), err) < 0 ||
-	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "inspect-metadata.json", inspect,
-			      strlen(inspect), err) < 0)
-		goto fail;
-	if (oci.config_json &&
-	    gg_sif_writer_add(sw, id++, GG_SIF_GENERIC_JSON, 1, "oci-config.json", oci.config_json,
-			      strlen(oci.config_json), err) < 0)
-		goto fail;
-	int64_t image_size = 0;
-	if (gg_sif_writer_finish(sw, &image_size, err) < 0)
-		goto fail;
-	if (fsync(fd) < 0) {
-		gg_err_sys(err, GG_EIO, errno, "writing '%s'", tmp);
-		goto fail;
-	}
-	if (fchmod(fd, 0755) < 0) {
-		gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", tmp);
-		goto fail;
-	}
-	if (anon) {
-		char proc[64];
-		snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0) {
-			gg_err_sys(err, GG_EIO, errno, "writing '%s'", tmp);
-			goto fail;
-		}
-	}
-	gg_sqfs_writer_free(fz.sq);
-	fz.sq = NULL;
-	if (close(fd) < 0) {
-		fd = -1;
-		gg_err_sys(err, GG_EIO, errno, "writing '%s'", tmp);
-		goto fail;
-	}
-	fd = -1;
-	if (gg_image_check_cancel(&fz, err) < 0)
-		goto fail;
-	if (install(tmp, o->output, o->force, err) < 0)
-		goto fail;
-	gg_fsync_dir(o->output); /* best effort: the rename is done */
-
-	res->squashfs_size = sqfs_size;
-	res->image_size = (uint64_t)image_size;
-	snprintf(res->arch, sizeof res->arch, "%s", gg_image_arch_name(arch));
-	res->build_time = build_time;
-	res->warnings = fz.warnings;
-	if (fz.warnings > MAX_WARNINGS_SHOWN && cb && cb->warn) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "%u more warnings not shown",
-			 fz.warnings - MAX_WARNINGS_SHOWN);
-		cb->warn(cb->ud, msg);
-	}
-	fz.prog.phase = GG_IMAGE_PHASE_DONE;
-	fz.prog.bytes_out = (uint64_t)image_size;
-	if (cb && cb->progress)
-		cb->progress(cb->ud, &fz.prog);
-	rc = 0;
-	goto out;
-fail:
-	rc = err->code ? err->code : GG_EFAIL;
-	gg_sqfs_writer_free(fz.sq); /* joins the compressor threads before the unlink */
-	fz.sq = NULL;
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
-	unlink(tmp);
-out:
-	gg_sqfs_writer_free(fz.sq);
-	gg_sif_writer_free(sw);
-	gg_image_tree_free(fz.tree);
-	gg_image_oci_info_clear(&oci);
-	free(deffile);
-	free(inspect);
-	free(provenance);
-	free(digest);
-	free(tmp);
-	free(source_abs);
+	run_free(&r);
 	return rc;
 }

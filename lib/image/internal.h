@@ -1,5 +1,5 @@
 /* lib/image internals shared between its files: the in-memory tree, the squashfs writer,
- * the freeze context the sandbox readers feed. Not installed, not for other modules. */
+ * the feed the sandbox readers fill, the readers. Not installed, not for other modules. */
 #ifndef GG_IMAGE_INTERNAL_H
 #define GG_IMAGE_INTERNAL_H
 
@@ -166,37 +166,54 @@ void gg_sqfs_writer_free(struct gg_sqfs_writer *w);
 /* Message for a libsquashfs error code. */
 const char *gg_sqfs_strerror(int code);
 
-/* ---- the freeze context the readers feed ------------------------------------------ */
+/* ---- the feed (feed.c): what the readers hand entries and data to ----------------- */
 
-struct gg_freeze;
+struct gg_feed;
 /* Report a warning (counted; the callback gets it unless too many were reported). */
-void gg_image_warn(struct gg_freeze *fz, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+void gg_image_warn(struct gg_feed *fz, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 /* Poll the cancel callback: GG_EINTR (err set) when asked to stop. */
-int gg_image_check_cancel(struct gg_freeze *fz, struct gg_err *err);
+int gg_image_check_cancel(struct gg_feed *fz, struct gg_err *err);
 /* Progress bookkeeping. */
-void gg_image_progress_totals(struct gg_freeze *fz, uint64_t files, uint64_t bytes);
-void gg_image_progress_phase(struct gg_freeze *fz, enum gg_image_phase phase);
-void gg_image_progress_input(struct gg_freeze *fz, uint64_t bytes_consumed);
+void gg_image_progress_totals(struct gg_feed *fz, uint64_t files, uint64_t bytes);
+void gg_image_progress_phase(struct gg_feed *fz, enum gg_image_phase phase);
+void gg_image_progress_input(struct gg_feed *fz, uint64_t bytes_consumed);
 /* Feed one regular file's data: begin (path = clean relative path, for metadata capture
  * and messages), append any number of times, end. */
-int gg_image_feed_begin(struct gg_freeze *fz, struct gg_inode *ino, const char *path,
+int gg_image_feed_begin(struct gg_feed *fz, struct gg_inode *ino, const char *path,
 			struct gg_err *err);
-int gg_image_feed_data(struct gg_freeze *fz, const void *data, size_t len, struct gg_err *err);
-int gg_image_feed_end(struct gg_freeze *fz, struct gg_err *err);
+int gg_image_feed_data(struct gg_feed *fz, const void *data, size_t len, struct gg_err *err);
+int gg_image_feed_end(struct gg_feed *fz, struct gg_err *err);
 /* Append n zero bytes (holes of sparse files). */
-int gg_image_feed_zeros(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
+int gg_image_feed_zeros(struct gg_feed *fz, uint64_t n, struct gg_err *err);
 /* The same for a hole an archive declares: the holes of a freeze may add up to 1 GiB
  * plus 256 times the data bytes fed so far, no more (a 10 KiB tar declaring a 1 TiB
  * sparse file would cost minutes of CPU): GG_EFAIL past that. */
-int gg_image_feed_hole(struct gg_freeze *fz, uint64_t n, struct gg_err *err);
-struct gg_tree *gg_image_freeze_tree(struct gg_freeze *fz);
+int gg_image_feed_hole(struct gg_feed *fz, uint64_t n, struct gg_err *err);
+/* The tree the entries go into. */
+struct gg_tree *gg_image_feed_tree(struct gg_feed *fz);
 /* 1 for files the directory reader leaves out (the temp file, the output it replaces). */
-int gg_image_freeze_excluded(const struct gg_freeze *fz, dev_t dev, ino_t ino);
-int gg_image_freeze_skip_unreadable(const struct gg_freeze *fz);
+int gg_image_feed_excluded(const struct gg_feed *fz, dev_t dev, ino_t ino);
+int gg_image_feed_skip_unreadable(const struct gg_feed *fz);
+
+/* The driver's side (freeze.c). new: NULL when out of memory; free accepts NULL and
+ * frees neither the tree nor the writer. */
+struct gg_feed *gg_image_feed_new(const struct gg_image_callbacks *cb, int skip_unreadable);
+void gg_image_feed_free(struct gg_feed *fz);
+/* Leave a file out of a directory source (at most two: the temp file, the old output). */
+void gg_image_feed_exclude(struct gg_feed *fz, dev_t dev, ino_t ino);
+/* The tree and the squashfs writer to feed (sq NULL once the writer is freed). */
+void gg_image_feed_attach(struct gg_feed *fz, struct gg_tree *t, struct gg_sqfs_writer *sq);
+/* The size of the source, when the reader counts source bytes. */
+void gg_image_progress_source_size(struct gg_feed *fz, uint64_t bytes);
+/* The freeze is done: the count of warnings not shown, the last progress report.
+ * Returns the number of warnings. */
+unsigned gg_image_feed_finish(struct gg_feed *fz, uint64_t image_size);
+
+/* ---- the readers (sandbox.c, tar.c, oci.c) ---------------------------------------- */
 
 /* Readers (sandbox.c, tar.c, oci.c). source_desc gets a malloc'd digest ("sha256:...")
  * when the reader knows one. */
-int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err);
+int gg_image_read_dir(struct gg_feed *fz, const char *dir, struct gg_err *err);
 /* Open the clean relative path rel beneath the directory rootfd ("" = rootfd itself)
  * without following any symbolic link on the way: openat2 with RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS when use_openat2, else one O_NOFOLLOW openat per component
@@ -204,7 +221,7 @@ int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err)
 int gg_image_open_beneath(int rootfd, const char *rel, int flags, int use_openat2);
 /* 1 when openat2 is there and allowed (not filtered by a seccomp profile). */
 int gg_image_openat2_works(int rootfd);
-int gg_image_read_tar(struct gg_freeze *fz, int fd, const char *name, char **digest,
+int gg_image_read_tar(struct gg_feed *fz, int fd, const char *name, char **digest,
 		      struct gg_err *err);
 struct gg_oci_info {
 	char *digest;          /* manifest digest, or the image ID for legacy docker archives */
@@ -213,13 +230,13 @@ struct gg_oci_info {
 	char *ref;             /* a repo tag / ref name when the archive names one */
 	const char *bootstrap; /* "oci", "oci-archive" or "docker-archive" (static) */
 };
-int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
+int gg_image_read_oci(struct gg_feed *fz, const char *path, struct gg_oci_info *info,
 		      struct gg_err *err);
 void gg_image_oci_info_clear(struct gg_oci_info *info);
 /* Detect the format of a path (dir, OCI layout/archive, tar). */
 int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *err);
 
-/* libarchive entry -> struct gg_entry helpers shared by tar.c and oci.c. */
+/* libarchive entry -> struct gg_entry helpers (archive.c), shared by tar.c and oci.c. */
 struct archive;
 struct archive_entry;
 struct gg_entry_buf {
@@ -228,7 +245,7 @@ struct gg_entry_buf {
 	struct gg_entry e;
 };
 /* Fill b->e from an archive entry; rejects traversal and unsupported types. */
-int gg_image_entry_from_archive(struct gg_freeze *fz, struct archive_entry *ae,
+int gg_image_entry_from_archive(struct gg_feed *fz, struct archive_entry *ae,
 				struct gg_entry_buf *b, const char *what, struct gg_err *err);
 void gg_image_entry_buf_free(struct gg_entry_buf *b);
 /* Enable the decompression filters a tar or layer may use. */
@@ -236,7 +253,7 @@ void gg_image_archive_filters(struct archive *a);
 /* 0 for libarchive warnings not worth showing (locale conversion of UTF-8 names). */
 int gg_image_archive_warning_matters(const char *msg);
 /* Copy the data of the current archive entry into the freeze (sparse holes as zeros). */
-int gg_image_feed_archive_data(struct gg_freeze *fz, struct archive *a, struct gg_inode *ino,
+int gg_image_feed_archive_data(struct gg_feed *fz, struct archive *a, struct gg_inode *ino,
 			       const char *path, const char *what, struct gg_err *err);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */

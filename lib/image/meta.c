@@ -237,90 +237,102 @@ static char *dump(json_t *v)
 	return s;
 }
 
-int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **inspect,
-			char **provenance, struct gg_err *err)
-{
-	*deffile = *inspect = *provenance = NULL;
+/* What several parts of the metadata show. */
+struct meta_ctx {
 	char rfc[64], schema[96];
-	fmt_time(in->build_time, rfc, sizeof rfc, schema, sizeof schema);
-	const char *archname = gg_image_arch_name(in->arch);
-	const char *boot = bootstrap_of(in);
+	const char *archname, *boot;
+};
 
-	char *def = gg_strdup_printf("bootstrap: %s\nfrom: %s\n\n", boot, in->source);
-	json_t *labels = json_object(), *env = json_object(), *attrs = json_object();
-	json_t *top = json_object(), *data = json_object(), *prov = json_object();
-	if (!def || !labels || !env || !attrs || !top || !data || !prov)
-		goto nomem;
+/* Copy the string values of a JSON object text into labels. */
+static void merge_string_labels(json_t *labels, json_t *from)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach (from, k, v)
+		if (json_is_string(v))
+			json_object_set(labels, k, v);
+	json_decref(from);
+}
 
-	/* labels: the sandbox's own, the OCI config's, the build's, then --label */
+static int add_user_labels(const struct gg_meta_in *in, json_t *labels, struct gg_err *err)
+{
+	for (size_t i = 0; i < in->nlabels; i++) {
+		const char *eq = strchr(in->labels[i], '=');
+		if (!eq || eq == in->labels[i])
+			return gg_err_set(err, GG_EUSAGE, "label '%s': expected KEY=VALUE",
+					  in->labels[i]);
+		char *k = strndup(in->labels[i], (size_t)(eq - in->labels[i]));
+		json_t *v = json_string(eq + 1);
+		if (!k || !v) {
+			free(k);
+			json_decref(v);
+			return gg_err_set(err, GG_EUSAGE, "label '%s': not valid UTF-8",
+					  in->labels[i]);
+		}
+		json_object_set_new(labels, k, v);
+		free(k);
+	}
+	return 0;
+}
+
+/* Labels: the sandbox's own, the OCI config's, the build's, then --label. */
+static int build_labels(const struct gg_meta_in *in, const struct meta_ctx *m, json_t *labels,
+			struct gg_err *err)
+{
 	const struct gg_inode *lj = captured(in->tree, ".singularity.d/labels.json");
-	if (lj) {
-		json_t *old = json_loadb(lj->capture, lj->capture_len, 0, NULL);
-		const char *k;
-		json_t *v;
-		json_object_foreach (old, k, v)
-			if (json_is_string(v))
-				json_object_set(labels, k, v);
-		json_decref(old);
-	}
-	if (in->oci && in->oci->labels_json) {
-		json_t *ol = json_loads(in->oci->labels_json, 0, NULL);
-		const char *k;
-		json_t *v;
-		json_object_foreach (ol, k, v)
-			if (json_is_string(v))
-				json_object_set(labels, k, v);
-		json_decref(ol);
-	}
+	if (lj)
+		merge_string_labels(labels, json_loadb(lj->capture, lj->capture_len, 0, NULL));
+	if (in->oci && in->oci->labels_json)
+		merge_string_labels(labels, json_loads(in->oci->labels_json, 0, NULL));
 	set_new(labels, "org.label-schema.schema-version", json_string("1.0"));
-	set_new(labels, "org.label-schema.build-date", json_string(schema));
-	set_new(labels, "org.opencontainers.image.created", json_string(rfc));
-	set_new(labels, "org.label-schema.usage.singularity.deffile.bootstrap", json_string(boot));
+	set_new(labels, "org.label-schema.build-date", json_string(m->schema));
+	set_new(labels, "org.opencontainers.image.created", json_string(m->rfc));
+	set_new(labels, "org.label-schema.usage.singularity.deffile.bootstrap",
+		json_string(m->boot));
 	set_new(labels, "org.label-schema.usage.singularity.deffile.from", json_string(in->source));
-	set_new(labels, "org.opencontainers.image.architecture", json_string(archname));
-	set_new(labels, "org.label-schema.build-arch", json_string(archname));
+	set_new(labels, "org.opencontainers.image.architecture", json_string(m->archname));
+	set_new(labels, "org.label-schema.build-arch", json_string(m->archname));
 	set_new(labels, "org.label-schema.usage.gridgpu.version", json_string(in->tool_version));
 	if (in->source_digest)
 		set_new(labels, "org.opencontainers.image.base.digest",
 			json_string(in->source_digest));
 	if (in->oci && in->oci->ref)
 		set_new(labels, "org.opencontainers.image.base.name", json_string(in->oci->ref));
-	for (size_t i = 0; i < in->nlabels; i++) {
-		const char *eq = strchr(in->labels[i], '=');
-		if (!eq || eq == in->labels[i]) {
-			gg_err_set(err, GG_EUSAGE, "label '%s': expected KEY=VALUE", in->labels[i]);
-			goto fail;
-		}
-		char *k = strndup(in->labels[i], (size_t)(eq - in->labels[i]));
-		json_t *v = json_string(eq + 1);
-		if (!k || !v) {
-			free(k);
-			json_decref(v);
-			gg_err_set(err, GG_EUSAGE, "label '%s': not valid UTF-8", in->labels[i]);
-			goto fail;
-		}
-		json_object_set_new(labels, k, v);
-		free(k);
-	}
+	return add_user_labels(in, labels, err);
+}
 
-	/* environment scripts, keyed by their path in the image */
-	const struct gg_node *envdir = gg_image_tree_resolve(in->tree, ".singularity.d/env");
-	if (envdir && S_ISDIR(envdir->inode->mode)) {
-		for (size_t i = 0; i < envdir->nkids; i++) {
-			if (!glob_env(envdir->kids[i]->name))
-				continue;
-			char *rel =
-				gg_strdup_printf(".singularity.d/env/%s", envdir->kids[i]->name);
-			char *abs =
-				gg_strdup_printf("/.singularity.d/env/%s", envdir->kids[i]->name);
-			json_t *v = rel ? captured_str(in->tree, rel) : NULL;
-			if (v && abs)
-				json_object_set_new(env, abs, v);
-			else
-				json_decref(v);
-			free(rel);
-			free(abs);
-		}
+/* Environment scripts, keyed by their path in the image. */
+static void build_env(const struct gg_tree *t, json_t *env)
+{
+	const struct gg_node *envdir = gg_image_tree_resolve(t, ".singularity.d/env");
+	if (!envdir || !S_ISDIR(envdir->inode->mode))
+		return;
+	for (size_t i = 0; i < envdir->nkids; i++) {
+		if (!glob_env(envdir->kids[i]->name))
+			continue;
+		char *rel = gg_strdup_printf(".singularity.d/env/%s", envdir->kids[i]->name);
+		char *abs = gg_strdup_printf("/.singularity.d/env/%s", envdir->kids[i]->name);
+		json_t *v = rel ? captured_str(t, rel) : NULL;
+		if (v && abs)
+			json_object_set_new(env, abs, v);
+		else
+			json_decref(v);
+		free(rel);
+		free(abs);
+	}
+}
+
+/* inspect-metadata.json: {"data": {"attributes": ...}, "type": "container"}; NULL when
+ * out of memory. */
+static json_t *build_inspect(const struct gg_meta_in *in, const char *def, json_t *labels,
+			     json_t *env)
+{
+	json_t *attrs = json_object(), *data = json_object(), *top = json_object();
+	if (!attrs || !data || !top) {
+		json_decref(attrs);
+		json_decref(data);
+		json_decref(top);
+		return NULL;
 	}
 	json_object_set(attrs, "labels", labels);
 	if (json_object_size(env))
@@ -334,18 +346,16 @@ int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **insp
 		dl--;
 	set_new(attrs, "deffile", json_stringn(def, dl)); /* as apptainer shows it */
 	json_object_set_new(data, "attributes", attrs);
-	attrs = NULL;
 	json_object_set_new(top, "data", data);
-	data = NULL;
 	set_new(top, "type", json_string("container"));
+	return top;
+}
 
-	/* provenance */
-	json_t *src = json_object(), *comp = json_object();
-	if (!src || !comp) {
-		json_decref(src);
-		json_decref(comp);
-		goto nomem;
-	}
+static json_t *provenance_source(const struct gg_meta_in *in)
+{
+	json_t *src = json_object();
+	if (!src)
+		return NULL;
 	set_new(src, "kind", json_string(gg_image_format_name(in->format)));
 	set_new(src, "path", json_string(in->source_abs));
 	set_new(src, "given", json_string(in->source));
@@ -353,58 +363,88 @@ int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **insp
 		set_new(src, "digest", json_string(in->source_digest));
 	if (in->oci && in->oci->ref)
 		set_new(src, "ref", json_string(in->oci->ref));
+	return src;
+}
+
+static json_t *provenance_squashfs(const struct gg_meta_in *in)
+{
+	json_t *comp = json_object();
+	if (!comp)
+		return NULL;
 	set_new(comp, "algorithm", json_string(gg_image_comp_name((enum gg_image_comp)in->comp)));
 	if (in->comp == GG_IMAGE_COMP_GZIP)
 		set_new(comp, "encoder", json_string("libdeflate"));
 	set_new(comp, "level", json_integer(in->level));
 	set_new(comp, "block_size", json_integer(in->block_size));
+	return comp;
+}
+
+/* gridgpu-provenance.json into prov. */
+static int build_provenance(const struct gg_meta_in *in, const struct meta_ctx *m, json_t *prov,
+			    struct gg_err *err)
+{
+	json_t *src = provenance_source(in), *comp = provenance_squashfs(in);
+	if (!src || !comp) {
+		json_decref(src);
+		json_decref(comp);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
 	set_new(prov, "schema", json_string("gridgpu-provenance/1"));
 	set_new(prov, "gridgpu_version", json_string(in->tool_version));
-	set_new(prov, "build_time", json_string(rfc));
+	set_new(prov, "build_time", json_string(m->rfc));
 	set_new(prov, "reproducible", json_boolean(in->reproducible));
-	set_new(prov, "arch", json_string(archname));
+	set_new(prov, "arch", json_string(m->archname));
 	json_object_set_new(prov, "source", src);
 	json_object_set_new(prov, "squashfs", comp);
-	if (in->oci && in->oci->config_json) {
-		json_t *cfg = json_loads(in->oci->config_json, 0, NULL);
-		set_new(prov, "oci_config", cfg);
-	}
-	if (in->gpus_json && *in->gpus_json) {
-		json_error_t je;
-		json_t *g = json_loads(in->gpus_json, JSON_DECODE_ANY, &je);
-		if (!g) {
-			gg_err_set(err, GG_EUSAGE, "GPU description: not valid JSON: %s", je.text);
-			goto fail;
-		}
-		json_object_set_new(prov, "gpus", g);
-	} else {
+	if (in->oci && in->oci->config_json)
+		set_new(prov, "oci_config", json_loads(in->oci->config_json, 0, NULL));
+	if (!in->gpus_json || !*in->gpus_json) {
 		json_object_set_new(prov, "gpus", json_null());
+		return 0;
 	}
+	json_error_t je;
+	json_t *g = json_loads(in->gpus_json, JSON_DECODE_ANY, &je);
+	if (!g)
+		return gg_err_set(err, GG_EUSAGE, "GPU description: not valid JSON: %s", je.text);
+	json_object_set_new(prov, "gpus", g);
+	return 0;
+}
 
-	*inspect = dump(top);
-	top = NULL;
-	*provenance = dump(prov);
-	prov = NULL;
+int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **inspect,
+			char **provenance, struct gg_err *err)
+{
+	*deffile = *inspect = *provenance = NULL;
+	struct meta_ctx m = {.archname = gg_image_arch_name(in->arch), .boot = bootstrap_of(in)};
+	fmt_time(in->build_time, m.rfc, sizeof m.rfc, m.schema, sizeof m.schema);
+	char *def = gg_strdup_printf("bootstrap: %s\nfrom: %s\n\n", m.boot, in->source);
+	json_t *labels = json_object(), *env = json_object(), *prov = json_object(), *top = NULL;
+	int rc = 0;
+	if (!def || !labels || !env || !prov)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0 && (rc = build_labels(in, &m, labels, err)) == 0) {
+		build_env(in->tree, env);
+		if (!(top = build_inspect(in, def, labels, env)))
+			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	if (rc == 0 && (rc = build_provenance(in, &m, prov, err)) == 0) {
+		*inspect = dump(top);
+		*provenance = dump(prov);
+		top = prov = NULL;
+		if (!*inspect || !*provenance) {
+			free(*inspect);
+			free(*provenance);
+			*inspect = *provenance = NULL;
+			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+		}
+	}
 	json_decref(labels);
 	json_decref(env);
-	if (!*inspect || !*provenance) {
-		free(*inspect);
-		free(*provenance);
-		*inspect = *provenance = NULL;
+	json_decref(top);
+	json_decref(prov);
+	if (rc < 0) {
 		free(def);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
+		return rc;
 	}
 	*deffile = def;
 	return 0;
-nomem:
-	gg_err_set(err, GG_ENOMEM, "out of memory");
-fail:
-	free(def);
-	json_decref(labels);
-	json_decref(env);
-	json_decref(attrs);
-	json_decref(data);
-	json_decref(top);
-	json_decref(prov);
-	return err->code;
 }

@@ -36,7 +36,7 @@ struct container {
 	uint64_t fsize;
 	struct member *m;
 	size_t nm, cap;
-	struct gg_freeze *fz; /* for the cancel hook; NULL in format detection */
+	struct gg_feed *fz; /* for the cancel hook; NULL in format detection */
 };
 
 static void container_close(struct container *c)
@@ -144,204 +144,241 @@ static void pax_parse(const char *buf, size_t len, char **path, char **linkpath,
 	}
 }
 
+/* Extension headers (GNU long names, pax) waiting for the member they describe. */
+struct tar_ext {
+	char *long_name, *long_link, *pax_path, *pax_link;
+	uint64_t pax_size;
+	int have_pax_size;
+};
+
+static void tar_ext_clear(struct tar_ext *x)
+{
+	free(x->long_name);
+	free(x->long_link);
+	free(x->pax_path);
+	free(x->pax_link);
+	memset(x, 0, sizeof *x);
+}
+
+/* Read and check the header at pos into h: 0 for a header, 1 at the end of the archive
+ * (*is_tar says whether it was one), <0 on damage. */
+static int tar_header(struct container *c, unsigned char h[512], uint64_t pos, int *is_tar,
+		      struct gg_err *err)
+{
+	int r = pread_full(c->fd, h, 512, pos);
+	if (r < 0)
+		return gg_err_sys(err, GG_EIO, errno, "reading '%s'", c->path);
+	if (r == 0) {
+		/* no end marker: tolerated, as GNU tar does */
+		*is_tar = pos > 0;
+		return 1;
+	}
+	int zero = 1;
+	for (size_t i = 0; i < 512 && zero; i++)
+		zero = h[i] == 0;
+	if (zero) {
+		*is_tar = pos > 0;
+		return 1;
+	}
+	uint64_t sum = 0, want;
+	for (size_t i = 0; i < 512; i++)
+		sum += (i >= 148 && i < 156) ? ' ' : h[i];
+	if (parse_num(h + 148, 8, &want) < 0 || want != sum) {
+		if (pos == 0)
+			return 1;
+		return gg_err_set(err, GG_EFAIL, "'%s': corrupt tar header at offset %llu", c->path,
+				  (unsigned long long)pos);
+	}
+	return 0;
+}
+
+/* A GNU long name or link ('L', 'K') or a pax header ('x'): kept for the next member. */
+static int tar_ext_read(struct container *c, struct tar_ext *x, char type, uint64_t size,
+			uint64_t data, struct gg_err *err)
+{
+	if (size > (1u << 20))
+		return gg_err_set(err, GG_EFAIL, "'%s': tar extension header too large", c->path);
+	char *buf = malloc((size_t)size + 1);
+	if (!buf || pread_full(c->fd, buf, (size_t)size, data) != 1) {
+		free(buf);
+		return gg_err_set(err, GG_EIO, "reading '%s' failed", c->path);
+	}
+	buf[size] = '\0';
+	if (type == 'L') {
+		free(x->long_name);
+		x->long_name = buf;
+	} else if (type == 'K') {
+		free(x->long_link);
+		x->long_link = buf;
+	} else {
+		pax_parse(buf, (size_t)size, &x->pax_path, &x->pax_link, &x->pax_size,
+			  &x->have_pax_size);
+		free(buf);
+	}
+	return 0;
+}
+
+/* The member's name: pax, GNU long name, or ustar prefix + name (raw holds it). */
+static const char *tar_name(const struct tar_ext *x, const unsigned char *h, char raw[257])
+{
+	if (x->pax_path)
+		return x->pax_path;
+	if (x->long_name)
+		return x->long_name;
+	size_t pl = strnlen((const char *)h + 345, 155);
+	size_t nl = strnlen((const char *)h, 100);
+	size_t o = 0;
+	if (!memcmp(h + 257, "ustar", 5) && pl) {
+		memcpy(raw, h + 345, pl);
+		raw[pl] = '/';
+		o = pl + 1;
+	}
+	memcpy(raw + o, h, nl);
+	raw[o + nl] = '\0';
+	return raw;
+}
+
+/* Resolve "." and ".." of a path in place, by hand: clean() refuses "..". */
+static void resolve_dots(char *link)
+{
+	char *parts[256];
+	size_t np = 0;
+	char *save, *tok, *tmp = strdup(link);
+	for (tok = tmp ? strtok_r(tmp, "/", &save) : NULL; tok; tok = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(tok, "."))
+			continue;
+		if (!strcmp(tok, "..")) {
+			if (np)
+				np--;
+			continue;
+		}
+		if (np < 256)
+			parts[np++] = tok;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < np; i++) {
+		size_t l = strlen(parts[i]);
+		if (o)
+			link[o++] = '/';
+		memmove(link + o, parts[i], l);
+		o += l;
+	}
+	link[o] = '\0';
+	free(tmp);
+}
+
+/* The target of a hard link ('1') or symlink ('2') as a path from the archive's root
+ * (a relative symlink taken from the member's directory); malloc'd, NULL when out of
+ * memory. */
+static char *tar_link(const struct tar_ext *x, const unsigned char *h, char type, const char *clean)
+{
+	char lraw[101];
+	const char *ln = x->pax_link ? x->pax_link : x->long_link;
+	if (!ln) {
+		memcpy(lraw, h + 157, 100);
+		lraw[100] = '\0';
+		ln = lraw;
+	}
+	char *link;
+	if (type == '2' && ln[0] != '/') {
+		const char *slash = strrchr(clean, '/');
+		size_t dl = slash ? (size_t)(slash - clean) + 1 : 0;
+		link = malloc(dl + strlen(ln) + 1);
+		if (link) {
+			memcpy(link, clean, dl);
+			strcpy(link + dl, ln);
+		}
+	} else {
+		link = strdup(ln[0] == '/' ? ln + 1 : ln);
+	}
+	if (link)
+		resolve_dots(link);
+	return link;
+}
+
+/* A member: files ('0', '\0', '7') and links are indexed, others only consume the
+ * extension headers before them. */
+static int tar_member(struct container *c, struct tar_ext *x, const unsigned char *h, char type,
+		      uint64_t size, uint64_t data, struct gg_err *err)
+{
+	char raw[257];
+	const char *name = tar_name(x, h, raw);
+	char *clean = malloc(strlen(name) + 1);
+	char *link = NULL;
+	if (!clean)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	struct gg_err perr = {0};
+	if (gg_image_path_clean(name, clean, &perr) < 0) {
+		free(clean);
+		return gg_err_set(err, GG_EFAIL, "'%s': %s", c->path, perr.msg);
+	}
+	int is_link = type == '1' || type == '2';
+	if (is_link)
+		link = tar_link(x, h, type, clean);
+	int indexed = type == '0' || type == '\0' || type == '7' || is_link;
+	if (indexed && add_member(c, clean, link, data, is_link ? 0 : size) < 0) {
+		free(clean);
+		free(link);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	if (!indexed) {
+		free(clean);
+		free(link);
+	}
+	tar_ext_clear(x);
+	return 0;
+}
+
+/* Index one member at *pos and move *pos past it: 0, 1 at the end, <0 on damage. */
+static int tar_index_one(struct container *c, struct tar_ext *x, uint64_t *pos, int *is_tar,
+			 struct gg_err *err)
+{
+	unsigned char h[512];
+	int rc = tar_header(c, h, *pos, is_tar, err);
+	if (rc != 0)
+		return rc;
+	uint64_t size;
+	if (parse_num(h + 124, 12, &size) < 0)
+		return gg_err_set(err, GG_EFAIL, "'%s': bad size in the tar header at offset %llu",
+				  c->path, (unsigned long long)*pos);
+	char type = (char)h[156];
+	if (x->have_pax_size && type != 'x' && type != 'g')
+		size = x->pax_size;
+	uint64_t data = *pos + 512; /* <= fsize: the header was read in full */
+	if (size > c->fsize - data)
+		return gg_err_set(err, GG_EFAIL,
+				  "'%s': truncated (member at %llu runs past the end)", c->path,
+				  (unsigned long long)*pos);
+	if (type == 'L' || type == 'K' || type == 'x')
+		rc = tar_ext_read(c, x, type, size, data, err);
+	else if (type != 'g')
+		rc = tar_member(c, x, h, type, size, data, err);
+	if (rc < 0)
+		return rc;
+	*is_tar = 1;
+	*pos = data + (size + 511) / 512 * 512;
+	return 0;
+}
+
 /* Index the members of an uncompressed tar. *is_tar = 0 (rc 0) when the first header is
  * not a tar header; later damage is an error. */
 static int tar_index(struct container *c, int *is_tar, struct gg_err *err)
 {
 	*is_tar = 0;
 	uint64_t pos = 0;
-	char *long_name = NULL, *long_link = NULL, *pax_path = NULL, *pax_link = NULL;
-	uint64_t pax_size = 0;
-	int have_pax_size = 0, rc = 0;
-	unsigned char h[512];
+	struct tar_ext x = {0};
+	int rc = 0;
 	for (;;) {
 		if (c->fz && (rc = gg_image_check_cancel(c->fz, err)) < 0)
 			break;
-		int r = pread_full(c->fd, h, sizeof h, pos);
-		if (r < 0) {
-			rc = gg_err_sys(err, GG_EIO, errno, "reading '%s'", c->path);
+		if ((rc = tar_index_one(c, &x, &pos, is_tar, err)) != 0)
 			break;
-		}
-		if (r == 0) {
-			if (pos == 0)
-				break;
-			/* no end marker: tolerated, as GNU tar does */
-			*is_tar = 1;
-			break;
-		}
-		int zero = 1;
-		for (size_t i = 0; i < sizeof h && zero; i++)
-			zero = h[i] == 0;
-		if (zero) {
-			*is_tar = pos > 0;
-			break;
-		}
-		uint64_t sum = 0, want;
-		for (size_t i = 0; i < sizeof h; i++)
-			sum += (i >= 148 && i < 156) ? ' ' : h[i];
-		if (parse_num(h + 148, 8, &want) < 0 || want != sum) {
-			if (pos == 0)
-				break;
-			rc = gg_err_set(err, GG_EFAIL, "'%s': corrupt tar header at offset %llu",
-					c->path, (unsigned long long)pos);
-			break;
-		}
-		uint64_t size;
-		if (parse_num(h + 124, 12, &size) < 0) {
-			rc = gg_err_set(err, GG_EFAIL,
-					"'%s': bad size in the tar header at offset %llu", c->path,
-					(unsigned long long)pos);
-			break;
-		}
-		char type = (char)h[156];
-		if (have_pax_size && type != 'x' && type != 'g')
-			size = pax_size;
-		uint64_t data = pos + 512; /* <= fsize: the header was read in full */
-		if (size > c->fsize - data) {
-			rc = gg_err_set(err, GG_EFAIL,
-					"'%s': truncated (member at %llu runs past the "
-					"end)",
-					c->path, (unsigned long long)pos);
-			break;
-		}
-		if (type == 'L' || type == 'K' || type == 'x') {
-			if (size > (1u << 20)) {
-				rc = gg_err_set(err, GG_EFAIL,
-						"'%s': tar extension header too large", c->path);
-				break;
-			}
-			char *buf = malloc((size_t)size + 1);
-			if (!buf || pread_full(c->fd, buf, (size_t)size, data) != 1) {
-				free(buf);
-				rc = gg_err_set(err, GG_EIO, "reading '%s' failed", c->path);
-				break;
-			}
-			buf[size] = '\0';
-			if (type == 'L') {
-				free(long_name);
-				long_name = buf;
-			} else if (type == 'K') {
-				free(long_link);
-				long_link = buf;
-			} else {
-				pax_parse(buf, (size_t)size, &pax_path, &pax_link, &pax_size,
-					  &have_pax_size);
-				free(buf);
-			}
-		} else if (type != 'g') {
-			char raw[257];
-			const char *name;
-			if (pax_path) {
-				name = pax_path;
-			} else if (long_name) {
-				name = long_name;
-			} else {
-				size_t pl = strnlen((const char *)h + 345, 155);
-				size_t nl = strnlen((const char *)h, 100);
-				size_t o = 0;
-				if (!memcmp(h + 257, "ustar", 5) && pl) {
-					memcpy(raw, h + 345, pl);
-					raw[pl] = '/';
-					o = pl + 1;
-				}
-				memcpy(raw + o, h, nl);
-				raw[o + nl] = '\0';
-				name = raw;
-			}
-			char *clean = malloc(strlen(name) + 1);
-			char *link = NULL;
-			if (!clean) {
-				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-				break;
-			}
-			struct gg_err perr = {0};
-			if (gg_image_path_clean(name, clean, &perr) < 0) {
-				free(clean);
-				rc = gg_err_set(err, GG_EFAIL, "'%s': %s", c->path, perr.msg);
-				break;
-			}
-			if (type == '1' || type == '2') {
-				char lraw[101];
-				const char *ln = pax_link ? pax_link : long_link;
-				if (!ln) {
-					memcpy(lraw, h + 157, 100);
-					lraw[100] = '\0';
-					ln = lraw;
-				}
-				if (type == '2' && ln[0] != '/') {
-					/* symlink: relative to the member's directory */
-					const char *slash = strrchr(clean, '/');
-					size_t dl = slash ? (size_t)(slash - clean) + 1 : 0;
-					char *joined = malloc(dl + strlen(ln) + 1);
-					if (joined) {
-						memcpy(joined, clean, dl);
-						strcpy(joined + dl, ln);
-					}
-					link = joined;
-				} else {
-					link = strdup(ln[0] == '/' ? ln + 1 : ln);
-				}
-				/* resolve ".." by hand: clean() refuses it */
-				if (link) {
-					char *parts[256];
-					size_t np = 0;
-					char *save, *tok, *tmp = strdup(link);
-					for (tok = tmp ? strtok_r(tmp, "/", &save) : NULL; tok;
-					     tok = strtok_r(NULL, "/", &save)) {
-						if (!strcmp(tok, "."))
-							continue;
-						if (!strcmp(tok, "..")) {
-							if (np)
-								np--;
-							continue;
-						}
-						if (np < 256)
-							parts[np++] = tok;
-					}
-					size_t o = 0;
-					for (size_t i = 0; i < np; i++) {
-						size_t l = strlen(parts[i]);
-						if (o)
-							link[o++] = '/';
-						memmove(link + o, parts[i], l);
-						o += l;
-					}
-					link[o] = '\0';
-					free(tmp);
-				}
-			}
-			if ((type == '0' || type == '\0' || type == '7' || type == '1' ||
-			     type == '2') &&
-			    add_member(c, clean, link, data,
-				       type == '1' || type == '2' ? 0 : size) < 0) {
-				free(clean);
-				free(link);
-				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-				break;
-			}
-			if (!(type == '0' || type == '\0' || type == '7' || type == '1' ||
-			      type == '2')) {
-				free(clean);
-				free(link);
-			}
-			free(long_name);
-			free(long_link);
-			free(pax_path);
-			free(pax_link);
-			long_name = long_link = pax_path = pax_link = NULL;
-			have_pax_size = 0;
-		}
-		*is_tar = 1;
-		pos = data + (size + 511) / 512 * 512;
 	}
-	free(long_name);
-	free(long_link);
-	free(pax_path);
-	free(pax_link);
-	return rc;
+	tar_ext_clear(&x);
+	return rc < 0 ? rc : 0;
 }
 
-static int container_open(struct container *c, const char *path, struct gg_freeze *fz,
+static int container_open(struct container *c, const char *path, struct gg_feed *fz,
 			  struct gg_err *err)
 {
 	memset(c, 0, sizeof *c);
@@ -390,7 +427,7 @@ struct range {
 	int fd, own;
 	uint64_t off, size, pos;
 	unsigned char *buf;
-	struct gg_freeze *fz; /* layers: polled for cancel at each read */
+	struct gg_feed *fz; /* layers: polled for cancel at each read */
 };
 
 static int blob_open(const struct container *c, const char *name, struct range *r,
@@ -902,10 +939,10 @@ static int collect(struct gg_node *n, void *ud)
 	return 0;
 }
 
-static int read_layers(struct gg_freeze *fz, const struct container *c, const struct image_ref *ref,
+static int read_layers(struct gg_feed *fz, const struct container *c, const struct image_ref *ref,
 		       struct gg_err *err)
 {
-	struct gg_tree *t = gg_image_freeze_tree(fz);
+	struct gg_tree *t = gg_image_feed_tree(fz);
 	struct gg_entry_buf eb;
 	memset(&eb, 0, sizeof eb);
 	struct winners w = {0};
@@ -1026,7 +1063,7 @@ out:
 	return rc;
 }
 
-int gg_image_read_oci(struct gg_freeze *fz, const char *path, struct gg_oci_info *info,
+int gg_image_read_oci(struct gg_feed *fz, const char *path, struct gg_oci_info *info,
 		      struct gg_err *err)
 {
 	struct container c;

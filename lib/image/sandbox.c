@@ -31,7 +31,7 @@ struct hl_slot {
 };
 
 struct scan {
-	struct gg_freeze *fz;
+	struct gg_feed *fz;
 	struct gg_tree *t;
 	int rootfd;
 	int openat2; /* the kernel has openat2 and lets us use it */
@@ -348,7 +348,7 @@ static DIR *open_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_e
 	int fd = gg_image_open_beneath(s->rootfd, relpath(s), O_RDONLY | O_DIRECTORY, s->openat2);
 	if (fd < 0) {
 		int e = errno;
-		if (dir->parent && gg_image_freeze_skip_unreadable(s->fz) &&
+		if (dir->parent && gg_image_feed_skip_unreadable(s->fz) &&
 		    (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			*gone = 1;
@@ -427,13 +427,13 @@ static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *n
 		int e = errno;
 		if (e == ENOENT)
 			gg_image_warn(s->fz, "'%s' vanished while reading, left out", shown(s));
-		else if (gg_image_freeze_skip_unreadable(s->fz))
+		else if (gg_image_feed_skip_unreadable(s->fz))
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 		else
 			return gg_err_sys(err, GG_EFAIL, e, "'%s'", shown(s));
 		return 0;
 	}
-	if (gg_image_freeze_excluded(s->fz, st.st_dev, st.st_ino))
+	if (gg_image_feed_excluded(s->fz, st.st_dev, st.st_ino))
 		return 0;
 	int fresh;
 	struct gg_inode *ino = inode_for(s, &st, &fresh);
@@ -592,7 +592,7 @@ static int open_file(struct scan *s, struct gg_inode *ino, struct stat *st, stru
 		fd = gg_image_open_beneath(s->rootfd, relpath(s), fl, s->openat2);
 	if (fd < 0) {
 		int e = errno;
-		if (gg_image_freeze_skip_unreadable(s->fz) && (e == EACCES || e == EPERM)) {
+		if (gg_image_feed_skip_unreadable(s->fz) && (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			ino->skipped = 1;
 		} else if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT) {
@@ -666,12 +666,12 @@ static int open_root(struct scan *s, const char *dir, struct gg_err *err)
 	return 0;
 }
 
-int gg_image_read_dir(struct gg_freeze *fz, const char *dir, struct gg_err *err)
+int gg_image_read_dir(struct gg_feed *fz, const char *dir, struct gg_err *err)
 {
 	struct scan s;
 	memset(&s, 0, sizeof s);
 	s.fz = fz;
-	s.t = gg_image_freeze_tree(fz);
+	s.t = gg_image_feed_tree(fz);
 	s.err = err;
 	s.rootfd = -1;
 	s.rootlen = strlen(dir);

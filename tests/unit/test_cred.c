@@ -1189,6 +1189,110 @@ static void test_bad_duration(void **state)
 	assert_int_equal(v, 12 * 3600);
 }
 
+/* ---- the CA directory's state, the legacy provider ---------------------------------- */
+
+static void write_crl(const char *path, time_t last, time_t next)
+{
+	X509_CRL *crl = X509_CRL_new();
+	assert_non_null(crl);
+	X509_CRL_set_version(crl, 1);
+	X509_CRL_set_issuer_name(crl, X509_get_subject_name(F.ca));
+	ASN1_TIME *t = ASN1_TIME_set(NULL, last);
+	X509_CRL_set1_lastUpdate(crl, t);
+	ASN1_TIME_set(t, next);
+	X509_CRL_set1_nextUpdate(crl, t);
+	ASN1_TIME_free(t);
+	assert_true(X509_CRL_sign(crl, F.cakey, EVP_sha256()) > 0);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	PEM_write_X509_CRL(f, crl);
+	fclose(f);
+	X509_CRL_free(crl);
+}
+
+static void test_ca_dir_check(void **state)
+{
+	(void)state;
+	time_t day = 86400, soon = F.now + 30 * day;
+	struct gg_ca_dir_status s;
+	struct gg_err err = {0};
+
+	/* the fixture's directory: one current CA, no CRL */
+	assert_int_equal(gg_ca_dir_check(F.cadir, F.now, soon, &s, &err), 0);
+	assert_int_equal(s.certs, 1);
+	assert_int_equal(s.crls, 0);
+	assert_int_equal(s.expired + s.expiring + s.stale, 0);
+	assert_null(s.bad_name);
+	gg_ca_dir_status_clear(&s);
+
+	/* one CA under two hashes, an expired and an expiring CA, a stale CRL, files
+	 * that are not hashed names or not PEM */
+	char dir[400], p[500], q[500];
+	snprintf(dir, sizeof dir, "%s/cadir-check", F.dir);
+	ca_dir(dir, F.ca);
+	snprintf(p, sizeof p, "%s/%08lx.0", dir, X509_subject_name_hash(F.ca));
+	snprintf(q, sizeof q, "%s/%08lx.1", dir, X509_subject_name_hash(F.ca));
+	assert_int_equal(link(p, q), 0);
+	X509 *old = mk_cert(NULL, NULL, F.cakey, "Old CA", F.now - 9 * day, F.now - day, 1, 7);
+	X509 *ending = mk_cert(NULL, NULL, F.cakey, "Ending CA", F.now - day, F.now + day, 1, 8);
+	snprintf(p, sizeof p, "%s/0000000a.0", dir);
+	write_certs(p, old, NULL);
+	snprintf(p, sizeof p, "%s/0000000b.0", dir);
+	write_certs(p, ending, NULL);
+	X509_free(old);
+	X509_free(ending);
+	snprintf(p, sizeof p, "%s/0000000c.r0", dir);
+	write_crl(p, F.now - 9 * day, F.now - day);
+	snprintf(p, sizeof p, "%s/0000000d.0", dir);
+	write_text(p, "not a certificate\n", 0644);
+	snprintf(p, sizeof p, "%s/ca.pem", dir);
+	write_certs(p, F.ca, NULL);
+	assert_int_equal(gg_ca_dir_check(dir, F.now, soon, &s, &err), 0);
+	assert_int_equal(s.certs, 3);
+	assert_int_equal(s.expired, 1);
+	assert_int_equal(s.expiring, 1);
+	assert_int_equal(s.crls, 1);
+	assert_int_equal(s.stale, 1);
+	assert_non_null(s.bad_name);
+	assert_true(strstr(s.bad_name, "CN=Old CA") || strstr(s.bad_name, "CN=Ending CA"));
+	assert_true(s.bad_end == F.now - day || s.bad_end == F.now + day);
+	assert_string_equal(s.stale_name, "0000000c.r0");
+	assert_int_equal(s.stale_next, F.now - day);
+	gg_ca_dir_status_clear(&s);
+	gg_ca_dir_status_clear(NULL);
+
+	/* a directory that is not there */
+	snprintf(dir, sizeof dir, "%s/no-such-dir", F.dir);
+	assert_err(gg_ca_dir_check(dir, F.now, soon, &s, &err), &err, GG_ECRED,
+		   "no-such-dir: No such file or directory");
+}
+
+static void test_legacy_provider(void **state)
+{
+	(void)state;
+	struct ossl_provider_st *prov = NULL, *first;
+	struct gg_err err = {0};
+	/* where no provider modules are, it is not available, and says so */
+	char *saved = getenv("OPENSSL_MODULES") ? strdup(getenv("OPENSSL_MODULES")) : NULL;
+	setenv("OPENSSL_MODULES", F.dir, 1);
+	assert_err(gg_cred_legacy_load(&prov, &err), &err, GG_ECRED,
+		   "legacy provider is not available");
+	assert_null(prov);
+	if (saved)
+		setenv("OPENSSL_MODULES", saved, 1);
+	else
+		unsetenv("OPENSSL_MODULES");
+	free(saved);
+	/* OpenSSL 3 as shipped has it; loading twice keeps the first */
+	assert_int_equal(gg_cred_legacy_load(&prov, &err), 0);
+	assert_non_null(prov);
+	first = prov;
+	assert_int_equal(gg_cred_legacy_load(&prov, &err), 0);
+	assert_ptr_equal(prov, first);
+	gg_cred_legacy_unload(prov);
+	gg_cred_legacy_unload(NULL);
+}
+
 int main(void)
 {
 	/* as gridgpu does first: every test below runs with OpenSSL wiping what
@@ -1216,6 +1320,8 @@ int main(void)
 		cmocka_unit_test(test_keygen),
 		cmocka_unit_test(test_core_dumps),
 		cmocka_unit_test(test_bad_duration),
+		cmocka_unit_test(test_ca_dir_check),
+		cmocka_unit_test(test_legacy_provider),
 	};
 	return cmocka_run_group_tests_name("cred", tests, setup, teardown);
 }
