@@ -86,7 +86,8 @@ int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r, str
 		/* Without the credential it was made with, the other kind may do: the
 		 * CE decides whether it is the same owner. */
 		gg_auth_clear(&a);
-		if (gg_auth_find(site, strcmp(own, "token") ? "token" : "proxy", 0, &a, &other) == 0)
+		if (gg_auth_find(site, strcmp(own, "token") ? "token" : "proxy", 0, &a, &other) ==
+		    0)
 			rc = 0;
 	}
 	if (rc == 0)
