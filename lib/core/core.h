@@ -62,7 +62,7 @@ const struct gg_err_kind_row *gg_err_kinds(size_t *n);
 
 /* malloc'd printf; NULL on allocation failure. */
 char *gg_strdup_printf(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
-/* Damerau-free Levenshtein distance, for "did you mean". */
+/* Damerau-Levenshtein distance (a transposition counts 1), for "did you mean". */
 size_t gg_edit_distance(const char *a, const char *b);
 /* Strip ASCII whitespace at both ends in place; returns s. */
 char *gg_strstrip(char *s);
