@@ -162,6 +162,8 @@ char *gg_config_format(const struct gg_config *cfg);
 int gg_config_save(const struct gg_config *cfg, struct gg_err *err);
 void gg_config_free(struct gg_config *cfg);
 void gg_site_clear(struct gg_site *site);
+/* A deep copy of src in dst (cleared on failure). */
+int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *err);
 /* Values longer than this do not fit an inih line once written as "key = value". */
 #define GG_CONFIG_VALUE_MAX 180
 /* Can v be written to the INI file and read back unchanged? */
