@@ -356,15 +356,26 @@ static int set_value(struct gg_cli *cli, struct gg_site *s, const struct gg_opt 
 	return rc;
 }
 
-int cmd_site_set(struct gg_cli *cli, int argc, char **argv)
+/* Parse a sub-command that takes only the global options and min..max
+ * operands (argv[cli->optind..]): -1 to go on, else the exit code. */
+static int plain_args(struct gg_cli *cli, int argc, char **argv, int min, int max,
+		      const char *usage)
 {
 	int c;
 	while ((c = cli_next_opt(cli, argc, argv, NULL)) > 0)
 		;
 	if (c < 0)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;
-	if (argc - cli->optind != 3)
-		return ui_usage(cli, "site set: expected NAME KEY VALUE (VALUE \"\" clears KEY)");
+	int n = argc - cli->optind;
+	return n < min || n > max ? ui_usage(cli, "%s", usage) : -1;
+}
+
+int cmd_site_set(struct gg_cli *cli, int argc, char **argv)
+{
+	int rc = plain_args(cli, argc, argv, 3, 3,
+			    "site set: expected NAME KEY VALUE (VALUE \"\" clears KEY)");
+	if (rc >= 0)
+		return rc;
 	const char *name = argv[cli->optind], *key = argv[cli->optind + 1];
 	const struct gg_opt *o = settable(key[0] == '-' && key[1] == '-' ? key + 2 : key);
 	if (!o) {
@@ -392,7 +403,7 @@ int cmd_site_set(struct gg_cli *cli, int argc, char **argv)
 	struct gg_site s;
 	if (gg_site_copy(&s, old, &err) < 0)
 		return ui_fail(cli, &err, "site set");
-	int rc = set_value(cli, &s, o, argv[cli->optind + 2]);
+	rc = set_value(cli, &s, o, argv[cli->optind + 2]);
 	if (rc == 0)
 		rc = save_site(cli, cfg, &s, 0, "set");
 	gg_site_clear(&s);
@@ -401,13 +412,9 @@ int cmd_site_set(struct gg_cli *cli, int argc, char **argv)
 
 int cmd_site_list(struct gg_cli *cli, int argc, char **argv)
 {
-	int c;
-	while ((c = cli_next_opt(cli, argc, argv, NULL)) > 0)
-		;
-	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
-	if (argc - cli->optind != 0)
-		return ui_usage(cli, "site list takes no arguments");
+	int rc = plain_args(cli, argc, argv, 0, 0, "site list takes no arguments");
+	if (rc >= 0)
+		return rc;
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
 		return cli->cfg_exit;
@@ -438,14 +445,12 @@ int cmd_site_list(struct gg_cli *cli, int argc, char **argv)
 
 static int site_show_or_remove(struct gg_cli *cli, int argc, char **argv, int remove)
 {
-	int c;
-	while ((c = cli_next_opt(cli, argc, argv, NULL)) > 0)
-		;
-	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	int rc = plain_args(cli, argc, argv, remove, 1,
+			    remove ? "site remove: expected one site NAME"
+				   : "site show: expected one site NAME");
+	if (rc >= 0)
+		return rc;
 	int nargs = argc - cli->optind;
-	if (nargs > 1 || (remove && nargs != 1))
-		return ui_usage(cli, "site %s: expected one site NAME", remove ? "remove" : "show");
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
 		return cli->cfg_exit;
