@@ -24,7 +24,18 @@ enum {
 
 /* ---- options: one table per command drives parsing, --help and completion ---- */
 
-enum gg_opt_arg { OPT_NONE, OPT_ARG };
+/* What an option's value (or a command's operand) is. Parsing only asks
+ * whether there is one; completion offers what the kind names. */
+enum gg_opt_arg {
+	OPT_NONE,    /* a flag: no value (as an operand kind: no operands) */
+	OPT_ARG,     /* a value nothing can complete: a duration, a number, a URL */
+	OPT_FILE,    /* a local file */
+	OPT_DIR,     /* a local directory */
+	OPT_SITE,    /* a site profile's name */
+	OPT_SESSION, /* a session's or job's name */
+	OPT_CHOICE,  /* one of the words of argname, separated by '|' ("dir|tar|oci") */
+	OPT_COMMAND, /* a gridgpu command (help's operand) */
+};
 
 struct gg_opt {
 	const char *name; /* long name, without "--" */
@@ -42,17 +53,22 @@ struct gg_opt {
 struct gg_cli;
 struct gg_engine;
 
+/* A command, or a sub-command (parent set: "site" for "site add"). One table,
+ * commands.def, holds both: dispatch, --help, completion and the docs check
+ * read it. A command with sub-commands has cli_run_subcommand as fn. */
 struct gg_cmd {
+	const char *parent; /* NULL for a command */
 	const char *name;
 	int (*fn)(struct gg_cli *cli, int argc, char **argv);
 	const char *summary;
-	const char *usage;         /* after "gridgpu NAME " */
-	const struct gg_opt *opts; /* command options (global ones are added) */
-	const char *subcommands;   /* space-separated, for completion; NULL if none */
+	const char *usage;         /* after "gridgpu [PARENT ]NAME " */
+	const struct gg_opt *opts; /* its options (global ones are added) */
+	enum gg_opt_arg operand;   /* what its operands are (completion) */
 	unsigned flags;
 };
 #define CMD_HIDDEN    1u /* not listed in --help (aliases) */
 #define CMD_NO_CONFIG 2u /* runs even when the config file is broken */
+#define CMD_DEFAULT   4u /* the sub-command run when none is named */
 
 struct gg_cli {
 	const char *prog;
@@ -62,7 +78,7 @@ struct gg_cli {
 	int nsites;
 	const char *config_path; /* --config */
 	const struct gg_cmd *cmd;
-	const char *sub_usage;    /* "info [options]" while a subcommand parses */
+	const struct gg_cmd *sub; /* the sub-command running ("site add"), or NULL */
 	struct gg_config *cfg;    /* loaded lazily by cli_config() */
 	int cfg_exit;             /* exit code when cli_config() failed */
 	struct gg_engine *eng;    /* cli_engine() */
@@ -87,13 +103,24 @@ int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt 
 /* The value of the current option as a whole number in [min, max]; 0, or the
  * usage exit code after saying what is wrong ("--cpus 'x': expected ..."). */
 int cli_opt_int(struct gg_cli *cli, int min, int max, int *out);
-/* Print the help of the current command (or subcommand, cli->sub_usage) to f. */
+/* Print the help of the current command (or sub-command, cli->sub) to f. */
 void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FILE *f);
+/* The fn of a command with sub-commands: runs the one named by argv[1] (with
+ * argv + 1), the CMD_DEFAULT one when none is named, or says what is wrong. */
+int cli_run_subcommand(struct gg_cli *cli, int argc, char **argv);
 /* Loaded config (after --config / $GRIDGPU_CONFIG / $XDG_CONFIG_HOME). Prints the
  * error, sets cli->cfg_exit and returns NULL when it cannot be read. */
 struct gg_config *cli_config(struct gg_cli *cli);
+/* The whole table, commands and sub-commands (parent != NULL) alike. */
 const struct gg_cmd *cli_commands(size_t *n);
+/* The command name (parent NULL), or parent's sub-command name; NULL if none. */
+const struct gg_cmd *cli_find_cmd(const char *parent, const char *name);
+int cli_has_subcommands(const struct gg_cmd *cmd);
 const struct gg_opt *cli_global_opts(void);
+const struct gg_opt *cli_version_opts(void);
+/* The candidate nearest to word (Damerau-Levenshtein, a prefix counts 1) when
+ * it is near enough to be a likely typo, else NULL. */
+const char *cli_nearest(const char *word, const char *const *cands, size_t n);
 
 /* ---- ui.c -------------------------------------------------------------------- */
 

@@ -1,88 +1,241 @@
-/* gridgpu __complete: the word lists the bash and zsh completions ask for, taken
- * from the command table itself so the completions can never drift from it. */
+/* gridgpu __complete: what the bash and zsh completions offer, worked out from
+ * the command table itself (commands.def and the option tables), so the
+ * completions can never drift from it.
+ *
+ *   gridgpu __complete line [--describe] -- WORD... CURRENT
+ *
+ * reads the command line typed so far (the last word is the one being
+ * completed, "--opt=" joined to its value) and prints one line saying what to
+ * offer: "words" (the words follow, one a line, "WORD:DESCRIPTION" with
+ * --describe), "files", "dirs" or "none". The other forms print plain word
+ * lists (the docs check reads them). */
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "session/session.h"
 
-static void print_opts(const struct gg_opt *o, int describe)
+static int starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void print_opts(const struct gg_opt *o, const char *cur, int describe)
 {
 	for (; o && o->name; o++) {
+		char full[80];
+		snprintf(full, sizeof full, "--%s", o->name);
+		if (cur && !starts_with(full, cur))
+			continue;
 		if (describe)
 			printf("--%s:%s\n", o->name, o->help);
 		else
-			printf("--%s%s\n", o->name, o->arg == OPT_ARG ? "=" : "");
+			printf("--%s%s\n", o->name, !cur && o->arg != OPT_NONE ? "=" : "");
 	}
 }
 
-static const struct gg_cmd *lookup(const char *name)
+/* Commands (parent NULL) or parent's sub-commands, without the hidden ones. */
+static void print_cmds(const char *parent, const char *cur, int describe)
 {
 	size_t n;
 	const struct gg_cmd *cmds = cli_commands(&n);
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(cmds[i].name, name) == 0)
-			return &cmds[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct gg_cmd *c = &cmds[i];
+		if ((parent ? !c->parent || strcmp(c->parent, parent) : c->parent != NULL) ||
+		    (c->flags & CMD_HIDDEN) || !starts_with(c->name, cur))
+			continue;
+		if (describe)
+			printf("%s:%s\n", c->name, c->summary);
+		else
+			printf("%s\n", c->name);
+	}
+}
+
+static void print_sites(struct gg_cli *cli, const char *cur)
+{
+	struct gg_config *cfg = cli_config(cli);
+	for (size_t i = 0; cfg && i < cfg->nsites; i++)
+		if (starts_with(cfg->sites[i].name, cur))
+			printf("%s\n", cfg->sites[i].name);
+}
+
+static void print_sessions(const char *cur)
+{
+	struct gg_store *st = NULL;
+	struct gg_record *recs = NULL;
+	size_t nr = 0;
+	if (gg_store_open(NULL, &st, NULL) == 0 && gg_store_list(st, &recs, &nr, NULL, NULL) == 0)
+		for (size_t i = 0; i < nr; i++)
+			if (starts_with(recs[i].name, cur))
+				printf("%s\n", recs[i].name);
+	gg_records_free(recs, nr);
+	gg_store_free(st);
+}
+
+/* What a value of this kind can be; choices are argname's words ("a|b"). */
+static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *choices,
+		       const char *cur, int describe)
+{
+	switch (kind) {
+	case OPT_FILE: printf("files\n"); return;
+	case OPT_DIR: printf("dirs\n"); return;
+	case OPT_NONE:
+	case OPT_ARG: printf("none\n"); return;
+	default: break;
+	}
+	printf("words\n");
+	if (kind == OPT_SITE)
+		print_sites(cli, cur);
+	else if (kind == OPT_SESSION)
+		print_sessions(cur);
+	else if (kind == OPT_COMMAND)
+		print_cmds(NULL, cur, describe);
+	for (const char *p = kind == OPT_CHOICE ? choices : NULL; p && *p;) {
+		size_t len = strcspn(p, "|");
+		if (strncmp(p, cur, strlen(cur)) == 0 && len >= strlen(cur))
+			printf("%.*s\n", (int)len, p);
+		p += len + (p[len] == '|');
+	}
+}
+
+/* Where the words before the current one leave the command line. */
+struct line {
+	const struct gg_cmd *cmd, *sub;
+	const char *first_operand;
+	int nops, dashdash, bad;
+	const struct gg_opt *want; /* the current word is this option's value */
+};
+
+static const struct gg_opt *opt_in(const struct gg_opt *o, const char *w)
+{
+	for (; o && o->name; o++) {
+		if (w[1] == '-' && !strncmp(w + 2, o->name, strcspn(w + 2, "=")) &&
+		    strlen(o->name) == strcspn(w + 2, "="))
+			return o;
+		if (w[1] != '-' && !w[2] && o->shortopt == w[1])
+			return o;
+	}
 	return NULL;
+}
+
+/* The option the word w ("--site", "--site=x", "-J", "-qJ") names, if known. */
+static const struct gg_opt *find_opt(const struct line *l, const char *w)
+{
+	const struct gg_opt *o = opt_in(cli_global_opts(), w);
+	if (!o && !l->cmd)
+		o = opt_in(cli_version_opts(), w);
+	if (!o && l->cmd)
+		o = opt_in(l->sub ? l->sub->opts : l->cmd->opts, w);
+	return o;
+}
+
+static void walk(struct gg_cli *cli, struct line *l, char **w, int n)
+{
+	for (int i = 0; i < n - 1 && !l->bad; i++) {
+		if (l->dashdash) {
+			l->nops++;
+		} else if (!strcmp(w[i], "--") && l->cmd) {
+			l->dashdash = 1;
+		} else if (w[i][0] == '-' && w[i][1]) {
+			const struct gg_opt *o = find_opt(l, w[i]);
+			if (o && o->arg != OPT_NONE && !strchr(w[i], '=')) {
+				if (++i == n - 1)
+					l->want = o;
+				else if (!strcmp(o->name, "config"))
+					cli->config_path = w[i];
+			} else if (o && !strcmp(o->name, "config") && strchr(w[i], '=')) {
+				cli->config_path = strchr(w[i], '=') + 1;
+			}
+		} else if (!l->cmd) {
+			l->bad = !(l->cmd = cli_find_cmd(NULL, w[i]));
+		} else if (cli_has_subcommands(l->cmd) && !l->sub) {
+			l->bad = !(l->sub = cli_find_cmd(l->cmd->name, w[i]));
+		} else if (l->nops++ == 0) {
+			l->first_operand = w[i];
+		}
+	}
+}
+
+static int complete_line(struct gg_cli *cli, char **w, int n, int describe)
+{
+	struct line l = {0};
+	const char *cur = n > 0 ? w[n - 1] : "";
+	walk(cli, &l, w + 1, n - 1); /* w[0] is the program */
+	const struct gg_opt *o;
+	if (l.bad || n < 2)
+		printf("none\n");
+	else if (l.want)
+		print_kind(cli, l.want->arg, l.want->argname, cur, describe);
+	else if (!l.dashdash && starts_with(cur, "--") && strchr(cur, '=') &&
+		 (o = find_opt(&l, cur)) != NULL)
+		print_kind(cli, o->arg, o->argname, strchr(cur, '=') + 1, describe);
+	else if (!l.dashdash && cur[0] == '-') {
+		printf("words\n");
+		print_opts(cli_global_opts(), cur, describe);
+		print_opts(!l.cmd  ? cli_version_opts()
+			   : l.sub ? l.sub->opts
+				   : l.cmd->opts,
+			   cur, describe);
+	} else if (l.dashdash)
+		printf("files\n");
+	else if (!l.cmd)
+		print_kind(cli, OPT_COMMAND, NULL, cur, describe);
+	else if (cli_has_subcommands(l.cmd) && !l.sub)
+		printf("words\n"), print_cmds(l.cmd->name, cur, describe);
+	else if (l.cmd->operand == OPT_COMMAND && l.nops == 1) {
+		const struct gg_cmd *c = cli_find_cmd(NULL, l.first_operand);
+		printf("words\n");
+		if (cli_has_subcommands(c))
+			print_cmds(c->name, cur, describe);
+	} else if (l.cmd->operand == OPT_COMMAND && l.nops > 1)
+		printf("none\n");
+	else
+		print_kind(cli, (l.sub ? l.sub : l.cmd)->operand, NULL, cur, describe);
+	return EXIT_OK;
+}
+
+/* The lists: commands, global-options, options CMD [SUB], subcommands CMD,
+ * sites, sessions. */
+static int complete_list(struct gg_cli *cli, const char *what, int argc, char **argv, int describe)
+{
+	const struct gg_cmd *cmd = argc > 2 ? cli_find_cmd(NULL, argv[2]) : NULL;
+	if (!strcmp(what, "commands"))
+		print_cmds(NULL, "", describe);
+	else if (!strcmp(what, "global-options"))
+		print_opts(cli_global_opts(), NULL, describe);
+	else if (!strcmp(what, "subcommands") && cmd)
+		print_cmds(cmd->name, "", describe);
+	else if (!strcmp(what, "options") && cmd) {
+		const struct gg_cmd *sub = argc > 3 ? cli_find_cmd(cmd->name, argv[3]) : NULL;
+		if (argc > 3 && !sub)
+			return EXIT_USAGE;
+		print_opts(sub ? sub->opts : cmd->opts, NULL, describe);
+		print_opts(cli_global_opts(), NULL, describe);
+	} else if (!strcmp(what, "sites"))
+		print_sites(cli, "");
+	else if (!strcmp(what, "sessions"))
+		print_sessions("");
+	else
+		return EXIT_USAGE;
+	return EXIT_OK;
 }
 
 int cmd_complete(struct gg_cli *cli, int argc, char **argv)
 {
 	/* No option parsing: the words are the shell's, passed through. */
 	if (argc < 2)
-		return ui_usage(cli, "__complete: commands|options CMD|subcommands CMD|sites");
+		return ui_usage(cli, "__complete: line [--describe] -- WORD...|commands|options "
+				     "CMD [SUB]|subcommands CMD|sites|sessions");
 	const char *what = argv[1];
+	if (!strcmp(what, "line")) {
+		int i = 2, describe = 0;
+		if (i < argc && !strcmp(argv[i], "--describe"))
+			describe = 1, i++;
+		if (i >= argc || strcmp(argv[i], "--"))
+			return ui_usage(cli, "__complete line: expected '--' before the words");
+		return complete_line(cli, argv + i + 1, argc - i - 1, describe);
+	}
 	int describe = argc > 2 && strcmp(argv[argc - 1], "--describe") == 0;
-	if (describe)
-		argc--;
-	size_t n;
-	const struct gg_cmd *cmds = cli_commands(&n);
-	if (!strcmp(what, "commands")) {
-		for (size_t i = 0; i < n; i++)
-			if (!(cmds[i].flags & CMD_HIDDEN)) {
-				if (describe)
-					printf("%s:%s\n", cmds[i].name, cmds[i].summary);
-				else
-					printf("%s\n", cmds[i].name);
-			}
-		return EXIT_OK;
-	}
-	if (!strcmp(what, "global-options")) {
-		print_opts(cli_global_opts(), describe);
-		return EXIT_OK;
-	}
-	if (!strcmp(what, "options") || !strcmp(what, "subcommands")) {
-		const struct gg_cmd *cmd = argc > 2 ? lookup(argv[2]) : NULL;
-		if (!cmd)
-			return EXIT_USAGE;
-		if (!strcmp(what, "options")) {
-			print_opts(cmd->opts, describe);
-			print_opts(cli_global_opts(), describe);
-		} else if (cmd->subcommands) {
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s", cmd->subcommands);
-			for (char *s = strtok(buf, " "); s; s = strtok(NULL, " "))
-				printf("%s\n", s);
-		}
-		return EXIT_OK;
-	}
-	if (!strcmp(what, "sites")) {
-		struct gg_config *cfg = cli_config(cli);
-		for (size_t i = 0; cfg && i < cfg->nsites; i++)
-			printf("%s\n", cfg->sites[i].name);
-		return EXIT_OK;
-	}
-	if (!strcmp(what, "sessions")) {
-		struct gg_store *st = NULL;
-		struct gg_record *recs = NULL;
-		size_t nr = 0;
-		if (gg_store_open(NULL, &st, NULL) == 0 &&
-		    gg_store_list(st, &recs, &nr, NULL, NULL) == 0)
-			for (size_t i = 0; i < nr; i++)
-				printf("%s\n", recs[i].name);
-		gg_records_free(recs, nr);
-		gg_store_free(st);
-		return EXIT_OK;
-	}
-	return EXIT_USAGE;
+	return complete_list(cli, what, argc - describe, argv, describe);
 }

@@ -30,10 +30,11 @@ enum {
 };
 
 const struct gg_opt cmd_freeze_opts[] = {
-	{"output", 'o', OPT_ARG, "IMAGE.sif", "the SIF image to write (required)", O_OUTPUT},
+	{"output", 'o', OPT_FILE, "IMAGE.sif", "the SIF image to write (required)", O_OUTPUT},
 	{"force", 0, OPT_NONE, NULL, "replace IMAGE.sif if it exists (atomically)", O_FORCE},
-	{"format", 0, OPT_ARG, "dir|tar|oci", "what the source is (detected by default)", O_FORMAT},
-	{"comp", 0, OPT_ARG, "gzip|zstd|xz|lz4", "squashfs compression (default gzip)", O_COMP},
+	{"format", 0, OPT_CHOICE, "dir|tar|oci", "what the source is (detected by default)",
+	 O_FORMAT},
+	{"comp", 0, OPT_CHOICE, "gzip|zstd|xz|lz4", "squashfs compression (default gzip)", O_COMP},
 	{"level", 0, OPT_ARG, "N", "compression level (gzip 1-12, default 6; zstd 1-22; xz 1-9)",
 	 O_LEVEL},
 	{"jobs", 'j', OPT_ARG, "N", "compression threads (default: all cores)", O_JOBS},
@@ -41,7 +42,7 @@ const struct gg_opt cmd_freeze_opts[] = {
 	{"no-reproducible", 0, OPT_NONE, NULL, "random image UUID and the current time",
 	 O_NO_REPRO},
 	{"skip-unreadable", 0, OPT_NONE, NULL, "leave out unreadable files with a warning", O_SKIP},
-	{"session", 0, OPT_ARG, "NAME",
+	{"session", 0, OPT_SESSION, "NAME",
 	 "freeze a sandbox on a live session's node, streamed over ssh", O_SESSION},
 	{"path", 0, OPT_ARG, "DIR", "the sandbox's directory on the node (with --session)",
 	 O_REMOTE_PATH},

@@ -15,7 +15,7 @@
 enum { O_DIR = 256, O_CLEAN, O_FORCE, O_WAIT, O_TIMEOUT };
 
 const struct gg_opt cmd_get_opts[] = {
-	{"dir", 'd', OPT_ARG, "DIR", "where to put the files (default ./NAME)", O_DIR},
+	{"dir", 'd', OPT_DIR, "DIR", "where to put the files (default ./NAME)", O_DIR},
 	{"force", 'f', OPT_NONE, NULL, "replace files that are already there", O_FORCE},
 	{"clean", 0, OPT_NONE, NULL, "clean the job on the CE and forget it afterwards", O_CLEAN},
 	{"wait", 'w', OPT_NONE, NULL, "wait until the job has ended", O_WAIT},

@@ -29,16 +29,16 @@ enum {
 
 #define OPT_CA_DIR                                                                                     \
 	{                                                                                              \
-		"ca-dir", 0, OPT_ARG, "DIR",                                                           \
+		"ca-dir", 0, OPT_DIR, "DIR",                                                           \
 			"CA directory for --verify ($X509_CERT_DIR, /etc/grid-security/certificates)", \
 			O_CA_DIR                                                                       \
 	}
 
-static const struct gg_opt init_opts[] = {
-	{"cert", 'C', OPT_ARG, "FILE", "user certificate, PEM or PKCS#12 ($X509_USER_CERT)",
+const struct gg_opt cmd_proxy_init_opts[] = {
+	{"cert", 'C', OPT_FILE, "FILE", "user certificate, PEM or PKCS#12 ($X509_USER_CERT)",
 	 O_CERT},
-	{"key", 'K', OPT_ARG, "FILE", "user key ($X509_USER_KEY, ~/.globus/userkey.pem)", O_KEY},
-	{"out", 'o', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_OUT},
+	{"key", 'K', OPT_FILE, "FILE", "user key ($X509_USER_KEY, ~/.globus/userkey.pem)", O_KEY},
+	{"out", 'o', OPT_FILE, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_OUT},
 	{"pass-stdin", 0, OPT_NONE, NULL, "read the passphrase from standard input", O_PASS_STDIN},
 	{"valid", 0, OPT_ARG, "DUR", "lifetime, e.g. 12h, 2d, 1h30m or HH:MM (default 12h)",
 	 O_VALID},
@@ -51,8 +51,9 @@ static const struct gg_opt init_opts[] = {
 	OPT_END,
 };
 
-static const struct gg_opt info_opts[] = {
-	{"file", 'f', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_FILE},
+const struct gg_opt cmd_proxy_info_opts[] = {
+	{"file", 'f', OPT_FILE, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)",
+	 O_FILE},
 	{"exists", 'e', OPT_NONE, NULL, "exit 0 if a valid proxy exists, 1 if not; print nothing",
 	 O_EXISTS},
 	{"valid", 0, OPT_ARG, "DUR", "exit 0 if the proxy is valid for at least DUR, 1 if not",
@@ -64,29 +65,9 @@ static const struct gg_opt info_opts[] = {
 	OPT_END,
 };
 
-static const struct gg_opt destroy_opts[] = {
-	{"file", 'f', OPT_ARG, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)", O_FILE},
-	OPT_END,
-};
-
-/* Every option of every subcommand, once: for completion and `help proxy`. */
-const struct gg_opt cmd_proxy_opts[] = {
-	{"cert", 'C', OPT_ARG, "FILE", "init: user certificate, PEM or PKCS#12", O_CERT},
-	{"key", 'K', OPT_ARG, "FILE", "init: user key", O_KEY},
-	{"out", 'o', OPT_ARG, "FILE", "init: proxy file to write", O_OUT},
-	{"pass-stdin", 0, OPT_NONE, NULL, "init: read the passphrase from standard input",
-	 O_PASS_STDIN},
-	{"valid", 0, OPT_ARG, "DUR", "init: lifetime (12h); info: require DUR left (exit 0/1)",
-	 O_VALID},
-	{"bits", 'b', OPT_ARG, "N", "init: RSA key size (2048)", O_BITS},
-	{"limited", 0, OPT_NONE, NULL, "init: make a limited proxy", O_LIMITED},
-	{"independent", 0, OPT_NONE, NULL, "init: make an independent proxy", O_INDEPENDENT},
-	{"path-length", 0, OPT_ARG, "N", "init: allow at most N proxies below", O_PATH_LENGTH},
-	{"verify", 0, OPT_NONE, NULL, "init, info: verify against the CA directory", O_VERIFY},
-	{"ca-dir", 0, OPT_ARG, "DIR", "init, info: CA directory for --verify", O_CA_DIR},
-	{"file", 'f', OPT_ARG, "FILE", "info, destroy: proxy file", O_FILE},
-	{"exists", 'e', OPT_NONE, NULL, "info: exit 0 if a valid proxy exists, 1 if not", O_EXISTS},
-	{"left", 0, OPT_NONE, NULL, "info: print the seconds left", O_LEFT},
+const struct gg_opt cmd_proxy_destroy_opts[] = {
+	{"file", 'f', OPT_FILE, "FILE", "proxy file ($X509_USER_PROXY, /tmp/x509up_u<uid>)",
+	 O_FILE},
 	OPT_END,
 };
 
@@ -301,8 +282,7 @@ static int init_args_parse(struct gg_cli *cli, int argc, char **argv, struct ini
 			   struct gg_proxy_opts *po)
 {
 	int c, rc;
-	cli->sub_usage = "init [--cert FILE [--key FILE]] [--out FILE] [--valid DUR] [options]";
-	while ((c = cli_next_opt(cli, argc, argv, init_opts)) > 0)
+	while ((c = cli_next_opt(cli, argc, argv, cmd_proxy_init_opts)) > 0)
 		if ((rc = init_option(cli, c, a, po)))
 			return rc;
 	if (c < 0)
@@ -360,7 +340,7 @@ static int init_report(struct gg_cli *cli, const struct gg_cred *proxy, char *ou
 	return 0;
 }
 
-static int proxy_init(struct gg_cli *cli, int argc, char **argv)
+int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv)
 {
 	struct init_args a = {.bits = GG_PROXY_DEFAULT_BITS};
 	struct gg_proxy_opts po;
@@ -431,14 +411,13 @@ out:
 
 /* ---- info ----------------------------------------------------------------------- */
 
-static int proxy_info(struct gg_cli *cli, int argc, char **argv)
+int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
 {
 	const char *file = NULL, *ca_opt = NULL;
 	int exists = 0, left = 0, verify = 0, has_valid = 0, c;
 	int64_t need = 0;
 	struct gg_err err = {0};
-	cli->sub_usage = "info [--file FILE] [--exists] [--valid DUR] [--left] [--verify]";
-	while ((c = cli_next_opt(cli, argc, argv, info_opts)) > 0) {
+	while ((c = cli_next_opt(cli, argc, argv, cmd_proxy_info_opts)) > 0) {
 		switch (c) {
 		case O_FILE: file = cli->optarg; break;
 		case O_EXISTS: exists = 1; break;
@@ -542,13 +521,12 @@ out:
 
 /* ---- destroy ---------------------------------------------------------------------- */
 
-static int proxy_destroy(struct gg_cli *cli, int argc, char **argv)
+int cmd_proxy_destroy(struct gg_cli *cli, int argc, char **argv)
 {
 	const char *file = NULL;
 	int c;
 	struct gg_err err = {0};
-	cli->sub_usage = "destroy [--file FILE]";
-	while ((c = cli_next_opt(cli, argc, argv, destroy_opts)) > 0)
+	while ((c = cli_next_opt(cli, argc, argv, cmd_proxy_destroy_opts)) > 0)
 		if (c == O_FILE)
 			file = cli->optarg;
 	if (c < 0)
@@ -569,23 +547,4 @@ static int proxy_destroy(struct gg_cli *cli, int argc, char **argv)
 	}
 	free(path);
 	return rc;
-}
-
-int cmd_proxy(struct gg_cli *cli, int argc, char **argv)
-{
-	if (argc < 2 || argv[1][0] == '-') {
-		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-			cli_print_cmd_help(cli, cmd_proxy_opts, stdout);
-			return EXIT_OK;
-		}
-		return ui_usage(cli, "proxy: expected a subcommand: init, info or destroy");
-	}
-	const char *sub = argv[1];
-	if (!strcmp(sub, "init"))
-		return proxy_init(cli, argc - 1, argv + 1);
-	if (!strcmp(sub, "info"))
-		return proxy_info(cli, argc - 1, argv + 1);
-	if (!strcmp(sub, "destroy"))
-		return proxy_destroy(cli, argc - 1, argv + 1);
-	return ui_usage(cli, "proxy: unknown subcommand '%s' (init, info, destroy)", sub);
 }

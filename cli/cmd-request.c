@@ -46,7 +46,7 @@ const struct gg_opt cmd_request_opts[] = {
 	{"wait", 'w', OPT_NONE, NULL, "wait until the session is ready (the default)", O_WAIT},
 	{"no-wait", 0, OPT_NONE, NULL, "return once the job is submitted", O_NO_WAIT},
 	{"timeout", 0, OPT_ARG, "DUR", "give up waiting after DUR (default: no limit)", O_TIMEOUT},
-	{"identity", 0, OPT_ARG, "FILE", "your own ssh key instead of a per-session one",
+	{"identity", 0, OPT_FILE, "FILE", "your own ssh key instead of a per-session one",
 	 O_IDENTITY},
 	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy",
 	 O_TOKEN},

@@ -23,14 +23,15 @@ enum {
 	O_DEFAULT,
 	O_WORKER,
 	O_RUNTIME,
+	O_FORCE,
 };
 
-const struct gg_opt cmd_site_opts[] = {
+const struct gg_opt cmd_site_add_opts[] = {
 	{"ce", 0, OPT_ARG, "URL", "CE endpoint, e.g. https://ce.example.org:443/arex", O_CE},
 	{"jump", 'J', OPT_ARG, "USER@HOST[:PORT]", "a jump host, in order (repeat for more hops)",
 	 O_JUMP},
-	{"identity", 'i', OPT_ARG, "FILE", "your ssh key for the jump hosts", O_IDENTITY},
-	{"known-hosts", 0, OPT_ARG, "FILE", "known_hosts file with the jump hosts' keys",
+	{"identity", 'i', OPT_FILE, "FILE", "your ssh key for the jump hosts", O_IDENTITY},
+	{"known-hosts", 0, OPT_FILE, "FILE", "known_hosts file with the jump hosts' keys",
 	 O_KNOWN_HOSTS},
 	{"worker-address", 0, OPT_ARG, "ADDR", "address the last jump host reaches workers by",
 	 O_WORKER},
@@ -39,14 +40,16 @@ const struct gg_opt cmd_site_opts[] = {
 	{"gpu-queue", 0, OPT_ARG, "QUEUE", "queue for GPU jobs", O_GPU_QUEUE},
 	{"gpu-rte", 0, OPT_ARG, "RTE", "runtime environment that requests GPUs", O_GPU_RTE},
 	{"image", 0, OPT_ARG, "IMAGE", "default container image", O_IMAGE},
-	{"ca-dir", 0, OPT_ARG, "DIR", "CA directory for this site", O_CA_DIR},
-	{"auth", 0, OPT_ARG, "proxy|token", "credential the CE takes (default proxy)", O_AUTH},
-	{"runtime", 0, OPT_ARG, "apptainer|bwrap", "how batch jobs run images (default apptainer)",
-	 O_RUNTIME},
+	{"ca-dir", 0, OPT_DIR, "DIR", "CA directory for this site", O_CA_DIR},
+	{"auth", 0, OPT_CHOICE, "proxy|token", "credential the CE takes (default proxy)", O_AUTH},
+	{"runtime", 0, OPT_CHOICE, "apptainer|bwrap",
+	 "how batch jobs run images (default apptainer)", O_RUNTIME},
 	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR",
 	 O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end a session idle for longer than DUR", O_IDLE},
 	{"default", 0, OPT_NONE, NULL, "make this the default site", O_DEFAULT},
+	{"force", 0, OPT_NONE, NULL, "replace the site if it exists (what changed is shown)",
+	 O_FORCE},
 	OPT_END,
 };
 
@@ -84,91 +87,197 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 	return o;
 }
 
-static int site_add(struct gg_cli *cli, int argc, char **argv)
+/* The text setting of s that site add's option id sets, or NULL. */
+static char **str_field(struct gg_site *s, int id)
 {
-	struct gg_site s = {0};
+	switch (id) {
+	case O_CE: return &s->ce;
+	case O_IDENTITY: return &s->identity;
+	case O_KNOWN_HOSTS: return &s->known_hosts;
+	case O_USER: return &s->user;
+	case O_RUNTIME: return &s->runtime;
+	case O_AUTH: return &s->auth;
+	case O_WORKER: return &s->worker_address;
+	case O_QUEUE: return &s->queue;
+	case O_GPU_QUEUE: return &s->gpu_queue;
+	case O_GPU_RTE: return &s->gpu_rte;
+	case O_IMAGE: return &s->image;
+	case O_CA_DIR: return &s->ca_dir;
+	}
+	return NULL;
+}
+
+/* Check a value of option id; 0, or the usage exit code after saying why. */
+static int check_value(struct gg_cli *cli, int id, const char *v)
+{
 	struct gg_err err = {0};
 	struct gg_ssh_jump jp;
-	int make_default = 0, c, rc = EXIT_OK;
-	char **field;
-	cli->sub_usage = "add NAME --ce URL [--jump USER@HOST[:PORT]]... [options]";
-	while ((c = cli_next_opt(cli, argc, argv, cmd_site_opts)) > 0) {
-		field = NULL;
-		switch (c) {
-		case O_CE:
-			if (strncmp(cli->optarg, "https://", 8) != 0) {
-				rc = ui_usage(cli, "--ce '%s': the CE URL must start with https://",
-					      cli->optarg);
-				goto out;
-			}
-			field = &s.ce;
-			break;
-		case O_JUMP:
-			if (strchr(cli->optarg, '/') || strchr(cli->optarg, ',') ||
-			    gg_ssh_jump_parse(cli->optarg, &jp, &err) < 0) {
-				rc = ui_usage(cli, "--jump: %s",
-					      err.msg[0] ? err.msg : "expected [USER@]HOST[:PORT]");
-				goto out;
-			}
-			if (s.njumps == GG_MAX_JUMPS) {
-				rc = ui_usage(cli, "at most %d jump hosts", GG_MAX_JUMPS);
-				goto out;
-			}
-			s.jumps[s.njumps++] = strdup(cli->optarg);
-			break;
-		case O_IDENTITY:
-		case O_KNOWN_HOSTS:
-			if (gg_ssh_cfg_check(c == O_IDENTITY ? "--identity" : "--known-hosts",
-					     cli->optarg, GG_SSHV_PATH, &err) < 0) {
-				rc = ui_usage(cli, "%s", err.msg);
-				goto out;
-			}
-			field = c == O_IDENTITY ? &s.identity : &s.known_hosts;
-			break;
-		case O_WORKER: field = &s.worker_address; break;
-		case O_RUNTIME:
-			if (strcmp(cli->optarg, "apptainer") && strcmp(cli->optarg, "bwrap")) {
-				rc = ui_usage(cli, "--runtime '%s': expected apptainer or bwrap",
-					      cli->optarg);
-				goto out;
-			}
-			field = &s.runtime;
-			break;
-		case O_USER:
-			if (gg_ssh_cfg_check("--user", cli->optarg, GG_SSHV_USER, &err) < 0) {
-				rc = ui_usage(cli, "%s", err.msg);
-				goto out;
-			}
-			field = &s.user;
-			break;
-		case O_QUEUE: field = &s.queue; break;
-		case O_GPU_QUEUE: field = &s.gpu_queue; break;
-		case O_GPU_RTE: field = &s.gpu_rte; break;
-		case O_IMAGE: field = &s.image; break;
-		case O_CA_DIR: field = &s.ca_dir; break;
-		case O_AUTH:
-			if (strcmp(cli->optarg, "proxy") && strcmp(cli->optarg, "token")) {
-				rc = ui_usage(cli, "--auth '%s': expected proxy or token",
-					      cli->optarg);
-				goto out;
-			}
-			field = &s.auth;
-			break;
-		case O_DEADLINE:
-		case O_IDLE:
-			if (gg_duration_parse(cli->optarg,
-					      c == O_DEADLINE ? &s.connect_deadline : &s.idle_limit,
-					      &err) < 0) {
-				rc = ui_fail(cli, &err, "--%s", cli->optname);
-				goto out;
-			}
-			break;
-		case O_DEFAULT: make_default = 1; break;
+	switch (id) {
+	case O_CE:
+		if (strncmp(v, "https://", 8) != 0)
+			return ui_usage(cli, "--ce '%s': the CE URL must start with https://", v);
+		return 0;
+	case O_JUMP:
+		if (strchr(v, '/') || strchr(v, ',') || gg_ssh_jump_parse(v, &jp, &err) < 0)
+			return ui_usage(cli, "--jump: %s",
+					err.msg[0] ? err.msg : "expected [USER@]HOST[:PORT]");
+		return 0;
+	case O_IDENTITY:
+	case O_KNOWN_HOSTS:
+		if (gg_ssh_cfg_check(id == O_IDENTITY ? "--identity" : "--known-hosts", v,
+				     GG_SSHV_PATH, &err) < 0)
+			return ui_usage(cli, "%s", err.msg);
+		return 0;
+	case O_USER:
+		if (gg_ssh_cfg_check("--user", v, GG_SSHV_USER, &err) < 0)
+			return ui_usage(cli, "%s", err.msg);
+		return 0;
+	case O_RUNTIME:
+		if (strcmp(v, "apptainer") && strcmp(v, "bwrap"))
+			return ui_usage(cli, "--runtime '%s': expected apptainer or bwrap", v);
+		return 0;
+	case O_AUTH:
+		if (strcmp(v, "proxy") && strcmp(v, "token"))
+			return ui_usage(cli, "--auth '%s': expected proxy or token", v);
+		return 0;
+	}
+	return 0;
+}
+
+/* One value of site add's option id into s; 0, or the exit code after saying
+ * what is wrong. Shared by site add and site set. */
+static int apply_opt(struct gg_cli *cli, struct gg_site *s, int id, const char *v)
+{
+	struct gg_err err = {0};
+	int rc = check_value(cli, id, v);
+	if (rc)
+		return rc;
+	if (id == O_JUMP) {
+		if (s->njumps == GG_MAX_JUMPS)
+			return ui_usage(cli, "at most %d jump hosts", GG_MAX_JUMPS);
+		s->jumps[s->njumps++] = strdup(v);
+	} else if (id == O_DEADLINE || id == O_IDLE) {
+		int64_t *d = id == O_DEADLINE ? &s->connect_deadline : &s->idle_limit;
+		if (gg_duration_parse(v, d, &err) < 0)
+			return ui_fail(cli, &err, "--%s",
+				       id == O_DEADLINE ? "connect-deadline" : "idle-limit");
+	} else {
+		char **field = str_field(s, id);
+		free(*field);
+		*field = strdup(v);
+	}
+	return 0;
+}
+
+/* A value of site_json as text for "KEY: OLD → NEW". */
+static void value_text(json_t *v, char *buf, size_t len)
+{
+	char d[32];
+	size_t i, n = 0;
+	json_t *e;
+	if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v))) {
+		snprintf(buf, len, "(none)");
+	} else if (json_is_string(v)) {
+		snprintf(buf, len, "%s", json_string_value(v));
+	} else if (json_is_boolean(v)) {
+		snprintf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
+	} else if (json_is_integer(v)) {
+		snprintf(buf, len, "%s",
+			 gg_duration_format_exact(json_integer_value(v), d, sizeof d));
+	} else if (json_is_array(v)) {
+		buf[0] = '\0';
+		json_array_foreach (v, i, e) {
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", i ? ", " : "",
+					      json_string_value(e));
 		}
-		if (field) {
-			free(*field);
-			*field = strdup(cli->optarg);
-		}
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* Say what changed between two site_json objects, one "KEY: OLD → NEW" line
+ * each (KEY as the option's name); returns how many changed. */
+static int print_changes(struct gg_cli *cli, json_t *before, json_t *after)
+{
+	const char *k;
+	json_t *v;
+	int n = 0;
+	json_t *keys = json_object();
+	json_object_foreach (before, k, v)
+		json_object_set(keys, k, json_null());
+	json_object_foreach (after, k, v)
+		json_object_set(keys, k, json_null());
+	json_object_foreach (keys, k, v) {
+		json_t *a = json_object_get(before, k), *b = json_object_get(after, k);
+		char old[512], new[512], opt[64];
+		value_text(a, old, sizeof old);
+		value_text(b, new, sizeof new);
+		if (!strcmp(old, new))
+			continue;
+		snprintf(opt, sizeof opt, "%s", strcmp(k, "jumps") ? k : "jump");
+		for (char *p = opt; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		ui_info(cli, "  %s: %s → %s", opt, old, new);
+		n++;
+	}
+	json_decref(keys);
+	return n;
+}
+
+static int is_default(const struct gg_config *cfg, const char *name)
+{
+	return cfg->default_site && !strcmp(cfg->default_site, name);
+}
+
+/* Store s (replacing a site of the same name) and say what changed. */
+static int save_site(struct gg_cli *cli, struct gg_config *cfg, const struct gg_site *s,
+		     int make_default, const char *what)
+{
+	struct gg_err err = {0};
+	const struct gg_site *old = gg_config_site(cfg, s->name);
+	json_t *before = old ? site_json(old, is_default(cfg, s->name)) : NULL;
+	int rc = EXIT_OK;
+	if (gg_config_set_site(cfg, s, &err) < 0) {
+		rc = ui_fail(cli, &err, "site %s %s", what, s->name);
+		goto out;
+	}
+	if (make_default || cfg->nsites == 1) {
+		free(cfg->default_site);
+		cfg->default_site = strdup(s->name);
+	}
+	if (gg_config_save(cfg, &err) < 0) {
+		rc = ui_fail(cli, &err, "site %s %s", what, s->name);
+		goto out;
+	}
+	json_t *after = site_json(gg_config_site(cfg, s->name), is_default(cfg, s->name));
+	if (!before) {
+		ui_info(cli, "site '%s' saved in %s", s->name, cfg->path);
+	} else {
+		ui_info(cli, "site '%s' changed in %s:", s->name, cfg->path);
+		if (print_changes(cli, before, after) == 0)
+			ui_info(cli, "  (nothing changed)");
+	}
+	if (cli->json)
+		ui_json(after);
+	else
+		json_decref(after);
+out:
+	json_decref(before);
+	return rc;
+}
+
+int cmd_site_add(struct gg_cli *cli, int argc, char **argv)
+{
+	struct gg_site s = {0};
+	int make_default = 0, force = 0, c, rc = EXIT_OK;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_site_add_opts)) > 0) {
+		if (c == O_DEFAULT)
+			make_default = 1;
+		else if (c == O_FORCE)
+			force = 1;
+		else if ((rc = apply_opt(cli, &s, c, cli->optarg)) != 0)
+			goto out;
 	}
 	if (c < 0) {
 		rc = c == -2 ? EXIT_OK : EXIT_USAGE;
@@ -188,38 +297,124 @@ static int site_add(struct gg_cli *cli, int argc, char **argv)
 		rc = cli->cfg_exit;
 		goto out;
 	}
-	if (gg_config_set_site(cfg, &s, &err) < 0) {
-		rc = ui_fail(cli, &err, "site add %s", s.name);
+	if (!force && gg_config_site(cfg, s.name)) {
+		rc = ui_usage(cli,
+			      "site '%s' exists (nothing changed): add --force to replace it, or "
+			      "change one setting with 'gridgpu site set %s KEY VALUE'",
+			      s.name, s.name);
 		goto out;
 	}
-	if (make_default || cfg->nsites == 1) {
-		free(cfg->default_site);
-		cfg->default_site = strdup(s.name);
-	}
-	if (gg_config_save(cfg, &err) < 0) {
-		rc = ui_fail(cli, &err, "site add %s", s.name);
-		goto out;
-	}
-	if (cli->json)
-		ui_json(site_json(gg_config_site(cfg, s.name),
-				  cfg->default_site && strcmp(cfg->default_site, s.name) == 0));
-	else
-		ui_info(cli, "site '%s' saved in %s", s.name, cfg->path);
+	rc = save_site(cli, cfg, &s, make_default, "add");
 out:
 	gg_site_clear(&s);
 	return rc;
 }
 
-static int site_list(struct gg_cli *cli, int argc, char **argv)
+/* The value option of site add named key ("gpu-queue"), or NULL. */
+static const struct gg_opt *settable(const char *key)
+{
+	for (const struct gg_opt *o = cmd_site_add_opts; o->name; o++)
+		if (o->arg != OPT_NONE && !strcmp(o->name, key))
+			return o;
+	return NULL;
+}
+
+/* Clear the setting of option id in s (site set NAME KEY ""). */
+static void clear_opt(struct gg_site *s, int id)
+{
+	char **field = str_field(s, id);
+	if (field) {
+		free(*field);
+		*field = NULL;
+	}
+	if (id == O_DEADLINE)
+		s->connect_deadline = 0;
+	if (id == O_IDLE)
+		s->idle_limit = 0;
+	if (id == O_JUMP) {
+		for (int i = 0; i < s->njumps; i++)
+			free(s->jumps[i]);
+		s->njumps = 0;
+	}
+}
+
+/* Set KEY to VALUE in s: "jump" takes the hops separated by ',', "" clears. */
+static int set_value(struct gg_cli *cli, struct gg_site *s, const struct gg_opt *o,
+		     const char *value)
+{
+	clear_opt(s, o->id);
+	if (!value[0])
+		return o->id == O_CE ? ui_usage(cli, "site set: ce cannot be empty") : 0;
+	if (o->id != O_JUMP)
+		return apply_opt(cli, s, o->id, value);
+	char *list = strdup(value), *save = NULL;
+	int rc = list ? 0 : EXIT_FAIL;
+	for (char *h = list ? strtok_r(list, ",", &save) : NULL; h && !rc;
+	     h = strtok_r(NULL, ",", &save))
+		rc = apply_opt(cli, s, O_JUMP, h);
+	free(list);
+	return rc;
+}
+
+/* Parse a sub-command that takes only the global options and min..max
+ * operands (argv[cli->optind..]): -1 to go on, else the exit code. */
+static int plain_args(struct gg_cli *cli, int argc, char **argv, int min, int max,
+		      const char *usage)
 {
 	int c;
-	cli->sub_usage = "list";
 	while ((c = cli_next_opt(cli, argc, argv, NULL)) > 0)
 		;
 	if (c < 0)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;
-	if (argc - cli->optind != 0)
-		return ui_usage(cli, "site list takes no arguments");
+	int n = argc - cli->optind;
+	return n < min || n > max ? ui_usage(cli, "%s", usage) : -1;
+}
+
+int cmd_site_set(struct gg_cli *cli, int argc, char **argv)
+{
+	int rc = plain_args(cli, argc, argv, 3, 3,
+			    "site set: expected NAME KEY VALUE (VALUE \"\" clears KEY)");
+	if (rc >= 0)
+		return rc;
+	const char *name = argv[cli->optind], *key = argv[cli->optind + 1];
+	const struct gg_opt *o = settable(key[0] == '-' && key[1] == '-' ? key + 2 : key);
+	if (!o) {
+		const char *keys[32];
+		size_t n = 0;
+		for (const struct gg_opt *p = cmd_site_add_opts; p->name && n < 32; p++)
+			if (p->arg != OPT_NONE)
+				keys[n++] = p->name;
+		const char *near = cli_nearest(key, keys, n);
+		return ui_usage(
+			cli,
+			"site set: unknown KEY '%s'%s%s%s (KEY is an option of 'site add', e.g. gpu-queue)",
+			key, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+	}
+	struct gg_config *cfg = cli_config(cli);
+	if (!cfg)
+		return cli->cfg_exit;
+	const struct gg_site *old = gg_config_site(cfg, name);
+	struct gg_err err = {0};
+	if (!old) {
+		gg_err_set(&err, GG_ENOTFOUND,
+			   "no such site in %s (add it with 'gridgpu site add')", cfg->path);
+		return ui_fail(cli, &err, "site '%s'", name);
+	}
+	struct gg_site s;
+	if (gg_site_copy(&s, old, &err) < 0)
+		return ui_fail(cli, &err, "site set");
+	rc = set_value(cli, &s, o, argv[cli->optind + 2]);
+	if (rc == 0)
+		rc = save_site(cli, cfg, &s, 0, "set");
+	gg_site_clear(&s);
+	return rc;
+}
+
+int cmd_site_list(struct gg_cli *cli, int argc, char **argv)
+{
+	int rc = plain_args(cli, argc, argv, 0, 0, "site list takes no arguments");
+	if (rc >= 0)
+		return rc;
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
 		return cli->cfg_exit;
@@ -250,15 +445,12 @@ static int site_list(struct gg_cli *cli, int argc, char **argv)
 
 static int site_show_or_remove(struct gg_cli *cli, int argc, char **argv, int remove)
 {
-	int c;
-	cli->sub_usage = remove ? "remove NAME" : "show [NAME]";
-	while ((c = cli_next_opt(cli, argc, argv, NULL)) > 0)
-		;
-	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+	int rc = plain_args(cli, argc, argv, remove, 1,
+			    remove ? "site remove: expected one site NAME"
+				   : "site show: expected one site NAME");
+	if (rc >= 0)
+		return rc;
 	int nargs = argc - cli->optind;
-	if (nargs > 1 || (remove && nargs != 1))
-		return ui_usage(cli, "site %s: expected one site NAME", remove ? "remove" : "show");
 	struct gg_config *cfg = cli_config(cli);
 	if (!cfg)
 		return cli->cfg_exit;
@@ -299,23 +491,12 @@ static int site_show_or_remove(struct gg_cli *cli, int argc, char **argv, int re
 	return EXIT_OK;
 }
 
-int cmd_site(struct gg_cli *cli, int argc, char **argv)
+int cmd_site_show(struct gg_cli *cli, int argc, char **argv)
 {
-	if (argc < 2 || argv[1][0] == '-') {
-		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-			cli_print_cmd_help(cli, cmd_site_opts, stdout);
-			return EXIT_OK;
-		}
-		return ui_usage(cli, "site: expected a subcommand: add, list, show or remove");
-	}
-	const char *sub = argv[1];
-	if (!strcmp(sub, "add"))
-		return site_add(cli, argc - 1, argv + 1);
-	if (!strcmp(sub, "list") || !strcmp(sub, "ls"))
-		return site_list(cli, argc - 1, argv + 1);
-	if (!strcmp(sub, "show"))
-		return site_show_or_remove(cli, argc - 1, argv + 1, 0);
-	if (!strcmp(sub, "remove") || !strcmp(sub, "rm"))
-		return site_show_or_remove(cli, argc - 1, argv + 1, 1);
-	return ui_usage(cli, "site: unknown subcommand '%s' (add, list, show, remove)", sub);
+	return site_show_or_remove(cli, argc, argv, 0);
+}
+
+int cmd_site_remove(struct gg_cli *cli, int argc, char **argv)
+{
+	return site_show_or_remove(cli, argc, argv, 1);
 }

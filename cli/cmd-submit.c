@@ -35,7 +35,7 @@ const struct gg_opt cmd_submit_opts[] = {
 	{"cpus", 'c', OPT_ARG, "N", "CPU cores", O_CPUS},
 	{"memory", 'm', OPT_ARG, "SIZE", "memory, e.g. 16G", O_MEMORY},
 	{"walltime", 't', OPT_ARG, "DUR", "how long the job may run (default 8h)", O_WALLTIME},
-	{"input", 'i', OPT_ARG, "FILE", "a local file staged into the job's directory (repeat)",
+	{"input", 'i', OPT_FILE, "FILE", "a local file staged into the job's directory (repeat)",
 	 O_INPUT},
 	{"output", 'o', OPT_ARG, "PATTERN", "a file the job leaves for 'gridgpu get' (repeat)",
 	 O_OUTPUT},

@@ -4,11 +4,17 @@
 
 struct gg_cli;
 int cmd_help(struct gg_cli *cli, int argc, char **argv);
-int cmd_site(struct gg_cli *cli, int argc, char **argv);
+int cmd_site_add(struct gg_cli *cli, int argc, char **argv);
+int cmd_site_set(struct gg_cli *cli, int argc, char **argv);
+int cmd_site_list(struct gg_cli *cli, int argc, char **argv);
+int cmd_site_show(struct gg_cli *cli, int argc, char **argv);
+int cmd_site_remove(struct gg_cli *cli, int argc, char **argv);
 int cmd_freeze(struct gg_cli *cli, int argc, char **argv);
 int cmd_inspect(struct gg_cli *cli, int argc, char **argv);
 int cmd_verify(struct gg_cli *cli, int argc, char **argv);
-int cmd_proxy(struct gg_cli *cli, int argc, char **argv);
+int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv);
+int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv);
+int cmd_proxy_destroy(struct gg_cli *cli, int argc, char **argv);
 int cmd_request(struct gg_cli *cli, int argc, char **argv);
 int cmd_list(struct gg_cli *cli, int argc, char **argv);
 int cmd_status(struct gg_cli *cli, int argc, char **argv);
@@ -22,7 +28,7 @@ int cmd_complete(struct gg_cli *cli, int argc, char **argv);
 int cmd_gpus(struct gg_cli *cli, int argc, char **argv);
 int cmd_doctor(struct gg_cli *cli, int argc, char **argv);
 
-extern const struct gg_opt cmd_site_opts[];
+extern const struct gg_opt cmd_site_add_opts[];
 extern const struct gg_opt cmd_freeze_opts[];
 extern const struct gg_opt cmd_inspect_opts[];
 extern const struct gg_opt cmd_verify_opts[];
@@ -35,7 +41,9 @@ extern const struct gg_opt cmd_clean_opts[];
 extern const struct gg_opt cmd_ssh_config_opts[];
 extern const struct gg_opt cmd_submit_opts[];
 extern const struct gg_opt cmd_get_opts[];
-extern const struct gg_opt cmd_proxy_opts[];
+extern const struct gg_opt cmd_proxy_init_opts[];
+extern const struct gg_opt cmd_proxy_info_opts[];
+extern const struct gg_opt cmd_proxy_destroy_opts[];
 extern const struct gg_opt cmd_gpus_opts[];
 extern const struct gg_opt cmd_doctor_opts[];
 

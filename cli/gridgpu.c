@@ -12,16 +12,57 @@
 #include "cred/cred.h"
 
 static const struct gg_cmd commands[] = {
-#define GG_COMMAND(name, fn, summary, usage, opts, subs, flags) \
-	{name, fn, summary, usage, opts, subs, flags},
+#define GG_COMMAND(name, fn, summary, usage, opts, operand, flags) \
+	{NULL, name, fn, summary, usage, opts, operand, flags},
+#define GG_SUBCOMMAND(parent, name, fn, summary, usage, opts, operand, flags) \
+	{parent, name, fn, summary, usage, opts, operand, flags},
 #include "commands.def"
 #undef GG_COMMAND
+#undef GG_SUBCOMMAND
 };
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 const struct gg_cmd *cli_commands(size_t *n)
 {
-	*n = sizeof commands / sizeof commands[0];
+	*n = NCOMMANDS;
 	return commands;
+}
+
+static int same_parent(const struct gg_cmd *c, const char *parent)
+{
+	return parent ? c->parent && !strcmp(c->parent, parent) : !c->parent;
+}
+
+const struct gg_cmd *cli_find_cmd(const char *parent, const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (same_parent(&commands[i], parent) && !strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+int cli_has_subcommands(const struct gg_cmd *cmd)
+{
+	return cmd && !cmd->parent && cmd->fn == cli_run_subcommand;
+}
+
+const char *cli_nearest(const char *word, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	size_t bestd = (size_t)-1, len = strlen(word);
+	if (!len)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t d = gg_edit_distance(word, cands[i]);
+		/* a prefix is a good guess too */
+		if (strncmp(cands[i], word, len) == 0 && d > 1)
+			d = 1;
+		if (d < bestd) {
+			bestd = d;
+			best = cands[i];
+		}
+	}
+	return bestd <= (len <= 3 ? 1u : 2u) ? best : NULL;
 }
 
 /* Global options, accepted before the command and after it. */
@@ -30,8 +71,8 @@ static const struct gg_opt global_opts[] = {
 	{"json", 0, OPT_NONE, NULL, "machine-readable JSON on stdout", G_JSON},
 	{"quiet", 'q', OPT_NONE, NULL, "print only errors and results", G_QUIET},
 	{"verbose", 'v', OPT_NONE, NULL, "say more (repeat for more)", G_VERBOSE},
-	{"site", 0, OPT_ARG, "NAME", "site profile to use (see gridgpu site)", G_SITE},
-	{"config", 0, OPT_ARG, "FILE", "configuration file ($XDG_CONFIG_HOME/gridgpu/config)",
+	{"site", 0, OPT_SITE, "NAME", "site profile to use (see gridgpu site)", G_SITE},
+	{"config", 0, OPT_FILE, "FILE", "configuration file ($XDG_CONFIG_HOME/gridgpu/config)",
 	 G_CONFIG},
 	{"help", 'h', OPT_NONE, NULL, "show help and exit", G_HELP},
 	OPT_END,
@@ -45,6 +86,10 @@ static const struct gg_opt version_opt[] = {
 	{"version", 0, OPT_NONE, NULL, "show the version and exit", G_VERSION},
 	OPT_END,
 };
+const struct gg_opt *cli_version_opts(void)
+{
+	return version_opt;
+}
 
 static size_t opt_count(const struct gg_opt *o)
 {
@@ -54,13 +99,95 @@ static size_t opt_count(const struct gg_opt *o)
 	return n;
 }
 
+enum { MAX_OPTS = 96 };
+
+/* The word of argv that holds the bad short option ch: "-valid" for 'a' (glibc
+ * steps optind past a word only at its last letter). */
+static const char *short_word(int argc, char **argv, int ch)
+{
+	for (int k = 0; k < 2; k++) {
+		int i = optind - 1 + k;
+		if (i < 1 || i >= argc)
+			continue;
+		const char *w = argv[i];
+		if (w[0] != '-' || w[1] == '-' || !w[1])
+			continue;
+		if (k == 0 ? w[strlen(w) - 1] == ch : strchr(w + 1, ch) != NULL)
+			return w;
+	}
+	return NULL;
+}
+
+/* The usage of the running command when what follows "--" is handed on (to
+ * ssh by connect, as the job's command by submit), else NULL. */
+static const char *passthrough_usage(const struct gg_cli *cli)
+{
+	const struct gg_cmd *c = cli->sub ? cli->sub : cli->cmd;
+	return c && c->usage && strstr(c->usage, "-- ") ? c->usage : NULL;
+}
+
+/* "--name=value" or "-name" as "name" in buf. */
+static const char *bare_name(const char *w, char *buf, size_t len)
+{
+	w += w[1] == '-' ? 2 : 1;
+	snprintf(buf, len, "%.*s", (int)strcspn(w, "="), w);
+	return buf;
+}
+
+/* Say what is wrong with an option getopt refused, with the nearest name. */
+static void bad_option(struct gg_cli *cli, int c, int argc, char **argv,
+		       const struct gg_opt *const tabs[2], const size_t counts[2])
+{
+	const char *names[MAX_OPTS], *bad = argv[optind - 1 < argc ? optind - 1 : argc - 1];
+	size_t n = 0, nprefix = 0;
+	char word[64], also[160] = "";
+	for (int t = 0; t < 2; t++)
+		for (size_t i = 0; i < counts[t] && n < MAX_OPTS; i++)
+			names[n++] = tabs[t][i].name;
+	if (c == ':') {
+		ui_usage(cli, "option '%s' needs a value", bad);
+		return;
+	}
+	if (optopt && optopt < 256) {
+		const char *w = short_word(argc, argv, optopt);
+		const char *near = w && strlen(w) > 2
+					   ? cli_nearest(bare_name(w, word, sizeof word), names, n)
+					   : NULL;
+		if (near)
+			ui_usage(cli, "single-dash long options are not supported: use --%s", near);
+		else if (passthrough_usage(cli))
+			ui_usage(
+				cli,
+				"unknown option '-%c': to hand it on, put it after '--' (gridgpu %s %s)",
+				optopt, cli->cmd->name, passthrough_usage(cli));
+		else
+			ui_usage(cli, "unknown option '-%c'", optopt);
+		return;
+	}
+	bare_name(bad, word, sizeof word);
+	for (size_t i = 0; i < n && word[0]; i++)
+		if (!strncmp(names[i], word, strlen(word)) && ++nprefix <= 4)
+			snprintf(also + strlen(also), sizeof also - strlen(also), "%s--%s",
+				 nprefix > 1 ? ", " : "", names[i]);
+	const char *near = cli_nearest(word, names, n);
+	if (nprefix > 1)
+		ui_usage(cli, "option '%s' is ambiguous: %s", bad, also);
+	else if (near)
+		ui_usage(cli, "unknown option '%s'; did you mean '--%s'?", bad, near);
+	else if (passthrough_usage(cli))
+		ui_usage(cli,
+			 "unknown option '%s': to hand it on, put it after '--' (gridgpu %s %s)",
+			 bad, cli->cmd->name, passthrough_usage(cli));
+	else
+		ui_usage(cli, "unknown option '%s'", bad);
+}
+
 static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *cmdopts,
 		      int stop_at_operand)
 {
 	size_t nc = opt_count(cmdopts), ng = opt_count(global_opts);
 	const struct gg_opt *tabs[2] = {global_opts, cmdopts};
 	size_t counts[2] = {ng, nc};
-	enum { MAX_OPTS = 96 };
 	struct option lo[MAX_OPTS + 1];
 	char so[2 * MAX_OPTS + 3];
 	if (ng + nc > MAX_OPTS)
@@ -73,11 +200,11 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 		for (size_t i = 0; i < counts[t]; i++) {
 			const struct gg_opt *o = &tabs[t][i];
 			lo[k++] = (struct option){
-				o->name, o->arg == OPT_ARG ? required_argument : no_argument, NULL,
+				o->name, o->arg != OPT_NONE ? required_argument : no_argument, NULL,
 				o->id};
 			if (o->shortopt) {
 				so[s++] = (char)o->shortopt;
-				if (o->arg == OPT_ARG)
+				if (o->arg != OPT_NONE)
 					so[s++] = ':';
 			}
 		}
@@ -112,16 +239,7 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 		case G_CONFIG: cli->config_path = optarg; continue;
 		case G_HELP: return -2;
 		case '?':
-		case ':': {
-			const char *bad = argv[optind - 1 < argc ? optind - 1 : argc - 1];
-			if (c == ':')
-				ui_usage(cli, "option '%s' needs a value", bad);
-			else if (optopt && optopt < 256)
-				ui_usage(cli, "unknown option '-%c'", optopt);
-			else
-				ui_usage(cli, "unknown option '%s'", bad);
-			return -1;
-		}
+		case ':': bad_option(cli, c, argc, argv, tabs, counts); return -1;
 		default:
 			for (size_t i = 0; i < nc; i++)
 				if (cmdopts[i].id == c)
@@ -153,31 +271,48 @@ int cli_opt_int(struct gg_cli *cli, int min, int max, int *out)
 	return 0;
 }
 
-static void print_opts(const struct gg_opt *o, FILE *f)
+static void print_opts(const struct gg_opt *o, const char *indent, FILE *f)
 {
 	for (; o && o->name; o++) {
 		char left[64];
 		snprintf(left, sizeof left, "%s%c%s--%s%s%s", o->shortopt ? "-" : "  ",
 			 o->shortopt ? o->shortopt : ' ', o->shortopt ? ", " : "  ", o->name,
 			 o->argname ? " " : "", o->argname ? o->argname : "");
-		fprintf(f, "  %-28s %s\n", left, o->help);
+		fprintf(f, "%s  %-28s %s\n", indent, left, o->help);
+	}
+}
+
+/* help site: each sub-command with its usage, summary and its own options. */
+static void print_subcommands(const struct gg_cmd *cmd, FILE *f)
+{
+	fprintf(f, "\nSub-commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		const struct gg_cmd *s = &commands[i];
+		if (!same_parent(s, cmd->name) || (s->flags & CMD_HIDDEN))
+			continue;
+		fprintf(f, "  %s %s%s%s\n      %s.\n", cmd->name, s->name, s->usage[0] ? " " : "",
+			s->usage, s->summary);
+		print_opts(s->opts, "    ", f);
 	}
 }
 
 void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FILE *f)
 {
-	const struct gg_cmd *cmd = cli->cmd;
-	if (cli->sub_usage)
-		fprintf(f, "Usage: gridgpu %s %s\n", cmd->name, cli->sub_usage);
+	const struct gg_cmd *cmd = cli->cmd, *sub = cli->sub;
+	if (sub)
+		fprintf(f, "Usage: gridgpu %s %s%s%s\n\n%s.\n", cmd->name, sub->name,
+			sub->usage[0] ? " " : "", sub->usage, sub->summary);
 	else
 		fprintf(f, "Usage: gridgpu %s %s\n\n%s.\n", cmd->name, cmd->usage ? cmd->usage : "",
 			cmd->summary);
+	if (!sub && cli_has_subcommands(cmd))
+		print_subcommands(cmd, f);
 	if (opts && opts->name) {
 		fprintf(f, "\nOptions:\n");
-		print_opts(opts, f);
+		print_opts(opts, "", f);
 	}
 	fprintf(f, "\nGlobal options:\n");
-	print_opts(global_opts, f);
+	print_opts(global_opts, "", f);
 	fprintf(f, "\nSee gridgpu-%s(1) for details.\n", cmd->name);
 }
 
@@ -186,43 +321,36 @@ static void print_main_help(FILE *f)
 	fprintf(f, "Usage: gridgpu [global options] <command> [options] [args]\n\n"
 		   "Develop on grid GPUs interactively, then run the same environment as batch "
 		   "work.\n\nCommands:\n");
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (!(commands[i].flags & CMD_HIDDEN))
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!commands[i].parent && !(commands[i].flags & CMD_HIDDEN))
 			fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nGlobal options:\n");
-	print_opts(global_opts, f);
-	print_opts(version_opt, f);
+	print_opts(global_opts, "", f);
+	print_opts(version_opt, "", f);
 	fprintf(f, "\nExit codes: 0 ok, 1 failure, 2 usage, 3 credentials, 4 CE or network "
 		   "unreachable,\n5 no such session or job, 6 remote job failed, 130 "
 		   "interrupted.\n\n'gridgpu help COMMAND' shows a command's options; see "
 		   "gridgpu(1).\n");
 }
 
-static const struct gg_cmd *find_command(const char *name)
+/* The names of parent's sub-commands (of the commands when parent is NULL),
+ * hidden ones (aliases) too when all; how many. */
+static size_t names_of(const char *parent, int all, const char **names, size_t max)
 {
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(commands[i].name, name) == 0)
-			return &commands[i];
-	return NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < NCOMMANDS && n < max; i++)
+		if (same_parent(&commands[i], parent) && (all || !(commands[i].flags & CMD_HIDDEN)))
+			names[n++] = commands[i].name;
+	return n;
 }
 
 static int unknown_command(struct gg_cli *cli, const char *name)
 {
+	const char *names[NCOMMANDS];
+	size_t n = names_of(NULL, 1, names, NCOMMANDS);
+	const char *best = cli_nearest(name, names, n);
 	ui_err("gridgpu: '%s' is not a gridgpu command", name);
-	const char *best = NULL;
-	size_t bestd = (size_t)-1;
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-		size_t d = gg_edit_distance(name, commands[i].name);
-		/* a prefix is a good guess too */
-		if (strncmp(commands[i].name, name, strlen(name)) == 0)
-			d = d < 1 ? d : 1;
-		if (d < bestd) {
-			bestd = d;
-			best = commands[i].name;
-		}
-	}
-	size_t limit = strlen(name) <= 3 ? 1 : 2;
-	if (best && bestd <= limit)
+	if (best)
 		ui_err("\ngridgpu: did you mean '%s'?", best);
 	ui_err("\nSee 'gridgpu --help' for the list of commands.\n");
 	if (cli->json) {
@@ -231,6 +359,60 @@ static int unknown_command(struct gg_cli *cli, const char *name)
 		free(msg);
 	}
 	return EXIT_USAGE;
+}
+
+/* "add, list, show, remove or set" in buf. */
+static const char *sub_list(const char *parent, char *buf, size_t len)
+{
+	const char *names[NCOMMANDS];
+	size_t n = names_of(parent, 0, names, NCOMMANDS), o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s",
+				      i == 0       ? ""
+				      : i + 1 == n ? " or "
+						   : ", ",
+				      names[i]);
+	return buf;
+}
+
+static int unknown_subcommand(struct gg_cli *cli, const char *sub)
+{
+	const char *names[NCOMMANDS];
+	size_t n = names_of(cli->cmd->name, 1, names, NCOMMANDS);
+	const char *best = cli_nearest(sub, names, n);
+	char list[256];
+	sub_list(cli->cmd->name, list, sizeof list);
+	if (best)
+		return ui_usage(cli, "%s: unknown sub-command '%s'; did you mean '%s'? (%s)",
+				cli->cmd->name, sub, best, list);
+	return ui_usage(cli, "%s: unknown sub-command '%s' (%s)", cli->cmd->name, sub, list);
+}
+
+int cli_run_subcommand(struct gg_cli *cli, int argc, char **argv)
+{
+	const struct gg_cmd *cmd = cli->cmd, *sub = NULL;
+	if (argc >= 2 && argv[1][0] != '-') {
+		if (!(sub = cli_find_cmd(cmd->name, argv[1])))
+			return unknown_subcommand(cli, argv[1]);
+		argc--;
+		argv++;
+	} else if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		cli_print_cmd_help(cli, NULL, stdout);
+		return EXIT_OK;
+	} else {
+		for (size_t i = 0; i < NCOMMANDS && !sub; i++)
+			if (same_parent(&commands[i], cmd->name) &&
+			    (commands[i].flags & CMD_DEFAULT))
+				sub = &commands[i];
+		if (!sub) {
+			char list[256];
+			return ui_usage(cli, "%s: expected a sub-command: %s", cmd->name,
+					sub_list(cmd->name, list, sizeof list));
+		}
+	}
+	cli->sub = sub;
+	return sub->fn(cli, argc, argv);
 }
 
 int cmd_help(struct gg_cli *cli, int argc, char **argv)
@@ -245,11 +427,17 @@ int cmd_help(struct gg_cli *cli, int argc, char **argv)
 		print_main_help(stdout);
 		return EXIT_OK;
 	}
-	const struct gg_cmd *cmd = find_command(argv[cli->optind]);
+	const struct gg_cmd *cmd = cli_find_cmd(NULL, argv[cli->optind]);
 	if (!cmd)
 		return unknown_command(cli, argv[cli->optind]);
 	struct gg_cli sub = {.cmd = cmd};
-	cli_print_cmd_help(&sub, cmd->opts, stdout);
+	if (nargs > 1 && cli_has_subcommands(cmd)) {
+		if (!(sub.sub = cli_find_cmd(cmd->name, argv[cli->optind + 1])))
+			return unknown_subcommand(&sub, argv[cli->optind + 1]);
+	} else if (nargs > 1) {
+		return ui_usage(cli, "help: '%s' has no sub-commands", cmd->name);
+	}
+	cli_print_cmd_help(&sub, sub.sub ? sub.sub->opts : cmd->opts, stdout);
 	return EXIT_OK;
 }
 
@@ -279,7 +467,7 @@ int main(int argc, char **argv)
 	gg_cred_wipe_on_free();
 	struct gg_cli cli = {.prog = "gridgpu"};
 	/* Global options before the command; stop at the first operand. */
-	static const struct gg_cmd top = {"", NULL, "", "", version_opt, NULL, 0};
+	static const struct gg_cmd top = {NULL, "", NULL, "", "", version_opt, OPT_NONE, 0};
 	cli.cmd = &top;
 	int c;
 	while ((c = parse_next(&cli, argc, argv, version_opt, 1)) != 0) {
@@ -299,7 +487,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *name = argv[cli.optind];
-	const struct gg_cmd *cmd = find_command(name);
+	const struct gg_cmd *cmd = cli_find_cmd(NULL, name);
 	if (!cmd)
 		return unknown_command(&cli, name);
 	cli.cmd = cmd;

@@ -222,7 +222,9 @@ int ui_usage(struct gg_cli *cli, const char *fmt, ...)
 			      GG_EUSAGE);
 	fprintf(stderr, "gridgpu: %s\n", msg ? msg : "usage error");
 	free(msg);
-	if (cli && cli->cmd && cli->cmd->name[0])
+	if (cli && cli->cmd && cli->cmd->name[0] && cli->sub)
+		fprintf(stderr, "Try 'gridgpu help %s %s'.\n", cli->cmd->name, cli->sub->name);
+	else if (cli && cli->cmd && cli->cmd->name[0])
 		fprintf(stderr, "Try 'gridgpu help %s'.\n", cli->cmd->name);
 	else
 		fprintf(stderr, "Try 'gridgpu --help'.\n");

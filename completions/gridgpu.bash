@@ -1,76 +1,53 @@
-# bash completion for gridgpu. The word lists come from the binary itself
-# (gridgpu __complete ...), so commands and options never drift from it.
+# bash completion for gridgpu. What to offer comes from the binary itself
+# (gridgpu __complete line -- WORDS...), worked out from its command and option
+# tables, so commands, sub-commands, options and option values never drift from
+# it. The script only joins "--opt=value" back together (readline splits it at
+# '=') and inserts the answer: words, file names or directory names.
 _gridgpu()
 {
-	local cur prev words cword
-	if declare -F _init_completion >/dev/null 2>&1; then
-		_init_completion -n = || return
-	else
-		cur=${COMP_WORDS[COMP_CWORD]}
-		prev=${COMP_WORDS[COMP_CWORD-1]}
-		words=("${COMP_WORDS[@]}")
-		cword=$COMP_CWORD
-	fi
-	local gg=${words[0]}
-	# The command is the first word after the global options.
-	local i cmd="" cmdi=0
-	for ((i = 1; i < cword; i++)); do
-		case ${words[i]} in
-		--site|--config) ((i++)) ;;
-		-*) ;;
-		*) cmd=${words[i]}; cmdi=$i; break ;;
-		esac
-	done
-
-	case $prev in
-	--site)
-		mapfile -t COMPREPLY < <(compgen -W "$("$gg" __complete sites 2>/dev/null)" -- "$cur")
-		return ;;
-	--config|--cert|--key|--out|-o|--ca-dir|--identity|-i|--known-hosts|--ca|--file)
-		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
-		return ;;
-	esac
-
-	if [[ -z $cmd ]]; then
-		if [[ $cur == -* ]]; then
-			mapfile -t COMPREPLY < <(compgen -W "$("$gg" __complete global-options 2>/dev/null | sed 's/=$//') --version" -- "$cur")
+	local gg=${COMP_WORDS[0]} i w
+	local -a words=()
+	# Rejoin "--opt" "=" "value", which readline splits at '='.
+	for ((i = 0; i <= COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		if ((${#words[@]})) && [[ $w == = && ${words[-1]} == --* && ${words[-1]} != *=* ]]; then
+			words[-1]+="="
+			if ((i < COMP_CWORD)); then
+				((i++))
+				words[-1]+=${COMP_WORDS[i]}
+			fi
 		else
-			mapfile -t COMPREPLY < <(compgen -W "$("$gg" __complete commands 2>/dev/null)" -- "$cur")
+			words+=("$w")
 		fi
-		return
+	done
+	local cur=${words[-1]} out kind
+	out=$("$gg" __complete line -- "${words[@]}" 2>/dev/null) || return
+	kind=${out%%$'\n'*}
+	# Of "--opt=value" only the value is replaced when '=' breaks words.
+	local prefix=""
+	if [[ $cur == --*=* ]]; then
+		[[ $COMP_WORDBREAKS == *=* ]] || prefix=${cur%%=*}=
+		cur=${cur#*=}
 	fi
-
-	if [[ $cmd == help ]]; then
-		mapfile -t COMPREPLY < <(compgen -W "$("$gg" __complete commands 2>/dev/null)" -- "$cur")
-		return
-	fi
-
-	if [[ $cur == -* ]]; then
-		local opts
-		opts=$("$gg" __complete options "$cmd" 2>/dev/null)
-		mapfile -t COMPREPLY < <(compgen -W "${opts//=/}" -- "$cur")
-		return
-	fi
-
-	# The subcommand, if the command has them and none was typed yet.
-	local subs sub=""
-	subs=$("$gg" __complete subcommands "$cmd" 2>/dev/null)
-	if [[ -n $subs ]]; then
-		for ((i = cmdi + 1; i < cword; i++)); do
-			[[ ${words[i]} != -* ]] && { sub=${words[i]}; break; }
-		done
-		if [[ -z $sub ]]; then
-			mapfile -t COMPREPLY < <(compgen -W "$subs" -- "$cur")
-			return
-		fi
-	fi
-	case $cmd:$sub in
-	site:show|site:remove|site:rm)
-		mapfile -t COMPREPLY < <(compgen -W "$("$gg" __complete sites 2>/dev/null)" -- "$cur") ;;
-	connect:*|reconnect:*|status:*|kill:*|clean:*|get:*)
-		mapfile -t COMPREPLY < <(compgen -W "$("$gg" __complete sessions 2>/dev/null)" -- "$cur") ;;
-	*)
-		mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+	COMPREPLY=()
+	case $kind in
+	words)
+		[[ $out == *$'\n'* ]] || return
+		mapfile -t COMPREPLY <<<"${out#*$'\n'}"
+		[[ -n $prefix ]] && COMPREPLY=("${COMPREPLY[@]/#/$prefix}") ;;
+	files | dirs)
+		# -o filenames: names with spaces are inserted quoted, directories
+		# get a '/' and no space after them.
+		compopt -o filenames 2>/dev/null
+		if declare -F _filedir >/dev/null 2>&1 && [[ -z $prefix ]]; then
+			if [[ $kind == dirs ]]; then _filedir -d; else _filedir; fi
+		else
+			local opt=-f
+			[[ $kind == dirs ]] && opt=-d
+			mapfile -t COMPREPLY < <(compgen "$opt" -- "$cur")
+			[[ -n $prefix ]] && COMPREPLY=("${COMPREPLY[@]/#/$prefix}")
+		fi ;;
 	esac
+	return 0
 }
 complete -F _gridgpu gridgpu

@@ -373,7 +373,7 @@ int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
 	return 0;
 }
 
-static int site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *err)
+int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *err)
 {
 	memset(dst, 0, sizeof *dst);
 	if (!(dst->name = strdup(src->name)))
@@ -425,7 +425,7 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 					  "configuration",
 					  site->jumps[i]);
 	struct gg_site copy;
-	int rc = site_copy(&copy, site, err);
+	int rc = gg_site_copy(&copy, site, err);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < cfg->nsites; i++) {

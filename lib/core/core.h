@@ -62,7 +62,7 @@ const struct gg_err_kind_row *gg_err_kinds(size_t *n);
 
 /* malloc'd printf; NULL on allocation failure. */
 char *gg_strdup_printf(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
-/* Damerau-free Levenshtein distance, for "did you mean". */
+/* Damerau-Levenshtein distance (a transposition counts 1), for "did you mean". */
 size_t gg_edit_distance(const char *a, const char *b);
 /* Strip ASCII whitespace at both ends in place; returns s. */
 char *gg_strstrip(char *s);
@@ -162,6 +162,8 @@ char *gg_config_format(const struct gg_config *cfg);
 int gg_config_save(const struct gg_config *cfg, struct gg_err *err);
 void gg_config_free(struct gg_config *cfg);
 void gg_site_clear(struct gg_site *site);
+/* A deep copy of src in dst (cleared on failure). */
+int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *err);
 /* Values longer than this do not fit an inih line once written as "key = value". */
 #define GG_CONFIG_VALUE_MAX 180
 /* Can v be written to the INI file and read back unchanged? */

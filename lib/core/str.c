@@ -16,31 +16,38 @@ char *gg_strdup_printf(const char *fmt, ...)
 	return n < 0 ? NULL : s;
 }
 
+/* Damerau-Levenshtein distance (optimal string alignment): insertion,
+ * deletion, substitution and the transposition of two neighbours each count 1,
+ * so "lsit" is 1 from "list". Three rows of the matrix are kept. */
 size_t gg_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
-	size_t *row = calloc(lb + 1, sizeof *row);
-	if (!row)
+	size_t *m = calloc(3 * (lb + 1), sizeof *m);
+	if (!m)
 		return (size_t)-1;
+	size_t *pp = m, *prev = m + lb + 1, *row = m + 2 * (lb + 1);
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
+		prev[j] = j;
 	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
 		row[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j];
-			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-			size_t best = diag + cost;
-			if (row[j] + 1 < best)
-				best = row[j] + 1;
+			size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < best)
+				best = prev[j] + 1;
 			if (row[j - 1] + 1 < best)
 				best = row[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    pp[j - 2] + 1 < best)
+				best = pp[j - 2] + 1;
 			row[j] = best;
-			diag = up;
 		}
+		size_t *t = pp;
+		pp = prev;
+		prev = row;
+		row = t;
 	}
-	size_t d = row[lb];
-	free(row);
+	size_t d = prev[lb];
+	free(m);
 	return d;
 }
 

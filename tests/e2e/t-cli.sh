@@ -10,15 +10,40 @@ echo "$OUT" | grep -q "Exit codes:" && ok "--help documents exit codes" || not_o
 run_gg
 expect_eq "no command is a usage error" "$RC" 2
 expect_fail "unknown command suggests the nearest" 2 "did you mean 'site'" sitte
+expect_fail "a transposition is one edit: lsit suggests list" 2 "did you mean 'list'?" lsit
+expect_fail "a mistyped long option suggests the nearest" 2 "unknown option '--sitee'; did you mean '--site'?" list --sitee x
+expect_fail "a mistyped command option suggests the nearest" 2 "did you mean '--gpu-queue'?" site add x --ce https://ce/arex --gpu-queeu q
+expect_fail "an ambiguous option prefix names the candidates" 2 "option '--gpu' is ambiguous: --gpu-queue, --gpu-rte" site add x --ce https://ce/arex --gpu q
+expect_fail "voms-style -valid: one line saying to use --valid" 2 "single-dash long options are not supported: use --valid" doctor -valid 24:00
+expect_fail "connect -L: ssh options go after --" 2 "unknown option '-L': to hand it on, put it after '--'" connect x -L 8888:localhost:8888
+expect_fail "submit: the job's options go after --" 2 "put it after '--'" submit x.sif python -u
+expect_fail "a mistyped sub-command suggests the nearest" 2 "site: unknown sub-command 'ad'; did you mean 'add'?" site ad x
+expect_fail "a mistyped proxy sub-command" 2 "did you mean 'info'?" proxy ifno
+expect_fail "proxy without a sub-command names them" 2 "expected a sub-command: init, info or destroy" proxy
 expect_fail "unknown global option" 2 "unknown option '--bogus'" --bogus site list
 run_gg help site
 expect_eq "help COMMAND exits 0" "$RC" 0
 echo "$OUT" | grep -q -- "--jump" && ok "help site lists its options" || not_ok "help site lists its options"
+# Each sub-command with only its own options: --ce under add, nothing under show.
+printf '%s\n' "$OUT" | awk '/^  site show/{s=1;next} /^  site /{s=0} s' > "$T_TMP/show-part"
+[ -s "$T_TMP/show-part" ] && ! grep -q -- "--ce" "$T_TMP/show-part" && ok "help site: add's options are not listed under show" || not_ok "help site: add's options under show: $(cat "$T_TMP/show-part")"
+printf '%s\n' "$OUT" | awk '/^  site add/{s=1;next} /^  site /{s=0} s' | grep -q -- "--force" && ok "help site: --force under add" || not_ok "help site: --force under add"
+run_gg help site add
+expect_eq "help site add exits 0" "$RC" 0
+printf '%s' "$OUT" | grep -q "^Usage: gridgpu site add NAME --ce URL" && ok "help site add: the sub-command's usage" || not_ok "help site add: $OUT"
+run_gg help proxy
+printf '%s\n' "$OUT" | awk '/^  proxy destroy/{s=1;next} /^  proxy /{s=0} /^Global/{s=0} s' > "$T_TMP/destroy-part"
+grep -q -- "--file" "$T_TMP/destroy-part" && ! grep -q -- "--bits" "$T_TMP/destroy-part" && ok "help proxy: destroy lists --file, not init's --bits" || not_ok "help proxy: destroy part: $(cat "$T_TMP/destroy-part")"
+run_gg proxy info --help
+printf '%s' "$OUT" | grep -q -- "--bits" && not_ok "proxy info --help lists init's --bits" || ok "proxy info --help: only info's options"
 expect_fail "help of an unknown command" 2 "is not a gridgpu command" help nosuch
 
 # Site profiles.
 run_gg site list
 expect_eq "site list on an empty config" "$RC" 0
+run_gg site
+expect_eq "site with no sub-command lists (exit 0)" "$RC" 0
+printf '%s' "$ERR" | grep -q "no sites yet" && ok "site alone is site list" || not_ok "site alone is site list: $ERR"
 run_gg site add glasgow --ce https://ce.example.org:443/arex --jump alice@gw.example.org \
 	--jump alice@login2.example.org:2222 --gpu-queue gpu --idle-limit 2h --connect-deadline 20m
 expect_eq "site add" "$RC" 0
@@ -32,6 +57,35 @@ expect_eq "site list --json" "$(printf '%s' "$OUT" | python3 -c 'import json,sys
 run_gg --config "$T_TMP/snippet" site show glasgow
 expect_eq "a site snippet is a config file" "$RC" 0
 expect_fail "site add without --ce" 2 "--ce URL is required" site add x
+# site add over an existing site: refused, nothing changed; --force replaces and says what changed.
+cp "$XDG_CONFIG_HOME/gridgpu/config" "$T_TMP/config-before"
+expect_fail "site add on an existing site is refused" 2 "site 'glasgow' exists (nothing changed): add --force" site add glasgow --ce https://other.example.org/arex
+cmp -s "$XDG_CONFIG_HOME/gridgpu/config" "$T_TMP/config-before" && ok "the refused site add changed nothing" || not_ok "the refused site add changed the config"
+run_gg site add glasgow --ce https://other.example.org/arex --jump bob@gw2.example.org --force
+expect_eq "site add --force replaces" "$RC" 0
+printf '%s' "$ERR" | grep -qF "ce: https://ce.example.org:443/arex → https://other.example.org/arex" && ok "--force shows the changed CE (old → new)" || not_ok "--force changes: $ERR"
+printf '%s' "$ERR" | grep -qF "gpu-queue: gpu → (none)" && ok "--force shows a setting it dropped" || not_ok "--force dropped setting: $ERR"
+printf '%s' "$ERR" | grep -qF "jump: alice@gw.example.org, alice@login2.example.org:2222 → bob@gw2.example.org" && ok "--force shows the new jump hosts" || not_ok "--force jumps: $ERR"
+run_gg site show glasgow
+printf '%s\n' "$OUT" | grep -q '^ce = https://other.example.org/arex$' && ! printf '%s' "$OUT" | grep -q gpu_queue && ok "--force replaced the whole site" || not_ok "--force replaced: $OUT"
+run_gg site set glasgow gpu-queue gpu2
+expect_eq "site set KEY VALUE" "$RC" 0
+printf '%s' "$ERR" | grep -qF "gpu-queue: (none) → gpu2" && ok "site set shows the change" || not_ok "site set change: $ERR"
+run_gg site show glasgow
+printf '%s\n' "$OUT" | grep -q '^gpu_queue = gpu2$' && printf '%s\n' "$OUT" | grep -q '^jump = bob@gw2.example.org$' && ok "site set changes one setting, keeps the others" || not_ok "site set: $OUT"
+run_gg site set glasgow jump "a@h1.example.org,b@h2.example.org:2222"
+run_gg site show glasgow
+expect_eq "site set jump takes the hops separated by ','" "$(printf '%s\n' "$OUT" | grep -c '^jump = ')" 2
+run_gg site set glasgow gpu-queue ""
+run_gg site show glasgow
+printf '%s' "$OUT" | grep -q gpu_queue && not_ok "site set KEY '' clears it" || ok "site set KEY '' clears it"
+expect_fail "site set an unknown key suggests the nearest" 2 "unknown KEY 'gpuqueue'; did you mean 'gpu-queue'?" site set glasgow gpuqueue x
+expect_fail "site set a bad value" 2 "must start with https://" site set glasgow ce http://x
+expect_fail "site set an unknown site" 5 "no such site" site set nosuch queue q
+expect_fail "site set without VALUE" 2 "expected NAME KEY VALUE" site set glasgow queue
+run_gg site add glasgow --ce https://ce.example.org:443/arex --jump alice@gw.example.org \
+	--jump alice@login2.example.org:2222 --gpu-queue gpu --idle-limit 2h --connect-deadline 20m --force
+expect_eq "site add --force back to the first profile" "$RC" 0
 expect_fail "site add with http" 2 "must start with https://" site add x --ce http://ce/arex
 expect_fail "site add with a bad jump" 2 "expected [USER@]HOST[:PORT]" site add x --ce https://ce/arex --jump 'a@b:99999'
 expect_fail "site add with a bad duration" 2 "invalid duration '5q'" site add x --ce https://ce/arex --idle-limit 5q
@@ -41,6 +95,18 @@ printf '[site a]\nce = https://x\nbogus = 1\n' > "$T_TMP/bad.conf"
 expect_fail "config with an unknown key names the line" 2 "line 3" --config "$T_TMP/bad.conf" site list
 expect_fail "request --cpus that is not a number" 2 "--cpus 'many': expected a whole number from 1 to 4096" request --cpus many
 expect_fail "submit --count out of range" 2 "--count '0': expected a whole number from 1 to 1000" submit x.sif --count 0 -- true
+# ssh-config --install keeps the backup it reports.
+mkdir -p "$HOME/.ssh"
+printf 'Host old\n  User me\n' > "$HOME/.ssh/config"
+run_gg ssh-config --install
+expect_eq "ssh-config --install" "$RC" 0
+bak=$(printf '%s' "$ERR" | sed -n 's/.*(backup: \(.*\))$/\1/p')
+[ -n "$bak" ] && [ -f "$bak" ] && ok "ssh-config --install: the backup it reports exists" || not_ok "ssh-config --install backup '$bak': $ERR"
+[ -n "$bak" ] && printf 'Host old\n  User me\n' | cmp -s - "$bak" && ok "the backup holds the config as it was" || not_ok "the backup holds the config as it was"
+rm -f "$HOME/.ssh/config" "$bak"
+run_gg ssh-config --install
+printf '%s' "$ERR" | grep -q "backup" && not_ok "no backup claimed for a new ~/.ssh/config: $ERR" || ok "no backup claimed for a new ~/.ssh/config"
+ls "$HOME/.ssh/" | grep -q gridgpu-backup && not_ok "no backup file for a new ~/.ssh/config" || ok "no backup file for a new ~/.ssh/config"
 run_gg site remove glasgow
 run_gg site show glasgow
 expect_eq "site remove" "$RC" 5

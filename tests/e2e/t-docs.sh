@@ -12,12 +12,17 @@ for cmd in $("$GRIDGPU" __complete commands); do
 	if [ -z "$page" ] || [ ! -f "$page" ]; then not_ok "$cmd has a man page"; continue; fi
 	ok "$cmd has a man page ($(basename "$page"))"
 	missing=""
-	for opt in $("$GRIDGPU" __complete options "$cmd" | sed 's/=$//'); do
-		"$GRIDGPU" __complete global-options | sed 's/=$//' | grep -qx -- "$opt" && continue
-		esc=$(printf '%s' "$opt" | sed 's/-/\\\\-/g')
-		grep -q -- "$esc" "$page" || missing="$missing $opt"
+	# A command's options, and each sub-command's own (site add, proxy init, ...).
+	subs=$("$GRIDGPU" __complete subcommands "$cmd")
+	for sub in "" $subs; do
+		[ -n "$sub" ] && ! grep -q "^\.B gridgpu $cmd $sub\b" "$page" && missing="$missing $cmd-$sub"
+		for opt in $("$GRIDGPU" __complete options "$cmd" $sub | sed 's/=$//'); do
+			"$GRIDGPU" __complete global-options | sed 's/=$//' | grep -qx -- "$opt" && continue
+			esc=$(printf '%s' "$opt" | sed 's/-/\\\\-/g')
+			grep -q -- "$esc" "$page" || missing="$missing $opt"
+		done
 	done
-	expect_eq "gridgpu-$cmd page documents every option" "${missing:-none}" none
+	expect_eq "gridgpu-$cmd page documents every option${subs:+ and sub-command}" "${missing:-none}" none
 	ecmd=$(printf '%s' "$cmd" | sed 's/-/\\\\-/g')
 	grep -q -e "^\.B $ecmd\b" -e "\\\\fB$ecmd\b" "$man/gridgpu.1" && ok "gridgpu(1) lists $cmd" || not_ok "gridgpu(1) lists $cmd"
 done

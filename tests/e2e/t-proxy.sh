@@ -397,7 +397,7 @@ fi
 
 # usage errors are exit 2
 expect_fail "init --bits 100 is a usage error" 2 "--bits" proxy init --bits 100
-expect_fail "unknown subcommand" 2 "unknown subcommand" proxy renew
+expect_fail "unknown subcommand" 2 "unknown sub-command 'renew'" proxy renew
 run_gg help proxy
 expect_eq "help proxy" "$RC" 0
 done_testing

@@ -264,6 +264,13 @@ static void test_strings(void **state)
 	assert_int_equal(gg_edit_distance("site", "sitte"), 1);
 	assert_int_equal(gg_edit_distance("", "abc"), 3);
 	assert_int_equal(gg_edit_distance("kitten", "sitting"), 3);
+	/* a transposition of neighbours is one edit */
+	assert_int_equal(gg_edit_distance("lsit", "list"), 1);
+	assert_int_equal(gg_edit_distance("lsit", "site"), 2);
+	assert_int_equal(gg_edit_distance("ab", "ba"), 1);
+	assert_int_equal(gg_edit_distance("ca", "abc"), 3); /* OSA, not unrestricted */
+	assert_int_equal(gg_edit_distance("abc", ""), 3);
+	assert_int_equal(gg_edit_distance("same", "same"), 0);
 	char s[] = " \t hello world\n ";
 	assert_string_equal(gg_strstrip(s), "hello world");
 	char e[] = "   ";
