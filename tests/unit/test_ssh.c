@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "session/sshview.h"
 #include "ssh/ssh.h"
 
 static const char KEY[] =
@@ -108,7 +109,7 @@ static void test_config(void **state)
 		 .host_key = (char *)KEY},
 		{.kind = GG_REC_JOB, .state = GG_S_READY, .name = (char *)"job-1"},
 	};
-	char *t = gg_ssh_format_config(&p, &cfg, recs, 3, 0);
+	char *t = gg_session_format_ssh_config(&p, &cfg, recs, 3, 0);
 	assert_non_null(t);
 	assert_non_null(strstr(
 		t, "Host gridgpu-hop.gla.1\n  HostName gw.example\n  Port 2222\n  User alice\n"));
@@ -124,10 +125,10 @@ static void test_config(void **state)
 	assert_null(strstr(t, "Host gla-2")); /* ended: no block */
 	assert_null(strstr(t, "job-1"));
 	free(t);
-	t = gg_ssh_format_config(&p, &cfg, recs, 3, 1);
+	t = gg_session_format_ssh_config(&p, &cfg, recs, 3, 1);
 	assert_null(strstr(t, "ControlMaster")); /* not on Windows */
 	free(t);
-	assert_int_equal(gg_ssh_write_config(&p, &cfg, recs, 3, &err), 0);
+	assert_int_equal(gg_session_write_ssh_config(&p, &cfg, recs, 3, &err), 0);
 	char *kh;
 	assert_int_equal(gg_file_read(p.known_hosts, 4096, &kh, NULL, &err), 0);
 	char want[256];
@@ -467,7 +468,7 @@ static void test_config_ssh_G(void **state)
 					  .user = (char *)"gg",
 					  .host_key = (char *)KEY,
 					  .key = (char *)"/k/sess key %h"};
-	assert_int_equal(gg_ssh_write_config(&p, &cfg, r, 4, &err), 0);
+	assert_int_equal(gg_session_write_ssh_config(&p, &cfg, r, 4, &err), 0);
 	int st;
 	char *o = ssh_G(p.config, "s-ok", &st);
 	assert_int_equal(st, 0);
@@ -709,14 +710,14 @@ static void test_config_bytes(void **state)
 				 .config = (char *)"/h/.config/gridgpu/ssh/config",
 				 .known_hosts = (char *)"/h/.config/gridgpu/ssh/known_hosts",
 				 .control = (char *)"/run/u/gridgpu-cm"};
-	char *t = gg_ssh_format_config(&p, &mixed_cfg, mixed_recs, 11, 0);
+	char *t = gg_session_format_ssh_config(&p, &mixed_cfg, mixed_recs, 11, 0);
 	assert_non_null(t);
 	assert_string_equal(t, MIXED_CONFIG);
 	free(t);
 	/* the Windows form: the same without connection sharing */
 	const char *const control[] = {"  ControlMaster ", "  ControlPath ", "  ControlPersist "};
 	char *want = without_lines(MIXED_CONFIG, control, 3);
-	t = gg_ssh_format_config(&p, &mixed_cfg, mixed_recs, 11, 1);
+	t = gg_session_format_ssh_config(&p, &mixed_cfg, mixed_recs, 11, 1);
 	assert_non_null(t);
 	assert_string_equal(t, want);
 	free(t);
@@ -724,7 +725,7 @@ static void test_config_bytes(void **state)
 	/* known_hosts: every live session's key, its block written or not */
 	struct gg_err err = {0};
 	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
-	assert_int_equal(gg_ssh_write_config(&p, &mixed_cfg, mixed_recs, 11, &err), 0);
+	assert_int_equal(gg_session_write_ssh_config(&p, &mixed_cfg, mixed_recs, 11, &err), 0);
 	char *kh = NULL, wantkh[1024] = "";
 	const char *aliases[] = {"aaaaaaaaaaaa", "solo-1",       "eeeeeeeeeeee", "ffffffffffff",
 				 "000000000000", "111111111111", "333333333333"};
