@@ -9,11 +9,19 @@
 #include "session/session.h"
 #include "ssh/ssh.h"
 
+/* Does the session get a Host block in the generated config? A session not
+ * ended (ready, starting, queued or unknown) whose sshd is published: node,
+ * port and host key pinned. */
+int gg_session_live(const struct gg_record *r);
+/* The record as lib/ssh sees it; t borrows r's strings. */
+void gg_record_ssh_target(const struct gg_record *r, struct gg_ssh_target *t);
+
 /* The HostKeyAlias of a session (gg_ssh_host_alias of its target). */
 char *gg_session_host_alias(const struct gg_record *r);
 
 /* Regenerate config, config.windows and known_hosts from the live sessions in
- * recs, and the sites' jump hosts (gg_ssh_write_config). */
+ * recs (the others are left out) and their sites' jump hosts
+ * (gg_ssh_write_config). Written atomically (0600). */
 int gg_session_write_ssh_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 				const struct gg_record *recs, size_t n, struct gg_err *err);
 /* The text of the config for the live sessions in recs (gg_ssh_format_config).
