@@ -738,6 +738,143 @@ static void test_config_bytes(void **state)
 	gg_ssh_paths_clear(&p);
 }
 
+/* lib/ssh with plain targets: a block for every target it is given. */
+static void test_target_config(void **state)
+{
+	(void)state;
+	struct gg_site site = {.name = (char *)"gla", .njumps = 1};
+	site.jumps[0] = (char *)"alice@gw.example";
+	struct gg_config cfg = {.sites = &site, .nsites = 1};
+	struct gg_ssh_paths p;
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	struct gg_ssh_target t[3] = {
+		{.name = "a",
+		 .uid = "aaaaaaaaaaaa",
+		 .site = "gla",
+		 .node = "wn1",
+		 .port = 2201,
+		 .user = "u",
+		 .host_key = KEY,
+		 .key = "/k/a"},
+		{.name = "b", .node = "wn2", .port = 2202, .host_key = KEY},
+		{.name = "c", .site = "gla", .node = "wn3", .port = 2203},
+	};
+	char *alias = gg_ssh_host_alias(&t[0]);
+	assert_string_equal(alias, "gridgpu-aaaaaaaaaaaa");
+	free(alias);
+	alias = gg_ssh_host_alias(&t[1]); /* no uid: the name */
+	assert_string_equal(alias, "gridgpu-b");
+	free(alias);
+	char *s = gg_ssh_format_config(&p, &cfg, t, 3, 0);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\nHost gridgpu-hop.gla.1\n  HostName gw.example\n"));
+	assert_non_null(
+		strstr(s, "\nHost a\n  HostName wn1\n  Port 2201\n  User u\n"
+			  "  ProxyJump gridgpu-hop.gla.1\n  HostKeyAlias gridgpu-aaaaaaaaaaaa\n"));
+	assert_non_null(strstr(s, "\nHost b\n  HostName wn2\n  Port 2202\n  HostKeyAlias "
+				  "gridgpu-b\n"));
+	assert_non_null(strstr(s, "  IdentityFile \"/k/a\"\n"));
+	/* no host key: a comment in its place, never a block without a pinned key */
+	assert_null(strstr(s, "Host c\n"));
+	assert_non_null(strstr(
+		s, "\n# a session was left out: session c has not published its sshd yet\n"));
+	free(s);
+	/* a site no target uses: no hops */
+	s = gg_ssh_format_config(&p, &cfg, &t[1], 1, 0);
+	assert_non_null(s);
+	assert_null(strstr(s, "gridgpu-hop"));
+	assert_non_null(strstr(s, "\nHost b\n"));
+	free(s);
+	/* nothing given, nothing written but the header */
+	s = gg_ssh_format_config(&p, &cfg, NULL, 0, 0);
+	assert_non_null(s);
+	assert_null(strstr(s, "\nHost "));
+	free(s);
+	assert_int_equal(gg_ssh_write_config(&p, &cfg, t, 3, &err), 0);
+	char *kh, want[512];
+	snprintf(want, sizeof want, "gridgpu-aaaaaaaaaaaa %s\ngridgpu-b %s\n", KEY, KEY);
+	assert_int_equal(gg_file_read(p.known_hosts, 4096, &kh, NULL, &err), 0);
+	assert_string_equal(kh, want);
+	free(kh);
+	gg_ssh_paths_clear(&p);
+}
+
+/* The session layer: which records are live, and what lib/ssh is given. */
+static void test_session_live(void **state)
+{
+	(void)state;
+	struct gg_record base = {.kind = GG_REC_SESSION,
+				 .state = GG_S_READY,
+				 .name = (char *)"s",
+				 .uid = (char *)"0123456789ab",
+				 .site = (char *)"gla",
+				 .node = (char *)"wn1",
+				 .port = 2201,
+				 .user = (char *)"u",
+				 .host_key = (char *)KEY,
+				 .key = (char *)"/k/s"};
+	struct gg_ssh_target t;
+	gg_record_ssh_target(&base, &t);
+	assert_string_equal(t.name, "s");
+	assert_string_equal(t.uid, "0123456789ab");
+	assert_string_equal(t.site, "gla");
+	assert_string_equal(t.node, "wn1");
+	assert_int_equal(t.port, 2201);
+	assert_string_equal(t.user, "u");
+	assert_string_equal(t.host_key, KEY);
+	assert_string_equal(t.key, "/k/s");
+	char *alias = gg_session_host_alias(&base);
+	assert_string_equal(alias, "gridgpu-0123456789ab");
+	free(alias);
+
+	struct gg_record r[6];
+	const char *names[] = {"ready", "killed", "nokey", "starting", "job", "noport"};
+	for (int i = 0; i < 6; i++) {
+		r[i] = base;
+		r[i].name = (char *)names[i];
+		r[i].uid = NULL;
+	}
+	r[1].state = GG_S_KILLED;
+	r[2].state = GG_S_STARTING;
+	r[2].host_key = NULL;
+	r[3].state = GG_S_STARTING;
+	r[4].kind = GG_REC_JOB;
+	r[4].state = GG_S_RUNNING;
+	r[5].port = 0;
+	const int live[] = {1, 0, 0, 1, 0, 0};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(gg_session_live(&r[i]), live[i]);
+
+	struct gg_ssh_paths p;
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	char *s = gg_session_format_ssh_config(&p, NULL, r, 6, 0);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\nHost ready\n"));
+	assert_non_null(strstr(s, "\nHost starting\n"));
+	/* the others are not given to lib/ssh at all: no block, no comment */
+	for (int i = 0; i < 6; i++) {
+		char host[64];
+		snprintf(host, sizeof host, "\nHost %s\n", names[i]);
+		assert_true(!strstr(s, host) == !live[i]);
+	}
+	assert_null(strstr(s, "left out"));
+	free(s);
+	assert_int_equal(gg_session_write_ssh_config(&p, NULL, r, 6, &err), 0);
+	char *kh, want[512];
+	snprintf(want, sizeof want, "gridgpu-ready %s\ngridgpu-starting %s\n", KEY, KEY);
+	assert_int_equal(gg_file_read(p.known_hosts, 4096, &kh, NULL, &err), 0);
+	assert_string_equal(kh, want);
+	free(kh);
+	/* none live: an empty known_hosts */
+	assert_int_equal(gg_session_write_ssh_config(&p, NULL, &r[1], 2, &err), 0);
+	assert_int_equal(gg_file_read(p.known_hosts, 4096, &kh, NULL, &err), 0);
+	assert_string_equal(kh, "");
+	free(kh);
+	gg_ssh_paths_clear(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -754,6 +891,8 @@ int main(void)
 		cmocka_unit_test(test_control_dir),
 		cmocka_unit_test(test_config_ssh_G),
 		cmocka_unit_test(test_config_bytes),
+		cmocka_unit_test(test_target_config),
+		cmocka_unit_test(test_session_live),
 	};
 	return cmocka_run_group_tests_name("ssh", tests, setup, teardown);
 }

@@ -232,6 +232,19 @@ static void test_route(void **state)
 	assert_int_equal(gg_session_route(NULL, &r, &rt, &err), 0);
 	assert_int_equal(rt.n, 1);
 	gg_ssh_route_clear(&rt);
+	/* lib/ssh itself: a plain target */
+	struct gg_ssh_target t = {
+		.name = "dev", .node = "10.0.0.8", .port = 22002, .host_key = hostkey_pub};
+	assert_int_equal(gg_ssh_session_route(&site, &t, &rt, &err), 0);
+	assert_int_equal(rt.n, 3);
+	assert_string_equal(rt.hops[2].host, "10.0.0.8");
+	assert_int_equal(rt.hops[2].port, 22002);
+	assert_null(rt.hops[2].user);
+	assert_null(rt.hops[2].identity);
+	assert_string_equal(rt.hops[2].pinned_key, hostkey_pub);
+	gg_ssh_route_clear(&rt);
+	t.host_key = NULL;
+	assert_int_equal(gg_ssh_session_route(&site, &t, &rt, &err), GG_EUSAGE);
 }
 
 static void test_unreachable(void **state)
