@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "ctx.h"
 #include "interrupt.h"
+#include "session/sshview.h"
 #include "ssh/ssh.h"
 #include "commands.h"
 #include "gpu/gpu.h"
@@ -249,7 +250,7 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 	free(q);
 	const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 	struct gg_ssh_route rt;
-	rc = cmd ? gg_ssh_session_route(site, &r, &rt, &err)
+	rc = cmd ? gg_session_route(site, &r, &rt, &err)
 		 : gg_err_set(&err, GG_ENOMEM, "out of memory");
 	if (rc == 0) {
 		rc = gg_ssh_connect(rt.hops, rt.n, 20000, &src->conn, NULL, &err);

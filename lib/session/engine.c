@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "session/engine_int.h"
+#include "session/sshview.h"
 #include "ssh/ssh.h"
 
 void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)
@@ -173,7 +174,7 @@ int gg_engine_write_ssh_config(struct gg_engine *e, struct gg_err *err)
 			if (gg_store_load(e->st, rows[i].name, &recs[n], NULL) == 0)
 				n++;
 		}
-		rc = recs ? gg_ssh_write_config(&p, e->cfg, recs, n, err)
+		rc = recs ? gg_session_write_ssh_config(&p, e->cfg, recs, n, err)
 			  : gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	gg_records_free(recs, n);

@@ -15,7 +15,7 @@
  * launcher's file through ce when not NULL). A session whose launcher has
  * published its sshd stays "starting" with node, port and host key filled in:
  * gg_session_published() tells, and the caller makes it "ready" once the sshd
- * has answered (gg_ssh_probe). */
+ * has answered (gg_session_probe). */
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res);
 /* 1 for a live session whose sshd is published (host key pinned) but not yet
  * seen to answer. */

@@ -955,13 +955,13 @@ static int add_hop(struct gg_ssh_route *rt, const char *user, const char *host, 
 	return 0;
 }
 
-int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
+int gg_ssh_session_route(const struct gg_site *site, const struct gg_ssh_target *t,
 			 struct gg_ssh_route *rt, struct gg_err *err)
 {
 	memset(rt, 0, sizeof *rt);
-	if (!r->node || r->port <= 0 || !r->host_key)
+	if (!t->node || t->port <= 0 || !t->host_key)
 		return gg_err_set(err, GG_EUSAGE, "session %s has not published its sshd yet",
-				  r->name);
+				  t->name);
 	int rc = 0;
 	for (int k = 0; site && rc == 0 && k < site->njumps; k++) {
 		struct gg_ssh_jump jp;
@@ -976,20 +976,20 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
 	}
 	if (rc == 0) {
 		char name[128];
-		snprintf(name, sizeof name, "the sshd of session %s", r->name);
-		rc = add_hop(rt, r->user, r->node, r->port, name, r->key, NULL, r->host_key, err);
+		snprintf(name, sizeof name, "the sshd of session %s", t->name);
+		rc = add_hop(rt, t->user, t->node, t->port, name, t->key, NULL, t->host_key, err);
 	}
 	if (rc < 0)
 		gg_ssh_route_clear(rt);
 	return rc;
 }
 
-int gg_ssh_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
+int gg_ssh_probe(const struct gg_site *site, const struct gg_ssh_target *t, int timeout_ms,
 		 int *at_session, struct gg_err *err)
 {
 	size_t failed = 0;
 	struct gg_ssh_route rt;
-	int rc = gg_ssh_session_route(site, r, &rt, err);
+	int rc = gg_ssh_session_route(site, t, &rt, err);
 	if (rc < 0)
 		return rc;
 	struct gg_ssh_conn *c = NULL;

@@ -1,6 +1,8 @@
-/* lib/ssh: the generated SSH configuration (one Host block per live session,
+/* lib/ssh: the generated SSH configuration (one Host block per session target,
  * ProxyJump through the site's jump hosts, the session's host key pinned in its
- * own known_hosts), per-session keys, and public-key checks. */
+ * own known_hosts), per-session keys, and public-key checks. It knows no
+ * records: the session layer (session/sshview.h) says which sessions are live
+ * and gives them as plain targets. */
 #ifndef GG_SSH_H
 #define GG_SSH_H
 
@@ -8,7 +10,6 @@
 #include <stdio.h>
 
 #include "core/core.h"
-#include "session/session.h"
 
 /* Check an OpenSSH public key line "TYPE BASE64 [comment]": a known type, valid
  * base64, and a key blob whose embedded type matches. */
@@ -39,17 +40,30 @@ void gg_ssh_paths_clear(struct gg_ssh_paths *p);
  * (github.com, 10.0.0.1) or localhost would take the place of that host, so
  * they are refused (GG_EUSAGE). */
 int gg_ssh_session_name_ok(const char *name, struct gg_err *err);
-/* The HostKeyAlias of a session. */
-char *gg_ssh_host_alias(const struct gg_record *r);
+/* A session's sshd as ssh reaches it. The strings are borrowed. */
+struct gg_ssh_target {
+	const char *name;     /* session name: the Host alias */
+	const char *uid;      /* HostKeyAlias "gridgpu-<uid>" (the name when NULL) */
+	const char *site;     /* site name: its jump hosts (none when NULL) */
+	const char *node;     /* HostName */
+	int port;             /* > 0 */
+	const char *user;     /* NULL: ssh's default */
+	const char *host_key; /* pinned "TYPE BASE64" */
+	const char *key;      /* identity file; NULL: none given */
+};
 
-/* Regenerate config, config.windows and known_hosts from the live sessions in
- * recs (ready, or starting with a pinned key), and the sites' jump hosts.
- * Written atomically (0600). */
+/* The HostKeyAlias of a session. */
+char *gg_ssh_host_alias(const struct gg_ssh_target *t);
+
+/* Regenerate config, config.windows and known_hosts: a Host block and a pinned
+ * key for every target (a target without node, port or host key gets a comment
+ * instead of a block), and the jump hosts of the sites they use. Written
+ * atomically (0600). */
 int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
-			const struct gg_record *recs, size_t n, struct gg_err *err);
+			const struct gg_ssh_target *t, size_t n, struct gg_err *err);
 /* The text of the config (windows = OpenSSH for Windows form). malloc'd. */
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
-			   const struct gg_record *recs, size_t n, int windows);
+			   const struct gg_ssh_target *t, size_t n, int windows);
 
 /* A value written after a keyword of the generated ssh config. Every value
  * goes through gg_ssh_cfg_value (or is checked first by gg_ssh_cfg_check, at
@@ -164,7 +178,7 @@ struct gg_ssh_route {
 		char *user, *host, *name;
 	} bufs[GG_MAX_JUMPS + 1];
 };
-int gg_ssh_session_route(const struct gg_site *site, const struct gg_record *r,
+int gg_ssh_session_route(const struct gg_site *site, const struct gg_ssh_target *t,
 			 struct gg_ssh_route *rt, struct gg_err *err);
 void gg_ssh_route_clear(struct gg_ssh_route *rt);
 /* Is the session's sshd there? Connects through the hops and checks that the
@@ -173,7 +187,7 @@ void gg_ssh_route_clear(struct gg_ssh_route *rt);
  * deadline would no longer apply).
  * *at_session (may be NULL) is 1 when it was the session's sshd itself that
  * failed (not a jump host), e.g. GG_EHOSTKEY: its key is not the pinned one. */
-int gg_ssh_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
+int gg_ssh_probe(const struct gg_site *site, const struct gg_ssh_target *t, int timeout_ms,
 		 int *at_session, struct gg_err *err);
 
 #endif

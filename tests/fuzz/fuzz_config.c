@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "fuzz.h"
 #include "session/session.h"
+#include "session/sshview.h"
 #include "ssh/ssh.h"
 
 static int config_str_eq(const char *a, const char *b)
@@ -112,8 +113,8 @@ FUZZ_TARGET(config)
 	p.config = "/nonexistent/ssh/config";
 	p.known_hosts = "/nonexistent/ssh/known_hosts";
 	p.control = "/nonexistent/ssh/cm";
-	char *conf = gg_ssh_format_config(&p, cfg, recs, cfg->nsites, 0);
-	FUZZ_CHECK(conf, "gg_ssh_format_config failed");
+	char *conf = gg_session_format_ssh_config(&p, cfg, recs, cfg->nsites, 0);
+	FUZZ_CHECK(conf, "gg_session_format_ssh_config failed");
 	free(conf);
 	free(recs);
 	gg_config_free(cfg);

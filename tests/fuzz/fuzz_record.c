@@ -7,6 +7,7 @@
 
 #include "fuzz.h"
 #include "session/session.h"
+#include "session/sshview.h"
 #include "ssh/ssh.h"
 
 static int record_str_eq(const char *a, const char *b)
@@ -79,7 +80,7 @@ FUZZ_TARGET(record)
 	gg_record_clear(&c);
 
 	/* the generated ssh config and its alias */
-	char *alias = gg_ssh_host_alias(&r);
+	char *alias = gg_session_host_alias(&r);
 	FUZZ_CHECK(alias, "no alias");
 	free(alias);
 	struct gg_site site = {0};
@@ -99,8 +100,8 @@ FUZZ_TARGET(record)
 	p.keys = "/nonexistent/ssh/keys";
 	p.control = "/nonexistent/ssh/cm";
 	for (int win = 0; win < 2; win++) {
-		char *conf = gg_ssh_format_config(&p, &cfg, &r, 1, win);
-		FUZZ_CHECK(conf, "gg_ssh_format_config failed");
+		char *conf = gg_session_format_ssh_config(&p, &cfg, &r, 1, win);
+		FUZZ_CHECK(conf, "gg_session_format_ssh_config failed");
 		free(conf);
 	}
 	gg_record_clear(&r);

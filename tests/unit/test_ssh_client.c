@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "session/sshview.h"
 #include "ssh/ssh.h"
 
 static char dir[64];
@@ -203,14 +204,14 @@ static void test_route(void **state)
 	struct gg_record r = {.name = "dev"};
 	struct gg_ssh_route rt;
 	struct gg_err err = {0};
-	assert_int_equal(gg_ssh_session_route(&site, &r, &rt, &err), GG_EUSAGE);
+	assert_int_equal(gg_session_route(&site, &r, &rt, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "not published"));
 	r.node = "10.0.0.7";
 	r.port = 22001;
 	r.user = "bob";
 	r.key = "/keys/dev";
 	r.host_key = hostkey_pub;
-	assert_int_equal(gg_ssh_session_route(&site, &r, &rt, &err), 0);
+	assert_int_equal(gg_session_route(&site, &r, &rt, &err), 0);
 	assert_int_equal(rt.n, 3);
 	assert_string_equal(rt.hops[0].host, "jump1.example");
 	assert_int_equal(rt.hops[0].port, 2222);
@@ -228,9 +229,22 @@ static void test_route(void **state)
 	assert_string_equal(rt.hops[2].pinned_key, hostkey_pub);
 	gg_ssh_route_clear(&rt);
 	/* no site: straight to the node */
-	assert_int_equal(gg_ssh_session_route(NULL, &r, &rt, &err), 0);
+	assert_int_equal(gg_session_route(NULL, &r, &rt, &err), 0);
 	assert_int_equal(rt.n, 1);
 	gg_ssh_route_clear(&rt);
+	/* lib/ssh itself: a plain target */
+	struct gg_ssh_target t = {
+		.name = "dev", .node = "10.0.0.8", .port = 22002, .host_key = hostkey_pub};
+	assert_int_equal(gg_ssh_session_route(&site, &t, &rt, &err), 0);
+	assert_int_equal(rt.n, 3);
+	assert_string_equal(rt.hops[2].host, "10.0.0.8");
+	assert_int_equal(rt.hops[2].port, 22002);
+	assert_null(rt.hops[2].user);
+	assert_null(rt.hops[2].identity);
+	assert_string_equal(rt.hops[2].pinned_key, hostkey_pub);
+	gg_ssh_route_clear(&rt);
+	t.host_key = NULL;
+	assert_int_equal(gg_ssh_session_route(&site, &t, &rt, &err), GG_EUSAGE);
 }
 
 static void test_unreachable(void **state)
