@@ -15,6 +15,26 @@
 #include "session/sync.h"
 #include "ssh/ssh.h"
 
+struct gg_config *cli_config(struct gg_cli *cli)
+{
+	if (cli->cfg)
+		return cli->cfg;
+	struct gg_err err = {0};
+	char *path = NULL;
+	const char *p = cli->config_path ? cli->config_path : getenv("GRIDGPU_CONFIG");
+	if (!p) {
+		if (gg_config_default_path(&path, &err) < 0) {
+			cli->cfg_exit = ui_fail(cli, &err, "configuration");
+			return NULL;
+		}
+		p = path;
+	}
+	if (gg_config_load(p, &cli->cfg, &err) < 0)
+		cli->cfg_exit = ui_fail(cli, &err, "configuration");
+	free(path);
+	return cli->cfg;
+}
+
 const struct gg_site *cli_site(struct gg_cli *cli, int required)
 {
 	struct gg_config *cfg = cli_config(cli);
@@ -173,6 +193,13 @@ struct gg_engine *cli_engine(struct gg_cli *cli)
 				.upload_progress = ui_progress_cb,
 				.upload_end = upload_end};
 	return cli->eng = e;
+}
+
+void cli_free(struct gg_cli *cli)
+{
+	cli_engine_free(cli);
+	gg_config_free(cli->cfg);
+	cli->cfg = NULL;
 }
 
 void cli_engine_free(struct gg_cli *cli)

@@ -22,6 +22,8 @@ int cli_open_ce(const char *endpoint, const struct gg_auth *a, struct gg_ce **ce
  * (cli->cfg_exit set). Freed by cli_engine_free at the end of the run. */
 struct gg_engine *cli_engine(struct gg_cli *cli);
 void cli_engine_free(struct gg_cli *cli);
+/* At the end of the run: the engine, the configuration. */
+void cli_free(struct gg_cli *cli);
 /* The exit code of an engine call's result (0, or a negative GG_E* code). */
 int cli_exit_of(int rc);
 /* gg_engine_wait_ready, showing its progress on stderr. */

@@ -441,26 +441,6 @@ int cmd_help(struct gg_cli *cli, int argc, char **argv)
 	return EXIT_OK;
 }
 
-struct gg_config *cli_config(struct gg_cli *cli)
-{
-	if (cli->cfg)
-		return cli->cfg;
-	struct gg_err err = {0};
-	char *path = NULL;
-	const char *p = cli->config_path ? cli->config_path : getenv("GRIDGPU_CONFIG");
-	if (!p) {
-		if (gg_config_default_path(&path, &err) < 0) {
-			cli->cfg_exit = ui_fail(cli, &err, "configuration");
-			return NULL;
-		}
-		p = path;
-	}
-	if (gg_config_load(p, &cli->cfg, &err) < 0)
-		cli->cfg_exit = ui_fail(cli, &err, "configuration");
-	free(path);
-	return cli->cfg;
-}
-
 int main(int argc, char **argv)
 {
 	/* First, before libcurl or OpenSSL allocate: what OpenSSL frees is wiped. */
@@ -498,8 +478,7 @@ int main(int argc, char **argv)
 	 * before records are saved; writes then fail with EPIPE instead. */
 	signal(SIGPIPE, SIG_IGN);
 	int rc = cmd->fn(&cli, sub_argc, sub_argv);
-	cli_engine_free(&cli);
-	gg_config_free(cli.cfg);
+	cli_free(&cli);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = EXIT_FAIL;
 	return rc;
