@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +32,9 @@ struct fjob {
 	int cleaned;
 };
 
-static struct {
+/* In shared memory: a child process that dies in the middle of a submission
+ * leaves its jobs where the parent's fake CE sees them. */
+static struct fake {
 	struct fjob jobs[32];
 	int njobs;
 	int opens;
@@ -37,7 +42,8 @@ static struct {
 	int unsent;
 	void (*on_submit)(void); /* runs while the POST is "on the wire" */
 	int delegations;
-} F;
+} * FP;
+#define F (*FP)
 
 static int f_open(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg_err *err)
 {
@@ -270,6 +276,9 @@ static void make_proxy(void)
 static int setup(void **state)
 {
 	(void)state;
+	FP = mmap(NULL, sizeof *FP, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (FP == MAP_FAILED)
+		return -1;
 	strcpy(dir, "/tmp/gg-unit-engine.XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
@@ -293,7 +302,7 @@ static int teardown(void **state)
 static int each_setup(void **state)
 {
 	(void)state;
-	memset(&F, 0, sizeof F);
+	memset(FP, 0, sizeof *FP);
 	notes[0] = '\0';
 	struct gg_store *st = NULL, *st2 = NULL;
 	static int n;
@@ -405,6 +414,42 @@ static void test_lost_answer_adopted(void **state)
 	struct gg_record now = load("lost");
 	assert_string_equal(now.job_id, "job0");
 	assert_int_equal(now.state, GG_S_QUEUED);
+	gg_record_clear(&now);
+}
+
+static void die(void)
+{
+	raise(SIGKILL);
+}
+
+static void test_sigkill_after_submit_adopted(void **state)
+{
+	(void)state;
+	/* gridgpu is killed (SIGKILL) once the CE has made the job, before the
+	 * answer is saved: the record written first is found, and sync adopts the
+	 * job by its name. */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct gg_submission s = job("crashed", "proxy");
+		struct gg_record r;
+		F.on_submit = die;
+		gg_engine_submit(&E, &s, &r, NULL, NULL);
+		_exit(0); /* not reached */
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(F.njobs, 1);
+	struct gg_record r = load("crashed");
+	assert_null(r.job_id);
+	assert_int_equal(r.state, GG_S_REQUESTED);
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_string_equal(r.job_id, F.jobs[0].id);
+	assert_int_equal(r.state, GG_S_QUEUED);
+	gg_record_clear(&r);
+	struct gg_record now = load("crashed");
+	assert_string_equal(now.job_id, F.jobs[0].id);
 	gg_record_clear(&now);
 }
 
@@ -599,6 +644,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_before_submit, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_answer_adopted, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_after_submit_adopted, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_unsent_forgotten, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_kill_during_submit, each_setup, each_teardown),
