@@ -939,125 +939,138 @@ static int collect(struct gg_node *n, void *ud)
 	return 0;
 }
 
+/* The next header of a layer: 1, 0 at its end, or a negative error (a
+ * cancellation wins over a read error). */
+static int next_header(struct gg_feed *fz, struct archive *a, struct archive_entry **ae,
+		       const char *what, int warn, struct gg_err *err)
+{
+	int x = archive_read_next_header(a, ae);
+	if (x == ARCHIVE_EOF)
+		return 0;
+	if (x == ARCHIVE_WARN) {
+		if (warn && gg_image_archive_warning_matters(archive_error_string(a)))
+			gg_image_warn(fz, "%s: %s", what, archive_error_string(a));
+	} else if (x != ARCHIVE_OK) {
+		const char *m = archive_error_string(a);
+		int rc = gg_err_set(err, GG_EFAIL, "%s: %s", what, m ? m : "read error");
+		return gg_image_check_cancel(fz, err) < 0 ? err->code : rc;
+	}
+	int rc = gg_image_check_cancel(fz, err);
+	return rc < 0 ? rc : 1;
+}
+
+/* Pass 1 for layer L: headers only, whiteouts applied to the tree. */
+static int layer_headers(struct gg_feed *fz, const struct container *c, const struct image_ref *ref,
+			 size_t L, struct gg_entry_buf *eb, struct gg_err *err)
+{
+	struct gg_tree *t = gg_image_feed_tree(fz);
+	char what[1024];
+	snprintf(what, sizeof what, "'%s': layer %zu", c->path, L + 1);
+	int rc = 0;
+	if (ref->digests[L][0] && (rc = check_digest(c, ref->layers[L], ref->digests[L], err)) < 0)
+		return rc;
+	struct range r;
+	struct archive *a;
+	if ((rc = layer_open(c, ref->layers[L], &r, &a, err)) < 0)
+		return rc;
+	struct archive_entry *ae;
+	for (uint64_t idx = 1; (rc = next_header(fz, a, &ae, what, 1, err)) > 0; idx++) {
+		struct gg_inode *data;
+		if ((rc = gg_image_entry_from_archive(fz, ae, eb, what, err)) < 0)
+			break;
+		if ((rc = gg_image_tree_apply(t, &eb->e, (int)L + 1, 1, &data, err)) < 0) {
+			gg_err_prefix(err, "%s", what);
+			break;
+		}
+		if (data)
+			data->src_seq = ((uint64_t)(L + 1) << 40) | idx;
+	}
+	archive_read_free(a);
+	blob_close(&r);
+	return rc < 0 ? rc : 0;
+}
+
+/* The entries that survived every layer, in archive order (w). */
+static int survivors(struct gg_feed *fz, struct winners *w, struct gg_err *err)
+{
+	struct gg_tree *t = gg_image_feed_tree(fz);
+	for (struct gg_inode *i = t->all; i; i = i->next_all)
+		i->visited = 0;
+	if (gg_image_tree_walk(t->root, collect, NULL, w) != 0)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	for (size_t i = 0; i < w->n; i++)
+		w->v[i]->visited = 0;
+	if (w->n) /* nothing survived: w->v is NULL, which qsort must not get */
+		qsort(w->v, w->n, sizeof *w->v, cmp_seq);
+	gg_image_progress_totals(fz, w->n, w->bytes);
+	return 0;
+}
+
+/* One surviving entry's data, fed from the archive. */
+static int feed_one(struct gg_feed *fz, struct archive *a, struct archive_entry *ae,
+		    struct gg_inode *ino, const char *what, struct gg_err *err)
+{
+	const char *nm = archive_entry_pathname_utf8(ae);
+	if (!nm)
+		nm = archive_entry_pathname(ae);
+	char *path = nm ? malloc(strlen(nm) + 1) : NULL;
+	if (!path)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = gg_image_path_clean(nm, path, err);
+	if (rc == 0)
+		rc = gg_image_feed_archive_data(fz, a, ino, path, what, err);
+	free(path);
+	return rc;
+}
+
+#define LAYER_OF(seq) ((seq) & ~((1ull << 40) - 1))
+
+/* Pass 2 for layer L: the data of its entries that survived (from *next on). */
+static int layer_data(struct gg_feed *fz, const struct container *c, const struct image_ref *ref,
+		      size_t L, const struct winners *w, size_t *next, struct gg_err *err)
+{
+	uint64_t lay = (uint64_t)(L + 1) << 40;
+	if (LAYER_OF(w->v[*next]->src_seq) != lay)
+		return 0; /* nothing of this layer survived */
+	char what[1024];
+	snprintf(what, sizeof what, "'%s': layer %zu", c->path, L + 1);
+	struct range r;
+	struct archive *a;
+	int rc = layer_open(c, ref->layers[L], &r, &a, err);
+	if (rc < 0)
+		return rc;
+	struct archive_entry *ae;
+	for (uint64_t idx = 1; *next < w->n && LAYER_OF(w->v[*next]->src_seq) == lay; idx++) {
+		if ((rc = next_header(fz, a, &ae, what, 0, err)) <= 0) {
+			if (rc == 0)
+				rc = gg_err_set(err, GG_EFAIL, "%s changed while reading", what);
+			break;
+		}
+		if ((lay | idx) != w->v[*next]->src_seq)
+			continue;
+		if ((rc = feed_one(fz, a, ae, w->v[*next], what, err)) < 0)
+			break;
+		(*next)++;
+	}
+	archive_read_free(a);
+	blob_close(&r);
+	return rc < 0 ? rc : 0;
+}
+
 static int read_layers(struct gg_feed *fz, const struct container *c, const struct image_ref *ref,
 		       struct gg_err *err)
 {
-	struct gg_tree *t = gg_image_feed_tree(fz);
 	struct gg_entry_buf eb;
 	memset(&eb, 0, sizeof eb);
 	struct winners w = {0};
 	int rc = 0;
-	char what[1024];
-
-	/* pass 1: headers only, whiteouts applied */
-	for (size_t L = 0; L < ref->nlayers && !rc; L++) {
-		snprintf(what, sizeof what, "'%s': layer %zu", c->path, L + 1);
-		if (ref->digests[L][0] &&
-		    (rc = check_digest(c, ref->layers[L], ref->digests[L], err)) < 0)
-			break;
-		struct range r;
-		struct archive *a;
-		if ((rc = layer_open(c, ref->layers[L], &r, &a, err)) < 0)
-			break;
-		uint64_t idx = 0;
-		for (;;) {
-			struct archive_entry *ae;
-			int x = archive_read_next_header(a, &ae);
-			if (x == ARCHIVE_EOF)
-				break;
-			if (x == ARCHIVE_WARN) {
-				if (gg_image_archive_warning_matters(archive_error_string(a)))
-					gg_image_warn(fz, "%s: %s", what, archive_error_string(a));
-			} else if (x != ARCHIVE_OK) {
-				const char *m = archive_error_string(a);
-				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
-						m ? m : "read error");
-				if (gg_image_check_cancel(fz, err) < 0)
-					rc = err->code;
-				break;
-			}
-			idx++;
-			if ((rc = gg_image_check_cancel(fz, err)) < 0)
-				break;
-			if ((rc = gg_image_entry_from_archive(fz, ae, &eb, what, err)) < 0)
-				break;
-			struct gg_inode *data;
-			if ((rc = gg_image_tree_apply(t, &eb.e, (int)L + 1, 1, &data, err)) < 0) {
-				gg_err_prefix(err, "%s", what);
-				break;
-			}
-			if (data)
-				data->src_seq = ((uint64_t)(L + 1) << 40) | idx;
-		}
-		archive_read_free(a);
-		blob_close(&r);
-	}
-	if (rc < 0)
-		goto out;
-
-	for (struct gg_inode *i = t->all; i; i = i->next_all)
-		i->visited = 0;
-	if (gg_image_tree_walk(t->root, collect, NULL, &w) != 0) {
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < w.n; i++)
-		w.v[i]->visited = 0;
-	if (w.n) /* nothing survived: w.v is NULL, which qsort must not get */
-		qsort(w.v, w.n, sizeof *w.v, cmp_seq);
-	gg_image_progress_totals(fz, w.n, w.bytes);
-
-	/* pass 2: the data of the entries that survived, in archive order */
+	for (size_t L = 0; L < ref->nlayers && !rc; L++)
+		rc = layer_headers(fz, c, ref, L, &eb, err);
+	if (rc == 0)
+		rc = survivors(fz, &w, err);
 	size_t next = 0;
-	for (size_t L = 0; L < ref->nlayers && next < w.n && !rc; L++) {
-		uint64_t lay = (uint64_t)(L + 1) << 40;
-		if ((w.v[next]->src_seq & ~((1ull << 40) - 1)) != lay)
-			continue; /* nothing of this layer survived */
-		snprintf(what, sizeof what, "'%s': layer %zu", c->path, L + 1);
-		struct range r;
-		struct archive *a;
-		if ((rc = layer_open(c, ref->layers[L], &r, &a, err)) < 0)
-			break;
-		uint64_t idx = 0;
-		while (next < w.n && (w.v[next]->src_seq & ~((1ull << 40) - 1)) == lay) {
-			struct archive_entry *ae;
-			int x = archive_read_next_header(a, &ae);
-			if (x == ARCHIVE_EOF) {
-				rc = gg_err_set(err, GG_EFAIL, "%s changed while reading", what);
-				break;
-			}
-			if (x != ARCHIVE_OK && x != ARCHIVE_WARN) {
-				const char *m = archive_error_string(a);
-				rc = gg_err_set(err, GG_EFAIL, "%s: %s", what,
-						m ? m : "read error");
-				if (gg_image_check_cancel(fz, err) < 0)
-					rc = err->code;
-				break;
-			}
-			idx++;
-			if ((rc = gg_image_check_cancel(fz, err)) < 0)
-				break;
-			if ((lay | idx) != w.v[next]->src_seq)
-				continue;
-			const char *nm = archive_entry_pathname_utf8(ae);
-			if (!nm)
-				nm = archive_entry_pathname(ae);
-			char *path = nm ? malloc(strlen(nm) + 1) : NULL;
-			if (!path) {
-				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-				break;
-			}
-			if ((rc = gg_image_path_clean(nm, path, err)) == 0)
-				rc = gg_image_feed_archive_data(fz, a, w.v[next], path, what, err);
-			free(path);
-			if (rc < 0)
-				break;
-			next++;
-		}
-		archive_read_free(a);
-		blob_close(&r);
-	}
-out:
+	for (size_t L = 0; L < ref->nlayers && next < w.n && !rc; L++)
+		rc = layer_data(fz, c, ref, L, &w, &next, err);
 	free(w.v);
 	gg_image_entry_buf_free(&eb);
 	return rc;
