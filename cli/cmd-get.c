@@ -53,155 +53,175 @@ static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
 	return k;
 }
 
-int cmd_get(struct gg_cli *cli, int argc, char **argv)
+struct get_opts {
+	int force, clean, wait;
+	int64_t timeout;
+	const char *dir;
+};
+
+static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct get_opts *o)
 {
-	int c, force = 0, clean = 0, wait = 0;
-	int64_t timeout = 0;
-	const char *dir = NULL;
 	struct gg_err err = {0};
+	int c;
 	while ((c = cli_next_opt(cli, argc, argv, cmd_get_opts)) > 0) {
 		switch (c) {
-		case O_DIR: dir = cli->optarg; break;
-		case O_FORCE: force = 1; break;
-		case O_CLEAN: clean = 1; break;
-		case O_WAIT: wait = 1; break;
+		case O_DIR: o->dir = cli->optarg; break;
+		case O_FORCE: o->force = 1; break;
+		case O_CLEAN: o->clean = 1; break;
+		case O_WAIT: o->wait = 1; break;
 		case O_TIMEOUT:
-			if (gg_duration_parse(cli->optarg, &timeout, &err) < 0)
+			if (gg_duration_parse(cli->optarg, &o->timeout, &err) < 0)
 				return ui_fail(cli, &err, "--timeout");
 			break;
 		}
 	}
 	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+		return c == -2 ? -2 : EXIT_USAGE;
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "get: expected one job NAME");
-	struct gg_engine *e = cli_engine(cli);
-	if (!e)
-		return cli->cfg_exit;
-	const char *name = argv[cli->optind];
-	struct gg_record r = {0};
-	struct gg_ce *ce = NULL;
-	char **files = NULL, *target = NULL;
-	size_t nfiles = 0;
-	int rc = cli_find_record(cli, e->st, name, &r);
-	if (rc)
-		goto out;
-	if (!r.job_id || !r.ce) {
-		gg_err_set(&err, GG_ENOTFOUND, "was never submitted (%s)",
-			   r.error ? r.error : gg_sess_state_name(r.state));
-		rc = ui_fail(cli, &err, "get %s", name);
-		goto out;
-	}
-	cli_catch_interrupt();
-	if (gg_engine_open_record_ce(e, &r, &ce, &err) < 0) {
-		rc = ui_fail(cli, &err, "get %s", name);
-		goto out;
-	}
-	/* Where the job is now; wait for its end when asked. */
-	time_t start = time(NULL);
-	for (;;) {
-		struct gg_err e2 = {0};
-		if (gg_session_refresh(ce, &r, 1, &e2) < 0) {
-			rc = ui_fail(cli, &e2, "get %s", name);
-			goto out;
-		}
-		gg_engine_save(e, &r, &e2);
-		if (gg_sess_state_ended(r.state) || !wait)
-			break;
-		if (cli_interrupted()) {
-			rc = EXIT_INTR;
-			goto out;
-		}
-		if (timeout && time(NULL) - start >= timeout) {
-			gg_err_set(&err, GG_ENET, "still %s after waiting",
-				   gg_sess_state_name(r.state));
-			rc = ui_fail(cli, &err, "get %s", name);
-			goto out;
-		}
-		struct timespec ts = {1, 0};
-		nanosleep(&ts, NULL);
-	}
-	if (!gg_sess_state_ended(r.state)) {
-		gg_err_set(&err, GG_EFAIL,
-			   "the job is %s: its outputs come when it ends ('gridgpu get "
-			   "--wait %s')",
-			   gg_sess_state_name(r.state), name);
-		rc = ui_fail(cli, &err, "get %s", name);
-		goto out;
-	}
-	if (gg_ce_ls(ce, r.job_id, &files, &nfiles, &err) < 0) {
-		rc = ui_fail(cli, &err, "get %s", name);
-		goto out;
-	}
-	nfiles = usable_names(cli, files, nfiles);
-	target = dir ? strdup(dir) : strdup(name);
-	if (gg_mkdir_p(target, 0755, &err) < 0) {
-		rc = ui_fail(cli, &err, "get %s", name);
-		goto out;
-	}
-	/* Refuse before downloading anything, so nothing is half replaced. */
-	for (size_t i = 0; i < nfiles && !force; i++) {
+	return 0;
+}
+
+/* Refuse before downloading anything, so nothing is half replaced. */
+static int refuse_existing(const char *target, char **files, size_t n, struct gg_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
 		char *p = gg_strdup_printf("%s/%s", target, files[i]);
 		int exists = p && access(p, F_OK) == 0;
-		if (exists) {
-			gg_err_set(&err, GG_EFAIL,
+		if (exists)
+			gg_err_set(err, GG_EFAIL,
 				   "'%s' is already there: use --force to replace it", p);
-			free(p);
-			rc = ui_fail(cli, &err, "get %s", name);
-			goto out;
-		}
 		free(p);
+		if (exists)
+			return GG_EFAIL;
 	}
-	json_t *got = json_array();
-	for (size_t i = 0; i < nfiles; i++) {
+	return 0;
+}
+
+/* Download the files into target; the paths written go to got. */
+static int download(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record *r,
+		    const char *target, char **files, size_t n, json_t *got, struct gg_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
 		char *p = gg_strdup_printf("%s/%s", target, files[i]);
 		char label[160];
-		snprintf(label, sizeof label, "%s %s", name, files[i]);
+		snprintf(label, sizeof label, "%s %s", r->name, files[i]);
 		struct ui_progress *pr = ui_progress_new(cli, label);
-		int grc = gg_ce_get_file(ce, r.job_id, files[i], p, ui_progress_cb, pr, &err);
+		int grc = gg_ce_get_file(ce, r->job_id, files[i], p, ui_progress_cb, pr, err);
 		ui_progress_end(pr);
 		if (grc < 0) {
 			free(p);
-			json_decref(got);
-			rc = ui_fail(cli, &err, "get %s: %s", name, files[i]);
-			goto out;
+			return gg_err_prefix(err, "%s", files[i]);
 		}
 		json_array_append_new(got, json_string(p));
 		if (!cli->json)
 			ui_out("%s\n", p);
 		free(p);
 	}
-	if (cli->json)
-		ui_json(json_pack("{s:s,s:s,s:o}", "name", name, "state",
-				  gg_sess_state_name(r.state), "files", got));
-	else
-		json_decref(got);
-	if (clean) {
-		const char *ids[1] = {r.job_id};
-		struct gg_ce_result *res = NULL;
-		if (gg_ce_clean(ce, ids, 1, &res, &err) < 0) {
-			rc = ui_fail(cli, &err, "get %s: cleaning on the CE (the record is kept)",
-				     name);
-			goto out;
-		}
-		gg_ce_results_free(res, 1);
-		gg_store_remove(e->st, name, NULL);
-		ui_info(cli, "cleaned %s", name);
-	}
-	if (r.state == GG_S_FAILED) {
-		gg_err_set(&err, GG_EJOB, "the job failed: %s",
-			   r.error ? r.error : "see its stderr");
-		rc = ui_fail(cli, &err, "%s", name);
-	} else if (r.state == GG_S_KILLED) {
-		gg_err_set(&err, GG_EJOB, "the job was killed");
-		rc = ui_fail(cli, &err, "%s", name);
-	}
-out:
-	for (size_t i = 0; i < nfiles; i++)
+	return 0;
+}
+
+/* The outputs of an ended job into o->dir (or NAME/). */
+static int fetch(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record *r,
+		 const struct get_opts *o, struct gg_err *err)
+{
+	char **files = NULL;
+	size_t n = 0;
+	if (gg_ce_ls(ce, r->job_id, &files, &n, err) < 0)
+		return err->code;
+	size_t usable = usable_names(cli, files, n);
+	const char *target = o->dir ? o->dir : r->name;
+	json_t *got = json_array();
+	int rc = gg_mkdir_p(target, 0755, err);
+	if (rc == 0 && !o->force)
+		rc = refuse_existing(target, files, usable, err);
+	if (rc == 0)
+		rc = download(cli, ce, r, target, files, usable, got, err);
+	if (rc == 0 && cli->json)
+		ui_json(json_pack("{s:s,s:s,s:O}", "name", r->name, "state",
+				  gg_sess_state_name(r->state), "files", got));
+	json_decref(got);
+	for (size_t i = 0; i < n; i++)
 		free(files[i]);
 	free(files);
-	free(target);
+	return rc;
+}
+
+/* Clean the job on the CE and forget it (--clean). */
+static int clean_job(struct gg_cli *cli, struct gg_engine *e, struct gg_ce *ce,
+		     const struct gg_record *r, struct gg_err *err)
+{
+	const char *ids[1] = {r->job_id};
+	struct gg_ce_result *res = NULL;
+	if (gg_ce_clean(ce, ids, 1, &res, err) < 0)
+		return gg_err_prefix(err, "cleaning on the CE (the record is kept)");
+	gg_ce_results_free(res, 1);
+	gg_store_remove(e->st, r->name, NULL);
+	ui_info(cli, "cleaned %s", r->name);
+	return 0;
+}
+
+/* The job's outcome, once its outputs are fetched: exit 6 when it failed. */
+static int outcome(struct gg_cli *cli, const struct gg_record *r)
+{
+	struct gg_err err = {0};
+	if (r->state == GG_S_FAILED)
+		gg_err_set(&err, GG_EJOB, "the job failed: %s",
+			   r->error ? r->error : "see its stderr");
+	else if (r->state == GG_S_KILLED)
+		gg_err_set(&err, GG_EJOB, "the job was killed");
+	else
+		return EXIT_OK;
+	return ui_fail(cli, &err, "%s", r->name);
+}
+
+/* Where the job is now (waiting for its end when asked), then its outputs. */
+static int get(struct gg_cli *cli, struct gg_engine *e, struct gg_record *r,
+	       const struct get_opts *o)
+{
+	struct gg_err err = {0};
+	struct gg_ce *ce = NULL;
+	cli_catch_interrupt();
+	int rc = gg_engine_open_record_ce(e, r, &ce, &err);
+	if (rc == 0)
+		rc = gg_engine_wait_ended(e, ce, r, o->wait, o->timeout, &err);
+	if (rc == GG_EINTR) {
+		gg_ce_free(ce);
+		return EXIT_INTR;
+	}
+	if (rc == 0 && !gg_sess_state_ended(r->state))
+		rc = gg_err_set(&err, GG_EFAIL,
+				"the job is %s: its outputs come when it ends ('gridgpu get "
+				"--wait %s')",
+				gg_sess_state_name(r->state), r->name);
+	if (rc == 0)
+		rc = fetch(cli, ce, r, o, &err);
+	if (rc == 0 && o->clean)
+		rc = clean_job(cli, e, ce, r, &err);
 	gg_ce_free(ce);
+	return rc < 0 ? ui_fail(cli, &err, "get %s", r->name) : outcome(cli, r);
+}
+
+int cmd_get(struct gg_cli *cli, int argc, char **argv)
+{
+	struct get_opts o = {0};
+	int rc = parse_opts(cli, argc, argv, &o);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	struct gg_engine *e = cli_engine(cli);
+	if (!e)
+		return cli->cfg_exit;
+	struct gg_record r = {0};
+	if ((rc = cli_find_record(cli, e->st, argv[cli->optind], &r)))
+		return rc;
+	if (!r.job_id || !r.ce) {
+		struct gg_err err = {0};
+		gg_err_set(&err, GG_ENOTFOUND, "was never submitted (%s)",
+			   r.error ? r.error : gg_sess_state_name(r.state));
+		rc = ui_fail(cli, &err, "get %s", r.name);
+	} else {
+		rc = get(cli, e, &r, &o);
+	}
 	gg_record_clear(&r);
 	return rc;
 }

@@ -142,6 +142,11 @@ int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms, st
 int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
 			 int64_t timeout, struct gg_err *err);
 
+/* Refresh a job from ce (and save it); with wait, until it has ended (1 Hz):
+ * GG_EINTR when e->cancel says so, GG_ENET after timeout seconds (0 = none). */
+int gg_engine_wait_ended(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r, int wait,
+			 int64_t timeout, struct gg_err *err);
+
 /* ---- many records (manage.c) ---- */
 
 /* Records grouped for bulk calls: same CE and same kind of credential. */

@@ -123,3 +123,25 @@ int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record
 		nanosleep(&tick, NULL);
 	}
 }
+
+int gg_engine_wait_ended(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r, int wait,
+			 int64_t timeout, struct gg_err *err)
+{
+	time_t start = time(NULL);
+	struct timespec tick = {1, 0};
+	for (;;) {
+		struct gg_err ignored = {0};
+		int rc = gg_session_refresh(ce, r, 1, err);
+		if (rc < 0)
+			return rc;
+		gg_engine_save(e, r, &ignored);
+		if (gg_sess_state_ended(r->state) || !wait)
+			return 0;
+		if (cancelled(e))
+			return gg_err_set(err, GG_EINTR, "interrupted");
+		if (timeout && time(NULL) - start >= timeout)
+			return gg_err_set(err, GG_ENET, "still %s after waiting",
+					  gg_sess_state_name(r->state));
+		nanosleep(&tick, NULL);
+	}
+}
