@@ -32,6 +32,72 @@ static void fmt_dur(int64_t s, char *b, size_t n)
 		gg_duration_format(s, b, n);
 }
 
+/* The rows as a table, or as JSON (the records as they are stored); only: a
+ * kind of record, or -1 for all. */
+static void print_rows(struct gg_cli *cli, const struct gg_record_row *rows, size_t n, int only)
+{
+	time_t now = time(NULL);
+	if (cli->json) {
+		/* The records as they are stored: no need to parse them again. */
+		fputc('[', stdout);
+		int first = 1;
+		for (size_t i = 0; i < n; i++) {
+			if ((only >= 0 && (int)rows[i].kind != only))
+				continue;
+			if (!first)
+				fputc(',', stdout);
+			fputs(rows[i].json, stdout);
+			first = 0;
+		}
+		fputs("]\n", stdout);
+	} else if (n == 0) {
+		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
+	} else {
+		int color = ui_color();
+		ui_out("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
+		       "GPU", "AGE", "LEFT", "IDLE");
+		for (size_t i = 0; i < n; i++) {
+			const struct gg_record_row *r = &rows[i];
+			if ((only >= 0 && (int)r->kind != only))
+				continue;
+			char gpu[24], age[16], left[16], idle[16];
+			if (strcmp(r->mig, "-"))
+				snprintf(gpu, sizeof gpu, "%s", r->mig);
+			else if (r->gpus)
+				snprintf(gpu, sizeof gpu, "%d", r->gpus);
+			else
+				snprintf(gpu, sizeof gpu, "-");
+			fmt_dur((int64_t)now - r->created, age, sizeof age);
+			int live = !gg_sess_state_ended(r->state);
+			/* Before anyone connects, the connect deadline is what runs out;
+			 * after, the walltime. */
+			int64_t l = -1;
+			if (live && r->started) {
+				int connected = r->last_activity > r->started;
+				l = connected || !r->deadline_at
+					    ? r->started + r->walltime - (int64_t)now
+					    : r->deadline_at - (int64_t)now;
+				if (l < 0)
+					l = 0;
+			}
+			fmt_dur(l, left, sizeof left);
+			fmt_dur(live && r->state == GG_S_READY && r->last_activity
+					? (int64_t)now - r->last_activity
+					: -1,
+				idle, sizeof idle);
+			int col = !color                                               ? 0
+				  : r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
+				  : r->state == GG_S_FAILED                            ? 31
+				  : r->state == GG_S_UNKNOWN                           ? 33
+										       : 0;
+			ui_out(col ? "%-16s %-10s %-7s \033[%dm%-9s\033[0m %-8s %-6s %-7s %s\n"
+				   : "%-16s %-10s %-7s %.0d%-9s %-8s %-6s %-7s %s\n",
+			       r->name, r->site, r->kind == GG_REC_JOB ? "job" : "session", col,
+			       gg_sess_state_name(r->state), gpu, age, left, idle);
+		}
+	}
+}
+
 int cmd_list(struct gg_cli *cli, int argc, char **argv)
 {
 	int c, sync = 0, jobs = 0, sessions = 0;
@@ -72,68 +138,7 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	}
 	if (bad)
 		ui_warn(cli, "%zu unreadable record(s) in %s skipped", bad, gg_store_dir(st));
-	time_t now = time(NULL);
-	if (cli->json) {
-		/* The records as they are stored: no need to parse them again. */
-		fputc('[', stdout);
-		int first = 1;
-		for (size_t i = 0; i < n; i++) {
-			if ((jobs && rows[i].kind != GG_REC_JOB) ||
-			    (sessions && rows[i].kind != GG_REC_SESSION))
-				continue;
-			if (!first)
-				fputc(',', stdout);
-			fputs(rows[i].json, stdout);
-			first = 0;
-		}
-		fputs("]\n", stdout);
-	} else if (n == 0) {
-		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
-	} else {
-		int color = ui_color();
-		ui_out("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
-		       "GPU", "AGE", "LEFT", "IDLE");
-		for (size_t i = 0; i < n; i++) {
-			const struct gg_record_row *r = &rows[i];
-			if ((jobs && r->kind != GG_REC_JOB) ||
-			    (sessions && r->kind != GG_REC_SESSION))
-				continue;
-			char gpu[24], age[16], left[16], idle[16];
-			if (strcmp(r->mig, "-"))
-				snprintf(gpu, sizeof gpu, "%s", r->mig);
-			else if (r->gpus)
-				snprintf(gpu, sizeof gpu, "%d", r->gpus);
-			else
-				snprintf(gpu, sizeof gpu, "-");
-			fmt_dur((int64_t)now - r->created, age, sizeof age);
-			int live = !gg_sess_state_ended(r->state);
-			/* Before anyone connects, the connect deadline is what runs out;
-			 * after, the walltime. */
-			int64_t l = -1;
-			if (live && r->started) {
-				int connected = r->last_activity > r->started;
-				l = connected || !r->deadline_at
-					    ? r->started + r->walltime - (int64_t)now
-					    : r->deadline_at - (int64_t)now;
-				if (l < 0)
-					l = 0;
-			}
-			fmt_dur(l, left, sizeof left);
-			fmt_dur(live && r->state == GG_S_READY && r->last_activity
-					? (int64_t)now - r->last_activity
-					: -1,
-				idle, sizeof idle);
-			int col = !color                                               ? 0
-				  : r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
-				  : r->state == GG_S_FAILED                            ? 31
-				  : r->state == GG_S_UNKNOWN                           ? 33
-										       : 0;
-			ui_out(col ? "%-16s %-10s %-7s \033[%dm%-9s\033[0m %-8s %-6s %-7s %s\n"
-				   : "%-16s %-10s %-7s %.0d%-9s %-8s %-6s %-7s %s\n",
-			       r->name, r->site, r->kind == GG_REC_JOB ? "job" : "session", col,
-			       gg_sess_state_name(r->state), gpu, age, left, idle);
-		}
-	}
+	print_rows(cli, rows, n, jobs ? GG_REC_JOB : sessions ? GG_REC_SESSION : -1);
 	gg_record_rows_free(rows, n);
 	gg_store_free(own);
 	return exit_code;
@@ -148,6 +153,61 @@ static void print_diag(const char *diag)
 		ui_out("%.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
+}
+
+/* status as text: the record, what the sshd answered, the CE's errors. */
+static void print_status(const struct gg_record *r, const char *diag, const char *probe_why)
+{
+	char b[32];
+	time_t now = time(NULL);
+	ui_out("name:        %s\nkind:        %s\nstate:       %s\n", r->name,
+	       r->kind == GG_REC_JOB ? "batch job" : "interactive session",
+	       gg_sess_state_name(r->state));
+	if (r->error)
+		ui_out("reason:      %s\n", r->error);
+	ui_out("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
+	       r->site ? r->site : "-", r->ce ? r->ce : "-", r->job_id ? r->job_id : "-",
+	       r->ce_state ? r->ce_state : "-");
+	ui_out("age:         %s\n", gg_duration_format((int64_t)now - r->created, b, sizeof b));
+	ui_out("walltime:    %s\n", gg_duration_format(r->walltime, b, sizeof b));
+	if (r->gpus || r->mig)
+		ui_out("GPUs:        %s%s\n", r->mig ? "MIG " : "",
+		       r->mig ? r->mig : (snprintf(b, sizeof b, "%d", r->gpus), b));
+	if (r->image)
+		ui_out("image:       %s\n", r->image);
+	if (r->kind == GG_REC_SESSION) {
+		int connected = r->last_activity > r->started;
+		if (r->deadline_at && !connected && !gg_sess_state_ended(r->state)) {
+			int64_t left = r->deadline_at - (int64_t)now;
+			char when[32];
+			time_t t = (time_t)r->deadline_at;
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
+			ui_out("connect by:  %s (in %s), or the session ends\n", when,
+			       gg_duration_format(left > 0 ? left : 0, b, sizeof b));
+		}
+		if (r->idle_limit)
+			ui_out("idle limit:  %s\n", gg_duration_format(r->idle_limit, b, sizeof b));
+		if (r->last_activity && r->state == GG_S_READY)
+			ui_out("idle for:    %s\n",
+			       gg_duration_format((int64_t)now - r->last_activity, b, sizeof b));
+		if (r->node)
+			ui_out("sshd:        %s@%s port %d%s\n", r->user ? r->user : "?", r->node,
+			       r->port,
+			       r->state == GG_S_READY    ? " (answered through the hops)"
+			       : gg_session_published(r) ? " (published, not answering yet)"
+							 : "");
+		if (gg_session_published(r) && probe_why[0])
+			ui_out("ssh check:   %s\n", probe_why);
+		char fp[80];
+		if (r->host_key && gg_ssh_fingerprint(r->host_key, fp, sizeof fp, NULL) == 0)
+			ui_out("host key:    %s (pinned)\n", fp);
+		if (r->sessiondir)
+			ui_out("session dir: %s\n", r->sessiondir);
+		if (r->key)
+			ui_out("key:         %s\n", r->key);
+	}
+	if (diag && *diag)
+		print_diag(diag);
 }
 
 int cmd_status(struct gg_cli *cli, int argc, char **argv)
@@ -192,60 +252,7 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 			json_object_set_new(j, "ssh_check", json_string(probe_why));
 		ui_json(j);
 	} else {
-		char b[32];
-		time_t now = time(NULL);
-		ui_out("name:        %s\nkind:        %s\nstate:       %s\n", r.name,
-		       r.kind == GG_REC_JOB ? "batch job" : "interactive session",
-		       gg_sess_state_name(r.state));
-		if (r.error)
-			ui_out("reason:      %s\n", r.error);
-		ui_out("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
-		       r.site ? r.site : "-", r.ce ? r.ce : "-", r.job_id ? r.job_id : "-",
-		       r.ce_state ? r.ce_state : "-");
-		ui_out("age:         %s\n",
-		       gg_duration_format((int64_t)now - r.created, b, sizeof b));
-		ui_out("walltime:    %s\n", gg_duration_format(r.walltime, b, sizeof b));
-		if (r.gpus || r.mig)
-			ui_out("GPUs:        %s%s\n", r.mig ? "MIG " : "",
-			       r.mig ? r.mig : (snprintf(b, sizeof b, "%d", r.gpus), b));
-		if (r.image)
-			ui_out("image:       %s\n", r.image);
-		if (r.kind == GG_REC_SESSION) {
-			int connected = r.last_activity > r.started;
-			if (r.deadline_at && !connected && !gg_sess_state_ended(r.state)) {
-				int64_t left = r.deadline_at - (int64_t)now;
-				char when[32];
-				time_t t = (time_t)r.deadline_at;
-				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
-				ui_out("connect by:  %s (in %s), or the session ends\n", when,
-				       gg_duration_format(left > 0 ? left : 0, b, sizeof b));
-			}
-			if (r.idle_limit)
-				ui_out("idle limit:  %s\n",
-				       gg_duration_format(r.idle_limit, b, sizeof b));
-			if (r.last_activity && r.state == GG_S_READY)
-				ui_out("idle for:    %s\n",
-				       gg_duration_format((int64_t)now - r.last_activity, b,
-							  sizeof b));
-			if (r.node)
-				ui_out("sshd:        %s@%s port %d%s\n", r.user ? r.user : "?",
-				       r.node, r.port,
-				       r.state == GG_S_READY ? " (answered through the hops)"
-				       : gg_session_published(&r)
-					       ? " (published, not answering yet)"
-					       : "");
-			if (gg_session_published(&r) && probe_why[0])
-				ui_out("ssh check:   %s\n", probe_why);
-			char fp[80];
-			if (r.host_key && gg_ssh_fingerprint(r.host_key, fp, sizeof fp, NULL) == 0)
-				ui_out("host key:    %s (pinned)\n", fp);
-			if (r.sessiondir)
-				ui_out("session dir: %s\n", r.sessiondir);
-			if (r.key)
-				ui_out("key:         %s\n", r.key);
-		}
-		if (diag && *diag)
-			print_diag(diag);
+		print_status(&r, diag, probe_why);
 	}
 	if (!exit_code && r.state == GG_S_FAILED)
 		exit_code = EXIT_JOB;
