@@ -45,6 +45,55 @@ static int pick_session(struct gg_cli *cli, struct gg_store *st, char **name)
 	return ui_fail(cli, &err, "connect");
 }
 
+/* ssh [-F config] [options from after --] NAME [command from after --] */
+static char **ssh_argv(char *config, char *name, int argc, char **argv, int dd)
+{
+	char **av = calloc((size_t)(argc - dd) + 6, sizeof *av);
+	if (!av)
+		return NULL;
+	int k = 0;
+	av[k++] = "ssh";
+	av[k++] = "-F";
+	av[k++] = config;
+	/* ssh options first (with the value of those that take one), then the
+	 * host, then the command. */
+	int i = dd + 1;
+	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		av[k++] = argv[i];
+		char last = argv[i][strlen(argv[i]) - 1];
+		if (argv[i][1] != '-' && strchr("BbcDEeFIiJLlmOoPpQRSWw", last) && i + 1 < argc)
+			av[k++] = argv[++i];
+	}
+	av[k++] = name;
+	for (; i < argc; i++)
+		av[k++] = argv[i];
+	av[k] = NULL;
+	return av;
+}
+
+/* A session not ready yet: wait for it (unless --no-wait). 0, or the exit
+ * code after saying why not. */
+static int wait_ready(struct gg_cli *cli, struct gg_engine *e, struct gg_record *r, int nowait,
+		      int64_t timeout)
+{
+	struct gg_err err = {0};
+	if (nowait) {
+		gg_err_set(&err, GG_ENET, "not ready yet (%s)", gg_sess_state_name(r->state));
+		return ui_fail(cli, &err, "connect %s", r->name);
+	}
+	struct gg_ce *ce = NULL;
+	cli_catch_interrupt();
+	int wrc = gg_engine_open_record_ce(e, r, &ce, &err);
+	if (wrc == 0)
+		wrc = cli_wait_ready(cli, ce, r, timeout, &err);
+	gg_ce_free(ce);
+	if (wrc == GG_EINTR) {
+		ui_err("gridgpu: connect: interrupted; session %s keeps starting\n", r->name);
+		return EXIT_INTR;
+	}
+	return wrc < 0 ? ui_fail(cli, &err, "connect %s", r->name) : 0;
+}
+
 int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 {
 	int c, nowait = 0;
@@ -86,29 +135,9 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		rc = ui_fail(cli, &err, "'%s'", name);
 		goto out;
 	}
-	if (r.state != GG_S_READY && !gg_sess_state_ended(r.state)) {
-		if (nowait) {
-			gg_err_set(&err, GG_ENET, "not ready yet (%s)",
-				   gg_sess_state_name(r.state));
-			rc = ui_fail(cli, &err, "connect %s", name);
-			goto out;
-		}
-		struct gg_ce *ce = NULL;
-		cli_catch_interrupt();
-		int wrc = gg_engine_open_record_ce(e, &r, &ce, &err);
-		if (wrc == 0)
-			wrc = cli_wait_ready(cli, ce, &r, timeout, &err);
-		gg_ce_free(ce);
-		if (wrc == GG_EINTR) {
-			ui_err("gridgpu: connect: interrupted; session %s keeps starting\n", name);
-			rc = EXIT_INTR;
-			goto out;
-		}
-		if (wrc < 0) {
-			rc = ui_fail(cli, &err, "connect %s", name);
-			goto out;
-		}
-	}
+	if (r.state != GG_S_READY && !gg_sess_state_ended(r.state) &&
+	    (rc = wait_ready(cli, e, &r, nowait, timeout)) != 0)
+		goto out;
 	if (r.state != GG_S_READY) {
 		gg_err_set(&err, gg_sess_state_ended(r.state) ? GG_ENOTFOUND : GG_ENET,
 			   "the session has %s%s%s", gg_sess_state_name(r.state),
@@ -130,29 +159,12 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}
-	/* ssh [-F config] [options from after --] NAME [command from after --] */
-	char **av = calloc((size_t)(argc - dd) + 6, sizeof *av);
-	int k = 0;
-	av[k++] = "ssh";
-	av[k++] = "-F";
-	av[k++] = sp.config;
-	/* ssh options first (with the value of those that take one), then the
-	 * host, then the command. */
-	int i = dd + 1;
-	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		av[k++] = argv[i];
-		char last = argv[i][strlen(argv[i]) - 1];
-		if (argv[i][1] != '-' && strchr("BbcDEeFIiJLlmOoPpQRSWw", last) && i + 1 < argc)
-			av[k++] = argv[++i];
-	}
-	av[k++] = name;
-	for (; i < argc; i++)
-		av[k++] = argv[i];
-	av[k] = NULL;
+	char **av = ssh_argv(sp.config, name, argc, argv, dd);
 	fflush(stdout);
 	cli_engine_free(cli);
-	execvp("ssh", av);
-	gg_err_sys(&err, GG_EFAIL, errno, "running ssh (install openssh-client)");
+	if (av)
+		execvp("ssh", av);
+	gg_err_sys(&err, GG_EFAIL, av ? errno : ENOMEM, "running ssh (install openssh-client)");
 	rc = ui_fail(cli, &err, "connect %s", name);
 	free(av);
 	gg_ssh_paths_clear(&sp);
