@@ -20,7 +20,7 @@ B        ?= build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith \
             $(if $(findstring clang,$(CC)),-Wno-unknown-warning-option)
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Ilib $(WARN) -DGG_VERSION='"$(VERSION)"' \
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Iinclude -Ilib $(WARN) -DGG_VERSION='"$(VERSION)"' \
             -DGG_LIBEXECDIR='"$(libexecdir)/gridgpu"'
 CFLAGS   ?= -O2 -g
 ALLCFLAGS = $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS)
@@ -42,7 +42,7 @@ BIN      := $(B)/bin/gridgpu
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
 
-all: $(BIN)
+all: $(BIN) $(LIBSO)
 
 help:
 	@echo "make            build build/bin/gridgpu and build/lib/$(SONAME)"
@@ -58,10 +58,13 @@ help:
 deps:
 	@scripts/deps.sh
 
-$(B)/%.o: %.c $(wildcard lib/*/*.h cli/*.h) config.mk
+$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h cli/*.h) config.mk
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALLCFLAGS) -c $< -o $@
+
+# The library exports only what include/gridgpu/ declares GG_API.
+$(LIB_OBJ): ALLCFLAGS += -fvisibility=hidden
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -72,10 +75,10 @@ $(LIBSO): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(LIBS)
 	ln -sf $(SONAME) $(B)/lib/libgridgpu.so
 
-$(BIN): $(CLI_OBJ) $(LIBSO)
+# The command uses internal functions too: it links the static library.
+$(BIN): $(CLI_OBJ) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B)/lib -lgridgpu \
-	  -Wl,-rpath,'$$ORIGIN/../lib' -Wl,-rpath,$(libdir) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBA) $(LIBS)
 
 # ---- tests --------------------------------------------------------------------
 # Unit tests link the library objects statically so they can be built with
