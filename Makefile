@@ -20,7 +20,7 @@ B        ?= build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith \
             $(if $(findstring clang,$(CC)),-Wno-unknown-warning-option)
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Ilib $(WARN) -DGG_VERSION='"$(VERSION)"' \
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Iinclude -Ilib $(WARN) -DGG_VERSION='"$(VERSION)"' \
             -DGG_LIBEXECDIR='"$(libexecdir)/gridgpu"'
 CFLAGS   ?= -O2 -g
 ALLCFLAGS = $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS)
@@ -40,14 +40,15 @@ LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
-        sanitize clang-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
+        sanitize clang-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
 
-all: $(BIN)
+all: $(BIN) $(LIBSO)
 
 help:
 	@echo "make            build build/bin/gridgpu and build/lib/$(SONAME)"
 	@echo "make deps       install the Debian packages needed (apt-get, as root)"
-	@echo "make check      unit tests (ASan+UBSan) and end-to-end tests on the local test site"
+	@echo "make check      unit tests (ASan+UBSan), the example against the installed library, e2e tests"
+	@echo "make example-check  build and run examples/ against make install DESTDIR=build/example/destdir"
 	@echo "make demo       the user's loop end to end against the local test site"
 	@echo "make bench      benchmarks beside the peer tools"
 	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
@@ -58,10 +59,13 @@ help:
 deps:
 	@scripts/deps.sh
 
-$(B)/%.o: %.c $(wildcard lib/*/*.h cli/*.h) config.mk
+$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h cli/*.h) config.mk
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALLCFLAGS) -c $< -o $@
+
+# The library exports only what include/gridgpu/ declares GG_API.
+$(LIB_OBJ): ALLCFLAGS += -fvisibility=hidden
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -72,10 +76,10 @@ $(LIBSO): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(LIBS)
 	ln -sf $(SONAME) $(B)/lib/libgridgpu.so
 
-$(BIN): $(CLI_OBJ) $(LIBSO)
+# The command uses internal functions too: it links the static library.
+$(BIN): $(CLI_OBJ) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B)/lib -lgridgpu \
-	  -Wl,-rpath,'$$ORIGIN/../lib' -Wl,-rpath,$(libdir) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBA) $(LIBS)
 
 # ---- tests --------------------------------------------------------------------
 # Unit tests link the library objects statically so they can be built with
@@ -122,7 +126,44 @@ e2e: $(BIN) $(FAKEGPU)
 
 check: $(BIN) $(FAKEGPU)
 	$(MAKE) sanitize
+	$(MAKE) example-check
 	@tests/run-e2e $(B)
+
+# The public API as a site's tool sees it: install into $(B)/destdir, build
+# examples/list-and-freeze.c with nothing but pkg-config's flags for the
+# installed gridgpu.pc, run it on a store with two records and a small tree,
+# and check that the installed library exports only include/gridgpu's GG_API
+# functions.
+EX_DIR := $(abspath $(B))/example
+example-check: $(BIN) $(LIBSO)
+	rm -rf $(EX_DIR) && mkdir -p $(EX_DIR)/tree/etc $(EX_DIR)/store
+	$(MAKE) --no-print-directory install DESTDIR=$(EX_DIR)/destdir prefix=/usr >$(EX_DIR)/install.log
+	@for f in usr/include/gridgpu/core.h usr/include/gridgpu/engine.h usr/lib/$(SONAME) \
+	  usr/lib/libgridgpu.so usr/lib/pkgconfig/gridgpu.pc; do \
+	  [ -e $(EX_DIR)/destdir/$$f ] || { echo "example-check: make install left out $$f" >&2; exit 1; }; done
+	flags=$$(PKG_CONFIG_PATH=$(EX_DIR)/destdir/usr/lib/pkgconfig \
+	  PKG_CONFIG_SYSROOT_DIR=$(EX_DIR)/destdir pkg-config --cflags --libs gridgpu) && \
+	  echo "  CC      examples/list-and-freeze.c $$flags" && \
+	  $(CC) -std=c11 -Wall -Wextra -Werror -o $(EX_DIR)/list-and-freeze \
+	    examples/list-and-freeze.c $$flags
+	echo hello >$(EX_DIR)/tree/etc/motd && ln -s motd $(EX_DIR)/tree/etc/issue
+	printf '%s\n' '{"version":1,"kind":"session","state":"ready","name":"s1","site":"east","created":1}' \
+	  >$(EX_DIR)/store/s1.json
+	printf '%s\n' '{"version":1,"kind":"job","state":"queued","name":"j1","site":"west","created":2}' \
+	  >$(EX_DIR)/store/j1.json
+	chmod 700 $(EX_DIR)/store && chmod 600 $(EX_DIR)/store/*.json
+	LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib $(EX_DIR)/list-and-freeze $(EX_DIR)/store \
+	  $(EX_DIR)/tree $(EX_DIR)/out.sif >$(EX_DIR)/out.txt
+	@cat $(EX_DIR)/out.txt
+	@grep -Eq '^s1 +session +ready +east$$' $(EX_DIR)/out.txt && \
+	 grep -Eq '^j1 +job +queued +west$$' $(EX_DIR)/out.txt && \
+	 grep -q '^2 records (0 unreadable)' $(EX_DIR)/out.txt && \
+	 grep -Eq '^froze 1 files, 2 directories into .*: verified$$' $(EX_DIR)/out.txt || \
+	 { echo "example-check: FAILED: unexpected output of examples/list-and-freeze" >&2; exit 1; }
+	@LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib ldd $(EX_DIR)/list-and-freeze | grep -q '$(EX_DIR)/destdir/usr/lib/$(SONAME)' || \
+	 { echo "example-check: FAILED: the example did not load the installed library" >&2; exit 1; }
+	@scripts/check-exports.sh $(EX_DIR)/destdir/usr/lib/$(SONAME)
+	@echo "example-check: the example built against the installed library and ran"
 
 clang-check:
 	$(MAKE) B=build-clang CC=clang all $(patsubst $(B)/%,build-clang/%,$(UNIT_BIN))
@@ -201,13 +242,19 @@ bench-tools:
 
 # ---- install ------------------------------------------------------------------
 MAN1 := $(sort $(wildcard man/*.1))
-install: $(BIN)
+PUB_H := $(sort $(wildcard include/gridgpu/*.h))
+install: $(BIN) $(LIBSO)
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(libexecdir)/gridgpu \
+	  $(DESTDIR)$(includedir)/gridgpu $(DESTDIR)$(libdir)/pkgconfig \
 	  $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(datarootdir)/bash-completion/completions \
 	  $(DESTDIR)$(datarootdir)/zsh/vendor-completions
 	install -m 0755 $(BIN) $(DESTDIR)$(bindir)/gridgpu
 	install -m 0755 $(LIBSO) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libgridgpu.so
+	install -m 0644 $(PUB_H) $(DESTDIR)$(includedir)/gridgpu/
+	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' -e 's|@includedir@|$(includedir)|' \
+	  -e 's|@VERSION@|$(VERSION)|' gridgpu.pc.in >$(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
+	chmod 0644 $(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
 	for f in $(wildcard libexec/gridgpu/*); do install -m 0755 $$f $(DESTDIR)$(libexecdir)/gridgpu/; done
 	install -m 0644 $(MAN1) $(DESTDIR)$(mandir)/man1/
 	# commands documented on another command's page
@@ -218,6 +265,8 @@ install: $(BIN)
 
 uninstall:
 	rm -f $(DESTDIR)$(bindir)/gridgpu $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/libgridgpu.so
+	rm -rf $(DESTDIR)$(includedir)/gridgpu
+	rm -f $(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
 	rm -rf $(DESTDIR)$(libexecdir)/gridgpu
 	rm -f $(addprefix $(DESTDIR)$(mandir)/man1/,$(notdir $(MAN1)))
 	rm -f $(foreach c,verify status jobs clean reconnect,$(DESTDIR)$(mandir)/man1/gridgpu-$(c).1)

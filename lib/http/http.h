@@ -14,9 +14,6 @@
 
 struct gg_http;
 
-/* Progress of an upload or download: return non-zero to abort (GG_EINTR). */
-typedef int (*gg_http_progress_fn)(void *ud, uint64_t done, uint64_t total);
-
 struct gg_http_opts {
 	const char *proxy_path;  /* PEM with cert, key, chain; or NULL */
 	const char *token;       /* bearer token; or NULL (never logged) */

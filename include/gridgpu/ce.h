@@ -1,0 +1,183 @@
+/* gridgpu/ce.h (lib/ce): the compute-element interface, its ARC REST backend, and the job
+ * description model with its xRSL writer. */
+#ifndef GRIDGPU_CE_H
+#define GRIDGPU_CE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gridgpu/core.h"
+
+/* ---- job descriptions ---------------------------------------------------- */
+
+#define GG_JD_MAX 64
+
+struct gg_jd_file {
+	char *name;   /* name in the session dir */
+	char *source; /* URL, or NULL/"" = uploaded by the client after submit */
+	char *local;  /* local path to upload (client side only, not in the xRSL) */
+};
+
+struct gg_jobdesc {
+	char *name;
+	char *executable;
+	char *args[GG_JD_MAX];
+	int nargs;
+	struct gg_jd_file inputs[GG_JD_MAX];
+	int ninputs;
+	char *outputs[GG_JD_MAX];
+	int noutputs;
+	char *stdout_name, *stderr_name;
+	int64_t walltime; /* seconds, 0 = site default */
+	int cpus;         /* 0 = default */
+	uint64_t memory;  /* bytes per job, 0 = default */
+	char *queue;
+	char *rtes[16];
+	int nrtes;
+	char *delegation_id;
+	char *env[GG_JD_MAX]; /* NAME=VALUE */
+	int nenv;
+	char *extra; /* site text appended verbatim (xRSL relations) */
+};
+
+/* Builders copy their arguments. Each returns 0 or GG_ENOMEM/GG_EUSAGE. */
+GG_API int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err);
+GG_API int gg_jd_input(struct gg_jobdesc *jd, const char *name, const char *source,
+		       const char *local, struct gg_err *err);
+GG_API int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err);
+GG_API int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err);
+GG_API int gg_jd_env(struct gg_jobdesc *jd, const char *name, const char *value,
+		     struct gg_err *err);
+GG_API int gg_jd_set(char **field, const char *value, struct gg_err *err);
+GG_API void gg_jd_clear(struct gg_jobdesc *jd);
+/* What a job asks for, and how the site profile maps it. ARC has no GPU
+ * attribute: GPU requests go to the site's gpu_queue and gpu_rte, and the
+ * count, MIG profile and minimums reach the job (and the site's RTE scripts)
+ * as GRIDGPU_GPUS, GRIDGPU_MIG, GRIDGPU_MIN_CUDA_CAPABILITY and
+ * GRIDGPU_MIN_GPU_MEMORY_MB. */
+struct gg_jd_resources {
+	int64_t walltime;
+	int cpus;
+	uint64_t memory;
+	const char *queue; /* explicit queue, else the site's */
+	int gpus;
+	const char *mig;
+	const char *min_capability; /* "8.0" or NULL */
+	uint64_t min_gpu_memory;    /* bytes, 0 = none */
+};
+GG_API int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
+			   const struct gg_site *site, struct gg_err *err);
+/* The description in xRSL (malloc'd). Strings are quoted, '"' doubled. */
+GG_API int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err);
+
+/* ---- the CE interface ---------------------------------------------------- */
+
+/* Job states, normalised from the backend's. */
+enum gg_ce_state {
+	GG_CE_UNKNOWN = 0, /* the CE could not tell (or unreachable) */
+	GG_CE_ACCEPTED,    /* accepted, staging in, waiting to be submitted */
+	GG_CE_QUEUED,      /* in the batch system, not running */
+	GG_CE_RUNNING,
+	GG_CE_FINISHING, /* ran, staging out */
+	GG_CE_FINISHED,
+	GG_CE_FAILED,
+	GG_CE_KILLED,
+	GG_CE_GONE, /* unknown to the CE (cleaned or never existed) */
+};
+GG_API const char *gg_ce_state_name(enum gg_ce_state s);
+GG_API int gg_ce_state_terminal(enum gg_ce_state s);
+
+/* Per-job result of a bulk call. */
+struct gg_ce_result {
+	char *id;
+	int code;     /* per-job status code from the CE (200, 201, 202, 404, 500...) */
+	char *reason; /* its reason text */
+	enum gg_ce_state state;
+	char *raw_state; /* the CE's own name of the state */
+};
+GG_API void gg_ce_results_free(struct gg_ce_result *r, size_t n);
+
+struct gg_ce_auth {
+	const char *proxy_path; /* X.509 proxy (client certificate) */
+	const char *token;      /* or a bearer token */
+	const char *ca_dir;
+	const char *cache_path;  /* JSON file remembering each CE's REST version (a
+				    day), saving a round trip per command; or NULL */
+	int (*cancel)(void *ud); /* polled during requests and waits: non-zero stops */
+	void *cancel_ud;
+};
+
+struct gg_ce;
+struct gg_ce_ops; /* a backend (ce/backend.h): ARC REST is the one built in */
+
+/* Open a CE by endpoint URL (https://host:port/arex): the first backend that
+ * accepts the URL. No network I/O yet. */
+GG_API int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
+		      struct gg_err *err);
+GG_API void gg_ce_free(struct gg_ce *ce);
+/* The backend's name ("arc-rest"). */
+GG_API const char *gg_ce_backend(const struct gg_ce *ce);
+/* The interface version in use (ARC REST: "1.0" or "1.1", asked once with GET
+ * /rest); GG_EUSAGE for a backend without one. */
+GG_API int gg_ce_version(struct gg_ce *ce, const char **version, struct gg_err *err);
+/* GLUE2 info document; summary fields extracted for the caller. */
+struct gg_ce_info {
+	char *name;
+	char **queues;
+	size_t nqueues;
+	char **rtes;
+	size_t nrtes;
+	char *rest_version;
+};
+GG_API int gg_ce_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err);
+GG_API void gg_ce_info_clear(struct gg_ce_info *info);
+
+/* Delegation: returns an id the job description can name. Reuses a delegation
+ * the CE still holds if it was made from the same proxy and is valid for at
+ * least min_left seconds (remembered in cache_path when not NULL); otherwise
+ * makes a new one (POST new → sign the CSR with the proxy → PUT). */
+GG_API int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
+			  const char *cache_path, char **id, struct gg_err *err);
+
+/* Submit one job; *id is the CE's job id. A CE refusal is GG_EJOB with its
+ * reason; a malformed job id in the answer GG_EPROTO. */
+GG_API int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err);
+/* After a failed gg_ce_submit: 1 when the description surely did not reach the
+ * CE (it failed before the POST, or the POST failed before one byte was sent:
+ * connection refused, TLS handshake, DNS), so no job can exist; 0 when the CE
+ * may have made the job. */
+GG_API int gg_ce_submit_unsent(const struct gg_ce *ce);
+/* Kill and clean one job, ignoring what the CE says (for jobs that must not
+ * be left behind: half staged, or made when they could not be recorded). */
+GG_API void gg_ce_cancel(struct gg_ce *ce, const char *id);
+/* Bulk status/kill/clean of many jobs in one request. results[i] matches ids[i]. */
+GG_API int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,
+			struct gg_ce_result **results, struct gg_err *err);
+GG_API int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n,
+		      struct gg_ce_result **results, struct gg_err *err);
+GG_API int gg_ce_clean(struct gg_ce *ce, const char *const *ids, size_t n,
+		       struct gg_ce_result **results, struct gg_err *err);
+/* All the caller's jobs with their states (fresh, not the info provider's). */
+GG_API int gg_ce_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n,
+		      struct gg_err *err);
+/* The job names (xRSL jobname) of many jobs in one request: names[i] is
+ * malloc'd or NULL when the CE does not say. */
+GG_API int gg_ce_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+			   struct gg_err *err);
+/* Files in the job's session dir. get: GG_ENOTFOUND when absent. */
+GG_API int gg_ce_put(struct gg_ce *ce, const char *id, const char *name, const void *data,
+		     size_t len, struct gg_err *err);
+GG_API int gg_ce_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+			  gg_http_progress_fn progress, void *ud, struct gg_err *err);
+GG_API int gg_ce_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+		     size_t *len, struct gg_err *err);
+GG_API int gg_ce_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+			  gg_http_progress_fn progress, void *ud, struct gg_err *err);
+GG_API int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err);
+/* Control-dir diagnostics: "errors", "failed", "status", "local", ... */
+GG_API int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
+			  struct gg_err *err);
+GG_API const char *gg_ce_endpoint(const struct gg_ce *ce);
+
+#endif

@@ -1,0 +1,182 @@
+/* gridgpu/engine.h (lib/session): the session and job engine: what request, submit, connect, list,
+ * status, kill and clean do with records and CEs, in one place. The record is written before
+ * anything is sent; a kill at any moment wins; a job whose submission was cut off is found again by
+ * its name and adopted; bulk calls go to each CE once per kind of credential. The engine never
+ * prints: it reports through the callbacks of struct gg_engine. */
+#ifndef GRIDGPU_ENGINE_H
+#define GRIDGPU_ENGINE_H
+
+#include "gridgpu/ce.h"
+#include "gridgpu/cred.h"
+#include "gridgpu/session.h"
+
+enum gg_note {
+	GG_NOTE_INFO,    /* "submitted ...", "adopted ...", "killed ...", "cleaned ..." */
+	GG_NOTE_WARN,    /* the CE refused one job of a bulk call, ... */
+	GG_NOTE_VERBOSE, /* for -v */
+};
+
+struct gg_engine {
+	struct gg_store *st;
+	const struct gg_config *cfg; /* the sites (jump hosts, credentials); may be NULL */
+	void *ud;                    /* given to every callback */
+	/* All optional. */
+	void (*note)(void *ud, enum gg_note kind, const char *msg);
+	/* An error of one part of a bulk operation (one CE of a sync, of a kill):
+	 * the operation goes on with the others. what says which part. */
+	void (*fail)(void *ud, const struct gg_err *err, const char *what);
+	int (*cancel)(void *ud); /* non-zero: stop (GG_EINTR) */
+	/* A wait's progress: the record as refreshed, seconds waited. */
+	void (*waiting)(void *ud, const struct gg_record *r, int64_t waited);
+	/* Upload progress: begin gives the ud of progress, end closes it. */
+	void *(*upload_begin)(void *ud, const char *label);
+	gg_http_progress_fn upload_progress;
+	void (*upload_end)(void *progress_ud);
+	/* How a CE is opened (default: gg_ce_open with the REST-version cache in
+	 * the state directory); tests give a fake backend here. */
+	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
+		       struct gg_ce **ce, struct gg_err *err);
+	/* Filled by the engine: why the last sshd probe failed ("" when it did
+	 * not), and a site whose jump hosts failed in this run (not probed again). */
+	char probe_why[GG_ERR_MSG_MAX];
+	char probe_down_site[64];
+};
+
+/* The site a record names, in e->cfg (NULL when none). */
+GG_API const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name);
+/* Open endpoint with credential a (GG_ECRED when it has none). */
+GG_API int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg_auth *a,
+			     struct gg_ce **ce, struct gg_err *err);
+/* The CE of a record, with the credential the record was made with; when that
+ * one is not at hand (GG_ECRED), with the other kind if it is (the CE decides
+ * whether it owns the job). */
+GG_API int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r,
+				    struct gg_ce **ce, struct gg_err *err);
+
+/* ---- the descriptions (describe.c) ---- */
+
+/* An interactive session: its resources, connect deadline and idle limit
+ * (seconds; 0 = none), the container image its sshd runs in (or NULL), and
+ * the local path of the launcher staged into the job. */
+struct gg_session_spec {
+	struct gg_jd_resources res;
+	int64_t deadline, idle;
+	const char *image, *launcher;
+};
+/* The job description of a session whose record is r (its uid names the job;
+ * pubkey, the session key's .pub, is staged as the sshd's authorized key). */
+GG_API int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
+			       const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
+			       struct gg_err *err);
+
+/* A batch job: the SIF image (a local file, or a URL the CE fetches), the
+ * offset of its squashfs partition, local inputs staged beside it, output
+ * patterns left for 'get', the command, and the wrapper that runs it. */
+struct gg_job_spec {
+	struct gg_jd_resources res;
+	const char *image, *image_url, *wrapper;
+	const char *const *inputs, *const *outputs;
+	int ninputs, noutputs;
+	char **cmd;
+	int ncmd;
+	int64_t part_offset;
+};
+GG_API int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
+			   const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err);
+/* The GPU an image was developed on (its provenance, from freeze). */
+struct gg_dev_gpu {
+	char cc[16];     /* compute capability "8.0", or "" */
+	uint64_t memory; /* bytes, or 0 */
+	char name[128];  /* or "" */
+};
+/* A local SIF image for a job, checked before anything is uploaded: whole
+ * (else GG_EFAIL "corrupt SIF: ..."), the offset of its partition in
+ * *part_offset, and with dev (may be NULL) the development GPU (GG_EUSAGE when
+ * the image does not say). */
+GG_API int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_dev_gpu *dev,
+			      struct gg_err *err);
+
+/* ---- submitting (submit.c) ---- */
+
+/* What the caller writes into the job's description once the record exists
+ * (its name and uid are known): pubkey is the session key's .pub (sessions). */
+typedef int (*gg_describe_fn)(void *ud, const struct gg_record *r, const char *pubkey,
+			      struct gg_jobdesc *jd, struct gg_err *err);
+
+struct gg_submission {
+	/* The record to create: kind, site, ce, auth, resources, name (or NULL:
+	 * prefix-N), key (sessions: the identity file). state and uid are set
+	 * here. Moved into the store: the engine clears it. */
+	struct gg_record rec;
+	const char *prefix;
+	int make_key;      /* make a key pair at rec.key (else rec.key.pub must exist) */
+	int retry_uploads; /* one more try of an upload that broke */
+	gg_describe_fn describe;
+	void *describe_ud;
+};
+/* Record first, then the key, delegation (proxy: reused while it lasts),
+ * submission and the uploads. On success *out is the record as stored (state
+ * queued) and, when ce is not NULL, *ce the open CE (the caller frees it).
+ * A kill meanwhile wins: GG_EJOB "killed ..." with any job made cancelled.
+ * When the submission may have reached the CE (the connection broke), the
+ * record is kept for 'list --sync' to adopt and the error says so; when
+ * nothing reached it, the record is removed (unless killed). */
+GG_API int gg_engine_submit(struct gg_engine *e, struct gg_submission *s, struct gg_record *out,
+			    struct gg_ce **ce, struct gg_err *err);
+
+/* ---- following (wait.c) ---- */
+
+/* Save a refreshed record over the stored one (under the lock); a record
+ * ended meanwhile elsewhere (a kill) wins, and r becomes what is stored. */
+GG_API int gg_engine_save(struct gg_engine *e, struct gg_record *r, struct gg_err *err);
+/* A session whose sshd is published but not yet seen to answer: probe it
+ * through the hops. It becomes "ready" when the sshd answers with the pinned
+ * key, "failed" when another key answers; else it stays "starting" and the
+ * reason is in e->probe_why. When a jump host on the way failed, that error is
+ * returned (in way too, when not NULL): waiting will not mend it. */
+GG_API int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms,
+			   struct gg_err *way);
+/* Refresh from ce until the session is ready or ended (e->waiting told at each
+ * turn, 2 Hz); GG_EINTR when e->cancel says so, GG_ENET after timeout seconds
+ * (0 = none). */
+GG_API int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+				int64_t timeout, struct gg_err *err);
+
+/* Refresh a job from ce (and save it); with wait, until it has ended (1 Hz):
+ * GG_EINTR when e->cancel says so, GG_ENET after timeout seconds (0 = none). */
+GG_API int gg_engine_wait_ended(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+				int wait, int64_t timeout, struct gg_err *err);
+
+/* ---- many records (manage.c) ---- */
+
+/* Records grouped for bulk calls: same CE and same kind of credential. */
+struct gg_rec_group {
+	const char *ce;   /* NULL: records without a CE */
+	const char *auth; /* "proxy" or "token" */
+	size_t *idx;      /* indexes into the records */
+	size_t n;
+};
+/* Group the records that want (may be NULL: all) accepts. */
+GG_API int gg_records_by_endpoint(const struct gg_record *recs, size_t n,
+				  int (*want)(const struct gg_record *r),
+				  struct gg_rec_group **groups, size_t *ngroups,
+				  struct gg_err *err);
+GG_API void gg_rec_groups_free(struct gg_rec_group *g, size_t n);
+
+/* Refresh records from their CEs (adopting orphans first), probe published
+ * sshds, save them, rewrite the SSH configuration. only_live skips ended
+ * records. A CE that cannot be asked is reported through e->fail and its
+ * records kept; returns 0 or the first error's code. */
+GG_API int gg_engine_sync(struct gg_engine *e, struct gg_record *recs, size_t n, int only_live);
+/* Kill live records on their CEs and mark them killed (a record already ended
+ * is told as such); their keys are removed. Records not killed (their CE
+ * could not be asked) keep their state. Returns 0 or the first error's code. */
+GG_API int gg_engine_kill(struct gg_engine *e, struct gg_record *recs, size_t n);
+/* Clean the ended records on their CEs (unless keep_remote) and forget them;
+ * cleaned[i] is set for each one forgotten. Returns 0 or the first error. */
+GG_API int gg_engine_clean(struct gg_engine *e, struct gg_record *recs, size_t n, int keep_remote,
+			   char *cleaned);
+/* Regenerate the SSH configuration from the store's live sessions. */
+GG_API int gg_engine_write_ssh_config(struct gg_engine *e, struct gg_err *err);
+
+#endif

@@ -1,0 +1,210 @@
+/* gridgpu/image.h (lib/image): freeze a sandbox (directory, tar / docker export stream, OCI image
+ * layout or docker save archive) into a SIF image with a squashfs partition written in place, and
+ * read SIF images back (inspect, verify).
+ *
+ * Nothing here prints, exits or prompts: errors come back in struct gg_err (with the path
+ * in the message), warnings and progress through callbacks. No global mutable state. */
+#ifndef GRIDGPU_IMAGE_H
+#define GRIDGPU_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gridgpu/core.h"
+
+/* ---- freeze ------------------------------------------------------------------ */
+
+enum gg_image_format {
+	GG_IMAGE_AUTO = 0, /* detect from the source */
+	GG_IMAGE_DIR,      /* a sandbox directory */
+	GG_IMAGE_TAR,      /* a tar stream (docker export), compressed or not */
+	GG_IMAGE_OCI,      /* an OCI image layout (dir or tar) or a docker save archive */
+};
+
+/* Squashfs compressor ids (the on-disk values). */
+enum gg_image_comp {
+	GG_IMAGE_COMP_GZIP = 1, /* default: deflate by libdeflate, zlib framing */
+	GG_IMAGE_COMP_XZ = 4,
+	GG_IMAGE_COMP_LZ4 = 5,
+	GG_IMAGE_COMP_ZSTD = 6,
+};
+
+enum gg_image_phase {
+	GG_IMAGE_PHASE_SCAN = 1, /* walking the source (files_total grows) */
+	GG_IMAGE_PHASE_DATA,     /* compressing file data */
+	GG_IMAGE_PHASE_META,     /* writing inodes, directories, tables, SIF objects */
+	GG_IMAGE_PHASE_DONE,
+};
+
+struct gg_image_progress {
+	enum gg_image_phase phase;
+	uint64_t files_done, files_total; /* regular files; total 0 = unknown */
+	uint64_t bytes_done, bytes_total; /* source bytes consumed; total 0 = unknown */
+	uint64_t bytes_out;               /* bytes of image written so far */
+};
+
+/* All optional. progress is called after each file and at least every few MiB, from the
+ * calling thread; cancel is polled as often (non-zero: stop, remove the temp file, fail
+ * with GG_EINTR); warn gets one message per problem that did not stop the freeze. */
+struct gg_image_callbacks {
+	void (*progress)(void *ud, const struct gg_image_progress *p);
+	void (*warn)(void *ud, const char *msg);
+	int (*cancel)(void *ud);
+	void *ud;
+};
+
+struct gg_freeze_opts {
+	const char *source;          /* path; "-" reads a tar stream from input_fd */
+	int input_fd;                /* used when source is "-" (the CLI passes 0) */
+	enum gg_image_format format; /* GG_IMAGE_AUTO: dir, OCI layout/archive, else tar */
+	const char *output;          /* the .sif to create */
+	int force;                   /* replace an existing output (atomically) */
+	enum gg_image_comp comp;     /* 0 = gzip */
+	int level;                   /* 0 = default (gzip 6, zstd 15, xz 6, lz4: >0 = HC) */
+	unsigned jobs;               /* compressor threads; 0 = all cores */
+	const char *const *labels;   /* "KEY=VALUE" strings, added to the image labels */
+	size_t nlabels;
+	int no_reproducible;        /* random UUID and the current time instead */
+	int skip_unreadable;        /* warn and leave out what cannot be read */
+	int have_source_date_epoch; /* SOURCE_DATE_EPOCH given: fixed time, clamps mtimes */
+	int64_t source_date_epoch;
+	const char *gpus_json;    /* optional JSON value for the provenance "gpus" field */
+	const char *tool_version; /* for the provenance; NULL = the library's version */
+};
+
+struct gg_freeze_result {
+	enum gg_image_format format;                         /* what the source was detected as */
+	uint64_t files, dirs, symlinks, specials, hardlinks; /* entries in the image */
+	uint64_t data_bytes;                                 /* regular file bytes stored */
+	uint64_t squashfs_size;                              /* partition size (4 KiB padded) */
+	uint64_t image_size;                                 /* size of the .sif */
+	char arch[16];                                       /* "amd64", ... */
+	int64_t build_time;                                  /* the time recorded in the image */
+	unsigned warnings;
+};
+
+/* Freeze opts->source into opts->output. On failure nothing is left behind: the temp
+ * file (OUTPUT.tmp.XXXXXX in the output's directory) is removed. Error codes: GG_EUSAGE
+ * for bad options, GG_EINTR when cancelled, GG_EIO / GG_EFAIL otherwise. */
+GG_API int gg_image_freeze(const struct gg_freeze_opts *opts, const struct gg_image_callbacks *cb,
+			   struct gg_freeze_result *res, struct gg_err *err);
+
+/* Name of a compressor ("gzip", ...) and back (0 when unknown). */
+GG_API const char *gg_image_comp_name(enum gg_image_comp comp);
+GG_API enum gg_image_comp gg_image_comp_parse(const char *name);
+GG_API const char *gg_image_format_name(enum gg_image_format f);
+
+/* ---- SIF ---------------------------------------------------------------------- */
+
+#define GG_SIF_HEADER_SIZE  128
+#define GG_SIF_DESCR_SIZE   585
+#define GG_SIF_DESCR_OFFSET 4096
+#define GG_SIF_DESCR_TOTAL  48
+#define GG_SIF_GROUP_MASK   0xF0000000u
+#define GG_SIF_LAUNCH       "#!/usr/bin/env run-singularity\n"
+#define GG_SIF_GO_ZERO_TIME (-62135596800LL) /* what deterministic images carry */
+
+enum gg_sif_type {
+	GG_SIF_DEFFILE = 0x4001,
+	GG_SIF_ENVVAR = 0x4002,
+	GG_SIF_LABELS = 0x4003,
+	GG_SIF_PARTITION = 0x4004,
+	GG_SIF_SIGNATURE = 0x4005,
+	GG_SIF_GENERIC_JSON = 0x4006,
+	GG_SIF_GENERIC = 0x4007,
+	GG_SIF_CRYPTO_MSG = 0x4008,
+	GG_SIF_SBOM = 0x4009,
+	GG_SIF_OCI_ROOT_INDEX = 0x400A,
+	GG_SIF_OCI_BLOB = 0x400B,
+};
+enum gg_sif_fstype {
+	GG_SIF_FS_SQUASHFS = 1,
+	GG_SIF_FS_EXT3,
+	GG_SIF_FS_IMMUOBJ,
+	GG_SIF_FS_RAW,
+	GG_SIF_FS_ENC_SQUASHFS,
+	GG_SIF_FS_GOCRYPTFS
+};
+enum gg_sif_parttype {
+	GG_SIF_PART_SYSTEM = 1,
+	GG_SIF_PART_PRIMSYS,
+	GG_SIF_PART_DATA,
+	GG_SIF_PART_OVERLAY
+};
+
+struct gg_sif_header {
+	char launch[32]; /* NUL-padded launch script */
+	char magic[10];  /* "SIF_MAGIC" */
+	char version[3]; /* "01" */
+	char arch[3];    /* "02" */
+	uint8_t id[16];  /* UUID, all zero when deterministic */
+	int64_t created, modified;
+	int64_t descr_free, descr_total, descr_offset, descr_size;
+	int64_t data_offset, data_size;
+};
+
+struct gg_sif_descr {
+	int32_t type; /* enum gg_sif_type */
+	uint8_t used;
+	uint32_t id;    /* slot + 1 */
+	uint32_t group; /* raw: group | 0xF0000000; 0xF0000000 = none */
+	uint32_t link;
+	int64_t offset, size, size_with_padding;
+	int64_t created, modified, uid, gid;
+	char name[128]; /* NUL-padded */
+	uint8_t extra[384];
+};
+
+GG_API int gg_sif_partition_info(const struct gg_sif_descr *d, int32_t *fstype, int32_t *parttype,
+				 char arch[3]);
+/* "Def.FILE", "JSON.Generic", "FS", ... (siftool's names); "Unknown" otherwise. */
+GG_API const char *gg_sif_type_name(int32_t type);
+GG_API const char *gg_sif_fstype_name(int32_t fs);
+GG_API const char *gg_sif_parttype_name(int32_t pt);
+
+/* Reader. gg_sif_open checks the structure (magic, version, table bounds, used/free
+ * counts, IDs, every object inside the file and after the table) and fails naming the
+ * first problem. */
+struct gg_sif {
+	char *path;
+	int fd;
+	uint64_t file_size;
+	struct gg_sif_header hdr;
+	struct gg_sif_descr *descr; /* hdr.descr_total entries; unused ones have used == 0 */
+	size_t ndescr;
+};
+GG_API int gg_sif_open(const char *path, struct gg_sif **out, struct gg_err *err);
+GG_API void gg_sif_close(struct gg_sif *s);
+/* First used descriptor of a type (and name, when not NULL), or NULL. */
+GG_API const struct gg_sif_descr *gg_sif_find(const struct gg_sif *s, int32_t type,
+					      const char *name);
+/* The primary system partition, or NULL. */
+GG_API const struct gg_sif_descr *gg_sif_primary(const struct gg_sif *s);
+/* Read an object (at most max bytes, else GG_EFAIL); NUL-terminated, *len without it. */
+GG_API int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr *d, size_t max,
+			      char **out, size_t *len, struct gg_err *err);
+
+/* One finding of gg_sif_verify. */
+struct gg_sif_check {
+	char what[64];
+	int ok;
+	char detail[256];
+};
+struct gg_sif_verify_report {
+	struct gg_sif_check checks[32];
+	size_t nchecks;
+	int ok; /* every check passed */
+	uint64_t sqfs_bytes_used;
+	uint32_t sqfs_inodes;
+	uint16_t sqfs_comp;
+	uint32_t sqfs_block_size;
+	int64_t sqfs_mkfs_time;
+};
+/* Check the structure: header, descriptors, partition bounds and alignment, exactly one
+ * primary system partition, header arch = partition arch, squashfs superblock sane
+ * (magic, version, block size, tables in bounds, bytes_used inside the partition), the
+ * ID table readable. Returns 0 when the file could be examined (report->ok says whether
+ * it passed), an error when it could not be opened or is not a SIF at all. */
+GG_API int gg_sif_verify(const char *path, struct gg_sif_verify_report *report, struct gg_err *err);
+
+#endif

@@ -1,0 +1,136 @@
+/* gridgpu/session.h (lib/session): the local store of sessions and batch jobs (one JSON record
+ * each, written atomically, under a lock) and their state machine. */
+#ifndef GRIDGPU_SESSION_H
+#define GRIDGPU_SESSION_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gridgpu/core.h"
+
+enum gg_rec_kind { GG_REC_SESSION, GG_REC_JOB };
+
+enum gg_sess_state {
+	GG_S_REQUESTED, /* record written, job not (yet) known to be submitted */
+	GG_S_QUEUED,    /* the CE has the job, not running */
+	GG_S_STARTING,  /* running; the sshd not published, or published (host key
+			   pinned) but not yet seen to answer (sessions) */
+	GG_S_READY,     /* the sshd answered through the hops with the pinned host
+			   key (sessions) */
+	GG_S_RUNNING,   /* running (batch jobs) */
+	GG_S_FINISHED,
+	GG_S_FAILED,
+	GG_S_KILLED,
+	GG_S_UNKNOWN, /* the CE could not be asked; the record is kept */
+};
+GG_API const char *gg_sess_state_name(enum gg_sess_state s);
+GG_API int gg_sess_state_parse(const char *name, enum gg_sess_state *out);
+GG_API int gg_sess_state_ended(enum gg_sess_state s);
+
+struct gg_record {
+	int version;
+	enum gg_rec_kind kind;
+	char *name; /* user-facing name, unique in the store */
+	char *uid;  /* client-made id, in the CE job name: gridgpu-<uid> */
+	char *site;
+	char *ce;     /* CE endpoint URL */
+	char *job_id; /* the CE's id, once submitted */
+	enum gg_sess_state state;
+	enum gg_sess_state last_known; /* state before UNKNOWN */
+	char *ce_state;                /* the CE's own word */
+	char *error;                   /* why it failed, one line */
+	int64_t created, updated;
+	/* what was asked */
+	int64_t walltime;
+	int gpus;
+	char *mig;
+	int cpus;
+	uint64_t memory;
+	char *image;
+	char *queue;
+	char *auth;               /* "proxy" or "token" */
+	int64_t connect_deadline; /* seconds after start */
+	int64_t idle_limit;
+	/* sessions: published by the launcher */
+	char *node;
+	int port;
+	char *user;
+	char *host_key; /* "ssh-ed25519 AAAA..." */
+	char *sessiondir;
+	int64_t started, deadline_at, last_activity;
+	char *key; /* private key file for the session */
+	/* jobs */
+	char *image_path;
+	char *command;
+	char *outputs_dir;
+};
+
+/* The record's string and whole-number fields, each as the JSON key of the same
+ * name, for X-macros: one list for the reader, the writer and the tests. */
+/* clang-format off */
+#define GG_RECORD_STR_FIELDS(X) \
+	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
+	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
+	X(command) X(outputs_dir)
+#define GG_RECORD_INT_FIELDS(X) \
+	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
+	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity)
+/* clang-format on */
+
+GG_API void gg_record_clear(struct gg_record *r);
+/* Deep copy; GG_ENOMEM on failure (dst is then cleared). */
+GG_API int gg_record_copy(struct gg_record *dst, const struct gg_record *src);
+GG_API json_t *gg_record_to_json(const struct gg_record *r);
+GG_API int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err);
+/* Validate a user-given name: [A-Za-z][A-Za-z0-9._-]{0,62}. */
+GG_API int gg_record_name_valid(const char *name);
+
+struct gg_store;
+
+/* Open (creating with 0700) the store at dir, or at $XDG_STATE_HOME/gridgpu/records
+ * when dir is NULL. Refuses a store directory others can write to. */
+GG_API int gg_store_open(const char *dir, struct gg_store **out, struct gg_err *err);
+GG_API void gg_store_free(struct gg_store *st);
+GG_API const char *gg_store_dir(const struct gg_store *st);
+/* Write a new record. With r->name NULL, picks "<prefix>-<n>" (n smallest free)
+ * and sets r->name. GG_EUSAGE when the name is taken. */
+GG_API int gg_store_create(struct gg_store *st, struct gg_record *r, const char *prefix,
+			   struct gg_err *err);
+/* GG_ENOTFOUND when absent. */
+GG_API int gg_store_load(struct gg_store *st, const char *name, struct gg_record *r,
+			 struct gg_err *err);
+/* Read-modify-write under the store lock: fn changes the record; returning
+ * non-zero from fn cancels the write, GG_STORE_DROP removes the record instead.
+ * The record as written (or as read, when fn cancelled or dropped it) is left
+ * in *out when out is not NULL. */
+#define GG_STORE_DROP 2
+typedef int (*gg_record_update_fn)(struct gg_record *r, void *ud);
+GG_API int gg_store_update(struct gg_store *st, const char *name, gg_record_update_fn fn, void *ud,
+			   struct gg_record *out, struct gg_err *err);
+/* Save a whole record (under the lock), replacing what is there. */
+GG_API int gg_store_save(struct gg_store *st, const struct gg_record *r, struct gg_err *err);
+GG_API int gg_store_remove(struct gg_store *st, const char *name, struct gg_err *err);
+/* All records, sorted by creation time. Unreadable records are skipped and
+ * counted in *bad (may be NULL). */
+GG_API int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_t *bad,
+			 struct gg_err *err);
+GG_API void gg_records_free(struct gg_record *recs, size_t n);
+
+/* What 'list' shows of a record, and the record itself as compact JSON text. */
+struct gg_record_row {
+	char *name, *site, *mig;
+	enum gg_rec_kind kind;
+	enum gg_sess_state state;
+	int gpus;
+	int64_t created, started, walltime, deadline_at, last_activity;
+	char *json; /* the whole record, compact JSON, one line */
+};
+/* Rows of every record, sorted by creation time, from one cache file when the
+ * store has not changed since it was written (a full scan otherwise, which
+ * rewrites the cache): listing 10,000 records reads one file. */
+GG_API int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_t *n, size_t *bad,
+			 struct gg_err *err);
+GG_API void gg_record_rows_free(struct gg_record_row *rows, size_t n);
+
+#endif
