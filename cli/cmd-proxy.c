@@ -411,6 +411,45 @@ out:
 
 /* ---- info ----------------------------------------------------------------------- */
 
+/* The proxy (and a bearer token found beside it), as text or JSON. */
+static void show_info(struct gg_cli *cli, const char *path, const struct gg_proxy_info *in,
+		      int verified, const char *ca_dir, time_t now)
+{
+	struct gg_err perm = {0};
+	if (gg_file_check_private(path, "proxy", &perm) < 0)
+		ui_warn(cli, "%s", perm.msg);
+	struct gg_token *t = find_token(cli);
+	if (cli->json)
+		ui_json(info_json(in, verified, t, now));
+	else
+		print_info_text(in, verified, ca_dir, t, now);
+	gg_token_free(t);
+}
+
+/* --exists, --valid: the scripting interface of voms-proxy-info, 0 or 1 and
+ * nothing on stdout. unverified: why verification failed, or NULL. */
+static int check_answer(struct gg_cli *cli, const char *path, const struct gg_proxy_info *in,
+			const char *unverified, int64_t need)
+{
+	char b1[32], b2[32];
+	const char *why = in->not_yet_valid    ? "is not valid yet"
+			  : in->time_left <= 0 ? "has expired"
+					       : unverified;
+	if (why) {
+		if (!cli->quiet)
+			ui_err("gridgpu: proxy '%s' %s\n", path, why);
+		return EXIT_FAIL;
+	}
+	if (need && in->time_left < need) {
+		if (!cli->quiet)
+			ui_err("gridgpu: proxy '%s' has %s left, less than %s\n", path,
+			       gg_duration_format(in->time_left, b1, sizeof b1),
+			       gg_duration_format(need, b2, sizeof b2));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
 {
 	const char *file = NULL, *ca_opt = NULL;
@@ -469,37 +508,11 @@ int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
 			goto out;
 	}
 	if (check) {
-		/* The scripting interface of voms-proxy-info: 0 or 1, nothing on stdout. */
-		char b1[32], b2[32];
-		const char *why = NULL;
-		if (in.not_yet_valid)
-			why = "is not valid yet";
-		else if (in.time_left <= 0)
-			why = "has expired";
-		else if (verified == 0)
-			why = err.msg;
-		if (why) {
-			if (!cli->quiet)
-				ui_err("gridgpu: proxy '%s' %s\n", path, why);
-			rc = EXIT_FAIL;
-		} else if (has_valid && in.time_left < need) {
-			if (!cli->quiet)
-				ui_err("gridgpu: proxy '%s' has %s left, less than %s\n", path,
-				       gg_duration_format(in.time_left, b1, sizeof b1),
-				       gg_duration_format(need, b2, sizeof b2));
-			rc = EXIT_FAIL;
-		}
+		rc = check_answer(cli, path, &in, verified == 0 ? err.msg : NULL,
+				  has_valid ? need : 0);
 		goto out;
 	}
-	struct gg_err perm = {0};
-	if (gg_file_check_private(path, "proxy", &perm) < 0)
-		ui_warn(cli, "%s", perm.msg);
-	struct gg_token *t = find_token(cli);
-	if (cli->json)
-		ui_json(info_json(&in, verified, t, now));
-	else
-		print_info_text(&in, verified, ca_dir, t, now);
-	gg_token_free(t);
+	show_info(cli, path, &in, verified, ca_dir, now);
 	goto out;
 fail:
 	if (check && err.code == GG_ECRED) {
