@@ -82,7 +82,6 @@ struct gg_cli {
 	struct gg_config *cfg;    /* loaded lazily by cli_config() */
 	int cfg_exit;             /* exit code when cli_config() failed */
 	struct gg_engine *eng;    /* cli_engine() */
-	int fail_exit;            /* the exit code of the first error the engine told */
 	int notes_off;            /* the engine's "killed X"-style lines not shown */
 	int wait_tty, wait_shown; /* cli_wait_ready's progress line */
 	char wait_ce[64];

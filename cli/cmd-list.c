@@ -42,7 +42,7 @@ static void print_rows(struct gg_cli *cli, const struct gg_record_row *rows, siz
 		fputc('[', stdout);
 		int first = 1;
 		for (size_t i = 0; i < n; i++) {
-			if ((only >= 0 && (int)rows[i].kind != only))
+			if (only >= 0 && (int)rows[i].kind != only)
 				continue;
 			if (!first)
 				fputc(',', stdout);
@@ -58,7 +58,7 @@ static void print_rows(struct gg_cli *cli, const struct gg_record_row *rows, siz
 		       "GPU", "AGE", "LEFT", "IDLE");
 		for (size_t i = 0; i < n; i++) {
 			const struct gg_record_row *r = &rows[i];
-			if ((only >= 0 && (int)r->kind != only))
+			if (only >= 0 && (int)r->kind != only)
 				continue;
 			char gpu[24], age[16], left[16], idle[16];
 			if (strcmp(r->mig, "-"))

@@ -153,10 +153,7 @@ static void cli_note(void *ud, enum gg_note kind, const char *msg)
 
 static void cli_engine_fail(void *ud, const struct gg_err *err, const char *what)
 {
-	struct gg_cli *cli = ud;
-	int code = ui_fail(cli, err, "%s", what);
-	if (!cli->fail_exit)
-		cli->fail_exit = code;
+	ui_fail(ud, err, "%s", what);
 }
 
 static void *upload_begin(void *ud, const char *label)
