@@ -130,93 +130,123 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 	}
 }
 
-int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
+struct gpus_opts {
+	int classad, not_nested;
+	char rt[64]; /* the CUDA runtime version, when this environment says */
+	int have_rt;
+};
+
+static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct gpus_opts *o)
 {
-	int c, classad = 0, not_nested = 0;
+	int c;
 	while ((c = cli_next_opt(cli, argc, argv, cmd_gpus_opts)) > 0) {
 		if (c == O_CLASSAD)
-			classad = 1;
+			o->classad = 1;
 		else if (c == O_NOT_NESTED)
-			not_nested = 1;
+			o->not_nested = 1;
 	}
 	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+		return c == -2 ? -2 : EXIT_USAGE;
 	if (argc - cli->optind)
 		return ui_usage(cli, "gpus takes no arguments");
-	if (not_nested && !classad)
+	if (o->not_nested && !o->classad)
 		return ui_usage(cli, "--not-nested goes with --classad");
-	if (classad && cli->json)
+	if (o->classad && cli->json)
 		return ui_usage(cli, "--classad and --json are two different outputs: choose one");
+	return 0;
+}
 
-	struct gg_err err = {0};
-	struct gg_gpu *g = NULL;
-	struct gg_gpu_info info;
-	memset(&info, 0, sizeof info);
-	int rc = gg_gpu_open(NULL, &g, &err);
-	if (rc == 0) {
-		rc = gg_gpu_query(g, &info, &err);
-		gg_gpu_close(g);
-	}
-	if (rc < 0 && rc != GG_ENOTFOUND)
-		return ui_fail(cli, &err, "reading the GPUs");
-
-	/* runtime version, when this environment says which it has */
-	char rt[64];
-	const char *rtsrc = NULL;
-	struct gg_err e2 = {0};
-	int have_rt = gg_gpu_cuda_runtime(rt, sizeof rt, &rtsrc, &e2) == 0;
-
-	if (rc == GG_ENOTFOUND) {
-		if (cli->json) {
-			json_t *o = json_pack("{s:[],s:i,s:s,s:n,s:n}", "gpus", "visible", 0,
-					      "reason", err.msg, "nvml", "driver_version");
-			if (o && have_rt)
-				json_object_set_new(o, "cuda_runtime_version", json_string(rt));
-			ui_json(o);
-		} else if (classad) {
-			ui_out("DetectedGPUs=0\n");
-		} else {
-			ui_out("no NVIDIA GPU visible: %s\n", err.msg);
-		}
-		return EXIT_OK;
-	}
-	for (size_t i = 0; i < info.ndevs; i++) {
-		if (info.devs[i].error)
-			ui_warn(cli, "GPU %u: %s", info.devs[i].index, info.devs[i].error);
-		for (size_t k = 0; k < info.devs[i].nmigs; k++)
-			if (info.devs[i].migs[k].error)
-				ui_warn(cli, "GPU %u MIG %u: %s", info.devs[i].index,
-					info.devs[i].migs[k].index, info.devs[i].migs[k].error);
-	}
-	if (info.cvd_note && !classad && !cli->json)
-		ui_warn(cli, "%s", info.cvd_note);
+/* No NVML here: say why, in the output asked for. */
+static void print_none(struct gg_cli *cli, const struct gpus_opts *o, const char *why)
+{
 	if (cli->json) {
-		json_t *o = gg_gpu_info_json(&info);
-		if (o && have_rt)
-			json_object_set_new(o, "cuda_runtime_version", json_string(rt));
-		if (o && info.ndevs == 0)
-			json_object_set_new(o, "reason", json_string("NVML reports no device"));
-		ui_json(o);
-	} else if (classad) {
-		char *ad = gg_gpu_classad(&info,
-					  not_nested ? GG_CLASSAD_NOT_NESTED : GG_CLASSAD_NESTED,
-					  have_rt ? rt : NULL);
+		json_t *j = json_pack("{s:[],s:i,s:s,s:n,s:n}", "gpus", "visible", 0, "reason", why,
+				      "nvml", "driver_version");
+		if (j && o->have_rt)
+			json_object_set_new(j, "cuda_runtime_version", json_string(o->rt));
+		ui_json(j);
+	} else if (o->classad) {
+		ui_out("DetectedGPUs=0\n");
+	} else {
+		ui_out("no NVIDIA GPU visible: %s\n", why);
+	}
+}
+
+/* What NVML could not say of one device or MIG slice. */
+static void warn_devices(struct gg_cli *cli, const struct gpus_opts *o,
+			 const struct gg_gpu_info *info)
+{
+	for (size_t i = 0; i < info->ndevs; i++) {
+		const struct gg_gpu_dev *d = &info->devs[i];
+		if (d->error)
+			ui_warn(cli, "GPU %u: %s", d->index, d->error);
+		for (size_t k = 0; k < d->nmigs; k++)
+			if (d->migs[k].error)
+				ui_warn(cli, "GPU %u MIG %u: %s", d->index, d->migs[k].index,
+					d->migs[k].error);
+	}
+	if (info->cvd_note && !o->classad && !cli->json)
+		ui_warn(cli, "%s", info->cvd_note);
+}
+
+/* The devices, in the output asked for. */
+static int print_info(struct gg_cli *cli, const struct gpus_opts *o, const struct gg_gpu_info *info)
+{
+	if (cli->json) {
+		json_t *j = gg_gpu_info_json(info);
+		if (j && o->have_rt)
+			json_object_set_new(j, "cuda_runtime_version", json_string(o->rt));
+		if (j && info->ndevs == 0)
+			json_object_set_new(j, "reason", json_string("NVML reports no device"));
+		ui_json(j);
+	} else if (o->classad) {
+		char *ad = gg_gpu_classad(info,
+					  o->not_nested ? GG_CLASSAD_NOT_NESTED : GG_CLASSAD_NESTED,
+					  o->have_rt ? o->rt : NULL);
 		if (!ad) {
-			gg_gpu_info_clear(&info);
+			struct gg_err err = {0};
 			gg_err_set(&err, GG_ENOMEM, "out of memory");
 			return ui_fail(cli, &err, "gpus");
 		}
 		fputs(ad, stdout);
 		free(ad);
-	} else if (info.ndevs == 0) {
+	} else if (info->ndevs == 0) {
 		ui_out("no NVIDIA GPU visible: NVML (%s, driver %s) reports no device\n",
-		       info.library ? info.library : GG_GPU_NVML_LIB,
-		       info.driver[0] ? info.driver : "?");
+		       info->library ? info->library : GG_GPU_NVML_LIB,
+		       info->driver[0] ? info->driver : "?");
 	} else {
-		print_table(cli, &info);
-		if (info.missing && cli->verbose)
-			ui_info(cli, "NVML lacks: %s", info.missing);
+		print_table(cli, info);
+		if (info->missing && cli->verbose)
+			ui_info(cli, "NVML lacks: %s", info->missing);
 	}
-	gg_gpu_info_clear(&info);
 	return EXIT_OK;
+}
+
+int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
+{
+	struct gpus_opts o = {0};
+	int rc = parse_opts(cli, argc, argv, &o);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	struct gg_err err = {0};
+	struct gg_gpu *g = NULL;
+	struct gg_gpu_info info;
+	memset(&info, 0, sizeof info);
+	if ((rc = gg_gpu_open(NULL, &g, &err)) == 0) {
+		rc = gg_gpu_query(g, &info, &err);
+		gg_gpu_close(g);
+	}
+	if (rc < 0 && rc != GG_ENOTFOUND)
+		return ui_fail(cli, &err, "reading the GPUs");
+	const char *rtsrc = NULL;
+	struct gg_err e2 = {0};
+	o.have_rt = gg_gpu_cuda_runtime(o.rt, sizeof o.rt, &rtsrc, &e2) == 0;
+	if (rc == GG_ENOTFOUND) {
+		print_none(cli, &o, err.msg);
+		return EXIT_OK;
+	}
+	warn_devices(cli, &o, &info);
+	rc = print_info(cli, &o, &info);
+	gg_gpu_info_clear(&info);
+	return rc;
 }

@@ -450,82 +450,98 @@ static int check_answer(struct gg_cli *cli, const char *path, const struct gg_pr
 	return EXIT_OK;
 }
 
-int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
+struct info_opts {
+	const char *file, *ca_opt;
+	int exists, left, verify, has_valid;
+	int64_t need;
+};
+
+static int info_parse(struct gg_cli *cli, int argc, char **argv, struct info_opts *o)
 {
-	const char *file = NULL, *ca_opt = NULL;
-	int exists = 0, left = 0, verify = 0, has_valid = 0, c;
-	int64_t need = 0;
 	struct gg_err err = {0};
+	int c;
 	while ((c = cli_next_opt(cli, argc, argv, cmd_proxy_info_opts)) > 0) {
 		switch (c) {
-		case O_FILE: file = cli->optarg; break;
-		case O_EXISTS: exists = 1; break;
-		case O_LEFT: left = 1; break;
-		case O_VERIFY: verify = 1; break;
-		case O_CA_DIR: ca_opt = cli->optarg; break;
+		case O_FILE: o->file = cli->optarg; break;
+		case O_EXISTS: o->exists = 1; break;
+		case O_LEFT: o->left = 1; break;
+		case O_VERIFY: o->verify = 1; break;
+		case O_CA_DIR: o->ca_opt = cli->optarg; break;
 		case O_VALID:
-			if (parse_valid(cli->optarg, &need, &err) < 0)
+			if (parse_valid(cli->optarg, &o->need, &err) < 0)
 				return ui_fail(cli, &err, "proxy info --valid");
-			has_valid = 1;
+			o->has_valid = 1;
 			break;
 		}
 	}
 	if (c < 0)
-		return c == -2 ? EXIT_OK : EXIT_USAGE;
+		return c == -2 ? -2 : EXIT_USAGE;
 	if (argc - cli->optind != 0)
 		return ui_usage(cli, "proxy info takes no arguments");
+	return 0;
+}
 
-	int check = exists || has_valid;
+/* A failure: with --exists/--valid a missing or unreadable proxy is a "no"
+ * (exit 1), not an error. */
+static int info_fail(struct gg_cli *cli, int check, const struct gg_err *err)
+{
+	if (!check || err->code != GG_ECRED)
+		return ui_fail(cli, err, "proxy info");
+	if (!cli->quiet)
+		ui_err("gridgpu: %s\n", err->msg);
+	return EXIT_FAIL;
+}
+
+/* The proxy at path, read and verified as asked; then the answer, the time
+ * left or the info shown. */
+static int info_show(struct gg_cli *cli, const struct info_opts *o, const char *path,
+		     const char *ca_dir, struct gg_cred *cred)
+{
+	struct gg_err err = {0};
+	struct gg_proxy_info in = {0};
+	int check = o->exists || o->has_valid, verified = -1, rc = EXIT_OK;
+	time_t now = time(NULL);
+	if (gg_proxy_info_get(cred, now, &in, &err) < 0)
+		return info_fail(cli, check, &err);
+	if (o->verify) {
+		verified = gg_cred_verify(cred, ca_dir, 0, &err) == 0;
+		if (!verified && !check) {
+			gg_proxy_info_clear(&in);
+			return info_fail(cli, check, &err);
+		}
+	}
+	if (o->left)
+		ui_out("%" PRId64 "\n", in.not_yet_valid ? 0 : in.time_left);
+	if (check)
+		rc = check_answer(cli, path, &in, verified == 0 ? err.msg : NULL,
+				  o->has_valid ? o->need : 0);
+	else if (!o->left)
+		show_info(cli, path, &in, verified, ca_dir, now);
+	gg_proxy_info_clear(&in);
+	return rc;
+}
+
+int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
+{
+	struct info_opts o = {0};
+	int rc = info_parse(cli, argc, argv, &o);
+	if (rc)
+		return rc == -2 ? EXIT_OK : rc;
+	int check = o.exists || o.has_valid;
 	char *path = NULL, *ca_dir = NULL;
 	struct gg_cred *cred = NULL;
-	struct gg_proxy_info in = {0};
-	int rc = EXIT_OK, have_info = 0, verified = -1;
-	time_t now = time(NULL);
-	if (gg_proxy_path(file, &path, &err) < 0 ||
-	    (verify && gg_cred_ca_dir(ca_opt, &ca_dir, &err) < 0))
-		goto fail;
-	if (gg_cred_load_public(path, &cred, &err) < 0) {
+	struct gg_err err = {0};
+	if (gg_proxy_path(o.file, &path, &err) < 0 ||
+	    (o.verify && gg_cred_ca_dir(o.ca_opt, &ca_dir, &err) < 0)) {
+		rc = info_fail(cli, check, &err);
+	} else if (gg_cred_load_public(path, &cred, &err) < 0) {
 		if (err.code == GG_ENOTFOUND)
 			gg_err_set(&err, GG_ECRED,
 				   "no proxy at '%s' (make one with 'gridgpu proxy init')", path);
-		goto fail;
-	}
-	if (gg_proxy_info_get(cred, now, &in, &err) < 0)
-		goto fail;
-	have_info = 1;
-	if (verify) {
-		if (gg_cred_verify(cred, ca_dir, 0, &err) < 0) {
-			if (!check)
-				goto fail;
-			verified = 0;
-		} else {
-			verified = 1;
-		}
-	}
-	if (left) {
-		ui_out("%" PRId64 "\n", in.not_yet_valid ? 0 : in.time_left);
-		if (!check)
-			goto out;
-	}
-	if (check) {
-		rc = check_answer(cli, path, &in, verified == 0 ? err.msg : NULL,
-				  has_valid ? need : 0);
-		goto out;
-	}
-	show_info(cli, path, &in, verified, ca_dir, now);
-	goto out;
-fail:
-	if (check && err.code == GG_ECRED) {
-		/* --exists: a missing or unreadable proxy is a "no", not an error */
-		if (!cli->quiet)
-			ui_err("gridgpu: %s\n", err.msg);
-		rc = EXIT_FAIL;
+		rc = info_fail(cli, check, &err);
 	} else {
-		rc = ui_fail(cli, &err, "proxy info");
+		rc = info_show(cli, &o, path, ca_dir, cred);
 	}
-out:
-	if (have_info)
-		gg_proxy_info_clear(&in);
 	gg_cred_free(cred);
 	free(path);
 	free(ca_dir);

@@ -7,19 +7,14 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
+#include "resopt.h"
 #include "session/sync.h"
 #include "ssh/ssh.h"
 
 enum {
 	O_CE = 256,
 	O_NAME,
-	O_GPUS,
-	O_MIG,
-	O_CPUS,
-	O_MEMORY,
-	O_WALLTIME,
 	O_IMAGE,
-	O_QUEUE,
 	O_DEADLINE,
 	O_IDLE,
 	O_WAIT,
@@ -27,19 +22,13 @@ enum {
 	O_DRY_RUN,
 	O_IDENTITY,
 	O_TIMEOUT,
-	O_TOKEN,
 };
 
 const struct gg_opt cmd_request_opts[] = {
 	{"ce", 0, OPT_ARG, "URL", "CE endpoint (instead of the site's)", O_CE},
 	{"name", 'n', OPT_ARG, "NAME", "name of the session (default SITE-N)", O_NAME},
-	{"gpus", 'g', OPT_ARG, "N", "whole GPUs", O_GPUS},
-	{"mig", 0, OPT_ARG, "PROFILE", "a MIG slice instead, e.g. 1g.10gb", O_MIG},
-	{"cpus", 'c', OPT_ARG, "N", "CPU cores", O_CPUS},
-	{"memory", 'm', OPT_ARG, "SIZE", "memory, e.g. 16G", O_MEMORY},
-	{"walltime", 't', OPT_ARG, "DUR", "how long the session may last (default 4h)", O_WALLTIME},
+	CLI_RES_OPTS("how long the session may last (default 4h)"),
 	{"image", 'i', OPT_ARG, "IMAGE", "container image the sshd runs in", O_IMAGE},
-	{"queue", 0, OPT_ARG, "QUEUE", "queue (default from the site)", O_QUEUE},
 	{"connect-deadline", 0, OPT_ARG, "DUR",
 	 "end the session if nobody connects within DUR (20m)", O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end the session when idle for DUR", O_IDLE},
@@ -48,68 +37,65 @@ const struct gg_opt cmd_request_opts[] = {
 	{"timeout", 0, OPT_ARG, "DUR", "give up waiting after DUR (default: no limit)", O_TIMEOUT},
 	{"identity", 0, OPT_FILE, "FILE", "your own ssh key instead of a per-session one",
 	 O_IDENTITY},
-	{"token", 0, OPT_NONE, NULL, "authenticate with a bearer token instead of the proxy",
-	 O_TOKEN},
 	{"dry-run", 0, OPT_NONE, NULL, "print the job description and requests, submit nothing",
 	 O_DRY_RUN},
 	OPT_END,
 };
 
 struct req {
-	const char *ce, *name, *mig, *image, *queue, *identity;
-	int gpus, cpus, wait, dry_run, token;
-	uint64_t memory;
-	int64_t walltime, deadline, idle, timeout;
+	struct gg_session_spec spec;
+	const char *ce, *name, *identity;
+	int wait, dry_run, token;
+	int64_t timeout;
 };
+
+/* A duration option of request's own. */
+static int duration_opt(struct gg_cli *cli, int c, struct req *q)
+{
+	struct gg_err err = {0};
+	int64_t *d = c == O_DEADLINE ? &q->spec.deadline
+		     : c == O_IDLE   ? &q->spec.idle
+				     : &q->timeout;
+	if (gg_duration_parse(cli->optarg, d, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	if (*d == 0 && c != O_IDLE)
+		return ui_usage(cli, "--%s must be more than 0", cli->optname);
+	return 0;
+}
+
+static int apply_opt(struct gg_cli *cli, int c, struct req *q)
+{
+	int rc = cli_res_opt(cli, c, &q->spec.res, &q->token);
+	if (rc != 1)
+		return rc;
+	switch (c) {
+	case O_CE: q->ce = cli->optarg; break;
+	case O_NAME: q->name = cli->optarg; break;
+	case O_DEADLINE:
+	case O_IDLE:
+	case O_TIMEOUT: return duration_opt(cli, c, q);
+	case O_IMAGE: q->spec.image = cli->optarg; break;
+	case O_WAIT: q->wait = 1; break;
+	case O_NO_WAIT: q->wait = 0; break;
+	case O_DRY_RUN: q->dry_run = 1; break;
+	case O_IDENTITY: q->identity = cli->optarg; break;
+	}
+	return 0;
+}
 
 static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 {
 	struct gg_err err = {0};
-	int c;
-	while ((c = cli_next_opt(cli, argc, argv, cmd_request_opts)) > 0) {
-		const char *v = cli->optarg;
-		int rc = 0;
-		switch (c) {
-		case O_CE: q->ce = v; break;
-		case O_NAME: q->name = v; break;
-		case O_GPUS: rc = cli_opt_int(cli, 0, 64, &q->gpus); break;
-		case O_MIG: q->mig = v; break;
-		case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &q->cpus); break;
-		case O_MEMORY:
-			if (gg_size_parse(v, &q->memory, &err) < 0)
-				rc = ui_fail(cli, &err, "--memory");
-			break;
-		case O_WALLTIME:
-		case O_DEADLINE:
-		case O_IDLE:
-		case O_TIMEOUT: {
-			int64_t *d = c == O_WALLTIME   ? &q->walltime
-				     : c == O_DEADLINE ? &q->deadline
-				     : c == O_IDLE     ? &q->idle
-						       : &q->timeout;
-			if (gg_duration_parse(v, d, &err) < 0)
-				rc = ui_fail(cli, &err, "--%s", cli->optname);
-			else if (*d == 0 && c != O_IDLE)
-				rc = ui_usage(cli, "--%s must be more than 0", cli->optname);
-			break;
-		}
-		case O_IMAGE: q->image = v; break;
-		case O_QUEUE: q->queue = v; break;
-		case O_WAIT: q->wait = 1; break;
-		case O_NO_WAIT: q->wait = 0; break;
-		case O_DRY_RUN: q->dry_run = 1; break;
-		case O_IDENTITY: q->identity = v; break;
-		case O_TOKEN: q->token = 1; break;
-		}
-		if (rc)
-			return rc < 0 ? EXIT_USAGE : rc;
-	}
+	int c, rc;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_request_opts)) > 0)
+		if ((rc = apply_opt(cli, c, q)))
+			return rc;
 	if (c < 0)
 		return c == -2 ? -2 : EXIT_USAGE;
 	if (argc - cli->optind > 0)
 		return ui_usage(cli, "request takes no arguments ('%s'?)", argv[cli->optind]);
-	if (q->gpus && q->mig)
-		return ui_usage(cli, "--gpus and --mig exclude each other");
+	if ((rc = cli_res_check(cli, &q->spec.res)))
+		return rc;
 	if (q->name && !gg_record_name_valid(q->name))
 		return ui_usage(cli, "--name: use a letter, then letters, digits, '_', '-'");
 	if (q->name && gg_ssh_session_name_ok(q->name, &err) < 0)
@@ -117,21 +103,6 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 	if (q->identity && gg_ssh_cfg_check("--identity", q->identity, GG_SSHV_PATH, &err) < 0)
 		return ui_usage(cli, "%s", err.msg);
 	return 0;
-}
-
-/* What the session asks for, for its description. */
-static struct gg_session_spec spec_of(const struct req *q, const char *launcher)
-{
-	return (struct gg_session_spec){.res = {.walltime = q->walltime,
-						.cpus = q->cpus,
-						.memory = q->memory,
-						.queue = q->queue,
-						.gpus = q->gpus,
-						.mig = q->mig},
-					.deadline = q->deadline,
-					.idle = q->idle,
-					.image = q->image,
-					.launcher = launcher};
 }
 
 static void print_ready(struct gg_cli *cli, const struct gg_record *r, const char *config)
@@ -146,41 +117,6 @@ static void print_ready(struct gg_cli *cli, const struct gg_record *r, const cha
 	       r->user ? r->user : "?", r->node, r->port, fp);
 	ui_out("Connect with:  gridgpu connect %s\n", r->name);
 	ui_out("          or:  ssh -F %s %s\n", config, r->name);
-}
-
-/* The record a request starts with (what was asked). */
-static void new_record(const struct req *q, const struct gg_site *site, const char *endpoint,
-		       struct gg_record *r)
-{
-	*r = (struct gg_record){.kind = GG_REC_SESSION,
-				.walltime = q->walltime,
-				.gpus = q->gpus,
-				.cpus = q->cpus,
-				.memory = q->memory,
-				.connect_deadline = q->deadline,
-				.idle_limit = q->idle,
-				.state = GG_S_REQUESTED};
-	r->site = site ? strdup(site->name) : NULL;
-	r->ce = strdup(endpoint);
-	r->mig = q->mig ? strdup(q->mig) : NULL;
-	r->image = q->image ? strdup(q->image) : NULL;
-	r->auth = strdup(q->token ? "token" : site && site->auth ? site->auth : "proxy");
-	r->name = q->name ? strdup(q->name) : NULL;
-	r->key = q->identity ? strdup(q->identity) : NULL;
-}
-
-struct describe_ud {
-	const struct req *q;
-	const struct gg_site *site;
-	const char *launcher;
-};
-
-static int describe(void *ud, const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
-		    struct gg_err *err)
-{
-	const struct describe_ud *d = ud;
-	struct gg_session_spec spec = spec_of(d->q, d->launcher);
-	return gg_session_describe(&spec, d->site, r, pubkey, jd, err);
 }
 
 /* Wait for the launcher to publish the sshd, pin its host key, tell how to
@@ -260,7 +196,7 @@ static int check_identity(struct gg_cli *cli, const char *identity)
 
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
-	struct req q = {.wait = 1, .walltime = 4 * 3600};
+	struct req q = {.wait = 1, .spec.res.walltime = 4 * 3600};
 	int rc = parse_opts(cli, argc, argv, &q);
 	if (rc)
 		return rc == -2 ? EXIT_OK : rc;
@@ -271,31 +207,19 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	if (!endpoint)
 		return ui_usage(cli, "site '%s' has no CE URL: 'gridgpu site add %s --ce URL'",
 				site->name, site->name);
-	if (!q.deadline)
-		q.deadline = site && site->connect_deadline ? site->connect_deadline : 20 * 60;
-	if (!q.idle && site && site->idle_limit)
-		q.idle = site->idle_limit;
-	if (!q.image && site && site->image)
-		q.image = site->image;
+	gg_session_spec_defaults(&q.spec, site);
 	if (q.identity && !q.dry_run && (rc = check_identity(cli, q.identity)))
 		return rc;
 	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
 	if (!launcher)
 		return EXIT_FAIL;
-	/* default names SITE-N, without the '.' a session name may not have */
-	char prefix[80];
-	snprintf(prefix, sizeof prefix, "%s", site ? site->name : "session");
-	for (char *d = prefix; (d = strchr(d, '.'));)
-		*d = '-';
-	struct describe_ud d = {&q, site, launcher};
-	struct gg_submission s = {
-		.prefix = prefix, .make_key = !q.identity, .describe = describe, .describe_ud = &d};
-	new_record(&q, site, endpoint, &s.rec);
+	q.spec.launcher = launcher;
+	struct gg_submission s;
+	gg_session_submission(&s, &q.spec, site, endpoint, q.name, q.identity, q.token);
 	if (q.dry_run) {
-		struct gg_session_spec spec = spec_of(&q, launcher);
 		if (!s.rec.name)
-			s.rec.name = gg_strdup_printf("%s-N", prefix);
-		rc = cli_dry_run_session(cli, &spec, site, &s.rec);
+			s.rec.name = gg_strdup_printf("%s-N", s.prefix);
+		rc = cli_dry_run_session(cli, &q.spec, site, &s.rec);
 	} else {
 		rc = submit(cli, &q, &s);
 	}

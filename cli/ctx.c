@@ -261,3 +261,30 @@ int cli_local_file(const char *path, struct gg_err *err)
 		return gg_err_sys(err, GG_EIO, errno, "cannot read it");
 	return 0;
 }
+
+/* The sites: every --site given, in order, else the default one. 0, or the
+ * exit code after saying what is wrong. */
+int cli_sites(struct gg_cli *cli, const struct gg_site **sites, int max, int *nsites)
+{
+	struct gg_err err = {0};
+	struct gg_config *cfg = cli_config(cli);
+	if (!cfg)
+		return cli->cfg_exit;
+	*nsites = 0;
+	if (cli->nsites > max)
+		return ui_usage(cli, "at most %d sites at once", max);
+	for (int i = 0; i < cli->nsites; i++) {
+		if (!(sites[(*nsites)++] = gg_config_site(cfg, cli->sites[i]))) {
+			gg_err_set(&err, GG_ENOTFOUND,
+				   "no such site in %s (see 'gridgpu site list')", cfg->path);
+			return ui_fail(cli, &err, "site '%s'", cli->sites[i]);
+		}
+	}
+	if (!*nsites) {
+		const struct gg_site *one = cli_site(cli, 1);
+		if (!one)
+			return cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
+		sites[(*nsites)++] = one;
+	}
+	return 0;
+}

@@ -12,6 +12,9 @@
 /* The site from --site or the default one; NULL (error printed when required,
  * or when --site names no site; cli->cfg_exit set) when none. */
 const struct gg_site *cli_site(struct gg_cli *cli, int required);
+/* The sites: every --site given, in order (at most max), else the default
+ * one. 0, or the exit code after saying what is wrong. */
+int cli_sites(struct gg_cli *cli, const struct gg_site **sites, int max, int *nsites);
 
 /* Open endpoint with credential a (gg_auth_find), Ctrl-C stopping its calls. */
 int cli_open_ce(const char *endpoint, const struct gg_auth *a, struct gg_ce **ce,

@@ -108,12 +108,36 @@ struct gg_submission {
 	 * prefix-N), key (sessions: the identity file). state and uid are set
 	 * here. Moved into the store: the engine clears it. */
 	struct gg_record rec;
-	const char *prefix;
+	char prefix[64];
 	int make_key;      /* make a key pair at rec.key (else rec.key.pub must exist) */
 	int retry_uploads; /* one more try of an upload that broke */
+	/* How the job is described: describe when set, else from session or job
+	 * (with site), as gg_session_submission and gg_job_submission set them. */
 	gg_describe_fn describe;
 	void *describe_ud;
+	const struct gg_session_spec *session;
+	const struct gg_job_spec *job;
+	const struct gg_site *site;
 };
+
+/* What the user asked for, as a submission: the record a request or a submit
+ * starts with and how its job is described (q and site must outlive s).
+ * name may be NULL (SITE-N for a session, job-N for a job); token: the record
+ * is made with a bearer token, else with the site's kind of credential. A
+ * session's identity (may be NULL: a per-session key is made) is the user's
+ * own key. Free s->rec with gg_record_clear when it was not submitted. */
+GG_API void gg_session_submission(struct gg_submission *s, const struct gg_session_spec *q,
+				  const struct gg_site *site, const char *endpoint,
+				  const char *name, const char *identity, int token);
+GG_API void gg_job_submission(struct gg_submission *s, const struct gg_job_spec *q,
+			      const struct gg_site *site, const char *name, int token);
+/* The site's defaults for what a session did not ask for: the connect deadline
+ * (else 20 minutes), the idle limit, the image. site may be NULL. */
+GG_API void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site);
+/* What a job asks that no site could give: inputs named like the job's own
+ * files (image.sif, the wrapper, its out and err) or like each other, output
+ * patterns that are not a name in the job's directory (GG_EUSAGE). */
+GG_API int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err);
 /* Record first, then the key, delegation (proxy: reused while it lasts),
  * submission and the uploads. On success *out is the record as stored (state
  * queued) and, when ce is not NULL, *ce the open CE (the caller frees it).
@@ -123,6 +147,14 @@ struct gg_submission {
  * nothing reached it, the record is removed (unless killed). */
 GG_API int gg_engine_submit(struct gg_engine *e, struct gg_submission *s, struct gg_record *out,
 			    struct gg_ce **ce, struct gg_err *err);
+/* A job on the first of sites[turn], sites[turn + 1], ... (round) that accepts
+ * it; each refusal is a GG_NOTE_WARN when there are several sites. An
+ * interruption or a usage error stops at once (they are the same everywhere);
+ * else the last site's error is returned. On success *out is the record. */
+GG_API int gg_engine_submit_job(struct gg_engine *e, const struct gg_job_spec *q,
+				const struct gg_site *const *sites, int nsites, int turn,
+				const char *name, int token, struct gg_record *out,
+				struct gg_err *err);
 
 /* ---- following (wait.c) ---- */
 

@@ -61,7 +61,7 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 	if (rc == 0)
 		rc = gg_jd_set(&jd->executable, "/bin/sh", err);
 	if (rc == 0)
-		rc = gg_jd_arg(jd, "gridgpu-wrapper", err);
+		rc = gg_jd_arg(jd, GG_WRAPPER_NAME, err);
 	if (rc == 0 && (s->res.gpus || s->res.mig))
 		rc = gg_jd_arg(jd, "-g", err);
 	snprintf(buf, sizeof buf, "%lld", (long long)s->part_offset);
@@ -70,16 +70,16 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 	if (rc == 0 && site && site->runtime && (rc = gg_jd_arg(jd, "-r", err)) == 0)
 		rc = gg_jd_arg(jd, site->runtime, err);
 	if (rc == 0)
-		rc = gg_jd_arg(jd, "image.sif", err);
+		rc = gg_jd_arg(jd, GG_JOB_IMAGE_NAME, err);
 	if (rc == 0)
 		rc = gg_jd_arg(jd, "--", err);
 	for (int i = 0; rc == 0 && i < s->ncmd; i++)
 		rc = gg_jd_arg(jd, s->cmd[i], err);
 	if (rc == 0)
-		rc = gg_jd_input(jd, "gridgpu-wrapper", NULL, s->wrapper, err);
+		rc = gg_jd_input(jd, GG_WRAPPER_NAME, NULL, s->wrapper, err);
 	if (rc == 0)
-		rc = gg_jd_input(jd, "image.sif", s->image_url, s->image_url ? NULL : s->image,
-				 err);
+		rc = gg_jd_input(jd, GG_JOB_IMAGE_NAME, s->image_url,
+				 s->image_url ? NULL : s->image, err);
 	for (int i = 0; rc == 0 && i < s->ninputs; i++) {
 		const char *base = strrchr(s->inputs[i], '/');
 		rc = gg_jd_input(jd, base ? base + 1 : s->inputs[i], NULL, s->inputs[i], err);
@@ -87,9 +87,9 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 	for (int i = 0; rc == 0 && i < s->noutputs; i++)
 		rc = gg_jd_output(jd, s->outputs[i], err);
 	if (rc == 0)
-		rc = gg_jd_set(&jd->stdout_name, "gridgpu-job.out", err);
+		rc = gg_jd_set(&jd->stdout_name, GG_JOB_OUT_NAME, err);
 	if (rc == 0)
-		rc = gg_jd_set(&jd->stderr_name, "gridgpu-job.err", err);
+		rc = gg_jd_set(&jd->stderr_name, GG_JOB_ERR_NAME, err);
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &s->res, site, err);
 	return rc;

@@ -138,9 +138,22 @@ static int cancel_killed(struct run *x, struct gg_err *err)
 			  x->job_id);
 }
 
+/* The job's description: the caller's, or from what was asked. */
+static int describe(struct run *x, struct gg_err *err)
+{
+	const struct gg_submission *s = x->s;
+	if (s->describe)
+		return s->describe(s->describe_ud, &x->r, x->pub, &x->jd, err);
+	if (s->session)
+		return gg_session_describe(s->session, s->site, &x->r, x->pub, &x->jd, err);
+	if (s->job)
+		return gg_job_describe(s->job, s->site, &x->r, &x->jd, err);
+	return gg_err_set(err, GG_EUSAGE, "nothing describes the job");
+}
+
 static int send_job(struct run *x, struct gg_err *err)
 {
-	int rc = x->s->describe(x->s->describe_ud, &x->r, x->pub, &x->jd, err);
+	int rc = describe(x, err);
 	if (rc == 0)
 		rc = gg_engine_open_ce(x->e, x->r.ce, &x->auth, &x->ce, err);
 	if (rc == 0)

@@ -10,6 +10,11 @@
 #define GG_LAUNCHER_LOG  "gridgpu-launcher.log"
 #define GG_LAUNCHER_NAME "gridgpu-launcher"
 #define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
+/* Names of a batch job's own files in its directory. */
+#define GG_JOB_IMAGE_NAME "image.sif"
+#define GG_WRAPPER_NAME   "gridgpu-wrapper"
+#define GG_JOB_OUT_NAME   "gridgpu-job.out"
+#define GG_JOB_ERR_NAME   "gridgpu-job.err"
 
 /* Apply one CE answer to a record (and, for running sessions, read the
  * launcher's file through ce when not NULL). A session whose launcher has

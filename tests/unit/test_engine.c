@@ -39,6 +39,8 @@ static struct fake {
 	int njobs;
 	int opens;
 	enum { M_OK, M_LOST_ANSWER, M_UNSENT, M_REFUSE } submit_mode;
+	int refuse_next; /* so many submissions refused before the mode applies */
+	char submitted_to[4][64];
 	int unsent;
 	void (*on_submit)(void); /* runs while the POST is "on the wire" */
 	int delegations;
@@ -77,12 +79,15 @@ static struct fjob *find(const char *id)
 
 static int f_submit(struct gg_ce *ce, const char *xrsl, char **id, struct gg_err *err)
 {
-	(void)ce;
 	F.unsent = F.submit_mode == M_UNSENT;
 	if (F.submit_mode == M_UNSENT)
 		return gg_err_set(err, GG_ENET, "connection refused");
+	if (F.refuse_next > 0 && F.refuse_next--)
+		return gg_err_set(err, GG_EJOB, "the CE refused the job: no GPUs here");
 	if (F.submit_mode == M_REFUSE)
 		return gg_err_set(err, GG_EJOB, "the CE refused the job: no such queue");
+	if (F.njobs < 4)
+		snprintf(F.submitted_to[F.njobs], sizeof F.submitted_to[0], "%s", ce->endpoint);
 	struct fjob *j = &F.jobs[F.njobs];
 	snprintf(j->id, sizeof j->id, "job%d", F.njobs);
 	const char *n = strstr(xrsl, "\"gridgpu-");
@@ -538,7 +543,7 @@ static void test_session_key_made(void **state)
 	(void)state;
 	struct gg_submission s = job(NULL, "token");
 	s.rec.kind = GG_REC_SESSION;
-	s.prefix = "tb";
+	snprintf(s.prefix, sizeof s.prefix, "tb");
 	s.make_key = 1;
 	struct gg_record r;
 	struct gg_ce *ce = NULL;
@@ -638,6 +643,108 @@ static void test_sync_unreachable_keeps(void **state)
 	gg_record_clear(&r);
 }
 
+/* ---- what the user asked for, as a submission (submission.c) ---- */
+
+static struct gg_site site_named(const char *name, const char *ce)
+{
+	return (struct gg_site){.name = (char *)name, .ce = (char *)ce};
+}
+
+static void test_session_submission(void **state)
+{
+	(void)state;
+	struct gg_site site = site_named("uni.example", EP);
+	site.connect_deadline = 600;
+	site.image = (char *)"site-image";
+	struct gg_session_spec q = {.res = {.walltime = 3600, .gpus = 2}, .idle = 0};
+	gg_session_spec_defaults(&q, &site);
+	assert_int_equal(q.deadline, 600);
+	assert_string_equal(q.image, "site-image");
+	struct gg_session_spec own = {.deadline = 60, .image = "mine"};
+	gg_session_spec_defaults(&own, NULL);
+	assert_int_equal(own.deadline, 60);
+	assert_string_equal(own.image, "mine");
+	struct gg_session_spec none = {0};
+	gg_session_spec_defaults(&none, NULL);
+	assert_int_equal(none.deadline, 20 * 60);
+
+	struct gg_submission s;
+	gg_session_submission(&s, &q, &site, EP, NULL, NULL, 0);
+	/* SITE-N without the '.' a session name may not have */
+	assert_string_equal(s.prefix, "uni-example");
+	assert_int_equal(s.make_key, 1);
+	assert_ptr_equal(s.session, &q);
+	assert_int_equal(s.rec.kind, GG_REC_SESSION);
+	assert_int_equal(s.rec.gpus, 2);
+	assert_int_equal(s.rec.connect_deadline, 600);
+	assert_string_equal(s.rec.auth, "proxy");
+	assert_string_equal(s.rec.image, "site-image");
+	gg_record_clear(&s.rec);
+	site.auth = (char *)"token";
+	gg_session_submission(&s, &q, &site, EP, "dev", "/home/u/.ssh/id", 0);
+	assert_int_equal(s.make_key, 0);
+	assert_string_equal(s.rec.key, "/home/u/.ssh/id");
+	assert_string_equal(s.rec.auth, "token");
+	assert_string_equal(s.rec.name, "dev");
+	gg_record_clear(&s.rec);
+}
+
+static void test_job_spec_check(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	const char *in[] = {"data/a.root", "b.txt", "other/a.root"};
+	const char *out[] = {"result.h5", "../x"};
+	struct gg_job_spec q = {.inputs = in, .ninputs = 2, .outputs = out, .noutputs = 1};
+	assert_int_equal(gg_job_spec_check(&q, &err), 0);
+	q.ninputs = 3;
+	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "both would be 'a.root'"));
+	const char *own[] = {"x/image.sif"};
+	q.inputs = own, q.ninputs = 1;
+	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "the job's own file"));
+	q.ninputs = 0, q.noutputs = 2;
+	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--output '../x'"));
+}
+
+static void test_job_spread(void **state)
+{
+	(void)state;
+	struct gg_site a = site_named("a", "https://a.example/arex");
+	struct gg_site b = site_named("b", "https://b.example/arex");
+	const struct gg_site *sites[] = {&a, &b};
+	char *cmd[] = {"python3", "train.py"};
+	struct gg_job_spec q = {.res = {.walltime = 600},
+				.image = "/dev/null",
+				.wrapper = "/dev/null",
+				.cmd = cmd,
+				.ncmd = 2};
+	struct gg_record r;
+	struct gg_err err = {0};
+	/* a refuses the first job: it goes to b, a warning names a */
+	F.refuse_next = 1;
+	assert_int_equal(gg_engine_submit_job(&E, &q, sites, 2, 0, NULL, 0, &r, &err), 0);
+	assert_string_equal(r.site, "b");
+	assert_string_equal(r.command, "python3 train.py");
+	assert_string_equal(F.submitted_to[0], "https://b.example/arex");
+	assert_non_null(strstr(notes, "site a: the CE refused the job: no GPUs here"));
+	gg_record_clear(&r);
+	/* the second job's turn starts at b */
+	assert_int_equal(gg_engine_submit_job(&E, &q, sites, 2, 1, "named", 1, &r, &err), 0);
+	assert_string_equal(r.site, "b");
+	assert_string_equal(r.auth, "token");
+	gg_record_clear(&r);
+	/* nobody takes it: the last error, no record left behind */
+	F.submit_mode = M_REFUSE;
+	assert_int_equal(gg_engine_submit_job(&E, &q, sites, 2, 0, "nowhere", 0, &r, &err),
+			 GG_EJOB);
+	assert_non_null(strstr(err.msg, "no such queue"));
+	struct gg_record gone = {0};
+	assert_int_equal(gg_store_load(E.st, "nowhere", &gone, NULL), GG_ENOTFOUND);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,6 +764,9 @@ int main(void)
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,
 						each_teardown),
+		cmocka_unit_test(test_session_submission),
+		cmocka_unit_test(test_job_spec_check),
+		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

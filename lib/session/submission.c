@@ -1,0 +1,160 @@
+/* What the user asked for, made into a submission: the record a request or a
+ * submit starts with, the site's defaults, the checks of a job's files, and a
+ * job placed on the first of several sites that accepts it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/engine_int.h"
+#include "session/sync.h"
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static const char *auth_of(int token, const struct gg_site *site)
+{
+	return token ? "token" : site && site->auth ? site->auth : "proxy";
+}
+
+void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site)
+{
+	if (!q->deadline)
+		q->deadline = site && site->connect_deadline ? site->connect_deadline : 20 * 60;
+	if (!q->idle && site && site->idle_limit)
+		q->idle = site->idle_limit;
+	if (!q->image && site && site->image)
+		q->image = site->image;
+}
+
+void gg_session_submission(struct gg_submission *s, const struct gg_session_spec *q,
+			   const struct gg_site *site, const char *endpoint, const char *name,
+			   const char *identity, int token)
+{
+	*s = (struct gg_submission){.make_key = !identity, .session = q, .site = site};
+	/* default names SITE-N, without the '.' a session name may not have */
+	snprintf(s->prefix, sizeof s->prefix, "%s", site ? site->name : "session");
+	for (char *d = s->prefix; (d = strchr(d, '.'));)
+		*d = '-';
+	struct gg_record *r = &s->rec;
+	*r = (struct gg_record){.kind = GG_REC_SESSION,
+				.walltime = q->res.walltime,
+				.gpus = q->res.gpus,
+				.cpus = q->res.cpus,
+				.memory = q->res.memory,
+				.connect_deadline = q->deadline,
+				.idle_limit = q->idle,
+				.state = GG_S_REQUESTED};
+	r->site = site ? strdup(site->name) : NULL;
+	r->ce = dup_or_null(endpoint);
+	r->mig = dup_or_null(q->res.mig);
+	r->image = dup_or_null(q->image);
+	r->auth = strdup(auth_of(token, site));
+	r->name = dup_or_null(name);
+	r->key = dup_or_null(identity);
+}
+
+/* The job's command as one line, for list and status. */
+static char *command_line(const struct gg_job_spec *q)
+{
+	char line[1024] = "";
+	size_t n = 0;
+	for (int i = 0; i < q->ncmd && n < sizeof line; i++)
+		n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", i ? " " : "", q->cmd[i]);
+	return strdup(line);
+}
+
+void gg_job_submission(struct gg_submission *s, const struct gg_job_spec *q,
+		       const struct gg_site *site, const char *name, int token)
+{
+	*s = (struct gg_submission){.prefix = "job", .retry_uploads = 1, .job = q, .site = site};
+	struct gg_record *r = &s->rec;
+	*r = (struct gg_record){.kind = GG_REC_JOB,
+				.walltime = q->res.walltime,
+				.gpus = q->res.gpus,
+				.cpus = q->res.cpus,
+				.memory = q->res.memory};
+	r->site = strdup(site->name);
+	r->ce = dup_or_null(site->ce);
+	r->name = dup_or_null(name);
+	r->mig = dup_or_null(q->res.mig);
+	r->image_path = dup_or_null(q->image_url ? q->image_url : q->image);
+	r->auth = strdup(auth_of(token, site));
+	r->command = command_line(q);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* The names the job's own files have in its directory. */
+static int own_file(const char *b)
+{
+	static const char *const own[] = {GG_JOB_IMAGE_NAME, GG_WRAPPER_NAME, GG_JOB_OUT_NAME,
+					  GG_JOB_ERR_NAME};
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+		if (!strcmp(b, own[i]))
+			return 1;
+	return 0;
+}
+
+int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)
+{
+	for (int i = 0; i < q->ninputs; i++) {
+		const char *b = base_name(q->inputs[i]);
+		if (own_file(b))
+			return gg_err_set(err, GG_EUSAGE,
+					  "--input '%s': '%s' is the job's own file in its "
+					  "directory: rename the input",
+					  q->inputs[i], b);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(b, base_name(q->inputs[k])))
+				return gg_err_set(err, GG_EUSAGE,
+						  "--input '%s' and '%s': both would be '%s' in "
+						  "the job's directory",
+						  q->inputs[k], q->inputs[i], b);
+	}
+	for (int i = 0; i < q->noutputs; i++) {
+		const char *v = q->outputs[i];
+		if (strchr(v, '/') || !strcmp(v, "..") || !strcmp(v, ".") || !*v)
+			return gg_err_set(err, GG_EUSAGE,
+					  "--output '%s': a file name (or pattern) in the job's "
+					  "directory",
+					  v);
+	}
+	return 0;
+}
+
+static int submit_at(struct gg_engine *e, const struct gg_job_spec *q, const struct gg_site *site,
+		     const char *name, int token, struct gg_record *out, struct gg_err *err)
+{
+	struct gg_submission s;
+	gg_job_submission(&s, q, site, name, token);
+	int rc = gg_engine_submit(e, &s, out, NULL, err);
+	if (rc < 0 && out->name && !strncmp(err->msg, "killed", 6))
+		gg_err_prefix(err, "%s", out->name);
+	if (rc < 0)
+		gg_record_clear(out);
+	return rc;
+}
+
+int gg_engine_submit_job(struct gg_engine *e, const struct gg_job_spec *q,
+			 const struct gg_site *const *sites, int nsites, int turn, const char *name,
+			 int token, struct gg_record *out, struct gg_err *err)
+{
+	int rc = gg_err_set(err, GG_EUSAGE, "no site to submit to");
+	for (int k = 0; k < nsites; k++) {
+		const struct gg_site *site = sites[(turn + k) % nsites];
+		memset(out, 0, sizeof *out);
+		if ((rc = submit_at(e, q, site, name, token, out, err)) == 0)
+			return 0;
+		if (rc == GG_EINTR || rc == GG_EUSAGE)
+			return rc;
+		if (nsites > 1)
+			gg_engine_notef(e, GG_NOTE_WARN, "site %s: %s", site->name, err->msg);
+	}
+	return rc;
+}
