@@ -124,6 +124,21 @@ static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_e
 	return gg_err_set(err, GG_EPROTO, "%s: HTTP %ld %s", what, r->status, reason);
 }
 
+/* GET url, answered 200 with JSON (*j, for the caller to free); else what
+ * failed, as http_fail says it. */
+static int get_json(struct arc *ce, const char *url, const char *what, json_t **j,
+		    struct gg_err *err)
+{
+	struct gg_http_resp r = {0};
+	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	if (rc == 0 && r.status != 200)
+		rc = http_fail(&r, what, err);
+	if (rc == 0 && (rc = gg_http_resp_json(&r, j, err)) < 0)
+		gg_err_prefix(err, "%s", url);
+	gg_http_resp_clear(&r);
+	return rc;
+}
+
 /* The same for the calls that look up one job or one of its files: there a 404
  * says that the job or the file does not exist (GG_ENOTFOUND). */
 static int http_fail_job(const struct gg_http_resp *r, const char *what, struct gg_err *err)
@@ -159,19 +174,10 @@ int gg_arc_version(struct arc *ce, const char **version, struct gg_err *err)
 		return 0;
 	}
 	char *url = gg_strdup_printf("%s/rest", ce->endpoint);
-	struct gg_http_resp r = {0};
 	json_t *j = NULL;
-	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	int rc = get_json(ce, url, "asking the CE for its REST versions", &j, err);
 	if (rc < 0)
 		goto out;
-	if (r.status != 200) {
-		rc = http_fail(&r, "asking the CE for its REST versions", err);
-		goto out;
-	}
-	if ((rc = gg_http_resp_json(&r, &j, err)) < 0) {
-		gg_err_prefix(err, "%s", url);
-		goto out;
-	}
 	/* {"version":"1.0"} or {"version":["1.0","1.1"]}: take the newest we speak. */
 	json_t *v = json_object_get(j, "version");
 	const char *best = NULL;
@@ -208,7 +214,6 @@ int gg_arc_version(struct arc *ce, const char **version, struct gg_err *err)
 out:
 	json_decref(cache);
 	json_decref(j);
-	gg_http_resp_clear(&r);
 	free(url);
 	return rc;
 }
@@ -261,16 +266,9 @@ static int arc_info(struct gg_ce *g, struct gg_ce_info *info, struct gg_err *err
 	char *url = rest_url(ce, "info?schema=glue2", err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
-	struct gg_http_resp r = {0};
 	json_t *j = NULL;
-	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
+	int rc = get_json(ce, url, "CE info", &j, err);
 	if (rc < 0)
-		goto out;
-	if (r.status != 200) {
-		rc = http_fail(&r, "CE info", err);
-		goto out;
-	}
-	if ((rc = gg_http_resp_json(&r, &j, err)) < 0)
 		goto out;
 	json_t *svc = json_object_get(
 		json_object_get(json_object_get(json_object_get(j, "Domains"), "AdminDomain"),
@@ -307,7 +305,6 @@ static int arc_info(struct gg_ce *g, struct gg_ce_info *info, struct gg_err *err
 	info->rest_version = strdup(ce->version);
 out:
 	json_decref(j);
-	gg_http_resp_clear(&r);
 	free(url);
 	return rc;
 }
@@ -378,17 +375,24 @@ int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **result
 	return 0;
 }
 
+/* The body of a bulk call: {"job":[{"id":ID},...]} (NULL when out of memory). */
+static char *bulk_body(const char *const *ids, size_t n)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:s}", "id", ids[i]));
+	json_t *body = json_pack("{s:o}", "job", list);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	return text;
+}
+
 /* POST jobs?action=ACTION with many ids; results in the order of ids. */
 static int bulk(struct arc *ce, const char *action, const char *const *ids, size_t n,
 		struct gg_ce_result **results, struct gg_err *err)
 {
 	*results = NULL;
-	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(list, json_pack("{s:s}", "id", ids[i]));
-	json_t *body = json_pack("{s:o}", "job", list);
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
+	char *text = bulk_body(ids, n);
 	char *path = gg_strdup_printf("jobs?action=%s", action);
 	char *url = path ? rest_url(ce, path, err) : NULL;
 	free(path);
@@ -558,12 +562,7 @@ static int arc_job_names(struct gg_ce *g, const char *const *ids, size_t n, char
 	struct arc *ce = g->impl;
 	for (size_t i = 0; i < n; i++)
 		names[i] = NULL;
-	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(list, json_pack("{s:s}", "id", ids[i]));
-	json_t *body = json_pack("{s:o}", "job", list);
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
+	char *text = bulk_body(ids, n);
 	char *url = text ? rest_url(ce, "jobs?action=info", err) : NULL;
 	struct gg_http_resp r = {0};
 	json_t *j = NULL;
@@ -717,52 +716,69 @@ static char *session_url(struct arc *ce, const char *id, const char *name, struc
 	return u;
 }
 
-static int arc_put(struct gg_ce *g, const char *id, const char *name, const void *data, size_t len,
-		   struct gg_err *err)
+/* One exchange of a file in a job's session directory. */
+struct xfer {
+	enum { X_PUT, X_PUT_FILE, X_GET, X_GET_FILE } kind;
+	const void *data; /* X_PUT */
+	size_t len;
+	const char *path; /* X_PUT_FILE, X_GET_FILE */
+	gg_http_progress_fn progress;
+	void *ud;
+};
+
+/* r: the answer, for the caller to clear; NULL: not wanted. */
+static int session_xfer(struct gg_ce *g, const char *id, const char *name, const struct xfer *x,
+			struct gg_http_resp *r, struct gg_err *err)
 {
+	struct gg_http_resp own = {0};
+	if (!r)
+		r = &own;
 	struct arc *ce = g->impl;
 	char *url = session_url(ce, id, name, err);
 	if (!url)
 		return err ? err->code : GG_EFAIL;
-	struct gg_http_resp r = {0};
-	/* PUT of the same bytes is idempotent. */
-	int rc = gg_http_request(ce->http, "PUT", url, "application/octet-stream", data, len, NULL,
-				 1, &r, err);
-	if (rc == 0 && (r.status < 200 || r.status >= 300))
-		rc = http_fail_job(&r, name, err);
-	gg_http_resp_clear(&r);
+	int rc, put = x->kind == X_PUT || x->kind == X_PUT_FILE;
+	switch (x->kind) {
+	case X_PUT: /* PUT of the same bytes is idempotent. */
+		rc = gg_http_request(ce->http, "PUT", url, "application/octet-stream", x->data,
+				     x->len, NULL, 1, r, err);
+		break;
+	case X_PUT_FILE:
+		rc = gg_http_put_file(ce->http, url, x->path, x->progress, x->ud, r, err);
+		break;
+	case X_GET:
+		rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0,
+				     "application/octet-stream", 1, r, err);
+		break;
+	default: rc = gg_http_get_file(ce->http, url, x->path, 0644, x->progress, x->ud, r, err);
+	}
+	if (rc == 0 && (put ? r->status < 200 || r->status >= 300 : r->status != 200))
+		rc = http_fail_job(r, name, err);
+	gg_http_resp_clear(&own);
 	free(url);
 	return rc;
+}
+
+static int arc_put(struct gg_ce *g, const char *id, const char *name, const void *data, size_t len,
+		   struct gg_err *err)
+{
+	struct xfer x = {.kind = X_PUT, .data = data, .len = len};
+	return session_xfer(g, id, name, &x, NULL, err);
 }
 
 static int arc_put_file(struct gg_ce *g, const char *id, const char *name, const char *path,
 			gg_http_progress_fn progress, void *ud, struct gg_err *err)
 {
-	struct arc *ce = g->impl;
-	char *url = session_url(ce, id, name, err);
-	if (!url)
-		return err ? err->code : GG_EFAIL;
-	struct gg_http_resp r = {0};
-	int rc = gg_http_put_file(ce->http, url, path, progress, ud, &r, err);
-	if (rc == 0 && (r.status < 200 || r.status >= 300))
-		rc = http_fail_job(&r, name, err);
-	gg_http_resp_clear(&r);
-	free(url);
-	return rc;
+	struct xfer x = {.kind = X_PUT_FILE, .path = path, .progress = progress, .ud = ud};
+	return session_xfer(g, id, name, &x, NULL, err);
 }
 
 static int arc_get(struct gg_ce *g, const char *id, const char *name, size_t max, char **data,
 		   size_t *len, struct gg_err *err)
 {
-	struct arc *ce = g->impl;
-	char *url = session_url(ce, id, name, err);
-	if (!url)
-		return err ? err->code : GG_EFAIL;
 	struct gg_http_resp r = {0};
-	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "application/octet-stream", 1,
-				 &r, err);
-	if (rc == 0 && r.status != 200)
-		rc = http_fail_job(&r, name, err);
+	struct xfer x = {.kind = X_GET};
+	int rc = session_xfer(g, id, name, &x, &r, err);
 	if (rc == 0 && r.len > max)
 		rc = gg_err_set(err, GG_EPROTO, "%s: larger than %zu bytes", name, max);
 	if (rc == 0) {
@@ -772,24 +788,14 @@ static int arc_get(struct gg_ce *g, const char *id, const char *name, size_t max
 		r.body = NULL;
 	}
 	gg_http_resp_clear(&r);
-	free(url);
 	return rc;
 }
 
 static int arc_get_file(struct gg_ce *g, const char *id, const char *name, const char *path,
 			gg_http_progress_fn progress, void *ud, struct gg_err *err)
 {
-	struct arc *ce = g->impl;
-	char *url = session_url(ce, id, name, err);
-	if (!url)
-		return err ? err->code : GG_EFAIL;
-	struct gg_http_resp r = {0};
-	int rc = gg_http_get_file(ce->http, url, path, 0644, progress, ud, &r, err);
-	if (rc == 0 && r.status != 200)
-		rc = http_fail_job(&r, name, err);
-	gg_http_resp_clear(&r);
-	free(url);
-	return rc;
+	struct xfer x = {.kind = X_GET_FILE, .path = path, .progress = progress, .ud = ud};
+	return session_xfer(g, id, name, &x, NULL, err);
 }
 
 static int arc_ls(struct gg_ce *g, const char *id, char ***names, size_t *n, struct gg_err *err)

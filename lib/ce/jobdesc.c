@@ -161,17 +161,9 @@ static void rel(FILE *f, const char *attr, const char *value)
 	fputs(")\n", f);
 }
 
-int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err)
+/* (arguments=...) and (inputfiles=...) */
+static void xrsl_args_inputs(FILE *f, const struct gg_jobdesc *jd)
 {
-	if (!jd->executable || !jd->executable[0])
-		return gg_err_set(err, GG_EUSAGE, "job description: no executable");
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	fputs("&\n", f);
-	rel(f, "executable", jd->executable);
 	if (jd->nargs) {
 		fputs("(arguments=", f);
 		for (int i = 0; i < jd->nargs; i++) {
@@ -193,8 +185,12 @@ int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err)
 		}
 		fputs(")\n", f);
 	}
-	/* A-REX deletes every session file that is not a declared output when the
-	 * job ends, stdout and stderr included: declare them. */
+}
+
+/* (outputfiles=...): A-REX deletes every session file that is not a declared
+ * output when the job ends, stdout and stderr included: declare them. */
+static void xrsl_outputs(FILE *f, const struct gg_jobdesc *jd)
+{
 	const char *outs[GG_JD_MAX + 2];
 	int nouts = 0;
 	for (int i = 0; i < jd->noutputs; i++)
@@ -220,6 +216,11 @@ int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err)
 	}
 	rel(f, "stdout", jd->stdout_name);
 	rel(f, "stderr", jd->stderr_name);
+}
+
+/* walltime, count, memory, queue, runtime environments, environment. */
+static void xrsl_resources(FILE *f, const struct gg_jobdesc *jd)
+{
 	char num[32];
 	if (jd->walltime > 0) {
 		/* xRSL times without a unit are minutes: round up. */
@@ -239,20 +240,36 @@ int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err)
 	rel(f, "queue", jd->queue);
 	for (int i = 0; i < jd->nrtes; i++)
 		rel(f, "runtimeenvironment", jd->rtes[i]);
-	if (jd->nenv) {
-		fputs("(environment=", f);
-		for (int i = 0; i < jd->nenv; i++) {
-			const char *eq = strchr(jd->env[i], '=');
-			char name[256];
-			snprintf(name, sizeof name, "%.*s", (int)(eq - jd->env[i]), jd->env[i]);
-			fputc('(', f);
-			q(f, name);
-			fputc(' ', f);
-			q(f, eq + 1);
-			fputc(')', f);
-		}
-		fputs(")\n", f);
+	if (!jd->nenv)
+		return;
+	fputs("(environment=", f);
+	for (int i = 0; i < jd->nenv; i++) {
+		const char *eq = strchr(jd->env[i], '=');
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(eq - jd->env[i]), jd->env[i]);
+		fputc('(', f);
+		q(f, name);
+		fputc(' ', f);
+		q(f, eq + 1);
+		fputc(')', f);
 	}
+	fputs(")\n", f);
+}
+
+int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err)
+{
+	if (!jd->executable || !jd->executable[0])
+		return gg_err_set(err, GG_EUSAGE, "job description: no executable");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	fputs("&\n", f);
+	rel(f, "executable", jd->executable);
+	xrsl_args_inputs(f, jd);
+	xrsl_outputs(f, jd);
+	xrsl_resources(f, jd);
 	rel(f, "delegationid", jd->delegation_id);
 	if (jd->extra && jd->extra[0])
 		fprintf(f, "%s\n", jd->extra);

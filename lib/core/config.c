@@ -504,18 +504,7 @@ int gg_config_save(const struct gg_config *cfg, struct gg_err *err)
 	char *text = gg_config_format(cfg);
 	if (!text)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	char *dir = strdup(cfg->path);
-	if (!dir) {
-		free(text);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
-	char *slash = strrchr(dir, '/');
-	int rc = 0;
-	if (slash && slash != dir) {
-		*slash = '\0';
-		rc = gg_mkdir_p(dir, 0700, err);
-	}
-	free(dir);
+	int rc = gg_mkdir_parent(cfg->path, 0700, err);
 	if (rc == 0)
 		rc = gg_file_write_atomic(cfg->path, text, strlen(text), 0600, err);
 	free(text);

@@ -35,6 +35,10 @@ int gg_fsync_dir(const char *path);
 int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err);
 /* mkdir -p with the given mode for directories it creates. */
 int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err);
+/* mkdir -p of the directory holding path (mode for those it creates). */
+int gg_mkdir_parent(const char *path, mode_t mode, struct gg_err *err);
+/* The user's home: $HOME, else the password database's (NULL when neither). */
+const char *gg_home_dir(void);
 /* Refuse a secret file (key, proxy) that is not a regular file owned by us or
  * that group/others can read or write (as ssh does). what = "key", "proxy". */
 int gg_file_check_private(const char *path, const char *what, struct gg_err *err);

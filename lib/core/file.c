@@ -175,6 +175,21 @@ int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err)
 	return 0;
 }
 
+int gg_mkdir_parent(const char *path, mode_t mode, struct gg_err *err)
+{
+	char *dir = strdup(path);
+	if (!dir)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	char *slash = strrchr(dir, '/');
+	int rc = 0;
+	if (slash && slash != dir) {
+		*slash = '\0';
+		rc = gg_mkdir_p(dir, mode, err);
+	}
+	free(dir);
+	return rc;
+}
+
 int gg_file_check_private(const char *path, const char *what, struct gg_err *err)
 {
 	struct stat st;

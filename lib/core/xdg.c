@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static const char *home_dir(void)
+const char *gg_home_dir(void)
 {
 	const char *h = getenv("HOME");
 	if (h && *h)
@@ -31,7 +31,7 @@ int gg_xdg_dir(enum gg_xdg kind, char **out, struct gg_err *err)
 	} else if (kind == GG_XDG_RUNTIME) {
 		return gg_xdg_dir(GG_XDG_STATE, out, err);
 	} else {
-		const char *h = home_dir();
+		const char *h = gg_home_dir();
 		if (!h)
 			return gg_err_set(err, GG_EFAIL,
 					  "cannot find your home directory: set HOME or %s",

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,15 +186,6 @@ void gg_cred_source_clear(struct gg_cred_source *src)
 	memset(src, 0, sizeof *src);
 }
 
-static const char *home_dir(void)
-{
-	const char *h = getenv("HOME");
-	if (h && *h)
-		return h;
-	struct passwd *pw = getpwuid(getuid());
-	return pw ? pw->pw_dir : NULL;
-}
-
 static int file_exists(const char *p)
 {
 	struct stat st;
@@ -218,7 +208,7 @@ int gg_cred_locate(const char *cert, const char *key, struct gg_cred_source *out
 	if (ekey && !*ekey)
 		ekey = NULL;
 	char *dcert = NULL, *dkey = NULL, *dp12 = NULL;
-	const char *home = home_dir();
+	const char *home = gg_home_dir();
 	if (home) {
 		dcert = gg_strdup_printf("%s/.globus/usercert.pem", home);
 		dkey = gg_strdup_printf("%s/.globus/userkey.pem", home);

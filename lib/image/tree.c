@@ -549,43 +549,41 @@ static int whiteout(struct gg_tree *t, struct gg_node *dir, const char *base, in
 	return 0;
 }
 
-int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, int whiteouts,
-			struct gg_inode **data, struct gg_err *err)
+/* The root itself ("./" in a tar made with -C dir .). */
+static int apply_root(struct gg_tree *t, const struct gg_entry *e, struct gg_err *err)
 {
-	*data = NULL;
-	const char *path = e->path;
-	if (gg_image_path_check(path, whiteouts, err) < 0)
+	if (!S_ISDIR(e->mode))
+		return gg_err_set(err, GG_EFAIL, "entry '.': the root is not a directory");
+	if (e->hardlink)
+		return gg_err_set(err, GG_EFAIL, "entry '.': a hard link as the root");
+	set_attrs(t->root->inode, e);
+	t->root_set = 1;
+	if (gg_image_tree_note_id(t, e->uid, err) < 0 || gg_image_tree_note_id(t, e->gid, err) < 0)
 		return err->code;
-	if (!*path) {
-		/* the root itself ("./" in a tar made with -C dir .) */
-		if (!S_ISDIR(e->mode))
-			return gg_err_set(err, GG_EFAIL, "entry '.': the root is not a directory");
-		if (e->hardlink)
-			return gg_err_set(err, GG_EFAIL, "entry '.': a hard link as the root");
-		set_attrs(t->root->inode, e);
-		t->root_set = 1;
-		if (gg_image_tree_note_id(t, e->uid, err) < 0 ||
-		    gg_image_tree_note_id(t, e->gid, err) < 0)
-			return err->code;
-		if (gg_image_inode_set_xattrs(t->root->inode, e->xattrs, e->xattrs_len) < 0)
-			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		return 0;
-	}
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
+	if (gg_image_inode_set_xattrs(t->root->inode, e->xattrs, e->xattrs_len) < 0)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	return 0;
+}
 
-	/* walk (and make) the parents */
-	struct gg_node *dir = t->root;
-	const char *p = path;
+/* Walk (and make) the parents of path, whose last name starts at base: *dir
+ * is the one that holds it, or NULL for a whiteout below a directory that is
+ * not there (nothing to do). */
+static int apply_parents(struct gg_tree *t, const struct gg_entry *e, const char *base, int layer,
+			 int whiteouts, struct gg_node **dir, struct gg_err *err)
+{
+	const char *path = e->path, *p = path;
+	*dir = t->root;
 	while (p < base) {
 		const char *slash = strchr(p, '/');
 		size_t len = (size_t)(slash - p);
-		struct gg_node *kid = find_n(dir, p, len);
+		struct gg_node *kid = find_n(*dir, p, len);
 		if (!kid) {
-			if (whiteouts && !strncmp(base, ".wh.", 4))
-				return 0; /* whiteout below a directory that is not there */
+			if (whiteouts && !strncmp(base, ".wh.", 4)) {
+				*dir = NULL;
+				return 0;
+			}
 			struct gg_inode *ino = gg_image_inode_new(t);
-			if (!ino || !(kid = gg_image_node_add(t, dir, p, len, ino)))
+			if (!ino || !(kid = gg_image_node_add(t, *dir, p, len, ino)))
 				return gg_err_set(err, GG_ENOMEM, "out of memory");
 			ino->mode = S_IFDIR | 0755;
 			ino->mtime = e->mtime;
@@ -601,48 +599,40 @@ int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, 
 			return gg_err_set(err, GG_EFAIL, "entry '%s': '%.*s' is not a directory",
 					  path, (int)(slash - path), path);
 		}
-		dir = kid;
+		*dir = kid;
 		p = slash + 1;
 	}
+	return 0;
+}
 
-	if (whiteouts && !strncmp(base, ".wh.", 4))
-		return whiteout(t, dir, base, layer);
-
-	struct gg_node *existing = gg_image_node_find(dir, base);
-	if (e->hardlink) {
-		struct gg_node *tg = gg_image_tree_lookup(t, e->hardlink);
-		if (!tg)
-			return gg_err_set(
-				err, GG_EFAIL,
-				"entry '%s': hard link to '%s', which is not in the archive "
-				"before it",
-				path, e->hardlink);
-		if (S_ISDIR(tg->inode->mode))
-			return gg_err_set(err, GG_EFAIL,
-					  "entry '%s': hard link to the directory '%s'", path,
-					  e->hardlink);
-		if (existing == tg)
-			return 0;
-		struct gg_inode *ino = tg->inode;
-		if (existing)
-			gg_image_node_remove(t, existing);
-		struct gg_node *n = gg_image_node_add(t, dir, base, strlen(base), ino);
-		if (!n)
-			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		n->layer = layer;
+/* A hard link named base in dir, to an entry the archive had before. */
+static int apply_hardlink(struct gg_tree *t, const struct gg_entry *e, struct gg_node *dir,
+			  const char *base, struct gg_node *existing, int layer, struct gg_err *err)
+{
+	struct gg_node *tg = gg_image_tree_lookup(t, e->hardlink);
+	if (!tg)
+		return gg_err_set(err, GG_EFAIL,
+				  "entry '%s': hard link to '%s', which is not in the archive "
+				  "before it",
+				  e->path, e->hardlink);
+	if (S_ISDIR(tg->inode->mode))
+		return gg_err_set(err, GG_EFAIL, "entry '%s': hard link to the directory '%s'",
+				  e->path, e->hardlink);
+	if (existing == tg)
 		return 0;
-	}
-	if (gg_image_tree_note_id(t, e->uid, err) < 0 || gg_image_tree_note_id(t, e->gid, err) < 0)
-		return err->code;
-	if (existing && S_ISDIR(existing->inode->mode) && S_ISDIR(e->mode)) {
-		set_attrs(existing->inode, e);
-		existing->layer = layer;
-		if (gg_image_inode_set_xattrs(existing->inode, e->xattrs, e->xattrs_len) < 0)
-			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		return 0;
-	}
 	if (existing)
 		gg_image_node_remove(t, existing);
+	struct gg_node *n = gg_image_node_add(t, dir, base, strlen(base), tg->inode);
+	if (!n)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	n->layer = layer;
+	return 0;
+}
+
+/* A new inode for e, named base in dir (replacing what was there). */
+static int apply_new(struct gg_tree *t, const struct gg_entry *e, struct gg_node *dir,
+		     const char *base, int layer, struct gg_inode **data, struct gg_err *err)
+{
 	struct gg_inode *ino = gg_image_inode_new(t);
 	if (!ino)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -658,4 +648,39 @@ int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, 
 	if (S_ISREG(e->mode))
 		*data = ino;
 	return 0;
+}
+
+int gg_image_tree_apply(struct gg_tree *t, const struct gg_entry *e, int layer, int whiteouts,
+			struct gg_inode **data, struct gg_err *err)
+{
+	*data = NULL;
+	const char *path = e->path;
+	if (gg_image_path_check(path, whiteouts, err) < 0)
+		return err->code;
+	if (!*path)
+		return apply_root(t, e, err);
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	struct gg_node *dir;
+	if (apply_parents(t, e, base, layer, whiteouts, &dir, err) < 0)
+		return err->code;
+	if (!dir)
+		return 0;
+	if (whiteouts && !strncmp(base, ".wh.", 4))
+		return whiteout(t, dir, base, layer);
+	struct gg_node *existing = gg_image_node_find(dir, base);
+	if (e->hardlink)
+		return apply_hardlink(t, e, dir, base, existing, layer, err);
+	if (gg_image_tree_note_id(t, e->uid, err) < 0 || gg_image_tree_note_id(t, e->gid, err) < 0)
+		return err->code;
+	if (existing && S_ISDIR(existing->inode->mode) && S_ISDIR(e->mode)) {
+		set_attrs(existing->inode, e);
+		existing->layer = layer;
+		if (gg_image_inode_set_xattrs(existing->inode, e->xattrs, e->xattrs_len) < 0)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		return 0;
+	}
+	if (existing)
+		gg_image_node_remove(t, existing);
+	return apply_new(t, e, dir, base, layer, data, err);
 }

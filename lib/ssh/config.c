@@ -480,28 +480,12 @@ static int backup(const char *target, const char *old, size_t len, mode_t mode, 
 	return rc;
 }
 
-/* Create ~/.ssh (0700), the directory of path, if needed. */
-static int parent_dir(const char *path, struct gg_err *err)
-{
-	char *dir = strdup(path);
-	if (!dir)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	char *slash = strrchr(dir, '/');
-	int rc = 0;
-	if (slash && slash != dir) {
-		*slash = '\0';
-		rc = gg_mkdir_p(dir, 0700, err);
-	}
-	free(dir);
-	return rc;
-}
-
 static int add_include(const char *target, const char *line, const char *old, size_t len,
 		       char **bak, struct gg_err *err)
 {
 	struct stat st;
 	mode_t mode = 0600;
-	int rc = parent_dir(target, err);
+	int rc = gg_mkdir_parent(target, 0700, err);
 	if (rc == 0 && stat(target, &st) == 0) {
 		mode = st.st_mode & 07777;
 		if (access(target, W_OK) < 0)

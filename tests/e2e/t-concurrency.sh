@@ -255,9 +255,14 @@ expect_eq "ssh -G parses every block" "$g_bad" ""
 
 # ---- the CE ---------------------------------------------------------------------------------
 # Every job of this run on the CE belongs to a record, or was cleaned/killed.
+# A job killed while A-REX was still taking it in keeps its early state until
+# A-REX's next pass acts on the kill: wait (bounded) until it has moved on. A
+# job nobody killed moves on too, to QUEUING or RUNNING, and is reported.
+settled() { case $(ce_state "$1") in ACCEPTING | ACCEPTED | PREPARING | PREPARED | SUBMITTING) return 1 ;; esac; }
 orph=""
 for j in $(ce_jobs_with "\"$TAG"); do
 	grep -lqF "\"$j\"" "$REC"/*.json 2>/dev/null && continue
+	poll 120 settled "$j"
 	st=$(ce_state "$j")
 	case $st in GONE | KILLED | KILLING | FINISHED | FINISHING | FAILED) ;; *) orph="$orph $j:$st" ;; esac
 done
