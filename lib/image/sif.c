@@ -474,7 +474,9 @@ static int check_overlap(struct checker *c, const struct gg_sif *s, struct gg_er
 	return ok;
 }
 
-static int load(const char *path, struct gg_sif **out, struct checker *c, struct gg_err *err)
+/* The file opened and its size (a directory refused); *out even when a check
+ * fails later. */
+static int load_open(const char *path, struct gg_sif **out, struct gg_err *err)
 {
 	*out = NULL;
 	struct gg_sif *s = calloc(1, sizeof *s);
@@ -499,14 +501,20 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 	}
 	s->file_size = (uint64_t)st.st_size;
 	*out = s;
+	return 0;
+}
 
+/* The header, and where it puts the descriptor table and the data inside
+ * the file. 1 when sound, 0 when a check failed, <0 on a read error. */
+static int load_header(struct gg_sif *s, struct checker *c, struct gg_err *err)
+{
 	uint8_t hb[GG_SIF_HEADER_SIZE];
 	if (!check(c, "file", s->file_size >= GG_SIF_HEADER_SIZE,
-		   "'%s' is too short for a SIF header (%llu bytes)", path,
+		   "'%s' is too short for a SIF header (%llu bytes)", s->path,
 		   (unsigned long long)s->file_size))
 		return 0;
 	if (pread_all(s->fd, hb, sizeof hb, 0) < 0)
-		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", path);
+		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", s->path);
 	struct gg_err herr = {0};
 	if (!check(c, "header", gg_sif_header_decode(hb, &s->hdr, &herr) == 0, "%s", herr.msg))
 		return 0;
@@ -535,7 +543,34 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 		return 0;
 	pass(c, "descriptor table", "%lld descriptors at offset %lld, data at %lld",
 	     (long long)h->descr_total, (long long)h->descr_offset, (long long)h->data_offset);
+	return 1;
+}
 
+/* One used descriptor: inside the file's data. 1 when sound. */
+static int descr_sound(struct checker *c, const struct gg_sif *s, const struct gg_sif_descr *d,
+		       size_t i)
+{
+	const struct gg_sif_header *h = &s->hdr;
+	int64_t fsz = (int64_t)s->file_size;
+	return check(c, "descriptors", d->id == i + 1, "descriptor %zu has id %u (expected %zu)",
+		     i + 1, d->id, i + 1) &&
+	       check(c, "descriptors",
+		     d->size >= 0 && d->size_with_padding >= d->size &&
+			     d->offset >= h->data_offset && d->offset <= fsz &&
+			     d->size <= fsz - d->offset,
+		     "object %u (%s, %lld bytes at %lld) lies outside the file's data "
+		     "(%lld bytes): truncated?",
+		     d->id, gg_sif_type_name(d->type), (long long)d->size, (long long)d->offset,
+		     (long long)fsz) &&
+	       check(c, "descriptors", d->offset + d->size <= h->data_offset + h->data_size,
+		     "object %u ends after the header's data area", d->id);
+}
+
+/* The descriptors, read and checked; *used counts those in use. 1 when all
+ * are sound, 0 when one is not, <0 on a read error. */
+static int load_descriptors(struct gg_sif *s, struct checker *c, int64_t *used, struct gg_err *err)
+{
+	const struct gg_sif_header *h = &s->hdr;
 	s->ndescr = (size_t)h->descr_total;
 	s->descr = calloc(s->ndescr, sizeof *s->descr);
 	uint8_t *raw = malloc((size_t)h->descr_size);
@@ -545,38 +580,38 @@ static int load(const char *path, struct gg_sif **out, struct checker *c, struct
 	}
 	if (pread_all(s->fd, raw, (size_t)h->descr_size, h->descr_offset) < 0) {
 		free(raw);
-		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", path);
+		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", s->path);
 	}
-	int64_t used = 0;
-	int bad = 0;
+	int sound = 1;
+	*used = 0;
 	for (size_t i = 0; i < s->ndescr; i++) {
 		struct gg_sif_descr *d = &s->descr[i];
 		gg_sif_descr_decode(raw + i * GG_SIF_DESCR_SIZE, d);
 		if (!d->used)
 			continue;
-		used++;
-		if (bad)
-			continue;
-		if (!check(c, "descriptors", d->id == i + 1,
-			   "descriptor %zu has id %u (expected %zu)", i + 1, d->id, i + 1) ||
-		    !check(c, "descriptors",
-			   d->size >= 0 && d->size_with_padding >= d->size &&
-				   d->offset >= h->data_offset && d->offset <= fsz &&
-				   d->size <= fsz - d->offset,
-			   "object %u (%s, %lld bytes at %lld) lies outside the file's data "
-			   "(%lld bytes): truncated?",
-			   d->id, gg_sif_type_name(d->type), (long long)d->size,
-			   (long long)d->offset, (long long)fsz) ||
-		    !check(c, "descriptors", d->offset + d->size <= h->data_offset + h->data_size,
-			   "object %u ends after the header's data area", d->id))
-			bad = 1;
+		(*used)++;
+		if (sound && !descr_sound(c, s, d, i))
+			sound = 0;
 	}
 	free(raw);
-	if (bad)
-		return 0;
+	return sound;
+}
+
+static int load(const char *path, struct gg_sif **out, struct checker *c, struct gg_err *err)
+{
+	int rc = load_open(path, out, err);
+	if (rc < 0)
+		return rc;
+	struct gg_sif *s = *out;
+	if ((rc = load_header(s, c, err)) <= 0)
+		return rc;
+	int64_t used = 0;
+	if ((rc = load_descriptors(s, c, &used, err)) <= 0)
+		return rc;
 	int apart = check_overlap(c, s, err);
 	if (apart < 0)
 		return apart;
+	const struct gg_sif_header *h = &s->hdr;
 	if (apart && check(c, "descriptors", h->descr_free == h->descr_total - used,
 			   "%lld used, but the header says %lld free of %lld", (long long)used,
 			   (long long)h->descr_free, (long long)h->descr_total))

@@ -663,6 +663,111 @@ static int signal_number(const char *name)
 	return 127;
 }
 
+/* One command's channel while it runs: its output to the sink, the last part
+ * of its standard error kept. */
+struct exec_run {
+	struct gg_ssh_conn *c;
+	LIBSSH2_SESSION *s;
+	LIBSSH2_CHANNEL *ch;
+	gg_ssh_sink_fn sink;
+	void *ud;
+	char ebuf[4096];
+	size_t elen;
+	int out_eof, err_eof;
+	struct timespec idle_end;
+};
+
+static void exec_idle_restart(struct exec_run *x)
+{
+	clock_gettime(CLOCK_MONOTONIC, &x->idle_end);
+	x->idle_end.tv_sec += x->c->timeout_ms / 1000;
+}
+
+/* Standard output to the sink: 1 when something came, 0 when nothing, <0. */
+static int exec_read_out(struct exec_run *x, struct gg_err *err)
+{
+	char buf[32768];
+	ssize_t r = x->out_eof ? 0 : libssh2_channel_read(x->ch, buf, sizeof buf);
+	if (r > 0) {
+		if (x->sink && x->sink(x->ud, buf, (size_t)r) != 0)
+			return gg_err_set(err, GG_EFAIL, "the command's output was refused");
+		return 1;
+	}
+	if (r == 0 && !x->out_eof && libssh2_channel_eof(x->ch))
+		x->out_eof = 1;
+	else if (r < 0 && r != LIBSSH2_ERROR_EAGAIN)
+		return gg_err_set(err, GG_ENET, "reading over SSH: %s", ssh_msg(x->s));
+	return 0;
+}
+
+/* Standard error, its last part kept: as exec_read_out. */
+static int exec_read_err(struct exec_run *x, struct gg_err *err)
+{
+	char tmp[1024];
+	ssize_t q = x->err_eof ? 0 : libssh2_channel_read_stderr(x->ch, tmp, sizeof tmp);
+	if (q > 0) {
+		size_t add = (size_t)q, cap = sizeof x->ebuf - 1;
+		if (x->elen + add > cap) {
+			size_t drop = x->elen + add - cap;
+			memmove(x->ebuf, x->ebuf + drop, x->elen - drop);
+			x->elen -= drop;
+		}
+		memcpy(x->ebuf + x->elen, tmp, add);
+		x->elen += add;
+		return 1;
+	}
+	if (q == 0 && !x->err_eof && libssh2_channel_eof(x->ch))
+		x->err_eof = 1;
+	else if (q < 0 && q != LIBSSH2_ERROR_EAGAIN)
+		return gg_err_set(err, GG_ENET, "reading over SSH: %s", ssh_msg(x->s));
+	return 0;
+}
+
+/* Read until both streams end, the command stays silent too long or a cancel. */
+static int exec_pump(struct exec_run *x, struct gg_err *err)
+{
+	struct gg_ssh_conn *c = x->c;
+	exec_idle_restart(x);
+	while (!(x->out_eof && x->err_eof)) {
+		if (c->cancel && c->cancel(c->cancel_ud))
+			return gg_err_set(err, GG_EINTR, "interrupted");
+		int o = exec_read_out(x, err), e = o < 0 ? 0 : exec_read_err(x, err);
+		if (o < 0 || e < 0)
+			return err->code;
+		if (o || e) {
+			exec_idle_restart(x);
+			continue;
+		}
+		if (x->out_eof && x->err_eof)
+			break;
+		long left = ms_left(&x->idle_end);
+		if (left == 0)
+			return gg_err_set(err, GG_ENET,
+					  "the command sent nothing for %d s over SSH",
+					  c->timeout_ms / 1000);
+		int dir = libssh2_session_block_directions(x->s);
+		struct pollfd p = {
+			c->socks[c->n - 1],
+			(short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0)), 0};
+		poll(&p, 1, left < 200 ? (int)left : 200);
+	}
+	return 0;
+}
+
+/* The command's exit status (128 + N for a signal). */
+static int exec_status(struct exec_run *x)
+{
+	libssh2_channel_close(x->ch);
+	libssh2_channel_wait_closed(x->ch);
+	char *sig = NULL;
+	libssh2_channel_get_exit_signal(x->ch, &sig, NULL, NULL, NULL, NULL, NULL);
+	int st = libssh2_channel_get_exit_status(x->ch);
+	if (sig)
+		st = 128 + signal_number(sig);
+	libssh2_free(x->s, sig);
+	return st;
+}
+
 int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink, void *ud,
 		int *status, char **errtext, struct gg_err *err)
 {
@@ -670,99 +775,30 @@ int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink,
 		*status = -1;
 	if (errtext)
 		*errtext = NULL;
-	LIBSSH2_SESSION *s = c->sess[c->n - 1];
-	if (!libssh2_userauth_authenticated(s))
+	struct exec_run x = {.c = c, .s = c->sess[c->n - 1], .sink = sink, .ud = ud};
+	if (!libssh2_userauth_authenticated(x.s))
 		return gg_err_set(err, GG_EUSAGE, "not logged in: nothing can be run");
-	libssh2_session_set_blocking(s, 1);
-	LIBSSH2_CHANNEL *ch = libssh2_channel_open_session(s);
-	if (!ch)
-		return gg_err_set(err, GG_ENET, "opening an SSH channel: %s", ssh_msg(s));
-	if (libssh2_channel_exec(ch, command) != 0) {
-		int rc = gg_err_set(err, GG_ENET, "running a command over SSH: %s", ssh_msg(s));
-		libssh2_channel_free(ch);
+	libssh2_session_set_blocking(x.s, 1);
+	if (!(x.ch = libssh2_channel_open_session(x.s)))
+		return gg_err_set(err, GG_ENET, "opening an SSH channel: %s", ssh_msg(x.s));
+	if (libssh2_channel_exec(x.ch, command) != 0) {
+		int rc = gg_err_set(err, GG_ENET, "running a command over SSH: %s", ssh_msg(x.s));
+		libssh2_channel_free(x.ch);
 		return rc;
 	}
-	libssh2_channel_send_eof(ch); /* no input */
-	libssh2_session_set_blocking(s, 0);
-	char buf[32768];
-	char ebuf[4096];
-	size_t elen = 0;
-	int rc = 0, out_eof = 0, err_eof = 0;
-	struct timespec idle_end;
-	clock_gettime(CLOCK_MONOTONIC, &idle_end);
-	idle_end.tv_sec += c->timeout_ms / 1000;
-	while (!(out_eof && err_eof)) {
-		if (c->cancel && c->cancel(c->cancel_ud)) {
-			rc = gg_err_set(err, GG_EINTR, "interrupted");
-			break;
-		}
-		int progress = 0;
-		ssize_t r = out_eof ? 0 : libssh2_channel_read(ch, buf, sizeof buf);
-		if (r > 0) {
-			progress = 1;
-			if (sink && sink(ud, buf, (size_t)r) != 0) {
-				rc = gg_err_set(err, GG_EFAIL, "the command's output was refused");
-				break;
-			}
-		} else if (r == 0 && !out_eof && libssh2_channel_eof(ch)) {
-			out_eof = 1;
-		} else if (r < 0 && r != LIBSSH2_ERROR_EAGAIN) {
-			rc = gg_err_set(err, GG_ENET, "reading over SSH: %s", ssh_msg(s));
-			break;
-		}
-		char tmp[1024];
-		ssize_t q = err_eof ? 0 : libssh2_channel_read_stderr(ch, tmp, sizeof tmp);
-		if (q > 0) {
-			/* keep the last part of what it said */
-			size_t add = (size_t)q;
-			if (elen + add > sizeof ebuf - 1) {
-				size_t drop = elen + add - (sizeof ebuf - 1);
-				memmove(ebuf, ebuf + drop, elen - drop);
-				elen -= drop;
-			}
-			memcpy(ebuf + elen, tmp, add);
-			elen += add;
-			progress = 1;
-		} else if (q == 0 && !err_eof && libssh2_channel_eof(ch)) {
-			err_eof = 1;
-		} else if (q < 0 && q != LIBSSH2_ERROR_EAGAIN) {
-			rc = gg_err_set(err, GG_ENET, "reading over SSH: %s", ssh_msg(s));
-			break;
-		}
-		if (progress) {
-			clock_gettime(CLOCK_MONOTONIC, &idle_end);
-			idle_end.tv_sec += c->timeout_ms / 1000;
-			continue;
-		}
-		if (out_eof && err_eof)
-			break;
-		long left = ms_left(&idle_end);
-		if (left == 0) {
-			rc = gg_err_set(err, GG_ENET, "the command sent nothing for %d s over SSH",
-					c->timeout_ms / 1000);
-			break;
-		}
-		int dir = libssh2_session_block_directions(s);
-		struct pollfd p = {
-			c->socks[c->n - 1],
-			(short)(POLLIN | (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND ? POLLOUT : 0)), 0};
-		poll(&p, 1, left < 200 ? (int)left : 200);
-	}
-	libssh2_session_set_blocking(s, 1);
+	libssh2_channel_send_eof(x.ch); /* no input */
+	libssh2_session_set_blocking(x.s, 0);
+	int rc = exec_pump(&x, err);
+	libssh2_session_set_blocking(x.s, 1);
 	if (rc == 0) {
-		libssh2_channel_close(ch);
-		libssh2_channel_wait_closed(ch);
-		char *sig = NULL;
-		libssh2_channel_get_exit_signal(ch, &sig, NULL, NULL, NULL, NULL, NULL);
-		int st = libssh2_channel_get_exit_status(ch);
+		int st = exec_status(&x);
 		if (status)
-			*status = sig ? 128 + signal_number(sig) : st;
-		libssh2_free(s, sig);
+			*status = st;
 	}
-	libssh2_channel_free(ch);
-	if (rc == 0 && errtext && elen) {
-		ebuf[elen] = '\0';
-		*errtext = strdup(ebuf);
+	libssh2_channel_free(x.ch);
+	if (rc == 0 && errtext && x.elen) {
+		x.ebuf[x.elen] = '\0';
+		*errtext = strdup(x.ebuf);
 	}
 	return rc;
 }
