@@ -37,7 +37,8 @@ static int plain_name(const char *n)
 
 /* Keep the names that can be written inside DIR: the others are skipped with a
  * warning, hidden files (A-REX's own) silently. Returns how many are left
- * (files[] compacted; the dropped names freed). */
+ * (files[] compacted; the dropped names freed and the slots after the kept ones
+ * set to NULL, so freeing all n entries frees each name once). */
 static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
 {
 	size_t k = 0;
@@ -50,6 +51,8 @@ static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
 		else
 			files[k++] = files[i];
 	}
+	for (size_t i = k; i < n; i++)
+		files[i] = NULL;
 	return k;
 }
 

@@ -144,13 +144,14 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	return exit_code;
 }
 
-/* The CE's diagnostics, line by line (each one made printable). */
+/* The CE's diagnostics, line by line (each one made printable), each behind
+ * "  | " so that no line of the CE's can pass for one of gridgpu's own. */
 static void print_diag(const char *diag)
 {
 	ui_out("CE errors:\n");
 	for (const char *p = diag; *p;) {
 		size_t n = strcspn(p, "\n");
-		ui_out("%.*s\n", (int)n, p);
+		ui_out("  | %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
 }

@@ -17,7 +17,10 @@ static size_t printable_decode(const unsigned char *p, size_t n, unsigned long *
 		*cp = p[0];
 		return 1;
 	}
-	size_t k = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+	size_t k = (p[0] & 0xe0) == 0xc0   ? 2
+		   : (p[0] & 0xf0) == 0xe0 ? 3
+		   : (p[0] & 0xf8) == 0xf0 ? 4
+					   : 0;
 	if (!k || k > n)
 		return 0;
 	unsigned long v = p[0] & (0x7fu >> k);
@@ -58,8 +61,10 @@ static long printable_unescape(const char *s, unsigned char *out)
 		char c = s[++i];
 		if (c == '\\' || c == 'n' || c == 'r' || c == 't') {
 			out[o++] = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : '\\';
-		} else if (c == 'x' && printable_hex(s[i + 1]) >= 0 && printable_hex(s[i + 2]) >= 0) {
-			out[o++] = (unsigned char)(printable_hex(s[i + 1]) << 4 | printable_hex(s[i + 2]));
+		} else if (c == 'x' && printable_hex(s[i + 1]) >= 0 &&
+			   printable_hex(s[i + 2]) >= 0) {
+			out[o++] = (unsigned char)(printable_hex(s[i + 1]) << 4 |
+						   printable_hex(s[i + 2]));
 			i += 2;
 		} else {
 			return -1;
