@@ -116,7 +116,7 @@ static int download(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record
 			free(p);
 			return gg_err_prefix(err, "%s", files[i]);
 		}
-		json_array_append_new(got, json_string(p));
+		json_array_append_new(got, ui_json_text(p));
 		if (!cli->json)
 			ui_out("%s\n", p);
 		free(p);

@@ -248,7 +248,7 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *j = gg_record_to_json(&r);
 		if (diag)
-			json_object_set_new(j, "ce_errors", json_string(diag));
+			json_object_set_new(j, "ce_errors", ui_json_text(diag));
 		if (gg_session_published(&r) && probe_why[0])
 			json_object_set_new(j, "ssh_check", json_string(probe_why));
 		ui_json(j);

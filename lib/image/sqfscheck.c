@@ -101,8 +101,8 @@ static int check_inode(struct walk *w, sqfs_inode_generic_t *in, char *path, int
 		sqfs_u32 tl = t == SQFS_INODE_SLINK ? in->data.slink.target_size
 						    : in->data.slink_ext.target_size;
 		if (tl == 0 || tl > PATH_MAX_IMG)
-			return unsound(w, "a symbolic link target of %u bytes (1 to %d): '%.160s'", tl,
-				       PATH_MAX_IMG, path);
+			return unsound(w, "a symbolic link target of %u bytes (1 to %d): '%.160s'",
+				       tl, PATH_MAX_IMG, path);
 	}
 	if (t != SQFS_INODE_DIR && t != SQFS_INODE_EXT_DIR)
 		return 0;
@@ -134,7 +134,8 @@ static int check_entry(struct walk *w, const char *dir, const sqfs_dir_entry_t *
 		free(path);
 		return -1;
 	}
-	snprintf(path, dl + len + 2, "%s%s%.*s", dir, dl ? "/" : "", (int)len, (const char *)e->name);
+	snprintf(path, dl + len + 2, "%s%s%.*s", dir, dl ? "/" : "", (int)len,
+		 (const char *)e->name);
 	sqfs_inode_generic_t *in = NULL;
 	int pushed = 0;
 	int src = sqfs_dir_reader_get_inode(w->rd, &in);
@@ -189,8 +190,8 @@ static int check_dir(struct walk *w, struct pending *p)
 	return rc;
 }
 
-int gg_sqfs_check_tree(sqfs_file_t *file, const sqfs_super_t *sb, sqfs_compressor_t *cmp,
-		       char *why, size_t whylen, uint64_t *entries)
+int gg_sqfs_check_tree(sqfs_file_t *file, const sqfs_super_t *sb, sqfs_compressor_t *cmp, char *why,
+		       size_t whylen, uint64_t *entries)
 {
 	struct walk w = {.ninodes = sb->inode_count, .why = why, .whylen = whylen};
 	why[0] = '\0';
@@ -201,7 +202,7 @@ int gg_sqfs_check_tree(sqfs_file_t *file, const sqfs_super_t *sb, sqfs_compresso
 	if (rc == 0) {
 		int r = sqfs_dir_reader_get_root_inode(w.rd, &root);
 		char *p = r ? NULL : strdup("");
-		rc = r ? unsound(&w, "the root inode is unreadable: %s", gg_sqfs_strerror(r))
+		rc = r    ? unsound(&w, "the root inode is unreadable: %s", gg_sqfs_strerror(r))
 		     : !p ? -1
 			  : check_inode(&w, root, p, &pushed);
 		if (!pushed) {
