@@ -72,6 +72,8 @@ static int by_name(const void *a, const void *b)
 /* A directory's names, sorted: the first one listed twice, or NULL. */
 static const char *twice(char **names, size_t n)
 {
+	if (n < 2)
+		return NULL;
 	qsort(names, n, sizeof *names, by_name);
 	for (size_t i = 1; i < n; i++)
 		if (!strcmp(names[i - 1], names[i]))
@@ -172,13 +174,16 @@ static int check_dir(struct walk *w, struct pending *p)
 			names = nn;
 			cap = cap ? 2 * cap : 16;
 		}
+		if (r == 0)
+			names[n] = NULL;
 		rc = r < 0 ? unsound(w, "directory unreadable (%s): '%.160s'", gg_sqfs_strerror(r),
 				     shown(p->path))
 			   : check_entry(w, p->path, e, &names[n]);
 		sqfs_free(e);
+		if (r == 0 && names[n])
+			n++; /* kept for freeing, even when the entry was unsound */
 		if (rc)
 			break;
-		n++;
 		w->entries++;
 	}
 	const char *dup = rc ? NULL : twice(names, n);
