@@ -148,6 +148,10 @@ void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 /* The --json error object on stdout, {"error":{"what","message","kind","exit"}};
  * what and msg must be printable already (ui_format). */
 void ui_json_error(const char *what, const char *msg, int code);
+/* A JSON string of text that may not be valid UTF-8 (a path, a CE's words):
+ * kept as it is when valid, else escaped as gg_str_printable does, so it is
+ * never dropped; json null for NULL. */
+json_t *ui_json_text(const char *s);
 /* Print a JSON value on stdout (pretty when a TTY), steals the reference. */
 int ui_json(json_t *v);
 /* Colour on stdout: only when a TTY and NO_COLOR is unset. */

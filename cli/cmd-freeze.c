@@ -486,8 +486,8 @@ static void report_json(const struct freeze_job *j, const struct gg_freeze_resul
 {
 	const struct gg_freeze_opts *o = &j->o;
 	json_t *r = json_object();
-	json_object_set_new(r, "output", json_string(o->output));
-	json_object_set_new(r, "source", json_string(source_name(j)));
+	json_object_set_new(r, "output", ui_json_text(o->output));
+	json_object_set_new(r, "source", ui_json_text(source_name(j)));
 	json_object_set_new(r, "format", json_string(gg_image_format_name(res->format)));
 	json_object_set_new(r, "size", json_integer((json_int_t)res->image_size));
 	json_object_set_new(r, "squashfs_size", json_integer((json_int_t)res->squashfs_size));

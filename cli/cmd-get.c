@@ -37,7 +37,8 @@ static int plain_name(const char *n)
 
 /* Keep the names that can be written inside DIR: the others are skipped with a
  * warning, hidden files (A-REX's own) silently. Returns how many are left
- * (files[] compacted; the dropped names freed). */
+ * (files[] compacted; the dropped names freed and the slots after the kept ones
+ * set to NULL, so freeing all n entries frees each name once). */
 static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
 {
 	size_t k = 0;
@@ -50,6 +51,8 @@ static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
 		else
 			files[k++] = files[i];
 	}
+	for (size_t i = k; i < n; i++)
+		files[i] = NULL;
 	return k;
 }
 
@@ -113,7 +116,7 @@ static int download(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record
 			free(p);
 			return gg_err_prefix(err, "%s", files[i]);
 		}
-		json_array_append_new(got, json_string(p));
+		json_array_append_new(got, ui_json_text(p));
 		if (!cli->json)
 			ui_out("%s\n", p);
 		free(p);

@@ -181,7 +181,7 @@ static json_t *squashfs_json(const struct gg_sif_verify_report *rep)
 static void print_json(struct inspected *in)
 {
 	json_t *o = json_object(), *objs = json_array();
-	json_object_set_new(o, "path", json_string(in->path));
+	json_object_set_new(o, "path", ui_json_text(in->path));
 	json_object_set_new(o, "size", json_integer((json_int_t)in->s->file_size));
 	json_object_set_new(o, "header", header_json(in));
 	for (size_t i = 0; i < in->s->ndescr; i++)
@@ -335,7 +335,7 @@ int cmd_verify(struct gg_cli *cli, int argc, char **argv)
 			first = rep.checks[i].detail;
 	if (cli->json) {
 		json_t *o = json_object(), *a = json_array();
-		json_object_set_new(o, "path", json_string(path));
+		json_object_set_new(o, "path", ui_json_text(path));
 		json_object_set_new(o, "ok", json_boolean(rep.ok));
 		for (size_t i = 0; i < rep.nchecks; i++) {
 			json_t *c = json_object();

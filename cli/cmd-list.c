@@ -144,13 +144,14 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	return exit_code;
 }
 
-/* The CE's diagnostics, line by line (each one made printable). */
+/* The CE's diagnostics, line by line (each one made printable), each behind
+ * "  | " so that no line of the CE's can pass for one of gridgpu's own. */
 static void print_diag(const char *diag)
 {
 	ui_out("CE errors:\n");
 	for (const char *p = diag; *p;) {
 		size_t n = strcspn(p, "\n");
-		ui_out("%.*s\n", (int)n, p);
+		ui_out("  | %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
 }
@@ -247,7 +248,7 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *j = gg_record_to_json(&r);
 		if (diag)
-			json_object_set_new(j, "ce_errors", json_string(diag));
+			json_object_set_new(j, "ce_errors", ui_json_text(diag));
 		if (gg_session_published(&r) && probe_why[0])
 			json_object_set_new(j, "ssh_check", json_string(probe_why));
 		ui_json(j);

@@ -147,7 +147,7 @@ static json_t *info_json(const struct gg_proxy_info *in, int verified, const str
 {
 	char b1[32], b2[32];
 	json_t *o = json_object();
-	json_object_set_new(o, "path", in->path ? json_string(in->path) : json_null());
+	json_object_set_new(o, "path", ui_json_text(in->path));
 	json_object_set_new(o, "subject", json_string(in->subject));
 	json_object_set_new(o, "issuer", json_string(in->issuer));
 	json_object_set_new(o, "identity", json_string(in->identity));

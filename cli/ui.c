@@ -250,6 +250,19 @@ void ui_warn(struct gg_cli *cli, const char *fmt, ...)
 	va_end(ap);
 }
 
+json_t *ui_json_text(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *p = gg_str_printable(s, strlen(s));
+	j = p ? json_string(p) : NULL;
+	free(p);
+	return j ? j : json_null();
+}
+
 int ui_json(json_t *v)
 {
 	size_t flags = JSON_SORT_KEYS | (isatty(STDOUT_FILENO) ? JSON_INDENT(2) : JSON_COMPACT);

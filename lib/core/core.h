@@ -15,9 +15,12 @@ size_t gg_edit_distance(const char *a, const char *b);
 char *gg_strstrip(char *s);
 /* Text from outside (a CE, a node, an image, a file name), made safe to print on
  * a terminal: every control character (C0 incl. ESC, CR, LF and TAB, DEL, the
- * C1 controls U+0080-U+009F) and every byte that is not valid UTF-8 is escaped
- * visibly ("\n", "\r", "\t", "\x1b", "\xc2\x9b", "\xff"), a backslash is doubled;
- * valid UTF-8 text is kept. The result is valid UTF-8 with no control byte.
+ * C1 controls U+0080-U+009F), every bidirectional control and invisible format
+ * character (U+061C, U+200B-U+200F, U+2028-U+202E, U+2060-U+2064,
+ * U+2066-U+2069, U+FEFF) and every byte that is not valid UTF-8 is escaped
+ * visibly, byte by byte ("\n", "\r", "\t", "\x1b", "\xc2\x9b", "\xe2\x80\xae",
+ * "\xff"), a backslash is doubled; other valid UTF-8 text is kept. The result is
+ * valid UTF-8 with none of those code points.
  * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
 char *gg_str_printable(const char *s, size_t len);
 

@@ -99,6 +99,26 @@ static size_t put_escape(char *o, unsigned char c)
 	return 4;
 }
 
+/* The code point of the valid sequence of k bytes at p. */
+static uint32_t utf8_cp(const unsigned char *p, size_t k)
+{
+	uint32_t cp = k == 2 ? p[0] & 0x1fu : k == 3 ? p[0] & 0x0fu : p[0] & 0x07u;
+	for (size_t i = 1; i < k; i++)
+		cp = cp << 6 | (p[i] & 0x3fu);
+	return cp;
+}
+
+/* Code points that are valid but must not reach a terminal: the C1 controls,
+ * the bidirectional controls and the invisible format characters a hostile text
+ * can use to reorder or hide what a line shows (Trojan Source), the line and
+ * paragraph separators, and the byte order mark. */
+static int hidden_cp(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2064) ||
+	       (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
 char *gg_str_printable(const char *s, size_t len)
 {
 	if (len > (SIZE_MAX - 1) / 4)
@@ -107,16 +127,15 @@ char *gg_str_printable(const char *s, size_t len)
 	const unsigned char *p = (const unsigned char *)s;
 	for (size_t i = 0; out && i < len;) {
 		size_t k = p[i] >= 0x80 ? utf8_seq(p + i, len - i) : 1;
-		/* C1 controls (U+0080-U+009F) are c2 80 - c2 9f */
-		int c1 = k == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
-		if (k > 1 && !c1) {
+		int hide = k > 1 && hidden_cp(utf8_cp(p + i, k));
+		if (k > 1 && !hide) {
 			memcpy(o, p + i, k);
 			o += k;
 			i += k;
 		} else if (k == 1 && p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\') {
 			*o++ = (char)p[i++];
 		} else {
-			for (size_t e = i + (c1 ? 2 : 1); i < e; i++)
+			for (size_t e = i + (hide ? k : 1); i < e; i++)
 				o += put_escape(o, p[i]);
 		}
 	}

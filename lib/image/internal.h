@@ -165,6 +165,16 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 void gg_sqfs_writer_free(struct gg_sqfs_writer *w);
 /* Message for a libsquashfs error code. */
 const char *gg_sqfs_strerror(int code);
+/* Walk the directory tree of a squashfs (sqfscheck.c), without recursion: names
+ * 1 to 256 bytes with no '/' or NUL and not "." or "..", paths at most 4095
+ * bytes, symlink targets 1 to 4095 bytes, no name twice in a directory, no
+ * directory reached twice. 0 when sound, 1 when not (why says where and what),
+ * -1 when out of memory (why says so); *entries (may be NULL) = entries seen. */
+struct sqfs_file_t;
+struct sqfs_super_t;
+struct sqfs_compressor_t;
+int gg_sqfs_check_tree(struct sqfs_file_t *file, const struct sqfs_super_t *sb,
+		       struct sqfs_compressor_t *cmp, char *why, size_t whylen, uint64_t *entries);
 
 /* ---- the feed (feed.c): what the readers hand entries and data to ----------------- */
 

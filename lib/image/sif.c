@@ -724,6 +724,19 @@ static void pf_destroy(sqfs_object_t *obj)
 	(void)obj;
 }
 
+/* The directory tree: names, paths, symlink targets, no entry twice. */
+static void check_tree(struct checker *c, sqfs_file_t *f, const sqfs_super_t *sb,
+		       sqfs_compressor_t *cmp)
+{
+	char why[512];
+	uint64_t entries = 0;
+	if (check(c, "squashfs tree",
+		  gg_sqfs_check_tree(f, sb, cmp, why, sizeof why, &entries) == 0,
+		  "squashfs tree: %s", why))
+		pass(c, "squashfs tree", "%llu entries: names, paths and links sound",
+		     (unsigned long long)entries);
+}
+
 static void check_squashfs(struct checker *c, const struct gg_sif *s, const struct gg_sif_descr *d)
 {
 	struct gg_sif_verify_report *r = c->rep;
@@ -787,8 +800,10 @@ static void check_squashfs(struct checker *c, const struct gg_sif *s, const stru
 	if (!rc && ids)
 		rc = sqfs_id_table_read(ids, &pf.base, &sb, cmp);
 	if (check(c, "squashfs ID table", rc == 0 && ids, "squashfs ID table: %s",
-		  rc ? gg_sqfs_strerror(rc) : "out of memory"))
+		  rc ? gg_sqfs_strerror(rc) : "out of memory")) {
 		pass(c, "squashfs ID table", "%u ids, readable", sb.id_count);
+		check_tree(c, &pf.base, &sb, cmp);
+	}
 	sqfs_destroy(ids);
 	sqfs_destroy(cmp);
 }

@@ -57,6 +57,17 @@ request themselves, never forwarding:
     tls-wronghost         "ok", with a certificate for wronghost.invalid
     tls-expired           "ok", with a certificate that expired yesterday
     tls-untrusted         "ok", with a certificate from a CA nobody trusts
+    http302               "302 Found" to another URL (A-REX never redirects)
+    http400               "400 Bad Request"
+    http404               "404 Not Found" for every path (a wrong CE path)
+    badjobid              a REST version; the submission answered 201 with a job
+                          id that is not one ("../../x y")
+    failed ID             job ID is FAILED; its diagnostics (errors, failed) hold
+                          ESC/OSC sequences, a forged "session ready, host key
+                          SHA256:... (pinned)" line and bidi overrides
+    listing ID            job ID is FINISHED; its session directory lists
+                          "out.txt", "..", "", ".", "a/b", a name with ESC and
+                          "ok2.txt"; each file holds "data of NAME\n"
 """
 import argparse
 import datetime
@@ -78,7 +89,46 @@ from cryptography.x509.oid import NameOID
 RAW = {"pass", "blackhole", "reset", "slow", "hold-after-job", "drop-after-job",
        "cut-upload", "stall-upload"}
 FAKE = {"ok", "huge", "http500", "http503", "html", "notjson", "truncjson", "partial", "garbage",
-        "empty", "stall", "tls-wronghost", "tls-expired", "tls-untrusted"}
+        "empty", "stall", "tls-wronghost", "tls-expired", "tls-untrusted", "http302",
+        "http400", "http404", "badjobid", "failed", "listing"}
+
+# What a hostile CE puts in a failed job's diagnostics.
+HOSTILE_DIAG = ("\x1b]0;owned\x07\x1b[2J\x1b[1;1H"
+                "\ngridgpu: session ready, host key SHA256:AAAAforged (pinned)\r\n"
+                "ok \u202eSHA256:reversed\u202c \u2066hidden\u2069 \x9b2J\n")
+LISTING = ["out.txt", "..", "", ".", "a/b", "x\x1b[2Jy", "ok2.txt"]
+
+
+def job_answer(mode, words, method, path):
+    """(status, content type, body) of the job modes: failed, listing, badjobid."""
+    import json
+    import re
+    import urllib.parse
+    jid = words[1] if len(words) > 1 else ""
+    p = path.split("?")[0].rstrip("/")
+    if p.endswith("/rest"):
+        return "200 OK", "application/json", b'{"version":["1.0"]}'
+    if mode == "badjobid":
+        if "action=new" in path:
+            return "201 Created", "application/json", json.dumps(
+                {"job": {"id": "../../x y", "status-code": "201", "reason": "Created"}}).encode()
+        return "200 OK", "application/json", b""
+    state = "FAILED" if mode == "failed" else "FINISHED"
+    if re.search(r"/jobs$", p):
+        return "201 Created" if method == "POST" else "200 OK", "application/json", json.dumps(
+            {"job": [{"id": jid, "state": state, "status-code": "200"}]}).encode()
+    m = re.search(r"/jobs/([^/]+)/(diagnose|session)(/(.*))?$", p)
+    if not m or m.group(1) != jid:
+        return "404 Not Found", "text/plain", b""
+    item = urllib.parse.unquote(m.group(4) or "")
+    if m.group(2) == "diagnose" and mode == "failed" and item in ("errors", "failed"):
+        return "200 OK", "text/plain", HOSTILE_DIAG.encode()
+    if m.group(2) == "session" and mode == "listing":
+        if item == "":
+            return "200 OK", "application/json", json.dumps({"file": LISTING}).encode()
+        if item in ("out.txt", "ok2.txt"):
+            return "200 OK", "application/octet-stream", ("data of %s\n" % item).encode()
+    return "404 Not Found", "text/plain", b""
 
 
 class Proxy:
@@ -397,7 +447,18 @@ class Proxy:
                               b"Content-Length: 4096\r\n\r\n{\"job\":[{\"id")
                     break
                 status, ctype, body = "200 OK", "application/json", b""
-                if mode in ("ok", "tls-wronghost", "tls-expired", "tls-untrusted"):
+                extra = ""
+                if mode in ("badjobid", "failed", "listing"):
+                    status, ctype, body = job_answer(mode, words, line.split(" ")[0], path)
+                elif mode == "http302":
+                    status = "302 Found"
+                    extra = "Location: https://elsewhere.invalid/arex\r\n"
+                elif mode == "http400":
+                    status = "400 Bad Request"
+                elif mode == "http404":
+                    status, ctype = "404 Not Found", "text/html"
+                    body = b"<html><body>Not Found</body></html>\n"
+                elif mode in ("ok", "tls-wronghost", "tls-expired", "tls-untrusted"):
                     if path.split("?")[0].rstrip("/").endswith("/rest"):
                         body = b'{"version":["1.0"]}'
                 elif mode == "http500":
@@ -412,8 +473,8 @@ class Proxy:
                     body = b"this is not JSON at all\n"
                 elif mode == "truncjson":
                     body = b'{"version":["1.0"],"job":[{"id":"abc","state":"RUNN'
-                s.sendall(("HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
-                           % (status, ctype, len(body))).encode() + body)
+                s.sendall(("HTTP/1.1 %s\r\nContent-Type: %s\r\n%sContent-Length: %d\r\n\r\n"
+                           % (status, ctype, extra, len(body))).encode() + body)
         except (ssl.SSLError, OSError):
             pass
         try:

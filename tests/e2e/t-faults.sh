@@ -223,6 +223,78 @@ X509_CERT_DIR=$GG_TB_BAD_CA_DIR run_gg list --sync
 	not_ok "TLS: wrong CA directory ($RC $ERR)"
 check_store "after the bad answers"
 
+# ---- answers A-REX never gives; a hostile CE's diagnostics and listings ----------------------
+section "redirects, bad requests, a wrong CE path, a malformed job id: CE errors (exit 4)"
+bad_answer http302 "HTTP 302 (a redirect)" "HTTP 302 Found"
+bad_answer http400 "HTTP 400" "HTTP 400 Bad Request"
+bad_answer http404 "HTTP 404 on a wrong CE path" "is the CE URL right?"
+# alt_run DIR ARGS...: gridgpu with a home, store and config of its own (the
+# site profiles copied), so a record made here never meets the main store.
+alt_run() {
+	_h=$1
+	shift
+	mkdir -p "$_h/config/gridgpu" "$_h/state"
+	cp "$XDG_CONFIG_HOME/gridgpu/config" "$_h/config/gridgpu/config"
+	HOME=$_h XDG_CONFIG_HOME=$_h/config XDG_STATE_HOME=$_h/state run_gg "$@"
+}
+# alt_record DIR NAME JOBID: a job record on the fault proxy, as submit leaves it.
+alt_record() {
+	mkdir -p "$1/state/gridgpu/records"
+	"$PY" - "$1/state/gridgpu/records/$2.json" "$2" "$3" "$FCE" <<'PY'
+import json, sys
+json.dump({"version": 1, "kind": "job", "state": "queued", "name": sys.argv[2],
+           "uid": "0123456789ab", "site": "fp", "ce": sys.argv[4], "job_id": sys.argv[3],
+           "created": 1700000000, "walltime": 600}, open(sys.argv[1], "w"))
+PY
+}
+# raw_controls FILE: prints the control bytes (C0 but LF, DEL, C1, bidi and
+# invisible format characters) or invalid UTF-8 in FILE; exit 1 when there are none.
+raw_controls() {
+	"$PY" -c '
+import re, sys
+b = open(sys.argv[1], "rb").read()
+bad = re.findall(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa4\xa6-\xa9]|\xef\xbb\xbf", b)
+try: b.decode("utf-8")
+except UnicodeDecodeError: bad.append(b"invalid UTF-8")
+print(bad); sys.exit(0 if bad else 1)' "$1"
+}
+fp_mode "$FP" badjobid
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hj" --site fp request --token --walltime 30m --name "${TAG}j" --no-wait
+[ "$RC" = 4 ] && one_line_error && printf '%s' "$ERR" | grep -q "malformed job id" &&
+	ok "a malformed job id from the CE: exit 4, one line ('malformed job id')" ||
+	not_ok "a malformed job id from the CE: exit 4 ($RC $ERR)"
+# The CE may hold a job under that name: its record stays for adoption, whole.
+jstate=$(REC=$T_TMP/hj/state/gridgpu/records && rec state "${TAG}j")
+[ "$jstate" != NONE ] && [ -n "$jstate" ] && ok "a malformed job id: the record is kept whole for adoption ($jstate)" ||
+	not_ok "a malformed job id: the record is kept ($jstate)"
+
+section "a hostile CE's diagnostics and listings reach the terminal escaped"
+alt_record "$T_TMP/hf" "${TAG}fail" fpfail1
+fp_mode "$FP" failed fpfail1
+alt_run "$T_TMP/hf" status "${TAG}fail"
+printf '%s\n%s' "$OUT" "$ERR" >"$T_TMP/diag.out"
+grep -q 'CE errors' "$T_TMP/diag.out" && grep -qF '\x1b]0;owned\x07' "$T_TMP/diag.out" &&
+	ok "status of a failed job shows the CE's errors, escaped visibly" ||
+	not_ok "status shows the CE's errors escaped ($RC $(head -c 600 "$T_TMP/diag.out"))"
+if raw_controls "$T_TMP/diag.out" >"$T_TMP/bad"; then not_ok "status: no raw control or bidi byte from the CE's errors ($(cat "$T_TMP/bad"))"; else
+	ok "status: no raw control or bidi byte from the CE's errors"; fi
+grep -Eq '^[[:space:]]*(gridgpu: |session ready)' "$T_TMP/diag.out" && not_ok "status: the CE injected a line of its own ($(cat "$T_TMP/diag.out"))" ||
+	ok "status: the CE's errors cannot print a 'session ready ... (pinned)' line"
+
+alt_record "$T_TMP/hg" "${TAG}get" fpget1
+fp_mode "$FP" listing fpget1
+alt_run "$T_TMP/hg" get "${TAG}get" -d "$T_TMP/hg/out"
+got=$(cd "$T_TMP/hg/out" 2>/dev/null && ls -A | tr '\n' ' ')
+[ "$RC" = 0 ] && [ "$got" = "ok2.txt out.txt " ] && [ "$(cat "$T_TMP/hg/out/ok2.txt")" = "data of ok2.txt" ] &&
+	ok "get: a listing with '..', '', '.', 'a/b' and ESC: the plain names downloaded, exit 0" ||
+	not_ok "get: the plain names downloaded ($RC '$got' $ERR)"
+[ "$(printf '%s\n' "$ERR" | grep -c 'skipping .* not a plain file name')" = 5 ] &&
+	ok "get: each name that is not plain skipped with a warning (5)" || not_ok "get: 5 warnings ($ERR)"
+printf '%s' "$ERR" >"$T_TMP/get.err"
+if raw_controls "$T_TMP/get.err" >"$T_TMP/bad"; then not_ok "get: no raw control byte from the listing ($(cat "$T_TMP/bad"))"; else
+	ok "get: no raw control byte from the listing"; fi
+fp_mode "$FP" pass
+
 # ---- slow -----------------------------------------------------------------------------------
 section "slow"
 # A slow CE within the bounds works: every byte from the CE in 16-byte pieces, 20 ms apart.

@@ -75,4 +75,17 @@ else
 	# freeze refuses such a label itself: then no image can carry one from us
 	ok "freeze refuses a label with control characters (exit $RC)"
 fi
+
+# Paths that are not UTF-8 (a Latin-1 directory name): --json keeps them,
+# escaped, instead of dropping the member or printing null.
+bad=$(printf 'sb\377x')
+mkdir -p "$T_TMP/$bad" && cp -R "$T_TMP/sandbox/." "$T_TMP/$bad/"
+run_gg --json freeze "$T_TMP/$bad" -o "$T_TMP/$bad.sif"
+printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(not (d["source"].endswith("sb\\xffx") and d["output"].endswith("sb\\xffx.sif")))' &&
+	ok "freeze --json: a source and an output path that are not UTF-8 are kept, escaped" || not_ok "freeze --json non-UTF-8 paths ($RC '$OUT' $ERR)"
+for c in inspect verify; do
+	run_gg --json "$c" "$T_TMP/$bad.sif"
+	printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; sys.exit(not d["path"].endswith("sb\\xffx.sif"))' &&
+		ok "$c --json: a path that is not UTF-8 is kept, escaped" || not_ok "$c --json non-UTF-8 path ($RC '$(printf '%s' "$OUT" | head -c 300)' $ERR)"
+done
 done_testing

@@ -28,6 +28,7 @@
 #include "../fuzz/fuzz_oci.c"
 #include "../fuzz/fuzz_pem.c"
 #include "../fuzz/fuzz_pkcs12.c"
+#include "../fuzz/fuzz_printable.c"
 #include "../fuzz/fuzz_pubkey.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_sif.c"
@@ -58,6 +59,7 @@ static const struct target targets[] = {
 	{"oci", fuzz_init_oci, fuzz_one_oci},
 	{"pem", fuzz_init_pem, fuzz_one_pem},
 	{"pkcs12", fuzz_init_pkcs12, fuzz_one_pkcs12},
+	{"printable", no_init, fuzz_one_printable},
 	{"pubkey", no_init, fuzz_one_pubkey},
 	{"record", no_init, fuzz_one_record},
 	{"sif", no_init, fuzz_one_sif},

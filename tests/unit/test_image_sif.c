@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "image/image.h"
+#include "image/internal.h"
 
 UNIT_TMPDIR("gg-unit-sif")
 
@@ -328,12 +330,247 @@ static void test_verify_structure(void **state)
 	assert_true(gg_sif_verify(missing, &rep, &err) < 0);
 }
 
+/* ---- verify walks the squashfs tree of a foreign image --------------------------- */
+
+static struct gg_node *tree_add(struct gg_tree *t, const char *path, uint32_t mode)
+{
+	struct gg_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = path;
+	e.mode = mode;
+	e.mtime = 5;
+	struct gg_inode *data = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
+	return gg_image_tree_lookup(t, path);
+}
+
+static void rename_node(struct gg_node *n, const char *name)
+{
+	free(n->name);
+	n->name = strdup(name);
+}
+
+static char *repeat(char c, size_t n)
+{
+	char *s = malloc(n + 1);
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* What a hostile builder's tree looks like; each case changes a sound tree
+ * after it was built (our readers refuse such names, other builders may not). */
+enum hostile {
+	H_NONE,
+	H_LONG_NAME,
+	H_DOT,
+	H_DOTDOT,
+	H_SLASH,
+	H_EMPTY,
+	H_LONG_PATH,
+	H_EMPTY_TARGET,
+	H_LONG_TARGET,
+	H_TWICE,
+};
+
+static void make_hostile(struct gg_tree *t, enum hostile h)
+{
+	struct gg_node *f = tree_add(t, "d/f", S_IFREG | 0644);
+	tree_add(t, "d/g", S_IFREG | 0644);
+	struct gg_node *l = tree_add(t, "d/link", S_IFLNK | 0777);
+	free(l->inode->target);
+	l->inode->target = strdup("f");
+	char *s = NULL;
+	switch (h) {
+	case H_NONE: break;
+	case H_LONG_NAME: rename_node(f, s = repeat('n', 257)); break;
+	case H_DOT: rename_node(f, "."); break;
+	case H_DOTDOT: rename_node(f, ".."); break;
+	case H_SLASH: rename_node(f, "a/b"); break;
+	case H_EMPTY: rename_node(f, ""); break;
+	case H_LONG_PATH: {
+		/* 17 directories of 250-byte names above a file: 4267 bytes */
+		char path[64] = "";
+		for (int i = 0; i < 17; i++)
+			strcat(path, "p/");
+		strcat(path, "f");
+		struct gg_node *n = tree_add(t, path, S_IFREG | 0644);
+		s = repeat('p', 250); /* kept in order: after "d" */
+		for (n = n->parent; n->parent; n = n->parent)
+			rename_node(n, s);
+		break;
+	}
+	case H_EMPTY_TARGET: l->inode->target[0] = '\0'; break;
+	case H_LONG_TARGET:
+		free(l->inode->target);
+		l->inode->target = repeat('t', 4096);
+		break;
+	case H_TWICE: rename_node(tree_add(t, "d/h", S_IFREG | 0644), "g"); break;
+	}
+	free(s);
+}
+
+/* A SIF whose squashfs holds the tree made by make_hostile(h), as freeze lays it
+ * out; 0, or -1 when our writer cannot write such a tree. */
+static int write_hostile(const char *path, enum hostile h)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	struct gg_sif_writer_opts so = {.deterministic = 1, .now = 1700000000};
+	struct gg_sif_writer *sw;
+	struct gg_err err = {0};
+	assert_int_equal(gg_sif_writer_new(fd, path, &so, &sw, &err), 0);
+	int64_t start = gg_sif_writer_data_start(sw);
+	struct gg_sqfs_opts qo = {
+		.comp = GG_IMAGE_COMP_GZIP, .level = 1, .jobs = 1, .block_size = 131072};
+	struct gg_sqfs_writer *w;
+	assert_int_equal(gg_sqfs_writer_new(fd, path, (uint64_t)start, &qo, &w, &err), 0);
+	struct gg_tree *t = gg_image_tree_new();
+	make_hostile(t, h);
+	uint64_t size = 0;
+	struct gg_freeze_result res;
+	memset(&res, 0, sizeof res);
+	int rc = gg_sqfs_writer_finish(w, t, 1700000000, -1, &size, &res, &err);
+	if (rc == 0)
+		rc = gg_sif_writer_add_partition(sw, 1, 1, start, (int64_t)size, GG_SIF_FS_SQUASHFS,
+						 GG_SIF_PART_PRIMSYS, "02", &err);
+	int64_t total = 0;
+	if (rc == 0)
+		rc = gg_sif_writer_finish(sw, &total, &err);
+	gg_sqfs_writer_free(w);
+	gg_sif_writer_free(sw);
+	gg_image_tree_free(t);
+	close(fd);
+	if (rc < 0)
+		print_message("case %d: our writer refuses it: %s\n", (int)h, err.msg);
+	return rc < 0 ? -1 : 0;
+}
+
+/* verify's word on the tree: NULL when sound, else the failed check's detail. */
+static char *tree_verdict(const char *path)
+{
+	struct gg_sif_verify_report rep;
+	struct gg_err err = {0};
+	assert_int_equal(gg_sif_verify(path, &rep, &err), 0);
+	for (size_t i = 0; i < rep.nchecks; i++) {
+		if (!rep.checks[i].ok) {
+			assert_false(rep.ok);
+			assert_string_equal(rep.checks[i].what, "squashfs tree");
+			return strdup(rep.checks[i].detail);
+		}
+	}
+	assert_true(rep.ok);
+	return NULL;
+}
+
+/* A squashfs made by mksquashfs with uncompressed metadata from a directory
+ * holding "name_g" and "name_h", with the bytes of "name_h" in the directory
+ * table replaced by patch (6 bytes), wrapped in a SIF. libsquashfs' writer
+ * refuses such listings, so they are made by patching. 0, or -1 when there is no
+ * mksquashfs. */
+static int write_patched(const char *sif, const char *patch6)
+{
+	char src[160], img[160], cmd[512];
+	snprintf(src, sizeof src, "%s/src", tmpdir);
+	snprintf(img, sizeof img, "%s/p.sqfs", tmpdir);
+	snprintf(cmd, sizeof cmd,
+		 "command -v mksquashfs >/dev/null || exit 3; mkdir -p %s && : >%s/name_g && "
+		 ": >%s/name_h && rm -f %s && mksquashfs %s %s -noI -noD -noF -noX -no-xattrs "
+		 "-all-root -quiet >/dev/null",
+		 src, src, src, img, src, img);
+	int rc = system(cmd);
+	if (rc != 0) {
+		assert_int_equal(WEXITSTATUS(rc), 3);
+		print_message("no mksquashfs: the patched listings are not checked\n");
+		return -1;
+	}
+	int fd = open(img, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	char *b = malloc((size_t)st.st_size);
+	assert_int_equal(read(fd, b, (size_t)st.st_size), st.st_size);
+	close(fd);
+	uint64_t dirs = le((const uint8_t *)b + 72, 8); /* directory_table_start */
+	char *at = memmem(b + dirs, (size_t)st.st_size - dirs, "name_h", 6);
+	assert_non_null(at);
+	memcpy(at, patch6, 6);
+	fd = open(sif, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	struct gg_sif_writer_opts so = {.deterministic = 1, .now = 1700000000};
+	struct gg_sif_writer *sw;
+	struct gg_err err = {0};
+	assert_int_equal(gg_sif_writer_new(fd, sif, &so, &sw, &err), 0);
+	int64_t start = gg_sif_writer_data_start(sw), total;
+	assert_int_equal(pwrite(fd, b, (size_t)st.st_size, start), st.st_size);
+	assert_int_equal(gg_sif_writer_add_partition(sw, 1, 1, start, st.st_size,
+						     GG_SIF_FS_SQUASHFS, GG_SIF_PART_PRIMSYS, "02",
+						     &err),
+			 0);
+	assert_int_equal(gg_sif_writer_finish(sw, &total, &err), 0);
+	gg_sif_writer_free(sw);
+	close(fd);
+	free(b);
+	return 0;
+}
+
+static void test_verify_tree(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof path, "%s/t.sif", tmpdir);
+	assert_int_equal(write_hostile(path, H_NONE), 0);
+	char *v = tree_verdict(path);
+	assert_null(v);
+	static const struct {
+		enum hostile h;
+		const char *says;
+	} cases[] = {
+		{H_LONG_NAME, "a name of 257 bytes"},
+		{H_DOT, "an entry named '.'"},
+		{H_DOTDOT, "an entry named '..'"},
+		{H_SLASH, "holds a '/'"},
+		{H_EMPTY, "empty name"},
+		{H_LONG_PATH, "a path longer than 4095 bytes"},
+		{H_EMPTY_TARGET, "symbolic link target of 0 bytes"},
+		{H_LONG_TARGET, "symbolic link target of 4096 bytes"},
+		{H_TWICE, "'g' listed twice"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (write_hostile(path, cases[i].h) < 0)
+			continue; /* said why; the report lists such cases */
+		v = tree_verdict(path);
+		if (!v || !strstr(v, cases[i].says))
+			fail_msg("case %d: verify says '%s', want '%s'", (int)cases[i].h,
+				 v ? v : "sound", cases[i].says);
+		free(v);
+	}
+	/* listings libsquashfs will not write: patched from mksquashfs' output */
+	static const struct {
+		const char *patch, *says;
+	} patched[] = {
+		{"name_h", NULL},
+		{"name_g", "'name_g' listed twice"},
+		{"\0ame_h", "a NUL byte"},
+		{"nam/_h", "holds a '/'"},
+	};
+	for (size_t i = 0; i < sizeof patched / sizeof patched[0]; i++) {
+		if (write_patched(path, patched[i].patch) < 0)
+			break;
+		v = tree_verdict(path);
+		if (patched[i].says ? !v || !strstr(v, patched[i].says) : v != NULL)
+			fail_msg("patched '%s': verify says '%s', want '%s'", patched[i].patch,
+				 v ? v : "sound", patched[i].says ? patched[i].says : "sound");
+		free(v);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header_layout),    cmocka_unit_test(test_descriptor_layout),
 		cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_reject_bad),
-		cmocka_unit_test(test_verify_structure),
+		cmocka_unit_test(test_verify_structure), cmocka_unit_test(test_verify_tree),
 	};
 	return cmocka_run_group_tests_name("image_sif", tests, setup_tmp, teardown_tmp);
 }

@@ -306,6 +306,14 @@ static void test_jump_parse(void **state)
 	assert_int_equal(gg_ssh_jump_parse("[::1]", &j, &err), 0);
 	assert_string_equal(j.host, "::1");
 	assert_string_equal(j.user, "");
+	assert_int_equal(gg_ssh_jump_parse("::1", &j, &err), 0); /* bare: no port */
+	assert_string_equal(j.host, "::1");
+	assert_string_equal(j.user, "");
+	assert_int_equal(j.port, 0);
+	assert_int_equal(gg_ssh_jump_parse("u@[::1]:22", &j, &err), 0);
+	assert_string_equal(j.user, "u");
+	assert_string_equal(j.host, "::1");
+	assert_int_equal(j.port, 22);
 	assert_int_equal(gg_ssh_jump_parse("gw", &j, &err), 0);
 	static const char *bad[] = {"@gw",
 				    "u@",
