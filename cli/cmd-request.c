@@ -73,12 +73,9 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		case O_CE: q->ce = v; break;
 		case O_NAME: q->name = v; break;
 		case O_GPUS: rc = cli_opt_int(cli, 0, 64, &q->gpus); break;
-		case O_MIG: q->mig = v; break;
+		case O_MIG: rc = cli_opt_mig(cli, &q->mig); break;
 		case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &q->cpus); break;
-		case O_MEMORY:
-			if (gg_size_parse(v, &q->memory, &err) < 0)
-				rc = ui_fail(cli, &err, "--memory");
-			break;
+		case O_MEMORY: rc = cli_opt_size(cli, &q->memory); break;
 		case O_WALLTIME:
 		case O_DEADLINE:
 		case O_IDLE:
@@ -87,9 +84,7 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 				     : c == O_DEADLINE ? &q->deadline
 				     : c == O_IDLE     ? &q->idle
 						       : &q->timeout;
-			if (gg_duration_parse(v, d, &err) < 0)
-				rc = ui_fail(cli, &err, "--%s", cli->optname);
-			else if (*d == 0 && c != O_IDLE)
+			if ((rc = cli_opt_duration(cli, d)) == 0 && *d == 0 && c != O_IDLE)
 				rc = ui_usage(cli, "--%s must be more than 0", cli->optname);
 			break;
 		}

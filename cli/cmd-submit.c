@@ -194,22 +194,16 @@ static int check_inputs(struct gg_cli *cli, const struct sub *s)
 /* One option into s; 0, or the exit code after saying what is wrong. */
 static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 {
-	struct gg_err err = {0};
 	const char *v = cli->optarg;
 	int rc = 0;
 	switch (c) {
 	case O_GPUS: rc = cli_opt_int(cli, 0, 64, &s->gpus); break;
-	case O_MIG: s->mig = v; break;
+	case O_MIG: rc = cli_opt_mig(cli, &s->mig); break;
 	case O_CPUS: rc = cli_opt_int(cli, 1, 4096, &s->cpus); break;
 	case O_COUNT: rc = cli_opt_int(cli, 1, 1000, &s->count); break;
-	case O_MEMORY:
-		if (gg_size_parse(v, &s->memory, &err) < 0)
-			rc = ui_fail(cli, &err, "--memory");
-		break;
+	case O_MEMORY: rc = cli_opt_size(cli, &s->memory); break;
 	case O_WALLTIME:
-		if (gg_duration_parse(v, &s->walltime, &err) < 0)
-			rc = ui_fail(cli, &err, "--walltime");
-		else if (!s->walltime)
+		if ((rc = cli_opt_duration(cli, &s->walltime)) == 0 && !s->walltime)
 			rc = ui_usage(cli, "--walltime must be more than 0");
 		break;
 	case O_INPUT:
@@ -244,10 +238,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 			snprintf(s->min_cc, sizeof s->min_cc, "%u.%u", a, b);
 		break;
 	}
-	case O_MIN_MEM:
-		if (gg_size_parse(v, &s->min_mem, &err) < 0)
-			rc = ui_fail(cli, &err, "--min-gpu-memory");
-		break;
+	case O_MIN_MEM: rc = cli_opt_size(cli, &s->min_mem); break;
 	}
 	return rc;
 }

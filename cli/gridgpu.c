@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "ctx.h"
 #include "cred/cred.h"
+#include "gpu/gpu.h"
 
 static const struct gg_cmd commands[] = {
 #define GG_COMMAND(name, fn, summary, usage, opts, operand, flags) \
@@ -268,6 +269,31 @@ int cli_opt_int(struct gg_cli *cli, int min, int max, int *out)
 		return ui_usage(cli, "--%s '%s': expected a whole number from %d to %d",
 				cli->optname, v, min, max);
 	*out = (int)n;
+	return 0;
+}
+
+int cli_opt_duration(struct gg_cli *cli, int64_t *out)
+{
+	struct gg_err err = {0};
+	if (gg_duration_parse_unit(cli->optarg, out, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	return 0;
+}
+
+int cli_opt_size(struct gg_cli *cli, uint64_t *out)
+{
+	struct gg_err err = {0};
+	if (gg_size_parse_unit(cli->optarg, out, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	return 0;
+}
+
+int cli_opt_mig(struct gg_cli *cli, const char **out)
+{
+	struct gg_err err = {0};
+	if (gg_mig_profile_check(cli->optarg, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	*out = cli->optarg;
 	return 0;
 }
 
