@@ -342,11 +342,23 @@ void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FIL
 	fprintf(f, "\nSee gridgpu-%s(1) for details.\n", cmd->name);
 }
 
+/* The first steps at a real site, as the README's first block and gridgpu(1)
+ * show them (tests/e2e/t-newcomer.sh checks they agree). */
+const char cli_getting_started[] =
+	"Getting started at a site (its CE URL and jump hosts come from the site):\n"
+	"  1. gridgpu proxy init                  a proxy from ~/.globus/usercert.pem\n"
+	"  2. gridgpu site add NAME --default --ce URL --jump USER@HOST...\n"
+	"  3. gridgpu doctor                      proxy, CA dir, CE, jump hosts, ssh\n"
+	"  4. gridgpu request --gpus 1 --walltime 4h\n"
+	"  5. gridgpu connect                     a shell on the GPU node\n";
+
 static void print_main_help(FILE *f)
 {
-	fprintf(f, "Usage: gridgpu [global options] <command> [options] [args]\n\n"
-		   "Develop on grid GPUs interactively, then run the same environment as batch "
-		   "work.\n\nCommands:\n");
+	fprintf(f,
+		"Usage: gridgpu [global options] <command> [options] [args]\n\n"
+		"Develop on grid GPUs interactively, then run the same environment as batch "
+		"work.\n\n%s\nCommands:\n",
+		cli_getting_started);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!commands[i].parent && !(commands[i].flags & CMD_HIDDEN))
 			fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);

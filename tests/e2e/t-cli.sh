@@ -44,6 +44,10 @@ expect_eq "site list on an empty config" "$RC" 0
 run_gg site
 expect_eq "site with no sub-command lists (exit 0)" "$RC" 0
 printf '%s' "$ERR" | grep -q "no sites yet" && ok "site alone is site list" || not_ok "site alone is site list: $ERR"
+# No site yet: request says what to do, step by step (the README's sequence).
+expect_fail "request with no site and no default site" 2 "no site given and no default site" request
+printf '%s' "$ERR" | grep -q "^Getting started" && printf '%s' "$ERR" | grep -q "gridgpu site add NAME --default --ce URL" &&
+	ok "request with no site prints the getting-started steps" || not_ok "request with no site: $ERR"
 run_gg site add glasgow --ce https://ce.example.org:443/arex --jump alice@gw.example.org \
 	--jump alice@login2.example.org:2222 --gpu-queue gpu --idle-limit 2h --connect-deadline 20m
 expect_eq "site add" "$RC" 0
