@@ -140,8 +140,8 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	if (r.state != GG_S_READY) {
 		gg_err_set(&err, gg_sess_state_ended(r.state) ? GG_ENOTFOUND : GG_ENET,
-			   "the session has %s%s%s", gg_sess_state_name(r.state),
-			   r.error ? ": " : "", r.error ? r.error : "");
+			   "the session %s%s%s", gg_sess_state_phrase(r.state), r.error ? ": " : "",
+			   r.error ? r.error : "");
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}

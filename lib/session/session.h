@@ -9,6 +9,10 @@
 #include "core/core.h"
 #include "gridgpu/session.h"
 
+/* The state as the end of a sentence about a session or job: "was killed",
+ * "has finished", "has failed", "is ready", "is queued"... (static). */
+const char *gg_sess_state_phrase(enum gg_sess_state s);
+
 /* A random id of 12 lowercase hex digits. */
 int gg_random_uid(char out[13], struct gg_err *err);
 
