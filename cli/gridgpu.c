@@ -479,6 +479,23 @@ int cmd_help(struct gg_cli *cli, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* gridgpu --version: the version, then each library's (--json: an object). */
+static int print_version(const struct gg_cli *cli)
+{
+	struct gg_libversion v[16];
+	size_t n = gg_library_versions(v, 16);
+	if (cli->json) {
+		json_t *libs = json_object();
+		for (size_t i = 0; i < n; i++)
+			json_object_set_new(libs, v[i].name, json_string(v[i].version));
+		return ui_json(json_pack("{s:s,s:o}", "version", GG_VERSION, "libraries", libs));
+	}
+	printf("gridgpu %s\n", GG_VERSION);
+	for (size_t i = 0; i < n; i++)
+		printf("  %-12s %s\n", v[i].name, v[i].version);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	/* First, before libcurl or OpenSSL allocate: what OpenSSL frees is wiped. */
@@ -487,7 +504,7 @@ int main(int argc, char **argv)
 	/* Global options before the command; stop at the first operand. */
 	static const struct gg_cmd top = {NULL, "", NULL, "", "", version_opt, OPT_NONE, 0};
 	cli.cmd = &top;
-	int c;
+	int c, version = 0;
 	while ((c = parse_next(&cli, argc, argv, version_opt, 1)) != 0) {
 		if (c == -1)
 			return EXIT_USAGE;
@@ -495,11 +512,10 @@ int main(int argc, char **argv)
 			print_main_help(stdout);
 			return EXIT_OK;
 		}
-		if (c == G_VERSION) {
-			printf("gridgpu %s\n", GG_VERSION);
-			return EXIT_OK;
-		}
+		version |= c == G_VERSION;
 	}
+	if (version) /* after every global option: --version --json is JSON too */
+		return print_version(&cli);
 	if (cli.optind >= argc) {
 		print_main_help(stderr);
 		return EXIT_USAGE;

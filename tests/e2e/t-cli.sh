@@ -4,6 +4,13 @@
 
 run_gg --version
 expect_eq "--version prints the version" "$(echo "$OUT" | cut -d' ' -f1)" gridgpu
+printf '%s\n' "$OUT" | grep -qE '^  OpenSSL +3\.' && printf '%s\n' "$OUT" | grep -qE '^  libcurl +[0-9]' && printf '%s\n' "$OUT" | grep -qE '^  libssh2 +[0-9]' &&
+	ok "--version lists the libraries' versions" || not_ok "--version: $OUT"
+for args in "--json --version" "--version --json"; do
+	run_gg $args
+	printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["version"] and d["libraries"]["OpenSSL"].startswith("3.") and "jansson" in d["libraries"]' 2>/dev/null &&
+		ok "gridgpu $args: JSON with the libraries" || not_ok "gridgpu $args: $OUT"
+done
 run_gg --help
 expect_eq "--help exits 0" "$RC" 0
 echo "$OUT" | grep -q "Exit codes:" && ok "--help documents exit codes" || not_ok "--help documents exit codes"
