@@ -102,6 +102,15 @@ int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt 
 /* The value of the current option as a whole number in [min, max]; 0, or the
  * usage exit code after saying what is wrong ("--cpus 'x': expected ..."). */
 int cli_opt_int(struct gg_cli *cli, int min, int max, int *out);
+/* The getting-started steps (proxy init, site add, doctor, request, connect):
+ * --help, and what request says when there is no site to use. */
+extern const char cli_getting_started[];
+/* The value of the current option as a duration / a size that needs its unit
+ * (a bare 0 is taken), a MIG profile in NVIDIA's spelling; 0, or the usage exit
+ * code after saying what to type ("--walltime: '4' needs a unit: 4h, ..."). */
+int cli_opt_duration(struct gg_cli *cli, int64_t *out);
+int cli_opt_size(struct gg_cli *cli, uint64_t *out);
+int cli_opt_mig(struct gg_cli *cli, const char **out);
 /* Print the help of the current command (or sub-command, cli->sub) to f. */
 void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FILE *f);
 /* The fn of a command with sub-commands: runs the one named by argv[1] (with

@@ -109,8 +109,8 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 	while ((c = cli_next_opt(cli, dd, argv, cmd_connect_opts)) > 0) {
 		if (c == O_NO_WAIT)
 			nowait = 1;
-		else if (c == O_TIMEOUT && gg_duration_parse(cli->optarg, &timeout, &err) < 0)
-			return ui_fail(cli, &err, "--timeout");
+		else if (c == O_TIMEOUT && cli_opt_duration(cli, &timeout))
+			return EXIT_USAGE;
 	}
 	if (c < 0)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;
@@ -140,8 +140,8 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	if (r.state != GG_S_READY) {
 		gg_err_set(&err, gg_sess_state_ended(r.state) ? GG_ENOTFOUND : GG_ENET,
-			   "the session has %s%s%s", gg_sess_state_name(r.state),
-			   r.error ? ": " : "", r.error ? r.error : "");
+			   "the session %s%s%s", gg_sess_state_phrase(r.state), r.error ? ": " : "",
+			   r.error ? r.error : "");
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}

@@ -924,7 +924,7 @@ int cmd_doctor(struct gg_cli *cli, int argc, char **argv)
 	struct ctx x = {.cli = cli, .valid = DEFAULT_VALID};
 	struct gg_err err = {0};
 	while ((c = cli_next_opt(cli, argc, argv, cmd_doctor_opts)) > 0) {
-		if (c == O_VALID && gg_duration_parse(cli->optarg, &x.valid, &err) < 0)
+		if (c == O_VALID && gg_duration_parse_unit(cli->optarg, &x.valid, &err) < 0)
 			return ui_usage(cli, "--valid: %s", err.msg);
 	}
 	if (c < 0)

@@ -219,11 +219,18 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 		return rc;
 	}
 	gg_store_free(st);
-	if (r.kind != GG_REC_SESSION || r.state != GG_S_READY) {
+	if (r.kind != GG_REC_SESSION)
+		gg_err_set(&err, GG_ENOTFOUND, "is a batch job, not a session");
+	else if (gg_sess_state_ended(r.state))
 		gg_err_set(&err, GG_ENOTFOUND,
-			   "is not a ready session (%s): 'gridgpu connect %s' "
-			   "waits for one",
-			   gg_sess_state_name(r.state), name);
+			   "the session %s: its sandbox is gone with it (freeze a live "
+			   "session; 'gridgpu request' starts one)",
+			   gg_sess_state_phrase(r.state));
+	else if (r.state != GG_S_READY)
+		gg_err_set(&err, GG_ENOTFOUND,
+			   "the session %s, not ready yet: 'gridgpu connect %s' waits for it",
+			   gg_sess_state_phrase(r.state), name);
+	if (err.code) {
 		gg_record_clear(&r);
 		return ui_fail(cli, &err, "freeze --session %s", name);
 	}

@@ -64,7 +64,6 @@ struct get_opts {
 
 static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct get_opts *o)
 {
-	struct gg_err err = {0};
 	int c;
 	while ((c = cli_next_opt(cli, argc, argv, cmd_get_opts)) > 0) {
 		switch (c) {
@@ -73,8 +72,8 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct get_opts
 		case O_CLEAN: o->clean = 1; break;
 		case O_WAIT: o->wait = 1; break;
 		case O_TIMEOUT:
-			if (gg_duration_parse(cli->optarg, &o->timeout, &err) < 0)
-				return ui_fail(cli, &err, "--timeout");
+			if (cli_opt_duration(cli, &o->timeout))
+				return EXIT_USAGE;
 			break;
 		}
 	}

@@ -88,8 +88,10 @@ static int live_named(struct gg_cli *cli, const struct gg_record *recs, size_t n
 	struct gg_err err = {0};
 	for (size_t i = 0; i < n; i++)
 		if (!gg_sess_state_ended(recs[i].state)) {
-			gg_err_set(&err, GG_EUSAGE, "is %s: 'gridgpu kill %s' first, or use --all",
-				   gg_sess_state_name(recs[i].state), recs[i].name);
+			gg_err_set(&err, GG_EUSAGE,
+				   "it %s: end it with 'gridgpu kill %s' first, or use "
+				   "--all",
+				   gg_sess_state_phrase(recs[i].state), recs[i].name);
 			exit_code = ui_fail(cli, &err, "clean %s", recs[i].name);
 		}
 	return exit_code;

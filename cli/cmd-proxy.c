@@ -102,7 +102,7 @@ static char *hms(int64_t s, char *buf, size_t len)
  * as documented in gridgpu-proxy(1). */
 static int parse_valid(const char *s, int64_t *out, struct gg_err *err)
 {
-	int rc = gg_duration_parse(s, out, err);
+	int rc = gg_duration_parse_unit(s, out, err);
 	if (rc < 0) {
 		err->code = GG_ECRED;
 		return GG_ECRED;

@@ -52,12 +52,12 @@ struct req {
 /* A duration option of request's own. */
 static int duration_opt(struct gg_cli *cli, int c, struct req *q)
 {
-	struct gg_err err = {0};
 	int64_t *d = c == O_DEADLINE ? &q->spec.deadline
 		     : c == O_IDLE   ? &q->spec.idle
 				     : &q->timeout;
-	if (gg_duration_parse(cli->optarg, d, &err) < 0)
-		return ui_fail(cli, &err, "--%s", cli->optname);
+	int rc = cli_opt_duration(cli, d);
+	if (rc)
+		return rc;
 	if (*d == 0 && c != O_IDLE)
 		return ui_usage(cli, "--%s must be more than 0", cli->optname);
 	return 0;

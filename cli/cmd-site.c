@@ -158,7 +158,7 @@ static int apply_opt(struct gg_cli *cli, struct gg_site *s, int id, const char *
 		s->jumps[s->njumps++] = strdup(v);
 	} else if (id == O_DEADLINE || id == O_IDLE) {
 		int64_t *d = id == O_DEADLINE ? &s->connect_deadline : &s->idle_limit;
-		if (gg_duration_parse(v, d, &err) < 0)
+		if (gg_duration_parse_unit(v, d, &err) < 0)
 			return ui_fail(cli, &err, "--%s",
 				       id == O_DEADLINE ? "connect-deadline" : "idle-limit");
 	} else {

@@ -90,7 +90,6 @@ static int add_file(struct gg_cli *cli, const char **list, int *n, const char *w
 /* One option into s; 0, or the exit code after saying what is wrong. */
 static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 {
-	struct gg_err err = {0};
 	const char *v = cli->optarg;
 	int rc = cli_res_opt(cli, c, &s->spec.res, &s->token);
 	if (rc != 1)
@@ -111,10 +110,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 		snprintf(s->min_cc, sizeof s->min_cc, "%u.%u", a, b);
 		break;
 	}
-	case O_MIN_MEM:
-		if (gg_size_parse(v, &s->spec.res.min_gpu_memory, &err) < 0)
-			return ui_fail(cli, &err, "--min-gpu-memory");
-		break;
+	case O_MIN_MEM: return cli_opt_size(cli, &s->spec.res.min_gpu_memory);
 	}
 	return 0;
 }

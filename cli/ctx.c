@@ -48,6 +48,8 @@ const struct gg_site *cli_site(struct gg_cli *cli, int required)
 				   "no site given and no default site: add one with "
 				   "'gridgpu site add NAME --ce URL'");
 			cli->cfg_exit = ui_fail(cli, &e, "site");
+			if (!cli->json && !cfg->nsites)
+				fprintf(stderr, "\n%s", cli_getting_started);
 		}
 		return NULL;
 	}

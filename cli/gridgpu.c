@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "ctx.h"
 #include "cred/cred.h"
+#include "gpu/gpu.h"
 
 static const struct gg_cmd commands[] = {
 #define GG_COMMAND(name, fn, summary, usage, opts, operand, flags) \
@@ -271,6 +272,31 @@ int cli_opt_int(struct gg_cli *cli, int min, int max, int *out)
 	return 0;
 }
 
+int cli_opt_duration(struct gg_cli *cli, int64_t *out)
+{
+	struct gg_err err = {0};
+	if (gg_duration_parse_unit(cli->optarg, out, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	return 0;
+}
+
+int cli_opt_size(struct gg_cli *cli, uint64_t *out)
+{
+	struct gg_err err = {0};
+	if (gg_size_parse_unit(cli->optarg, out, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	return 0;
+}
+
+int cli_opt_mig(struct gg_cli *cli, const char **out)
+{
+	struct gg_err err = {0};
+	if (gg_mig_profile_check(cli->optarg, &err) < 0)
+		return ui_fail(cli, &err, "--%s", cli->optname);
+	*out = cli->optarg;
+	return 0;
+}
+
 static void print_opts(const struct gg_opt *o, const char *indent, FILE *f)
 {
 	for (; o && o->name; o++) {
@@ -316,11 +342,23 @@ void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FIL
 	fprintf(f, "\nSee gridgpu-%s(1) for details.\n", cmd->name);
 }
 
+/* The first steps at a real site, as the README's first block and gridgpu(1)
+ * show them (tests/e2e/t-newcomer.sh checks they agree). */
+const char cli_getting_started[] =
+	"Getting started at a site (its CE URL and jump hosts come from the site):\n"
+	"  1. gridgpu proxy init                  a proxy from ~/.globus/usercert.pem\n"
+	"  2. gridgpu site add NAME --default --ce URL --jump USER@HOST...\n"
+	"  3. gridgpu doctor                      proxy, CA dir, CE, jump hosts, ssh\n"
+	"  4. gridgpu request --gpus 1 --walltime 4h\n"
+	"  5. gridgpu connect                     a shell on the GPU node\n";
+
 static void print_main_help(FILE *f)
 {
-	fprintf(f, "Usage: gridgpu [global options] <command> [options] [args]\n\n"
-		   "Develop on grid GPUs interactively, then run the same environment as batch "
-		   "work.\n\nCommands:\n");
+	fprintf(f,
+		"Usage: gridgpu [global options] <command> [options] [args]\n\n"
+		"Develop on grid GPUs interactively, then run the same environment as batch "
+		"work.\n\n%s\nCommands:\n",
+		cli_getting_started);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!commands[i].parent && !(commands[i].flags & CMD_HIDDEN))
 			fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
@@ -441,6 +479,23 @@ int cmd_help(struct gg_cli *cli, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* gridgpu --version: the version, then each library's (--json: an object). */
+static int print_version(const struct gg_cli *cli)
+{
+	struct gg_libversion v[16];
+	size_t n = gg_library_versions(v, 16);
+	if (cli->json) {
+		json_t *libs = json_object();
+		for (size_t i = 0; i < n; i++)
+			json_object_set_new(libs, v[i].name, json_string(v[i].version));
+		return ui_json(json_pack("{s:s,s:o}", "version", GG_VERSION, "libraries", libs));
+	}
+	printf("gridgpu %s\n", GG_VERSION);
+	for (size_t i = 0; i < n; i++)
+		printf("  %-12s %s\n", v[i].name, v[i].version);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	/* First, before libcurl or OpenSSL allocate: what OpenSSL frees is wiped. */
@@ -449,7 +504,7 @@ int main(int argc, char **argv)
 	/* Global options before the command; stop at the first operand. */
 	static const struct gg_cmd top = {NULL, "", NULL, "", "", version_opt, OPT_NONE, 0};
 	cli.cmd = &top;
-	int c;
+	int c, version = 0;
 	while ((c = parse_next(&cli, argc, argv, version_opt, 1)) != 0) {
 		if (c == -1)
 			return EXIT_USAGE;
@@ -457,11 +512,10 @@ int main(int argc, char **argv)
 			print_main_help(stdout);
 			return EXIT_OK;
 		}
-		if (c == G_VERSION) {
-			printf("gridgpu %s\n", GG_VERSION);
-			return EXIT_OK;
-		}
+		version |= c == G_VERSION;
 	}
+	if (version) /* after every global option: --version --json is JSON too */
+		return print_version(&cli);
 	if (cli.optind >= argc) {
 		print_main_help(stderr);
 		return EXIT_USAGE;

@@ -3,18 +3,16 @@
 
 int cli_res_opt(struct gg_cli *cli, int c, struct gg_jd_resources *res, int *token)
 {
-	struct gg_err err = {0};
 	const char *v = cli->optarg;
+	int rc;
 	switch (c) {
 	case O_RES_GPUS: return cli_opt_int(cli, 0, 64, &res->gpus) ? EXIT_USAGE : 0;
-	case O_RES_MIG: res->mig = v; return 0;
+	case O_RES_MIG: return cli_opt_mig(cli, &res->mig) ? EXIT_USAGE : 0;
 	case O_RES_CPUS: return cli_opt_int(cli, 1, 4096, &res->cpus) ? EXIT_USAGE : 0;
-	case O_RES_MEMORY:
-		return gg_size_parse(v, &res->memory, &err) < 0 ? ui_fail(cli, &err, "--memory")
-								: 0;
+	case O_RES_MEMORY: return cli_opt_size(cli, &res->memory);
 	case O_RES_WALLTIME:
-		if (gg_duration_parse(v, &res->walltime, &err) < 0)
-			return ui_fail(cli, &err, "--walltime");
+		if ((rc = cli_opt_duration(cli, &res->walltime)))
+			return rc;
 		return res->walltime ? 0 : ui_usage(cli, "--walltime must be more than 0");
 	case O_RES_QUEUE: res->queue = v; return 0;
 	case O_RES_TOKEN: *token = 1; return 0;

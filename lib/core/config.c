@@ -212,10 +212,13 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 		s->njumps++;
 		return 0;
 	}
-	if (strcmp(key, "connect_deadline") == 0)
-		return gg_duration_parse(value, &s->connect_deadline, err);
-	if (strcmp(key, "idle_limit") == 0)
-		return gg_duration_parse(value, &s->idle_limit, err);
+	int64_t *d = strcmp(key, "connect_deadline") == 0 ? &s->connect_deadline
+		     : strcmp(key, "idle_limit") == 0     ? &s->idle_limit
+							  : NULL;
+	if (d && gg_duration_parse_unit(value, d, err) < 0)
+		return gg_err_prefix(err, "%s", key);
+	if (d)
+		return 0;
 	return gg_err_set(err, GG_EUSAGE, "unknown key '%s'", key);
 }
 

@@ -24,6 +24,16 @@ char *gg_strstrip(char *s);
  * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
 char *gg_str_printable(const char *s, size_t len);
 
+/* ---- durations and sizes typed by a user ------------------------------- */
+
+/* gg_duration_parse and gg_size_parse for what a user types (an option, a
+ * configuration value): a bare number other than 0 is refused (GG_EUSAGE, "'4'
+ * needs a unit: 4h, 4m or 4d") instead of being read as seconds or bytes, which
+ * turned "--walltime 4" into a minute and "--memory 16" into 16 bytes. A bare 0
+ * stays valid: it means none or the default wherever the option takes it. */
+int gg_duration_parse_unit(const char *s, int64_t *out, struct gg_err *err);
+int gg_size_parse_unit(const char *s, uint64_t *out, struct gg_err *err);
+
 /* ---- files ------------------------------------------------------------- */
 
 /* Write data to path atomically: a temp file in the same directory created with

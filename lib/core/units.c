@@ -104,6 +104,24 @@ int gg_duration_parse(const char *s, int64_t *out, struct gg_err *err)
 	return 0;
 }
 
+/* s is digits (and, for sizes, a '.') only, and not zero. */
+static int bare_nonzero(const char *s, const char *accept)
+{
+	if (!s || !*s || s[strspn(s, accept)] != '\0')
+		return 0;
+	return s[strspn(s, "0.")] != '\0';
+}
+
+int gg_duration_parse_unit(const char *s, int64_t *out, struct gg_err *err)
+{
+	if (bare_nonzero(s, "0123456789"))
+		return gg_err_set(err, GG_EUSAGE,
+				  "'%s' needs a unit: %sh, %sm or %sd (a bare number would "
+				  "be seconds)",
+				  s, s, s, s);
+	return gg_duration_parse(s, out, err);
+}
+
 char *gg_duration_format(int64_t secs, char *buf, size_t len)
 {
 	static const struct {
@@ -189,6 +207,16 @@ int gg_size_parse(const char *s, uint64_t *out, struct gg_err *err)
 		return gg_err_set(err, GG_EUSAGE, "invalid size '%s': too large", s);
 	*out = (uint64_t)bytes;
 	return 0;
+}
+
+int gg_size_parse_unit(const char *s, uint64_t *out, struct gg_err *err)
+{
+	if (bare_nonzero(s, "0123456789."))
+		return gg_err_set(err, GG_EUSAGE,
+				  "'%s' needs a unit: %sG or %sM (a bare number would be "
+				  "bytes)",
+				  s, s, s);
+	return gg_size_parse(s, out, err);
 }
 
 char *gg_size_format(uint64_t bytes, char *buf, size_t len)

@@ -158,4 +158,10 @@ int gg_gpu_version_parse(const char *s, int *major, int *minor);
  * major.minor: driver major.minor >= runtime major.minor. */
 int gg_gpu_driver_supports(int cuda_driver, int major, int minor);
 
+/* Check a MIG profile name against NVIDIA's grammar: [Cc.]Gg.Mgb with 1 to 7
+ * slices and an optional "+me", "+me.all", "-me" or "+gfx" (1g.10gb, 3g.40gb,
+ * 1c.3g.40gb, 1g.10gb+me). GG_EUSAGE otherwise; for a near miss ("1g10gb",
+ * "1G.10GB", "1g.10g") err suggests the right spelling. */
+int gg_mig_profile_check(const char *profile, struct gg_err *err);
+
 #endif

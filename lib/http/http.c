@@ -247,9 +247,30 @@ static int transport_retryable(CURLcode c)
 	}
 }
 
+/* A TLS failure whose cause is a CA directory that is not there: say so
+ * (exit 3, a credentials problem), not "certificate not trusted". */
+static int ca_dir_missing(struct gg_http *h, const char *url, struct gg_err *err)
+{
+	struct stat st;
+	const char *why = stat(h->ca_dir, &st) < 0 ? "does not exist"
+			  : !S_ISDIR(st.st_mode)   ? "is not a directory"
+						   : NULL;
+	if (!why)
+		return 0;
+	return gg_err_set(err, GG_ECRED,
+			  "%s: the CA directory '%s' %s (X509_CERT_DIR or the site's ca_dir): "
+			  "point it at the grid CA certificates, usually "
+			  "/etc/grid-security/certificates, and run 'gridgpu doctor'",
+			  url, h->ca_dir, why);
+}
+
 static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct gg_err *err)
 {
 	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(c);
+	int tls = c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
+		  c == CURLE_SSL_CONNECT_ERROR;
+	if (tls && ca_dir_missing(h, url, err))
+		return err->code;
 	switch (c) {
 	case CURLE_ABORTED_BY_CALLBACK: return gg_err_set(err, GG_EINTR, "interrupted");
 	case CURLE_PEER_FAILED_VERIFICATION:

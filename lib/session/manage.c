@@ -321,8 +321,8 @@ int gg_engine_kill(struct gg_engine *e, struct gg_record *recs, size_t n)
 	struct gg_err err = {0};
 	for (size_t i = 0; i < n; i++)
 		if (!live(&recs[i]))
-			gg_engine_notef(e, GG_NOTE_INFO, "%s has already %s", recs[i].name,
-					gg_sess_state_name(recs[i].state));
+			gg_engine_notef(e, GG_NOTE_INFO, "%s %s already", recs[i].name,
+					gg_sess_state_phrase(recs[i].state));
 	if (gg_records_by_endpoint(recs, n, live, &gs, &ng, &err) < 0)
 		return gg_engine_failf(e, &err, "kill");
 	for (size_t i = 0; i < ng; i++) {

@@ -17,6 +17,16 @@ const char *gg_sess_state_name(enum gg_sess_state s)
 									: "unknown";
 }
 
+const char *gg_sess_state_phrase(enum gg_sess_state s)
+{
+	static const char *const phrases[] = {
+		"is requested", "is queued",  "is starting",
+		"is ready",     "is running", "has finished",
+		"has failed",   "was killed", "is in an unknown state"};
+	return (unsigned)s < sizeof phrases / sizeof phrases[0] ? phrases[s]
+								: "is in an unknown state";
+}
+
 int gg_sess_state_parse(const char *name, enum gg_sess_state *out)
 {
 	for (size_t i = 0; name && i < sizeof state_names / sizeof state_names[0]; i++)

@@ -9,6 +9,19 @@
 #include "core/core.h"
 #include "gridgpu/session.h"
 
+/* The state as the end of a sentence about a session or job: "was killed",
+ * "has finished", "has failed", "is ready", "is queued"... (static). */
+const char *gg_sess_state_phrase(enum gg_sess_state s);
+
+/* A library libgridgpu uses and its version (static strings). */
+struct gg_libversion {
+	const char *name, *version;
+};
+/* Fill out with up to max entries: OpenSSL, libcurl, jansson, libarchive,
+ * libssh2 (as they report themselves at run time), libdeflate, libsquashfs,
+ * inih. Returns how many. */
+size_t gg_library_versions(struct gg_libversion *out, size_t max);
+
 /* A random id of 12 lowercase hex digits. */
 int gg_random_uid(char out[13], struct gg_err *err);
 

@@ -4,6 +4,13 @@
 
 run_gg --version
 expect_eq "--version prints the version" "$(echo "$OUT" | cut -d' ' -f1)" gridgpu
+printf '%s\n' "$OUT" | grep -qE '^  OpenSSL +3\.' && printf '%s\n' "$OUT" | grep -qE '^  libcurl +[0-9]' && printf '%s\n' "$OUT" | grep -qE '^  libssh2 +[0-9]' &&
+	ok "--version lists the libraries' versions" || not_ok "--version: $OUT"
+for args in "--json --version" "--version --json"; do
+	run_gg $args
+	printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["version"] and d["libraries"]["OpenSSL"].startswith("3.") and "jansson" in d["libraries"]' 2>/dev/null &&
+		ok "gridgpu $args: JSON with the libraries" || not_ok "gridgpu $args: $OUT"
+done
 run_gg --help
 expect_eq "--help exits 0" "$RC" 0
 echo "$OUT" | grep -q "Exit codes:" && ok "--help documents exit codes" || not_ok "--help documents exit codes"
@@ -44,6 +51,10 @@ expect_eq "site list on an empty config" "$RC" 0
 run_gg site
 expect_eq "site with no sub-command lists (exit 0)" "$RC" 0
 printf '%s' "$ERR" | grep -q "no sites yet" && ok "site alone is site list" || not_ok "site alone is site list: $ERR"
+# No site yet: request says what to do, step by step (the README's sequence).
+expect_fail "request with no site and no default site" 2 "no site given and no default site" request
+printf '%s' "$ERR" | grep -q "^Getting started" && printf '%s' "$ERR" | grep -q "gridgpu site add NAME --default --ce URL" &&
+	ok "request with no site prints the getting-started steps" || not_ok "request with no site: $ERR"
 run_gg site add glasgow --ce https://ce.example.org:443/arex --jump alice@gw.example.org \
 	--jump alice@login2.example.org:2222 --gpu-queue gpu --idle-limit 2h --connect-deadline 20m
 expect_eq "site add" "$RC" 0
@@ -95,6 +106,34 @@ printf '[site a]\nce = https://x\nbogus = 1\n' > "$T_TMP/bad.conf"
 expect_fail "config with an unknown key names the line" 2 "line 3" --config "$T_TMP/bad.conf" site list
 expect_fail "request --cpus that is not a number" 2 "--cpus 'many': expected a whole number from 1 to 4096" request --cpus many
 expect_fail "submit --count out of range" 2 "--count '0': expected a whole number from 1 to 1000" submit x.sif --count 0 -- true
+# Durations and sizes need a unit: a bare number is not silently seconds or bytes.
+expect_fail "request --walltime 4 is refused, saying what to type" 2 "--walltime: '4' needs a unit: 4h, 4m or 4d" request --walltime 4
+expect_fail "request --memory 16 is refused, saying what to type" 2 "--memory: '16' needs a unit: 16G or 16M" request --memory 16
+expect_fail "submit --walltime 4 is refused" 2 "--walltime: '4' needs a unit" submit x.sif --walltime 4 -- true
+expect_fail "submit --memory 16 is refused" 2 "--memory: '16' needs a unit" submit x.sif --memory 16 -- true
+expect_fail "submit --min-gpu-memory 40 is refused" 2 "--min-gpu-memory: '40' needs a unit" submit x.sif --min-gpu-memory 40 -- true
+expect_fail "request -t 4 (the short option) is refused" 2 "--walltime: '4' needs a unit" request -t 4
+expect_fail "request --idle-limit 3600 is refused" 2 "--idle-limit: '3600' needs a unit" request --idle-limit 3600
+expect_fail "request --timeout 30 is refused" 2 "--timeout: '30' needs a unit" request --timeout 30
+expect_fail "connect --timeout 30 is refused" 2 "--timeout: '30' needs a unit" connect x --timeout 30
+expect_fail "get --timeout 30 is refused" 2 "--timeout: '30' needs a unit" get x --timeout 30
+expect_fail "doctor --valid 2 is refused" 2 "--valid: '2' needs a unit" doctor --valid 2
+expect_fail "proxy info --valid 6 is refused (exit 3, as gridgpu-proxy(1) says)" 3 "'6' needs a unit: 6h" proxy info --valid 6
+expect_fail "site add --idle-limit 7200 is refused" 2 "--idle-limit: '7200' needs a unit" site add u --ce https://ce/arex --idle-limit 7200
+run_gg site show u
+expect_eq "the refused site was not added" "$RC" 5
+run_gg site add u --ce https://ce/arex --idle-limit 0
+expect_eq "a bare 0 (none) is still taken" "$RC" 0
+run_gg site remove u
+printf '[site a]\nce = https://x/arex\nconnect_deadline = 1200\n' > "$T_TMP/bare.conf"
+expect_fail "a bare number in the config file names the key and the unit" 2 "connect_deadline: '1200' needs a unit: 1200h, 1200m" --config "$T_TMP/bare.conf" site list
+# MIG profiles in NVIDIA's spelling, the right one suggested for a near miss.
+expect_fail "request --mig 1g10gb suggests 1g.10gb" 2 "--mig: '1g10gb' is not a MIG profile: did you mean '1g.10gb'?" request --mig 1g10gb
+expect_fail "submit --mig 1G.10GB suggests 1g.10gb" 2 "did you mean '1g.10gb'?" submit x.sif --mig 1G.10GB -- true
+expect_fail "request --mig 9g.90gb: at most 7 slices" 2 "1 to 7 slices" request --mig 9g.90gb
+expect_fail "request --mig nonsense shows NVIDIA's form" 2 "e.g. 1g.10gb" request --mig fast
+run_gg request --mig 1g.10gb+me --walltime 4
+printf '%s' "$ERR" | grep -q -- "--mig" && not_ok "request --mig 1g.10gb+me is a valid profile: $ERR" || ok "request --mig 1g.10gb+me is a valid profile (only --walltime is refused)"
 # ssh-config --install keeps the backup it reports.
 mkdir -p "$HOME/.ssh"
 printf 'Host old\n  User me\n' > "$HOME/.ssh/config"
@@ -104,6 +143,17 @@ bak=$(printf '%s' "$ERR" | sed -n 's/.*(backup: \(.*\))$/\1/p')
 [ -n "$bak" ] && [ -f "$bak" ] && ok "ssh-config --install: the backup it reports exists" || not_ok "ssh-config --install backup '$bak': $ERR"
 [ -n "$bak" ] && printf 'Host old\n  User me\n' | cmp -s - "$bak" && ok "the backup holds the config as it was" || not_ok "the backup holds the config as it was"
 rm -f "$HOME/.ssh/config" "$bak"
+# Through a symbolic link (a dotfile manager's): the target is changed and backed up, the link kept.
+mkdir -p "$HOME/dotfiles"
+printf 'Host old\n  User me\n' > "$HOME/dotfiles/ssh_config"
+ln -s "$HOME/dotfiles/ssh_config" "$HOME/.ssh/config"
+run_gg ssh-config --install
+expect_eq "ssh-config --install through a symlink" "$RC" 0
+bak=$(printf '%s' "$ERR" | sed -n 's/.*(backup: \(.*\))$/\1/p')
+expect_eq "the backup it reports is next to the link's target" "$bak" "$HOME/dotfiles/ssh_config.gridgpu-backup"
+[ -f "$bak" ] && printf 'Host old\n  User me\n' | cmp -s - "$bak" && ok "symlink: the backup exists and holds the old config" || not_ok "symlink: backup '$bak'"
+[ -L "$HOME/.ssh/config" ] && grep -q '^Include ' "$HOME/dotfiles/ssh_config" && ok "symlink: the link is kept, its target has the Include" || not_ok "symlink: link or target: $(ls -l "$HOME/.ssh/config")"
+rm -f "$HOME/.ssh/config" "$bak" "$HOME/dotfiles/ssh_config"
 run_gg ssh-config --install
 printf '%s' "$ERR" | grep -q "backup" && not_ok "no backup claimed for a new ~/.ssh/config: $ERR" || ok "no backup claimed for a new ~/.ssh/config"
 ls "$HOME/.ssh/" | grep -q gridgpu-backup && not_ok "no backup file for a new ~/.ssh/config" || ok "no backup file for a new ~/.ssh/config"

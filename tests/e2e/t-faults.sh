@@ -221,6 +221,9 @@ fp_mode "$FP" ok
 X509_CERT_DIR=$GG_TB_BAD_CA_DIR run_gg list --sync
 [ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q TLS && ok "TLS: wrong CA directory (X509_CERT_DIR) refused" ||
 	not_ok "TLS: wrong CA directory ($RC $ERR)"
+X509_CERT_DIR=/nonexistent run_gg list --sync
+[ "$RC" = 3 ] && printf '%s' "$ERR" | grep -q "the CA directory '/nonexistent' does not exist (X509_CERT_DIR.*run 'gridgpu doctor'" &&
+	ok "X509_CERT_DIR=/nonexistent: the directory named, doctor suggested (exit 3)" || not_ok "X509_CERT_DIR=/nonexistent ($RC $ERR)"
 check_store "after the bad answers"
 
 # ---- answers A-REX never gives; a hostile CE's diagnostics and listings ----------------------

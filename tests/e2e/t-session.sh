@@ -105,7 +105,11 @@ else
 fi
 test -f "$CFG" && ! grep -q "Host s1" "$CFG" && ok "the ssh block of a killed session is removed" || not_ok "the ssh block of a killed session is removed"
 [ -e "$XDG_CONFIG_HOME/gridgpu/ssh/keys/$UID12" ] && not_ok "the session key is removed" || ok "the session key is removed"
-expect_fail "connect to a killed session" 5 "has killed" connect s1
+expect_fail "connect to a killed session" 5 "the session was killed" connect s1
+expect_fail "freeze --session of a killed session" 5 "the session was killed: its sandbox is gone with it" freeze --session s1 --path /tmp -o "$T_TMP/k.sif"
+printf '%s' "$ERR" | grep -q "gridgpu connect" && not_ok "freeze --session of a killed session suggests connect: $ERR" || ok "freeze --session of a killed session does not suggest connect"
+run_gg kill s1
+printf '%s' "$ERR" | grep -q "s1 was killed already" && ok "kill again: 's1 was killed already'" || not_ok "kill again: $ERR"
 run_gg clean s1
 expect_eq "clean forgets the killed session" "$RC" 0
 expect_fail "unknown session name" 5 "no such session or job" status s1
@@ -121,6 +125,7 @@ printf '%s' "$OUT" | grep -q "nobody connected before the connect deadline" && o
 BEARER_TOKEN=$("$GG_TB_MINT_TOKEN") run_gg request --name s3 --token --walltime 30m
 expect_eq "request with a bearer token reaches ready" "$RC" 0
 check "ssh into the token session" ssh -F "$CFG" -o BatchMode=yes s3 true
+expect_fail "clean of a ready session: kill it first" 2 "clean s3: it is ready: end it with 'gridgpu kill s3' first" clean s3
 BEARER_TOKEN=$("$GG_TB_MINT_TOKEN") run_gg kill s3
 expect_eq "kill the token session" "$RC" 0
 

@@ -75,6 +75,41 @@ static void test_duration_format(void **state)
 		assert_true(dur(gg_duration_format_exact(samples[i], b, sizeof b)) == samples[i]);
 }
 
+/* What a user types: a bare number needs a unit, a bare 0 does not. */
+static void test_parse_unit(void **state)
+{
+	(void)state;
+	int64_t d = -1;
+	uint64_t z = 1;
+	struct gg_err err = {0};
+	assert_int_equal(gg_duration_parse_unit("4", &d, &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "'4' needs a unit: 4h, 4m or 4d (a bare number would be "
+				     "seconds)");
+	assert_true(d == -1);
+	assert_int_equal(gg_duration_parse_unit("90", &d, &err), GG_EUSAGE);
+	assert_int_equal(gg_duration_parse_unit("4h", &d, &err), 0);
+	assert_true(d == 4 * 3600);
+	assert_int_equal(gg_duration_parse_unit("12:00", &d, &err), 0);
+	assert_true(d == 12 * 3600);
+	assert_int_equal(gg_duration_parse_unit("0", &d, &err), 0);
+	assert_true(d == 0);
+	assert_int_equal(gg_duration_parse_unit("00", &d, &err), 0);
+	assert_int_equal(gg_duration_parse_unit("4x", &d, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "unknown unit"));
+	assert_int_equal(gg_duration_parse_unit("", &d, &err), GG_EUSAGE);
+	assert_int_equal(gg_size_parse_unit("16", &z, &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "'16' needs a unit: 16G or 16M (a bare number would be "
+				     "bytes)");
+	assert_int_equal(gg_size_parse_unit("1.5", &z, &err), GG_EUSAGE);
+	assert_true(z == 1);
+	assert_int_equal(gg_size_parse_unit("16G", &z, &err), 0);
+	assert_true(z == 16ull << 30);
+	assert_int_equal(gg_size_parse_unit("0", &z, &err), 0);
+	assert_true(z == 0);
+	assert_int_equal(gg_size_parse_unit("0.0", &z, &err), 0);
+	assert_int_equal(gg_size_parse_unit("G", &z, &err), GG_EUSAGE);
+}
+
 static void test_size(void **state)
 {
 	(void)state;
@@ -476,6 +511,10 @@ static void test_config(void **state)
 	write_file(path, "[site a]\nidle_limit = forever\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "invalid duration"));
+	/* a bare number is refused, naming the key, not read as seconds */
+	write_file(path, "[site a]\nce = x\nidle_limit = 7200\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "idle_limit: '7200' needs a unit"));
 	write_file(path, "[site a\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "line 1"));
@@ -586,14 +625,23 @@ static void test_site_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_duration_parse), cmocka_unit_test(test_duration_format),
-		cmocka_unit_test(test_size),           cmocka_unit_test(test_err),
-		cmocka_unit_test(test_err_table),      cmocka_unit_test(test_err_table_man),
-		cmocka_unit_test(test_printable),      cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_atomic_write),   cmocka_unit_test(test_private_and_shred),
-		cmocka_unit_test(test_mkdir_p),        cmocka_unit_test(test_xdg),
-		cmocka_unit_test(test_config),         cmocka_unit_test(test_config_values),
-		cmocka_unit_test(test_site_name),      cmocka_unit_test(test_wipe),
+		cmocka_unit_test(test_duration_parse),
+		cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_err),
+		cmocka_unit_test(test_parse_unit),
+		cmocka_unit_test(test_err_table),
+		cmocka_unit_test(test_err_table_man),
+		cmocka_unit_test(test_printable),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_private_and_shred),
+		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_xdg),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_config_values),
+		cmocka_unit_test(test_site_name),
+		cmocka_unit_test(test_wipe),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
 }

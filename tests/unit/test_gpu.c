@@ -556,6 +556,43 @@ static void test_runtime_version(void **state)
 	}
 }
 
+/* MIG profiles in NVIDIA's spelling; a near miss gets the right one. */
+static void test_mig_profile(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	static const char *const good[] = {
+		"1g.10gb",     "2g.20gb",        "3g.40gb",   "7g.80gb",    "1g.10gb+me",
+		"1g.20gb",     "4g.40gb",        "1g.5gb",    "1c.3g.40gb", "1g.24gb-me",
+		"2g.48gb+gfx", "1g.24gb+me.all", "3c.3g.40gb"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		int rc = gg_mig_profile_check(good[i], &err);
+		if (rc)
+			fail_msg("%s: %s", good[i], err.msg);
+	}
+	static const struct {
+		const char *in, *want;
+	} near[] = {{"1g10gb", "'1g.10gb'"},       {"1G.10GB", "'1g.10gb'"},
+		    {"1g.10g", "'1g.10gb'"},       {"1g_10gb+ME", "'1g.10gb+me'"},
+		    {"1c3g.40gb", "'1c.3g.40gb'"}, {"01g.10gb", "'1g.10gb'"},
+		    {"1g.10gb ", "'1g.10gb'"}};
+	for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+		assert_int_equal(gg_mig_profile_check(near[i].in, &err), GG_EUSAGE);
+		if (!strstr(err.msg, near[i].want) || !strstr(err.msg, "did you mean"))
+			fail_msg("%s: %s", near[i].in, err.msg);
+	}
+	static const char *const bad[] = {"",           "foo",     "1g",        "1g.gb",
+					  "0g.10gb",    "8g.80gb", "1g.0gb",    "1g.10gb+xx",
+					  "4c.3g.40gb", "g.10gb",  "1g.99999gb"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (gg_mig_profile_check(bad[i], &err) != GG_EUSAGE)
+			fail_msg("'%s' accepted", bad[i]);
+		if (strstr(err.msg, "did you mean"))
+			fail_msg("'%s': %s", bad[i], err.msg);
+	}
+	assert_int_equal(gg_mig_profile_check(NULL, &err), GG_EUSAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,7 +602,7 @@ int main(void)
 		cmocka_unit_test(test_consumer),        cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_old_driver),      cmocka_unit_test(test_visible),
 		cmocka_unit_test(test_classad_quoting), cmocka_unit_test(test_cuda_probe),
-		cmocka_unit_test(test_runtime_version),
+		cmocka_unit_test(test_runtime_version), cmocka_unit_test(test_mig_profile),
 	};
 	return cmocka_run_group_tests_name("gpu", tests, setup, teardown);
 }
