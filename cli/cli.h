@@ -32,7 +32,8 @@ enum gg_opt_arg {
 	OPT_FILE,    /* a local file */
 	OPT_DIR,     /* a local directory */
 	OPT_SITE,    /* a site profile's name */
-	OPT_SESSION, /* a session's or job's name */
+	OPT_RECORD,  /* a session's or a batch job's name */
+	OPT_SESSION, /* an interactive session's name (not a job's) */
 	OPT_CHOICE,  /* one of the words of argname, separated by '|' ("dir|tar|oci") */
 	OPT_COMMAND, /* a gridgpu command (help's operand) */
 };

@@ -60,14 +60,17 @@ static void print_sites(struct gg_cli *cli, const char *cur)
 			printf("%s\n", cfg->sites[i].name);
 }
 
-static void print_sessions(const char *cur)
+/* The stored records' names: every one, or the interactive sessions only
+ * (what connect and freeze --session take: they refuse a batch job). */
+static void print_sessions(const char *cur, int sessions_only)
 {
 	struct gg_store *st = NULL;
 	struct gg_record *recs = NULL;
 	size_t nr = 0;
 	if (gg_store_open(NULL, &st, NULL) == 0 && gg_store_list(st, &recs, &nr, NULL, NULL) == 0)
 		for (size_t i = 0; i < nr; i++)
-			if (starts_with(recs[i].name, cur))
+			if (starts_with(recs[i].name, cur) &&
+			    (!sessions_only || recs[i].kind == GG_REC_SESSION))
 				printf("%s\n", recs[i].name);
 	gg_records_free(recs, nr);
 	gg_store_free(st);
@@ -87,8 +90,8 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 	printf("words\n");
 	if (kind == OPT_SITE)
 		print_sites(cli, cur);
-	else if (kind == OPT_SESSION)
-		print_sessions(cur);
+	else if (kind == OPT_RECORD || kind == OPT_SESSION)
+		print_sessions(cur, kind == OPT_SESSION);
 	else if (kind == OPT_COMMAND)
 		print_cmds(NULL, cur, describe);
 	for (const char *p = kind == OPT_CHOICE ? choices : NULL; p && *p;) {
@@ -215,7 +218,7 @@ static int complete_list(struct gg_cli *cli, const char *what, int argc, char **
 	} else if (!strcmp(what, "sites"))
 		print_sites(cli, "");
 	else if (!strcmp(what, "sessions"))
-		print_sessions("");
+		print_sessions("", 0);
 	else
 		return EXIT_USAGE;
 	return EXIT_OK;
