@@ -105,7 +105,7 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 /* Where the words before the current one leave the command line. */
 struct line {
 	const struct gg_cmd *cmd, *sub;
-	const char *first_operand;
+	const char *operands[2]; /* the first two */
 	int nops, dashdash, bad;
 	const struct gg_opt *want; /* the current word is this option's value */
 };
@@ -154,9 +154,36 @@ static void walk(struct gg_cli *cli, struct line *l, char **w, int n)
 			l->bad = !(l->cmd = cli_find_cmd(NULL, w[i]));
 		} else if (cli_has_subcommands(l->cmd) && !l->sub) {
 			l->bad = !(l->sub = cli_find_cmd(l->cmd->name, w[i]));
-		} else if (l->nops++ == 0) {
-			l->first_operand = w[i];
+		} else if (l->nops < 2) {
+			l->operands[l->nops++] = w[i];
+		} else {
+			l->nops++;
 		}
+	}
+}
+
+/* site set NAME KEY VALUE: KEY is one of site add's options that take a value
+ * (named without "--"), VALUE what that option takes. */
+static void complete_site_set(struct gg_cli *cli, const struct line *l, const char *cur,
+			      int describe)
+{
+	const struct gg_opt *o = cmd_site_add_opts;
+	if (l->nops == 0) {
+		print_kind(cli, OPT_SITE, NULL, cur, describe);
+	} else if (l->nops == 1) {
+		printf("words\n");
+		for (; o->name; o++)
+			if (o->arg != OPT_NONE && starts_with(o->name, cur))
+				printf(describe ? "%s:%s\n" : "%s\n", o->name, o->help);
+	} else {
+		const char *key = l->operands[1];
+		key += starts_with(key, "--") ? 2 : 0;
+		while (o->name && strcmp(o->name, key))
+			o++;
+		if (l->nops == 2 && o->name)
+			print_kind(cli, o->arg, o->argname, cur, describe);
+		else
+			printf("none\n");
 	}
 }
 
@@ -187,12 +214,14 @@ static int complete_line(struct gg_cli *cli, char **w, int n, int describe)
 	else if (cli_has_subcommands(l.cmd) && !l.sub)
 		printf("words\n"), print_cmds(l.cmd->name, cur, describe);
 	else if (l.cmd->operand == OPT_COMMAND && l.nops == 1) {
-		const struct gg_cmd *c = cli_find_cmd(NULL, l.first_operand);
+		const struct gg_cmd *c = cli_find_cmd(NULL, l.operands[0]);
 		printf("words\n");
 		if (cli_has_subcommands(c))
 			print_cmds(c->name, cur, describe);
 	} else if (l.cmd->operand == OPT_COMMAND && l.nops > 1)
 		printf("none\n");
+	else if (l.sub && l.sub->fn == cmd_site_set)
+		complete_site_set(cli, &l, cur, describe);
 	else
 		print_kind(cli, (l.sub ? l.sub : l.cmd)->operand, NULL, cur, describe);
 	return EXIT_OK;

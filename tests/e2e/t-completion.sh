@@ -42,6 +42,12 @@ expect_eq "bash: site names after --site" "$(bc gridgpu --site '')" "glasgow lan
 expect_eq "bash: site names after --site=" "$(bc gridgpu --site = '')" "glasgow lancaster "
 expect_eq "bash: --site=la" "$(bc gridgpu request --site = la)" "lancaster "
 expect_eq "bash: site names for site show" "$(bc gridgpu site show la)" "lancaster "
+expect_eq "bash: site set NAME" "$(bc gridgpu site set la)" "lancaster "
+expect_eq "bash: site set NAME KEY (site add's value options)" "$(bc gridgpu site set glasgow gpu)" "gpu-queue gpu-rte "
+expect_eq "bash: site set NAME auth VALUE" "$(bc gridgpu site set glasgow auth '')" "proxy token "
+expect_eq "bash: site set NAME queue VALUE offers nothing" "$(bc gridgpu site set glasgow queue '')" ""
+expect_eq "bash: site set NAME ca-dir VALUE offers directories" "$(bc gridgpu site set glasgow ca-dir '')" "my dir other "
+expect_eq "bash: site set: nothing after VALUE" "$(bc gridgpu site set glasgow auth proxy '')" ""
 expect_eq "bash: help COMMAND" "$(bc gridgpu help si)" "site "
 expect_eq "bash: help COMMAND SUB-COMMAND" "$(bc gridgpu help proxy i)" "info init "
 # connect and freeze --session take an interactive session (they refuse a
@@ -94,6 +100,7 @@ gridgpu freeze --session d|gridgpu freeze --session dev1 |
 gridgpu freeze --comp=z|gridgpu freeze --comp=zstd |
 gridgpu freeze --format o|gridgpu freeze --format oci |
 gridgpu site add x --auth t|gridgpu site add x --auth token |
+gridgpu site set glasgow gpu-r|gridgpu site set glasgow gpu-rte |
 gridgpu request --walltime m|gridgpu request --walltime m|
 gridgpu request -t m|gridgpu request -t m|
 EOF
@@ -126,6 +133,7 @@ if command -v zsh >/dev/null 2>&1; then
 	zsh_complete gridgpu site add --g | grep -qx -- --gpu-queue && ok "zsh: command options" || not_ok "zsh: command options"
 	expect_eq "zsh: site names" "$(zc gridgpu --site '')" "glasgow lancaster "
 	expect_eq "zsh: --site= (the prefix kept by compset)" "$(zc gridgpu --site=la)" "<compset -P *=> lancaster "
+	expect_eq "zsh: site set NAME KEY" "$(zc gridgpu site set glasgow run)" "runtime "
 	expect_eq "zsh: site show NAME" "$(zc gridgpu site show '')" "glasgow lancaster "
 	expect_eq "zsh: connect offers session names" "$(zc gridgpu connect '')" "dev1 "
 	expect_eq "zsh: kill offers session and job names" "$(zc gridgpu kill '')" "dev1 job-7 "
