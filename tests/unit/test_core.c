@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -73,6 +74,21 @@ static void test_duration_format(void **state)
 	int64_t samples[] = {1, 59, 61, 3599, 3601, 86399, 90061, 9999999, INT64_MAX / 2};
 	for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++)
 		assert_true(dur(gg_duration_format_exact(samples[i], b, sizeof b)) == samples[i]);
+}
+
+static void test_time_format(void **state)
+{
+	(void)state;
+	char b[40];
+	assert_string_equal(gg_time_iso(1795688449, b, sizeof b), "2026-11-26T10:20:49Z");
+	assert_string_equal(gg_time_iso(0, b, sizeof b), "-");
+	setenv("TZ", "Europe/Zurich", 1);
+	tzset();
+	assert_string_equal(gg_time_local(1795688449, b, sizeof b), "2026-11-26 11:20 CET");
+	setenv("TZ", "UTC", 1);
+	tzset();
+	assert_string_equal(gg_time_local(1795688449, b, sizeof b), "2026-11-26 10:20 UTC");
+	assert_string_equal(gg_time_local(-5, b, sizeof b), "-");
 }
 
 static void test_size(void **state)
@@ -568,14 +584,23 @@ static void test_site_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_duration_parse), cmocka_unit_test(test_duration_format),
-		cmocka_unit_test(test_size),           cmocka_unit_test(test_err),
-		cmocka_unit_test(test_err_table),      cmocka_unit_test(test_err_table_man),
-		cmocka_unit_test(test_printable),      cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_atomic_write),   cmocka_unit_test(test_private_and_shred),
-		cmocka_unit_test(test_mkdir_p),        cmocka_unit_test(test_xdg),
-		cmocka_unit_test(test_config),         cmocka_unit_test(test_config_values),
-		cmocka_unit_test(test_site_name),      cmocka_unit_test(test_wipe),
+		cmocka_unit_test(test_duration_parse),
+		cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_time_format),
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_err),
+		cmocka_unit_test(test_err_table),
+		cmocka_unit_test(test_err_table_man),
+		cmocka_unit_test(test_printable),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_private_and_shred),
+		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_xdg),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_config_values),
+		cmocka_unit_test(test_site_name),
+		cmocka_unit_test(test_wipe),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
 }
