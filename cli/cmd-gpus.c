@@ -172,7 +172,7 @@ int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
 					      "reason", err.msg, "nvml", "driver_version");
 			if (o && have_rt)
 				json_object_set_new(o, "cuda_runtime_version", json_string(rt));
-			ui_json(o);
+			ui_json_doc("gpus", o);
 		} else if (classad) {
 			ui_out("DetectedGPUs=0\n");
 		} else {
@@ -196,7 +196,7 @@ int cmd_gpus(struct gg_cli *cli, int argc, char **argv)
 			json_object_set_new(o, "cuda_runtime_version", json_string(rt));
 		if (o && info.ndevs == 0)
 			json_object_set_new(o, "reason", json_string("NVML reports no device"));
-		ui_json(o);
+		ui_json_doc("gpus", o);
 	} else if (classad) {
 		char *ad = gg_gpu_classad(&info,
 					  not_nested ? GG_CLASSAD_NOT_NESTED : GG_CLASSAD_NESTED,

@@ -347,7 +347,7 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 			if (rc == 0) {
 				placed = 1;
 				nok++;
-				json_array_append_new(done, gg_record_to_json(&r));
+				json_array_append_new(done, cli_record_json(&r));
 				if (!cli->json)
 					ui_out("%s\n", r.name);
 				gg_record_clear(&r);
@@ -372,7 +372,7 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 		}
 	}
 	if (cli->json)
-		ui_json(done);
+		ui_json_doc("submit", done);
 	else
 		json_decref(done);
 	if (nok)

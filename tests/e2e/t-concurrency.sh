@@ -156,7 +156,8 @@ poll 12 killed_alive
 expect_eq "no session that 'kill' reported killed is still running on the CE" "$alive" ""
 run_gg --json list
 echo "$OUT" >"$T_TMP/list.json"
-n_list=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T_TMP/list.json" 2>/dev/null)
+json_valid list "$T_TMP/list.json"
+n_list=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$T_TMP/list.json" 2>/dev/null)
 expect_eq "list --json parses and lists every record" "$n_list" "$(ls "$REC" | grep -c '\.json$')"
 run_gg list
 expect_eq "list (from the cache) shows the same number of rows" "$(printf '%s\n' "$OUT" | tail -n +2 | grep -c .)" "$n_list"

@@ -128,7 +128,9 @@ BEARER_TOKEN=$TOKEN gg proxy info
 BEARER_TOKEN=$TOKEN gg --json proxy info
 printf '%s\n' "$TOKEN" >"$T_TMP/token"
 chmod 600 "$T_TMP/token"
-BEARER_TOKEN_FILE=$T_TMP/token gg -v --json status "$S2"
+BEARER_TOKEN_FILE=$T_TMP/token gg -vv --json status "$S2"
+grep -q "^gridgpu: GET https://" "$O/$N.err" && grep -q "^gridgpu: > Authorization: \*\*\*$" "$O/$N.err" &&
+	ok "status -vv: the requests and their headers, the token masked" || not_ok "status -vv ($(head -c 600 "$O/$N.err"))"
 
 # ---- the errors a user meets, with secrets at hand ---------------------------------------------
 WRONG="not-$PASS-either"
