@@ -371,7 +371,7 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 				break;
 		}
 	}
-	if (cli->json)
+	if (cli->json && (nok || !exit_code)) /* else the error is the document */
 		ui_json_doc("submit", done);
 	else
 		json_decref(done);

@@ -122,8 +122,10 @@ expect_eq "get --wait" "$(cat "${TAG}j/out.txt" 2>&1)" "$TAG"
 S2=${TAG}t
 BEARER_TOKEN=$TOKEN gg -v --json request --token --name "$S2" --walltime 30m --no-wait
 expect_eq "request --token" "$RC" 0
+json_valid request "$O/$N.out"
 BEARER_TOKEN=$TOKEN gg -v list --sync
 BEARER_TOKEN=$TOKEN gg --json list --sync
+json_valid list "$O/$N.out"
 BEARER_TOKEN=$TOKEN gg proxy info
 BEARER_TOKEN=$TOKEN gg --json proxy info
 printf '%s\n' "$TOKEN" >"$T_TMP/token"
