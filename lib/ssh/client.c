@@ -638,6 +638,7 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 			at = i + 1;
 			rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s",
 					label, nlabel, ssh_msg(c->sess[i]));
+			log_hop(hops, i + 1, n, err ? err->msg : "failed", now_ms() - t0);
 			break;
 		}
 		int sv[2];

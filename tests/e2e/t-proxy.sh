@@ -250,6 +250,7 @@ run_gg proxy destroy -f "$D/p2"
 # options of init
 newdir
 run_gg --json proxy init --cert "$CERT" --key "$PLAIN" --out "$D/out/lim" --limited --path-length 1 --valid 90m --bits 3072
+json_valid proxy-init
 expect_eq "init --limited --path-length 1 --valid 90m --bits 3072 --json" \
 	"$(json 'd["kind"], d["path_length"], d["bits"], 5300 < d["time_left"] <= 5400')" "limited 1 3072 True"
 openssl x509 -in "$D/out/lim" -noout -text | grep -q '1.3.6.1.4.1.3536.1.1.1.9' &&

@@ -219,7 +219,10 @@ printf "$publish" 1 "$MITM" >"$T_TMP/fake5/session-launcher"
 GRIDGPU_LIBEXEC_DIR=$T_TMP/fake5 run_gg request --name s9 --walltime 10m --timeout 5s
 [ "$RC" -eq 4 ] && printf '%s' "$ERR" | grep -q "not ready after 5s (state starting" && ok "an sshd that does not answer: not ready, request gives up after --timeout (exit 4)" ||
 	not_ok "an sshd that does not answer: $RC $ERR"
-run_gg status s9
+run_gg -v status s9
+printf '%s\n' "$ERR" | grep -Eq '^gridgpu: ssh hop 1/3: jump host 1 \([^)]*\): host key checked, logged in \([0-9]+ ms\)$' &&
+	printf '%s\n' "$ERR" | grep -q '^gridgpu: ssh hop 3/3: the sshd of session s9 ' &&
+	ok "status -v: each ssh hop of the probe, and where it stopped" || not_ok "status -v: ssh hops ($ERR)"
 printf '%s' "$OUT" | grep -q "state: *starting" && printf '%s' "$OUT" | grep -q "(published, not answering yet)" &&
 	printf '%s' "$OUT" | grep -q "^ssh check: .*the sshd of session s9" && ok "status: published, not answering, and why" ||
 	not_ok "status: published, not answering ($OUT)"
