@@ -242,11 +242,13 @@ bench-tools:
 
 # ---- install ------------------------------------------------------------------
 MAN1 := $(sort $(wildcard man/*.1))
+MAN7 := $(sort $(wildcard man/*.7))
 PUB_H := $(sort $(wildcard include/gridgpu/*.h))
 install: $(BIN) $(LIBSO)
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(libexecdir)/gridgpu \
 	  $(DESTDIR)$(includedir)/gridgpu $(DESTDIR)$(libdir)/pkgconfig \
-	  $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(datarootdir)/bash-completion/completions \
+	  $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man7 \
+	  $(DESTDIR)$(datarootdir)/bash-completion/completions \
 	  $(DESTDIR)$(datarootdir)/zsh/vendor-completions
 	install -m 0755 $(BIN) $(DESTDIR)$(bindir)/gridgpu
 	install -m 0755 $(LIBSO) $(DESTDIR)$(libdir)/$(SONAME)
@@ -257,6 +259,7 @@ install: $(BIN) $(LIBSO)
 	chmod 0644 $(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
 	for f in $(wildcard libexec/gridgpu/*); do install -m 0755 $$f $(DESTDIR)$(libexecdir)/gridgpu/; done
 	install -m 0644 $(MAN1) $(DESTDIR)$(mandir)/man1/
+	install -m 0644 $(MAN7) $(DESTDIR)$(mandir)/man7/
 	# commands documented on another command's page
 	for l in verify:inspect status:list jobs:list clean:kill reconnect:connect; do \
 	  ln -sf gridgpu-$${l#*:}.1 $(DESTDIR)$(mandir)/man1/gridgpu-$${l%%:*}.1; done

@@ -114,7 +114,7 @@ echo "== 4. connect latency through two jump hosts"
 name=$("$G" request -q --walltime 1h --name lat)
 "$G" --json status --no-sync lat >"$W/lat.json"
 port=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$W/lat.json")
-uid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["uid"])' "$W/lat.json")
+uid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["uid"])' "$XDG_STATE_HOME/gridgpu/records/lat.json") # the store's own id: not in --json
 KH=$XDG_CONFIG_HOME/gridgpu/ssh/known_hosts
 KEY=$XDG_CONFIG_HOME/gridgpu/ssh/keys/$uid
 "$G" connect lat -- true # start the control master

@@ -164,6 +164,17 @@ void ui_json_error(const char *what, const char *msg, int code);
 json_t *ui_json_text(const char *s);
 /* Print a JSON value on stdout (pretty when a TTY), steals the reference. */
 int ui_json(json_t *v);
+/* The --json document of command cmd ("list", "proxy-info"): doc (an object,
+ * or an array that becomes its "items") with "schema": "gridgpu.<cmd>/<N>",
+ * printed as ui_json does (steals doc). doc/json/<cmd>.schema.json describes it. */
+#define GG_JSON_VERSION 1
+int ui_json_doc(const char *cmd, json_t *doc);
+/* A session or batch job as every --json document shows it (list, status,
+ * request, submit, kill): stable names, ISO 8601 times, no store internals. */
+struct gg_record;
+json_t *cli_record_json(const struct gg_record *r);
+/* A time for --json: ISO 8601 in UTC, or null for none (t <= 0). */
+json_t *ui_json_time(int64_t t);
 /* Colour on stdout: only when a TTY and NO_COLOR is unset. */
 int ui_color(void);
 /* Read a passphrase from the terminal with echo off (prompt on /dev/tty), or one

@@ -213,9 +213,7 @@ static double now_ms(void)
 
 static void fmt_time(time_t t, char *b, size_t n)
 {
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(b, n, "%Y-%m-%d %H:%M UTC", &tm);
+	gg_time_local((int64_t)t, b, n);
 }
 
 /* ---- the checks --------------------------------------------------------------- */
@@ -463,7 +461,7 @@ static void check_ce(struct doctor *d, struct ctx *x)
 	struct gg_ce_result *res = NULL;
 	size_t nres = 0;
 	double t0 = now_ms();
-	int rc = cli_open_ce(x->site->ce, &a, &ce, &err);
+	int rc = cli_open_ce(x->cli, x->site->ce, &a, &ce, &err);
 	if (rc == 0)
 		rc = gg_ce_version(ce, &version, &err);
 	if (rc == 0)
@@ -956,7 +954,7 @@ int cmd_doctor(struct gg_cli *cli, int argc, char **argv)
 		return ui_fail(cli, &err, "doctor");
 	}
 	if (cli->json)
-		ui_json(to_json(&d, &x));
+		ui_json_doc("doctor", to_json(&d, &x));
 	else
 		print(cli, &d, &x);
 	doctor_free(&d);

@@ -509,10 +509,10 @@ static void report_json(const struct freeze_job *j, const struct gg_freeze_resul
 		r, "compression",
 		json_string(gg_image_comp_name(o->comp ? o->comp : GG_IMAGE_COMP_GZIP)));
 	json_object_set_new(r, "reproducible", json_boolean(!o->no_reproducible));
-	json_object_set_new(r, "build_time", json_integer(res->build_time));
+	json_object_set_new(r, "build_time", ui_json_time(res->build_time));
 	json_object_set_new(r, "warnings", json_integer(res->warnings));
 	json_object_set_new(r, "seconds", json_real(secs));
-	ui_json(r);
+	ui_json_doc("freeze", r);
 }
 
 static void report(struct gg_cli *cli, const struct freeze_job *j,

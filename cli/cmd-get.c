@@ -140,8 +140,8 @@ static int fetch(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record *r
 	if (rc == 0)
 		rc = download(cli, ce, r, target, files, usable, got, err);
 	if (rc == 0 && cli->json)
-		ui_json(json_pack("{s:s,s:s,s:O}", "name", r->name, "state",
-				  gg_sess_state_name(r->state), "files", got));
+		ui_json_doc("get", json_pack("{s:s,s:s,s:O}", "name", r->name, "state",
+					     gg_sess_state_name(r->state), "files", got));
 	json_decref(got);
 	for (size_t i = 0; i < n; i++)
 		free(files[i]);

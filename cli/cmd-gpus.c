@@ -164,7 +164,7 @@ static void print_none(struct gg_cli *cli, const struct gpus_opts *o, const char
 				      "nvml", "driver_version");
 		if (j && o->have_rt)
 			json_object_set_new(j, "cuda_runtime_version", json_string(o->rt));
-		ui_json(j);
+		ui_json_doc("gpus", j);
 	} else if (o->classad) {
 		ui_out("DetectedGPUs=0\n");
 	} else {
@@ -198,7 +198,7 @@ static int print_info(struct gg_cli *cli, const struct gpus_opts *o, const struc
 			json_object_set_new(j, "cuda_runtime_version", json_string(o->rt));
 		if (j && info->ndevs == 0)
 			json_object_set_new(j, "reason", json_string("NVML reports no device"));
-		ui_json(j);
+		ui_json_doc("gpus", j);
 	} else if (o->classad) {
 		char *ad = gg_gpu_classad(info,
 					  o->not_nested ? GG_CLASSAD_NOT_NESTED : GG_CLASSAD_NESTED,

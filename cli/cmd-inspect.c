@@ -62,12 +62,7 @@ static void time_str(int64_t t, char *buf, size_t len)
 		snprintf(buf, len, "none (reproducible image)");
 		return;
 	}
-	time_t tt = (time_t)t;
-	struct tm tm;
-	if (gmtime_r(&tt, &tm))
-		strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
-	else
-		snprintf(buf, len, "%lld", (long long)t);
+	gg_time_local(t, buf, len);
 }
 
 static json_t *read_json_object(const struct gg_sif *s, const char *name)
@@ -136,8 +131,8 @@ static json_t *header_json(const struct inspected *in)
 	json_object_set_new(hdr, "version", json_string("01"));
 	json_object_set_new(hdr, "arch", json_string(in->arch));
 	json_object_set_new(hdr, "id", json_string(in->uuid));
-	json_object_set_new(hdr, "created", json_integer(s->hdr.created));
-	json_object_set_new(hdr, "modified", json_integer(s->hdr.modified));
+	json_object_set_new(hdr, "created", ui_json_time(s->hdr.created));
+	json_object_set_new(hdr, "modified", ui_json_time(s->hdr.modified));
 	json_object_set_new(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
 	json_object_set_new(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
 	json_object_set_new(hdr, "data_offset", json_integer(s->hdr.data_offset));
@@ -194,7 +189,7 @@ static void print_json(struct inspected *in)
 	in->labels = NULL;
 	json_object_set_new(o, "provenance", in->prov ? in->prov : json_null());
 	in->prov = NULL;
-	ui_json(o);
+	ui_json_doc("inspect", o);
 }
 
 static void print_objects(const struct inspected *in)
@@ -345,7 +340,7 @@ int cmd_verify(struct gg_cli *cli, int argc, char **argv)
 			json_array_append_new(a, c);
 		}
 		json_object_set_new(o, "checks", a);
-		ui_json(o);
+		ui_json_doc("verify", o);
 	} else if (!cli->quiet) {
 		for (size_t i = 0; i < rep.nchecks; i++)
 			ui_out("%-4s %-20s %s\n", rep.checks[i].ok ? "ok" : "FAIL",

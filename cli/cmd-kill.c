@@ -59,10 +59,8 @@ int cmd_kill(struct gg_cli *cli, int argc, char **argv)
 		if (cli->json) {
 			json_t *a = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(
-					a, json_pack("{s:s,s:s}", "name", recs[i].name, "state",
-						     gg_sess_state_name(recs[i].state)));
-			ui_json(a);
+				json_array_append_new(a, cli_record_json(&recs[i]));
+			ui_json_doc("kill", a);
 		}
 		gg_records_free(recs, n);
 	}
@@ -132,7 +130,7 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 			if (cleaned[i])
 				json_array_append_new(names, json_string(recs[i].name));
 		if (cli->json)
-			ui_json(names);
+			ui_json_doc("clean", json_pack("{s:o}", "cleaned", names));
 		else
 			json_decref(names);
 	}

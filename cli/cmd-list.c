@@ -10,7 +10,7 @@
 #include "session/sync.h"
 #include "ssh/ssh.h"
 
-enum { O_SYNC = 256, O_JOBS, O_SESSIONS, O_NO_SYNC };
+enum { O_SYNC = 256, O_JOBS, O_SESSIONS, O_NO_SYNC, O_ALL_ERRORS };
 
 const struct gg_opt cmd_list_opts[] = {
 	{"sync", 's', OPT_NONE, NULL, "refresh from the CEs first (one bulk call per CE)", O_SYNC},
@@ -21,6 +21,8 @@ const struct gg_opt cmd_list_opts[] = {
 
 const struct gg_opt cmd_status_opts[] = {
 	{"no-sync", 0, OPT_NONE, NULL, "show the stored record, do not ask the CE", O_NO_SYNC},
+	{"all-errors", 0, OPT_NONE, NULL,
+	 "a failed job: all of the CE's errors file (else its last 12 lines)", O_ALL_ERRORS},
 	OPT_END,
 };
 
@@ -32,70 +34,119 @@ static void fmt_dur(int64_t s, char *b, size_t n)
 		gg_duration_format(s, b, n);
 }
 
-/* The rows as a table, or as JSON (the records as they are stored); only: a
- * kind of record, or -1 for all. */
-static void print_rows(struct gg_cli *cli, const struct gg_record_row *rows, size_t n, int only)
+/* A session's time left: the connect deadline until the first login, then
+ * the walltime; -1 when it does not run. */
+static int64_t time_left(enum gg_sess_state st, int64_t started, int64_t walltime,
+			 int64_t deadline_at, int64_t first_login, int64_t last_activity,
+			 int64_t now)
+{
+	if (gg_sess_state_ended(st) || !started)
+		return -1;
+	int connected = first_login || last_activity > started;
+	int64_t l = connected || !deadline_at ? started + walltime - now : deadline_at - now;
+	return l < 0 ? 0 : l;
+}
+
+enum { C_NAME, C_SITE, C_KIND, C_STATE, C_GPU, C_AGE, C_LEFT, C_IDLE, NCOL };
+static const char *const col_head[NCOL] = {"NAME", "SITE", "KIND", "STATE",
+					   "GPU",  "AGE",  "LEFT", "IDLE"};
+
+struct cells {
+	const char *c[NCOL];
+	char gpu[24], age[16], left[16], idle[16];
+	int color;
+};
+
+static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x)
+{
+	if (strcmp(r->mig, "-"))
+		snprintf(x->gpu, sizeof x->gpu, "%s", r->mig);
+	else if (r->gpus)
+		snprintf(x->gpu, sizeof x->gpu, "%d", r->gpus);
+	else
+		snprintf(x->gpu, sizeof x->gpu, "-");
+	fmt_dur((int64_t)now - r->created, x->age, sizeof x->age);
+	fmt_dur(time_left(r->state, r->started, r->walltime, r->deadline_at, r->first_login,
+			  r->last_activity, (int64_t)now),
+		x->left, sizeof x->left);
+	int live = !gg_sess_state_ended(r->state);
+	fmt_dur(live && r->state == GG_S_READY && r->last_activity ? (int64_t)now - r->last_activity
+								   : -1,
+		x->idle, sizeof x->idle);
+	const char *cells[NCOL] = {r->name,
+				   r->site,
+				   r->kind == GG_REC_JOB ? "job" : "session",
+				   gg_sess_state_name(r->state),
+				   x->gpu,
+				   x->age,
+				   x->left,
+				   x->idle};
+	memcpy(x->c, cells, sizeof cells);
+	x->color = r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
+		   : r->state == GG_S_FAILED                          ? 31
+		   : r->state == GG_S_UNKNOWN                         ? 33
+								      : 0;
+}
+
+/* One line of the table: each column as wide as its widest cell (the last one
+ * not padded), the state in colour when asked. Names and sites are ASCII
+ * (gg_record_name_valid, site names): bytes are columns. */
+static void print_line(const char *const *c, const int *w, int ncol, int color)
+{
+	for (int i = 0; i < ncol; i++) {
+		int last = i == ncol - 1;
+		if (i == C_STATE && color)
+			ui_out("\033[%dm%-*s\033[0m%s", color, w[i], c[i], last ? "" : " ");
+		else if (last)
+			ui_out("%s", c[i]);
+		else
+			ui_out("%-*s ", w[i], c[i]);
+	}
+	ui_out("\n");
+}
+
+/* The rows as a table; only: a kind of record, or -1 for all (batch jobs
+ * alone have no IDLE column). */
+static void print_table(const struct gg_record_row *rows, size_t n, int only)
 {
 	time_t now = time(NULL);
-	if (cli->json) {
-		/* The records as they are stored: no need to parse them again. */
-		fputc('[', stdout);
-		int first = 1;
-		for (size_t i = 0; i < n; i++) {
-			if (only >= 0 && (int)rows[i].kind != only)
-				continue;
-			if (!first)
-				fputc(',', stdout);
-			fputs(rows[i].json, stdout);
-			first = 0;
-		}
-		fputs("]\n", stdout);
-	} else if (n == 0) {
-		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
-	} else {
-		int color = ui_color();
-		ui_out("%-16s %-10s %-7s %-9s %-8s %-6s %-7s %s\n", "NAME", "SITE", "KIND", "STATE",
-		       "GPU", "AGE", "LEFT", "IDLE");
-		for (size_t i = 0; i < n; i++) {
-			const struct gg_record_row *r = &rows[i];
-			if (only >= 0 && (int)r->kind != only)
-				continue;
-			char gpu[24], age[16], left[16], idle[16];
-			if (strcmp(r->mig, "-"))
-				snprintf(gpu, sizeof gpu, "%s", r->mig);
-			else if (r->gpus)
-				snprintf(gpu, sizeof gpu, "%d", r->gpus);
-			else
-				snprintf(gpu, sizeof gpu, "-");
-			fmt_dur((int64_t)now - r->created, age, sizeof age);
-			int live = !gg_sess_state_ended(r->state);
-			/* Before anyone connects, the connect deadline is what runs out;
-			 * after, the walltime. */
-			int64_t l = -1;
-			if (live && r->started) {
-				int connected = r->last_activity > r->started;
-				l = connected || !r->deadline_at
-					    ? r->started + r->walltime - (int64_t)now
-					    : r->deadline_at - (int64_t)now;
-				if (l < 0)
-					l = 0;
-			}
-			fmt_dur(l, left, sizeof left);
-			fmt_dur(live && r->state == GG_S_READY && r->last_activity
-					? (int64_t)now - r->last_activity
-					: -1,
-				idle, sizeof idle);
-			int col = !color                                               ? 0
-				  : r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
-				  : r->state == GG_S_FAILED                            ? 31
-				  : r->state == GG_S_UNKNOWN                           ? 33
-										       : 0;
-			ui_out(col ? "%-16s %-10s %-7s \033[%dm%-9s\033[0m %-8s %-6s %-7s %s\n"
-				   : "%-16s %-10s %-7s %.0d%-9s %-8s %-6s %-7s %s\n",
-			       r->name, r->site, r->kind == GG_REC_JOB ? "job" : "session", col,
-			       gg_sess_state_name(r->state), gpu, age, left, idle);
-		}
+	struct cells *x = calloc(n ? n : 1, sizeof *x);
+	if (!x)
+		return;
+	int w[NCOL], ncol = only == GG_REC_JOB ? C_IDLE : NCOL, color = ui_color();
+	for (int i = 0; i < NCOL; i++)
+		w[i] = (int)strlen(col_head[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (only >= 0 && (int)rows[i].kind != only)
+			continue;
+		row_cells(&rows[i], now, &x[i]);
+		for (int k = 0; k < NCOL; k++)
+			if ((int)strlen(x[i].c[k]) > w[k])
+				w[k] = (int)strlen(x[i].c[k]);
 	}
+	print_line(col_head, w, ncol, 0);
+	for (size_t i = 0; i < n; i++)
+		if (only < 0 || (int)rows[i].kind == only)
+			print_line(x[i].c, w, ncol, color ? x[i].color : 0);
+	free(x);
+}
+
+/* The rows as the --json items (each record read back from its stored JSON). */
+static json_t *rows_json(const struct gg_record_row *rows, size_t n, int only)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (only >= 0 && (int)rows[i].kind != only)
+			continue;
+		json_t *j = json_loads(rows[i].json, 0, NULL);
+		struct gg_record r;
+		if (j && gg_record_from_json(j, &r, NULL) == 0) {
+			json_array_append_new(a, cli_record_json(&r));
+			gg_record_clear(&r);
+		}
+		json_decref(j);
+	}
+	return a;
 }
 
 int cmd_list(struct gg_cli *cli, int argc, char **argv)
@@ -138,29 +189,88 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	}
 	if (bad)
 		ui_warn(cli, "%zu unreadable record(s) in %s skipped", bad, gg_store_dir(st));
-	print_rows(cli, rows, n, jobs ? GG_REC_JOB : sessions ? GG_REC_SESSION : -1);
+	int only = jobs ? GG_REC_JOB : sessions ? GG_REC_SESSION : -1;
+	if (cli->json)
+		ui_json_doc(!strcmp(argv[0], "jobs") ? "jobs" : "list", rows_json(rows, n, only));
+	else if (n == 0)
+		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
+	else
+		print_table(rows, n, only);
 	gg_record_rows_free(rows, n);
 	gg_store_free(own);
 	return exit_code;
 }
 
 /* The CE's diagnostics, line by line (each one made printable), each behind
- * "  | " so that no line of the CE's can pass for one of gridgpu's own. */
-static void print_diag(const char *diag)
+ * "  | " so that no line of the CE's can pass for one of gridgpu's own: the
+ * last ERR_TAIL lines unless all. */
+#define ERR_TAIL 12
+static void print_diag(const char *diag, const char *name, int all)
 {
-	ui_out("CE errors:\n");
-	for (const char *p = diag; *p;) {
+	size_t lines = 0, skip = 0;
+	for (const char *p = diag; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n'))
+		lines++;
+	if (!all && lines > ERR_TAIL) {
+		skip = lines - ERR_TAIL;
+		ui_out("CE errors (the last %d of %zu lines; 'gridgpu status --all-errors %s' shows "
+		       "all):\n",
+		       ERR_TAIL, lines, name);
+	} else {
+		ui_out("CE errors:\n");
+	}
+	for (const char *p = diag; *p; skip -= skip > 0) {
 		size_t n = strcspn(p, "\n");
-		ui_out("  | %.*s\n", (int)n, p);
+		if (!skip)
+			ui_out("  | %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
 }
 
+/* A time on screen with how far it is: "2026-11-26 11:20 CET (in 3h)". */
+static const char *when(int64_t t, int64_t now, char *b, size_t n)
+{
+	char at[48], d[32];
+	gg_time_local(t, at, sizeof at);
+	gg_duration_format(t > now ? t - now : now - t, d, sizeof d);
+	snprintf(b, n, "%s (%s%s%s)", at, t > now ? "in " : "", d, t > now ? "" : " ago");
+	return b;
+}
+
+/* Which deadline applies now, and the launcher's activity as of when it last
+ * wrote its file. */
+static void print_deadlines(const struct gg_record *r, int64_t now)
+{
+	char b[96], d[32];
+	int live = !gg_sess_state_ended(r->state) && r->started;
+	int connected = r->first_login || r->last_activity > r->started;
+	if (live && !connected && r->deadline_at)
+		ui_out("connect by:  %s, or the session ends\n",
+		       when(r->deadline_at, now, b, sizeof b));
+	else if (live && r->walltime)
+		ui_out("ends by:     %s (walltime)\n",
+		       when(r->started + r->walltime, now, b, sizeof b));
+	if (r->idle_limit)
+		ui_out("idle limit:  %s%s\n", gg_duration_format(r->idle_limit, d, sizeof d),
+		       live && !connected ? " (after the first login)" : "");
+	if (r->logins || r->first_login)
+		ui_out("logins:      %lld (the first %s)\n", (long long)r->logins,
+		       when(r->first_login, now, b, sizeof b));
+	if (live && r->state == GG_S_READY && connected)
+		ui_out("connections: %lld open\n", (long long)r->connections);
+	if (r->last_activity && r->state == GG_S_READY)
+		ui_out("idle for:    %s\n",
+		       gg_duration_format(now - r->last_activity, d, sizeof d));
+	if (r->activity_at && live)
+		ui_out("as of:       %s (the node's session file)\n",
+		       when(r->activity_at, now, b, sizeof b));
+}
+
 /* status as text: the record, what the sshd answered, the CE's errors. */
-static void print_status(const struct gg_record *r, const char *diag, const char *probe_why)
+static void print_status(const struct gg_record *r, const char *diag, const char *probe_why,
+			 int all_errors)
 {
 	char b[32];
-	time_t now = time(NULL);
+	int64_t now = (int64_t)time(NULL);
 	ui_out("name:        %s\nkind:        %s\nstate:       %s\n", r->name,
 	       r->kind == GG_REC_JOB ? "batch job" : "interactive session",
 	       gg_sess_state_name(r->state));
@@ -169,7 +279,7 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 	ui_out("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
 	       r->site ? r->site : "-", r->ce ? r->ce : "-", r->job_id ? r->job_id : "-",
 	       r->ce_state ? r->ce_state : "-");
-	ui_out("age:         %s\n", gg_duration_format((int64_t)now - r->created, b, sizeof b));
+	ui_out("age:         %s\n", gg_duration_format(now - r->created, b, sizeof b));
 	ui_out("walltime:    %s\n", gg_duration_format(r->walltime, b, sizeof b));
 	if (r->gpus || r->mig)
 		ui_out("GPUs:        %s%s\n", r->mig ? "MIG " : "",
@@ -177,20 +287,7 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 	if (r->image)
 		ui_out("image:       %s\n", r->image);
 	if (r->kind == GG_REC_SESSION) {
-		int connected = r->last_activity > r->started;
-		if (r->deadline_at && !connected && !gg_sess_state_ended(r->state)) {
-			int64_t left = r->deadline_at - (int64_t)now;
-			char when[32];
-			time_t t = (time_t)r->deadline_at;
-			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
-			ui_out("connect by:  %s (in %s), or the session ends\n", when,
-			       gg_duration_format(left > 0 ? left : 0, b, sizeof b));
-		}
-		if (r->idle_limit)
-			ui_out("idle limit:  %s\n", gg_duration_format(r->idle_limit, b, sizeof b));
-		if (r->last_activity && r->state == GG_S_READY)
-			ui_out("idle for:    %s\n",
-			       gg_duration_format((int64_t)now - r->last_activity, b, sizeof b));
+		print_deadlines(r, now);
 		if (r->node)
 			ui_out("sshd:        %s@%s port %d%s\n", r->user ? r->user : "?", r->node,
 			       r->port,
@@ -208,14 +305,18 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 			ui_out("key:         %s\n", r->key);
 	}
 	if (diag && *diag)
-		print_diag(diag);
+		print_diag(diag, r->name, all_errors);
 }
 
 int cmd_status(struct gg_cli *cli, int argc, char **argv)
 {
-	int c, nosync = 0;
-	while ((c = cli_next_opt(cli, argc, argv, cmd_status_opts)) > 0)
-		nosync = c == O_NO_SYNC;
+	int c, nosync = 0, all_errors = 0;
+	while ((c = cli_next_opt(cli, argc, argv, cmd_status_opts)) > 0) {
+		if (c == O_NO_SYNC)
+			nosync = 1;
+		else if (c == O_ALL_ERRORS)
+			all_errors = 1;
+	}
 	if (c < 0)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;
 	if (argc - cli->optind != 1)
@@ -246,14 +347,14 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		}
 	}
 	if (cli->json) {
-		json_t *j = gg_record_to_json(&r);
+		json_t *j = cli_record_json(&r);
 		if (diag)
 			json_object_set_new(j, "ce_errors", ui_json_text(diag));
 		if (gg_session_published(&r) && probe_why[0])
 			json_object_set_new(j, "ssh_check", json_string(probe_why));
-		ui_json(j);
+		ui_json_doc("status", j);
 	} else {
-		print_status(&r, diag, probe_why);
+		print_status(&r, diag, probe_why, all_errors);
 	}
 	if (!exit_code && r.state == GG_S_FAILED)
 		exit_code = EXIT_JOB;

@@ -73,21 +73,8 @@ const struct gg_opt cmd_proxy_destroy_opts[] = {
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static char *iso_time(time_t t, char *buf, size_t len)
-{
-	struct tm tm;
-	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(buf, len, "%lld", (long long)t);
-	return buf;
-}
-
-static char *human_time(time_t t, char *buf, size_t len)
-{
-	struct tm tm;
-	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, len, "%lld", (long long)t);
-	return buf;
-}
+#define iso_time(t, b, n)   gg_time_iso((int64_t)(t), b, n)
+#define human_time(t, b, n) gg_time_local((int64_t)(t), b, n)
 
 /* voms-proxy-info's form: H:MM:SS */
 static char *hms(int64_t s, char *buf, size_t len)
@@ -130,7 +117,7 @@ static json_t *token_json(const struct gg_token *t, time_t now)
 	json_object_set_new(o, "source", json_string(t->source));
 	json_object_set_new(o, "jwt", json_boolean(t->jwt));
 	if (t->exp) {
-		char b[32];
+		char b[40];
 		json_object_set_new(o, "exp", json_string(iso_time((time_t)t->exp, b, sizeof b)));
 		json_object_set_new(o, "time_left",
 				    json_integer(t->exp > now ? (json_int_t)(t->exp - now) : 0));
@@ -145,7 +132,7 @@ static json_t *token_json(const struct gg_token *t, time_t now)
 static json_t *info_json(const struct gg_proxy_info *in, int verified, const struct gg_token *t,
 			 time_t now)
 {
-	char b1[32], b2[32];
+	char b1[40], b2[40];
 	json_t *o = json_object();
 	json_object_set_new(o, "path", ui_json_text(in->path));
 	json_object_set_new(o, "subject", json_string(in->subject));
@@ -328,7 +315,7 @@ static int init_report(struct gg_cli *cli, const struct gg_cred *proxy, char *ou
 			human_time(in.end, b1, sizeof b1));
 	if (cli->json) {
 		struct gg_token *t = find_token(cli);
-		ui_json(info_json(&in, verify ? 1 : -1, t, time(NULL)));
+		ui_json_doc("proxy-init", info_json(&in, verify ? 1 : -1, t, time(NULL)));
 		gg_token_free(t);
 	} else {
 		ui_info(cli, "proxy '%s' is valid until %s (%s)%s", in.path,
@@ -420,7 +407,7 @@ static void show_info(struct gg_cli *cli, const char *path, const struct gg_prox
 		ui_warn(cli, "%s", perm.msg);
 	struct gg_token *t = find_token(cli);
 	if (cli->json)
-		ui_json(info_json(in, verified, t, now));
+		ui_json_doc("proxy-info", info_json(in, verified, t, now));
 	else
 		print_info_text(in, verified, ca_dir, t, now);
 	gg_token_free(t);
@@ -431,7 +418,7 @@ static void show_info(struct gg_cli *cli, const char *path, const struct gg_prox
 static int check_answer(struct gg_cli *cli, const char *path, const struct gg_proxy_info *in,
 			const char *unverified, int64_t need)
 {
-	char b1[32], b2[32];
+	char b1[40], b2[40];
 	const char *why = in->not_yet_valid    ? "is not valid yet"
 			  : in->time_left <= 0 ? "has expired"
 					       : unverified;

@@ -108,7 +108,7 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 static void print_ready(struct gg_cli *cli, const struct gg_record *r, const char *config)
 {
 	if (cli->json) {
-		ui_json(gg_record_to_json(r));
+		ui_json_doc("request", cli_record_json(r));
 		return;
 	}
 	char fp[80] = "";
@@ -168,7 +168,7 @@ static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission 
 	else if (q->wait)
 		code = wait_ready(cli, ce, &r, q->timeout);
 	else if (cli->json)
-		ui_json(gg_record_to_json(&r));
+		ui_json_doc("request", cli_record_json(&r));
 	else
 		ui_out("%s\n", r.name);
 	if (rc == 0 && !q->wait)

@@ -259,7 +259,7 @@ static int save_site(struct gg_cli *cli, struct gg_config *cfg, const struct gg_
 			ui_info(cli, "  (nothing changed)");
 	}
 	if (cli->json)
-		ui_json(after);
+		ui_json_doc("site", after);
 	else
 		json_decref(after);
 out:
@@ -425,7 +425,7 @@ int cmd_site_list(struct gg_cli *cli, int argc, char **argv)
 				a, site_json(&cfg->sites[i],
 					     cfg->default_site && !strcmp(cfg->default_site,
 									  cfg->sites[i].name)));
-		ui_json(a);
+		ui_json_doc("site-list", a);
 		return EXIT_OK;
 	}
 	if (cfg->nsites == 0) {
@@ -478,7 +478,7 @@ static int site_show_or_remove(struct gg_cli *cli, int argc, char **argv, int re
 		return EXIT_OK;
 	}
 	if (cli->json) {
-		ui_json(site_json(s, is_def));
+		ui_json_doc("site", site_json(s, is_def));
 		return EXIT_OK;
 	}
 	/* The INI snippet a site admin can hand to users. */

@@ -197,7 +197,7 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 					      s->token, &r, &err);
 		if (rc == 0) {
 			nok++;
-			json_array_append_new(done, gg_record_to_json(&r));
+			json_array_append_new(done, cli_record_json(&r));
 			if (!cli->json)
 				ui_out("%s\n", r.name);
 			gg_record_clear(&r);
@@ -210,8 +210,8 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 		if (rc == GG_EINTR)
 			break;
 	}
-	if (cli->json)
-		ui_json(done);
+	if (cli->json && (nok || !exit_code)) /* else the error is the document */
+		ui_json_doc("submit", done);
 	else
 		json_decref(done);
 	if (nok)

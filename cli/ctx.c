@@ -63,10 +63,19 @@ const struct gg_site *cli_site(struct gg_cli *cli, int required)
 	return s;
 }
 
-int cli_open_ce(const char *endpoint, const struct gg_auth *a, struct gg_ce **ce,
-		struct gg_err *err)
+/* -v/-vv: what the library does (each HTTP request, each ssh hop). */
+static void cli_log(void *ud, int level, const char *msg)
 {
-	struct gg_engine e = {.cancel = cli_cancel_cb};
+	(void)ud;
+	(void)level;
+	ui_err("gridgpu: %s\n", msg);
+}
+
+int cli_open_ce(struct gg_cli *cli, const char *endpoint, const struct gg_auth *a,
+		struct gg_ce **ce, struct gg_err *err)
+{
+	struct gg_engine e = {.cancel = cli_cancel_cb,
+			      .log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
 	return gg_engine_open_ce(&e, endpoint, a, ce, err);
 }
 
@@ -190,7 +199,8 @@ struct gg_engine *cli_engine(struct gg_cli *cli)
 				.cancel = cli_cancel_cb,
 				.upload_begin = upload_begin,
 				.upload_progress = ui_progress_cb,
-				.upload_end = upload_end};
+				.upload_end = upload_end,
+				.log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
 	return cli->eng = e;
 }
 

@@ -16,9 +16,10 @@ const struct gg_site *cli_site(struct gg_cli *cli, int required);
  * one. 0, or the exit code after saying what is wrong. */
 int cli_sites(struct gg_cli *cli, const struct gg_site **sites, int max, int *nsites);
 
-/* Open endpoint with credential a (gg_auth_find), Ctrl-C stopping its calls. */
-int cli_open_ce(const char *endpoint, const struct gg_auth *a, struct gg_ce **ce,
-		struct gg_err *err);
+/* Open endpoint with credential a (gg_auth_find), Ctrl-C stopping its calls,
+ * each request shown with -v/-vv. */
+int cli_open_ce(struct gg_cli *cli, const char *endpoint, const struct gg_auth *a,
+		struct gg_ce **ce, struct gg_err *err);
 
 /* The session engine of this run: the store and the configuration, messages
  * through ui_*, Ctrl-C as its cancel. NULL after an error was printed

@@ -19,12 +19,14 @@ int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 		return ui_fail(cli, &err, "request");
 	}
 	if (cli->json) {
-		ui_json(json_pack(
-			"{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", r->ce, "description", xrsl,
-			"requests", "GET /rest",
-			"POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
-			"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
-			"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
+		ui_json_doc(
+			"dry-run",
+			json_pack(
+				"{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", r->ce, "description", xrsl,
+				"requests", "GET /rest",
+				"POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
+				"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
+				"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
 	} else {
 		ui_out("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
 		       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
@@ -83,7 +85,7 @@ int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 		gg_jd_clear(&jd);
 	}
 	if (cli->json)
-		ui_json(all);
+		ui_json_doc("dry-run", all);
 	else
 		json_decref(all);
 	return EXIT_OK;

@@ -188,9 +188,10 @@ void ui_json_error(const char *what, const char *msg, int code)
 			      msg ? msg : "", "kind", gg_err_kind(code), "exit",
 			      gg_err_exit_code(code));
 	if (o)
-		ui_json(o);
+		ui_json_doc("error", o);
 	else
-		printf("{\"error\":{\"exit\":%d,\"kind\":\"%s\",\"message\":\"\",\"what\":\"\"}}\n",
+		printf("{\"error\":{\"exit\":%d,\"kind\":\"%s\",\"message\":\"\",\"what\":\"\"},"
+		       "\"schema\":\"gridgpu.error/1\"}\n",
 		       gg_err_exit_code(code), gg_err_kind(code));
 	fflush(stdout);
 }

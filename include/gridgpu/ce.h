@@ -106,6 +106,7 @@ struct gg_ce_auth {
 				    day), saving a round trip per command; or NULL */
 	int (*cancel)(void *ud); /* polled during requests and waits: non-zero stops */
 	void *cancel_ud;
+	const struct gg_log *log; /* each request for -v/-vv (copied); or NULL */
 };
 
 struct gg_ce;

@@ -61,6 +61,20 @@ struct gg_err_kind_row {
 };
 GG_API const struct gg_err_kind_row *gg_err_kinds(size_t *n);
 
+/* ---- logging ----------------------------------------------------------- */
+
+/* What the library does, for -v and -vv: the caller's hook (the library never
+ * prints). Level 1: each HTTP request (method, URL, status, time taken) and
+ * each ssh hop; level 2: the request and response headers too, secrets masked
+ * (no token, proxy or key ever reaches the hook). */
+struct gg_log {
+	void (*fn)(void *ud, int level, const char *msg);
+	void *ud;
+	int level; /* the most detailed level wanted; 0: none */
+};
+/* Tell log->fn at level when log wants that level (log may be NULL). */
+GG_API void gg_logf(const struct gg_log *log, int level, const char *fmt, ...) GG_ATTR_PRINTF(3, 4);
+
 /* ---- progress ---------------------------------------------------------- */
 
 /* Progress of an upload or download: return non-zero to abort (GG_EINTR). */
@@ -81,6 +95,14 @@ GG_API char *gg_duration_format_exact(int64_t secs, char *buf, size_t len);
 GG_API int gg_size_parse(const char *s, uint64_t *out, struct gg_err *err);
 /* "1.5 GiB", "512 MiB", "12 B". */
 GG_API char *gg_size_format(uint64_t bytes, char *buf, size_t len);
+
+/* ---- times ------------------------------------------------------------- */
+
+/* One convention per audience. For programs (--json): ISO 8601 in UTC,
+ * "2026-11-26T10:20:49Z". On screen: local time with its zone,
+ * "2026-11-26 11:20 CET". buf >= 40 bytes; t <= 0 gives "-". */
+GG_API char *gg_time_iso(int64_t t, char *buf, size_t len);
+GG_API char *gg_time_local(int64_t t, char *buf, size_t len);
 
 /* ---- XDG paths --------------------------------------------------------- */
 

@@ -36,6 +36,8 @@ struct gg_engine {
 	 * the state directory); tests give a fake backend here. */
 	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
 		       struct gg_ce **ce, struct gg_err *err);
+	/* What it does, for -v/-vv (each HTTP request, each ssh hop). */
+	struct gg_log log;
 	/* Filled by the engine: why the last sshd probe failed ("" when it did
 	 * not), and a site whose jump hosts failed in this run (not probed again). */
 	char probe_why[GG_ERR_MSG_MAX];

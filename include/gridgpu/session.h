@@ -59,6 +59,8 @@ struct gg_record {
 	char *host_key; /* "ssh-ed25519 AAAA..." */
 	char *sessiondir;
 	int64_t started, deadline_at, last_activity;
+	/* sessions: the launcher's activity, as of activity_at (when it wrote it) */
+	int64_t first_login, logins, connections, activity_at;
 	char *key; /* private key file for the session */
 	/* jobs */
 	char *image_path;
@@ -75,7 +77,8 @@ struct gg_record {
 	X(command) X(outputs_dir)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
-	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity)
+	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \
+	X(logins) X(connections) X(activity_at)
 /* clang-format on */
 
 GG_API void gg_record_clear(struct gg_record *r);
@@ -123,7 +126,7 @@ struct gg_record_row {
 	enum gg_rec_kind kind;
 	enum gg_sess_state state;
 	int gpus;
-	int64_t created, started, walltime, deadline_at, last_activity;
+	int64_t created, started, walltime, deadline_at, last_activity, first_login;
 	char *json; /* the whole record, compact JSON, one line */
 };
 /* Rows of every record, sorted by creation time, from one cache file when the

@@ -87,7 +87,8 @@ static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_er
 				  .token = auth->token,
 				  .ca_dir = auth->ca_dir,
 				  .cancel = auth->cancel,
-				  .cancel_ud = auth->cancel_ud};
+				  .cancel_ud = auth->cancel_ud,
+				  .log = auth->log};
 	return gg_http_new(&ho, &ce->http, err);
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int64_t unit_seconds(char u)
 {
@@ -234,4 +235,25 @@ char *gg_size_format(uint64_t bytes, char *buf, size_t len)
 	}
 	snprintf(buf, len, v < 10 ? "%.1f %s" : "%.0f %s", v, units[i]);
 	return buf;
+}
+
+/* strftime of t in UTC (utc) or local time, or "-" for no time. */
+static char *time_fmt(int64_t t, int utc, const char *fmt, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (t <= 0 || !(utc ? gmtime_r(&tt, &tm) : localtime_r(&tt, &tm)) ||
+	    !strftime(buf, len, fmt, &tm))
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+char *gg_time_iso(int64_t t, char *buf, size_t len)
+{
+	return time_fmt(t, 1, "%Y-%m-%dT%H:%M:%SZ", buf, len);
+}
+
+char *gg_time_local(int64_t t, char *buf, size_t len)
+{
+	return time_fmt(t, 0, "%Y-%m-%d %H:%M %Z", buf, len);
 }

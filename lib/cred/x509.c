@@ -27,10 +27,7 @@ int gg_cred_asn1_time(const ASN1_TIME *t, time_t *out)
 
 char *gg_cred_time_str(time_t t, char *buf, size_t len)
 {
-	struct tm tm;
-	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, len, "%lld", (long long)t);
-	return buf;
+	return gg_time_local((int64_t)t, buf, len);
 }
 
 time_t gg_cred_end(const struct gg_cred *c)

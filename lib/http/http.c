@@ -17,6 +17,7 @@
 struct gg_http {
 	CURL *curl;
 	struct gg_http_opts o;
+	struct gg_log log; /* a copy: o.log points here */
 	char *proxy_path, *ca_dir, *auth_header;
 	long connections;
 	CURLcode last; /* of the last transfer */
@@ -27,6 +28,7 @@ struct gg_http {
 /* Per-transfer state. */
 struct xfer {
 	struct gg_http *h;
+	const char *method;
 	struct gg_http_resp *resp;
 	size_t cap;
 	FILE *out;        /* body to a file when set (and status is 2xx) */
@@ -64,6 +66,9 @@ int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg
 	if (!h)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	h->o = *opts;
+	if (opts->log)
+		h->log = *opts->log;
+	h->o.log = &h->log;
 	if (!h->o.connect_timeout_ms)
 		h->o.connect_timeout_ms = 10000;
 	if (!h->o.timeout_ms)
@@ -340,12 +345,49 @@ static int sleep_ms(struct gg_http *h, long ms)
 	return 0;
 }
 
+/* -vv: the header lines sent and received, each credential's value masked. */
+static int on_debug(CURL *c, curl_infotype type, char *data, size_t size, void *ud)
+{
+	(void)c;
+	struct gg_http *h = ud;
+	if (type != CURLINFO_HEADER_OUT && type != CURLINFO_HEADER_IN)
+		return 0;
+	static const char *const secret[] = {"authorization:", "proxy-authorization:", "cookie:",
+					     "set-cookie:", "x-auth-token:"};
+	for (size_t i = 0; i < size;) {
+		size_t n = 0;
+		while (i + n < size && data[i + n] != '\n' && data[i + n] != '\r')
+			n++;
+		int masked = 0;
+		for (size_t k = 0; k < sizeof secret / sizeof secret[0]; k++)
+			if (n >= strlen(secret[k]) &&
+			    !strncasecmp(data + i, secret[k], strlen(secret[k])))
+				masked = (int)strlen(secret[k]);
+		if (n && masked)
+			gg_logf(h->o.log, 2, "%c %.*s ***", type == CURLINFO_HEADER_OUT ? '>' : '<',
+				masked, data + i);
+		else if (n)
+			gg_logf(h->o.log, 2, "%c %.*s", type == CURLINFO_HEADER_OUT ? '>' : '<',
+				(int)n, data + i);
+		i += n;
+		while (i < size && (data[i] == '\n' || data[i] == '\r'))
+			i++;
+	}
+	return 0;
+}
+
 /* The common set-up of one transfer. */
 static struct curl_slist *setup(struct gg_http *h, struct xfer *x, const char *method,
 				const char *url, const char *content_type, const char *accept)
 {
 	CURL *c = h->curl;
 	curl_easy_reset(c); /* keeps the connection cache */
+	x->method = method;
+	if (h->o.log && h->o.log->level >= 2) {
+		curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, on_debug);
+		curl_easy_setopt(c, CURLOPT_DEBUGDATA, h);
+		curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
+	}
 	h->errbuf[0] = '\0';
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
@@ -428,9 +470,25 @@ static int before_request(CURLcode c)
 	}
 }
 
+static double mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg_err *err)
 {
+	double t0 = mono_ms();
 	CURLcode c = h->last = curl_easy_perform(h->curl);
+	long code = 0;
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (c == CURLE_OK)
+		gg_logf(h->o.log, 1, "%s %s -> %ld (%.0f ms)", x->method, url, code,
+			mono_ms() - t0);
+	else
+		gg_logf(h->o.log, 1, "%s %s -> failed: %s (%.0f ms)", x->method, url,
+			h->errbuf[0] ? h->errbuf : curl_easy_strerror(c), mono_ms() - t0);
 	long nc = 0, sent = 0;
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &nc);
 	h->connections += nc;

@@ -26,6 +26,7 @@ struct gg_http_opts {
 	/* Called between retries and during transfers; non-zero aborts. */
 	int (*cancel)(void *ud);
 	void *cancel_ud;
+	const struct gg_log *log; /* each request (level 1), its headers (2); copied; or NULL */
 };
 
 struct gg_http_resp {

@@ -63,7 +63,8 @@ int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg
 				.ca_dir = a->ca_dir,
 				.cache_path = cache,
 				.cancel = e->cancel,
-				.cancel_ud = e->ud};
+				.cancel_ud = e->ud,
+				.log = &e->log};
 	int rc = e->open_ce ? e->open_ce(e->ud, endpoint, &ca, ce, err)
 			    : gg_ce_open(endpoint, &ca, ce, err);
 	free(cache);

@@ -210,9 +210,11 @@ int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li
 	if ((s = json_string_value(json_object_get(j, "sessiondir"))))
 		li->sessiondir = strdup(s);
 	json_t *v;
-	int64_t *ints[] = {&li->started, &li->deadline_at, &li->idle_limit, &li->last_activity};
-	const char *names[] = {"started", "connect_deadline", "idle_limit", "last_activity"};
-	for (int i = 0; i < 4; i++) {
+	int64_t *ints[] = {&li->started,     &li->deadline_at, &li->idle_limit,  &li->last_activity,
+			   &li->first_login, &li->logins,      &li->connections, &li->updated};
+	const char *names[] = {"started",     "connect_deadline", "idle_limit",  "last_activity",
+			       "first_login", "logins",           "connections", "updated"};
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
 		v = json_object_get(j, names[i]);
 		if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
 			rc = gg_err_set(err, GG_EPROTO, "'%s' is not a non-negative integer",

@@ -36,6 +36,9 @@ struct gg_launch_info {
 	char *host_key; /* validated "ssh-ed25519 AAAA..." */
 	char *sessiondir;
 	int64_t started, deadline_at, idle_limit, last_activity;
+	/* the activity: first login (0: none yet), logins so far, open
+	 * connections, when the launcher wrote the file */
+	int64_t first_login, logins, connections, updated;
 	char *launcher_version;
 	char *container;
 };

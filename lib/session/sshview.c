@@ -73,9 +73,9 @@ int gg_session_route(const struct gg_site *site, const struct gg_record *r, stru
 }
 
 int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
-		     int *at_session, struct gg_err *err)
+		     const struct gg_log *log, int *at_session, struct gg_err *err)
 {
 	struct gg_ssh_target t;
 	gg_record_ssh_target(r, &t);
-	return gg_ssh_probe(site, &t, timeout_ms, at_session, err);
+	return gg_ssh_probe(site, &t, timeout_ms, log, at_session, err);
 }

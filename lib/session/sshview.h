@@ -34,6 +34,6 @@ int gg_session_route(const struct gg_site *site, const struct gg_record *r, stru
 		     struct gg_err *err);
 /* Is the session's sshd there? (gg_ssh_probe) */
 int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
-		     int *at_session, struct gg_err *err);
+		     const struct gg_log *log, int *at_session, struct gg_err *err);
 
 #endif

@@ -334,13 +334,14 @@ static int row_from_record(const struct gg_record *r, struct gg_record_row *w)
 	w->walltime = r->walltime;
 	w->deadline_at = r->deadline_at;
 	w->last_activity = r->last_activity;
+	w->first_login = r->first_login;
 	return w->json && w->name && w->site && w->mig ? 0 : -1;
 }
 
 /* The cache, one line per record: the table's fields, tab-separated, then the
  * record as compact JSON (names and sites cannot hold tabs or newlines; JSON
  * escapes them). The first line names the directory state it was made from. */
-#define CACHE_MAGIC "gridgpu-records-cache 1"
+#define CACHE_MAGIC "gridgpu-records-cache 2"
 
 static int read_cache(struct gg_store *st, int64_t mtime, struct gg_record_row **rows, size_t *n,
 		      size_t *bad)
@@ -363,11 +364,11 @@ static int read_cache(struct gg_store *st, int64_t mtime, struct gg_record_row *
 		if (!eol) /* a truncated cache */
 			goto bad;
 		*eol = '\0';
-		char *f[12];
+		char *f[13];
 		int nf = 0;
-		for (char *q = p; nf < 12; nf++) {
+		for (char *q = p; nf < 13; nf++) {
 			f[nf] = q;
-			char *tab = nf < 11 ? strchr(q, '\t') : NULL;
+			char *tab = nf < 12 ? strchr(q, '\t') : NULL;
 			if (!tab) {
 				nf++;
 				break;
@@ -375,7 +376,7 @@ static int read_cache(struct gg_store *st, int64_t mtime, struct gg_record_row *
 			*tab = '\0';
 			q = tab + 1;
 		}
-		if (nf != 12)
+		if (nf != 13)
 			goto bad;
 		if (cnt == cap) {
 			struct gg_record_row *na = realloc(a, 2 * cap * sizeof *na);
@@ -400,7 +401,8 @@ static int read_cache(struct gg_store *st, int64_t mtime, struct gg_record_row *
 		w->walltime = strtoll(f[8], NULL, 10);
 		w->deadline_at = strtoll(f[9], NULL, 10);
 		w->last_activity = strtoll(f[10], NULL, 10);
-		w->json = strdup(f[11]);
+		w->first_login = strtoll(f[11], NULL, 10);
+		w->json = strdup(f[12]);
 		cnt++;
 		if (!w->name || !w->site || !w->mig || !w->json)
 			goto bad;
@@ -438,11 +440,11 @@ static void write_cache(struct gg_store *st, int64_t mtime, const struct gg_reco
 	fprintf(f, CACHE_MAGIC " %lld %zu\n", (long long)mtime, bad);
 	for (size_t i = 0; i < n; i++) {
 		const struct gg_record_row *w = &rows[i];
-		fprintf(f, "%s\t%s\t%s\t%s\t%d\t%s\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\n", w->name,
-			w->site, w->kind == GG_REC_JOB ? "job" : "session",
+		fprintf(f, "%s\t%s\t%s\t%s\t%d\t%s\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\n",
+			w->name, w->site, w->kind == GG_REC_JOB ? "job" : "session",
 			gg_sess_state_name(w->state), w->gpus, w->mig, (long long)w->created,
 			(long long)w->started, (long long)w->walltime, (long long)w->deadline_at,
-			(long long)w->last_activity, w->json);
+			(long long)w->last_activity, (long long)w->first_login, w->json);
 	}
 	if (fclose(f) == 0)
 		gg_file_write_atomic(st->cachepath, buf, len, 0600, NULL);

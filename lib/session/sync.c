@@ -66,6 +66,17 @@ int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summ
 	return *summary ? 0 : -1;
 }
 
+/* The launcher's activity (it rewrites its file on each login and each change
+ * of the connections): what decides which deadline applies. */
+static void apply_activity(struct gg_record *r, const struct gg_launch_info *li)
+{
+	r->last_activity = li->last_activity;
+	r->first_login = li->first_login;
+	r->logins = li->logins;
+	r->connections = li->connections;
+	r->activity_at = li->updated;
+}
+
 /* Fold the launcher's file into a record; returns 1 when the record changed. */
 static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
 {
@@ -93,7 +104,7 @@ static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
 	r->port = li->port;
 	r->started = li->started;
 	r->deadline_at = li->deadline_at;
-	r->last_activity = li->last_activity;
+	apply_activity(r, li);
 	if (li->idle_limit)
 		r->idle_limit = li->idle_limit;
 	/* Published, key pinned: "ready" only once the sshd has been seen to
@@ -150,8 +161,11 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 			r->state = res->state == GG_CE_RUNNING ? GG_S_RUNNING : GG_S_QUEUED;
 			return;
 		}
-		/* Published and pinned: nothing more to read; the caller's probe
-		 * makes it ready (the CE may still say SUBMITTING meanwhile). */
+		/* Published and pinned: the caller's probe makes it ready (the
+		 * CE may still say SUBMITTING meanwhile). Ready: the launcher's
+		 * file again, for its activity (one GET: no bulk file read). */
+		if (r->state == GG_S_READY && ce)
+			fetch_launch(ce, r);
 		if (r->state == GG_S_READY || gg_session_published(r))
 			return;
 		r->state = res->state == GG_CE_RUNNING ? GG_S_STARTING : GG_S_QUEUED;

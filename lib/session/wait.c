@@ -46,7 +46,7 @@ int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms, st
 		return 0;
 	struct gg_err pe = {0};
 	int at_session = 0;
-	int rc = gg_session_probe(site, r, timeout_ms, &at_session, &pe);
+	int rc = gg_session_probe(site, r, timeout_ms, &e->log, &at_session, &pe);
 	if (rc == 0) {
 		e->probe_why[0] = '\0';
 		r->state = GG_S_READY;

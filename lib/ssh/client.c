@@ -561,6 +561,27 @@ static int open_session(struct gg_ssh_conn *c, const struct gg_ssh_hop *h, size_
 	return rc;
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* -v: hop i reached (its host key checked, logged in or not), or why not. */
+static void log_hop(const struct gg_ssh_hop *hops, size_t i, size_t n, const char *why, double ms)
+{
+	char label[300];
+	hop_label(&hops[i], label, sizeof label);
+	if (why)
+		gg_logf(hops[0].log, 1, "ssh hop %zu/%zu: %s: %s (%.0f ms)", i + 1, n, label, why,
+			ms);
+	else
+		gg_logf(hops[0].log, 1, "ssh hop %zu/%zu: %s: host key checked, %s (%.0f ms)",
+			i + 1, n, label, hops[i].no_login ? "not logged in (a probe)" : "logged in",
+			ms);
+}
+
 int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 		   struct gg_ssh_conn **out, size_t *failed, struct gg_err *err)
 {
@@ -591,10 +612,15 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 	for (size_t i = 0; i + 1 < n; i++)
 		c->pumps[i].local = c->pumps[i].stop[0] = c->pumps[i].stop[1] = -1;
 
+	double t0 = now_ms();
 	int rc = tcp_connect(&hops[0], c->timeout_ms, &c->socks[0], err);
+	if (rc < 0)
+		log_hop(hops, 0, n, err ? err->msg : "failed", now_ms() - t0);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		at = i;
-		if ((rc = open_session(c, &hops[i], i, err)) < 0)
+		rc = open_session(c, &hops[i], i, err);
+		log_hop(hops, i, n, rc < 0 ? (err ? err->msg : "failed") : NULL, now_ms() - t0);
+		if (rc < 0)
 			break;
 		if (i + 1 == n)
 			break;
@@ -612,6 +638,7 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 			at = i + 1;
 			rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s",
 					label, nlabel, ssh_msg(c->sess[i]));
+			log_hop(hops, i + 1, n, err ? err->msg : "failed", now_ms() - t0);
 			break;
 		}
 		int sv[2];
@@ -1021,7 +1048,7 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_ssh_target 
 }
 
 int gg_ssh_probe(const struct gg_site *site, const struct gg_ssh_target *t, int timeout_ms,
-		 int *at_session, struct gg_err *err)
+		 const struct gg_log *log, int *at_session, struct gg_err *err)
 {
 	size_t failed = 0;
 	struct gg_ssh_route rt;
@@ -1030,6 +1057,7 @@ int gg_ssh_probe(const struct gg_site *site, const struct gg_ssh_target *t, int 
 		return rc;
 	struct gg_ssh_conn *c = NULL;
 	rt.hops[rt.n - 1].no_login = 1;
+	rt.hops[0].log = log;
 	rc = gg_ssh_connect(rt.hops, rt.n, timeout_ms, &c, &failed, err);
 	if (at_session)
 		*at_session = rc < 0 && failed + 1 == rt.n;

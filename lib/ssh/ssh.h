@@ -119,16 +119,17 @@ int gg_ssh_install_include(const char *user_config, const char *include_path, in
 /* One host on the way to a session's sshd. */
 struct gg_ssh_hop {
 	const char *host;
-	int port;                /* 0 = 22 */
-	const char *user;        /* NULL = the local user name */
-	const char *name;        /* for messages ("jump host 1"), may be NULL */
-	const char *identity;    /* private key file; NULL = ssh-agent, then ~/.ssh/id_* */
-	const char *known_hosts; /* the host's key is looked up here (OpenSSH format);
-				    NULL = ~/.ssh/known_hosts */
-	const char *pinned_key;  /* "TYPE BASE64": the only key accepted (known_hosts
-				    is then not read) */
-	int no_login;            /* last hop only: check the host key, do not log in
-				    (nothing to run then) */
+	int port;                 /* 0 = 22 */
+	const char *user;         /* NULL = the local user name */
+	const char *name;         /* for messages ("jump host 1"), may be NULL */
+	const char *identity;     /* private key file; NULL = ssh-agent, then ~/.ssh/id_* */
+	const char *known_hosts;  /* the host's key is looked up here (OpenSSH format);
+				     NULL = ~/.ssh/known_hosts */
+	const char *pinned_key;   /* "TYPE BASE64": the only key accepted (known_hosts
+				     is then not read) */
+	int no_login;             /* last hop only: check the host key, do not log in
+				     (nothing to run then) */
+	const struct gg_log *log; /* first hop's: each hop reached or not (-v); or NULL */
 };
 struct gg_ssh_conn;
 /* Connect to hops[n-1] through hops[0..n-2] (a direct-tcpip channel on each
@@ -188,6 +189,6 @@ void gg_ssh_route_clear(struct gg_ssh_route *rt);
  * *at_session (may be NULL) is 1 when it was the session's sshd itself that
  * failed (not a jump host), e.g. GG_EHOSTKEY: its key is not the pinned one. */
 int gg_ssh_probe(const struct gg_site *site, const struct gg_ssh_target *t, int timeout_ms,
-		 int *at_session, struct gg_err *err);
+		 const struct gg_log *log, int *at_session, struct gg_err *err);
 
 #endif

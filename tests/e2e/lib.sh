@@ -46,6 +46,17 @@ expect_fail() {
 }
 # expect_eq "description" actual expected
 expect_eq() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', want '$3')"; fi; }
+# json_valid SCHEMA [FILE]: one test that FILE (default: the last run_gg's
+# stdout) is a --json document that validates against doc/json/SCHEMA.schema.json
+# (gridgpu-json(7)); why not, when it does not.
+json_valid() {
+	_f=${2:-$T_TMP/.stdout}
+	if /usr/bin/python3 "$GG_TOP/tests/e2e/json-valid.py" "$GG_TOP/doc/json/$1.schema.json" "$_f" 2>"$T_TMP/.jv"; then
+		ok "--json output validates against gridgpu.$1/1"
+	else
+		not_ok "--json output validates against gridgpu.$1/1: $(head -c 300 "$_f"): $(cat "$T_TMP/.jv")"
+	fi
+}
 done_testing() { echo "1..$T_N"; [ "$T_FAIL" -eq 0 ]; }
 # Source the test site's variables when a site is up.
 if [ -n "${GG_TB_DIR:-}" ] && [ -f "$GG_TB_DIR/env.sh" ]; then . "$GG_TB_DIR/env.sh"; fi

@@ -63,7 +63,8 @@ run_gg site show glasgow
 printf '%s\n' "$OUT" > "$T_TMP/snippet"
 grep -q '^jump = alice@login2.example.org:2222$' "$T_TMP/snippet" && ok "site show prints the INI snippet" || not_ok "site show prints the INI snippet"
 run_gg --json site list
-expect_eq "site list --json" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[0]["name"], d[0]["jumps"][1], d[0]["idle_limit"], d[0]["default"])')" "glasgow alice@login2.example.org:2222 7200 True"
+json_valid site-list
+expect_eq "site list --json" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin)["items"]; print(d[0]["name"], d[0]["jumps"][1], d[0]["idle_limit"], d[0]["default"])')" "glasgow alice@login2.example.org:2222 7200 True"
 # The snippet handed out by an admin is a valid config by itself.
 run_gg --config "$T_TMP/snippet" site show glasgow
 expect_eq "a site snippet is a config file" "$RC" 0

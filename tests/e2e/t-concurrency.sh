@@ -113,7 +113,8 @@ i=1
 while [ $i -le $NCLEAN ]; do
 	rc=$(cat "$P/clean.$i.rc")
 	[ "$rc" = 0 ] || clean_bad="$clean_bad $i:$rc($(tail -1 "$P/clean.$i.err"))"
-	cleaned="$cleaned $("$PY" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$P/clean.$i.out" 2>/dev/null)"
+	cleaned="$cleaned $("$PY" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["cleaned"]))' "$P/clean.$i.out" 2>/dev/null)"
+	[ "$i" = 1 ] && json_valid clean "$P/clean.$i.out"
 	i=$((i + 1))
 done
 echo "# cleaned:$cleaned"
@@ -156,7 +157,8 @@ poll 12 killed_alive
 expect_eq "no session that 'kill' reported killed is still running on the CE" "$alive" ""
 run_gg --json list
 echo "$OUT" >"$T_TMP/list.json"
-n_list=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T_TMP/list.json" 2>/dev/null)
+json_valid list "$T_TMP/list.json"
+n_list=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$T_TMP/list.json" 2>/dev/null)
 expect_eq "list --json parses and lists every record" "$n_list" "$(ls "$REC" | grep -c '\.json$')"
 run_gg list
 expect_eq "list (from the cache) shows the same number of rows" "$(printf '%s\n' "$OUT" | tail -n +2 | grep -c .)" "$n_list"
@@ -187,7 +189,7 @@ for f in "$P"/*.rc; do
 	*) bad="$bad $id:$rc($(tail -1 "$P/$id.err"))" ;;
 	esac
 	case $id:$rc in request.*:0) new_ok="$new_ok $(cat "$P/$id.out")" ;; esac
-	case $id in clean.*) cleaned="$cleaned $("$PY" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$P/$id.out" 2>/dev/null)" ;; esac
+	case $id in clean.*) cleaned="$cleaned $("$PY" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["cleaned"]))' "$P/$id.out" 2>/dev/null)" ;; esac
 done
 echo "# cleaned:$cleaned"
 expect_eq "second storm: every process answered as documented (0, or 5 for a name cleaned meanwhile)" "$bad" ""

@@ -26,7 +26,14 @@ for cmd in $("$GRIDGPU" __complete commands); do
 	ecmd=$(printf '%s' "$cmd" | sed 's/-/\\\\-/g')
 	grep -q -e "^\.B $ecmd\b" -e "\\\\fB$ecmd\b" "$man/gridgpu.1" && ok "gridgpu(1) lists $cmd" || not_ok "gridgpu(1) lists $cmd"
 done
-for f in "$man"/*.1; do
+# gridgpu-json(7) is made from the JSON Schemas the tests validate --json against.
+check "gridgpu-json(7) is what doc/json/*.schema.json give (scripts/json-man.py)" /usr/bin/python3 "$top/scripts/json-man.py" --check
+bad=""
+for s in "$top"/doc/json/*.schema.json; do
+	/usr/bin/python3 -c 'import json,sys,jsonschema; jsonschema.Draft202012Validator.check_schema(json.load(open(sys.argv[1])))' "$s" 2>/dev/null || bad="$bad $(basename "$s")"
+done
+expect_eq "every doc/json schema is a valid JSON Schema" "${bad:-none}" none
+for f in "$man"/*.1 "$man"/*.7; do
 	w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
 	expect_eq "$(basename "$f") renders without warnings" "${w:-none}" none
 	grep -q '^\.SH EXAMPLES' "$f" && ok "$(basename "$f") has EXAMPLES" || not_ok "$(basename "$f") has EXAMPLES"

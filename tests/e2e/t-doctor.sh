@@ -49,6 +49,7 @@ printf '%s\n' "$OUT" | grep -q "^- GPU visible  *skipped: not inside a session" 
 	ok "no GPU here: the session checks are skipped, not failed" || not_ok "session checks ($OUT)"
 printf '%s\n' "$OUT" | grep -Eq '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' && ok "summary line" || not_ok "summary ($OUT)"
 run_gg --json doctor
+json_valid doctor
 expect_eq "--json: exit 0" "$RC" 0
 expect_eq "--json: every check there" \
 	"$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["site"], d["failed"], [c["id"] for c in d["checks"]])')" \

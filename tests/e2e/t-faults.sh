@@ -125,7 +125,8 @@ expect_fail "CE down: list --sync, exit 4" 4 "cannot connect" list --sync
 printf '%s\n' "$OUT" | grep -Eq "^$LIVE +fp +session +unknown" && ok "CE down: list --sync shows the session as unknown" ||
 	not_ok "CE down: list --sync shows unknown ($OUT)"
 run_gg --json list
-printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); sys.exit(not [r for r in d if r["name"]==sys.argv[1] and r["state"]=="unknown"])' "$LIVE" &&
+json_valid list
+printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); sys.exit(not [r for r in d["items"] if r["name"]==sys.argv[1] and r["state"]=="unknown"])' "$LIVE" &&
 	ok "CE down: list --json parses, the record is kept as unknown" || not_ok "CE down: list --json ($OUT)"
 expect_fail "CE down: status, exit 4" 4 "cannot connect" status "$LIVE"
 expect_fail "CE down: kill, exit 4" 4 "cannot connect" kill "$LIVE"

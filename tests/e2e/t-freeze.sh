@@ -197,17 +197,20 @@ fi
 
 # labels, JSON, inspect, verify
 run_gg --json freeze sb -o l.sif --label team=lhcb --label 'note=a b=c'
+json_valid freeze
 echo "$OUT" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["arch"]=="amd64" and r["files"]>10 and r["hardlinks"]==2' && ok "freeze --json reports counts" || not_ok "freeze --json ($OUT)"
 run_gg inspect l.sif
 echo "$OUT" | grep -q "team: lhcb" && echo "$OUT" | grep -q "note: a b=c" && ok "inspect shows --label labels" || not_ok "inspect shows labels ($OUT)"
 echo "$OUT" | grep -q "FS (Squashfs/\*System/amd64)" && ok "inspect lists the partition" || not_ok "inspect lists the partition"
 echo "$OUT" | grep -q "gpus: *none recorded" && ok "inspect shows the provenance" || not_ok "inspect shows the provenance"
 run_gg inspect --json l.sif
+json_valid inspect
 echo "$OUT" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["labels"]["team"]=="lhcb"; assert r["provenance"]["source"]["kind"]=="dir"; assert len(r["objects"])==4; assert r["squashfs"]["compression"]=="gzip"' && ok "inspect --json" || not_ok "inspect --json ($OUT)"
 run_gg verify a.sif
 expect_eq "verify a good image exits 0" "$RC" 0
 echo "$OUT" | grep -q "^ok   squashfs superblock" && ok "verify checks the squashfs superblock" || not_ok "verify output ($OUT)"
 run_gg verify --json a.sif
+json_valid verify
 echo "$OUT" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ok"] and all(c["ok"] for c in r["checks"])' && ok "verify --json" || not_ok "verify --json"
 cp a.sif bad1.sif && printf 'XXXX' | dd of=bad1.sif bs=1 seek=32768 conv=notrunc 2>/dev/null
 expect_fail "verify: a broken squashfs magic" 1 "hsqs" verify bad1.sif

@@ -29,6 +29,7 @@ run_gg gpus
 expect_eq "no NVML: exit 0" "$RC" 0
 expect_eq "no NVML: says so" "$OUT" "no NVIDIA GPU visible: NVML (libnvidia-ml.so.1) not found: no NVIDIA driver on this machine"
 run_gg --json gpus
+json_valid gpus
 expect_eq "no NVML: --json" "$(py 'd["gpus"], d["visible"], d["nvml"], "not found" in d["reason"]')" "[] 0 None True"
 run_gg gpus --classad
 expect_eq "no NVML: --classad" "$OUT" "DetectedGPUs=0"
@@ -50,6 +51,7 @@ printf '%s\n' "$OUT" | grep -Eq '^0/1 +MIG 2g\.10gb \(gi 5, ci 0\) +8\.0 +9856 M
 	ok "a100: a MIG row" || not_ok "a100: a MIG row ($OUT)"
 expect_eq "a100: usable count" "$(printf '%s\n' "$OUT" | tail -1)" "3 devices usable by this process"
 gg a100-mig.conf -- --json gpus
+json_valid gpus
 expect_eq "a100 --json: device" "$(py 'd["gpus"][0]["name"], d["gpus"][0]["mig_mode"], d["gpus"][0]["visible"], d["gpus"][0]["memory_total_mb"], d["gpus"][0]["compute_capability"]')" "NVIDIA A100-SXM4-40GB enabled False 40960 8.0"
 expect_eq "a100 --json: MIG devices" "$(py '[(m["profile"], m["gpu_instance"], m["memory_total_mb"], m["visible"]) for m in d["gpus"][0]["mig"]]')" "[('3g.20gb', 1, 19968, True), ('2g.10gb', 5, 9856, True), ('1g.5gb', 13, 4864, True)]"
 expect_eq "a100 --json: versions and library" "$(py 'd["driver_version"], d["cuda_driver_version"], d["cuda_driver_version_int"], d["visible"], d["nvml"]')" "550.54.15 12.4 12040 3 $FAKE/libnvidia-ml.so.1"

@@ -45,6 +45,7 @@ no_fake_line "$T_TMP/status.out" && ok "status: the CE cannot print a line of it
 grep -qF '\x1b]0;pwned\x07' "$T_TMP/status.out" && grep -qF '\r\nSession evil' "$T_TMP/status.out" &&
 	ok "status: the escapes are shown visibly (backslash x1b, r, n)" || not_ok "status: escapes shown visibly ($(cat "$T_TMP/status.out"))"
 run_gg --json status --no-sync evil
+json_valid status
 printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["name"]!="evil")' &&
 	ok "status --json: valid JSON with the record" || not_ok "status --json ($OUT)"
 
@@ -57,6 +58,7 @@ printf '%s' "$ERR" >"$T_TMP/err.out"
 if raw_controls "$T_TMP/err.out" >"$T_TMP/bad"; then not_ok "the error on stderr has no raw control byte ($(cat "$T_TMP/bad"))"; else
 	ok "the error on stderr has no raw control byte"; fi
 run_gg --json list --bogus
+json_valid error
 printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; e=json.load(sys.stdin)["error"]; sys.exit(not (e["exit"]==2 and e["kind"]=="usage"))' &&
 	ok "--json: a usage error is a JSON error too (exit 2)" || not_ok "--json usage error ($RC '$OUT')"
 

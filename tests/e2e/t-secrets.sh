@@ -122,13 +122,17 @@ expect_eq "get --wait" "$(cat "${TAG}j/out.txt" 2>&1)" "$TAG"
 S2=${TAG}t
 BEARER_TOKEN=$TOKEN gg -v --json request --token --name "$S2" --walltime 30m --no-wait
 expect_eq "request --token" "$RC" 0
+json_valid request "$O/$N.out"
 BEARER_TOKEN=$TOKEN gg -v list --sync
 BEARER_TOKEN=$TOKEN gg --json list --sync
+json_valid list "$O/$N.out"
 BEARER_TOKEN=$TOKEN gg proxy info
 BEARER_TOKEN=$TOKEN gg --json proxy info
 printf '%s\n' "$TOKEN" >"$T_TMP/token"
 chmod 600 "$T_TMP/token"
-BEARER_TOKEN_FILE=$T_TMP/token gg -v --json status "$S2"
+BEARER_TOKEN_FILE=$T_TMP/token gg -vv --json status "$S2"
+grep -q "^gridgpu: GET https://" "$O/$N.err" && grep -q "^gridgpu: > Authorization: \*\*\*$" "$O/$N.err" &&
+	ok "status -vv: the requests and their headers, the token masked" || not_ok "status -vv ($(head -c 600 "$O/$N.err"))"
 
 # ---- the errors a user meets, with secrets at hand ---------------------------------------------
 WRONG="not-$PASS-either"

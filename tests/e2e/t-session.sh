@@ -42,9 +42,10 @@ run_gg request --name s1 --walltime 2h
 expect_eq "request --wait reaches ready" "$RC" 0
 printf '%s' "$OUT" | grep -q "gridgpu connect s1" && ok "request says how to connect" || not_ok "request says how to connect"
 run_gg --json status s1 --no-sync
+json_valid status
 JOB=$(printf '%s' "$OUT" | field job_id)
 PORT=$(printf '%s' "$OUT" | field port)
-UID12=$(printf '%s' "$OUT" | field uid)
+UID12=$(field uid <"$XDG_STATE_HOME/gridgpu/records/s1.json")
 expect_eq "status --json: ready" "$(printf '%s' "$OUT" | field state)" ready
 # The pinned key is the one the launcher made on the node (read on the site side).
 made=$(awk '{print $1" "$2}' "$GG_TB_SESSION_DIR/$JOB/.gridgpu/hostkey.pub" 2>/dev/null)
@@ -60,6 +61,25 @@ run_gg connect s1 -- readlink /proc/self/ns/net
 expect_eq "connect -- CMD runs inside the site's namespace" "$OUT" "$(ip netns exec "$GG_TB_NETNS" readlink /proc/self/ns/net)"
 run_gg connect s1 -- id -un
 expect_eq "connect lands as the mapped user" "$OUT" "$GG_TB_JOB_USER"
+# After a login the launcher rewrites its session file; status reads it again
+# for a ready session: the connect deadline no longer applies, the walltime does.
+run_gg connect s1 -- true
+wait_for 30 '^logins: +[1-9]' "$GRIDGPU" status s1 && ok "status after a login: logins >= 1" ||
+	not_ok "status after a login: logins ($("$GRIDGPU" status s1 2>&1))"
+run_gg status s1
+! printf '%s\n' "$OUT" | grep -q '^connect by:' && printf '%s\n' "$OUT" | grep -Eq '^ends by: .*\(in 1h[0-9]+m\) \(walltime\)$' &&
+	printf '%s\n' "$OUT" | grep -q '^as of: ' && ok "status after a login: no connect deadline pending, the walltime's end, as of when" ||
+	not_ok "status after a login: deadlines ($OUT)"
+run_gg --json status s1
+json_valid status
+expect_eq "status --json after a login: the deadline is the walltime" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["deadline"]["kind"], d["logins"] >= 1, d["first_login"] <= d["activity_as_of"])')" "walltime True True"
+run_gg list
+expect_eq "list after a login: LEFT is the walltime's (2h), not the connect deadline's (10m)" "$(printf '%s\n' "$OUT" | awk '$1 == "s1" {print substr($7, 1, 2)}')" "1h"
+run_gg -v status s1
+printf '%s\n' "$ERR" | grep -Eq "^gridgpu: GET https://[^ ]+/jobs/$JOB/session/gridgpu-session.json -> 200 \([0-9]+ ms\)$" &&
+	ok "status -v: each HTTP request, its status and time" || not_ok "status -v ($ERR)"
+run_gg -v list --sync
+printf '%s\n' "$ERR" | grep -q "^gridgpu: GET https://" && ok "list --sync -v: the HTTP requests" || not_ok "list --sync -v ($ERR)"
 if ssh -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
 	-p "$PORT" -i "$XDG_CONFIG_HOME/gridgpu/ssh/keys/$UID12" "$GG_TB_JOB_USER@127.0.0.1" true 2>"$T_TMP/direct"; then
 	not_ok "the session's sshd is not reachable directly"
@@ -90,7 +110,8 @@ run_gg ssh-config --windows
 printf '%s' "$OUT" | grep -q "Host s1" && ! printf '%s' "$OUT" | grep -q ControlMaster &&
 	ok "ssh-config --windows (no ControlMaster)" || not_ok "ssh-config --windows"
 run_gg --json list
-expect_eq "list --json shows the session" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([r["name"] for r in json.load(sys.stdin)])')" "['s1']"
+json_valid list
+expect_eq "list --json shows the session" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print([r["name"] for r in json.load(sys.stdin)["items"]])')" "['s1']"
 run_gg list --sync
 printf '%s' "$OUT" | grep -Eq '^s1 +tb +session +ready' && ok "list --sync: ready" || not_ok "list --sync: $OUT"
 
@@ -142,6 +163,7 @@ chmod 600 "$XDG_STATE_HOME/gridgpu/records/orphan.json"
 run_gg list --sync
 printf '%s' "$ERR" | grep -q "adopted orphan" && ok "list --sync adopts a job that was never recorded" || not_ok "orphan adoption: $ERR"
 run_gg --json status --no-sync orphan
+json_valid status
 expect_eq "the adopted record has the CE's job id" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("job_id"))')" "$ojob"
 run_gg kill orphan
 expect_eq "the adopted job can be killed" "$RC" 0
@@ -194,14 +216,18 @@ GRIDGPU_LIBEXEC_DIR=$T_TMP/fake4 run_gg request --name s8 --walltime 10m
 [ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "not the one pinned from the CE" && ok "an sshd answering with another key than the pinned one: refused, exit 6" ||
 	not_ok "an sshd with another key: $RC $ERR"
 run_gg --json status s8 --no-sync
-expect_eq "... the session is failed, the reason kept" "$(printf '%s' "$OUT" | field state) $(printf '%s' "$OUT" | field error | grep -c man-in-the-middle)" "failed 1"
+json_valid status
+expect_eq "... the session is failed, the reason kept" "$(printf '%s' "$OUT" | field state) $(printf '%s' "$OUT" | field reason | grep -c man-in-the-middle)" "failed 1"
 # A launcher that publishes a port nobody listens on: published, not ready.
 # shellcheck disable=SC2059
 printf "$publish" 1 "$MITM" >"$T_TMP/fake5/session-launcher"
 GRIDGPU_LIBEXEC_DIR=$T_TMP/fake5 run_gg request --name s9 --walltime 10m --timeout 5s
 [ "$RC" -eq 4 ] && printf '%s' "$ERR" | grep -q "not ready after 5s (state starting" && ok "an sshd that does not answer: not ready, request gives up after --timeout (exit 4)" ||
 	not_ok "an sshd that does not answer: $RC $ERR"
-run_gg status s9
+run_gg -v status s9
+printf '%s\n' "$ERR" | grep -Eq '^gridgpu: ssh hop 1/3: jump host 1 \([^)]*\): host key checked, logged in \([0-9]+ ms\)$' &&
+	printf '%s\n' "$ERR" | grep -q '^gridgpu: ssh hop 3/3: the sshd of session s9 ' &&
+	ok "status -v: each ssh hop of the probe, and where it stopped" || not_ok "status -v: ssh hops ($ERR)"
 printf '%s' "$OUT" | grep -q "state: *starting" && printf '%s' "$OUT" | grep -q "(published, not answering yet)" &&
 	printf '%s' "$OUT" | grep -q "^ssh check: .*the sshd of session s9" && ok "status: published, not answering, and why" ||
 	not_ok "status: published, not answering ($OUT)"
@@ -215,6 +241,7 @@ awk -v h="[${J1%:*}]:${J1##*:}" -v k="$MITM" '$1 == h {print h, k; next} {print}
 "$GRIDGPU" site add tbk -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
 	--identity "$GG_TB_SSH_KEY" --known-hosts "$T_TMP/wrong_known_hosts" --worker-address 127.0.0.1
 run_gg --json --site tbk request --name s10 --walltime 10m
+json_valid error
 [ "$RC" = 4 ] && printf '%s' "$ERR" | grep -q "host key of jump host 1 .* does not match" &&
 	[ "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["kind"])')" = host-key ] &&
 	ok "a jump host with another key than the site's known_hosts: exit 4, names the hop, kind host-key" ||

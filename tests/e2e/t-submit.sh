@@ -63,6 +63,26 @@ fi
 run_gg --site tb submit work.sif --name j2 --walltime 10m -- sh -c 'echo failing >&2; exit 3'
 run_gg get --wait --timeout 3m j2
 [ "$RC" -eq 6 ] && grep -q failing j2/gridgpu-job.err && ok "a failed job: outputs fetched, exit 6" || not_ok "a failed job: exit $RC $ERR"
+# status of the failed job: the reason, then only the tail of the CE's errors
+# file (A-REX's is ~300 lines) and how to see all of it.
+run_gg status j2
+n_all=$(printf '%s\n' "$OUT" | sed -n 's/^CE errors (the last 12 of \([0-9]*\) lines; .gridgpu status --all-errors j2. shows all):$/\1/p')
+expect_eq "status of a failed job: exit 6, the last 12 lines of the CE's errors, the flag that shows all" \
+	"$RC $(printf '%s\n' "$OUT" | sed -n '/^CE errors/,$p' | tail -n +2 | wc -l) $([ "${n_all:-0}" -gt 12 ] && echo more)" "6 12 more"
+run_gg status --all-errors j2
+expect_eq "status --all-errors: every line of it" "$(printf '%s\n' "$OUT" | sed -n '/^CE errors:$/,$p' | tail -n +2 | wc -l)" "${n_all:-?}"
+# jobs: no IDLE column; columns as wide as the longest name
+run_gg --json --site tb submit work.sif --name a-job-with-a-rather-long-name-x --walltime 10m -- true
+json_valid submit
+run_gg jobs
+hdr=$(printf '%s\n' "$OUT" | head -1)
+expect_eq "jobs: no IDLE column" "$(printf '%s' "$hdr" | grep -c IDLE)" 0
+col=$(printf '%s\n' "$OUT" | awk 'NR == 1 {print index($0, "SITE"); next} {if (substr($0, p = index($0, " tb ") + 1, 2) != "tb") print "bad"; else print p}' | sort -u)
+expect_eq "jobs: every row's SITE starts where the header's does (a long name keeps rows aligned)" "$col" "$(printf '%s' "$hdr" | awk '{print index($0, "SITE")}')"
+run_gg --json jobs
+json_valid jobs
+run_gg --json kill a-job-with-a-rather-long-name-x
+json_valid kill
 
 # list --sync onto a full disk: a refreshed record that cannot be saved is
 # reported, exit 1, and the stored record is left as it was (root: a filled tmpfs).

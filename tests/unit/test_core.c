@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -108,6 +109,21 @@ static void test_parse_unit(void **state)
 	assert_true(z == 0);
 	assert_int_equal(gg_size_parse_unit("0.0", &z, &err), 0);
 	assert_int_equal(gg_size_parse_unit("G", &z, &err), GG_EUSAGE);
+}
+
+static void test_time_format(void **state)
+{
+	(void)state;
+	char b[40];
+	assert_string_equal(gg_time_iso(1795688449, b, sizeof b), "2026-11-26T10:20:49Z");
+	assert_string_equal(gg_time_iso(0, b, sizeof b), "-");
+	setenv("TZ", "Europe/Zurich", 1);
+	tzset();
+	assert_string_equal(gg_time_local(1795688449, b, sizeof b), "2026-11-26 11:20 CET");
+	setenv("TZ", "UTC", 1);
+	tzset();
+	assert_string_equal(gg_time_local(1795688449, b, sizeof b), "2026-11-26 10:20 UTC");
+	assert_string_equal(gg_time_local(-5, b, sizeof b), "-");
 }
 
 static void test_size(void **state)
@@ -627,6 +643,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_duration_parse),
 		cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_time_format),
 		cmocka_unit_test(test_size),
 		cmocka_unit_test(test_err),
 		cmocka_unit_test(test_parse_unit),

@@ -239,7 +239,7 @@ static void test_rows_cache(void **state)
 	/* a corrupt cache is ignored */
 	assert_int_equal(utimensat(AT_FDCWD, sub, old, 0), 0);
 	assert_int_equal(gg_file_write_atomic(
-				 cache, "gridgpu-records-cache 1 1000000000000000000 0\nbroken\n",
+				 cache, "gridgpu-records-cache 2 1000000000000000000 0\nbroken\n",
 				 50, 0600, &err),
 			 0);
 	assert_int_equal(gg_store_rows(st, &rows, &n, &bad, &err), 0);

@@ -1,0 +1,120 @@
+/* The --json documents: one object per command, {"schema": "gridgpu.<cmd>/1", ...},
+ * described by doc/json/<cmd>.schema.json and gridgpu-json(7). Times are ISO 8601
+ * in UTC, durations whole seconds (names ending in _seconds), no internal field
+ * of the store (its uid, key path, record version, epoch seconds). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "session/session.h"
+#include "session/sync.h"
+
+int ui_json_doc(const char *cmd, json_t *doc)
+{
+	if (!json_is_object(doc)) {
+		json_t *o = json_object();
+		json_object_set_new(o, "items", doc ? doc : json_array());
+		doc = o;
+	}
+	char *s = gg_strdup_printf("gridgpu.%s/%d", cmd, GG_JSON_VERSION);
+	json_object_set_new(doc, "schema", json_string(s ? s : ""));
+	free(s);
+	return ui_json(doc);
+}
+
+json_t *ui_json_time(int64_t t)
+{
+	char b[40];
+	return t > 0 ? json_string(gg_time_iso(t, b, sizeof b)) : json_null();
+}
+
+/* key: the time t as ISO 8601 UTC, left out when there is none. */
+static void set_time(json_t *o, const char *key, int64_t t)
+{
+	char b[40];
+	if (t > 0)
+		json_object_set_new(o, key, json_string(gg_time_iso(t, b, sizeof b)));
+}
+
+static void set_str(json_t *o, const char *key, const char *v)
+{
+	if (v)
+		json_object_set_new(o, key, json_string(v));
+}
+
+static void set_int(json_t *o, const char *key, int64_t v)
+{
+	if (v)
+		json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+/* Which deadline applies now: the connect deadline until the first login,
+ * then the walltime (and the idle limit beside it). */
+static void set_deadline(json_t *o, const struct gg_record *r)
+{
+	if (gg_sess_state_ended(r->state) || !r->started)
+		return;
+	int connected = r->first_login || r->last_activity > r->started;
+	int connect = !connected && r->deadline_at;
+	int64_t at = connect ? r->deadline_at : r->started + r->walltime;
+	json_t *d = json_object();
+	json_object_set_new(d, "kind", json_string(connect ? "connect" : "walltime"));
+	set_time(d, "at", at);
+	json_object_set_new(o, "deadline", d);
+}
+
+/* What the session launcher published: its sshd and its activity. */
+static void set_session(json_t *o, const struct gg_record *r)
+{
+	set_str(o, "node", r->node);
+	set_int(o, "port", r->port);
+	set_str(o, "user", r->user);
+	set_str(o, "host_key", r->host_key);
+	set_str(o, "session_dir", r->sessiondir);
+	set_int(o, "connect_deadline_seconds", r->connect_deadline);
+	set_int(o, "idle_limit_seconds", r->idle_limit);
+	set_time(o, "started", r->started);
+	set_time(o, "connect_by", r->deadline_at);
+	set_time(o, "first_login", r->first_login);
+	if (r->started)
+		json_object_set_new(o, "logins", json_integer((json_int_t)r->logins));
+	if (r->state == GG_S_READY)
+		json_object_set_new(o, "connections", json_integer((json_int_t)r->connections));
+	set_time(o, "last_activity", r->last_activity);
+	set_time(o, "activity_as_of", r->activity_at);
+	set_deadline(o, r);
+}
+
+json_t *cli_record_json(const struct gg_record *r)
+{
+	json_t *o = json_object();
+	set_str(o, "name", r->name);
+	set_str(o, "kind", r->kind == GG_REC_JOB ? "job" : "session");
+	set_str(o, "state", gg_sess_state_name(r->state));
+	if (r->state == GG_S_UNKNOWN)
+		set_str(o, "last_known_state", gg_sess_state_name(r->last_known));
+	set_str(o, "reason", r->error);
+	set_str(o, "site", r->site);
+	set_str(o, "ce", r->ce);
+	set_str(o, "job_id", r->job_id);
+	set_str(o, "ce_state", r->ce_state);
+	set_time(o, "created", r->created);
+	set_time(o, "updated", r->updated);
+	set_int(o, "walltime_seconds", r->walltime);
+	set_int(o, "gpus", r->gpus);
+	set_str(o, "mig", r->mig);
+	set_int(o, "cpus", r->cpus);
+	set_int(o, "memory_bytes", (int64_t)r->memory);
+	set_str(o, "image", r->image);
+	set_str(o, "queue", r->queue);
+	set_str(o, "auth", r->auth);
+	if (r->kind == GG_REC_SESSION) {
+		set_session(o, r);
+	} else {
+		set_str(o, "image_path", r->image_path);
+		set_str(o, "command", r->command);
+		set_str(o, "outputs_dir", r->outputs_dir);
+	}
+	return o;
+}
