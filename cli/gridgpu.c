@@ -488,7 +488,8 @@ static int print_version(const struct gg_cli *cli)
 		json_t *libs = json_object();
 		for (size_t i = 0; i < n; i++)
 			json_object_set_new(libs, v[i].name, json_string(v[i].version));
-		return ui_json(json_pack("{s:s,s:o}", "version", GG_VERSION, "libraries", libs));
+		return ui_json_doc("version", json_pack("{s:s,s:o}", "version", GG_VERSION,
+							"libraries", libs));
 	}
 	printf("gridgpu %s\n", GG_VERSION);
 	for (size_t i = 0; i < n; i++)

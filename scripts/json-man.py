@@ -81,6 +81,16 @@ def render():
         if s.get("allOf"):
             out.append("The members of a RECORD, and:")
         props(s, out)
+    out += [".SH EXAMPLES",
+            "The names of the ready sessions, the time each must be connected or ends by:",
+            ".PP", ".nf",
+            "gridgpu list \\-\\-sync \\-\\-json |",
+            "  jq \\-r '.items[] | select(.state == \"ready\") | .name + \" \" + .deadline.at'",
+            ".fi", ".PP",
+            "A script that checks which document it was given before it reads it:",
+            ".PP", ".nf",
+            "gridgpu status dev \\-\\-json | jq \\-e '.schema == \"gridgpu.status/1\"'",
+            ".fi"]
     out += [".SH SEE ALSO", "\\fBgridgpu\\fR(1), \\fBgridgpu\\-list\\fR(1), \\fBjq\\fR(1)"]
     return "\n".join(out) + "\n"
 

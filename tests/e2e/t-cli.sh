@@ -10,6 +10,7 @@ for args in "--json --version" "--version --json"; do
 	run_gg $args
 	printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["version"] and d["libraries"]["OpenSSL"].startswith("3.") and "jansson" in d["libraries"]' 2>/dev/null &&
 		ok "gridgpu $args: JSON with the libraries" || not_ok "gridgpu $args: $OUT"
+	json_valid version
 done
 run_gg --help
 expect_eq "--help exits 0" "$RC" 0
