@@ -242,6 +242,9 @@ wait_for() {
 	done
 }
 
+# tb_slurm CMD...: a Slurm command inside the namespace, with the site's slurm.conf.
+tb_slurm() { ip netns exec "$TB_NS" env SLURM_CONF="$TB_SLURM/etc/slurm.conf" "$@"; }
+
 # ---- files ---------------------------------------------------------------------
 # put FILE MODE: write stdin to FILE atomically with MODE (temp file + rename).
 put() {
@@ -265,6 +268,12 @@ worker|$TB_RUN/worker.pid|$TB_SSH/worker/sshd_config |$TB_NS|$TB_WORKER_PORT
 jump1|$TB_RUN/jump1.pid|$TB_SSH/jump1/sshd_config ||$TB_JUMP1_PORT
 bridge-rest|$TB_RUN/bridge-rest.pid|TCP-LISTEN:$TB_REST_PORT,bind=127.0.0.1||$TB_REST_PORT
 bridge-jump2|$TB_RUN/bridge-jump2.pid|TCP-LISTEN:$TB_JUMP2_PORT,bind=127.0.0.1||$TB_JUMP2_PORT
+EOF
+	[ "$TB_LRMS" = slurm ] || return 0
+	cat <<EOF
+munged|$TB_RUN/munged.pid|munged -F --socket=$TB_SLURM/run/munge.socket|$TB_NS|
+slurmctld|$TB_RUN/slurmctld.pid|slurmctld -D -f $TB_SLURM/etc/slurm.conf|$TB_NS|$TB_SLURMCTLD_PORT
+slurmd|$TB_RUN/slurmd.pid|slurmd -D -f $TB_SLURM/etc/slurm.conf|$TB_NS|$TB_SLURMD_PORT
 EOF
 }
 
