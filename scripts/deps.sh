@@ -11,7 +11,8 @@ libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflat
 PKGS="$PKGS clang clang-format libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
 procps zsh bash-completion man-db python3 python3-cryptography python3-jsonschema nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
-valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace"
+valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace
+slurmctld slurmd slurm-client munge util-linux"
 # benchmarks
 PKGS="$PKGS hyperfine time debootstrap"
 

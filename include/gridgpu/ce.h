@@ -46,6 +46,8 @@ GG_API int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err)
 GG_API int gg_jd_input(struct gg_jobdesc *jd, const char *name, const char *source,
 		       const char *local, struct gg_err *err);
 GG_API int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err);
+/* rte: a runtime environment's name, then its arguments, separated by spaces
+ * ("ENV/GPU 2" is written (runtimeenvironment="ENV/GPU" "2")). */
 GG_API int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err);
 GG_API int gg_jd_env(struct gg_jobdesc *jd, const char *name, const char *value,
 		     struct gg_err *err);
@@ -66,8 +68,14 @@ struct gg_jd_resources {
 	const char *min_capability; /* "8.0" or NULL */
 	uint64_t min_gpu_memory;    /* bytes, 0 = none */
 };
+/* The site's gpu_rte gets the count (or the MIG profile) as its argument.
+ * GPUs asked of a site (or a bare CE, site NULL) without a GPU mapping
+ * (gpu_queue, gpu_rte) and without an explicit queue: GG_EUSAGE. */
 GG_API int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
 			   const struct gg_site *site, struct gg_err *err);
+/* Only that check: 0, or GG_EUSAGE saying what to set. */
+GG_API int gg_jd_gpu_check(const struct gg_jd_resources *res, const struct gg_site *site,
+			   struct gg_err *err);
 /* The description in xRSL (malloc'd). Strings are quoted, '"' doubled. */
 GG_API int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err);
 

@@ -108,12 +108,35 @@ void gg_jd_clear(struct gg_jobdesc *jd)
 	memset(jd, 0, sizeof *jd);
 }
 
+int gg_jd_gpu_check(const struct gg_jd_resources *res, const struct gg_site *site,
+		    struct gg_err *err)
+{
+	if ((!res->gpus && !res->mig) || res->queue)
+		return 0;
+	if (site && (site->gpu_queue || site->gpu_rte))
+		return 0;
+	const char *opt = res->mig ? "--mig" : "--gpus";
+	if (!site)
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s: a CE given by its URL has no GPU mapping, so the job would "
+				  "get no GPU: add it as a site with --gpu-queue or --gpu-rte "
+				  "(gridgpu site add), or name the queue with --queue",
+				  opt);
+	return gg_err_set(err, GG_EUSAGE,
+			  "%s: site '%s' has no GPU mapping, so the job would get no GPU: "
+			  "set the queue or runtime environment its admins publish for GPUs "
+			  "(gridgpu site set %s gpu-rte ENV/GPU), or name the queue with --queue",
+			  opt, site->name, site->name);
+}
+
 int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
 		    const struct gg_site *site, struct gg_err *err)
 {
 	char buf[32];
 	int gpu = res->gpus || res->mig;
-	int rc = 0;
+	int rc = gg_jd_gpu_check(res, site, err);
+	if (rc < 0)
+		return rc;
 	jd->walltime = res->walltime;
 	jd->cpus = res->cpus;
 	jd->memory = res->memory;
@@ -123,8 +146,14 @@ int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
 							     : NULL;
 	if (queue)
 		rc = gg_jd_set(&jd->queue, queue, err);
-	if (rc == 0 && gpu && site && site->gpu_rte)
-		rc = gg_jd_rte(jd, site->gpu_rte, err);
+	if (rc == 0 && gpu && site && site->gpu_rte) {
+		/* what the RTE is given, as ARC sites publish theirs: the count, or
+		 * the MIG profile ("ENV/GPU" "2"; "ENV/GPU" "3g.20gb") */
+		char *rte = res->mig ? gg_strdup_printf("%s %s", site->gpu_rte, res->mig)
+				     : gg_strdup_printf("%s %d", site->gpu_rte, res->gpus);
+		rc = rte ? gg_jd_rte(jd, rte, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+		free(rte);
+	}
 	if (rc == 0 && res->gpus) {
 		snprintf(buf, sizeof buf, "%d", res->gpus);
 		rc = gg_jd_env(jd, "GRIDGPU_GPUS", buf, err);
@@ -158,6 +187,26 @@ static void rel(FILE *f, const char *attr, const char *value)
 		return;
 	fprintf(f, "(%s=", attr);
 	q(f, value);
+	fputs(")\n", f);
+}
+
+/* (runtimeenvironment="NAME" "ARG"...): an RTE entry is its name and its
+ * arguments, separated by spaces (ARC's RTE names have none). */
+static void xrsl_rte(FILE *f, const char *rte)
+{
+	fputs("(runtimeenvironment=", f);
+	for (const char *p = rte; *p;) {
+		size_t n = strcspn(p, " ");
+		if (n) {
+			char word[256];
+			snprintf(word, sizeof word, "%.*s", (int)n, p);
+			if (p != rte)
+				fputc(' ', f);
+			q(f, word);
+		}
+		p += n;
+		p += strspn(p, " ");
+	}
 	fputs(")\n", f);
 }
 
@@ -239,7 +288,7 @@ static void xrsl_resources(FILE *f, const struct gg_jobdesc *jd)
 	}
 	rel(f, "queue", jd->queue);
 	for (int i = 0; i < jd->nrtes; i++)
-		rel(f, "runtimeenvironment", jd->rtes[i]);
+		xrsl_rte(f, jd->rtes[i]);
 	if (!jd->nenv)
 		return;
 	fputs("(environment=", f);

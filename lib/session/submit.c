@@ -69,6 +69,13 @@ static int prepare(struct run *x, struct gg_err *err)
 	if (!x->r.ce)
 		return gg_err_set(err, GG_EUSAGE, "site '%s' has no CE URL",
 				  x->r.site ? x->r.site : "?");
+	/* GPUs from a site that cannot give them: refused before anything is
+	 * written or sent (the description would make a CPU job of it) */
+	const struct gg_jd_resources *res = x->s->session ? &x->s->session->res
+					    : x->s->job   ? &x->s->job->res
+							  : NULL;
+	if (res && (rc = gg_jd_gpu_check(res, x->s->site, err)) < 0)
+		return rc;
 	if ((rc = gg_auth_find(site, x->r.auth, x->r.walltime, &x->auth, err)) < 0)
 		return rc;
 	if (x->s->make_key && !x->r.key) {

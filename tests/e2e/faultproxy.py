@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """faultproxy.py: a stand-in for the test site's CE on 127.0.0.1 that fails on purpose.
 
-    faultproxy.py --port PORT --dir DIR [--mode MODE] [--upstream 127.0.0.1:9543]
+    faultproxy.py --port PORT --dir DIR [--mode MODE] [--upstream 127.0.0.1:$GG_TB_REST_PORT]
                   [--ca-cert PEM --ca-key PEM] [--control-dir CE_CONTROL_DIR]
 
 DIR (the test's own temporary directory) holds
@@ -554,7 +554,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--dir", required=True)
-    p.add_argument("--upstream", default="127.0.0.1:9543")
+    p.add_argument("--upstream", default="127.0.0.1:" + os.environ.get("GG_TB_REST_PORT", "9543"))
     tb = os.environ.get("GG_TB_DIR", "/tmp/gridgpu-testbed")
     p.add_argument("--ca-cert", default=os.path.join(tb, "ca", "ca.pem"))
     p.add_argument("--ca-key", default=os.path.join(tb, "ca", "ca.key"))

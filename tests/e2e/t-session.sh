@@ -180,11 +180,11 @@ X509_USER_PROXY=$T_TMP/none expect_fail "no proxy" 3 "gridgpu proxy init" reques
 X509_USER_PROXY=$T_TMP/short expect_fail "proxy shorter than the walltime" 3 "proxy init --valid 5h" request --walltime 4h
 BEARER_TOKEN=$("$GG_TB_MINT_TOKEN" --exp -60) expect_fail "expired token" 3 "expired" request --token
 expect_fail "CE down" 4 "cannot connect" request --ce https://localhost:1/arex
-expect_fail "CE URL of another service" 4 "" request --ce https://localhost:9522/arex
+expect_fail "CE URL of another service" 4 "" request --ce "https://localhost:${GG_TB_JUMP1_PORT:-9522}/arex"
 X509_CERT_DIR=$GG_TB_BAD_CA_DIR expect_fail "untrusted CE certificate" 4 "TLS" request
 # the CE's own address under a name its certificate does not hold (DNS:localhost,
 # IP:127.0.0.1): the IPv4-mapped IPv6 form reaches it on any machine
-expect_fail "CE host name mismatch" 4 "does not match its name or is not trusted" request --ce 'https://[::ffff:127.0.0.1]:9543/arex'
+expect_fail "CE host name mismatch" 4 "does not match its name or is not trusted" request --ce "https://[::ffff:127.0.0.1]:${GG_TB_REST_PORT:-9543}/arex"
 after=$(ls "$REC" | grep -c '\.json$')
 [ "$before" -ge 1 ] && [ "$after" = "$before" ] && ok "refused requests leave no record" || not_ok "refused requests leave no record ($before → $after)"
 run_gg request --name s4 --queue nosuchqueue --walltime 10m

@@ -114,7 +114,15 @@ expect_eq "--count 2 submits two jobs" "$(printf '%s\n' "$OUT" | grep -c '^job-'
 
 # --dry-run: the exact description, nothing submitted.
 n0=$(ce_jobs)
-run_gg --site tb submit work.sif --dry-run --gpus 2 --walltime 2h -- echo hi
+# --gpus on a site without a GPU mapping: refused before anything is sent
+run_gg --site tb submit work.sif --gpus 2 --walltime 2h -- echo hi
+[ "$RC" -eq 2 ] && printf '%s' "$ERR" | grep -q "^gridgpu: .*site 'tb' has no GPU mapping" &&
+	[ "$(ce_jobs)" = "$n0" ] && ok "--gpus on a site without GPU mapping: exit 2, nothing sent" ||
+	not_ok "--gpus without mapping: $RC $ERR"
+"$GRIDGPU" site add tbgpu -q --ce "$GG_TB_CE_URL" --runtime bwrap --gpu-rte ENV/GPU
+run_gg --site tbgpu submit work.sif --dry-run --gpus 2 --walltime 2h -- echo hi
+printf '%s' "$OUT" | grep -q '(runtimeenvironment="ENV/GPU" "2")' &&
+	ok "--dry-run: the site's GPU RTE gets the count" || not_ok "--dry-run RTE: $OUT"
 printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-g" "-o" "32768" "-r" "bwrap" "image.sif" "--" "echo" "hi")' &&
 	ok "--dry-run prints the job description" || not_ok "--dry-run: $OUT"
 printf '%s' "$OUT" | grep -q '(walltime="120")' && ok "--dry-run: walltime in minutes" || not_ok "--dry-run walltime"

@@ -18,7 +18,10 @@
  *
  * Unset: an NVML with no device. Built three ways: normal; -DFAKE_OLD (a
  * pre-R450 driver: no MIG functions, no _v2 CUDA version); -DFAKE_BROKEN (no
- * nvmlDeviceGetUUID, which gridgpu requires). */
+ * nvmlDeviceGetUUID, which gridgpu requires). The test site's node build adds
+ * -DFAKE_NODE_CONF='"/path"': the node's GPUs when GG_FAKE_NVML is unset (the
+ * library is "installed" there: jobs and ssh logins find it without any
+ * environment). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +201,10 @@ static void load(void)
 	snprintf(S.driver, sizeof S.driver, "550.54.15");
 	S.cuda = 12040;
 	const char *spec = getenv("GG_FAKE_NVML");
+#ifdef FAKE_NODE_CONF
+	if (!spec || !*spec)
+		spec = FAKE_NODE_CONF;
+#endif
 	char *text = NULL;
 	if (spec && (spec[0] == '/' || spec[0] == '.')) {
 		FILE *f = fopen(spec, "r");

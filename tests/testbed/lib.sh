@@ -3,16 +3,16 @@
 # mint-token).  Sourced, never run.  Pitfall numbers (§10 pN, §9 pN) refer to
 # /work/shared/notes/arex.md.
 
-# ---- fixed shape of the site --------------------------------------------------
-TB_NS=ggsite                # the network namespace: "the site"
-TB_REST_PORT=9543           # A-REX WS/REST, bridged to the root namespace
-TB_ISSUER_PORT=9544         # OIDC issuer, inside only
-TB_JUMP1_PORT=9522          # sshd jump1, root namespace
-TB_JUMP2_PORT=9523          # sshd jump2, inside; bridged to the root namespace
-TB_WORKER_PORT=9524         # sshd "worker", inside only
+# ---- shape of the site ---------------------------------------------------------
+# Two sites can run side by side (CI groups, engineers sharing a machine): the
+# namespace, the ports and the state dir come from the environment.  The
+# defaults give the historical site: netns ggsite, ports 9522-9524, 9543-9544.
+#   GG_TB_NS         network namespace (default ggsite)
+#   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
+#                    issuer = +24, slurmctld = +30, slurmd = +31 (default 9520)
+#   GG_TB_DIR        state dir (default /tmp/gridgpu-testbed)
+#   GRIDGPU_TESTBED_LRMS  fork (default) or slurm: A-REX's batch system
 TB_USER=gguser              # unprivileged account jobs and ssh logins map to
-TB_CE_URL="https://localhost:$TB_REST_PORT/arex"
-TB_ISSUER="https://localhost:$TB_ISSUER_PORT"
 TB_TOKEN_SUB=gridgpu-test
 TB_TOKEN_KID=gridgpu-test-key
 TB_CA_DN="/DC=org/DC=example/CN=gridgpu Test CA"
@@ -21,7 +21,6 @@ TB_USER_DN="/DC=org/DC=example/CN=gridgpu Test User"
 TB_EXPIRED_DN="/DC=org/DC=example/CN=gridgpu Expired User"
 TB_BAD_USER_DN="/DC=org/DC=example/CN=gridgpu Untrusted User"
 TB_HOST_DN="/DC=org/DC=example/CN=localhost"
-TB_NETNS_ETC=/etc/netns/$TB_NS
 TB_PY=/usr/bin/python3      # Debian's python (python3-cryptography); not a pyenv shim
 TB_MARKER=.gridgpu-testbed  # marks a directory as a test-site state dir
 
@@ -48,7 +47,44 @@ tb_paths() {
 	TB_AREX=$TB_DIR/arex
 	TB_SSH=$TB_DIR/ssh
 	TB_CREATED=$TB_RUN/created          # paths outside DIR we created (one a line)
+	TB_SLURM=$TB_DIR/slurm              # Slurm and munge: config, state, spool
+	tb_shape
 }
+
+# tb_shape: the namespace, ports and batch system of the site in TB_DIR: the
+# environment when set, else what site-up recorded in TB_DIR/run/shape, else
+# the defaults.  Fails (exit 2) on a bad value.
+tb_shape() {
+	local ns='' base='' lrms='' k v
+	if [ -r "$TB_RUN/shape" ]; then
+		while IFS='=' read -r k v; do
+			case $k in ns) ns=$v ;; port_base) base=$v ;; lrms) lrms=$v ;; esac
+		done <"$TB_RUN/shape"
+	fi
+	TB_NS=${GG_TB_NS:-${ns:-ggsite}}
+	TB_PORT_BASE=${GG_TB_PORT_BASE:-${base:-9520}}
+	TB_LRMS=${GRIDGPU_TESTBED_LRMS:-${lrms:-fork}}
+	case $TB_NS in '' | *[!a-zA-Z0-9_-]*) echo "testbed: GG_TB_NS must be a plain name, not '$TB_NS'" >&2; exit 2 ;; esac
+	case $TB_PORT_BASE in '' | *[!0-9]*) echo "testbed: GG_TB_PORT_BASE must be a number, not '$TB_PORT_BASE'" >&2; exit 2 ;; esac
+	if [ "$TB_PORT_BASE" -lt 1024 ] || [ "$TB_PORT_BASE" -gt 65000 ]; then
+		echo "testbed: GG_TB_PORT_BASE must be 1024-65000, not $TB_PORT_BASE" >&2
+		exit 2
+	fi
+	case $TB_LRMS in fork | slurm) ;; *) echo "testbed: GRIDGPU_TESTBED_LRMS must be fork or slurm, not '$TB_LRMS'" >&2; exit 2 ;; esac
+	TB_REST_PORT=$((TB_PORT_BASE + 23))      # A-REX WS/REST, bridged to the root namespace
+	TB_ISSUER_PORT=$((TB_PORT_BASE + 24))    # OIDC issuer, inside only
+	TB_JUMP1_PORT=$((TB_PORT_BASE + 2))      # sshd jump1, root namespace
+	TB_JUMP2_PORT=$((TB_PORT_BASE + 3))      # sshd jump2, inside; bridged to the root namespace
+	TB_WORKER_PORT=$((TB_PORT_BASE + 4))     # sshd "worker", inside only
+	TB_SLURMCTLD_PORT=$((TB_PORT_BASE + 30)) # slurmctld, inside only
+	TB_SLURMD_PORT=$((TB_PORT_BASE + 31))    # slurmd, inside only
+	TB_CE_URL="https://localhost:$TB_REST_PORT/arex"
+	TB_ISSUER="https://localhost:$TB_ISSUER_PORT"
+	TB_NETNS_ETC=/etc/netns/$TB_NS
+}
+
+# tb_shape_text: the shape as site-up records it in TB_DIR/run/shape.
+tb_shape_text() { printf 'ns=%s\nport_base=%s\nlrms=%s\n' "$TB_NS" "$TB_PORT_BASE" "$TB_LRMS"; }
 
 # ---- output -------------------------------------------------------------------
 say() { printf 'testbed: %s\n' "$*"; }
@@ -206,6 +242,9 @@ wait_for() {
 	done
 }
 
+# tb_slurm CMD...: a Slurm command inside the namespace, with the site's slurm.conf.
+tb_slurm() { ip netns exec "$TB_NS" env SLURM_CONF="$TB_SLURM/etc/slurm.conf" "$@"; }
+
 # ---- files ---------------------------------------------------------------------
 # put FILE MODE: write stdin to FILE atomically with MODE (temp file + rename).
 put() {
@@ -229,6 +268,12 @@ worker|$TB_RUN/worker.pid|$TB_SSH/worker/sshd_config |$TB_NS|$TB_WORKER_PORT
 jump1|$TB_RUN/jump1.pid|$TB_SSH/jump1/sshd_config ||$TB_JUMP1_PORT
 bridge-rest|$TB_RUN/bridge-rest.pid|TCP-LISTEN:$TB_REST_PORT,bind=127.0.0.1||$TB_REST_PORT
 bridge-jump2|$TB_RUN/bridge-jump2.pid|TCP-LISTEN:$TB_JUMP2_PORT,bind=127.0.0.1||$TB_JUMP2_PORT
+EOF
+	[ "$TB_LRMS" = slurm ] || return 0
+	cat <<EOF
+munged|$TB_RUN/munged.pid|munged -F --socket=$TB_SLURM/run/munge.socket|$TB_NS|
+slurmctld|$TB_RUN/slurmctld.pid|slurmctld -D -f $TB_SLURM/etc/slurm.conf|$TB_NS|$TB_SLURMCTLD_PORT
+slurmd|$TB_RUN/slurmd.pid|slurmd -D -f $TB_SLURM/etc/slurm.conf|$TB_NS|$TB_SLURMD_PORT
 EOF
 }
 

@@ -68,6 +68,56 @@ static void test_xrsl(void **state)
 	gg_jd_clear(&jd); /* twice is fine */
 }
 
+/* The site's GPU mapping: the RTE gets the count or the MIG profile; GPUs from
+ * a site (or a bare CE) without a mapping are refused, not made a CPU job. */
+static void test_gpu_mapping(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	struct gg_site site = {.name = "s", .gpu_rte = "ENV/GPU", .gpu_queue = "gpu"};
+	struct gg_jd_resources res = {.gpus = 2};
+	struct gg_jobdesc jd = {0};
+	char *x = NULL;
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"2\")"));
+	assert_non_null(strstr(x, "(queue=\"gpu\")"));
+	free(x);
+	gg_jd_clear(&jd);
+	res = (struct gg_jd_resources){.mig = "3g.20gb"};
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"3g.20gb\")"));
+	free(x);
+	gg_jd_clear(&jd);
+	/* no mapping: refused, saying what to set */
+	struct gg_site bare = {.name = "plain"};
+	res = (struct gg_jd_resources){.gpus = 1};
+	assert_int_equal(gg_jd_gpu_check(&res, &bare, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "site 'plain' has no GPU mapping"));
+	assert_non_null(strstr(err.msg, "gridgpu site set plain gpu-rte"));
+	assert_int_equal(gg_jd_resources(&jd, &res, &bare, &err), GG_EUSAGE);
+	assert_int_equal(jd.nrtes, 0);
+	assert_int_equal(gg_jd_gpu_check(&res, NULL, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--gpus: a CE given by its URL"));
+	res.gpus = 0;
+	res.mig = "1g.5gb";
+	assert_int_equal(gg_jd_gpu_check(&res, &bare, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--mig:"));
+	/* an explicit queue, a mapping by queue alone, or no GPU: fine */
+	res.queue = "gpuq";
+	assert_int_equal(gg_jd_gpu_check(&res, &bare, &err), 0);
+	struct gg_site byqueue = {.name = "q", .gpu_queue = "gpu"};
+	res = (struct gg_jd_resources){.gpus = 1};
+	assert_int_equal(gg_jd_gpu_check(&res, &byqueue, &err), 0);
+	res.gpus = 0;
+	assert_int_equal(gg_jd_gpu_check(&res, &bare, &err), 0);
+	assert_int_equal(gg_jd_gpu_check(&res, NULL, &err), 0);
+	gg_jd_clear(&jd);
+}
+
 static void test_states(void **state)
 {
 	(void)state;
@@ -172,9 +222,8 @@ static void test_open(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xrsl),
-		cmocka_unit_test(test_states),
-		cmocka_unit_test(test_parse_jobs),
+		cmocka_unit_test(test_xrsl),   cmocka_unit_test(test_gpu_mapping),
+		cmocka_unit_test(test_states), cmocka_unit_test(test_parse_jobs),
 		cmocka_unit_test(test_open),
 	};
 	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);

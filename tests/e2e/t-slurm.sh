@@ -1,0 +1,138 @@
+#!/bin/sh
+# Sessions on the Slurm test site (GRIDGPU_TESTBED_LRMS=slurm: A-REX in front
+# of Slurm, one node with 4 GPUs as gres): what a batch system adds, asserted
+# from Slurm's side (scontrol/squeue inside the site's namespace) - the GPU
+# request reaches Slurm as gres, the job sees exactly its GPUs, two sessions
+# get different GPUs, a request queues while all GPUs are taken and runs when
+# one frees, kill cancels a queued job and ends a running one through Slurm
+# (no process of the job left), and Slurm ends a session at its walltime.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+if [ "${GRIDGPU_TESTBED_LRMS:-fork}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
+	echo "1..0 # SKIP the test site runs A-REX's fork back end (GRIDGPU_TESTBED_LRMS=slurm for this one)"
+	exit 0
+fi
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (ip netns exec)"; exit 0; }
+export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
+
+sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
+py() { python3 -c "$@"; }
+# jfield FILE KEY: a value of a JSON file
+jfield() { py 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' "$1" "$2" 2>/dev/null; }
+# ce_id NAME: the CE's job id of a session (from the local record)
+ce_id() { "$GRIDGPU" --json status "$1" --no-sync 2>/dev/null | py 'import json,sys; print(json.load(sys.stdin).get("job_id",""))'; }
+# slurm_id NAME: Slurm's job id of a session, as A-REX recorded it
+slurm_id() { sed -n 's/^localid=//p' "$GG_TB_CONTROL_DIR/job.$(ce_id "$1").local" 2>/dev/null; }
+# sfile NAME KEY: a field of the session file the launcher wrote on the node
+sfile() { jfield "$GG_TB_SESSION_DIR/$(ce_id "$1")/gridgpu-session.json" "$2"; }
+# state NAME: the session's state after a sync with the CE
+state() { "$GRIDGPU" --json status "$1" 2>/dev/null | py 'import json,sys; print(json.load(sys.stdin).get("state",""))'; }
+sstate() { sl squeue -h -j "$1" -o %T 2>/dev/null; }
+# job_procs SLURMID: pids in the site whose environment says they belong to the job
+job_procs() {
+	for p in $(ip netns pids "$GG_TB_NS"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$p"
+	done
+}
+no_job_procs() { [ -z "$(job_procs "$1")" ]; }
+state_is() { [ "$(state "$1")" = "$2" ]; }
+slurm_state_in() { # SLURMID STATE...: scontrol's JobState is one of them
+	_s=$(sl scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+	shift
+	for _w; do [ "$_s" = "$_w" ] && return 0; done
+	return 1
+}
+
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
+check "site profile with the site's GPU mapping (queue $GG_TB_GPU_QUEUE, RTE $GG_TB_GPU_RTE)" \
+	"$GRIDGPU" site add tb --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
+	--gpu-queue "$GG_TB_GPU_QUEUE" --gpu-rte "$GG_TB_GPU_RTE" --connect-deadline 10m
+"$GRIDGPU" site add plain -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2"
+PUB=$(gridgpu_for_others)
+
+# --- --gpus without a mapping: refused before anything is sent ---------------
+n0=$(sl squeue -h | wc -l)
+expect_fail "--gpus on a site without GPU mapping: exit 2" 2 "site 'plain' has no GPU mapping" \
+	--site plain request --gpus 1 --walltime 10m
+expect_eq "... and Slurm got nothing" "$(sl squeue -h | wc -l)" "$n0"
+
+# --- request --gpus 2: gres from Slurm's side, 2 GPUs in the job --------------
+t0=$(now_ms)
+run_gg request --name g2 --gpus 2 --walltime 30m
+T_READY=$(($(now_ms) - t0))
+expect_eq "request --gpus 2 reaches ready (${T_READY} ms)" "$RC" 0
+SJ2=$(slurm_id g2)
+job=$(sl scontrol show job "$SJ2" 2>&1)
+printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:2" && printf '%s\n' "$job" | grep -q " Partition=gpu " &&
+	printf '%s\n' "$job" | grep -q "JobState=RUNNING" &&
+	ok "Slurm's record of job $SJ2: gres:gpu:2 in partition gpu, RUNNING" || not_ok "scontrol show job $SJ2: $job"
+V2=$(sfile g2 cuda_visible_devices)
+expect_eq "the launcher saw 2 GPUs (CUDA_VISIBLE_DEVICES '$V2')" "$(printf '%s' "$V2" | tr ',' '\n' | grep -c .)" 2
+expect_eq "... the ones Slurm gave the job" "$V2" "$(sl scontrol show job -d "$SJ2" | sed -n 's/.*GRES=gpu:2(IDX:\([0-9]*\)-\([0-9]*\)).*/\1,\2/p; s/.*GRES=gpu:2(IDX:\([0-9]*,[0-9]*\)).*/\1/p' | head -n 1)"
+run_gg connect g2 -- "$PUB" gpus --json
+expect_eq "connect -- gridgpu gpus --json: 2 of the node's 4 GPUs usable" \
+	"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], len(d["gpus"]))' 2>&1)" "2 4"
+
+# --- two 1-GPU sessions: different GPUs -----------------------------------------
+run_gg request --name a --gpus 1 --walltime 30m
+RA=$RC
+run_gg request --name b --gpus 1 --walltime 30m
+VA=$(sfile a cuda_visible_devices) VB=$(sfile b cuda_visible_devices)
+all=$(printf '%s,%s,%s\n' "$V2" "$VA" "$VB" | tr ',' '\n' | sort)
+[ "$RA" = 0 ] && [ "$RC" = 0 ] && [ -n "$VA" ] && [ -n "$VB" ] && [ "$VA" != "$VB" ] &&
+	[ "$(printf '%s\n' "$all" | sort -u | wc -l)" = 4 ] &&
+	ok "two 1-GPU sessions see different GPUs ($VA, $VB; g2 has $V2)" || not_ok "disjoint GPUs: a=$VA b=$VB g2=$V2"
+expect_eq "Slurm: all 4 GPUs allocated" "$(sl sinfo -h -N -o %GU | head -n 1 | grep -o 'gpu:4' || true)" "gpu:4"
+
+# --- all GPUs taken: a request queues; --timeout gives up; kill removes it ------
+run_gg request --name q --gpus 1 --walltime 30m --timeout 15s
+SJQ=$(slurm_id q)
+[ "$RC" -ne 0 ] && [ "$RC" -ne 2 ] && [ -n "$SJQ" ] &&
+	ok "request --timeout 15s gives up while queued (exit $RC: $(printf '%s' "$ERR" | head -n 1))" ||
+	not_ok "request --timeout: exit $RC, slurm id '$SJQ': $ERR"
+expect_eq "Slurm holds it PENDING for Resources" "$(sl squeue -h -j "$SJQ" -o '%T %r')" "PENDING Resources"
+# (not asserted: gridgpu's status says "starting" here - A-REX's REST state for
+# a job Slurm holds PENDING is INLRMS, not QUEUING; mapping A-REX's INLRMS:Q is
+# still to do)
+run_gg kill q
+expect_eq "kill q" "$RC" 0
+poll 60 sh -c "[ -z \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJQ -t PENDING,RUNNING)\" ]" &&
+	ok "kill removed the queued job from Slurm ($(sstate "$SJQ" || true))" || not_ok "queued job $SJQ still $(sstate "$SJQ")"
+
+# --- a queued request becomes ready when a GPU frees ------------------------------
+run_gg request --name r --gpus 1 --walltime 30m --no-wait
+poll 60 sh -c "[ -n \"\$(sed -n 's/^localid=//p' $GG_TB_CONTROL_DIR/job.$(ce_id r).local 2>/dev/null)\" ]"
+SJR=$(slurm_id r)
+poll 30 sh -c "[ \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJR -o %T)\" = PENDING ]" &&
+	ok "r is PENDING in Slurm while a, b and g2 hold the GPUs" || not_ok "r: '$(sstate "$SJR")'"
+SJA=$(slurm_id a)
+t0=$(now_ms)
+run_gg kill a
+if poll 120 state_is r ready; then
+	ok "r became ready once a ended ($(($(now_ms) - t0)) ms from kill a)"
+else
+	not_ok "r did not become ready: $(state r), slurm $(sstate "$SJR")"
+fi
+VR=$(sfile r cuda_visible_devices)
+expect_eq "r got the GPU a had" "$VR" "$VA"
+
+# --- kill ends a running session through Slurm: no process left -------------------
+[ -n "$(job_procs "$SJ2")" ] && ok "g2 has processes on the node (SLURM_JOB_ID=$SJ2)" || not_ok "no processes of g2 found"
+run_gg kill g2
+poll 60 slurm_state_in "$SJ2" CANCELLED COMPLETED && ok "Slurm ended g2's job ($SJ2)" ||
+	not_ok "g2's job: $(sl scontrol show job "$SJ2" | grep -o 'JobState=[A-Z]*')"
+poll 30 no_job_procs "$SJ2" && ok "no process of g2's job left on the node" || not_ok "left: $(job_procs "$SJ2")"
+poll 30 no_job_procs "$SJA" && ok "no process of a's job left on the node" || not_ok "left of a: $(job_procs "$SJA")"
+
+# --- walltime: Slurm ends the session at its limit ----------------------------------
+run_gg kill b r
+run_gg request --name w --gpus 1 --walltime 1m
+SJW=$(slurm_id w)
+expect_eq "w ready with a 1-minute walltime (Slurm TimeLimit)" "$RC:$(sl scontrol show job "$SJW" | grep -o 'TimeLimit=[0-9:]*')" "0:TimeLimit=00:01:00"
+if poll 150 slurm_state_in "$SJW" TIMEOUT; then ok "Slurm ended w at its walltime (TIMEOUT)"; else not_ok "w: $(sl scontrol show job "$SJW" | grep -o 'JobState=[A-Z]*')"; fi
+w_not_ready() { ! state_is w ready; }
+poll 60 w_not_ready && ok "status: w is no longer ready ($(state w))" || not_ok "w still ready after its walltime"
+poll 60 no_job_procs "$SJW" && ok "no process of w left after its walltime" || not_ok "left of w: $(job_procs "$SJW")"
+run_gg clean --all
+done_testing
