@@ -347,7 +347,7 @@ void cli_print_cmd_help(const struct gg_cli *cli, const struct gg_opt *opts, FIL
 const char cli_getting_started[] =
 	"Getting started at a site (its CE URL and jump hosts come from the site):\n"
 	"  1. gridgpu proxy init                  a proxy from ~/.globus/usercert.pem\n"
-	"  2. gridgpu site add NAME --default --ce URL --jump USER@HOST...\n"
+	"  2. gridgpu site add NAME --default --ce URL --jump USER@HOST... --gpu-rte RTE\n"
 	"  3. gridgpu doctor                      proxy, CA dir, CE, jump hosts, ssh\n"
 	"  4. gridgpu request --gpus 1 --walltime 4h\n"
 	"  5. gridgpu connect                     a shell on the GPU node\n";
