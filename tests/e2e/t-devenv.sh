@@ -102,5 +102,26 @@ PY
 printf '%s' "$out" | grep -q "ID=gridgpu-test" && printf '%s' "$out" | grep -q "shell=login-/bin/bash" &&
 	ok "an interactive login: a login shell (the image's bash), inside" || not_ok "interactive login: $out"
 run_gg kill dev
+
+# --- the job's GPU environment in every login (the Slurm site) ------------------
+if [ -n "${GG_TB_GPU_RTE:-}" ]; then
+	PUB=$(gridgpu_for_others)
+	run_gg request --name ga --gpus 1 --image dev.tar --walltime 30m
+	ra=$RC
+	run_gg request --name gb --gpus 1 --walltime 30m
+	expect_eq "two 1-GPU sessions, one in the image, one on the node" "$ra $RC" "0 0"
+	sf() { py 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' "$GG_TB_SESSION_DIR/$(ce_id "$1")/gridgpu-session.json" "$2"; }
+	VA=$(sf ga cuda_visible_devices) VB=$(sf gb cuda_visible_devices)
+	envline='echo "$CUDA_VISIBLE_DEVICES|$GPU_DEVICE_ORDINAL|$SLURM_JOB_GPUS|$GRIDGPU_GPUS|$GRIDGPU_SESSION"'
+	run_gg connect ga -- "$envline"
+	expect_eq "ga, a login inside the container: its GPU (Slurm's), GPU_DEVICE_ORDINAL, SLURM_JOB_GPUS, GRIDGPU_GPUS, GRIDGPU_SESSION" "$OUT" "$VA|$VA|$VA|1|ga"
+	run_gg connect gb -- "$envline"
+	expect_eq "gb, a login on the node: the same for its own GPU" "$OUT" "$VB|$VB|$VB|1|gb"
+	[ -n "$VA" ] && [ -n "$VB" ] && [ "$VA" != "$VB" ] && ok "... disjoint GPUs ($VA, $VB)" || not_ok "GPUs a=$VA b=$VB"
+	run_gg connect gb -- "$PUB" gpus --json
+	expect_eq "gb: gridgpu gpus --json in a login: 1 of the node's 4 GPUs usable, the one Slurm gave" \
+		"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], len(d["gpus"]), ",".join(str(g["index"]) for g in d["gpus"] if g.get("visible")))' 2>&1)" "1 4 $VB"
+	run_gg kill ga gb
+fi
 run_gg clean --all
 done_testing
