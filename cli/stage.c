@@ -66,8 +66,8 @@ static int freeze_to_sif(struct gg_cli *cli, const char *src, struct stage *s, s
 	s->sif_tmp = stage_path("image.sif", err);
 	if (!s->sif_tmp)
 		return err->code ? err->code : gg_err_set(err, GG_ENOMEM, "out of memory");
-	struct gg_freeze_opts o = {.source = src, .output = s->sif_tmp, .force = 1,
-				   .tool_version = GG_VERSION};
+	struct gg_freeze_opts o = {
+		.source = src, .output = s->sif_tmp, .force = 1, .tool_version = GG_VERSION};
 	struct gg_image_callbacks cb = {.cancel = cli_cancel_cb};
 	struct gg_freeze_result res;
 	ui_info(cli, "making a SIF of %s to stage with the session", src);
@@ -123,8 +123,8 @@ int stage_image(struct gg_cli *cli, struct gg_session_spec *q, const struct gg_s
 		s->enter_tmp = stage_path("enter", &err);
 		rc = s->enter_tmp ? gg_file_write_atomic(s->enter_tmp, s->enter_text,
 							 strlen(s->enter_text), 0600, &err)
-				  : err.code   ? err.code
-						 : gg_err_set(&err, GG_ENOMEM, "out of memory");
+		     : err.code   ? err.code
+				  : gg_err_set(&err, GG_ENOMEM, "out of memory");
 	}
 	if (rc < 0)
 		return ui_fail(cli, &err, "request");

@@ -101,6 +101,24 @@ PY
 )
 printf '%s' "$out" | grep -q "ID=gridgpu-test" && printf '%s' "$out" | grep -q "shell=login-/bin/bash" &&
 	ok "an interactive login: a login shell (the image's bash), inside" || not_ok "interactive login: $out"
+
+# --- freeze --session: the sandbox as it is now, less the session's own files ----
+run_gg connect dev -- "echo skip >/usr/local/share/skip; mkdir -p /root/.cache && echo c >/root/.cache/c"
+run_gg freeze --session dev --exclude /usr/local/share/skip -o work.sif
+expect_eq "freeze --session dev (no --path): the sandbox" "$RC" 0
+off=$(grep -obUa hsqs work.sif | head -n 1 | cut -d: -f1)
+unsquashfs -l -o "$off" work.sif 2>/dev/null | sed 's|^squashfs-root||' >list
+grep -qx /usr/local/share/stamp list && grep -qx /bin/bash list && ok "the image holds what was installed in the session" || not_ok "not in the image: $(head -c 300 list)"
+! grep -q -e '^/tmp/.' -e '^/home' -e '^/root/.cache' -e '/usr/local/share/skip' list && grep -qx /tmp list &&
+	ok "... and not /tmp's files, the session's mount points (/home, the session dir), /root/.cache, nor --exclude's" ||
+	not_ok "left in: $(grep -e '^/tmp/.' -e '^/home' -e '^/root/.cache' -e skip list | head -5 | tr '\n' ' ')"
+run_gg inspect work.sif
+printf '%s\n' "$OUT" | grep -q 'org.gridgpu.excluded.*\./tmp/\*.*\./usr/local/share/skip' &&
+	ok "inspect shows what was excluded" || not_ok "inspect: $OUT"
+run_gg submit work.sif --name batch --walltime 30m -- cat /usr/local/share/stamp
+expect_eq "submit the frozen session" "$RC" 0
+run_gg get --wait --timeout 3m batch
+expect_eq "the batch job sees the file installed in the session" "$(cat batch/gridgpu-job.out 2>&1)" "$stamp"
 run_gg kill dev
 
 # --- the job's GPU environment in every login (the Slurm site) ------------------
@@ -120,7 +138,9 @@ if [ -n "${GG_TB_GPU_RTE:-}" ]; then
 	[ -n "$VA" ] && [ -n "$VB" ] && [ "$VA" != "$VB" ] && ok "... disjoint GPUs ($VA, $VB)" || not_ok "GPUs a=$VA b=$VB"
 	run_gg connect gb -- "$PUB" gpus --json
 	expect_eq "gb: gridgpu gpus --json in a login: 1 of the node's 4 GPUs usable, the one Slurm gave" \
-		"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], len(d["gpus"]), ",".join(str(g["index"]) for g in d["gpus"] if g.get("visible")))' 2>&1)" "1 4 $VB"
+		"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], len(d["gpus"]), ",".join(str(g["index"]) for g in d["gpus"] if g.get("visible")))' 2>&1)" "1 4 $VB" ||
+		printf '%s\n' "$OUT" "$ERR" | head -c 400 | sed 's/^/#   gpus: /'
+	expect_fail "freeze --session of a session without an image, no --path: says so" 1 "has no sandbox" freeze --session gb -o nb.sif
 	run_gg kill ga gb
 fi
 run_gg clean --all

@@ -45,8 +45,11 @@ static void test_bwrap(void **state)
 	char bind[256];
 	snprintf(bind, sizeof bind, "%s:/mnt/x", dir);
 	const char *binds[] = {bind, "/nonexistent-bind"};
-	struct gg_enter_opts o = {.runtime = "bwrap", .image = "gridgpu-image.sif",
-				  .offset = 4096, .binds = binds, .nbinds = 2};
+	struct gg_enter_opts o = {.runtime = "bwrap",
+				  .image = "gridgpu-image.sif",
+				  .offset = 4096,
+				  .binds = binds,
+				  .nbinds = 2};
 	char *out = print_cmd(&o, "id -u");
 	/* bwrap from PATH (or its name when the machine has none) */
 	const char *rest = strstr(out, " --bind ");
@@ -88,8 +91,8 @@ static void test_refused(void **state)
 	struct gg_err err = {0};
 	const char *bad[] = {"relative/path", "/a:b", "/a:/b:/c", "/a\n/b"};
 	for (int i = 0; i < 4; i++) {
-		struct gg_enter_opts o = {.runtime = "bwrap", .image = "i", .binds = &bad[i],
-					  .nbinds = 1};
+		struct gg_enter_opts o = {
+			.runtime = "bwrap", .image = "i", .binds = &bad[i], .nbinds = 1};
 		assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
 		assert_null(text);
 		assert_non_null(strstr(err.msg, "--bind"));
