@@ -34,7 +34,7 @@ const struct gg_opt cmd_request_opts[] = {
 	 "work inside a writable sandbox made from IMAGE (SIF, docker-archive, OCI, tar, "
 	 "directory; or an absolute path on the node)",
 	 O_IMAGE},
-	{"bind", 'B', OPT_ARG, "SRC[:DST]", "a path of the node in the container (repeat for more)",
+	{"bind", 0, OPT_ARG, "SRC[:DST]", "a path of the node in the container (repeat for more)",
 	 O_BIND},
 	{"connect-deadline", 0, OPT_ARG, "DUR",
 	 "end the session if nobody connects within DUR (20m)", O_DEADLINE},
