@@ -1,6 +1,7 @@
 /* gridgpu connect (reconnect): wait for a session if it is still starting,
  * then exec OpenSSH with the generated configuration, so the user keeps agent
- * forwarding, port forwards, X11 and IDE integration. */
+ * forwarding, port forwards and IDE integration (X11: the session's sshd
+ * does not forward it). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

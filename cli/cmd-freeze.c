@@ -28,6 +28,7 @@ enum {
 	O_FORMAT,
 	O_SESSION,
 	O_REMOTE_PATH,
+	O_EXCLUDE,
 };
 
 const struct gg_opt cmd_freeze_opts[] = {
@@ -44,9 +45,12 @@ const struct gg_opt cmd_freeze_opts[] = {
 	 O_NO_REPRO},
 	{"skip-unreadable", 0, OPT_NONE, NULL, "leave out unreadable files with a warning", O_SKIP},
 	{"session", 0, OPT_SESSION, "NAME",
-	 "freeze a sandbox on a live session's node, streamed over ssh", O_SESSION},
-	{"path", 0, OPT_ARG, "DIR", "the sandbox's directory on the node (with --session)",
+	 "freeze a live session's sandbox (its image as it is now), streamed over ssh", O_SESSION},
+	{"path", 0, OPT_ARG, "DIR", "another directory on the session's node instead",
 	 O_REMOTE_PATH},
+	{"exclude", 0, OPT_ARG, "PATTERN",
+	 "with --session: leave out paths like PATTERN (/opt/data, /home/*/.cache; repeat)",
+	 O_EXCLUDE},
 	OPT_END,
 };
 
@@ -205,7 +209,69 @@ struct session_src {
 	struct gg_ssh_stream *stream;
 };
 
-static int start_session_tar(struct gg_cli *cli, const char *name, const char *path, int *fd,
+/* 'text' for the remote shell. malloc'd. */
+static char *sh_quote(const char *s)
+{
+	char *q = malloc(4 * strlen(s) + 3), *o = q;
+	if (!q)
+		return NULL;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return q;
+}
+
+/* What the session's sandbox leaves out by default: its temporary files and
+ * package caches (the session's own mount points are added on the node). */
+static const char *const default_excludes[] = {"./tmp/*", "./var/tmp/*",
+					       "./var/cache/apt/archives/*.deb", "./root/.cache"};
+#define NDEFAULT_EXCLUDES (sizeof default_excludes / sizeof *default_excludes)
+
+/* The remote command: tar of path (as the login sees it), or with path NULL of
+ * the session's sandbox, on the node (": gridgpu-node;" runs outside the
+ * container), less the excluded and the session's mount points. malloc'd. */
+static char *tar_command(const char *path, const char *const *excl, size_t nexcl)
+{
+	if (path) {
+		char *q = sh_quote(path);
+		char *cmd =
+			q ? gg_strdup_printf(
+				    "test -d %s || exit 3; exec tar -C %s --numeric-owner -cf - .",
+				    q, q)
+			  : NULL;
+		free(q);
+		return cmd;
+	}
+	char *x = strdup("");
+	for (size_t i = 0; x && i < nexcl; i++) {
+		char *q = sh_quote(excl[i]);
+		char *nx = q ? gg_strdup_printf("%s --exclude=%s", x, q) : NULL;
+		free(q);
+		free(x);
+		x = nx;
+	}
+	char *cmd =
+		x ? gg_strdup_printf(
+			    ": gridgpu-node; g=${GRIDGPU_SESSION_DIR:-/nonexistent}/.gridgpu; "
+			    "test -d \"$g/sandbox\" || exit 4; touch \"$g/sandbox-mounts\"; "
+			    "exec tar -C \"$g/sandbox\" --numeric-owner -X \"$g/sandbox-mounts\"%s "
+			    "-cf - .",
+			    x)
+		  : NULL;
+	free(x);
+	return cmd;
+}
+
+static int start_session_tar(struct gg_cli *cli, const char *name, const char *path,
+			     const char *const *excl, size_t nexcl, int *fd,
 			     struct session_src *src)
 {
 	struct gg_err err = {0};
@@ -234,27 +300,7 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 		gg_record_clear(&r);
 		return ui_fail(cli, &err, "freeze --session %s", name);
 	}
-	/* The remote shell reads the command: quote the path for it. */
-	size_t n = strlen(path);
-	char *q = malloc(4 * n + 3), *o = q;
-	if (!q) {
-		gg_record_clear(&r);
-		return EXIT_FAIL;
-	}
-	*o++ = '\'';
-	for (const char *p = path; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	char *cmd = gg_strdup_printf("test -d %s || exit 3; exec tar -C %s --numeric-owner -cf - .",
-				     q, q);
-	free(q);
+	char *cmd = tar_command(path, excl, nexcl);
 	const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 	struct gg_ssh_route rt;
 	rc = cmd ? gg_session_route(site, &r, &rt, &err)
@@ -297,8 +343,11 @@ struct freeze_job {
 	struct gg_freeze_opts o;
 	const char **labels;
 	size_t nlabels;
-	const char *session, *rpath; /* --session NAME --path DIR */
-	const char *final_output;    /* with --session: -o, written under tmp_out first */
+	const char *session, *rpath; /* --session NAME [--path DIR] */
+	const char **excl;           /* the defaults, then --exclude */
+	size_t nexcl;
+	char *excl_label;
+	const char *final_output; /* with --session: -o, written under tmp_out first */
 	char *tmp_out, *session_label, *gpus;
 	struct session_src src;
 };
@@ -326,6 +375,23 @@ static int parse_format(struct gg_cli *cli, struct gg_freeze_opts *o)
 	return 0;
 }
 
+/* --exclude PATTERN: a path in the sandbox, made relative to its top ("./..."). */
+static int add_exclude(struct gg_cli *cli, struct freeze_job *j, const char *pat)
+{
+	while (pat[0] == '.' && pat[1] == '/')
+		pat += 2;
+	while (*pat == '/')
+		pat++;
+	if (!*pat || strchr(pat, '\n'))
+		return ui_usage(cli, "--exclude '%s': expected a path in the sandbox", cli->optarg);
+	const char **nx = realloc(j->excl, (j->nexcl + 1) * sizeof *nx);
+	if (!nx)
+		return EXIT_FAIL;
+	j->excl = nx;
+	j->excl[j->nexcl] = gg_strdup_printf("./%s", pat);
+	return j->excl[j->nexcl++] ? 0 : EXIT_FAIL;
+}
+
 /* One option: 0, or the exit code after saying what is wrong. */
 static int parse_option(struct gg_cli *cli, int c, struct freeze_job *j)
 {
@@ -336,6 +402,7 @@ static int parse_option(struct gg_cli *cli, int c, struct freeze_job *j)
 	case O_FORCE: o->force = 1; break;
 	case O_SESSION: j->session = cli->optarg; break;
 	case O_REMOTE_PATH: j->rpath = cli->optarg; break;
+	case O_EXCLUDE: rc = add_exclude(cli, j, cli->optarg); break;
 	case O_NO_REPRO: o->no_reproducible = 1; break;
 	case O_SKIP: o->skip_unreadable = 1; break;
 	case O_LEVEL:
@@ -375,15 +442,42 @@ static int parse_args(struct gg_cli *cli, int argc, char **argv, struct freeze_j
 		return c == -2 ? HELP_SHOWN : EXIT_USAGE;
 	if (argc - cli->optind != (j->session ? 0 : 1))
 		return ui_usage(cli,
-				j->session ? "freeze --session NAME --path DIR takes no SANDBOX"
+				j->session ? "freeze --session NAME takes no SANDBOX"
 					   : "freeze: expected one SANDBOX (a directory, a tar, an "
 					     "OCI image or - for a tar on standard input)");
 	if (!j->o.output)
 		return ui_usage(cli, "freeze: -o IMAGE.sif is required");
-	if (!j->session != !j->rpath)
-		return ui_usage(cli, "--session NAME and --path DIR go together");
+	if (j->rpath && !j->session)
+		return ui_usage(cli, "--path DIR goes with --session NAME");
+	if (j->nexcl && (!j->session || j->rpath))
+		return ui_usage(cli, "--exclude goes with --session NAME (without --path)");
 	j->o.source = j->session ? "-" : argv[cli->optind];
 	return 0;
+}
+
+/* The session's sandbox: the default excludes before the user's, and what was
+ * left out as a label inspect shows. */
+static int session_excludes(struct freeze_job *j)
+{
+	if (j->rpath)
+		return 0;
+	const char **nx = realloc(j->excl, (j->nexcl + NDEFAULT_EXCLUDES) * sizeof *nx);
+	if (!nx)
+		return EXIT_FAIL;
+	j->excl = nx;
+	memmove(j->excl + NDEFAULT_EXCLUDES, j->excl, j->nexcl * sizeof *nx);
+	for (size_t i = 0; i < NDEFAULT_EXCLUDES; i++)
+		j->excl[i] = strdup(default_excludes[i]);
+	j->nexcl += NDEFAULT_EXCLUDES;
+	char *l = strdup("org.gridgpu.excluded=");
+	for (size_t i = 0; l && i < j->nexcl; i++) {
+		char *nl = j->excl[i] ? gg_strdup_printf("%s%s ", l, j->excl[i]) : NULL;
+		free(l);
+		l = nl;
+	}
+	j->excl_label = l ? gg_strdup_printf("%sand the session's mount points", l) : NULL;
+	free(l);
+	return j->excl_label ? 0 : EXIT_FAIL;
 }
 
 /* The sandbox stays on the node: stream it as a tar over ssh (through the jump hosts,
@@ -398,14 +492,18 @@ static int open_session_source(struct gg_cli *cli, struct freeze_job *j)
 		return ui_fail(cli, &e, "freeze");
 	}
 	int fd = -1;
-	int rc = start_session_tar(cli, j->session, j->rpath, &fd, &j->src);
+	int rc = session_excludes(j);
+	if (rc == 0)
+		rc = start_session_tar(cli, j->session, j->rpath, j->excl, j->nexcl, &fd, &j->src);
 	if (rc)
 		return rc;
 	o->input_fd = fd;
 	o->format = GG_IMAGE_TAR;
 	j->tmp_out = gg_strdup_printf("%s.session.%ld", o->output, (long)getpid());
-	j->session_label = gg_strdup_printf(SOURCE_LABEL "session %s:%s", j->session, j->rpath);
-	if (!j->tmp_out || !j->session_label || add_label(j, j->session_label) < 0)
+	j->session_label = gg_strdup_printf(SOURCE_LABEL "session %s:%s", j->session,
+					    j->rpath ? j->rpath : "sandbox");
+	if (!j->tmp_out || !j->session_label || add_label(j, j->session_label) < 0 ||
+	    (j->excl_label && add_label(j, j->excl_label) < 0))
 		return EXIT_FAIL;
 	j->final_output = o->output;
 	o->output = j->tmp_out;
@@ -458,19 +556,25 @@ static int end_session_source(struct freeze_job *j, int frc, struct gg_err *err)
 	int src_rc = finish_session_tar(&j->src, frc < 0, &st, &said, &serr);
 	if (frc == 0 && src_rc < 0) {
 		*err = serr;
-		gg_err_prefix(err, "reading '%s' on the session's node", j->rpath);
+		gg_err_prefix(err, "reading '%s' on the session's node",
+			      j->rpath ? j->rpath : "the sandbox");
 		frc = src_rc;
 	} else if (frc != GG_EINTR && src_rc == 0 && st != 0) {
 		/* What went wrong on the node says more than an empty stream. */
 		if (said) /* its first complaint: tar's last line is a summary */
 			said[strcspn(said, "\r\n")] = '\0';
-		if (st == 3)
+		if (st == 4 && !j->rpath)
+			gg_err_set(err, GG_EFAIL,
+				   "the session has no sandbox (it was requested without --image): "
+				   "give --path DIR, a directory on its node");
+		else if (st == 3)
 			gg_err_set(err, GG_EFAIL, "no directory '%s' on the session's node",
 				   j->rpath);
 		else
 			gg_err_set(err, GG_EFAIL,
 				   "reading '%s' on the session's node failed (tar exit %d%s%s)",
-				   j->rpath, st, said && *said ? ": " : "", said ? said : "");
+				   j->rpath ? j->rpath : "the sandbox", st,
+				   said && *said ? ": " : "", said ? said : "");
 		frc = err->code;
 	}
 	free(said);
@@ -581,6 +685,10 @@ static void job_clear(struct freeze_job *j)
 	}
 	free(j->tmp_out);
 	free(j->session_label);
+	free(j->excl_label);
+	for (size_t i = 0; i < j->nexcl; i++)
+		free((char *)j->excl[i]);
+	free(j->excl);
 	free(j->labels);
 	free(j->gpus);
 }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ctx.h"
 #include "resopt.h"
+#include "stage.h"
 #include "session/sync.h"
 #include "ssh/ssh.h"
 
@@ -22,13 +23,19 @@ enum {
 	O_DRY_RUN,
 	O_IDENTITY,
 	O_TIMEOUT,
+	O_BIND,
 };
 
 const struct gg_opt cmd_request_opts[] = {
 	{"ce", 0, OPT_ARG, "URL", "CE endpoint (instead of the site's)", O_CE},
 	{"name", 'n', OPT_ARG, "NAME", "name of the session (default SITE-N)", O_NAME},
 	CLI_RES_OPTS("how long the session may last (default 4h)"),
-	{"image", 'i', OPT_ARG, "IMAGE", "container image the sshd runs in", O_IMAGE},
+	{"image", 'i', OPT_ARG, "IMAGE",
+	 "work inside a writable sandbox made from IMAGE (SIF, docker-archive, OCI, tar, "
+	 "directory; or an absolute path on the node)",
+	 O_IMAGE},
+	{"bind", 0, OPT_ARG, "SRC[:DST]", "a path of the node in the container (repeat for more)",
+	 O_BIND},
 	{"connect-deadline", 0, OPT_ARG, "DUR",
 	 "end the session if nobody connects within DUR (20m)", O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end the session when idle for DUR", O_IDLE},
@@ -47,7 +54,19 @@ struct req {
 	const char *ce, *name, *identity;
 	int wait, dry_run, token;
 	int64_t timeout;
+	const char **binds;
 };
+
+static int add_bind(struct req *q, const char *b)
+{
+	const char **nb = realloc(q->binds, (size_t)(q->spec.nbinds + 1) * sizeof *nb);
+	if (!nb)
+		return EXIT_FAIL;
+	q->binds = nb;
+	nb[q->spec.nbinds++] = b;
+	q->spec.binds = nb;
+	return 0;
+}
 
 /* A duration option of request's own. */
 static int duration_opt(struct gg_cli *cli, int c, struct req *q)
@@ -79,6 +98,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 	case O_NO_WAIT: q->wait = 0; break;
 	case O_DRY_RUN: q->dry_run = 1; break;
 	case O_IDENTITY: q->identity = cli->optarg; break;
+	case O_BIND: return add_bind(q, cli->optarg);
 	}
 	return 0;
 }
@@ -96,6 +116,8 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		return ui_usage(cli, "request takes no arguments ('%s'?)", argv[cli->optind]);
 	if ((rc = cli_res_check(cli, &q->spec.res)))
 		return rc;
+	if (q->spec.nbinds && !q->spec.image)
+		return ui_usage(cli, "--bind goes with --image (without one, logins see the node)");
 	if (q->name && !gg_record_name_valid(q->name))
 		return ui_usage(cli, "--name: use a letter, then letters, digits, '_', '-'");
 	if (q->name && gg_ssh_session_name_ok(q->name, &err) < 0)
@@ -211,19 +233,31 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	if (q.identity && !q.dry_run && (rc = check_identity(cli, q.identity)))
 		return rc;
 	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
-	if (!launcher)
+	if (!launcher) {
+		free(q.binds);
 		return EXIT_FAIL;
+	}
 	q.spec.launcher = launcher;
+	struct stage stage = {0};
+	if (q.spec.image && (rc = stage_image(cli, &q.spec, site, q.dry_run, &stage)) != 0)
+		goto out;
 	struct gg_submission s;
 	gg_session_submission(&s, &q.spec, site, endpoint, q.name, q.identity, q.token);
 	if (q.dry_run) {
 		if (!s.rec.name)
 			s.rec.name = gg_strdup_printf("%s-N", s.prefix);
 		rc = cli_dry_run_session(cli, &q.spec, site, &s.rec);
+		if (rc == 0 && stage.enter_text && !cli->json) {
+			ui_out("\n# %s, staged beside the launcher:\n", GG_ENTER_NAME);
+			fputs(stage.enter_text, stdout); /* ours: the values are quoted */
+		}
 	} else {
 		rc = submit(cli, &q, &s);
 	}
 	gg_record_clear(&s.rec);
+out:
+	stage_clear(&stage);
 	free(launcher);
+	free(q.binds);
 	return rc;
 }

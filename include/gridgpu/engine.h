@@ -58,12 +58,19 @@ GG_API int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record 
 /* ---- the descriptions (describe.c) ---- */
 
 /* An interactive session: its resources, connect deadline and idle limit
- * (seconds; 0 = none), the container image its sshd runs in (or NULL), and
- * the local path of the launcher staged into the job. */
+ * (seconds; 0 = none), the container image its logins run in (or NULL), and
+ * the local path of the launcher staged into the job. With an image: enter,
+ * the local path of the script that makes the sandbox and enters it
+ * (gridgpu-enter, staged), image_file the image's local file when it is
+ * staged (a SIF; NULL when image is a path on the node), binds the user's
+ * --bind SRC[:DST]. */
 struct gg_session_spec {
 	struct gg_jd_resources res;
 	int64_t deadline, idle;
 	const char *image, *launcher;
+	const char *enter, *image_file;
+	const char *const *binds;
+	int nbinds;
 };
 /* The job description of a session whose record is r (its uid names the job;
  * pubkey, the session key's .pub, is staged as the sshd's authorized key). */

@@ -30,14 +30,21 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_jd_arg(jd, buf, err);
 	if (rc == 0 && site && site->worker_address && (rc = gg_jd_arg(jd, "-a", err)) == 0)
 		rc = gg_jd_arg(jd, site->worker_address, err);
-	if (rc == 0 && q->image && (rc = gg_jd_arg(jd, "-c", err)) == 0)
-		rc = gg_jd_arg(jd, q->image, err);
+	if (rc == 0 && q->image && q->enter && (rc = gg_jd_arg(jd, "-e", err)) == 0)
+		rc = gg_jd_arg(jd, GG_ENTER_NAME, err);
+	snprintf(buf, sizeof buf, "%lld", (long long)q->res.walltime);
+	if (rc == 0 && q->res.walltime > 0 && (rc = gg_jd_arg(jd, "-w", err)) == 0)
+		rc = gg_jd_arg(jd, buf, err);
 	if (rc == 0 && (q->res.gpus || q->res.mig))
 		rc = gg_jd_arg(jd, "-g", err);
 	if (rc == 0)
 		rc = gg_jd_input(jd, GG_LAUNCHER_NAME, NULL, q->launcher, err);
 	if (rc == 0)
 		rc = gg_jd_input(jd, GG_AUTHKEYS_NAME, NULL, pubkey, err);
+	if (rc == 0 && q->image && q->enter)
+		rc = gg_jd_input(jd, GG_ENTER_NAME, NULL, q->enter, err);
+	if (rc == 0 && q->image && q->enter && q->image_file)
+		rc = gg_jd_input(jd, GG_SESSION_IMAGE_NAME, NULL, q->image_file, err);
 	if (rc == 0)
 		rc = gg_jd_output(jd, GG_SESSION_FILE, err);
 	if (rc == 0)

@@ -6,10 +6,12 @@
 #include "session/session.h"
 
 /* Names of the files the session launcher uses in the session dir. */
-#define GG_SESSION_FILE  "gridgpu-session.json"
-#define GG_LAUNCHER_LOG  "gridgpu-launcher.log"
-#define GG_LAUNCHER_NAME "gridgpu-launcher"
-#define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
+#define GG_SESSION_FILE       "gridgpu-session.json"
+#define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
+#define GG_LAUNCHER_NAME      "gridgpu-launcher"
+#define GG_AUTHKEYS_NAME      "gridgpu-authorized_keys"
+#define GG_ENTER_NAME         "gridgpu-enter"
+#define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
 /* Names of a batch job's own files in its directory. */
 #define GG_JOB_IMAGE_NAME "image.sif"
 #define GG_WRAPPER_NAME   "gridgpu-wrapper"

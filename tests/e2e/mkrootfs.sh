@@ -1,10 +1,12 @@
 #!/bin/sh
-# mkrootfs.sh DIR: a minimal root file system (sh, cat, ls, echo, id, hostname
-# and their libraries, copied from this machine) for images the tests freeze.
+# mkrootfs.sh DIR [PROG...]: a minimal root file system (sh, cat, ls, echo, id,
+# hostname, and the PROGs given, with their libraries, copied from this machine)
+# for images the tests freeze.
 set -eu
 root=$1
+shift
 mkdir -p "$root/bin" "$root/data" "$root/tmp" "$root/etc"
-for prog in sh cat ls id hostname uname env; do
+for prog in sh cat ls id hostname uname env "$@"; do
 	p=$(command -v "$prog" 2>/dev/null) || continue
 	case $p in /*) ;; *) p=$(PATH=/usr/bin:/bin which "$prog" 2>/dev/null) || continue ;; esac
 	p=$(readlink -f "$p")

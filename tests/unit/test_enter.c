@@ -1,0 +1,120 @@
+/* gridgpu-enter (lib/session/enter.c): the script that puts a session's logins
+ * in its container. Its "print" mode is run with /bin/sh: the apptainer and
+ * bwrap command lines a login would exec, with the binds quoted as given. */
+#include "unit.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "session/engine.h"
+
+UNIT_TMPDIR("gg-enter")
+
+/* The script for o, run as "print CMD" in a session dir under tmpdir (HOME
+ * unset); its output, malloc'd. */
+static char *print_cmd(const struct gg_enter_opts *o, const char *cmd)
+{
+	char *text = NULL, path[128], line[1024];
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_enter_script(o, &text, &err), 0);
+	snprintf(path, sizeof path, "%s/gridgpu-enter", tmpdir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	snprintf(line, sizeof line,
+		 "cd %s && env -u HOME -u GRIDGPU_SESSION_DIR PATH=/nonexistent:/usr/bin:/bin "
+		 "/bin/sh ./gridgpu-enter print %s 2>/dev/null | tr '\\n' ' '",
+		 tmpdir, cmd);
+	FILE *p = popen(line, "r");
+	assert_non_null(p);
+	char *out = calloc(1, 8192);
+	size_t n = fread(out, 1, 8191, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
+}
+
+static void test_bwrap(void **state)
+{
+	(void)state;
+	char dir[128], want[2048];
+	snprintf(dir, sizeof dir, "%s/it's", tmpdir);
+	mkdir(dir, 0755);
+	char bind[256];
+	snprintf(bind, sizeof bind, "%s:/mnt/x", dir);
+	const char *binds[] = {bind, "/nonexistent-bind"};
+	struct gg_enter_opts o = {.runtime = "bwrap",
+				  .image = "gridgpu-image.sif",
+				  .offset = 4096,
+				  .binds = binds,
+				  .nbinds = 2};
+	char *out = print_cmd(&o, "id -u");
+	/* bwrap from PATH (or its name when the machine has none) */
+	const char *rest = strstr(out, " --bind ");
+	assert_non_null(rest);
+	snprintf(want, sizeof want,
+		 " --bind %s/.gridgpu/sandbox / --dev-bind /dev /dev --bind /proc /proc "
+		 "--ro-bind /sys /sys --ro-bind %s/.gridgpu/passwd /etc/passwd --ro-bind "
+		 "%s/.gridgpu/group /etc/group ",
+		 tmpdir, tmpdir, tmpdir);
+	assert_memory_equal(rest, want, strlen(want));
+	snprintf(want, sizeof want, "--bind %s %s --bind %s /mnt/x --chdir / -- id -u ", tmpdir,
+		 tmpdir, dir);
+	assert_non_null(strstr(out, want));
+	assert_null(strstr(out, "nonexistent-bind")); /* not on this node: left out */
+	free(out);
+}
+
+static void test_apptainer(void **state)
+{
+	(void)state;
+	struct gg_enter_opts o = {.runtime = NULL, .image = "/cvmfs/x/dev.sif", .gpus = 1};
+	char *out = print_cmd(&o, "nvidia-smi");
+	char want[512];
+	snprintf(want, sizeof want,
+		 "exec --writable --nv --bind %s:%s %s/.gridgpu/sandbox nvidia-smi ", tmpdir,
+		 tmpdir, tmpdir);
+	assert_non_null(strstr(out, want));
+	free(out);
+	o.gpus = 0;
+	out = print_cmd(&o, "true");
+	assert_null(strstr(out, "--nv"));
+	free(out);
+}
+
+static void test_refused(void **state)
+{
+	(void)state;
+	char *text = (char *)"x";
+	struct gg_err err = {0};
+	const char *bad[] = {"relative/path", "/a:b", "/a:/b:/c", "/a\n/b"};
+	for (int i = 0; i < 4; i++) {
+		struct gg_enter_opts o = {
+			.runtime = "bwrap", .image = "i", .binds = &bad[i], .nbinds = 1};
+		assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
+		assert_null(text);
+		assert_non_null(strstr(err.msg, "--bind"));
+	}
+	struct gg_enter_opts o = {.runtime = "docker", .image = "i"};
+	assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
+	o.runtime = "bwrap";
+	o.image = "";
+	assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
+	/* values reach the script quoted */
+	o.image = "/x/it's.sif";
+	assert_int_equal(gg_session_enter_script(&o, &text, &err), 0);
+	assert_non_null(strstr(text, "\nIMAGE='/x/it'\\''s.sif'\n"));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bwrap),
+		cmocka_unit_test(test_apptainer),
+		cmocka_unit_test(test_refused),
+	};
+	return cmocka_run_group_tests_name("enter", tests, setup_tmp, teardown_tmp);
+}
