@@ -96,8 +96,10 @@ static int read_file(const char *path, struct found *f)
 			   f->n < MAX_SERVERS) {
 			f->s[f->n++] = s;
 		} else if (r == 0) {
-			gg_voms_servers_free(&s, 1);
-			memset(&s, 0, sizeof s);
+			free(s.alias);
+			free(s.host);
+			free(s.dn);
+			free(s.vo);
 		}
 	}
 	fclose(fp);
