@@ -45,7 +45,8 @@ static int text(struct px *x, char **out)
 	static const struct {
 		const char *e;
 		char c;
-	} ents[] = {{"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}, {"&apos;", '\''}};
+	} ents[] = {
+		{"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}, {"&apos;", '\''}};
 	for (const char *q = s; q < x->p;) {
 		if (*q == '\0') {
 			free(t);
@@ -79,8 +80,10 @@ static int text(struct px *x, char **out)
 static int leaf(struct px *x, const char *name, char *val)
 {
 	if (strcmp(name, "ac") == 0) {
-		if (x->have_ac)
+		if (x->have_ac) {
+			free(val);
 			return -1;
+		}
 		x->have_ac = 1;
 		free(x->ac_b64);
 		x->ac_b64 = val;
