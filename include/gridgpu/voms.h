@@ -50,11 +50,11 @@ struct gg_voms_request {
 	const char *vo;
 	const char *const *fqans; /* NULL/0 = the VO's default (its root group) */
 	size_t n_fqans;
-	const char *order;      /* --order, or NULL */
-	int64_t lifetime;       /* seconds asked for the AC */
-	const char *ca_dir;     /* NULL = X509_CERT_DIR, else the default */
-	const char *voms_dir;   /* NULL = X509_VOMS_DIR, else /etc/grid-security/vomsdir */
-	long timeout_ms;        /* per server; 0 = 20 s */
+	const char *order;    /* --order, or NULL */
+	int64_t lifetime;     /* seconds asked for the AC */
+	const char *ca_dir;   /* NULL = X509_CERT_DIR, else the default */
+	const char *voms_dir; /* NULL = X509_VOMS_DIR, else /etc/grid-security/vomsdir */
+	long timeout_ms;      /* per server; 0 = 20 s */
 	const struct gg_log *log;
 };
 /* Ask the VO's servers, one after the other until one answers, for an AC for

@@ -16,7 +16,8 @@
 #define MAX_ACS        16
 #define MAX_FQANS      64
 
-/* IssuerSerial ::= SEQUENCE { issuer GeneralNames, serial INTEGER, issuerUID BIT STRING OPTIONAL } */
+/* IssuerSerial ::= SEQUENCE { issuer GeneralNames, serial INTEGER, issuerUID BIT STRING OPTIONAL }
+ */
 typedef struct {
 	GENERAL_NAMES *issuer;
 	ASN1_INTEGER *serial;
@@ -76,62 +77,131 @@ DECLARE_ASN1_FUNCTIONS(GG_AC)
 DECLARE_ASN1_FUNCTIONS(GG_AC_IETF)
 DECLARE_ASN1_FUNCTIONS(GG_AC_INFO)
 
-ASN1_SEQUENCE(GG_AC_IS) = {
-	ASN1_SEQUENCE_OF(GG_AC_IS, issuer, GENERAL_NAME),
-	ASN1_SIMPLE(GG_AC_IS, serial, ASN1_INTEGER),
-	ASN1_OPT(GG_AC_IS, uid, ASN1_BIT_STRING),
+ASN1_SEQUENCE(GG_AC_IS) =
+	{
+		ASN1_SEQUENCE_OF(GG_AC_IS, issuer, GENERAL_NAME),
+		ASN1_SIMPLE(GG_AC_IS, serial, ASN1_INTEGER),
+		ASN1_OPT(GG_AC_IS, uid, ASN1_BIT_STRING),
 } ASN1_SEQUENCE_END(GG_AC_IS)
 
-ASN1_SEQUENCE(GG_AC_HOLDER) = {
-	ASN1_IMP_OPT(GG_AC_HOLDER, base, GG_AC_IS, 0),
-	ASN1_IMP_SEQUENCE_OF_OPT(GG_AC_HOLDER, name, GENERAL_NAME, 1),
-	ASN1_IMP_OPT(GG_AC_HOLDER, digest, ASN1_SEQUENCE, 2),
+		ASN1_SEQUENCE(GG_AC_HOLDER) =
+			{
+				ASN1_IMP_OPT(GG_AC_HOLDER, base, GG_AC_IS, 0),
+				ASN1_IMP_SEQUENCE_OF_OPT(GG_AC_HOLDER, name, GENERAL_NAME, 1),
+				ASN1_IMP_OPT(GG_AC_HOLDER, digest, ASN1_SEQUENCE, 2),
 } ASN1_SEQUENCE_END(GG_AC_HOLDER)
 
-ASN1_SEQUENCE(GG_AC_V2FORM) = {
-	ASN1_SEQUENCE_OF_OPT(GG_AC_V2FORM, names, GENERAL_NAME),
-	ASN1_IMP_OPT(GG_AC_V2FORM, base, GG_AC_IS, 0),
-	ASN1_IMP_OPT(GG_AC_V2FORM, digest, ASN1_SEQUENCE, 1),
+				ASN1_SEQUENCE(GG_AC_V2FORM) =
+					{
+						ASN1_SEQUENCE_OF_OPT(GG_AC_V2FORM, names,
+								     GENERAL_NAME),
+						ASN1_IMP_OPT(GG_AC_V2FORM, base, GG_AC_IS, 0),
+						ASN1_IMP_OPT(GG_AC_V2FORM, digest, ASN1_SEQUENCE,
+							     1),
 } ASN1_SEQUENCE_END(GG_AC_V2FORM)
 
-ASN1_SEQUENCE(GG_AC_VAL) = {
-	ASN1_SIMPLE(GG_AC_VAL, not_before, ASN1_GENERALIZEDTIME),
-	ASN1_SIMPLE(GG_AC_VAL, not_after, ASN1_GENERALIZEDTIME),
+						ASN1_SEQUENCE(GG_AC_VAL) =
+							{
+								ASN1_SIMPLE(GG_AC_VAL, not_before,
+									    ASN1_GENERALIZEDTIME),
+								ASN1_SIMPLE(GG_AC_VAL, not_after,
+									    ASN1_GENERALIZEDTIME),
 } ASN1_SEQUENCE_END(GG_AC_VAL)
 
-ASN1_SEQUENCE(GG_AC_ATTR) = {
-	ASN1_SIMPLE(GG_AC_ATTR, type, ASN1_OBJECT),
-	ASN1_SET_OF(GG_AC_ATTR, values, ASN1_ANY),
+								ASN1_SEQUENCE(GG_AC_ATTR) =
+									{
+										ASN1_SIMPLE(
+											GG_AC_ATTR,
+											type,
+											ASN1_OBJECT),
+										ASN1_SET_OF(
+											GG_AC_ATTR,
+											values,
+											ASN1_ANY),
 } ASN1_SEQUENCE_END(GG_AC_ATTR)
 
-ASN1_SEQUENCE(GG_AC_INFO) = {
-	ASN1_SIMPLE(GG_AC_INFO, version, ASN1_INTEGER),
-	ASN1_SIMPLE(GG_AC_INFO, holder, GG_AC_HOLDER),
-	ASN1_IMP(GG_AC_INFO, issuer, GG_AC_V2FORM, 0),
-	ASN1_SIMPLE(GG_AC_INFO, alg, X509_ALGOR),
-	ASN1_SIMPLE(GG_AC_INFO, serial, ASN1_INTEGER),
-	ASN1_SIMPLE(GG_AC_INFO, validity, GG_AC_VAL),
-	ASN1_SEQUENCE_OF(GG_AC_INFO, attrs, GG_AC_ATTR),
-	ASN1_OPT(GG_AC_INFO, uid, ASN1_BIT_STRING),
-	ASN1_SEQUENCE_OF_OPT(GG_AC_INFO, exts, X509_EXTENSION),
+										ASN1_SEQUENCE(
+											GG_AC_INFO) =
+											{
+												ASN1_SIMPLE(
+													GG_AC_INFO,
+													version,
+													ASN1_INTEGER),
+												ASN1_SIMPLE(
+													GG_AC_INFO,
+													holder,
+													GG_AC_HOLDER),
+												ASN1_IMP(
+													GG_AC_INFO,
+													issuer,
+													GG_AC_V2FORM,
+													0),
+												ASN1_SIMPLE(
+													GG_AC_INFO,
+													alg,
+													X509_ALGOR),
+												ASN1_SIMPLE(
+													GG_AC_INFO,
+													serial,
+													ASN1_INTEGER),
+												ASN1_SIMPLE(
+													GG_AC_INFO,
+													validity,
+													GG_AC_VAL),
+												ASN1_SEQUENCE_OF(
+													GG_AC_INFO,
+													attrs,
+													GG_AC_ATTR),
+												ASN1_OPT(
+													GG_AC_INFO,
+													uid,
+													ASN1_BIT_STRING),
+												ASN1_SEQUENCE_OF_OPT(
+													GG_AC_INFO,
+													exts,
+													X509_EXTENSION),
 } ASN1_SEQUENCE_END(GG_AC_INFO)
 
-ASN1_SEQUENCE(GG_AC) = {
-	ASN1_SIMPLE(GG_AC, info, GG_AC_INFO),
-	ASN1_SIMPLE(GG_AC, alg, X509_ALGOR),
-	ASN1_SIMPLE(GG_AC, sig, ASN1_BIT_STRING),
+												ASN1_SEQUENCE(
+													GG_AC) =
+													{
+														ASN1_SIMPLE(
+															GG_AC,
+															info,
+															GG_AC_INFO),
+														ASN1_SIMPLE(
+															GG_AC,
+															alg,
+															X509_ALGOR),
+														ASN1_SIMPLE(
+															GG_AC,
+															sig,
+															ASN1_BIT_STRING),
 } ASN1_SEQUENCE_END(GG_AC)
 
-ASN1_SEQUENCE(GG_AC_IETF) = {
-	ASN1_IMP_SEQUENCE_OF_OPT(GG_AC_IETF, authority, GENERAL_NAME, 0),
-	ASN1_SEQUENCE_OF(GG_AC_IETF, values, ASN1_ANY),
+														ASN1_SEQUENCE(
+															GG_AC_IETF) =
+															{
+																ASN1_IMP_SEQUENCE_OF_OPT(
+																	GG_AC_IETF,
+																	authority,
+																	GENERAL_NAME,
+																	0),
+																ASN1_SEQUENCE_OF(
+																	GG_AC_IETF,
+																	values,
+																	ASN1_ANY),
 } ASN1_SEQUENCE_END(GG_AC_IETF)
 
-IMPLEMENT_ASN1_FUNCTIONS(GG_AC)
-IMPLEMENT_ASN1_FUNCTIONS(GG_AC_IETF)
-IMPLEMENT_ASN1_FUNCTIONS(GG_AC_INFO)
+																IMPLEMENT_ASN1_FUNCTIONS(
+																	GG_AC) IMPLEMENT_ASN1_FUNCTIONS(GG_AC_IETF)
+																	IMPLEMENT_ASN1_FUNCTIONS(
+																		GG_AC_INFO)
 
-void gg_ac_clear(struct gg_ac *ac)
+																		void gg_ac_clear(
+																			struct
+																			gg_ac *
+																			ac)
 {
 	if (!ac)
 		return;
@@ -272,8 +342,9 @@ int gg_ac_parse(const unsigned char *der, size_t len, time_t now, struct gg_ac *
 	GG_AC_free(a);
 	if (rc < 0) {
 		gg_ac_clear(out);
-		return gg_err_set(err, GG_EPROTO,
-				  "not a VOMS attribute certificate (no issuer, validity or FQANs)");
+		return gg_err_set(
+			err, GG_EPROTO,
+			"not a VOMS attribute certificate (no issuer, validity or FQANs)");
 	}
 	return 0;
 }
@@ -390,8 +461,8 @@ static int parse_acs(const unsigned char *p, const unsigned char *end, time_t no
 	return 0;
 }
 
-int gg_ac_seq_parse(const unsigned char *der, size_t len, time_t now, struct gg_ac **out,
-		    size_t *n, struct gg_err *err)
+int gg_ac_seq_parse(const unsigned char *der, size_t len, time_t now, struct gg_ac **out, size_t *n,
+		    struct gg_err *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -406,7 +477,8 @@ int gg_ac_seq_parse(const unsigned char *der, size_t len, time_t now, struct gg_
 	while (rc == 0 && p < end) {
 		const unsigned char *iend;
 		if (seq_body(&p, end, &iend) < 0)
-			rc = gg_err_set(err, GG_EPROTO, "the VOMS extension is not a SEQUENCE of ACs");
+			rc = gg_err_set(err, GG_EPROTO,
+					"the VOMS extension is not a SEQUENCE of ACs");
 		else
 			rc = parse_acs(p, iend, now, acs, &k, err);
 		p = rc == 0 ? iend : end;
@@ -430,8 +502,8 @@ int gg_cert_acs(X509 *x, time_t now, struct gg_ac **out, size_t *n, struct gg_er
 	if (at < 0)
 		return 0;
 	const ASN1_OCTET_STRING *v = X509_EXTENSION_get_data(X509_get_ext(x, at));
-	return gg_ac_seq_parse(ASN1_STRING_get0_data(v), (size_t)ASN1_STRING_length(v), now, out,
-			       n, err);
+	return gg_ac_seq_parse(ASN1_STRING_get0_data(v), (size_t)ASN1_STRING_length(v), now, out, n,
+			       err);
 }
 
 int gg_cred_acs(const struct gg_cred *c, time_t now, struct gg_ac **out, size_t *n,

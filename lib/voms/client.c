@@ -211,12 +211,11 @@ static char *rest_request(const struct gg_voms_request *r, const struct gg_voms_
 		o += (size_t)snprintf(q + o, sizeof q - o, "%s%s", i ? "," : "", r->fqans[i]);
 	if (o >= sizeof q)
 		return NULL;
-	return gg_strdup_printf("GET /generate-ac?%s%s&lifetime=%lld%s%s HTTP/1.1\r\nHost: %s:%d\r\n"
-				"Accept: */*\r\nUser-Agent: gridgpu/" GG_VERSION
-				"\r\nConnection: close\r\n\r\n",
-				o ? "fqans=" : "", q, (long long)r->lifetime,
-				r->order ? "&order=" : "", r->order ? r->order : "", s->host,
-				s->port);
+	return gg_strdup_printf(
+		"GET /generate-ac?%s%s&lifetime=%lld%s%s HTTP/1.1\r\nHost: %s:%d\r\n"
+		"Accept: */*\r\nUser-Agent: gridgpu/" GG_VERSION "\r\nConnection: close\r\n\r\n",
+		o ? "fqans=" : "", q, (long long)r->lifetime, r->order ? "&order=" : "",
+		r->order ? r->order : "", s->host, s->port);
 }
 
 static char *legacy_request(const struct gg_voms_request *r)
@@ -339,8 +338,8 @@ static int fetch_one(const struct gg_cred *user, const struct gg_voms_server *s,
 	return rc;
 }
 
-int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r,
-		  unsigned char **ac, size_t *ac_len, struct gg_err *err)
+int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r, unsigned char **ac,
+		  size_t *ac_len, struct gg_err *err)
 {
 	*ac = NULL;
 	*ac_len = 0;

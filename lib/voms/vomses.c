@@ -83,7 +83,8 @@ static int read_file(const char *path, struct found *f)
 {
 	FILE *fp = fopen(path, "r");
 	if (!fp)
-		return errno == ENOENT ? 0 : gg_err_sys(f->err, GG_EUSAGE, errno, "vomses '%s'", path);
+		return errno == ENOENT ? 0
+				       : gg_err_sys(f->err, GG_EUSAGE, errno, "vomses '%s'", path);
 	char line[4096];
 	int rc = 0, no = 0;
 	while (rc == 0 && fgets(line, sizeof line, fp)) {
@@ -141,8 +142,7 @@ static int read_place(const char *path, struct found *f)
 	return rc;
 }
 
-int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
-			 struct gg_err *err)
+int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n, struct gg_err *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -166,7 +166,8 @@ int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
 		free(places[i]);
 	if (rc == 0 && f.n == 0)
 		rc = gg_err_set(err, GG_EUSAGE, "no VOMS server known for VO '%s' (vomses: %s)", vo,
-				conf && *conf ? conf : "~/.voms/vomses, ~/.glite/vomses, /etc/vomses");
+				conf && *conf ? conf
+					      : "~/.voms/vomses, ~/.glite/vomses, /etc/vomses");
 	if (rc < 0) {
 		gg_voms_servers_free(f.s, f.n);
 		return rc;
