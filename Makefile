@@ -196,6 +196,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIBA)
 # the regression runner includes the targets (tests/unit/test_fuzz_regress.c)
 $(B)/tests/test_fuzz_regress: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 $(B)/tests/test_fuzz_regress: ALLCFLAGS += -DGG_FUZZ_DIR='"$(abspath tests/fuzz)"'
+$(B)/tests/test_voms: ALLCFLAGS += -DGG_FUZZ_DIR='"$(abspath tests/fuzz)"'
 
 fuzz-build: $(FUZZ_BIN)
 

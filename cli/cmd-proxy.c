@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "cred/cred.h"
+#include "voms/voms.h"
 
 enum {
 	O_CERT = 256,
@@ -25,7 +26,13 @@ enum {
 	O_FILE,
 	O_EXISTS,
 	O_LEFT,
+	O_VOMS,
+	O_ORDER,
+	O_VOMS_LIFETIME,
+	O_ACEXISTS,
 };
+
+#define MAX_VOMS 16
 
 #define OPT_CA_DIR                                                                                     \
 	{                                                                                              \
@@ -48,6 +55,11 @@ const struct gg_opt cmd_proxy_init_opts[] = {
 	{"path-length", 0, OPT_ARG, "N", "allow at most N proxies below this one", O_PATH_LENGTH},
 	{"verify", 0, OPT_NONE, NULL, "verify the new proxy against the CA directory", O_VERIFY},
 	OPT_CA_DIR,
+	{"voms", 0, OPT_ARG, "VO[:FQAN]",
+	 "add the VO's attribute certificate (repeatable; vomses, $X509_VOMS_DIR)", O_VOMS},
+	{"order", 0, OPT_ARG, "FQAN", "ask the VOMS server to put FQAN first", O_ORDER},
+	{"voms-lifetime", 0, OPT_ARG, "DUR",
+	 "lifetime of the attribute certificates (default: the proxy's)", O_VOMS_LIFETIME},
 	OPT_END,
 };
 
@@ -59,6 +71,8 @@ const struct gg_opt cmd_proxy_info_opts[] = {
 	{"valid", 0, OPT_ARG, "DUR", "exit 0 if the proxy is valid for at least DUR, 1 if not",
 	 O_VALID},
 	{"left", 0, OPT_NONE, NULL, "print the seconds the proxy has left", O_LEFT},
+	{"acexists", 0, OPT_ARG, "VO",
+	 "exit 0 if the proxy has a valid attribute certificate of VO, 1 if not", O_ACEXISTS},
 	{"verify", 0, OPT_NONE, NULL, "verify the proxy's chain against the CA directory",
 	 O_VERIFY},
 	OPT_CA_DIR,
@@ -129,8 +143,30 @@ static json_t *token_json(const struct gg_token *t, time_t now)
 	return o;
 }
 
+static json_t *acs_json(const struct gg_ac *acs, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char b1[40], b2[40];
+		json_t *o = json_object(), *f = json_array();
+		for (size_t j = 0; j < acs[i].n_fqans; j++)
+			json_array_append_new(f, json_string(acs[i].fqans[j]));
+		json_object_set_new(o, "vo", json_string(acs[i].vo));
+		json_object_set_new(o, "fqans", f);
+		json_object_set_new(o, "issuer", json_string(acs[i].issuer));
+		json_object_set_new(o, "uri", ui_json_text(acs[i].uri));
+		json_object_set_new(o, "not_before",
+				    json_string(iso_time(acs[i].not_before, b1, sizeof b1)));
+		json_object_set_new(o, "not_after",
+				    json_string(iso_time(acs[i].not_after, b2, sizeof b2)));
+		json_object_set_new(o, "time_left", json_integer((json_int_t)acs[i].time_left));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 static json_t *info_json(const struct gg_proxy_info *in, int verified, const struct gg_token *t,
-			 time_t now)
+			 time_t now, const struct gg_ac *acs, size_t nacs)
 {
 	char b1[40], b2[40];
 	json_t *o = json_object();
@@ -153,7 +189,31 @@ static json_t *info_json(const struct gg_proxy_info *in, int verified, const str
 	if (verified >= 0)
 		json_object_set_new(o, "verified", json_boolean(verified));
 	json_object_set_new(o, "token", token_json(t, now));
+	json_object_set_new(o, "acs", acs_json(acs, nacs));
 	return o;
+}
+
+/* voms-proxy-info --all's shape, one block per AC. */
+static void print_acs_text(const struct gg_ac *acs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char b1[40], b2[40];
+		ui_out("=== VO %s extension information ===\n", acs[i].vo);
+		ui_out("VO        : %s\n", acs[i].vo);
+		for (size_t j = 0; j < acs[i].n_fqans; j++)
+			ui_out("attribute : %s\n", acs[i].fqans[j]);
+		ui_out("issuer    : %s\n", acs[i].issuer);
+		if (acs[i].uri)
+			ui_out("uri       : %s\n", acs[i].uri);
+		if (acs[i].not_yet_valid)
+			ui_out("timeleft  : not valid before %s\n",
+			       human_time(acs[i].not_before, b1, sizeof b1));
+		else
+			ui_out("timeleft  : %s (until %s)%s\n",
+			       hms(acs[i].time_left, b1, sizeof b1),
+			       human_time(acs[i].not_after, b2, sizeof b2),
+			       acs[i].time_left ? "" : " expired");
+	}
 }
 
 static void print_info_text(const struct gg_proxy_info *in, int verified, const char *ca_dir,
@@ -234,6 +294,9 @@ static int keygen_threads(void)
 struct init_args {
 	const char *cert, *key, *out_opt, *ca_opt;
 	int pass_stdin, verify, bits;
+	const char *voms[MAX_VOMS], *order;
+	size_t n_voms;
+	int64_t voms_lifetime;
 };
 
 /* One option of proxy init: 0, or the exit code after saying what is wrong. */
@@ -255,6 +318,20 @@ static int init_option(struct gg_cli *cli, int c, struct init_args *a, struct gg
 		if (po->lifetime == 0) {
 			gg_err_set(&err, GG_ECRED, "the lifetime must be more than 0");
 			return ui_fail(cli, &err, "proxy init --valid");
+		}
+		break;
+	case O_VOMS:
+		if (a->n_voms == MAX_VOMS)
+			return ui_usage(cli, "--voms: at most %d", MAX_VOMS);
+		a->voms[a->n_voms++] = cli->optarg;
+		break;
+	case O_ORDER: a->order = cli->optarg; break;
+	case O_VOMS_LIFETIME:
+		if (parse_valid(cli->optarg, &a->voms_lifetime, &err) < 0 ||
+		    a->voms_lifetime <= 0) {
+			gg_err_set(&err, GG_EUSAGE, "'%s': expected a positive duration",
+				   cli->optarg);
+			return ui_fail(cli, &err, "proxy init --voms-lifetime");
 		}
 		break;
 	case O_BITS: return cli_opt_int(cli, 1024, 16384, &a->bits) ? EXIT_USAGE : 0;
@@ -315,7 +392,13 @@ static int init_report(struct gg_cli *cli, const struct gg_cred *proxy, char *ou
 			human_time(in.end, b1, sizeof b1));
 	if (cli->json) {
 		struct gg_token *t = find_token(cli);
-		ui_json_doc("proxy-init", info_json(&in, verify ? 1 : -1, t, time(NULL)));
+		struct gg_ac *acs = NULL;
+		size_t nacs = 0;
+		struct gg_err e2 = {0};
+		gg_cred_acs(proxy, 0, &acs, &nacs, &e2);
+		ui_json_doc("proxy-init",
+			    info_json(&in, verify ? 1 : -1, t, time(NULL), acs, nacs));
+		gg_ac_list_free(acs, nacs);
 		gg_token_free(t);
 	} else {
 		ui_info(cli, "proxy '%s' is valid until %s (%s)%s", in.path,
@@ -325,6 +408,71 @@ static int init_report(struct gg_cli *cli, const struct gg_cred *proxy, char *ou
 	}
 	gg_proxy_info_clear(&in);
 	return 0;
+}
+
+static void voms_log(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	(void)level;
+	ui_err("gridgpu: %s\n", msg);
+}
+
+/* One VO's AC: the --voms arguments naming it give its FQANs. */
+static int fetch_vo(struct gg_cli *cli, const struct gg_cred *user, const struct init_args *a,
+		    const char *vo, size_t vlen, int64_t lifetime, unsigned char **ac, size_t *len,
+		    struct gg_err *err)
+{
+	char name[128];
+	const char *fq[MAX_VOMS];
+	size_t nf = 0;
+	struct gg_log lg = {.fn = voms_log, .ud = cli, .level = cli->verbose};
+	snprintf(name, sizeof name, "%.*s", (int)vlen, vo);
+	for (size_t i = 0; i < a->n_voms; i++) {
+		const char *c = strchr(a->voms[i], ':');
+		size_t l = c ? (size_t)(c - a->voms[i]) : strlen(a->voms[i]);
+		if (l == vlen && strncmp(a->voms[i], vo, vlen) == 0 && c && c[1])
+			fq[nf++] = c + 1;
+	}
+	struct gg_voms_request r = {.vo = name,
+				    .fqans = fq,
+				    .n_fqans = nf,
+				    .order = a->order,
+				    .lifetime = lifetime,
+				    .log = &lg};
+	return gg_voms_fetch(user, &r, ac, len, err);
+}
+
+/* The ACs of every VO named by --voms (in order, each VO once), as the proxy
+ * extension's value in *seq. */
+static int fetch_acs(struct gg_cli *cli, const struct gg_cred *user, const struct init_args *a,
+		     int64_t proxy_life, unsigned char **seq, size_t *seq_len, struct gg_err *err)
+{
+	unsigned char *acs[MAX_VOMS] = {0};
+	size_t lens[MAX_VOMS] = {0}, n = 0;
+	int64_t life =
+		a->voms_lifetime && a->voms_lifetime < proxy_life ? a->voms_lifetime : proxy_life;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < a->n_voms; i++) {
+		const char *c = strchr(a->voms[i], ':');
+		size_t vl = c ? (size_t)(c - a->voms[i]) : strlen(a->voms[i]), j;
+		for (j = 0; j < i; j++) /* a VO already asked */
+			if (strncmp(a->voms[j], a->voms[i], vl) == 0 &&
+			    (a->voms[j][vl] == ':' || a->voms[j][vl] == '\0'))
+				break;
+		if (vl == 0 || vl >= 128)
+			rc = gg_err_set(err, GG_EUSAGE, "--voms '%s': expected VO[:FQAN]",
+					a->voms[i]);
+		else if (j == i)
+			rc = fetch_vo(cli, user, a, a->voms[i], vl, life, &acs[n], &lens[n], err);
+		if (rc == 0 && j == i)
+			n++;
+	}
+	if (rc == 0)
+		rc = gg_ac_seq_encode((const unsigned char *const *)acs, lens, n, seq, seq_len,
+				      err);
+	for (size_t i = 0; i < n; i++)
+		free(acs[i]);
+	return rc;
 }
 
 int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv)
@@ -342,6 +490,8 @@ int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv)
 	struct gg_keygen *kg = NULL;
 	struct ossl_provider_st *legacy = NULL;
 	char *out = NULL, *ca_dir = NULL;
+	unsigned char *acseq = NULL;
+	size_t acseq_len = 0;
 	int clipped = 0;
 
 	/* The new key is made first, in the background: everything else (reading
@@ -364,6 +514,11 @@ int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv)
 		load_legacy(cli, &legacy);
 	if (unlock_user(user, a.pass_stdin, &err) < 0)
 		goto fail;
+	/* the attribute certificates while the key is still being made */
+	if (a.n_voms && fetch_acs(cli, user, &a, po.lifetime, &acseq, &acseq_len, &err) < 0)
+		goto fail;
+	po.acseq = acseq;
+	po.acseq_len = acseq_len;
 	if (gg_keygen_finish(kg, &po.key, &err) < 0) {
 		kg = NULL;
 		goto fail;
@@ -386,6 +541,7 @@ fail:
 	rc = ui_fail(cli, &err, "proxy init");
 out:
 	gg_keygen_free(kg);
+	free(acseq);
 	EVP_PKEY_free(po.key);
 	gg_cred_free(proxy);
 	gg_cred_free(user);
@@ -400,17 +556,58 @@ out:
 
 /* The proxy (and a bearer token found beside it), as text or JSON. */
 static void show_info(struct gg_cli *cli, const char *path, const struct gg_proxy_info *in,
-		      int verified, const char *ca_dir, time_t now)
+		      int verified, const char *ca_dir, time_t now, const struct gg_ac *acs,
+		      size_t nacs)
 {
 	struct gg_err perm = {0};
 	if (gg_file_check_private(path, "proxy", &perm) < 0)
 		ui_warn(cli, "%s", perm.msg);
 	struct gg_token *t = find_token(cli);
 	if (cli->json)
-		ui_json_doc("proxy-info", info_json(in, verified, t, now));
-	else
+		ui_json_doc("proxy-info", info_json(in, verified, t, now, acs, nacs));
+	else {
 		print_info_text(in, verified, ca_dir, t, now);
+		print_acs_text(acs, nacs);
+	}
 	gg_token_free(t);
+}
+
+/* --acexists VO, and --valid for the ACs: 0 or 1 (voms-proxy-info's answers). */
+static int check_acs(struct gg_cli *cli, const char *path, const struct gg_ac *acs, size_t n,
+		     const char *vo, int64_t need)
+{
+	char b1[40], b2[40];
+	int found = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (vo && strcmp(acs[i].vo, vo) != 0)
+			continue;
+		found = 1;
+		const char *why = acs[i].not_yet_valid    ? "is not valid yet"
+				  : acs[i].time_left <= 0 ? "has expired"
+							  : NULL;
+		if (!why && need && acs[i].time_left < need) {
+			if (!cli->quiet)
+				ui_err("gridgpu: the attribute certificate of VO %s in '%s' has %s "
+				       "left, less than %s\n",
+				       acs[i].vo, path,
+				       gg_duration_format(acs[i].time_left, b1, sizeof b1),
+				       gg_duration_format(need, b2, sizeof b2));
+			return EXIT_FAIL;
+		}
+		if (why) {
+			if (!cli->quiet)
+				ui_err("gridgpu: the attribute certificate of VO %s in '%s' %s\n",
+				       acs[i].vo, path, why);
+			return EXIT_FAIL;
+		}
+	}
+	if (vo && !found) {
+		if (!cli->quiet)
+			ui_err("gridgpu: proxy '%s' has no attribute certificate of VO %s\n", path,
+			       vo);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }
 
 /* --exists, --valid: the scripting interface of voms-proxy-info, 0 or 1 and
@@ -438,7 +635,7 @@ static int check_answer(struct gg_cli *cli, const char *path, const struct gg_pr
 }
 
 struct info_opts {
-	const char *file, *ca_opt;
+	const char *file, *ca_opt, *acexists;
 	int exists, left, verify, has_valid;
 	int64_t need;
 };
@@ -454,6 +651,7 @@ static int info_parse(struct gg_cli *cli, int argc, char **argv, struct info_opt
 		case O_LEFT: o->left = 1; break;
 		case O_VERIFY: o->verify = 1; break;
 		case O_CA_DIR: o->ca_opt = cli->optarg; break;
+		case O_ACEXISTS: o->acexists = cli->optarg; break;
 		case O_VALID:
 			if (parse_valid(cli->optarg, &o->need, &err) < 0)
 				return ui_fail(cli, &err, "proxy info --valid");
@@ -486,14 +684,22 @@ static int info_show(struct gg_cli *cli, const struct info_opts *o, const char *
 {
 	struct gg_err err = {0};
 	struct gg_proxy_info in = {0};
-	int check = o->exists || o->has_valid, verified = -1, rc = EXIT_OK;
+	int check = o->exists || o->has_valid || o->acexists, verified = -1, rc = EXIT_OK;
 	time_t now = time(NULL);
+	struct gg_ac *acs = NULL;
+	size_t nacs = 0;
 	if (gg_proxy_info_get(cred, now, &in, &err) < 0)
 		return info_fail(cli, check, &err);
+	if (gg_cred_acs(cred, now, &acs, &nacs, &err) < 0) {
+		gg_proxy_info_clear(&in);
+		err.code = GG_ECRED;
+		return info_fail(cli, check, &err);
+	}
 	if (o->verify) {
 		verified = gg_cred_verify(cred, ca_dir, 0, &err) == 0;
 		if (!verified && !check) {
 			gg_proxy_info_clear(&in);
+			gg_ac_list_free(acs, nacs);
 			return info_fail(cli, check, &err);
 		}
 	}
@@ -502,9 +708,12 @@ static int info_show(struct gg_cli *cli, const struct info_opts *o, const char *
 	if (check)
 		rc = check_answer(cli, path, &in, verified == 0 ? err.msg : NULL,
 				  o->has_valid ? o->need : 0);
-	else if (!o->left)
-		show_info(cli, path, &in, verified, ca_dir, now);
+	if (check && rc == EXIT_OK)
+		rc = check_acs(cli, path, acs, nacs, o->acexists, o->has_valid ? o->need : 0);
+	else if (!check && !o->left)
+		show_info(cli, path, &in, verified, ca_dir, now, acs, nacs);
 	gg_proxy_info_clear(&in);
+	gg_ac_list_free(acs, nacs);
 	return rc;
 }
 
@@ -514,7 +723,7 @@ int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
 	int rc = info_parse(cli, argc, argv, &o);
 	if (rc)
 		return rc == -2 ? EXIT_OK : rc;
-	int check = o.exists || o.has_valid;
+	int check = o.exists || o.has_valid || o.acexists;
 	char *path = NULL, *ca_dir = NULL;
 	struct gg_cred *cred = NULL;
 	struct gg_err err = {0};

@@ -12,7 +12,8 @@ PKGS="$PKGS clang clang-format libclang-rt-14-dev openssl curl openssh-client op
 procps zsh bash-completion man-db python3 python3-cryptography python3-jsonschema nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
 valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace
-slurmctld slurmd slurm-client munge util-linux"
+slurmctld slurmd slurm-client munge util-linux
+voms-server voms-mysql-plugin mariadb-server mariadb-client"
 # benchmarks
 PKGS="$PKGS hyperfine time debootstrap"
 

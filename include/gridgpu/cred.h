@@ -124,6 +124,11 @@ struct gg_proxy_opts {
 	EVP_PKEY *key;   /* key of the new proxy (borrowed), e.g. from
 			    gg_keygen_finish; NULL = generate one here */
 	time_t now;      /* 0 = the current time */
+	/* VOMS: the DER of a SEQUENCE of attribute certificates (gg_ac_seq_encode),
+	 * put into the proxy as extension 1.3.6.1.4.1.8005.100.100.5 as
+	 * voms-proxy-init does; NULL = none (borrowed) */
+	const unsigned char *acseq;
+	size_t acseq_len;
 };
 /* Defaults: 12 h, 2048 bits, impersonation, no path length, new key. */
 GG_API void gg_proxy_opts_init(struct gg_proxy_opts *o);
@@ -198,6 +203,41 @@ GG_API void gg_proxy_info_clear(struct gg_proxy_info *info);
 GG_API enum gg_cert_kind gg_cert_kind(X509 *x);
 /* "/DC=org/DC=example/CN=x" (malloc'd) of a name; NULL on allocation failure. */
 GG_API char *gg_cred_name_str(const X509_NAME *name);
+
+/* ---- VOMS attribute certificates (ac.c) ------------------------------------ */
+
+/* What one VOMS attribute certificate says. Clear with gg_ac_clear. */
+struct gg_ac {
+	char *vo;  /* "testvo", from the policy authority "testvo://host:port" */
+	char *uri; /* the server, "localhost:15000" (policy authority "testvo://localhost:15000") */
+	char *issuer;        /* the VOMS server's DN */
+	char *holder_issuer; /* the DN of the holder certificate's issuer, or NULL */
+	char *serial;        /* the holder certificate's serial (hex), or NULL */
+	char **fqans;        /* "/testvo/analysis/Role=NULL/Capability=NULL", ... */
+	size_t n_fqans;
+	time_t not_before, not_after;
+	int64_t time_left; /* not_after - now, 0 when expired */
+	int not_yet_valid;
+};
+/* Read one AC (DER) as of now (0 = the current time). GG_EPROTO when it is not
+ * one. Nothing is verified. */
+GG_API int gg_ac_parse(const unsigned char *der, size_t len, time_t now, struct gg_ac *out,
+		       struct gg_err *err);
+/* Check that signer (the VOMS server's certificate) signed the AC and is its issuer. */
+GG_API int gg_ac_verify(const unsigned char *der, size_t len, X509 *signer, struct gg_err *err);
+GG_API void gg_ac_clear(struct gg_ac *ac);
+GG_API void gg_ac_list_free(struct gg_ac *acs, size_t n);
+/* The value of the proxy extension: a SEQUENCE of n ACs (DER each). *out malloc'd. */
+GG_API int gg_ac_seq_encode(const unsigned char *const *acs, const size_t *lens, size_t n,
+			    unsigned char **out, size_t *out_len, struct gg_err *err);
+/* The ACs of such a SEQUENCE (at most 16). *out is freed with gg_ac_list_free. */
+GG_API int gg_ac_seq_parse(const unsigned char *der, size_t len, time_t now, struct gg_ac **out,
+			   size_t *n, struct gg_err *err);
+/* The ACs of one certificate's VOMS extension (none: *n = 0). */
+GG_API int gg_cert_acs(X509 *x, time_t now, struct gg_ac **out, size_t *n, struct gg_err *err);
+/* The ACs of a proxy: those of the newest proxy certificate of its chain that has some. */
+GG_API int gg_cred_acs(const struct gg_cred *c, time_t now, struct gg_ac **out, size_t *n,
+		       struct gg_err *err);
 
 /* ---- verification ---------------------------------------------------------- */
 

@@ -39,5 +39,6 @@ time_t gg_cred_end(const struct gg_cred *c);
 enum gg_cert_kind gg_cred_cert_kind(X509 *x, int *path_length);
 
 #define GG_OID_GLOBUS_LIMITED "1.3.6.1.4.1.3536.1.1.1.9"
+#define GG_OID_VOMS_ACSEQ     "1.3.6.1.4.1.8005.100.100.5"
 
 #endif

@@ -56,6 +56,22 @@ static int add_proxy_cert_info(X509 *x, enum gg_proxy_policy policy, int path_le
 	return rc;
 }
 
+/* The VOMS attribute certificates, non-critical, as voms-proxy-init adds them. */
+static int add_acseq(X509 *x, const unsigned char *der, size_t len, struct gg_err *err)
+{
+	if (!der)
+		return 0;
+	ASN1_OBJECT *oid = OBJ_txt2obj(GG_OID_VOMS_ACSEQ, 1);
+	ASN1_OCTET_STRING *os = ASN1_OCTET_STRING_new();
+	X509_EXTENSION *ext = NULL;
+	int ok = oid && os && len <= INT_MAX && ASN1_OCTET_STRING_set(os, der, (int)len) &&
+		 (ext = X509_EXTENSION_create_by_OBJ(NULL, oid, 0, os)) && X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	ASN1_OCTET_STRING_free(os);
+	ASN1_OBJECT_free(oid);
+	return ok ? 0 : gg_cred_ossl_err(err, GG_ECRED, "adding the VOMS attributes");
+}
+
 static int add_key_usage(X509 *x, unsigned usage, struct gg_err *err)
 {
 	ASN1_BIT_STRING *bs = ASN1_BIT_STRING_new();
@@ -98,9 +114,14 @@ static const EVP_MD *sign_md(EVP_PKEY *key)
 
 /* The proxy certificate for pub, signed by issuer. lifetime 0 = until the
  * issuer's end. */
+struct extra_ext {
+	const unsigned char *acseq;
+	size_t acseq_len;
+};
+
 static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub, enum gg_proxy_policy policy,
-			   int path_length, int64_t lifetime, time_t now, X509 **out, int *clipped,
-			   struct gg_err *err)
+			   int path_length, int64_t lifetime, time_t now,
+			   const struct extra_ext *xe, X509 **out, int *clipped, struct gg_err *err)
 {
 	*out = NULL;
 	if (clipped)
@@ -181,6 +202,8 @@ static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub, enum gg_
 		rc = add_key_usage(x, usage, err);
 	if (rc == 0)
 		rc = add_proxy_cert_info(x, policy, path_length, err);
+	if (rc == 0 && xe)
+		rc = add_acseq(x, xe->acseq, xe->acseq_len, err);
 	if (rc == 0 && X509_sign(x, issuer->key, sign_md(issuer->key)) <= 0)
 		rc = gg_cred_ossl_err(err, GG_ECRED, "signing the proxy with '%s'", ipath);
 	if (rc < 0) {
@@ -238,8 +261,9 @@ int gg_proxy_create(const struct gg_cred *issuer, const struct gg_proxy_opts *o,
 	} else if (!(c->key = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)bits))) {
 		rc = gg_cred_ossl_err(err, GG_ECRED, "generating an RSA key of %d bits", bits);
 	}
+	struct extra_ext xe = {o->acseq, o->acseq_len};
 	if (rc == 0)
-		rc = make_proxy_cert(issuer, c->key, o->policy, o->path_length, lifetime, now,
+		rc = make_proxy_cert(issuer, c->key, o->policy, o->path_length, lifetime, now, &xe,
 				     &c->cert, clipped, err);
 	if (rc == 0)
 		rc = copy_issuer_chain(issuer, c->chain, err);
@@ -283,7 +307,7 @@ int gg_proxy_sign_csr(const struct gg_cred *signer, const char *csr_pem, size_t 
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = make_proxy_cert(signer, pub, GG_PROXY_IMPERSONATION, -1, lifetime, time(NULL),
-				     &d->cert, NULL, err);
+				     NULL, &d->cert, NULL, err);
 	if (rc == 0)
 		rc = copy_issuer_chain(signer, d->chain, err);
 	char *pem = NULL;

@@ -9,10 +9,12 @@
 # defaults give the historical site: netns ggsite, ports 9522-9524, 9543-9544.
 #   GG_TB_NS         network namespace (default ggsite)
 #   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
-#                    issuer = +24, slurmctld = +30, slurmd = +31 (default 9520)
+#                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31 (default 9520)
 #   GG_TB_DIR        state dir (default /tmp/gridgpu-testbed)
 #   GRIDGPU_TESTBED_LRMS  fork (default) or slurm: A-REX's batch system
 TB_USER=gguser              # unprivileged account jobs and ssh logins map to
+TB_JOB_USER2=ggprod         # the account the VO's production role maps to
+TB_VO=testvo                # the site's VO (VOMS server, A-REX authgroups)
 TB_TOKEN_SUB=gridgpu-test
 TB_TOKEN_KID=gridgpu-test-key
 TB_CA_DN="/DC=org/DC=example/CN=gridgpu Test CA"
@@ -20,6 +22,7 @@ TB_BAD_CA_DN="/DC=org/DC=example/CN=gridgpu Untrusted CA"
 TB_USER_DN="/DC=org/DC=example/CN=gridgpu Test User"
 TB_EXPIRED_DN="/DC=org/DC=example/CN=gridgpu Expired User"
 TB_BAD_USER_DN="/DC=org/DC=example/CN=gridgpu Untrusted User"
+TB_VO_USER_DN="/DC=org/DC=example/CN=gridgpu VO Member" # A-REX admits it by VOMS attributes only
 TB_HOST_DN="/DC=org/DC=example/CN=localhost"
 TB_PY=/usr/bin/python3      # Debian's python (python3-cryptography); not a pyenv shim
 TB_MARKER=.gridgpu-testbed  # marks a directory as a test-site state dir
@@ -48,6 +51,7 @@ tb_paths() {
 	TB_SSH=$TB_DIR/ssh
 	TB_CREATED=$TB_RUN/created          # paths outside DIR we created (one a line)
 	TB_SLURM=$TB_DIR/slurm              # Slurm and munge: config, state, spool
+	TB_VOMS=$TB_DIR/voms                # VOMS server, its MariaDB, the clients' vomses and vomsdir
 	tb_shape
 }
 
@@ -73,6 +77,7 @@ tb_shape() {
 	case $TB_LRMS in fork | slurm) ;; *) echo "testbed: GRIDGPU_TESTBED_LRMS must be fork or slurm, not '$TB_LRMS'" >&2; exit 2 ;; esac
 	TB_REST_PORT=$((TB_PORT_BASE + 23))      # A-REX WS/REST, bridged to the root namespace
 	TB_ISSUER_PORT=$((TB_PORT_BASE + 24))    # OIDC issuer, inside only
+	TB_VOMS_PORT=$((TB_PORT_BASE + 25))      # VOMS server, bridged to the root namespace
 	TB_JUMP1_PORT=$((TB_PORT_BASE + 2))      # sshd jump1, root namespace
 	TB_JUMP2_PORT=$((TB_PORT_BASE + 3))      # sshd jump2, inside; bridged to the root namespace
 	TB_WORKER_PORT=$((TB_PORT_BASE + 4))     # sshd "worker", inside only
@@ -268,6 +273,9 @@ worker|$TB_RUN/worker.pid|$TB_SSH/worker/sshd_config |$TB_NS|$TB_WORKER_PORT
 jump1|$TB_RUN/jump1.pid|$TB_SSH/jump1/sshd_config ||$TB_JUMP1_PORT
 bridge-rest|$TB_RUN/bridge-rest.pid|TCP-LISTEN:$TB_REST_PORT,bind=127.0.0.1||$TB_REST_PORT
 bridge-jump2|$TB_RUN/bridge-jump2.pid|TCP-LISTEN:$TB_JUMP2_PORT,bind=127.0.0.1||$TB_JUMP2_PORT
+mariadb|$TB_RUN/mariadb.pid|mariadbd --no-defaults --datadir=$TB_VOMS/db |$TB_NS|
+voms|$TB_RUN/voms.pid|voms -conf $TB_VOMS/voms.conf|$TB_NS|$TB_VOMS_PORT
+bridge-voms|$TB_RUN/bridge-voms.pid|TCP-LISTEN:$TB_VOMS_PORT,bind=127.0.0.1||$TB_VOMS_PORT
 EOF
 	[ "$TB_LRMS" = slurm ] || return 0
 	cat <<EOF

@@ -35,6 +35,7 @@
 #include "../fuzz/fuzz_sshcfg.c"
 #include "../fuzz/fuzz_tar.c"
 #include "../fuzz/fuzz_token.c"
+#include "../fuzz/fuzz_voms.c"
 
 #ifndef GG_FUZZ_DIR
 #define GG_FUZZ_DIR "tests/fuzz"
@@ -66,6 +67,7 @@ static const struct target targets[] = {
 	{"sshcfg", no_init, fuzz_one_sshcfg},
 	{"tar", fuzz_init_tar, fuzz_one_tar},
 	{"token", no_init, fuzz_one_token},
+	{"voms", no_init, fuzz_one_voms},
 };
 
 #if defined(__SANITIZE_ADDRESS__)

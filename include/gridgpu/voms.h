@@ -1,0 +1,68 @@
+/* gridgpu/voms.h (lib/voms): VOMS attribute certificates asked of a VO's VOMS
+ * server, as voms-proxy-init does: the servers from the vomses files, TLS with
+ * the user's certificate, the server checked against X509_CERT_DIR and the VO's
+ * .lsc file, the REST interface first (GET /generate-ac), then the legacy XML
+ * protocol. Never prints, prompts or exits. */
+#ifndef GRIDGPU_VOMS_H
+#define GRIDGPU_VOMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gridgpu/core.h"
+#include "gridgpu/cred.h"
+
+/* One vomses line: "alias" "host" "port" "server DN" "vo". */
+struct gg_voms_server {
+	char *alias, *host, *dn, *vo;
+	int port;
+};
+
+/* The servers of vo (matched by alias or VO name), in the order voms-proxy-init
+ * reads them: $VOMS_USERCONF alone when set, else ~/.voms/vomses,
+ * ~/.glite/vomses, /etc/vomses; each a file or a directory of files. GG_EUSAGE
+ * when none names vo. Free with gg_voms_servers_free. */
+GG_API int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
+				struct gg_err *err);
+GG_API void gg_voms_servers_free(struct gg_voms_server *s, size_t n);
+/* Parse one vomses line (0; 1 = blank or comment; GG_EUSAGE when malformed). */
+GG_API int gg_voms_server_parse(const char *line, struct gg_voms_server *out, struct gg_err *err);
+
+/* A VOMS server's answer, either shape (REST <voms>, legacy <vomsans>). */
+struct gg_voms_answer {
+	unsigned char *ac; /* the AC (DER, decoded from base64), or NULL */
+	size_t ac_len;
+	int code; /* the error's code or number; 0 = none */
+	char *message;
+};
+/* Strict parser of the small XML answer: elements and text only (no DTD,
+ * comments, CDATA or processing instructions but the XML declaration), the
+ * five predefined entities, at most 64 KiB. GG_EPROTO when it is not one. */
+GG_API int gg_voms_answer_parse(const char *xml, size_t len, struct gg_voms_answer *out,
+				struct gg_err *err);
+GG_API void gg_voms_answer_clear(struct gg_voms_answer *a);
+
+/* The FQAN as a legacy command: "/vo/g" -> "G/vo/g", "/vo/g/Role=r" -> "B/vo/g:r".
+ * malloc'd; NULL when it is not an FQAN of vo. */
+GG_API char *gg_voms_fqan_command(const char *vo, const char *fqan);
+
+struct gg_voms_request {
+	const char *vo;
+	const char *const *fqans; /* NULL/0 = the VO's default (its root group) */
+	size_t n_fqans;
+	const char *order;    /* --order, or NULL */
+	int64_t lifetime;     /* seconds asked for the AC */
+	const char *ca_dir;   /* NULL = X509_CERT_DIR, else the default */
+	const char *voms_dir; /* NULL = X509_VOMS_DIR, else /etc/grid-security/vomsdir */
+	long timeout_ms;      /* per server; 0 = 20 s */
+	const struct gg_log *log;
+};
+/* Ask the VO's servers, one after the other until one answers, for an AC for
+ * user (unlocked). *ac (DER, malloc'd) is checked: signed by the server talked
+ * to, for the VO. GG_EUSAGE: no server for the VO; GG_ECRED: the server said no
+ * (its message), its certificate does not match the .lsc; GG_ENET: none could be
+ * reached; GG_EPROTO: garbage. */
+GG_API int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r,
+			 unsigned char **ac, size_t *ac_len, struct gg_err *err);
+
+#endif

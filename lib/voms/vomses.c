@@ -1,0 +1,194 @@
+/* vomses files: which VOMS servers serve a VO, read where voms-proxy-init reads
+ * them. */
+#include "voms/voms.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_SERVERS 32
+
+void gg_voms_servers_free(struct gg_voms_server *s, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		free(s[i].alias);
+		free(s[i].host);
+		free(s[i].dn);
+		free(s[i].vo);
+	}
+	free(s);
+}
+
+/* The next "quoted" field of *p (malloc'd), or NULL. */
+static char *field(const char **p)
+{
+	const char *s = *p;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s != '"')
+		return NULL;
+	const char *e = strchr(++s, '"');
+	if (!e)
+		return NULL;
+	*p = e + 1;
+	return strndup(s, (size_t)(e - s));
+}
+
+int gg_voms_server_parse(const char *line, struct gg_voms_server *out, struct gg_err *err)
+{
+	memset(out, 0, sizeof *out);
+	const char *p = line;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#')
+		return 1;
+	char *f[5] = {0};
+	int n = 0;
+	while (n < 5 && (f[n] = field(&p)))
+		n++;
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	char *end = NULL;
+	long port = n >= 3 ? strtol(f[2], &end, 10) : 0;
+	/* the fifth field (the VO's real name) may be absent in old files */
+	if (n < 4 || *p || !end || *end || port < 1 || port > 65535 || !*f[0] || !*f[1]) {
+		for (int i = 0; i < 5; i++)
+			free(f[i]);
+		return gg_err_set(err, GG_EUSAGE,
+				  "expected \"alias\" \"host\" \"port\" \"server DN\" \"vo\"");
+	}
+	*out = (struct gg_voms_server){f[0], f[1], f[3], n == 5 ? f[4] : strdup(f[0]), (int)port};
+	free(f[2]);
+	if (!out->vo) {
+		free(out->alias);
+		free(out->host);
+		free(out->dn);
+		memset(out, 0, sizeof *out);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+struct found {
+	const char *vo;
+	struct gg_voms_server *s;
+	size_t n;
+	struct gg_err *err;
+};
+
+static int read_file(const char *path, struct found *f)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return errno == ENOENT ? 0
+				       : gg_err_sys(f->err, GG_EUSAGE, errno, "vomses '%s'", path);
+	char line[4096];
+	int rc = 0, no = 0;
+	while (rc == 0 && fgets(line, sizeof line, fp)) {
+		no++;
+		struct gg_voms_server s;
+		int r = gg_voms_server_parse(line, &s, f->err);
+		if (r < 0) {
+			rc = gg_err_prefix(f->err, "vomses '%s' line %d", path, no);
+		} else if (r == 0 && (strcmp(s.alias, f->vo) == 0 || strcmp(s.vo, f->vo) == 0) &&
+			   f->n < MAX_SERVERS) {
+			f->s[f->n++] = s;
+		} else if (r == 0) {
+			free(s.alias);
+			free(s.host);
+			free(s.dn);
+			free(s.vo);
+		}
+	}
+	fclose(fp);
+	return rc;
+}
+
+static int compare(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A file, or every regular file of a directory (sorted, hidden ones skipped). */
+static int read_place(const char *path, struct found *f)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0;
+	if (!S_ISDIR(st.st_mode))
+		return read_file(path, f);
+	DIR *d = opendir(path);
+	if (!d)
+		return gg_err_sys(f->err, GG_EUSAGE, errno, "vomses directory '%s'", path);
+	char *names[256];
+	size_t k = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && k < 256)
+		if (e->d_name[0] != '.' && (names[k] = strdup(e->d_name)))
+			k++;
+	closedir(d);
+	qsort(names, k, sizeof names[0], compare);
+	int rc = 0;
+	for (size_t i = 0; i < k; i++) {
+		char *p = gg_strdup_printf("%s/%s", path, names[i]);
+		if (rc == 0 && p && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+			rc = read_file(p, f);
+		free(p);
+		free(names[i]);
+	}
+	return rc;
+}
+
+int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n, struct gg_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	struct found f = {vo, calloc(MAX_SERVERS, sizeof(struct gg_voms_server)), 0, err};
+	if (!f.s)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	const char *conf = getenv("VOMS_USERCONF"), *home = getenv("HOME");
+	char *places[3] = {0};
+	int rc = 0;
+	if (conf && *conf) {
+		places[0] = strdup(conf);
+	} else {
+		places[0] = home ? gg_strdup_printf("%s/.voms/vomses", home) : NULL;
+		places[1] = home ? gg_strdup_printf("%s/.glite/vomses", home) : NULL;
+		places[2] = strdup("/etc/vomses");
+	}
+	for (int i = 0; rc == 0 && i < 3; i++)
+		if (places[i])
+			rc = read_place(places[i], &f);
+	for (int i = 0; i < 3; i++)
+		free(places[i]);
+	if (rc == 0 && f.n == 0)
+		rc = gg_err_set(err, GG_EUSAGE, "no VOMS server known for VO '%s' (vomses: %s)", vo,
+				conf && *conf ? conf
+					      : "~/.voms/vomses, ~/.glite/vomses, /etc/vomses");
+	if (rc < 0) {
+		gg_voms_servers_free(f.s, f.n);
+		return rc;
+	}
+	*out = f.s;
+	*n = f.n;
+	return 0;
+}
+
+char *gg_voms_fqan_command(const char *vo, const char *fqan)
+{
+	size_t vl = strlen(vo);
+	if (fqan[0] != '/' || strncmp(fqan + 1, vo, vl) != 0 ||
+	    (fqan[vl + 1] != '\0' && fqan[vl + 1] != '/') || strpbrk(fqan, ",<>&\"' \t\r\n"))
+		return NULL;
+	const char *role = strstr(fqan, "/Role=");
+	if (!role)
+		return gg_strdup_printf("G%s", fqan);
+	const char *cap = strstr(role, "/Capability=");
+	size_t rl = cap ? (size_t)(cap - role - 6) : strlen(role + 6);
+	if (rl == 0)
+		return NULL;
+	return gg_strdup_printf("B%.*s:%.*s", (int)(role - fqan), fqan, (int)rl, role + 6);
+}

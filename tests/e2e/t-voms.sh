@@ -1,0 +1,137 @@
+#!/bin/sh
+# gridgpu proxy init --voms against the test site's real VOMS server: the
+# attributes as voms-proxy-info and arcproxy see them, proxy info's ACs, A-REX
+# authorising (and mapping) by FQAN, and every bad input refused with one line,
+# the right exit code and no proxy written (an old one left intact).
+. "$(dirname "$0")/lib.sh"
+if [ -z "${GG_TB_VOMSES:-}" ]; then
+	echo "1..0 # SKIP the test site has no VOMS server"
+	exit 0
+fi
+export X509_CERT_DIR="$GG_TB_CA_DIR" X509_VOMS_DIR="$GG_TB_VOMS_DIR" VOMS_USERCONF="$GG_TB_VOMSES"
+PASS=$GG_TB_USER_KEY_PASS_FILE
+P=$T_TMP/x509up
+VOKEY=$T_TMP/vokey.pem
+cp "$GG_TB_VO_USER_KEY" "$VOKEY" && chmod 600 "$VOKEY"
+init() { # ARGS...: proxy init of the test user into $P
+	"$GRIDGPU" proxy init -C "$GG_TB_USER_CERT" -K "$GG_TB_USER_KEY" --pass-stdin -o "$P" "$@" \
+		<"$PASS" >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"
+	RC=$?
+	ERR=$(cat "$T_TMP/.stderr")
+}
+# bad DESC CODE MESSAGE ARGS...: refused with CODE and MESSAGE, the old proxy untouched
+bad() {
+	d=$1 code=$2 msg=$3
+	shift 3
+	before=$(sha256sum "$P" | cut -d' ' -f1)
+	init "$@"
+	if [ "$RC" = "$code" ] && printf '%s' "$ERR" | grep -qF -- "$msg" &&
+		[ "$(printf '%s\n' "$ERR" | grep -c .)" = 1 ]; then
+		ok "$d: exit $code, one line"
+	else
+		not_ok "$d: exit $RC (want $code), stderr: $ERR"
+	fi
+	expect_eq "$d: the old proxy is left intact" "$(sha256sum "$P" | cut -d' ' -f1)" "$before"
+	[ -z "$(ls "$T_TMP" | grep '^x509up.*\.tmp')" ] && ok "$d: no temporary file left" ||
+		not_ok "$d: temporary file left: $(ls "$T_TMP")"
+}
+
+# ---- the attributes, as the peers see them ---------------------------------------------
+init --voms testvo:/testvo/analysis
+expect_eq "proxy init --voms testvo:/testvo/analysis succeeds" "$RC" 0
+voms-proxy-info --all --file "$P" >"$T_TMP/vpi" 2>&1
+grep -q '^attribute : /testvo/analysis/Role=NULL/Capability=NULL$' "$T_TMP/vpi" &&
+	ok "voms-proxy-info --all shows /testvo/analysis" || not_ok "voms-proxy-info: $(cat "$T_TMP/vpi")"
+grep -q '^VO        : testvo$' "$T_TMP/vpi" && ok "voms-proxy-info sees VO testvo" || not_ok "voms-proxy-info VO"
+"$GRIDGPU" proxy info -f "$P" >"$T_TMP/gpi"
+expect_eq "gridgpu proxy info shows the same attributes as voms-proxy-info" \
+	"$(grep '^attribute' "$T_TMP/gpi" | sort | tr '\n' ' ')" \
+	"$(grep '^attribute' "$T_TMP/vpi" | sort | tr '\n' ' ')"
+expect_eq "... and the same issuer" "$(grep -c "^issuer    : $GG_TB_VOMS_DN\$" "$T_TMP/gpi")" 1
+arcproxy -I -P "$P" -T "$GG_TB_CA_DIR" -s "$GG_TB_VOMS_DIR" >"$T_TMP/arc" 2>&1
+expect_eq "arcproxy -I shows the same FQANs" \
+	"$(sed -n 's/^attribute : \(\/testvo[^ ]*\)$/\1/p' "$T_TMP/arc" | sort | tr '\n' ' ')" \
+	"$(sed -n 's/^attribute : \(.*\)\/Role=NULL\/Capability=NULL$/\1/p' "$T_TMP/gpi" | sort | tr '\n' ' ')"
+run_gg proxy info -f "$P" --json
+json_valid proxy-info
+expect_eq "--json: acs[0].vo" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["acs"][0]["vo"])')" testvo
+run_gg proxy info -f "$P" --acexists testvo
+expect_eq "--acexists testvo: exit 0" "$RC" 0
+run_gg proxy info -f "$P" --acexists atlas
+expect_eq "--acexists atlas: exit 1" "$RC" 1
+run_gg proxy info -f "$P" --valid 24h
+expect_eq "--valid 24h: exit 1 (12 h proxy and AC)" "$RC" 1
+init --voms testvo:/testvo/analysis --valid 1h --voms-lifetime 3h
+expect_eq "the AC's lifetime is capped by the proxy's" \
+	"$("$GRIDGPU" proxy info -f "$P" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["acs"][0]["time_left"] <= d["time_left"] + 1)')" True
+
+# ---- bad inputs ---------------------------------------------------------------------------
+init --voms testvo:/testvo/analysis
+bad "not a member of /testvo/prod" 3 "Unable to satisfy G/testvo/prod" --voms testvo:/testvo/prod
+bad "unknown VO" 2 "no VOMS server known for VO 'atlas'" --voms atlas
+DEAD=$(free_port)
+mkdir -p "$T_TMP/vomses"
+printf '"testvo" "localhost" "%s" "%s" "testvo"\n' "$DEAD" "$GG_TB_VOMS_DN" >"$T_TMP/vomses/a-dead"
+VOMS_USERCONF=$T_TMP/vomses bad "VOMS server down" 4 "localhost:$DEAD" --voms testvo
+cat "$GG_TB_VOMSES"/* >"$T_TMP/vomses/b-good"
+VOMS_USERCONF=$T_TMP/vomses init --voms testvo:/testvo/analysis
+expect_eq "the next server of the VO when the first is down" "$RC" 0
+# a TLS server with the same certificate that answers a web page
+GARBAGE=$(free_port)
+openssl s_server -accept "$GARBAGE" -cert "$GG_TB_HOST_CERT" -key "$GG_TB_HOST_KEY" -www -quiet \
+	>/dev/null 2>&1 &
+SPID=$!
+poll 10 sh -c "ss -Hltn 'sport = :$GARBAGE' | grep -q ."
+printf '"testvo" "localhost" "%s" "%s" "testvo"\n' "$GARBAGE" "$GG_TB_VOMS_DN" >"$T_TMP/garbage"
+VOMS_USERCONF=$T_TMP/garbage bad "VOMS server answering garbage" 4 "answer is not one (bad XML)" --voms testvo
+kill "$SPID" 2>/dev/null
+mkdir -p "$T_TMP/vomsdir/testvo"
+printf '/DC=org/DC=example/CN=someone else\n/DC=org/DC=example/CN=gridgpu Test CA\n' \
+	>"$T_TMP/vomsdir/testvo/localhost.lsc"
+X509_VOMS_DIR=$T_TMP/vomsdir bad "server certificate not matching its .lsc" 3 "not what" --voms testvo
+rm "$T_TMP/vomsdir/testvo/localhost.lsc"
+X509_VOMS_DIR=$T_TMP/vomsdir bad "no .lsc for the server" 3 "no trust for VOMS server" --voms testvo
+init --voms testvo --voms-lifetime 2s
+expect_eq "a proxy with a 2 s AC" "$RC" 0
+if poll 10 sh -c "! '$GRIDGPU' proxy info -q -f '$P' --acexists testvo"; then
+	ok "--acexists answers 1 once the AC has expired"
+else
+	not_ok "--acexists still 0 after the AC's end"
+fi
+"$GRIDGPU" proxy info -f "$P" | grep -q 'timeleft  : 0:00:00 (until .*) expired' &&
+	ok "proxy info reports the AC as expired" || not_ok "proxy info: $("$GRIDGPU" proxy info -f "$P")"
+run_gg proxy info -f "$P" --valid 1m
+expect_eq "--valid checks the ACs: exit 1" "$RC" 1
+
+# ---- A-REX authorises by FQAN and maps the role ----------------------------------------------
+submit() { # PROXY -> the job id, or the HTTP code
+	curl -s --max-time 20 --cert "$1" --key "$1" --capath "$GG_TB_CA_DIR" \
+		-H 'Accept: application/json' -H 'Content-Type: application/rsl' \
+		--data-binary '&(executable="/usr/bin/id")(stdout="out")(jobname="gg-e2e-voms")' \
+		-w '\n%{http_code}\n' "$GG_TB_REST_URL/jobs?action=new" >"$T_TMP/sub"
+	code=$(tail -n 1 "$T_TMP/sub")
+	[ "$code" = 201 ] && sed -n 's/.*"id":"\([^"]*\)".*/\1/p' "$T_TMP/sub" | head -n 1 || echo "HTTP $code"
+}
+owner() { stat -c %U "$GG_TB_SESSION_DIR/$1" 2>/dev/null; }
+vo_init() { # OUT ARGS...
+	o=$1
+	shift
+	"$GRIDGPU" proxy init -C "$GG_TB_VO_USER_CERT" -K "$VOKEY" -o "$o" "$@" >/dev/null 2>&1
+}
+vo_init "$T_TMP/role" --voms testvo:/testvo/analysis/Role=production
+vo_init "$T_TMP/ana" --voms testvo:/testvo/analysis
+vo_init "$T_TMP/plain"
+J1=$(submit "$T_TMP/role")
+J2=$(submit "$T_TMP/ana")
+J3=$(submit "$T_TMP/plain")
+poll 20 test -d "$GG_TB_SESSION_DIR/$J1"
+expect_eq "A-REX maps /testvo/analysis/Role=production to $GG_TB_JOB_USER2" "$(owner "$J1")" "$GG_TB_JOB_USER2"
+poll 20 test -d "$GG_TB_SESSION_DIR/$J2"
+expect_eq "A-REX maps /testvo/analysis to $GG_TB_JOB_USER" "$(owner "$J2")" "$GG_TB_JOB_USER"
+expect_eq "A-REX refuses the VO member's proxy without the FQAN" "$J3" "HTTP 403"
+for j in $J1 $J2; do
+	curl -s --max-time 20 --cert "$T_TMP/ana" --key "$T_TMP/ana" --capath "$GG_TB_CA_DIR" \
+		-H 'Content-Type: application/json' -d "{\"job\":{\"id\":\"$j\"}}" \
+		"$GG_TB_REST_URL/jobs?action=kill" >/dev/null
+done
+done_testing
