@@ -30,7 +30,8 @@ expect_eq "get" "$RC" 0
 expect_eq "the change made over ssh is in the batch job's output" "$(cat batch/gridgpu-job.out 2>&1)" "$stamp"
 expect_fail "freeze --session of a path that is not there" 1 "no directory 'no-such-dir'" freeze --session dev --path no-such-dir -o z.sif
 [ -z "$(ls z.sif* 2>/dev/null)" ] && ok "nothing left behind by it" || not_ok "left behind: $(ls z.sif*)"
-expect_fail "freeze --session without --path" 2 "go together" freeze --session dev -o z.sif
+# No --path: the session's sandbox; this one was requested without --image.
+expect_fail "freeze --session without --path, session without an image" 1 "give --path DIR" freeze --session dev -o z.sif
 # tar failing on the node: its own words reach the user, nothing is left here
 check "a sandbox with an unreadable file on the node" "$GRIDGPU" connect dev -- "mkdir -p bad/d && echo x >bad/d/secret && chmod 000 bad/d/secret"
 run_gg freeze --session dev --path bad -o bad.sif
