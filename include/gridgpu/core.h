@@ -140,6 +140,10 @@ struct gg_site {
 	int64_t idle_limit;       /* seconds, 0 = default */
 };
 
+/* The credential a site's CE calls take by default: its auth, else "token"
+ * when it names a token source (token_command, oidc_account), else "proxy". */
+GG_API const char *gg_site_auth_kind(const struct gg_site *site);
+
 struct gg_config {
 	char *path;
 	char *default_site;

@@ -23,6 +23,13 @@ int gg_site_name_valid(const char *name)
 	return n <= 64;
 }
 
+const char *gg_site_auth_kind(const struct gg_site *site)
+{
+	if (site && site->auth)
+		return site->auth;
+	return site && (site->token_command || site->oidc_account) ? "token" : "proxy";
+}
+
 void gg_site_clear(struct gg_site *s)
 {
 	if (!s)

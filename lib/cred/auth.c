@@ -121,10 +121,7 @@ int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left
 	memset(a, 0, sizeof *a);
 	/* The proxy's key or the token is about to be in this process's memory. */
 	gg_cred_disable_core_dumps(NULL);
-	const char *kind = want                                                  ? want
-			   : site && site->auth                                  ? site->auth
-			   : site && (site->token_command || site->oidc_account) ? "token"
-										 : "proxy";
+	const char *kind = want ? want : gg_site_auth_kind(site);
 	int rc = gg_cred_ca_dir(site ? site->ca_dir : NULL, &a->ca_dir, err);
 	if (rc < 0)
 		return rc;

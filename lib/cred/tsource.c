@@ -19,9 +19,9 @@
 
 extern char **environ;
 
-#define TS_OUT_MAX (64 * 1024)
-#define TS_ERR_MAX 4096
-#define TS_DEFAULT_MARGIN 300
+#define TS_OUT_MAX            (64 * 1024)
+#define TS_ERR_MAX            4096
+#define TS_DEFAULT_MARGIN     300
 #define TS_DEFAULT_TIMEOUT_MS 60000
 
 static int64_t real_now(void *ud)
@@ -132,7 +132,8 @@ static int drain(struct gg_tsource *ts, int fds[2], char *out, size_t *nout, cha
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		struct timespec t;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		long spent = (t.tv_sec - start.tv_sec) * 1000 + (t.tv_nsec - start.tv_nsec) / 1000000;
+		long spent =
+			(t.tv_sec - start.tv_sec) * 1000 + (t.tv_nsec - start.tv_nsec) / 1000000;
 		if (spent >= ts->timeout_ms)
 			return gg_err_set(err, GG_ECRED, "%s gave no token within %d s", ts->what,
 					  (ts->timeout_ms + 999) / 1000);
@@ -194,7 +195,9 @@ static int spawn(struct gg_tsource *ts, pid_t *pid, int fds[2], struct gg_err *e
 	return 0;
 }
 
-/* "exit 3: <stderr, escaped, blanks folded>" for a failed command. */
+/* "failed (exit status 3): <stderr>" for a failed command. The text is
+ * kept as it was (at most 300 bytes): whoever shows the error escapes it
+ * (the CLI does, once). */
 static int command_failed(struct gg_tsource *ts, int status, const char *errb, size_t nerr,
 			  struct gg_err *err)
 {
@@ -205,10 +208,9 @@ static int command_failed(struct gg_tsource *ts, int status, const char *errb, s
 		snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
 	while (nerr && (errb[nerr - 1] == '\n' || errb[nerr - 1] == ' '))
 		nerr--;
-	char *said = nerr ? gg_str_printable(errb, nerr > 300 ? 300 : nerr) : NULL;
-	gg_err_set(err, GG_ECRED, "%s failed (%s)%s%s%s", ts->what, how, said ? ": " : "",
-		   said ? said : "", nerr > 300 ? "..." : "");
-	free(said);
+	int shown = nerr > 300 ? 300 : (int)nerr;
+	gg_err_set(err, GG_ECRED, "%s failed (%s)%s%.*s%s", ts->what, how, nerr ? ": " : "", shown,
+		   errb, nerr > 300 ? "..." : "");
 	return GG_ECRED;
 }
 
@@ -265,23 +267,16 @@ struct oa_agent_response {
 	};
 };
 typedef struct oa_agent_response (*oa_get_fn)(const char *account, time_t min_valid,
-					       const char *scope, const char *hint,
-					       const char *audience);
+					      const char *scope, const char *hint,
+					      const char *audience);
 typedef void (*oa_free_fn)(struct oa_agent_response);
 
 /* The agent's answer as an error line, escaped. */
-static int agent_error(struct gg_tsource *ts, const struct oa_error_response *e,
-		       struct gg_err *err)
+static int agent_error(struct gg_tsource *ts, const struct oa_error_response *e, struct gg_err *err)
 {
 	const char *msg = e->error ? e->error : "no token and no reason given";
-	char *said = gg_str_printable(msg, strlen(msg) > 300 ? 300 : strlen(msg));
-	char *help = e->help ? gg_str_printable(e->help, strlen(e->help) > 200 ? 200
-									: strlen(e->help))
-			     : NULL;
-	gg_err_set(err, GG_ECRED, "%s: oidc-agent: %s%s%s%s", ts->what, said ? said : "?",
-		   help ? " (" : "", help ? help : "", help ? ")" : "");
-	free(said);
-	free(help);
+	gg_err_set(err, GG_ECRED, "%s: oidc-agent: %.300s%s%.200s%s", ts->what, msg,
+		   e->help ? " (" : "", e->help ? e->help : "", e->help ? ")" : "");
 	return GG_ECRED;
 }
 
@@ -312,8 +307,8 @@ int gg_tsource_run_agent(struct gg_tsource *ts, int64_t min_valid, char **value,
 				  "it with eval $(oidc-agent) and oidc-add the account",
 				  ts->what);
 	}
-	struct oa_agent_response r = get(ts->account, (time_t)min_valid, ts->scopes, "gridgpu",
-					 ts->audience);
+	struct oa_agent_response r =
+		get(ts->account, (time_t)min_valid, ts->scopes, "gridgpu", ts->audience);
 	int rc = 0;
 	if (r.type != 1 || !r.token_response.token) {
 		rc = agent_error(ts, &r.error_response, err);
