@@ -23,6 +23,10 @@ enum {
 	O_DEFAULT,
 	O_WORKER,
 	O_RUNTIME,
+	O_TOKEN_COMMAND,
+	O_OIDC_ACCOUNT,
+	O_TOKEN_AUDIENCE,
+	O_TOKEN_SCOPES,
 	O_FORCE,
 };
 
@@ -44,6 +48,14 @@ const struct gg_opt cmd_site_add_opts[] = {
 	{"auth", 0, OPT_CHOICE, "proxy|token", "credential the CE takes (default proxy)", O_AUTH},
 	{"runtime", 0, OPT_CHOICE, "apptainer|bwrap",
 	 "how batch jobs run images (default apptainer)", O_RUNTIME},
+	{"token-command", 0, OPT_ARG, "CMD",
+	 "get tokens by running CMD (split into words, no shell; stdout: the token)",
+	 O_TOKEN_COMMAND},
+	{"oidc-account", 0, OPT_ARG, "NAME", "get tokens from this oidc-agent account",
+	 O_OIDC_ACCOUNT},
+	{"token-audience", 0, OPT_ARG, "AUD", "the audience asked of oidc-agent", O_TOKEN_AUDIENCE},
+	{"token-scopes", 0, OPT_ARG, "SCOPES", "the scopes asked of oidc-agent (space separated)",
+	 O_TOKEN_SCOPES},
 	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR",
 	 O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end a session idle for longer than DUR", O_IDLE},
@@ -76,7 +88,11 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 		 {"image", s->image},
 		 {"ca_dir", s->ca_dir},
 		 {"auth", s->auth},
-		 {"runtime", s->runtime}};
+		 {"runtime", s->runtime},
+		 {"token_command", s->token_command},
+		 {"oidc_account", s->oidc_account},
+		 {"token_audience", s->token_audience},
+		 {"token_scopes", s->token_scopes}};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (f[i].v)
 			json_object_set_new(o, f[i].k, json_string(f[i].v));
@@ -103,6 +119,10 @@ static char **str_field(struct gg_site *s, int id)
 	case O_GPU_RTE: return &s->gpu_rte;
 	case O_IMAGE: return &s->image;
 	case O_CA_DIR: return &s->ca_dir;
+	case O_TOKEN_COMMAND: return &s->token_command;
+	case O_OIDC_ACCOUNT: return &s->oidc_account;
+	case O_TOKEN_AUDIENCE: return &s->token_audience;
+	case O_TOKEN_SCOPES: return &s->token_scopes;
 	}
 	return NULL;
 }
@@ -140,6 +160,13 @@ static int check_value(struct gg_cli *cli, int id, const char *v)
 		if (strcmp(v, "proxy") && strcmp(v, "token"))
 			return ui_usage(cli, "--auth '%s': expected proxy or token", v);
 		return 0;
+	case O_TOKEN_COMMAND: {
+		char **argv = NULL;
+		if (gg_argv_split(v, &argv, &err) < 0)
+			return ui_usage(cli, "--token-command: %s", err.msg);
+		gg_argv_free(argv);
+		return 0;
+	}
 	}
 	return 0;
 }

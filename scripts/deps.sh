@@ -13,7 +13,8 @@ procps zsh bash-completion man-db python3 python3-cryptography python3-jsonschem
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
 valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace
 slurmctld slurmd slurm-client munge util-linux
-voms-server voms-mysql-plugin mariadb-server mariadb-client"
+voms-server voms-mysql-plugin mariadb-server mariadb-client
+oidc-agent-cli liboidc-agent4"
 # benchmarks
 PKGS="$PKGS hyperfine time debootstrap"
 

@@ -115,6 +115,10 @@ struct gg_ce_auth {
 	int (*cancel)(void *ud); /* polled during requests and waits: non-zero stops */
 	void *cancel_ud;
 	const struct gg_log *log; /* each request for -v/-vv (copied); or NULL */
+	/* Where fresh tokens come from (token_command, oidc_account): asked before
+	 * each request, so a long wait outlives the token it started with. The CE
+	 * holds a reference (gg_tsource_ref) until it is freed. Or NULL. */
+	struct gg_tsource *tsource;
 };
 
 struct gg_ce;

@@ -131,9 +131,18 @@ struct gg_site {
 	char *known_hosts;        /* known_hosts file with the jump hosts' keys */
 	char *worker_address;     /* address the last jump host reaches workers by */
 	char *runtime;            /* batch runtime: "apptainer" (default) or "bwrap" */
+	char *token_command;      /* token source: a command, split into words (no shell) */
+	char *oidc_account;       /* token source: an oidc-agent account */
+	char *token_audience;     /* the audience asked of oidc-agent, or NULL */
+	char *token_scopes;       /* the scopes asked of oidc-agent (space separated) */
+	int64_t token_refresh;    /* refresh margin, seconds, 0 = default (5 minutes) */
 	int64_t connect_deadline; /* seconds, 0 = default */
 	int64_t idle_limit;       /* seconds, 0 = default */
 };
+
+/* The credential a site's CE calls take by default: its auth, else "token"
+ * when it names a token source (token_command, oidc_account), else "proxy". */
+GG_API const char *gg_site_auth_kind(const struct gg_site *site);
 
 struct gg_config {
 	char *path;

@@ -320,18 +320,51 @@ GG_API void gg_token_free(struct gg_token *t);
  * 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=". */
 GG_API int gg_token_valid(const char *s);
 
+/* ---- tokens obtained: a site's token source (tsource.c) ---- */
+
+/* Where a site's tokens come from when the user does not manage them: a
+ * command (token_command, run without a shell, its stdout the token) or an
+ * oidc-agent account (oidc_account, through liboidc-agent loaded at run time,
+ * with the site's token_audience and token_scopes). A token is fetched when
+ * the one held has less than the refresh margin left: token_refresh (default
+ * 5 minutes), at most a quarter of the token's lifetime. Reference counted:
+ * a CE handle keeps one. Not thread-safe (one per context). */
+struct gg_tsource;
+/* The site's source, or *out NULL (rc 0) when it names none. Nothing is run
+ * yet. GG_EUSAGE for a token_command that cannot be split into words. */
+GG_API int gg_tsource_new(const struct gg_site *site, struct gg_tsource **out, struct gg_err *err);
+GG_API struct gg_tsource *gg_tsource_ref(struct gg_tsource *ts);
+/* Drops a reference; frees (the token wiped) with the last. NULL is fine. */
+GG_API void gg_tsource_free(struct gg_tsource *ts);
+/* The token to send now, fetched when the one held is missing or has less
+ * than the margin left (*tok stays valid until the next call). GG_ECRED with
+ * one line naming the source when it cannot be had (the command missing,
+ * failing - its stderr escaped -, printing no token; the agent not running,
+ * the account unknown); never the token itself. */
+GG_API int gg_tsource_token(struct gg_tsource *ts, const struct gg_token **tok, struct gg_err *err);
+/* gg_tsource_token's value, in the shape of an HTTP token callback. */
+GG_API int gg_tsource_current(void *ts, const char **token, struct gg_err *err);
+/* Tokens fetched so far; the source in words ("token_command 'htgettoken'",
+ * "oidc-agent account 'wlcg'"). */
+GG_API unsigned gg_tsource_fetches(const struct gg_tsource *ts);
+GG_API const char *gg_tsource_describe(const struct gg_tsource *ts);
+
 /* ---- the credential of a CE call (auth.c) ---- */
 
 struct gg_auth {
 	const char *kind; /* "proxy" or "token" */
 	char *proxy_path;
-	struct gg_token *token;
+	struct gg_token *token;     /* found, or the first one from tsource */
+	struct gg_tsource *tsource; /* the site's token source (a reference), or NULL */
 	char *ca_dir;
 };
 /* Find the credential a site (want: "proxy" or "token", else the site's auth,
- * else the proxy) is talked to with, and check that it lasts need_left seconds:
- * GG_ECRED with how to get one when it does not. The CA directory is the
- * site's, else the usual one. */
+ * else "token" when the site names a token source, else the proxy) is talked
+ * to with, and check that it lasts need_left seconds: GG_ECRED with how to get
+ * one when it does not. A token comes from the site's source when it has one
+ * (the first token fetched now, and fresh ones later, so need_left does not
+ * apply), else from the WLCG discovery order. The CA directory is the site's,
+ * else the usual one. */
 GG_API int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left,
 			struct gg_auth *a, struct gg_err *err);
 GG_API void gg_auth_clear(struct gg_auth *a);

@@ -7,6 +7,7 @@
  *  - one-element lists collapse to objects, empty lists are empty bodies;
  *  - the delegation id is the last path segment of a malformed Location. */
 #include "ce/arc.h"
+#include "cred/cred.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -66,6 +67,7 @@ static void arc_close(struct gg_ce *g)
 	if (!ce)
 		return;
 	gg_http_free(ce->http);
+	gg_tsource_free(ce->tsource);
 	free(ce->cache_path);
 	free(ce->base);
 	free(ce);
@@ -89,6 +91,12 @@ static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_er
 				  .cancel = auth->cancel,
 				  .cancel_ud = auth->cancel_ud,
 				  .log = auth->log};
+	if (auth->tsource) {
+		ce->tsource = gg_tsource_ref(auth->tsource);
+		ho.proxy_path = NULL;
+		ho.token_fn = gg_tsource_current;
+		ho.token_ud = ce->tsource;
+	}
 	return gg_http_new(&ho, &ce->http, err);
 }
 

@@ -10,7 +10,8 @@ struct arc {
 	char *base;           /* endpoint/rest/<version> */
 	char version[8];
 	struct gg_http *http;
-	int submit_unsent; /* the last submit failed with nothing sent */
+	int submit_unsent;          /* the last submit failed with nothing sent */
+	struct gg_tsource *tsource; /* a reference, or NULL */
 };
 
 /* The REST version in use ("1.0" or "1.1"), asked once (GET /rest). */

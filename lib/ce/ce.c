@@ -11,7 +11,7 @@ int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err)
 {
 	*out = NULL;
-	if (!auth->proxy_path && !auth->token)
+	if (!auth->proxy_path && !auth->token && !auth->tsource)
 		return gg_err_set(err, GG_ECRED,
 				  "no credential to talk to the CE: run 'gridgpu "
 				  "proxy init' or set BEARER_TOKEN");

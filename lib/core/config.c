@@ -23,6 +23,13 @@ int gg_site_name_valid(const char *name)
 	return n <= 64;
 }
 
+const char *gg_site_auth_kind(const struct gg_site *site)
+{
+	if (site && site->auth)
+		return site->auth;
+	return site && (site->token_command || site->oidc_account) ? "token" : "proxy";
+}
+
 void gg_site_clear(struct gg_site *s)
 {
 	if (!s)
@@ -42,6 +49,10 @@ void gg_site_clear(struct gg_site *s)
 	free(s->known_hosts);
 	free(s->worker_address);
 	free(s->runtime);
+	free(s->token_command);
+	free(s->oidc_account);
+	free(s->token_audience);
+	free(s->token_scopes);
 	memset(s, 0, sizeof *s);
 }
 
@@ -149,6 +160,10 @@ static char **site_str_field(struct gg_site *s, const char *key)
 		{"known_hosts", offsetof(struct gg_site, known_hosts)},
 		{"worker_address", offsetof(struct gg_site, worker_address)},
 		{"runtime", offsetof(struct gg_site, runtime)},
+		{"token_command", offsetof(struct gg_site, token_command)},
+		{"oidc_account", offsetof(struct gg_site, oidc_account)},
+		{"token_audience", offsetof(struct gg_site, token_audience)},
+		{"token_scopes", offsetof(struct gg_site, token_scopes)},
 	};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (strcmp(tab[i].key, key) == 0)
@@ -214,6 +229,7 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 	}
 	int64_t *d = strcmp(key, "connect_deadline") == 0 ? &s->connect_deadline
 		     : strcmp(key, "idle_limit") == 0     ? &s->idle_limit
+		     : strcmp(key, "token_refresh") == 0  ? &s->token_refresh
 							  : NULL;
 	if (d && gg_duration_parse_unit(value, d, err) < 0)
 		return gg_err_prefix(err, "%s", key);
@@ -381,9 +397,22 @@ int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *
 	memset(dst, 0, sizeof *dst);
 	if (!(dst->name = strdup(src->name)))
 		goto oom;
-	static const char *keys[] = {"ce",       "user",        "queue",          "gpu_queue",
-				     "gpu_rte",  "image",       "ca_dir",         "auth",
-				     "identity", "known_hosts", "worker_address", "runtime"};
+	static const char *keys[] = {"ce",
+				     "user",
+				     "queue",
+				     "gpu_queue",
+				     "gpu_rte",
+				     "image",
+				     "ca_dir",
+				     "auth",
+				     "identity",
+				     "known_hosts",
+				     "worker_address",
+				     "runtime",
+				     "token_command",
+				     "oidc_account",
+				     "token_audience",
+				     "token_scopes"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *v = *site_str_field((struct gg_site *)src, keys[i]);
 		if (v && !(*site_str_field(dst, keys[i]) = strdup(v)))
@@ -396,6 +425,7 @@ int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *
 	}
 	dst->connect_deadline = src->connect_deadline;
 	dst->idle_limit = src->idle_limit;
+	dst->token_refresh = src->token_refresh;
 	return 0;
 oom:
 	gg_site_clear(dst);
@@ -408,9 +438,22 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 		return gg_err_set(err, GG_EUSAGE,
 				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
 				  site->name ? site->name : "");
-	static const char *keys[] = {"ce",       "user",        "queue",          "gpu_queue",
-				     "gpu_rte",  "image",       "ca_dir",         "auth",
-				     "identity", "known_hosts", "worker_address", "runtime"};
+	static const char *keys[] = {"ce",
+				     "user",
+				     "queue",
+				     "gpu_queue",
+				     "gpu_rte",
+				     "image",
+				     "ca_dir",
+				     "auth",
+				     "identity",
+				     "known_hosts",
+				     "worker_address",
+				     "runtime",
+				     "token_command",
+				     "oidc_account",
+				     "token_audience",
+				     "token_scopes"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		const char *v = *site_str_field((struct gg_site *)site, keys[i]);
 		if (v && !gg_config_value_ok(v))
@@ -479,9 +522,11 @@ char *gg_config_format(const struct gg_config *cfg)
 			fprintf(f, "ce = %s\n", s->ce);
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
-		static const char *keys[] = {"identity", "known_hosts", "worker_address", "user",
-					     "queue",    "gpu_queue",   "gpu_rte",        "image",
-					     "ca_dir",   "auth",        "runtime"};
+		static const char *keys[] = {"identity",     "known_hosts",    "worker_address",
+					     "user",         "queue",          "gpu_queue",
+					     "gpu_rte",      "image",          "ca_dir",
+					     "auth",         "runtime",        "token_command",
+					     "oidc_account", "token_audience", "token_scopes"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)
@@ -494,6 +539,9 @@ char *gg_config_format(const struct gg_config *cfg)
 		if (s->idle_limit)
 			fprintf(f, "idle_limit = %s\n",
 				gg_duration_format_exact(s->idle_limit, d, sizeof d));
+		if (s->token_refresh)
+			fprintf(f, "token_refresh = %s\n",
+				gg_duration_format_exact(s->token_refresh, d, sizeof d));
 	}
 	if (fclose(f) != 0) {
 		free(buf);

@@ -23,6 +23,14 @@ char *gg_strstrip(char *s);
  * valid UTF-8 with none of those code points.
  * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
 char *gg_str_printable(const char *s, size_t len);
+/* Split a command line into words as the configuration's token_command is:
+ * blanks separate words; '...' keeps everything literally; "..." keeps
+ * everything but \" and \\ (a backslash before them escapes them); a
+ * backslash outside quotes escapes the next character. No variables, globs
+ * or other shell syntax. *argv is NULL-terminated, free with gg_argv_free.
+ * GG_EUSAGE for an unterminated quote or no word at all. */
+int gg_argv_split(const char *s, char ***argv, struct gg_err *err);
+void gg_argv_free(char **argv);
 
 /* ---- durations and sizes typed by a user ------------------------------- */
 

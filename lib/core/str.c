@@ -143,3 +143,79 @@ char *gg_str_printable(const char *s, size_t len)
 		*o = '\0';
 	return out;
 }
+
+void gg_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* One word from *pp into w (room for strlen of the whole line); 0 or a quote
+ * left open (its character). */
+static int argv_word(const char **pp, char *w)
+{
+	const char *p = *pp;
+	char q = 0;
+	for (; *p && (q || (*p != ' ' && *p != '\t')); p++) {
+		if (q == '\'') {
+			if (*p == '\'')
+				q = 0;
+			else
+				*w++ = *p;
+		} else if (q == '"') {
+			if (*p == '"')
+				q = 0;
+			else if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+				*w++ = *++p;
+			else
+				*w++ = *p;
+		} else if (*p == '\'' || *p == '"') {
+			q = *p;
+		} else if (*p == '\\' && p[1]) {
+			*w++ = *++p;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+	*pp = p;
+	return q;
+}
+
+int gg_argv_split(const char *s, char ***argv, struct gg_err *err)
+{
+	size_t n = 0, len = strlen(s);
+	char **v = calloc(len / 2 + 2, sizeof *v), *w = malloc(len + 1);
+	if (!v || !w) {
+		free(v);
+		free(w);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	const char *p = s;
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		int q = argv_word(&p, w);
+		if (q) {
+			free(w);
+			gg_argv_free(v);
+			return gg_err_set(err, GG_EUSAGE, "a %s quote is not closed",
+					  q == '"' ? "double" : "single");
+		}
+		if (!(v[n++] = strdup(w))) {
+			free(w);
+			gg_argv_free(v);
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		}
+	}
+	free(w);
+	if (!n) {
+		free(v);
+		return gg_err_set(err, GG_EUSAGE, "no command");
+	}
+	*argv = v;
+	return 0;
+}

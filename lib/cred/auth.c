@@ -11,14 +11,38 @@ void gg_auth_clear(struct gg_auth *a)
 {
 	free(a->proxy_path);
 	gg_token_free(a->token);
+	gg_tsource_free(a->tsource);
 	free(a->ca_dir);
 	memset(a, 0, sizeof *a);
 }
 
-static int token_auth(struct gg_auth *a, int64_t need_left, struct gg_err *err)
+/* The site's token source: the first token now (what is wrong with the
+ * source shows before anything is submitted), fresh ones before each call. */
+static int source_auth(struct gg_auth *a, struct gg_err *err)
+{
+	const struct gg_token *t = NULL;
+	int rc = gg_tsource_token(a->tsource, &t, err);
+	if (rc < 0) {
+		if (err)
+			err->code = GG_ECRED;
+		return GG_ECRED;
+	}
+	if (gg_token_new(t->value, t->source, &a->token, err) < 0)
+		return GG_ECRED;
+	a->kind = "token";
+	return 0;
+}
+
+static int token_auth(const struct gg_site *site, struct gg_auth *a, int64_t need_left,
+		      struct gg_err *err)
 {
 	char d[32];
-	int rc = gg_token_find(&a->token, err);
+	int rc = gg_tsource_new(site, &a->tsource, err);
+	if (rc < 0)
+		return rc;
+	if (a->tsource)
+		return source_auth(a, err);
+	rc = gg_token_find(&a->token, err);
 	if (rc < 0) {
 		if (rc == GG_ENOTFOUND)
 			gg_err_set(err, GG_ECRED,
@@ -97,10 +121,10 @@ int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left
 	memset(a, 0, sizeof *a);
 	/* The proxy's key or the token is about to be in this process's memory. */
 	gg_cred_disable_core_dumps(NULL);
-	const char *kind = want ? want : site && site->auth ? site->auth : "proxy";
+	const char *kind = want ? want : gg_site_auth_kind(site);
 	int rc = gg_cred_ca_dir(site ? site->ca_dir : NULL, &a->ca_dir, err);
 	if (rc < 0)
 		return rc;
-	return strcmp(kind, "token") == 0 ? token_auth(a, need_left, err)
+	return strcmp(kind, "token") == 0 ? token_auth(site, a, need_left, err)
 					  : proxy_auth(a, need_left, err);
 }

@@ -99,16 +99,41 @@ int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg
 	return 0;
 }
 
+static void drop_auth_header(struct gg_http *h)
+{
+	if (h->auth_header) {
+		OPENSSL_cleanse(h->auth_header, strlen(h->auth_header));
+		free(h->auth_header);
+		h->auth_header = NULL;
+	}
+}
+
+/* The token source's current token in the Authorization header, replaced in
+ * place when it was refreshed (a long wait outlives several tokens). */
+static int refresh_auth(struct gg_http *h, struct gg_err *err)
+{
+	if (!h->o.token_fn)
+		return 0;
+	const char *tok = NULL;
+	int rc = h->o.token_fn(h->o.token_ud, &tok, err);
+	if (rc < 0)
+		return rc;
+	static const char pfx[] = "Authorization: Bearer ";
+	if (!tok || (h->auth_header && strcmp(h->auth_header + sizeof pfx - 1, tok) == 0))
+		return 0;
+	drop_auth_header(h);
+	if (!(h->auth_header = gg_strdup_printf("%s%s", pfx, tok)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	return 0;
+}
+
 void gg_http_free(struct gg_http *h)
 {
 	if (!h)
 		return;
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
-	if (h->auth_header) {
-		OPENSSL_cleanse(h->auth_header, strlen(h->auth_header));
-		free(h->auth_header);
-	}
+	drop_auth_header(h);
 	free(h->proxy_path);
 	free(h->ca_dir);
 	free(h);
@@ -528,6 +553,8 @@ int gg_http_request(struct gg_http *h, const char *method, const char *url,
 	h->unsent = 1; /* until a try may have sent something */
 	for (int i = 0; i < tries; i++) {
 		gg_http_resp_clear(resp);
+		if ((rc = refresh_auth(h, err)) < 0)
+			return rc;
 		struct xfer x = {.h = h, .resp = resp};
 		struct curl_slist *hdr = setup(h, &x, method, url, content_type, accept);
 		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
@@ -576,6 +603,11 @@ int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 	}
 	gg_http_resp_clear(resp);
 	h->unsent = 1;
+	int arc = refresh_auth(h, err);
+	if (arc < 0) {
+		fclose(f);
+		return arc;
+	}
 	struct xfer x = {.h = h, .resp = resp, .progress = progress, .ud = ud};
 	struct curl_slist *hdr = setup(h, &x, "PUT", url, "application/octet-stream", NULL);
 	curl_easy_setopt(h->curl, CURLOPT_UPLOAD, 1L);
@@ -598,6 +630,11 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 	char *tmp = gg_strdup_printf("%s.part.XXXXXX", path);
 	if (!tmp)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int arc = refresh_auth(h, err);
+	if (arc < 0) {
+		free(tmp);
+		return arc;
+	}
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;

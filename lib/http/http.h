@@ -27,6 +27,11 @@ struct gg_http_opts {
 	int (*cancel)(void *ud);
 	void *cancel_ud;
 	const struct gg_log *log; /* each request (level 1), its headers (2); copied; or NULL */
+	/* A token that changes (refreshed before it expires): asked before each
+	 * request; the Authorization header is rebuilt when the answer differs
+	 * from the token in use. Its error (GG_ECRED) fails the request. */
+	int (*token_fn)(void *ud, const char **token, struct gg_err *err);
+	void *token_ud;
 };
 
 struct gg_http_resp {

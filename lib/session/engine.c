@@ -60,6 +60,7 @@ int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg
 	free(state);
 	struct gg_ce_auth ca = {.proxy_path = a->proxy_path,
 				.token = a->token ? a->token->value : NULL,
+				.tsource = a->tsource,
 				.ca_dir = a->ca_dir,
 				.cache_path = cache,
 				.cancel = e->cancel,

@@ -15,7 +15,7 @@ static char *dup_or_null(const char *s)
 
 static const char *auth_of(int token, const struct gg_site *site)
 {
-	return token ? "token" : site && site->auth ? site->auth : "proxy";
+	return token ? "token" : gg_site_auth_kind(site);
 }
 
 void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site)

@@ -14,7 +14,8 @@ FUZZ_TARGET(voms)
 		int rc = gg_voms_answer_parse((const char *)data, size, &a, &err);
 		FUZZ_CHECK(rc == 0 || (rc == GG_EPROTO && err.msg[0]), "failure without a message");
 		if (rc == 0)
-			FUZZ_CHECK(a.code || (a.ac && a.ac_len), "an answer with neither AC nor error");
+			FUZZ_CHECK(a.code || (a.ac && a.ac_len),
+				   "an answer with neither AC nor error");
 		gg_voms_answer_clear(&a);
 		return 0;
 	}
@@ -22,7 +23,8 @@ FUZZ_TARGET(voms)
 	size_t n = 0;
 	if (gg_ac_seq_parse(data, size, 1700000000, &acs, &n, &err) == 0)
 		for (size_t i = 0; i < n; i++)
-			FUZZ_CHECK(acs[i].vo && acs[i].issuer && acs[i].n_fqans, "an AC without VO");
+			FUZZ_CHECK(acs[i].vo && acs[i].issuer && acs[i].n_fqans,
+				   "an AC without VO");
 	gg_ac_list_free(acs, n);
 	if (gg_ac_parse(data, size, 1700000000, &one, &err) == 0)
 		FUZZ_CHECK(one.vo && one.n_fqans > 0, "an AC without FQANs");

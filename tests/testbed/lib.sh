@@ -76,7 +76,7 @@ tb_shape() {
 	fi
 	case $TB_LRMS in fork | slurm) ;; *) echo "testbed: GRIDGPU_TESTBED_LRMS must be fork or slurm, not '$TB_LRMS'" >&2; exit 2 ;; esac
 	TB_REST_PORT=$((TB_PORT_BASE + 23))      # A-REX WS/REST, bridged to the root namespace
-	TB_ISSUER_PORT=$((TB_PORT_BASE + 24))    # OIDC issuer, inside only
+	TB_ISSUER_PORT=$((TB_PORT_BASE + 24))    # OIDC issuer, inside; bridged to the root namespace
 	TB_VOMS_PORT=$((TB_PORT_BASE + 25))      # VOMS server, bridged to the root namespace
 	TB_JUMP1_PORT=$((TB_PORT_BASE + 2))      # sshd jump1, root namespace
 	TB_JUMP2_PORT=$((TB_PORT_BASE + 3))      # sshd jump2, inside; bridged to the root namespace
@@ -276,6 +276,7 @@ bridge-jump2|$TB_RUN/bridge-jump2.pid|TCP-LISTEN:$TB_JUMP2_PORT,bind=127.0.0.1||
 mariadb|$TB_RUN/mariadb.pid|mariadbd --no-defaults --datadir=$TB_VOMS/db |$TB_NS|
 voms|$TB_RUN/voms.pid|voms -conf $TB_VOMS/voms.conf|$TB_NS|$TB_VOMS_PORT
 bridge-voms|$TB_RUN/bridge-voms.pid|TCP-LISTEN:$TB_VOMS_PORT,bind=127.0.0.1||$TB_VOMS_PORT
+bridge-issuer|$TB_RUN/bridge-issuer.pid|TCP-LISTEN:$TB_ISSUER_PORT,bind=127.0.0.1||$TB_ISSUER_PORT
 EOF
 	[ "$TB_LRMS" = slurm ] || return 0
 	cat <<EOF

@@ -29,7 +29,8 @@ static void test_vomses_line(void **state)
 	free(s.alias), free(s.host), free(s.dn), free(s.vo);
 	assert_int_equal(gg_voms_server_parse("# comment\n", &s, &err), 1);
 	assert_int_equal(gg_voms_server_parse("   \n", &s, &err), 1);
-	assert_int_equal(gg_voms_server_parse("\"a\" \"h\" \"0\" \"/CN=x\" \"a\"", &s, &err), GG_EUSAGE);
+	assert_int_equal(gg_voms_server_parse("\"a\" \"h\" \"0\" \"/CN=x\" \"a\"", &s, &err),
+			 GG_EUSAGE);
 	assert_int_equal(gg_voms_server_parse("\"a\" \"h\" \"15\" \"/CN=x\" \"a\" junk", &s, &err),
 			 GG_EUSAGE);
 	assert_int_equal(gg_voms_server_parse("\"a\" \"h\" \"x15\"", &s, &err), GG_EUSAGE);
@@ -72,10 +73,16 @@ static void test_answer(void **state)
 	assert_int_equal(gg_voms_answer_parse(ok, strlen(ok), &a, &err), 0);
 	assert_int_equal(a.ac_len, 4);
 	gg_voms_answer_clear(&a);
-	const char *bad[] = {"", "<voms>", "<voms><ac>QQ==</ac></vomx>", "<voms a=\"1\"><ac/></voms>",
-			     "<!DOCTYPE x><voms><ac>QQ==</ac></voms>", "<voms><ac>&xxe;</ac></voms>",
-			     "<voms><ac>QQ==</ac></voms>trailing", "<voms><ac>!!</ac></voms>",
-			     "<voms><ac>QQ==</ac><ac>QQ==</ac></voms>", "<html><body>hi</body></html>"};
+	const char *bad[] = {"",
+			     "<voms>",
+			     "<voms><ac>QQ==</ac></vomx>",
+			     "<voms a=\"1\"><ac/></voms>",
+			     "<!DOCTYPE x><voms><ac>QQ==</ac></voms>",
+			     "<voms><ac>&xxe;</ac></voms>",
+			     "<voms><ac>QQ==</ac></voms>trailing",
+			     "<voms><ac>!!</ac></voms>",
+			     "<voms><ac>QQ==</ac><ac>QQ==</ac></voms>",
+			     "<html><body>hi</body></html>"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(gg_voms_answer_parse(bad[i], strlen(bad[i]), &a, &err), GG_EPROTO);
 }

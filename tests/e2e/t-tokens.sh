@@ -1,0 +1,137 @@
+#!/bin/sh
+# Tokens obtained, not only found (issue 17 item 3): a site's token_command
+# (a script asking the test issuer for 40-second tokens) keeps a long
+# 'get --wait' authorised across token expiries; a real oidc-agent, its
+# account made by oidc-gen against the test issuer, gives a site's tokens;
+# bad sources are one line each, exit 3, no secret shown, no record left.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+export X509_CERT_DIR="$GG_TB_CA_DIR" X509_USER_PROXY="$T_TMP/no-proxy"
+RECS=$XDG_STATE_HOME/gridgpu/records
+ISS=$GG_TB_TOKEN_ISSUER
+secret_of() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$GG_TB_ISSUER_CLIENTS" "$1"; }
+# tokens the issuer gave one client with one grant (its log, one line each)
+issued() { grep -c "token issued client=$1 grant=$2 " "$GG_TB_ISSUER_LOG"; }
+
+# A token_command as htgettoken would be: secrets read from files, never argv.
+cat >"$T_TMP/get-token" <<'EOF'
+#!/usr/bin/python3
+import base64, json, ssl, sys, urllib.parse, urllib.request
+iss, clients, ca, cid = sys.argv[1:5]
+d = json.load(open(clients))
+form = urllib.parse.urlencode({"grant_type": "password", "username": "gridgpu-test",
+                               "password": d["users"]["gridgpu-test"]["password"]}).encode()
+req = urllib.request.Request(iss + "/token", data=form)
+basic = base64.b64encode(("%s:%s" % (cid, d["clients"][cid]["secret"])).encode()).decode()
+req.add_header("Authorization", "Basic " + basic)
+ctx = ssl.create_default_context(cafile=ca)
+print(json.load(urllib.request.urlopen(req, context=ctx, timeout=20))["access_token"])
+EOF
+chmod 0700 "$T_TMP/get-token"
+printf '#!/bin/sh\necho "no luck: \033[31mthe issuer said no" >&2\nexit 7\n' >"$T_TMP/fails"
+printf '#!/bin/sh\necho "secret-GARBAGE-42 is not a token!"\n' >"$T_TMP/garbage"
+chmod 0700 "$T_TMP/fails" "$T_TMP/garbage"
+
+mkdir -p "$XDG_CONFIG_HOME/gridgpu"
+cat >"$XDG_CONFIG_HOME/gridgpu/config" <<EOF
+[site tc]
+ce = $GG_TB_CE_URL
+runtime = bwrap
+token_command = $T_TMP/get-token $ISS $GG_TB_ISSUER_CLIENTS "$GG_TB_CA_CERT" gridgpu-short
+
+[site ta]
+ce = $GG_TB_CE_URL
+runtime = bwrap
+oidc_account = tb17
+token_scopes = openid compute.create compute.read compute.cancel compute.modify
+token_audience = $GG_TB_CE_URL
+
+[site missing]
+ce = $GG_TB_CE_URL
+token_command = $T_TMP/no-such-htgettoken -a issuer
+
+[site fails]
+ce = $GG_TB_CE_URL
+token_command = $T_TMP/fails
+
+[site garbage]
+ce = $GG_TB_CE_URL
+token_command = $T_TMP/garbage
+
+[site unknown]
+ce = $GG_TB_CE_URL
+oidc_account = no-such-account
+EOF
+
+# --- (a) token_command: a job that outlives three 40-second tokens ----------
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" sleep
+check "freeze the test sandbox" "$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
+cd "$T_TMP" || exit 1
+BEARER_TOKEN=$("$GG_TB_MINT_TOKEN" --exp -60) run_gg --site tc submit work.sif --name long \
+	--walltime 30m -- sh -c 'sleep 130; echo outlived'
+expect_eq "submit with the site's token_command (an expired BEARER_TOKEN is not used)" "$RC" 0
+before=$(issued gridgpu-short password)
+t0=$(date +%s)
+run_gg get --wait --timeout 5m long
+took=$(($(date +%s) - t0))
+expect_eq "get --wait across token expiries: the job's end and its output" "$RC $(cat long/gridgpu-job.out 2>/dev/null)" "0 outlived"
+fetched=$(($(issued gridgpu-short password) - before))
+[ "$took" -ge 120 ] && [ "$fetched" -ge 3 ] &&
+	ok "the wait took ${took}s (3 token lifetimes) and fetched $fetched tokens from the issuer" ||
+	not_ok "a long wait with fresh tokens (took ${took}s, $fetched tokens fetched, err: $ERR)"
+
+# --- (b) oidc-agent ----------------------------------------------------------
+export OIDC_CONFIG_DIR="$T_TMP/oidc" OIDC_ENCRYPTION_PW="e2e-$(openssl rand -hex 8)"
+mkdir -m 0700 "$OIDC_CONFIG_DIR"
+oidc-agent --socket-path="$T_TMP/oidc-agent.sock" --json >"$T_TMP/agent.json" 2>"$T_TMP/agent.err"
+AGENT_PID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dpid"])' "$T_TMP/agent.json" 2>/dev/null)
+trap '[ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null' EXIT
+export OIDC_SOCK="$T_TMP/oidc-agent.sock"
+# oidc-gen reads the client secret and the user's password from argv: a test
+# user of a test issuer; gridgpu itself never takes them.
+check "oidc-gen makes an account against the test issuer (password flow, no prompt)" \
+	oidc-gen tb17 --issuer "$ISS" --client-id gridgpu-short \
+	--client-secret "$(secret_of 'd["clients"]["gridgpu-short"]["secret"]')" \
+	--flow=password --op-username gridgpu-test \
+	--op-password "$(secret_of 'd["users"]["gridgpu-test"]["password"]')" \
+	--cp "$GG_TB_CA_CERT" --pw-env --scope "openid offline_access compute.create compute.read compute.cancel compute.modify" \
+	--prompt=none --confirm-default --no-url-call --no-webserver
+rt0=$(issued gridgpu-short refresh_token)
+run_gg --site ta request --name oa1 --no-wait --walltime 10m
+expect_eq "request with the agent's token (site oidc_account)" "$RC" 0
+expect_eq "the record says token" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["auth"])' "$RECS/oa1.json" 2>&1)" token
+t1=$(date +%s) n=0 bad=0
+# 50 s of list --sync: the agent's 40-second token expires within it.
+while [ $(($(date +%s) - t1)) -lt 50 ]; do
+	run_gg list --sync
+	n=$((n + 1))
+	[ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -Eq '^oa1 +ta ' || bad=$((bad + 1))
+	sleep 5
+done
+rt=$(($(issued gridgpu-short refresh_token) - rt0))
+[ "$bad" = 0 ] && [ "$rt" -ge 2 ] &&
+	ok "list --sync for 50 s: all $n synced, the agent refreshed $rt tokens at the issuer" ||
+	not_ok "list --sync across an expiry ($bad of $n failed, $rt refreshed; $ERR)"
+run_gg kill oa1
+expect_eq "kill with the agent's token" "$RC" 0
+
+# --- (c) bad sources: one line, exit 3, no secret, no record ------------------
+bad_source() { # description site message
+	run_gg --site "$2" request --name "bad-$2" --no-wait --walltime 10m
+	if [ "$RC" = 3 ] && printf '%s' "$ERR" | grep -qF -- "$3" && [ "$(printf '%s\n' "$ERR" | wc -l)" = 1 ] &&
+		! printf '%s%s' "$OUT" "$ERR" | grep -q "GARBAGE-42" && [ ! -e "$RECS/bad-$2.json" ]; then
+		ok "$1: one line, exit 3, no record"
+	else
+		not_ok "$1 (exit $RC; stderr: $ERR; record: $(ls "$RECS" | grep "bad-$2"))"
+	fi
+}
+bad_source "command missing" missing "token_command '$T_TMP/no-such-htgettoken' cannot be run: No such file or directory"
+bad_source "command failing, its stderr escaped" fails 'failed (exit status 7): no luck: \x1b[31mthe issuer said no'
+bad_source "command printing garbage (not shown)" garbage "token_command '$T_TMP/garbage' printed something that is not a bearer token"
+bad_source "unknown oidc-agent account" unknown "oidc-agent account 'no-such-account': oidc-agent:"
+OIDC_SOCK='' bad_source "oidc-agent not running" ta "oidc-agent is not running"
+env -u OIDC_SOCK "$GRIDGPU" --site ta request --name bad-ta --no-wait >/dev/null 2>"$T_TMP/nosock"
+expect_eq "no OIDC_SOCK at all: exit 3" "$?" 3
+kill "$AGENT_PID" 2>/dev/null
+AGENT_PID=
+done_testing
