@@ -83,6 +83,28 @@ tb_shape() {
 	TB_NETNS_ETC=/etc/netns/$TB_NS
 }
 
+# tb_shape_guard WHAT: refuse (one line, exit 2) when TB_DIR/run/shape records
+# a shape that the environment's GG_TB_NS, GG_TB_PORT_BASE or
+# GRIDGPU_TESTBED_LRMS contradicts: a command meant for one site must not act
+# on another's directory (site-down with a second site's environment and the
+# default DIR once stopped the shared site).
+tb_shape_guard() {
+	local k v rec=() bad=''
+	[ -r "$TB_RUN/shape" ] || return 0
+	while IFS='=' read -r k v; do
+		case $k in
+		ns) [ -z "${GG_TB_NS:-}" ] || [ "$GG_TB_NS" = "$v" ] || bad="$bad GG_TB_NS=$GG_TB_NS" ;;
+		port_base) [ -z "${GG_TB_PORT_BASE:-}" ] || [ "$GG_TB_PORT_BASE" = "$v" ] || bad="$bad GG_TB_PORT_BASE=$GG_TB_PORT_BASE" ;;
+		lrms) [ -z "${GRIDGPU_TESTBED_LRMS:-}" ] || [ "$GRIDGPU_TESTBED_LRMS" = "$v" ] || bad="$bad GRIDGPU_TESTBED_LRMS=$GRIDGPU_TESTBED_LRMS" ;;
+		*) continue ;;
+		esac
+		rec+=("$k=$v")
+	done <"$TB_RUN/shape"
+	[ -z "$bad" ] && return 0
+	echo "testbed: $1: refusing: $TB_DIR is the site ${rec[*]}, but the environment says${bad} (name that site's DIR, or unset those)" >&2
+	exit 2
+}
+
 # tb_shape_text: the shape as site-up records it in TB_DIR/run/shape.
 tb_shape_text() { printf 'ns=%s\nport_base=%s\nlrms=%s\n' "$TB_NS" "$TB_PORT_BASE" "$TB_LRMS"; }
 
