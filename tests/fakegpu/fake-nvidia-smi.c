@@ -73,13 +73,15 @@ int main(int argc, char **argv)
 	}
 	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
 	if (!lib) {
-		fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the "
-				"NVIDIA driver. Make sure that the latest NVIDIA driver is installed "
-				"and running.\n\n");
+		fprintf(stderr,
+			"NVIDIA-SMI has failed because it couldn't communicate with the "
+			"NVIDIA driver. Make sure that the latest NVIDIA driver is installed "
+			"and running.\n\n");
 		return 9;
 	}
 	nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))fn(lib, "nvmlInit_v2");
-	nvmlReturn_t (*count)(unsigned *) = (nvmlReturn_t(*)(unsigned *))fn(lib, "nvmlDeviceGetCount_v2");
+	nvmlReturn_t (*count)(unsigned *) =
+		(nvmlReturn_t(*)(unsigned *))fn(lib, "nvmlDeviceGetCount_v2");
 	nvmlReturn_t (*handle)(unsigned, nvmlDevice_t *) =
 		(nvmlReturn_t(*)(unsigned, nvmlDevice_t *))fn(lib, "nvmlDeviceGetHandleByIndex_v2");
 	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned) =
@@ -88,8 +90,8 @@ int main(int argc, char **argv)
 		(nvmlReturn_t(*)(nvmlDevice_t, char *, unsigned))fn(lib, "nvmlDeviceGetUUID");
 	nvmlReturn_t (*mem)(nvmlDevice_t, nvmlMemory_t *) =
 		(nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))fn(lib, "nvmlDeviceGetMemoryInfo");
-	nvmlReturn_t (*cc)(nvmlDevice_t, int *, int *) =
-		(nvmlReturn_t(*)(nvmlDevice_t, int *, int *))fn(lib, "nvmlDeviceGetCudaComputeCapability");
+	nvmlReturn_t (*cc)(nvmlDevice_t, int *, int *) = (nvmlReturn_t(*)(
+		nvmlDevice_t, int *, int *))fn(lib, "nvmlDeviceGetCudaComputeCapability");
 	unsigned n = 0;
 	if (init() != 0 || count(&n) != 0) {
 		fprintf(stderr, "Unable to determine the device handle for GPU: Unknown Error\n");
