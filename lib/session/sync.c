@@ -200,6 +200,51 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 	}
 }
 
+/* A record whose CE state "running" may still be a wait in the batch
+ * system's queue: a job not yet seen running, a session not yet published. */
+static int may_be_queued(const struct gg_record *r)
+{
+	if (gg_sess_state_ended(r->state))
+		return 0;
+	if (r->kind == GG_REC_JOB)
+		return r->state != GG_S_RUNNING;
+	return r->state != GG_S_READY && !gg_session_published(r);
+}
+
+/* A-REX says RUNNING (INLRMS) for a job its batch system still holds in the
+ * queue: ask the CE what the batch system says, for those records only (one
+ * request), and take "queued" from it. Best effort: status's word stands when
+ * the CE cannot tell. */
+static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **ids,
+			const size_t *idx, size_t k, struct gg_ce_result *res)
+{
+	const char **ask = calloc(k ? k : 1, sizeof *ask);
+	size_t *at = calloc(k ? k : 1, sizeof *at), na = 0;
+	for (size_t i = 0; ask && at && i < k; i++)
+		if (res[i].state == GG_CE_RUNNING && may_be_queued(&recs[idx[i]])) {
+			at[na] = i;
+			ask[na++] = ids[i];
+		}
+	struct gg_ce_result *q = NULL;
+	struct gg_err e = {0};
+	if (na && gg_ce_lrms_status(ce, ask, na, &q, &e) == 0) {
+		for (size_t j = 0; j < na; j++) {
+			struct gg_ce_result *r = &res[at[j]];
+			if (q[j].state != GG_CE_QUEUED)
+				continue;
+			r->state = GG_CE_QUEUED;
+			if (q[j].raw_state) {
+				free(r->raw_state);
+				r->raw_state = q[j].raw_state;
+				q[j].raw_state = NULL;
+			}
+		}
+		gg_ce_results_free(q, na);
+	}
+	free(ask);
+	free(at);
+}
+
 int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struct gg_err *err)
 {
 	const char **ids = calloc(n ? n : 1, sizeof *ids);
@@ -223,6 +268,7 @@ int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struc
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(NULL, &recs[idx[i]], &unknown);
 	} else {
+		lrms_refine(ce, recs, ids, idx, k, res);
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(ce, &recs[idx[i]], &res[i]);
 		gg_ce_results_free(res, k);

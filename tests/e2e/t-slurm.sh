@@ -92,9 +92,14 @@ SJQ=$(slurm_id q)
 	ok "request --timeout 15s gives up while queued (exit $RC: $(printf '%s' "$ERR" | head -n 1))" ||
 	not_ok "request --timeout: exit $RC, slurm id '$SJQ': $ERR"
 expect_eq "Slurm holds it PENDING for Resources" "$(sl squeue -h -j "$SJQ" -o '%T %r')" "PENDING Resources"
-# (not asserted: gridgpu's status says "starting" here - A-REX's REST state for
-# a job Slurm holds PENDING is INLRMS, not QUEUING; mapping A-REX's INLRMS:Q is
-# still to do)
+# A-REX's REST state for it is RUNNING (INLRMS); its info document says
+# INLRMS:Q, which gridgpu shows as queued
+printf '%s\n' "$ERR" | grep -q '^  q: queued (CE: INLRMS:Q), waited' &&
+	ok "request showed q as queued with the CE's word (INLRMS:Q) while Slurm held it" ||
+	not_ok "request's progress for q: $(printf '%s' "$ERR" | tr '\r' '\n' | grep -v '^$' | tail -n 3)"
+st_ce() { "$GRIDGPU" --json status "$1" 2>/dev/null | py 'import json,sys; d=json.load(sys.stdin); print(d.get("state",""), d.get("ce_state",""))'; }
+expect_eq "status q: queued, the CE's INLRMS:Q" "$(st_ce q)" "queued INLRMS:Q"
+expect_eq "list: q queued" "$("$GRIDGPU" --json list --sync 2>/dev/null | py 'import json,sys; print([r["state"] for r in json.load(sys.stdin)["items"] if r.get("name") == "q"])')" "['queued']"
 run_gg kill q
 expect_eq "kill q" "$RC" 0
 poll 60 sh -c "[ -z \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJQ -t PENDING,RUNNING)\" ]" &&
@@ -106,6 +111,8 @@ poll 60 sh -c "[ -n \"\$(sed -n 's/^localid=//p' $GG_TB_CONTROL_DIR/job.$(ce_id 
 SJR=$(slurm_id r)
 poll 30 sh -c "[ \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJR -o %T)\" = PENDING ]" &&
 	ok "r is PENDING in Slurm while a, b and g2 hold the GPUs" || not_ok "r: '$(sstate "$SJR")'"
+# the CE's info document follows Slurm within its infoprovider period (10 s)
+poll 30 state_is r queued && ok "status: r is queued ($(st_ce r))" || not_ok "status r: $(st_ce r)"
 SJA=$(slurm_id a)
 t0=$(now_ms)
 run_gg kill a
