@@ -55,6 +55,28 @@ enum gg_ce_state gg_arc_state(const char *s)
 	return GG_CE_UNKNOWN;
 }
 
+int gg_arc_failed_walltime(const char *failed)
+{
+	/* What A-REX's scan scripts write into .lrms_done when the batch system
+	 * ended a job at its time limit; A-REX's "failed" says "LRMS error: (CODE)
+	 * TEXT". Slurm: "Job timeout" (JobState TIMEOUT); HTCondor and SGE: "job
+	 * killed: wall"; LoadLeveler: "Job exceeded time limit." */
+	static const char *const said[] = {"Job timeout", "job killed: wall",
+					   "Job exceeded time limit"};
+	if (!failed)
+		return 0;
+	const char *lrms = strstr(failed, "LRMS error:");
+	if (!lrms)
+		return 0;
+	size_t n = strcspn(lrms, "\r\n");
+	for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
+		const char *p = strstr(lrms, said[i]);
+		if (p && (size_t)(p - lrms) < n)
+			return 1;
+	}
+	return 0;
+}
+
 static int arc_accepts(const char *endpoint)
 {
 	return strncmp(endpoint, "https://", 8) == 0;

@@ -44,9 +44,13 @@ static void last_line(const char *text, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n > 300 ? 300 : n), start);
 }
 
-int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary)
+/* Why a job failed, in one line; *walltime set when the batch system ended it
+ * at its time limit (then the CE's words alone: the node's last line is the
+ * signal's echo, "the job was cancelled"). */
+static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary, int *walltime)
 {
 	*summary = NULL;
+	*walltime = 0;
 	if (!r->job_id)
 		return -1;
 	char *failed = NULL, *launcher = NULL;
@@ -54,6 +58,17 @@ int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summ
 	struct gg_err e = {0};
 	if (gg_ce_diagnose(ce, r->job_id, "failed", &failed, &e) == 0)
 		first_line(failed, a, sizeof a);
+	if (gg_arc_failed_walltime(a)) {
+		char d[32] = "?";
+		if (r->walltime > 0)
+			gg_duration_format(r->walltime, d, sizeof d);
+		*walltime = 1;
+		*summary = gg_strdup_printf("ended by walltime: its walltime (%s) ran out and the "
+					    "batch system stopped the job (CE: %s)",
+					    d, a);
+		free(failed);
+		return *summary ? 0 : -1;
+	}
 	size_t len;
 	if (gg_ce_get(ce, r->job_id, GG_LAUNCHER_LOG, 1 << 20, &launcher, &len, &e) == 0)
 		last_line(launcher, b, sizeof b);
@@ -64,6 +79,12 @@ int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summ
 	free(failed);
 	free(launcher);
 	return *summary ? 0 : -1;
+}
+
+int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary)
+{
+	int walltime;
+	return diagnose(ce, r, summary, &walltime);
 }
 
 /* The launcher's activity (it rewrites its file on each login and each change
@@ -188,10 +209,15 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		r->state = GG_S_FAILED;
 		if (ce) {
 			char *sum = NULL;
-			if (gg_session_diagnose(ce, r, &sum) == 0) {
+			int walltime = 0;
+			if (diagnose(ce, r, &sum, &walltime) == 0) {
 				free(r->error);
 				r->error = sum;
 			}
+			/* a session's walltime is its planned end, not a failure; a
+			 * batch job stopped before its command ended did fail */
+			if (walltime && r->kind == GG_REC_SESSION)
+				r->state = GG_S_FINISHED;
 		}
 		if (!r->error)
 			set_str(&r->error, "the job failed on the CE (see 'gridgpu status')");

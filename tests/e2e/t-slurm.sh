@@ -138,8 +138,12 @@ run_gg request --name w --gpus 1 --walltime 1m
 SJW=$(slurm_id w)
 expect_eq "w ready with a 1-minute walltime (Slurm TimeLimit)" "$RC:$(sl scontrol show job "$SJW" | grep -o 'TimeLimit=[0-9:]*')" "0:TimeLimit=00:01:00"
 if poll 150 slurm_state_in "$SJW" TIMEOUT; then ok "Slurm ended w at its walltime (TIMEOUT)"; else not_ok "w: $(sl scontrol show job "$SJW" | grep -o 'JobState=[A-Z]*')"; fi
-w_not_ready() { ! state_is w ready; }
-poll 60 w_not_ready && ok "status: w is no longer ready ($(state w))" || not_ok "w still ready after its walltime"
+# the CE's word for it (A-REX: "LRMS error: (271) Job timeout", from Slurm's
+# TIMEOUT) becomes the reason; a session's walltime is its planned end
+poll 60 state_is w finished && ok "status: w has finished" || not_ok "w: $(state w) after its walltime"
+run_gg status w
+printf '%s\n' "$OUT" | grep -q '^reason: *ended by walltime: its walltime (1m) ran out and the batch system stopped the job (CE: LRMS error: ([0-9]*) Job timeout)$' && [ "$RC" = 0 ] &&
+	ok "status w: ended by walltime, with the CE's words (exit 0)" || not_ok "status w (exit $RC): $(printf '%s' "$OUT" | grep -i 'reason\|state')"
 poll 60 no_job_procs "$SJW" && ok "no process of w left after its walltime" || not_ok "left of w: $(job_procs "$SJW")"
 run_gg clean --all
 done_testing

@@ -245,6 +245,22 @@ static void test_parse_info(void **state)
 	assert_int_equal(gg_arc_parse_info("[]", 2, &r, &n, &err), GG_EPROTO);
 }
 
+static void test_failed_walltime(void **state)
+{
+	(void)state;
+	/* what A-REX 6.17 wrote for a Slurm job at its TimeLimit (captured) */
+	assert_true(gg_arc_failed_walltime("LRMS error: (271) Job timeout\n"));
+	assert_true(gg_arc_failed_walltime("LRMS error: (271) job killed: wall"));
+	assert_true(gg_arc_failed_walltime("LRMS error: (-1) Job exceeded time limit."));
+	assert_false(gg_arc_failed_walltime("LRMS error: (1) Job failed"));
+	assert_false(gg_arc_failed_walltime("LRMS error: (-1) Job was cancelled"));
+	assert_false(gg_arc_failed_walltime("Job timeout")); /* not the LRMS's word */
+	assert_false(gg_arc_failed_walltime("LRMS error: (1) Job failed\nJob timeout"));
+	assert_false(gg_arc_failed_walltime("Failed in files upload"));
+	assert_false(gg_arc_failed_walltime(""));
+	assert_false(gg_arc_failed_walltime(NULL));
+}
+
 static void test_open(void **state)
 {
 	(void)state;
@@ -273,7 +289,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xrsl),       cmocka_unit_test(test_gpu_mapping),
 		cmocka_unit_test(test_states),     cmocka_unit_test(test_parse_jobs),
-		cmocka_unit_test(test_parse_info), cmocka_unit_test(test_open),
+		cmocka_unit_test(test_parse_info), cmocka_unit_test(test_failed_walltime),
+		cmocka_unit_test(test_open),
 	};
 	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);
 }

@@ -706,6 +706,50 @@ static void test_sync_lrms_queued(void **state)
 	gg_record_clear(&r);
 }
 
+/* The batch system ended the work at its walltime: the reason says so (with
+ * the CE's words); a session has ended as planned, a batch job failed. */
+static void test_sync_walltime(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("long", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_FAILED;
+	F.jobs[0].failed = "LRMS error: (271) Job timeout\n";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	struct gg_record j = load("long");
+	assert_int_equal(j.state, GG_S_FAILED);
+	assert_string_equal(j.error, "ended by walltime: its walltime (10m) ran out and the batch "
+				     "system stopped the job (CE: LRMS error: (271) Job timeout)");
+	gg_record_clear(&j);
+	gg_record_clear(&r);
+	/* the same for a session: finished, with that reason */
+	struct gg_submission s2 = job("sess", "proxy");
+	s2.rec.kind = GG_REC_SESSION;
+	s2.make_key = 1;
+	assert_int_equal(gg_engine_submit(&E, &s2, &r, NULL, &err), 0);
+	F.jobs[1].state = GG_CE_FAILED;
+	F.jobs[1].failed = "LRMS error: (271) Job timeout";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	struct gg_record q = load("sess");
+	assert_int_equal(q.state, GG_S_FINISHED);
+	assert_non_null(strstr(q.error, "ended by walltime"));
+	gg_record_clear(&q);
+	gg_record_clear(&r);
+	/* any other failure stays one, in the CE's words */
+	struct gg_submission s3 = job("bad", "proxy");
+	assert_int_equal(gg_engine_submit(&E, &s3, &r, NULL, &err), 0);
+	F.jobs[2].state = GG_CE_FAILED;
+	F.jobs[2].failed = "LRMS error: (1) Job failed";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	struct gg_record b = load("bad");
+	assert_int_equal(b.state, GG_S_FAILED);
+	assert_string_equal(b.error, "LRMS error: (1) Job failed");
+	gg_record_clear(&b);
+	gg_record_clear(&r);
+}
+
 /* ---- what the user asked for, as a submission (submission.c) ---- */
 
 static struct gg_site site_named(const char *name, const char *ce)
@@ -828,6 +872,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),
 		cmocka_unit_test(test_session_submission),
 		cmocka_unit_test(test_job_spec_check),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
