@@ -70,8 +70,14 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 		return *summary ? 0 : -1;
 	}
 	size_t len;
-	if (gg_ce_get(ce, r->job_id, GG_LAUNCHER_LOG, 1 << 20, &launcher, &len, &e) == 0)
+	/* the node's last word: the launcher's log; for a batch job the wrapper's
+	 * own last line, when it ended the job itself (a GPU that falls short of
+	 * the job's minimums, no container runtime), not the command's stderr */
+	if (gg_ce_get(ce, r->job_id, r->kind == GG_REC_JOB ? GG_JOB_ERR_NAME : GG_LAUNCHER_LOG,
+		      1 << 20, &launcher, &len, &e) == 0)
 		last_line(launcher, b, sizeof b);
+	if (r->kind == GG_REC_JOB && strncmp(b, "gridgpu-wrapper: ", 17) != 0)
+		b[0] = '\0';
 	if (a[0] && b[0])
 		*summary = gg_strdup_printf("%s; the node said: %s", a, b);
 	else if (a[0] || b[0])

@@ -145,5 +145,39 @@ run_gg status w
 printf '%s\n' "$OUT" | grep -q '^reason: *ended by walltime: its walltime (1m) ran out and the batch system stopped the job (CE: LRMS error: ([0-9]*) Job timeout)$' && [ "$RC" = 0 ] &&
 	ok "status w: ended by walltime, with the CE's words (exit 0)" || not_ok "status w (exit $RC): $(printf '%s' "$OUT" | grep -i 'reason\|state')"
 poll 60 no_job_procs "$SJW" && ok "no process of w left after its walltime" || not_ok "left of w: $(job_procs "$SJW")"
+# --- a batch job whose GPU minimums the node's GPUs do not meet fails fast -------
+# The wrapper asks the driver's nvidia-smi (NVML) about the GPUs Slurm gave the
+# job before it unpacks the image or runs the command: 200G > the A100's 40 GB.
+"$GRIDGPU" site add batch -q --ce "$GG_TB_CE_URL" --runtime bwrap \
+	--gpu-queue "$GG_TB_GPU_QUEUE" --gpu-rte "$GG_TB_GPU_RTE"
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox"
+"$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
+(cd "$T_TMP" && "$GRIDGPU" --site batch submit work.sif --name big --gpus 1 --min-gpu-memory 200G \
+	--walltime 10m -- sh -c 'echo the command ran') >/dev/null 2>"$T_TMP/big.err" || not_ok "submit big: $(cat "$T_TMP/big.err")"
+(cd "$T_TMP" && "$GRIDGPU" --site batch submit work.sif --name fits --gpus 1 --min-gpu-memory 40G \
+	--min-capability 8.0 --walltime 10m -- sh -c 'echo the command ran') >/dev/null 2>"$T_TMP/fits.err" || not_ok "submit fits: $(cat "$T_TMP/fits.err")"
+t0=$(now_ms)
+big_ended() { case $(state big) in failed | finished) return 0 ;; esac; return 1; }
+poll 120 big_ended
+T_BIG=$(($(now_ms) - t0))
+SJB=$(slurm_id big)
+job=$(sl scontrol show job "$SJB" 2>&1)
+printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:1" && printf '%s\n' "$job" | grep -q "ExitCode=4:0" &&
+	ok "Slurm ran big ($SJB) with gres:gpu:1 and it exited 4 after $(printf '%s\n' "$job" | sed -n 's/.*RunTime=\([0-9:]*\).*/\1/p') (failed in ${T_BIG} ms as seen by status)" ||
+	not_ok "big in Slurm: $(printf '%s\n' "$job" | grep -o 'JobState=[A-Z]*\|ExitCode=[0-9:]*\|TresPerNode=[^ ]*' | tr '\n' ' ')"
+run_gg status big
+want="gridgpu-wrapper: the job's GPU does not meet its minimums: GPU [0-3] (NVIDIA A100-SXM4-40GB) has 40960 MiB of memory, the job needs at least 204800 MiB: not running the command"
+[ "$RC" = 6 ] && printf '%s\n' "$OUT" | grep -q "^state: *failed" && printf '%s\n' "$OUT" | grep -q "^reason: .*; the node said: $want\$" &&
+	ok "status big: failed (exit 6), the reason names the GPU and the minimum" || not_ok "status big (exit $RC): $OUT"
+run_gg list --jobs
+printf '%s\n' "$OUT" | grep -q '^big .*failed' && ok "list --jobs: big failed" || not_ok "list --jobs: $OUT"
+run_gg get --wait --timeout 2m --dir "$T_TMP/big" big
+[ "$RC" = 6 ] && ! grep -q "the command ran" "$T_TMP/big/gridgpu-job.out" 2>/dev/null &&
+	ok "get big: exit 6, the command never ran" || not_ok "get big (exit $RC): $(cat "$T_TMP/big/gridgpu-job.out" 2>&1)"
+run_gg get --wait --timeout 3m --dir "$T_TMP/fits" fits
+[ "$RC" = 0 ] && grep -qx "the command ran" "$T_TMP/fits/gridgpu-job.out" &&
+	grep -q "^gridgpu-wrapper: the GPUs given ([0-3]) meet the job's minimums" "$T_TMP/fits/gridgpu-job.err" &&
+	ok "fits (40G, cc 8.0 on an A100): checked, then the command ran" || not_ok "fits (exit $RC): $(cat "$T_TMP/fits/gridgpu-job.err" 2>&1 | tail -3)"
+
 run_gg clean --all
 done_testing
