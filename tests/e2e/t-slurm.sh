@@ -1,15 +1,17 @@
 #!/bin/sh
-# Sessions on the Slurm test site (GRIDGPU_TESTBED_LRMS=slurm: A-REX in front
-# of Slurm, one node with 4 GPUs as gres): what a batch system adds, asserted
+# Sessions on the Slurm test site (the default; A-REX in front of Slurm, one
+# node with 4 GPUs as gres): what a batch system adds, asserted
 # from Slurm's side (scontrol/squeue inside the site's namespace) - the GPU
 # request reaches Slurm as gres, the job sees exactly its GPUs, two sessions
 # get different GPUs, a request queues while all GPUs are taken and runs when
-# one frees, kill cancels a queued job and ends a running one through Slurm
-# (no process of the job left), and Slurm ends a session at its walltime.
+# one frees (shown as queued, the CE's INLRMS:Q, while Slurm holds it), kill
+# cancels a queued job and ends a running one through Slurm (no process of the
+# job left), Slurm ends a session at its walltime (status: ended by walltime),
+# and a batch job whose GPU falls short of its minimums fails fast (exit 6).
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
-if [ "${GRIDGPU_TESTBED_LRMS:-fork}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
-	echo "1..0 # SKIP the test site runs A-REX's fork back end (GRIDGPU_TESTBED_LRMS=slurm for this one)"
+if [ "${GRIDGPU_TESTBED_LRMS:-slurm}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
+	echo "1..0 # SKIP the test site runs A-REX's fork back end (GRIDGPU_TESTBED_LRMS=fork): this one needs the default, Slurm"
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (ip netns exec)"; exit 0; }

@@ -11,7 +11,13 @@
 #   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
 #                    issuer = +24, slurmctld = +30, slurmd = +31 (default 9520)
 #   GG_TB_DIR        state dir (default /tmp/gridgpu-testbed)
-#   GRIDGPU_TESTBED_LRMS  fork (default) or slurm: A-REX's batch system
+#   GRIDGPU_TESTBED_LRMS  slurm (default) or fork: A-REX's batch system.  Slurm
+#                    is the site the tests, make demo and the benchmarks run
+#                    against; every e2e file passes on it.  fork (A-REX runs
+#                    jobs as plain processes: no queue, no GPUs handed out)
+#                    is kept for a quick look without Slurm; no test needs
+#                    it (t-slurm skips there, t-newcomer maps GPUs to its
+#                    one queue)
 TB_USER=gguser              # unprivileged account jobs and ssh logins map to
 TB_TOKEN_SUB=gridgpu-test
 TB_TOKEN_KID=gridgpu-test-key
@@ -63,7 +69,7 @@ tb_shape() {
 	fi
 	TB_NS=${GG_TB_NS:-${ns:-ggsite}}
 	TB_PORT_BASE=${GG_TB_PORT_BASE:-${base:-9520}}
-	TB_LRMS=${GRIDGPU_TESTBED_LRMS:-${lrms:-fork}}
+	TB_LRMS=${GRIDGPU_TESTBED_LRMS:-${lrms:-slurm}}
 	case $TB_NS in '' | *[!a-zA-Z0-9_-]*) echo "testbed: GG_TB_NS must be a plain name, not '$TB_NS'" >&2; exit 2 ;; esac
 	case $TB_PORT_BASE in '' | *[!0-9]*) echo "testbed: GG_TB_PORT_BASE must be a number, not '$TB_PORT_BASE'" >&2; exit 2 ;; esac
 	if [ "$TB_PORT_BASE" -lt 1024 ] || [ "$TB_PORT_BASE" -gt 65000 ]; then
