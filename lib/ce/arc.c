@@ -656,7 +656,7 @@ static void info_state(json_t *states, struct gg_ce_result *res)
 	if (st == GG_CE_UNKNOWN && emies && !strcmp(emies, "processing-queued"))
 		st = GG_CE_QUEUED;
 	res->state = st;
-	const char *raw = ng ? ng : rest;
+	const char *raw = ng ? ng : rest ? rest : emies;
 	res->raw_state = raw ? strdup(raw) : NULL;
 	json_decref(arr);
 }

@@ -236,6 +236,7 @@ static void test_parse_info(void **state)
 	assert_int_equal(gg_arc_parse_info(em, strlen(em), &r, &n, &err), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(r[0].state, GG_CE_QUEUED);
+	assert_string_equal(r[0].raw_state, "processing-queued");
 	assert_int_equal(r[1].state, GG_CE_UNKNOWN);
 	assert_null(r[1].raw_state);
 	gg_ce_results_free(r, n);
