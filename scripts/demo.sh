@@ -6,17 +6,27 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-build}
 case $B in /*) ;; *) B=$top/$B ;; esac
 G="$B/bin/gridgpu"
+# The site: GG_TB_DIR (default /tmp/gridgpu-testbed) and, for a second site
+# beside it, GG_TB_NS, GG_TB_PORT_BASE, GRIDGPU_TESTBED_LRMS (tests/testbed/lib.sh).
 export GG_TB_DIR="${GG_TB_DIR:-/tmp/gridgpu-testbed}"
+# A second site's sessions listen on 127.0.0.1:22000 behind hops named like
+# the first's: its ssh control sockets get a TMPDIR of their own (as run-e2e).
+ns=${GG_TB_NS:-$(sed -n 's/^ns=//p' "$GG_TB_DIR/run/shape" 2>/dev/null)}
+if [ -n "$ns" ] && [ "$ns" != ggsite ]; then
+	export TMPDIR="/tmp/gg-e2e-$ns"
+	[ -d "$TMPDIR" ] || mkdir -m 1777 "$TMPDIR"
+fi
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
-step "Start the local test site (a real ARC CE in a network namespace, two ssh jump hosts)"
+step "Start the local test site (a real ARC CE in front of Slurm in a network namespace, two ssh jump hosts)"
 started=0
 if ! "$top/tests/testbed/site-status" "$GG_TB_DIR" >/dev/null 2>&1; then
 	"$top/tests/testbed/site-up" "$GG_TB_DIR"
 	started=1
 fi
+# shellcheck source=/dev/null # made by site-up
 . "$GG_TB_DIR/env.sh"
 
 demo=$(mktemp -d /tmp/gridgpu-demo.XXXXXX)
@@ -38,16 +48,30 @@ run "$G" proxy info
 step "Add the site profile a site admin would hand out: CE URL and two jump hosts"
 run "$G" site add testsite --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
 	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
-	--runtime bwrap
+	--runtime bwrap ${GG_TB_GPU_QUEUE:+--gpu-queue "$GG_TB_GPU_QUEUE"} ${GG_TB_GPU_RTE:+--gpu-rte "$GG_TB_GPU_RTE"}
+[ -z "${GG_TB_GPU_RTE:-}" ] || echo "(the site's GPU mapping: queue $GG_TB_GPU_QUEUE, runtime environment $GG_TB_GPU_RTE, which its Slurm turns into --gres=gpu:N)"
 echo "(runtime bwrap: the test site has no apptainer, which Debian does not ship; batch jobs"
 echo " unpack the image with unsquashfs and run in it under bubblewrap)"
 run "$G" site show testsite
 
 step "Ask the CE for an interactive session (the job starts an sshd only our key can enter)"
-run "$G" request --name dev --walltime 2h --connect-deadline 10m
+if [ -n "${GG_TB_GPU_RTE:-}" ]; then
+	run "$G" request --name dev --gpus 1 --walltime 2h --connect-deadline 10m
+	# the session's Slurm job: the CE's job id from the record, Slurm's from A-REX
+	jid=$("$G" --json status dev --no-sync | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
+	sid=$(sed -n 's/^localid=//p' "$GG_TB_CONTROL_DIR/job.$jid.local")
+	echo "(what Slurm allocated to the session's job, asked in the site with squeue and scontrol:)"
+	ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" \
+		squeue -h -j "$sid" -o '  Slurm job %i: partition %P, %T on %N, asked for %b'
+	ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" scontrol show job -d "$sid" |
+		sed -n 's/.* GRES=\([^ ]*\).*/  given: \1 (IDX: the node'"'"'s GPU indices)/p'
+else
+	run "$G" request --name dev --walltime 2h --connect-deadline 10m
+fi
 
 step "Connect through both jump hosts, host key pinned, and work in the session"
-run "$G" connect dev -- 'echo "hello from $(hostname) as $(id -un), netns $(readlink /proc/self/ns/net)"'
+# shellcheck disable=SC2016 # expanded on the node
+run "$G" connect dev -- 'echo "hello from $(hostname) as $(id -un), netns $(readlink /proc/self/ns/net), GPUs ${CUDA_VISIBLE_DEVICES:-none}"'
 sb=demo-sandbox-$$
 echo "(a small development sandbox on the node: a shell and a few tools)"
 "$G" connect dev -- sh -s "$sb" <"$top/tests/e2e/mkrootfs.sh"

@@ -56,6 +56,28 @@ enum gg_ce_state gg_arc_state(const char *s)
 	return GG_CE_UNKNOWN;
 }
 
+int gg_arc_failed_walltime(const char *failed)
+{
+	/* What A-REX's scan scripts write into .lrms_done when the batch system
+	 * ended a job at its time limit; A-REX's "failed" says "LRMS error: (CODE)
+	 * TEXT". Slurm: "Job timeout" (JobState TIMEOUT); HTCondor and SGE: "job
+	 * killed: wall"; LoadLeveler: "Job exceeded time limit." */
+	static const char *const said[] = {"Job timeout", "job killed: wall",
+					   "Job exceeded time limit"};
+	if (!failed)
+		return 0;
+	const char *lrms = strstr(failed, "LRMS error:");
+	if (!lrms)
+		return 0;
+	size_t n = strcspn(lrms, "\r\n");
+	for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
+		const char *p = strstr(lrms, said[i]);
+		if (p && (size_t)(p - lrms) < n)
+			return 1;
+	}
+	return 0;
+}
+
 static int arc_accepts(const char *endpoint)
 {
 	return strncmp(endpoint, "https://", 8) == 0;
@@ -609,6 +631,142 @@ out:
 	return rc;
 }
 
+/* The batch system's view of a job, from the GLUE2 State list of its info
+ * document: ["nordugrid:INLRMS:Q","file:inlrms","bes:Running",
+ * "arcrest:QUEUING","emies:processing-queued"] for a job the LRMS holds in its
+ * queue, INLRMS:R / arcrest:RUNNING once it runs (A-REX's infoprovider, as
+ * ARC1ClusterInfo.pm writes it). The REST live list says RUNNING for both. */
+static void info_state(json_t *states, struct gg_ce_result *res)
+{
+	json_t *arr = as_array(states);
+	const char *ng = NULL, *rest = NULL, *emies = NULL;
+	size_t i;
+	json_t *e;
+	json_array_foreach (arr, i, e) {
+		const char *s = json_string_value(e);
+		if (!s)
+			continue;
+		if (!ng && !strncmp(s, "nordugrid:", 10))
+			ng = s + 10;
+		else if (!rest && !strncmp(s, "arcrest:", 8))
+			rest = s + 8;
+		else if (!emies && !strncmp(s, "emies:", 6))
+			emies = s + 6;
+	}
+	enum gg_ce_state st = gg_arc_state(rest);
+	if (st == GG_CE_UNKNOWN && ng) {
+		/* nordugrid:INLRMS:Q (queued), :S (suspended), :R/:E (running) */
+		if (!strcmp(ng, "INLRMS:Q") || !strcmp(ng, "INLRMS:S"))
+			st = GG_CE_QUEUED;
+		else if (!strncmp(ng, "INLRMS", 6))
+			st = GG_CE_RUNNING;
+	}
+	if (st == GG_CE_UNKNOWN && emies && !strcmp(emies, "processing-queued"))
+		st = GG_CE_QUEUED;
+	res->state = st;
+	const char *raw = ng ? ng : rest ? rest : emies;
+	res->raw_state = raw ? strdup(raw) : NULL;
+	json_decref(arr);
+}
+
+int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
+		      struct gg_err *err)
+{
+	*results = NULL;
+	*n = 0;
+	struct gg_http_resp fake = {.body = (char *)body, .len = len};
+	json_t *j;
+	int rc = gg_http_resp_json(&fake, &j, err);
+	if (rc < 0)
+		return rc;
+	json_t *jobs = json_object_get(j, "job");
+	if (!json_is_object(j) || (jobs && !json_is_object(jobs) && !json_is_array(jobs))) {
+		json_decref(j);
+		return gg_err_set(err, GG_EPROTO, "the CE's job info is not the expected JSON");
+	}
+	json_t *arr = as_array(jobs);
+	size_t cnt = json_array_size(arr);
+	struct gg_ce_result *res = calloc(cnt ? cnt : 1, sizeof *res);
+	if (!res) {
+		json_decref(arr);
+		json_decref(j);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	size_t i, k = 0;
+	json_t *e;
+	json_array_foreach (arr, i, e) {
+		const char *id = json_string_value(json_object_get(e, "id"));
+		json_t *act =
+			json_object_get(json_object_get(e, "info_document"), "ComputingActivity");
+		if (!id || !json_is_object(act))
+			continue; /* "Job not found" and the like: nothing to say */
+		res[k].id = strdup(id);
+		res[k].code = 200;
+		info_state(json_object_get(act, "State"), &res[k]);
+		k++;
+	}
+	json_decref(arr);
+	json_decref(j);
+	*results = res;
+	*n = k;
+	return 0;
+}
+
+/* The LRMS's view of jobs the live list calls RUNNING (INLRMS): queued or
+ * running, from their info documents (one POST jobs?action=info). The
+ * documents lag by up to the infoprovider's period. */
+static int arc_lrms_status(struct gg_ce *g, const char *const *ids, size_t n,
+			   struct gg_ce_result **results, struct gg_err *err)
+{
+	struct arc *ce = g->impl;
+	*results = NULL;
+	char *text = bulk_body(ids, n);
+	char *url = text ? rest_url(ce, "jobs?action=info", err) : NULL;
+	struct gg_http_resp r = {0};
+	struct gg_ce_result *got = NULL, *res = NULL;
+	size_t ngot = 0;
+	int rc;
+	if (!url) {
+		rc = text ? (err ? err->code : GG_EFAIL)
+			  : gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
+	if (rc == 0 && r.status != 201 && r.status != 200)
+		rc = http_fail(&r, "asking the CE about jobs", err);
+	if (rc == 0)
+		rc = gg_arc_parse_info(r.body, r.len, &got, &ngot, err);
+	if (rc < 0)
+		goto out;
+	if (!(res = calloc(n ? n : 1, sizeof *res))) {
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		res[i].state = GG_CE_UNKNOWN;
+		for (size_t k = 0; k < ngot; k++) {
+			if (got[k].id && !strcmp(got[k].id, ids[i])) {
+				res[i] = got[k];
+				memset(&got[k], 0, sizeof got[k]);
+				break;
+			}
+		}
+		if (!res[i].id && !(res[i].id = strdup(ids[i]))) {
+			gg_ce_results_free(res, n);
+			res = NULL;
+			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	*results = res;
+out:
+	gg_ce_results_free(got, ngot);
+	gg_http_resp_clear(&r);
+	free(url);
+	free(text);
+	return rc;
+}
+
 static int valid_job_id(const char *id);
 
 static int arc_submit(struct gg_ce *g, const char *description, char **id, struct gg_err *err)
@@ -866,6 +1024,7 @@ const struct gg_ce_ops gg_ce_arc_rest = {
 	.submit = arc_submit,
 	.submit_unsent = arc_submit_unsent,
 	.status = arc_status,
+	.lrms_status = arc_lrms_status,
 	.kill = arc_kill,
 	.clean = arc_clean,
 	.list = arc_list,

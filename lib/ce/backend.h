@@ -31,6 +31,10 @@ struct gg_ce_ops {
 	int (*submit)(struct gg_ce *ce, const char *description, char **id, struct gg_err *err);
 	int (*submit_unsent)(const struct gg_ce *ce);
 	gg_ce_bulk_fn status, kill, clean;
+	/* Optional: the batch system's view of jobs status calls running (queued
+	 * or running there); results[i] matches ids[i], GG_CE_UNKNOWN when the CE
+	 * does not say. */
+	gg_ce_bulk_fn lrms_status;
 	int (*list)(struct gg_ce *ce, struct gg_ce_result **results, size_t *n, struct gg_err *err);
 	int (*job_names)(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
 			 struct gg_err *err);

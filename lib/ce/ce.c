@@ -103,6 +103,14 @@ int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_c
 	return ce->ops->status(ce, ids, n, results, err);
 }
 
+int gg_ce_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
+		      struct gg_ce_result **results, struct gg_err *err)
+{
+	*results = NULL;
+	return ce->ops->lrms_status ? ce->ops->lrms_status(ce, ids, n, results, err)
+				    : unsupported(ce, "batch-system state", err);
+}
+
 int gg_ce_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
 	       struct gg_err *err)
 {

@@ -25,5 +25,19 @@ struct gg_http *gg_ce_http(struct gg_ce *ce);
 int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
 		      struct gg_err *err);
 enum gg_ce_state gg_arc_state(const char *rest_state);
+/* A-REX's jobs?action=info answer: per job its id, the state its GLUE2 State
+ * list says (GG_CE_QUEUED for nordugrid:INLRMS:Q) and that nordugrid state as
+ * raw_state ("INLRMS:Q"); jobs without an info document are left out. */
+int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
+		      struct gg_err *err);
+/* 1 when A-REX's "failed" diagnostics (GET jobs/ID/diagnose/failed) say the
+ * batch system ended the job at its time limit ("LRMS error: (271) Job
+ * timeout" from the Slurm back end, and the other back ends' words). */
+int gg_arc_failed_walltime(const char *failed);
+/* The batch system's view of jobs gg_ce_status calls running: queued there or
+ * running (results[i] for ids[i]; GG_CE_UNKNOWN when the CE does not say).
+ * An error when the backend cannot tell (callers then keep status's word). */
+int gg_ce_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
+		      struct gg_ce_result **results, struct gg_err *err);
 
 #endif

@@ -44,9 +44,13 @@ static void last_line(const char *text, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n > 300 ? 300 : n), start);
 }
 
-int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary)
+/* Why a job failed, in one line; *walltime set when the batch system ended it
+ * at its time limit (then the CE's words alone: the node's last line is the
+ * signal's echo, "the job was cancelled"). */
+static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary, int *walltime)
 {
 	*summary = NULL;
+	*walltime = 0;
 	if (!r->job_id)
 		return -1;
 	char *failed = NULL, *launcher = NULL;
@@ -54,9 +58,26 @@ int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summ
 	struct gg_err e = {0};
 	if (gg_ce_diagnose(ce, r->job_id, "failed", &failed, &e) == 0)
 		first_line(failed, a, sizeof a);
+	if (gg_arc_failed_walltime(a)) {
+		char d[32] = "?";
+		if (r->walltime > 0)
+			gg_duration_format(r->walltime, d, sizeof d);
+		*walltime = 1;
+		*summary = gg_strdup_printf("ended by walltime: its walltime (%s) ran out and the "
+					    "batch system stopped the job (CE: %s)",
+					    d, a);
+		free(failed);
+		return *summary ? 0 : -1;
+	}
 	size_t len;
-	if (gg_ce_get(ce, r->job_id, GG_LAUNCHER_LOG, 1 << 20, &launcher, &len, &e) == 0)
+	/* the node's last word: the launcher's log; for a batch job the wrapper's
+	 * own last line, when it ended the job itself (a GPU that falls short of
+	 * the job's minimums, no container runtime), not the command's stderr */
+	if (gg_ce_get(ce, r->job_id, r->kind == GG_REC_JOB ? GG_JOB_ERR_NAME : GG_LAUNCHER_LOG,
+		      1 << 20, &launcher, &len, &e) == 0)
 		last_line(launcher, b, sizeof b);
+	if (r->kind == GG_REC_JOB && strncmp(b, "gridgpu-wrapper: ", 17) != 0)
+		b[0] = '\0';
 	if (a[0] && b[0])
 		*summary = gg_strdup_printf("%s; the node said: %s", a, b);
 	else if (a[0] || b[0])
@@ -64,6 +85,12 @@ int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summ
 	free(failed);
 	free(launcher);
 	return *summary ? 0 : -1;
+}
+
+int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary)
+{
+	int walltime;
+	return diagnose(ce, r, summary, &walltime);
 }
 
 /* The launcher's activity (it rewrites its file on each login and each change
@@ -188,16 +215,66 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		r->state = GG_S_FAILED;
 		if (ce) {
 			char *sum = NULL;
-			if (gg_session_diagnose(ce, r, &sum) == 0) {
+			int walltime = 0;
+			if (diagnose(ce, r, &sum, &walltime) == 0) {
 				free(r->error);
 				r->error = sum;
 			}
+			/* a session's walltime is its planned end, not a failure; a
+			 * batch job stopped before its command ended did fail */
+			if (walltime && r->kind == GG_REC_SESSION)
+				r->state = GG_S_FINISHED;
 		}
 		if (!r->error)
 			set_str(&r->error, "the job failed on the CE (see 'gridgpu status')");
 		return;
 	case GG_CE_KILLED: r->state = GG_S_KILLED; return;
 	}
+}
+
+/* A record whose CE state "running" may still be a wait in the batch
+ * system's queue: a job not yet seen running, a session not yet published. */
+static int may_be_queued(const struct gg_record *r)
+{
+	if (gg_sess_state_ended(r->state))
+		return 0;
+	if (r->kind == GG_REC_JOB)
+		return r->state != GG_S_RUNNING;
+	return r->state != GG_S_READY && !gg_session_published(r);
+}
+
+/* A-REX says RUNNING (INLRMS) for a job its batch system still holds in the
+ * queue: ask the CE what the batch system says, for those records only (one
+ * request), and take "queued" from it. Best effort: status's word stands when
+ * the CE cannot tell. */
+static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **ids,
+			const size_t *idx, size_t k, struct gg_ce_result *res)
+{
+	const char **ask = calloc(k ? k : 1, sizeof *ask);
+	size_t *at = calloc(k ? k : 1, sizeof *at), na = 0;
+	for (size_t i = 0; ask && at && i < k; i++)
+		if (res[i].state == GG_CE_RUNNING && may_be_queued(&recs[idx[i]])) {
+			at[na] = i;
+			ask[na++] = ids[i];
+		}
+	struct gg_ce_result *q = NULL;
+	struct gg_err e = {0};
+	if (na && gg_ce_lrms_status(ce, ask, na, &q, &e) == 0) {
+		for (size_t j = 0; j < na; j++) {
+			struct gg_ce_result *r = &res[at[j]];
+			if (q[j].state != GG_CE_QUEUED)
+				continue;
+			r->state = GG_CE_QUEUED;
+			if (q[j].raw_state) {
+				free(r->raw_state);
+				r->raw_state = q[j].raw_state;
+				q[j].raw_state = NULL;
+			}
+		}
+		gg_ce_results_free(q, na);
+	}
+	free(ask);
+	free(at);
 }
 
 int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struct gg_err *err)
@@ -223,6 +300,7 @@ int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struc
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(NULL, &recs[idx[i]], &unknown);
 	} else {
+		lrms_refine(ce, recs, ids, idx, k, res);
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(ce, &recs[idx[i]], &res[i]);
 		gg_ce_results_free(res, k);

@@ -27,11 +27,16 @@ expect_eq "gridgpu(1) shows the README's steps" "$(sed -n '/^\.SH GETTING STARTE
 # The site's values in place of the example ones (a README that no longer
 # names them fails here, not later); the local site's workers are reached as
 # 127.0.0.1 by its last jump host, the one setting a real site does not need.
-for ex in https://ce.example.org:443/arex you@gw.example.org you@login.example.org; do
+# The GPU mapping is the site's (the Slurm site's RTE; the fork site has only
+# its one queue, which does not hand out GPUs: the request still runs).
+for ex in https://ce.example.org:443/arex you@gw.example.org you@login.example.org "--gpu-rte ENV/GPU"; do
 	grep -qF -- "$ex" "$T_TMP/steps" && ok "the block names $ex" || not_ok "the block no longer names $ex"
 done
+GPUMAP="--gpu-queue fork"
+[ -z "${GG_TB_GPU_RTE:-}" ] || GPUMAP="--gpu-rte $GG_TB_GPU_RTE"
 sed -e "s|https://ce.example.org:443/arex|$GG_TB_CE_URL|" -e "s|you@gw.example.org|$GG_TB_JUMP1|" \
 	-e "s|you@login.example.org|$GG_TB_JUMP2|" \
+	-e "s|--gpu-rte ENV/GPU|$GPUMAP|" \
 	-e "s|^gridgpu site add .*|& --worker-address 127.0.0.1|" "$T_TMP/steps" > "$T_TMP/steps.site"
 
 # The newcomer's machine: a certificate in ~/.globus, an ssh key in ~/.ssh, the

@@ -1,15 +1,17 @@
 #!/bin/sh
-# Sessions on the Slurm test site (GRIDGPU_TESTBED_LRMS=slurm: A-REX in front
-# of Slurm, one node with 4 GPUs as gres): what a batch system adds, asserted
+# Sessions on the Slurm test site (the default; A-REX in front of Slurm, one
+# node with 4 GPUs as gres): what a batch system adds, asserted
 # from Slurm's side (scontrol/squeue inside the site's namespace) - the GPU
 # request reaches Slurm as gres, the job sees exactly its GPUs, two sessions
 # get different GPUs, a request queues while all GPUs are taken and runs when
-# one frees, kill cancels a queued job and ends a running one through Slurm
-# (no process of the job left), and Slurm ends a session at its walltime.
+# one frees (shown as queued, the CE's INLRMS:Q, while Slurm holds it), kill
+# cancels a queued job and ends a running one through Slurm (no process of the
+# job left), Slurm ends a session at its walltime (status: ended by walltime),
+# and a batch job whose GPU falls short of its minimums fails fast (exit 6).
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
-if [ "${GRIDGPU_TESTBED_LRMS:-fork}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
-	echo "1..0 # SKIP the test site runs A-REX's fork back end (GRIDGPU_TESTBED_LRMS=slurm for this one)"
+if [ "${GRIDGPU_TESTBED_LRMS:-slurm}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
+	echo "1..0 # SKIP the test site runs A-REX's fork back end (GRIDGPU_TESTBED_LRMS=fork): this one needs the default, Slurm"
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (ip netns exec)"; exit 0; }
@@ -92,9 +94,14 @@ SJQ=$(slurm_id q)
 	ok "request --timeout 15s gives up while queued (exit $RC: $(printf '%s' "$ERR" | head -n 1))" ||
 	not_ok "request --timeout: exit $RC, slurm id '$SJQ': $ERR"
 expect_eq "Slurm holds it PENDING for Resources" "$(sl squeue -h -j "$SJQ" -o '%T %r')" "PENDING Resources"
-# (not asserted: gridgpu's status says "starting" here - A-REX's REST state for
-# a job Slurm holds PENDING is INLRMS, not QUEUING; mapping A-REX's INLRMS:Q is
-# still to do)
+# A-REX's REST state for it is RUNNING (INLRMS); its info document says
+# INLRMS:Q, which gridgpu shows as queued
+printf '%s\n' "$ERR" | grep -q '^  q: queued (CE: INLRMS:Q), waited' &&
+	ok "request showed q as queued with the CE's word (INLRMS:Q) while Slurm held it" ||
+	not_ok "request's progress for q: $(printf '%s' "$ERR" | tr '\r' '\n' | grep -v '^$' | tail -n 3)"
+st_ce() { "$GRIDGPU" --json status "$1" 2>/dev/null | py 'import json,sys; d=json.load(sys.stdin); print(d.get("state",""), d.get("ce_state",""))'; }
+expect_eq "status q: queued, the CE's INLRMS:Q" "$(st_ce q)" "queued INLRMS:Q"
+expect_eq "list: q queued" "$("$GRIDGPU" --json list --sync 2>/dev/null | py 'import json,sys; print([r["state"] for r in json.load(sys.stdin)["items"] if r.get("name") == "q"])')" "['queued']"
 run_gg kill q
 expect_eq "kill q" "$RC" 0
 poll 60 sh -c "[ -z \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJQ -t PENDING,RUNNING)\" ]" &&
@@ -106,6 +113,8 @@ poll 60 sh -c "[ -n \"\$(sed -n 's/^localid=//p' $GG_TB_CONTROL_DIR/job.$(ce_id 
 SJR=$(slurm_id r)
 poll 30 sh -c "[ \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJR -o %T)\" = PENDING ]" &&
 	ok "r is PENDING in Slurm while a, b and g2 hold the GPUs" || not_ok "r: '$(sstate "$SJR")'"
+# the CE's info document follows Slurm within its infoprovider period (10 s)
+poll 30 state_is r queued && ok "status: r is queued ($(st_ce r))" || not_ok "status r: $(st_ce r)"
 SJA=$(slurm_id a)
 t0=$(now_ms)
 run_gg kill a
@@ -131,8 +140,46 @@ run_gg request --name w --gpus 1 --walltime 1m
 SJW=$(slurm_id w)
 expect_eq "w ready with a 1-minute walltime (Slurm TimeLimit)" "$RC:$(sl scontrol show job "$SJW" | grep -o 'TimeLimit=[0-9:]*')" "0:TimeLimit=00:01:00"
 if poll 150 slurm_state_in "$SJW" TIMEOUT; then ok "Slurm ended w at its walltime (TIMEOUT)"; else not_ok "w: $(sl scontrol show job "$SJW" | grep -o 'JobState=[A-Z]*')"; fi
-w_not_ready() { ! state_is w ready; }
-poll 60 w_not_ready && ok "status: w is no longer ready ($(state w))" || not_ok "w still ready after its walltime"
+# the CE's word for it (A-REX: "LRMS error: (271) Job timeout", from Slurm's
+# TIMEOUT) becomes the reason; a session's walltime is its planned end
+poll 60 state_is w finished && ok "status: w has finished" || not_ok "w: $(state w) after its walltime"
+run_gg status w
+printf '%s\n' "$OUT" | grep -q '^reason: *ended by walltime: its walltime (1m) ran out and the batch system stopped the job (CE: LRMS error: ([0-9]*) Job timeout)$' && [ "$RC" = 0 ] &&
+	ok "status w: ended by walltime, with the CE's words (exit 0)" || not_ok "status w (exit $RC): $(printf '%s' "$OUT" | grep -i 'reason\|state')"
 poll 60 no_job_procs "$SJW" && ok "no process of w left after its walltime" || not_ok "left of w: $(job_procs "$SJW")"
+# --- a batch job whose GPU minimums the node's GPUs do not meet fails fast -------
+# The wrapper asks the driver's nvidia-smi (NVML) about the GPUs Slurm gave the
+# job before it unpacks the image or runs the command: 200G > the A100's 40 GB.
+"$GRIDGPU" site add batch -q --ce "$GG_TB_CE_URL" --runtime bwrap \
+	--gpu-queue "$GG_TB_GPU_QUEUE" --gpu-rte "$GG_TB_GPU_RTE"
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox"
+"$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
+(cd "$T_TMP" && "$GRIDGPU" --site batch submit work.sif --name big --gpus 1 --min-gpu-memory 200G \
+	--walltime 10m -- sh -c 'echo the command ran') >/dev/null 2>"$T_TMP/big.err" || not_ok "submit big: $(cat "$T_TMP/big.err")"
+(cd "$T_TMP" && "$GRIDGPU" --site batch submit work.sif --name fits --gpus 1 --min-gpu-memory 40G \
+	--min-capability 8.0 --walltime 10m -- sh -c 'echo the command ran') >/dev/null 2>"$T_TMP/fits.err" || not_ok "submit fits: $(cat "$T_TMP/fits.err")"
+t0=$(now_ms)
+big_ended() { case $(state big) in failed | finished) return 0 ;; esac; return 1; }
+poll 120 big_ended
+T_BIG=$(($(now_ms) - t0))
+SJB=$(slurm_id big)
+job=$(sl scontrol show job "$SJB" 2>&1)
+printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:1" && printf '%s\n' "$job" | grep -q "ExitCode=4:0" &&
+	ok "Slurm ran big ($SJB) with gres:gpu:1 and it exited 4 after $(printf '%s\n' "$job" | sed -n 's/.*RunTime=\([0-9:]*\).*/\1/p') (failed in ${T_BIG} ms as seen by status)" ||
+	not_ok "big in Slurm: $(printf '%s\n' "$job" | grep -o 'JobState=[A-Z]*\|ExitCode=[0-9:]*\|TresPerNode=[^ ]*' | tr '\n' ' ')"
+run_gg status big
+want="gridgpu-wrapper: the job's GPU does not meet its minimums: GPU [0-3] (NVIDIA A100-SXM4-40GB) has 40960 MiB of memory, the job needs at least 204800 MiB: not running the command"
+[ "$RC" = 6 ] && printf '%s\n' "$OUT" | grep -q "^state: *failed" && printf '%s\n' "$OUT" | grep -q "^reason: .*; the node said: $want\$" &&
+	ok "status big: failed (exit 6), the reason names the GPU and the minimum" || not_ok "status big (exit $RC): $OUT"
+run_gg list --jobs
+printf '%s\n' "$OUT" | grep -q '^big .*failed' && ok "list --jobs: big failed" || not_ok "list --jobs: $OUT"
+run_gg get --wait --timeout 2m --dir "$T_TMP/big" big
+[ "$RC" = 6 ] && ! grep -q "the command ran" "$T_TMP/big/gridgpu-job.out" 2>/dev/null &&
+	ok "get big: exit 6, the command never ran" || not_ok "get big (exit $RC): $(cat "$T_TMP/big/gridgpu-job.out" 2>&1)"
+run_gg get --wait --timeout 3m --dir "$T_TMP/fits" fits
+[ "$RC" = 0 ] && grep -qx "the command ran" "$T_TMP/fits/gridgpu-job.out" &&
+	grep -q "^gridgpu-wrapper: the GPUs given ([0-3]) meet the job's minimums" "$T_TMP/fits/gridgpu-job.err" &&
+	ok "fits (40G, cc 8.0 on an A100): checked, then the command ran" || not_ok "fits (exit $RC): $(cat "$T_TMP/fits/gridgpu-job.err" 2>&1 | tail -3)"
+
 run_gg clean --all
 done_testing

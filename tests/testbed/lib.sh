@@ -11,7 +11,13 @@
 #   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
 #                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31 (default 9520)
 #   GG_TB_DIR        state dir (default /tmp/gridgpu-testbed)
-#   GRIDGPU_TESTBED_LRMS  fork (default) or slurm: A-REX's batch system
+#   GRIDGPU_TESTBED_LRMS  slurm (default) or fork: A-REX's batch system.  Slurm
+#                    is the site the tests, make demo and the benchmarks run
+#                    against; every e2e file passes on it.  fork (A-REX runs
+#                    jobs as plain processes: no queue, no GPUs handed out)
+#                    is kept for a quick look without Slurm; no test needs
+#                    it (t-slurm skips there, t-newcomer maps GPUs to its
+#                    one queue)
 TB_USER=gguser              # unprivileged account jobs and ssh logins map to
 TB_JOB_USER2=ggprod         # the account the VO's production role maps to
 TB_VO=testvo                # the site's VO (VOMS server, A-REX authgroups)
@@ -67,7 +73,7 @@ tb_shape() {
 	fi
 	TB_NS=${GG_TB_NS:-${ns:-ggsite}}
 	TB_PORT_BASE=${GG_TB_PORT_BASE:-${base:-9520}}
-	TB_LRMS=${GRIDGPU_TESTBED_LRMS:-${lrms:-fork}}
+	TB_LRMS=${GRIDGPU_TESTBED_LRMS:-${lrms:-slurm}}
 	case $TB_NS in '' | *[!a-zA-Z0-9_-]*) echo "testbed: GG_TB_NS must be a plain name, not '$TB_NS'" >&2; exit 2 ;; esac
 	case $TB_PORT_BASE in '' | *[!0-9]*) echo "testbed: GG_TB_PORT_BASE must be a number, not '$TB_PORT_BASE'" >&2; exit 2 ;; esac
 	if [ "$TB_PORT_BASE" -lt 1024 ] || [ "$TB_PORT_BASE" -gt 65000 ]; then
@@ -86,6 +92,28 @@ tb_shape() {
 	TB_CE_URL="https://localhost:$TB_REST_PORT/arex"
 	TB_ISSUER="https://localhost:$TB_ISSUER_PORT"
 	TB_NETNS_ETC=/etc/netns/$TB_NS
+}
+
+# tb_shape_guard WHAT: refuse (one line, exit 2) when TB_DIR/run/shape records
+# a shape that the environment's GG_TB_NS, GG_TB_PORT_BASE or
+# GRIDGPU_TESTBED_LRMS contradicts: a command meant for one site must not act
+# on another's directory (site-down with a second site's environment and the
+# default DIR once stopped the shared site).
+tb_shape_guard() {
+	local k v rec=() bad=''
+	[ -r "$TB_RUN/shape" ] || return 0
+	while IFS='=' read -r k v; do
+		case $k in
+		ns) [ -z "${GG_TB_NS:-}" ] || [ "$GG_TB_NS" = "$v" ] || bad="$bad GG_TB_NS=$GG_TB_NS" ;;
+		port_base) [ -z "${GG_TB_PORT_BASE:-}" ] || [ "$GG_TB_PORT_BASE" = "$v" ] || bad="$bad GG_TB_PORT_BASE=$GG_TB_PORT_BASE" ;;
+		lrms) [ -z "${GRIDGPU_TESTBED_LRMS:-}" ] || [ "$GRIDGPU_TESTBED_LRMS" = "$v" ] || bad="$bad GRIDGPU_TESTBED_LRMS=$GRIDGPU_TESTBED_LRMS" ;;
+		*) continue ;;
+		esac
+		rec+=("$k=$v")
+	done <"$TB_RUN/shape"
+	[ -z "$bad" ] && return 0
+	echo "testbed: $1: refusing: $TB_DIR is the site ${rec[*]}, but the environment says${bad} (name that site's DIR, or unset those)" >&2
+	exit 2
 }
 
 # tb_shape_text: the shape as site-up records it in TB_DIR/run/shape.

@@ -196,6 +196,72 @@ static void test_parse_jobs(void **state)
 	parse("{\"job\":{\"id\":\"a\"},\"job\":{}}", &n, GG_EPROTO); /* duplicate keys */
 }
 
+/* jobs?action=info for two jobs of the Slurm test site: one Slurm holds
+ * PENDING (the live list calls it RUNNING), one it runs (captured from A-REX
+ * 6.17, trimmed), and one the CE does not know. */
+static const char info_doc[] =
+#include "data/arex-info-pending.inc"
+	;
+
+static void test_parse_info(void **state)
+{
+	(void)state;
+	size_t n;
+	struct gg_ce_result *r = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_arc_parse_info(info_doc, strlen(info_doc), &r, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(r[0].state, GG_CE_QUEUED);
+	assert_string_equal(r[0].raw_state, "INLRMS:Q");
+	assert_int_equal(r[1].state, GG_CE_RUNNING);
+	assert_string_equal(r[1].raw_state, "INLRMS:R");
+	gg_ce_results_free(r, n);
+	/* one job: an object; only the nordugrid state; a stale document (the
+	 * infoprovider's file as written at submission) */
+	const char *one = "{\"job\":{\"status-code\":\"200\",\"id\":\"x\",\"info_document\":"
+			  "{\"ComputingActivity\":{\"State\":\"nordugrid:INLRMS:Q\"}}}}";
+	assert_int_equal(gg_arc_parse_info(one, strlen(one), &r, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(r[0].state, GG_CE_QUEUED);
+	gg_ce_results_free(r, n);
+	const char *old = "{\"job\":{\"id\":\"x\",\"info_document\":{\"ComputingActivity\":"
+			  "{\"State\":[\"nordugrid:ACCEPTED\",\"arcrest:ACCEPTED\"]}}}}";
+	assert_int_equal(gg_arc_parse_info(old, strlen(old), &r, &n, &err), 0);
+	assert_int_equal(r[0].state, GG_CE_ACCEPTED);
+	gg_ce_results_free(r, n);
+	/* the emies state alone still says queued; no State at all: unknown */
+	const char *em = "{\"job\":[{\"id\":\"a\",\"info_document\":{\"ComputingActivity\":"
+			 "{\"State\":[\"emies:processing-queued\"]}}},{\"id\":\"b\","
+			 "\"info_document\":{\"ComputingActivity\":{}}}]}";
+	assert_int_equal(gg_arc_parse_info(em, strlen(em), &r, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(r[0].state, GG_CE_QUEUED);
+	assert_string_equal(r[0].raw_state, "processing-queued");
+	assert_int_equal(r[1].state, GG_CE_UNKNOWN);
+	assert_null(r[1].raw_state);
+	gg_ce_results_free(r, n);
+	/* garbage */
+	assert_int_equal(gg_arc_parse_info("<html>", 6, &r, &n, &err), GG_EPROTO);
+	assert_int_equal(gg_arc_parse_info("{\"job\":3}", 9, &r, &n, &err), GG_EPROTO);
+	assert_int_equal(gg_arc_parse_info("[]", 2, &r, &n, &err), GG_EPROTO);
+}
+
+static void test_failed_walltime(void **state)
+{
+	(void)state;
+	/* what A-REX 6.17 wrote for a Slurm job at its TimeLimit (captured) */
+	assert_true(gg_arc_failed_walltime("LRMS error: (271) Job timeout\n"));
+	assert_true(gg_arc_failed_walltime("LRMS error: (271) job killed: wall"));
+	assert_true(gg_arc_failed_walltime("LRMS error: (-1) Job exceeded time limit."));
+	assert_false(gg_arc_failed_walltime("LRMS error: (1) Job failed"));
+	assert_false(gg_arc_failed_walltime("LRMS error: (-1) Job was cancelled"));
+	assert_false(gg_arc_failed_walltime("Job timeout")); /* not the LRMS's word */
+	assert_false(gg_arc_failed_walltime("LRMS error: (1) Job failed\nJob timeout"));
+	assert_false(gg_arc_failed_walltime("Failed in files upload"));
+	assert_false(gg_arc_failed_walltime(""));
+	assert_false(gg_arc_failed_walltime(NULL));
+}
+
 static void test_open(void **state)
 {
 	(void)state;
@@ -222,8 +288,9 @@ static void test_open(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xrsl),   cmocka_unit_test(test_gpu_mapping),
-		cmocka_unit_test(test_states), cmocka_unit_test(test_parse_jobs),
+		cmocka_unit_test(test_xrsl),       cmocka_unit_test(test_gpu_mapping),
+		cmocka_unit_test(test_states),     cmocka_unit_test(test_parse_jobs),
+		cmocka_unit_test(test_parse_info), cmocka_unit_test(test_failed_walltime),
 		cmocka_unit_test(test_open),
 	};
 	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);

@@ -30,6 +30,8 @@ struct fjob {
 	char id[32], name[64], killed_with[8];
 	enum gg_ce_state state;
 	int cleaned;
+	int lrms_queued;    /* the batch system holds it (the CE says running) */
+	const char *failed; /* A-REX's diagnose/failed */
 };
 
 /* In shared memory: a child process that dies in the middle of a submission
@@ -44,6 +46,7 @@ static struct fake {
 	int unsent;
 	void (*on_submit)(void); /* runs while the POST is "on the wire" */
 	int delegations;
+	int lrms_asked; /* jobs the batch system's view was asked for */
 } * FP;
 #define F (*FP)
 
@@ -135,6 +138,23 @@ static int f_status(struct gg_ce *ce, const char *const *ids, size_t n,
 	return f_bulk(ce, ids, n, results, "status");
 }
 
+static int f_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
+			 struct gg_ce_result **results, struct gg_err *err)
+{
+	(void)ce, (void)err;
+	*results = calloc(n ? n : 1, sizeof **results);
+	for (size_t i = 0; i < n; i++) {
+		struct fjob *j = find(ids[i]);
+		F.lrms_asked++;
+		(*results)[i].id = strdup(ids[i]);
+		(*results)[i].state = !j               ? GG_CE_UNKNOWN
+				      : j->lrms_queued ? GG_CE_QUEUED
+						       : GG_CE_RUNNING;
+		(*results)[i].raw_state = strdup(j && j->lrms_queued ? "INLRMS:Q" : "INLRMS:R");
+	}
+	return 0;
+}
+
 static int f_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
 		  struct gg_err *err)
 {
@@ -194,6 +214,17 @@ static int f_get(struct gg_ce *ce, const char *id, const char *name, size_t max,
 	return gg_err_set(err, GG_ENOTFOUND, "no %s", name);
 }
 
+static int f_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
+		      struct gg_err *err)
+{
+	(void)ce;
+	struct fjob *j = find(id);
+	if (!j || strcmp(item, "failed") || !j->failed)
+		return gg_err_set(err, GG_ENOTFOUND, "no %s", item);
+	*text = strdup(j->failed);
+	return 0;
+}
+
 static const struct gg_ce_ops fake_ops = {
 	.name = "fake",
 	.open = f_open,
@@ -202,6 +233,7 @@ static const struct gg_ce_ops fake_ops = {
 	.submit = f_submit,
 	.submit_unsent = f_unsent,
 	.status = f_status,
+	.lrms_status = f_lrms_status,
 	.kill = f_kill,
 	.clean = f_clean,
 	.list = f_list,
@@ -209,6 +241,7 @@ static const struct gg_ce_ops fake_ops = {
 	.put = f_put,
 	.put_file = f_put_file,
 	.get = f_get,
+	.diagnose = f_diagnose,
 };
 
 static int open_fake(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
@@ -643,6 +676,80 @@ static void test_sync_unreachable_keeps(void **state)
 	gg_record_clear(&r);
 }
 
+/* A-REX says RUNNING while Slurm holds the job PENDING: the batch system's
+ * word makes it queued (with the CE's INLRMS:Q), only for records that may
+ * still wait, and running once the batch system runs it. */
+static void test_sync_lrms_queued(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("waits", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_RUNNING;
+	F.jobs[0].lrms_queued = 1;
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	struct gg_record q = load("waits");
+	assert_int_equal(q.state, GG_S_QUEUED);
+	assert_string_equal(q.ce_state, "INLRMS:Q");
+	assert_int_equal(F.lrms_asked, 1);
+	gg_record_clear(&q);
+	F.jobs[0].lrms_queued = 0;
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	struct gg_record run = load("waits");
+	assert_int_equal(run.state, GG_S_RUNNING);
+	assert_int_equal(F.lrms_asked, 2);
+	/* running is not asked again: one request less per sync */
+	assert_int_equal(gg_engine_sync(&K, &run, 1, 1), 0);
+	assert_int_equal(F.lrms_asked, 2);
+	gg_record_clear(&run);
+	gg_record_clear(&r);
+}
+
+/* The batch system ended the work at its walltime: the reason says so (with
+ * the CE's words); a session has ended as planned, a batch job failed. */
+static void test_sync_walltime(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("long", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_FAILED;
+	F.jobs[0].failed = "LRMS error: (271) Job timeout\n";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	struct gg_record j = load("long");
+	assert_int_equal(j.state, GG_S_FAILED);
+	assert_string_equal(j.error, "ended by walltime: its walltime (10m) ran out and the batch "
+				     "system stopped the job (CE: LRMS error: (271) Job timeout)");
+	gg_record_clear(&j);
+	gg_record_clear(&r);
+	/* the same for a session: finished, with that reason */
+	struct gg_submission s2 = job("sess", "proxy");
+	s2.rec.kind = GG_REC_SESSION;
+	s2.make_key = 1;
+	assert_int_equal(gg_engine_submit(&E, &s2, &r, NULL, &err), 0);
+	F.jobs[1].state = GG_CE_FAILED;
+	F.jobs[1].failed = "LRMS error: (271) Job timeout";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	struct gg_record q = load("sess");
+	assert_int_equal(q.state, GG_S_FINISHED);
+	assert_non_null(strstr(q.error, "ended by walltime"));
+	gg_record_clear(&q);
+	gg_record_clear(&r);
+	/* any other failure stays one, in the CE's words */
+	struct gg_submission s3 = job("bad", "proxy");
+	assert_int_equal(gg_engine_submit(&E, &s3, &r, NULL, &err), 0);
+	F.jobs[2].state = GG_CE_FAILED;
+	F.jobs[2].failed = "LRMS error: (1) Job failed";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	struct gg_record b = load("bad");
+	assert_int_equal(b.state, GG_S_FAILED);
+	assert_string_equal(b.error, "LRMS error: (1) Job failed");
+	gg_record_clear(&b);
+	gg_record_clear(&r);
+}
+
 /* ---- what the user asked for, as a submission (submission.c) ---- */
 
 static struct gg_site site_named(const char *name, const char *ce)
@@ -764,6 +871,8 @@ int main(void)
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,
 						each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),
 		cmocka_unit_test(test_session_submission),
 		cmocka_unit_test(test_job_spec_check),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),

@@ -20,6 +20,7 @@
 
 #include "unit.h"
 
+#include "../fuzz/fuzz_arc_info.c"
 #include "../fuzz/fuzz_arc_jobs.c"
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_csr.c"
@@ -52,6 +53,7 @@ struct target {
 };
 
 static const struct target targets[] = {
+	{"arc_info", no_init, fuzz_one_arc_info},
 	{"arc_jobs", no_init, fuzz_one_arc_jobs},
 	{"config", no_init, fuzz_one_config},
 	{"csr", fuzz_init_csr, fuzz_one_csr},

@@ -1,0 +1,136 @@
+/* A small nvidia-smi for the test site's node: the one query the batch wrapper
+ * makes, answered the way the driver's nvidia-smi answers it, from NVML (the
+ * node's libnvidia-ml.so.1, found like the real tool finds it: dlopen).
+ *
+ *   nvidia-smi --query-gpu=FIELD[,FIELD...] --format=csv[,noheader][,nounits]
+ *
+ * FIELD: index, uuid, name, memory.total (MiB), compute_cap (X.Y). Like the
+ * real tool it lists every GPU of the node, whatever CUDA_VISIBLE_DEVICES
+ * says. Anything else: the real tool's complaint and exit 2. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef void *nvmlDevice_t;
+typedef struct {
+	unsigned long long total, free, used;
+} nvmlMemory_t;
+
+static void *fn(void *lib, const char *name)
+{
+	void *f = dlsym(lib, name);
+	if (!f) {
+		fprintf(stderr, "nvidia-smi: %s missing from libnvidia-ml.so.1\n", name);
+		exit(9);
+	}
+	return f;
+}
+
+int main(int argc, char **argv)
+{
+	const char *fields = NULL;
+	int header = 1, units = 1, csv = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "--query-gpu=", 12)) {
+			fields = argv[i] + 12;
+		} else if (!strncmp(argv[i], "--format=", 9)) {
+			char f[128];
+			snprintf(f, sizeof f, "%s", argv[i] + 9);
+			for (char *t = strtok(f, ","); t; t = strtok(NULL, ",")) {
+				if (!strcmp(t, "csv"))
+					csv = 1;
+				else if (!strcmp(t, "noheader"))
+					header = 0;
+				else if (!strcmp(t, "nounits"))
+					units = 0;
+			}
+		} else {
+			fprintf(stderr, "Invalid combination of input arguments. Please run "
+					"'nvidia-smi -h' for help.\n");
+			return 2;
+		}
+	}
+	if (!fields || !csv) {
+		fprintf(stderr, "this nvidia-smi answers only --query-gpu=... --format=csv\n");
+		return 2;
+	}
+	static const char *known[] = {"index", "uuid", "name", "memory.total", "compute_cap"};
+	char list[256];
+	char *f[16];
+	int nf = 0;
+	snprintf(list, sizeof list, "%s", fields);
+	for (char *t = strtok(list, ","); t && nf < 16; t = strtok(NULL, ",")) {
+		int ok = 0;
+		for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+			ok |= !strcmp(t, known[k]);
+		if (!ok) {
+			fprintf(stderr, "Field \"%s\" is not a valid field to query.\n\n", t);
+			return 2;
+		}
+		f[nf++] = t;
+	}
+	void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+	if (!lib) {
+		fprintf(stderr,
+			"NVIDIA-SMI has failed because it couldn't communicate with the "
+			"NVIDIA driver. Make sure that the latest NVIDIA driver is installed "
+			"and running.\n\n");
+		return 9;
+	}
+	nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))fn(lib, "nvmlInit_v2");
+	nvmlReturn_t (*count)(unsigned *) =
+		(nvmlReturn_t(*)(unsigned *))fn(lib, "nvmlDeviceGetCount_v2");
+	nvmlReturn_t (*handle)(unsigned, nvmlDevice_t *) =
+		(nvmlReturn_t(*)(unsigned, nvmlDevice_t *))fn(lib, "nvmlDeviceGetHandleByIndex_v2");
+	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned) =
+		(nvmlReturn_t(*)(nvmlDevice_t, char *, unsigned))fn(lib, "nvmlDeviceGetName");
+	nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned) =
+		(nvmlReturn_t(*)(nvmlDevice_t, char *, unsigned))fn(lib, "nvmlDeviceGetUUID");
+	nvmlReturn_t (*mem)(nvmlDevice_t, nvmlMemory_t *) =
+		(nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))fn(lib, "nvmlDeviceGetMemoryInfo");
+	nvmlReturn_t (*cc)(nvmlDevice_t, int *, int *) = (nvmlReturn_t(*)(
+		nvmlDevice_t, int *, int *))fn(lib, "nvmlDeviceGetCudaComputeCapability");
+	unsigned n = 0;
+	if (init() != 0 || count(&n) != 0) {
+		fprintf(stderr, "Unable to determine the device handle for GPU: Unknown Error\n");
+		return 9;
+	}
+	if (header) {
+		for (int k = 0; k < nf; k++)
+			printf("%s%s%s", k ? ", " : "", f[k],
+			       units && !strcmp(f[k], "memory.total") ? " [MiB]" : "");
+		putchar('\n');
+	}
+	for (unsigned i = 0; i < n; i++) {
+		nvmlDevice_t d;
+		char buf[96];
+		if (handle(i, &d) != 0)
+			return 9;
+		for (int k = 0; k < nf; k++) {
+			printf("%s", k ? ", " : "");
+			if (!strcmp(f[k], "index")) {
+				printf("%u", i);
+			} else if (!strcmp(f[k], "uuid")) {
+				printf("%s", uuid(d, buf, sizeof buf) == 0 ? buf : "[N/A]");
+			} else if (!strcmp(f[k], "name")) {
+				printf("%s", name(d, buf, sizeof buf) == 0 ? buf : "[N/A]");
+			} else if (!strcmp(f[k], "memory.total")) {
+				nvmlMemory_t m;
+				if (mem(d, &m) == 0)
+					printf("%llu%s", m.total >> 20, units ? " MiB" : "");
+				else
+					printf("[N/A]");
+			} else {
+				int a, b;
+				if (cc(d, &a, &b) == 0)
+					printf("%d.%d", a, b);
+				else
+					printf("[N/A]");
+			}
+		}
+		putchar('\n');
+	}
+	return 0;
+}

@@ -1,0 +1,30 @@
+/* A-REX job info answers (POST jobs?action=info): gg_arc_parse_info, the GLUE2
+ * State lists of each job's info document (queued or running in the batch
+ * system), one job as an object or many as an array, "Job not found" entries
+ * with an empty document, and whatever else a CE may send instead. */
+#include <string.h>
+
+#include "ce/ce.h"
+#include "fuzz.h"
+
+FUZZ_TARGET(arc_info)
+{
+	struct gg_ce_result *res = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	int rc = gg_arc_parse_info((const char *)data, size, &res, &n, &err);
+	if (rc < 0) {
+		FUZZ_CHECK(res == NULL && n == 0, "failure left %zu results", n);
+		FUZZ_CHECK(err.code == rc && err.msg[0], "failure without a message (rc %d)", rc);
+		return 0;
+	}
+	FUZZ_CHECK(n == 0 || res != NULL, "%zu results, no array", n);
+	for (size_t i = 0; i < n; i++) {
+		FUZZ_CHECK(res[i].id != NULL, "a result without its job id");
+		FUZZ_CHECK((unsigned)res[i].state <= GG_CE_GONE, "state %d", res[i].state);
+		FUZZ_CHECK(res[i].state != GG_CE_QUEUED || res[i].raw_state,
+			   "queued without the CE's word for it");
+	}
+	gg_ce_results_free(res, n);
+	return 0;
+}
