@@ -10,19 +10,6 @@
 #include "session/session.h"
 #include "session/sync.h"
 
-int ui_json_doc(const char *cmd, json_t *doc)
-{
-	if (!json_is_object(doc)) {
-		json_t *o = json_object();
-		json_object_set_new(o, "items", doc ? doc : json_array());
-		doc = o;
-	}
-	char *s = gg_strdup_printf("gridgpu.%s/%d", cmd, GG_JSON_VERSION);
-	json_object_set_new(doc, "schema", json_string(s ? s : ""));
-	free(s);
-	return ui_json(doc);
-}
-
 json_t *ui_json_time(int64_t t)
 {
 	char b[40];

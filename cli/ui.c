@@ -273,6 +273,21 @@ int ui_json(json_t *v)
 	return rc;
 }
 
+/* One --json document: {"schema": "gridgpu.<cmd>/N", ...} (a list becomes its
+ * "items"). */
+int ui_json_doc(const char *cmd, json_t *doc)
+{
+	if (!json_is_object(doc)) {
+		json_t *o = json_object();
+		json_object_set_new(o, "items", doc ? doc : json_array());
+		doc = o;
+	}
+	char *s = gg_strdup_printf("gridgpu.%s/%d", cmd, GG_JSON_VERSION);
+	json_object_set_new(doc, "schema", json_string(s ? s : ""));
+	free(s);
+	return ui_json(doc);
+}
+
 int ui_color(void)
 {
 	const char *nc = getenv("NO_COLOR");
