@@ -31,7 +31,6 @@ void gg_site_clear(struct gg_site *s)
 	free(s->ce);
 	for (int i = 0; i < s->njumps; i++)
 		free(s->jumps[i]);
-	free(s->user);
 	free(s->queue);
 	free(s->gpu_queue);
 	free(s->gpu_rte);
@@ -138,7 +137,6 @@ static char **site_str_field(struct gg_site *s, const char *key)
 		size_t off;
 	} tab[] = {
 		{"ce", offsetof(struct gg_site, ce)},
-		{"user", offsetof(struct gg_site, user)},
 		{"queue", offsetof(struct gg_site, queue)},
 		{"gpu_queue", offsetof(struct gg_site, gpu_queue)},
 		{"gpu_rte", offsetof(struct gg_site, gpu_rte)},
@@ -218,6 +216,10 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 	if (d && gg_duration_parse_unit(value, d, err) < 0)
 		return gg_err_prefix(err, "%s", key);
 	if (d)
+		return 0;
+	/* "user" (the account on the nodes) was stored by older versions and never
+	 * used: the launcher publishes the account the job runs as */
+	if (strcmp(key, "user") == 0)
 		return 0;
 	return gg_err_set(err, GG_EUSAGE, "unknown key '%s'", key);
 }
@@ -381,9 +383,9 @@ int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *
 	memset(dst, 0, sizeof *dst);
 	if (!(dst->name = strdup(src->name)))
 		goto oom;
-	static const char *keys[] = {"ce",       "user",        "queue",          "gpu_queue",
-				     "gpu_rte",  "image",       "ca_dir",         "auth",
-				     "identity", "known_hosts", "worker_address", "runtime"};
+	static const char *keys[] = {"ce",          "queue",          "gpu_queue", "gpu_rte",
+				     "image",       "ca_dir",         "auth",      "identity",
+				     "known_hosts", "worker_address", "runtime"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		char *v = *site_str_field((struct gg_site *)src, keys[i]);
 		if (v && !(*site_str_field(dst, keys[i]) = strdup(v)))
@@ -408,9 +410,9 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 		return gg_err_set(err, GG_EUSAGE,
 				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
 				  site->name ? site->name : "");
-	static const char *keys[] = {"ce",       "user",        "queue",          "gpu_queue",
-				     "gpu_rte",  "image",       "ca_dir",         "auth",
-				     "identity", "known_hosts", "worker_address", "runtime"};
+	static const char *keys[] = {"ce",          "queue",          "gpu_queue", "gpu_rte",
+				     "image",       "ca_dir",         "auth",      "identity",
+				     "known_hosts", "worker_address", "runtime"};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		const char *v = *site_str_field((struct gg_site *)site, keys[i]);
 		if (v && !gg_config_value_ok(v))
@@ -479,9 +481,9 @@ char *gg_config_format(const struct gg_config *cfg)
 			fprintf(f, "ce = %s\n", s->ce);
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
-		static const char *keys[] = {"identity", "known_hosts", "worker_address", "user",
-					     "queue",    "gpu_queue",   "gpu_rte",        "image",
-					     "ca_dir",   "auth",        "runtime"};
+		static const char *keys[] = {"identity",  "known_hosts", "worker_address", "queue",
+					     "gpu_queue", "gpu_rte",     "image",          "ca_dir",
+					     "auth",      "runtime"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)
