@@ -29,6 +29,7 @@ enum {
 	O_SESSION,
 	O_REMOTE_PATH,
 	O_EXCLUDE,
+	O_LINK_COMP,
 };
 
 const struct gg_opt cmd_freeze_opts[] = {
@@ -51,6 +52,9 @@ const struct gg_opt cmd_freeze_opts[] = {
 	{"exclude", 0, OPT_ARG, "PATTERN",
 	 "with --session: leave out paths like PATTERN (/opt/data, /home/*/.cache; repeat)",
 	 O_EXCLUDE},
+	{"link-comp", 0, OPT_CHOICE, "auto|zstd|gzip|none",
+	 "with --session: compress the stream on the node (default auto: zstd, else gzip)",
+	 O_LINK_COMP},
 	OPT_END,
 };
 
@@ -207,6 +211,7 @@ static char *gpu_provenance(struct gg_cli *cli)
 struct session_src {
 	struct gg_ssh_conn *conn;
 	struct gg_ssh_stream *stream;
+	uint64_t bytes; /* received from the node */
 };
 
 /* 'text' for the remote shell. malloc'd. */
@@ -235,19 +240,42 @@ static const char *const default_excludes[] = {"./tmp/*", "./var/tmp/*",
 					       "./var/cache/apt/archives/*.deb", "./root/.cache"};
 #define NDEFAULT_EXCLUDES (sizeof default_excludes / sizeof *default_excludes)
 
+/* The tar command through the compressor the node has (link: auto, zstd, gzip,
+ * none): the link to the laptop is the slow part, the node has idle cores.
+ * The exit status is tar's (a truncated stream fails to decompress).  */
+static char *through_link(const char *pre, const char *tar, const char *link)
+{
+	if (!strcmp(link, "none"))
+		return gg_strdup_printf("%sexec %s", pre, tar);
+	const char *pick =
+		!strcmp(link, "zstd")
+			? "command -v zstd >/dev/null || { echo 'no zstd on the node' >&2; exit 5; }; "
+			  "Z='zstd -q -1 -T0 -c'; "
+		: !strcmp(link, "gzip")
+			? "command -v gzip >/dev/null || { echo 'no gzip on the node' >&2; exit 5; }; "
+			  "Z='gzip -1 -c'; "
+			: "Z=cat; command -v gzip >/dev/null && Z='gzip -1 -c'; "
+			  "command -v zstd >/dev/null && Z='zstd -q -1 -T0 -c'; ";
+	return gg_strdup_printf(
+		"%s%sif [ \"$Z\" = cat ]; then exec %s; fi; "
+		"{ r=$( { { %s; echo $? >&3; } | $Z >&4; } 3>&1 ); exit ${r:-1}; } 4>&1",
+		pre, pick, tar, tar);
+}
+
 /* The remote command: tar of path (as the login sees it), or with path NULL of
  * the session's sandbox, on the node (": gridgpu-node;" runs outside the
- * container), less the excluded and the session's mount points. malloc'd. */
-static char *tar_command(const char *path, const char *const *excl, size_t nexcl)
+ * container), less the excluded and the session's mount points, through the
+ * link's compressor. malloc'd. */
+static char *tar_command(const char *path, const char *const *excl, size_t nexcl, const char *link)
 {
 	if (path) {
 		char *q = sh_quote(path);
-		char *cmd =
-			q ? gg_strdup_printf(
-				    "test -d %s || exit 3; exec tar -C %s --numeric-owner -cf - .",
-				    q, q)
-			  : NULL;
+		char *pre = q ? gg_strdup_printf("test -d %s || exit 3; ", q) : NULL;
+		char *tar = q ? gg_strdup_printf("tar -C %s --numeric-owner -cf - .", q) : NULL;
+		char *cmd = pre && tar ? through_link(pre, tar, link) : NULL;
 		free(q);
+		free(pre);
+		free(tar);
 		return cmd;
 	}
 	char *x = strdup("");
@@ -258,20 +286,22 @@ static char *tar_command(const char *path, const char *const *excl, size_t nexcl
 		free(x);
 		x = nx;
 	}
-	char *cmd =
-		x ? gg_strdup_printf(
-			    ": gridgpu-node; g=${GRIDGPU_SESSION_DIR:-/nonexistent}/.gridgpu; "
-			    "test -d \"$g/sandbox\" || exit 4; touch \"$g/sandbox-mounts\"; "
-			    "exec tar -C \"$g/sandbox\" --numeric-owner -X \"$g/sandbox-mounts\"%s "
-			    "-cf - .",
-			    x)
-		  : NULL;
+	char *tar = x ? gg_strdup_printf("tar -C \"$g/sandbox\" --numeric-owner "
+					 "-X \"$g/sandbox-mounts\"%s -cf - .",
+					 x)
+		      : NULL;
+	char *cmd = tar ? through_link(": gridgpu-node; g=${GRIDGPU_SESSION_DIR:-/nonexistent}/"
+				       ".gridgpu; test -d \"$g/sandbox\" || exit 4; "
+				       "touch \"$g/sandbox-mounts\"; ",
+				       tar, link)
+			: NULL;
 	free(x);
+	free(tar);
 	return cmd;
 }
 
 static int start_session_tar(struct gg_cli *cli, const char *name, const char *path,
-			     const char *const *excl, size_t nexcl, int *fd,
+			     const char *const *excl, size_t nexcl, const char *link, int *fd,
 			     struct session_src *src)
 {
 	struct gg_err err = {0};
@@ -300,7 +330,7 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 		gg_record_clear(&r);
 		return ui_fail(cli, &err, "freeze --session %s", name);
 	}
-	char *cmd = tar_command(path, excl, nexcl);
+	char *cmd = tar_command(path, excl, nexcl, link);
 	const struct gg_site *site = r.site ? gg_config_site(cli_config(cli), r.site) : NULL;
 	struct gg_ssh_route rt;
 	rc = cmd ? gg_session_route(site, &r, &rt, &err)
@@ -329,6 +359,7 @@ static int finish_session_tar(struct session_src *src, int abort, int *status, c
 	int rc = 0;
 	*status = -1;
 	*errtext = NULL;
+	src->bytes = gg_ssh_stream_bytes(src->stream);
 	if (src->stream)
 		rc = gg_ssh_stream_finish(src->stream, abort, status, errtext, err);
 	src->stream = NULL;
@@ -344,6 +375,7 @@ struct freeze_job {
 	const char **labels;
 	size_t nlabels;
 	const char *session, *rpath; /* --session NAME [--path DIR] */
+	const char *link;            /* --link-comp */
 	const char **excl;           /* the defaults, then --exclude */
 	size_t nexcl;
 	char *excl_label;
@@ -403,6 +435,13 @@ static int parse_option(struct gg_cli *cli, int c, struct freeze_job *j)
 	case O_SESSION: j->session = cli->optarg; break;
 	case O_REMOTE_PATH: j->rpath = cli->optarg; break;
 	case O_EXCLUDE: rc = add_exclude(cli, j, cli->optarg); break;
+	case O_LINK_COMP:
+		j->link = cli->optarg;
+		if (strcmp(j->link, "auto") && strcmp(j->link, "zstd") && strcmp(j->link, "gzip") &&
+		    strcmp(j->link, "none"))
+			rc = ui_usage(cli, "--link-comp '%s': expected auto, zstd, gzip or none",
+				      j->link);
+		break;
 	case O_NO_REPRO: o->no_reproducible = 1; break;
 	case O_SKIP: o->skip_unreadable = 1; break;
 	case O_LEVEL:
@@ -451,6 +490,8 @@ static int parse_args(struct gg_cli *cli, int argc, char **argv, struct freeze_j
 		return ui_usage(cli, "--path DIR goes with --session NAME");
 	if (j->nexcl && (!j->session || j->rpath))
 		return ui_usage(cli, "--exclude goes with --session NAME (without --path)");
+	if (j->link && !j->session)
+		return ui_usage(cli, "--link-comp goes with --session NAME");
 	j->o.source = j->session ? "-" : argv[cli->optind];
 	return 0;
 }
@@ -494,7 +535,8 @@ static int open_session_source(struct gg_cli *cli, struct freeze_job *j)
 	int fd = -1;
 	int rc = session_excludes(j);
 	if (rc == 0)
-		rc = start_session_tar(cli, j->session, j->rpath, j->excl, j->nexcl, &fd, &j->src);
+		rc = start_session_tar(cli, j->session, j->rpath, j->excl, j->nexcl,
+				       j->link ? j->link : "auto", &fd, &j->src);
 	if (rc)
 		return rc;
 	o->input_fd = fd;
@@ -616,6 +658,8 @@ static void report_json(const struct freeze_job *j, const struct gg_freeze_resul
 	json_object_set_new(r, "build_time", ui_json_time(res->build_time));
 	json_object_set_new(r, "warnings", json_integer(res->warnings));
 	json_object_set_new(r, "seconds", json_real(secs));
+	if (j->session)
+		json_object_set_new(r, "received_bytes", json_integer((json_int_t)j->src.bytes));
 	ui_json_doc("freeze", r);
 }
 
@@ -626,16 +670,22 @@ static void report(struct gg_cli *cli, const struct freeze_job *j,
 		report_json(j, res, secs);
 		return;
 	}
-	char in[32], outsz[32];
+	char in[32], outsz[32], got[64] = "";
 	gg_size_format(res->data_bytes, in, sizeof in);
 	gg_size_format(res->image_size, outsz, sizeof outsz);
+	if (j->session) {
+		char b[32];
+		snprintf(got, sizeof got, " (%s from the node)",
+			 gg_size_format(j->src.bytes, b, sizeof b));
+	}
 	ui_info(cli,
-		"froze %s (%s, %llu files, %llu directories, %llu symlinks, %llu other) "
+		"froze %s (%s%s, %llu files, %llu directories, %llu symlinks, %llu other) "
 		"into "
 		"%s: %s, %s, %.1f s%s",
-		source_name(j), in, (unsigned long long)res->files, (unsigned long long)res->dirs,
-		(unsigned long long)res->symlinks, (unsigned long long)res->specials, j->o.output,
-		outsz, res->arch, secs, res->warnings ? " (with warnings)" : "");
+		source_name(j), in, got, (unsigned long long)res->files,
+		(unsigned long long)res->dirs, (unsigned long long)res->symlinks,
+		(unsigned long long)res->specials, j->o.output, outsz, res->arch, secs,
+		res->warnings ? " (with warnings)" : "");
 }
 
 static void bar_init(struct ctx *c, struct gg_cli *cli)

@@ -236,6 +236,26 @@ static const char *when(int64_t t, int64_t now, char *b, size_t n)
 	return b;
 }
 
+/* What the launcher last saw: "active: python3 running", "idle since 11:20
+ * CET (4m ago)"; a launcher that does not say (older ones): idle for how long
+ * since its last activity. */
+static void print_activity(const struct gg_record *r, int64_t now)
+{
+	char b[96], d[32];
+	const char *why = r->active_reason;
+	if (why && !strncmp(why, "process ", 8))
+		ui_out("activity:    active: %s running\n", why + 8);
+	else if (why && !strcmp(why, "gpu busy"))
+		ui_out("activity:    active: a GPU of the job is busy\n");
+	else if (why)
+		ui_out("activity:    active: %s\n", why);
+	else if (r->idle_since)
+		ui_out("activity:    idle since %s\n", when(r->idle_since, now, b, sizeof b));
+	else if (r->last_activity)
+		ui_out("idle for:    %s\n",
+		       gg_duration_format(now - r->last_activity, d, sizeof d));
+}
+
 /* Which deadline applies now, and the launcher's activity as of when it last
  * wrote its file. */
 static void print_deadlines(const struct gg_record *r, int64_t now)
@@ -257,9 +277,8 @@ static void print_deadlines(const struct gg_record *r, int64_t now)
 		       when(r->first_login, now, b, sizeof b));
 	if (live && r->state == GG_S_READY && connected)
 		ui_out("connections: %lld open\n", (long long)r->connections);
-	if (r->last_activity && r->state == GG_S_READY)
-		ui_out("idle for:    %s\n",
-		       gg_duration_format(now - r->last_activity, d, sizeof d));
+	if (r->state == GG_S_READY)
+		print_activity(r, now);
 	if (r->activity_at && live)
 		ui_out("as of:       %s (the node's session file)\n",
 		       when(r->activity_at, now, b, sizeof b));

@@ -11,7 +11,6 @@ enum {
 	O_JUMP,
 	O_IDENTITY,
 	O_KNOWN_HOSTS,
-	O_USER,
 	O_QUEUE,
 	O_GPU_QUEUE,
 	O_GPU_RTE,
@@ -39,7 +38,6 @@ const struct gg_opt cmd_site_add_opts[] = {
 	 O_KNOWN_HOSTS},
 	{"worker-address", 0, OPT_ARG, "ADDR", "address the last jump host reaches workers by",
 	 O_WORKER},
-	{"user", 0, OPT_ARG, "USER", "account on the worker nodes, if fixed", O_USER},
 	{"queue", 0, OPT_ARG, "QUEUE", "default queue", O_QUEUE},
 	{"gpu-queue", 0, OPT_ARG, "QUEUE", "queue for GPU jobs", O_GPU_QUEUE},
 	{"gpu-rte", 0, OPT_ARG, "RTE", "runtime environment that requests GPUs", O_GPU_RTE},
@@ -81,7 +79,6 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 	} f[] = {{"identity", s->identity},
 		 {"known_hosts", s->known_hosts},
 		 {"worker_address", s->worker_address},
-		 {"user", s->user},
 		 {"queue", s->queue},
 		 {"gpu_queue", s->gpu_queue},
 		 {"gpu_rte", s->gpu_rte},
@@ -110,7 +107,6 @@ static char **str_field(struct gg_site *s, int id)
 	case O_CE: return &s->ce;
 	case O_IDENTITY: return &s->identity;
 	case O_KNOWN_HOSTS: return &s->known_hosts;
-	case O_USER: return &s->user;
 	case O_RUNTIME: return &s->runtime;
 	case O_AUTH: return &s->auth;
 	case O_WORKER: return &s->worker_address;
@@ -146,10 +142,6 @@ static int check_value(struct gg_cli *cli, int id, const char *v)
 	case O_KNOWN_HOSTS:
 		if (gg_ssh_cfg_check(id == O_IDENTITY ? "--identity" : "--known-hosts", v,
 				     GG_SSHV_PATH, &err) < 0)
-			return ui_usage(cli, "%s", err.msg);
-		return 0;
-	case O_USER:
-		if (gg_ssh_cfg_check("--user", v, GG_SSHV_USER, &err) < 0)
 			return ui_usage(cli, "%s", err.msg);
 		return 0;
 	case O_RUNTIME:

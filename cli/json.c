@@ -70,6 +70,8 @@ static void set_session(json_t *o, const struct gg_record *r)
 		json_object_set_new(o, "connections", json_integer((json_int_t)r->connections));
 	set_time(o, "last_activity", r->last_activity);
 	set_time(o, "activity_as_of", r->activity_at);
+	set_time(o, "idle_since", r->idle_since);
+	set_str(o, "active_reason", r->active_reason);
 	set_deadline(o, r);
 }
 

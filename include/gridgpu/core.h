@@ -120,7 +120,6 @@ struct gg_site {
 	char *ce;                  /* CE endpoint URL, https://host:port/arex */
 	char *jumps[GG_MAX_JUMPS]; /* user@host[:port], in order */
 	int njumps;
-	char *user;               /* remote user on the worker, if fixed */
 	char *queue;              /* default queue */
 	char *gpu_queue;          /* queue for GPU jobs */
 	char *gpu_rte;            /* runtime environment to ask for GPUs */

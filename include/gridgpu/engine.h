@@ -71,6 +71,9 @@ struct gg_session_spec {
 	const char *enter, *image_file;
 	const char *const *binds;
 	int nbinds;
+	/* the launcher's lead times for its notices, "SECS SECS..." (a test hook:
+	 * the job's GRIDGPU_WARN_LEADS); NULL: its default, 10 and 1 min */
+	const char *warn_leads;
 };
 /* The job description of a session whose record is r (its uid names the job;
  * pubkey, the session key's .pub, is staged as the sshd's authorized key). */

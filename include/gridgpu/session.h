@@ -61,6 +61,10 @@ struct gg_record {
 	int64_t started, deadline_at, last_activity;
 	/* sessions: the launcher's activity, as of activity_at (when it wrote it) */
 	int64_t first_login, logins, connections, activity_at;
+	/* sessions: what the launcher last saw: idle since (0: active), or why
+	 * active ("terminal input", "process NAME", "gpu busy", "login") */
+	int64_t idle_since;
+	char *active_reason;
 	char *key; /* private key file for the session */
 	/* jobs */
 	char *image_path;
@@ -74,11 +78,11 @@ struct gg_record {
 #define GG_RECORD_STR_FIELDS(X) \
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
-	X(command) X(outputs_dir)
+	X(command) X(outputs_dir) X(active_reason)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \
-	X(logins) X(connections) X(activity_at)
+	X(logins) X(connections) X(activity_at) X(idle_since)
 /* clang-format on */
 
 GG_API void gg_record_clear(struct gg_record *r);

@@ -272,8 +272,10 @@ static void xrsl_resources(FILE *f, const struct gg_jobdesc *jd)
 {
 	char num[32];
 	if (jd->walltime > 0) {
-		/* xRSL times without a unit are minutes: round up. */
-		snprintf(num, sizeof num, "%" PRId64, (jd->walltime + 59) / 60);
+		/* An ISO 8601 duration: a bare number is read as minutes by
+		 * xRSL's manual and as seconds by A-REX (its REST interface
+		 * takes the GRIDMANAGER dialect: "240" was a 4-minute job). */
+		snprintf(num, sizeof num, "PT%" PRId64 "S", jd->walltime);
 		rel(f, "walltime", num);
 	}
 	if (jd->cpus > 0) {

@@ -38,7 +38,6 @@ void gg_site_clear(struct gg_site *s)
 	free(s->ce);
 	for (int i = 0; i < s->njumps; i++)
 		free(s->jumps[i]);
-	free(s->user);
 	free(s->queue);
 	free(s->gpu_queue);
 	free(s->gpu_rte);
@@ -142,6 +141,12 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 		       : 0;
 }
 
+/* The string keys of a site that are copied and saved as they are. */
+static const char *const site_str_keys[] = {
+	"ce",      "queue",         "gpu_queue",    "gpu_rte",        "image",
+	"ca_dir",  "auth",          "identity",     "known_hosts",    "worker_address",
+	"runtime", "token_command", "oidc_account", "token_audience", "token_scopes"};
+
 static char **site_str_field(struct gg_site *s, const char *key)
 {
 	static const struct {
@@ -149,7 +154,6 @@ static char **site_str_field(struct gg_site *s, const char *key)
 		size_t off;
 	} tab[] = {
 		{"ce", offsetof(struct gg_site, ce)},
-		{"user", offsetof(struct gg_site, user)},
 		{"queue", offsetof(struct gg_site, queue)},
 		{"gpu_queue", offsetof(struct gg_site, gpu_queue)},
 		{"gpu_rte", offsetof(struct gg_site, gpu_rte)},
@@ -234,6 +238,10 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 	if (d && gg_duration_parse_unit(value, d, err) < 0)
 		return gg_err_prefix(err, "%s", key);
 	if (d)
+		return 0;
+	/* "user" (the account on the nodes) was stored by older versions and never
+	 * used: the launcher publishes the account the job runs as */
+	if (strcmp(key, "user") == 0)
 		return 0;
 	return gg_err_set(err, GG_EUSAGE, "unknown key '%s'", key);
 }
@@ -397,25 +405,9 @@ int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *
 	memset(dst, 0, sizeof *dst);
 	if (!(dst->name = strdup(src->name)))
 		goto oom;
-	static const char *keys[] = {"ce",
-				     "user",
-				     "queue",
-				     "gpu_queue",
-				     "gpu_rte",
-				     "image",
-				     "ca_dir",
-				     "auth",
-				     "identity",
-				     "known_hosts",
-				     "worker_address",
-				     "runtime",
-				     "token_command",
-				     "oidc_account",
-				     "token_audience",
-				     "token_scopes"};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		char *v = *site_str_field((struct gg_site *)src, keys[i]);
-		if (v && !(*site_str_field(dst, keys[i]) = strdup(v)))
+	for (size_t i = 0; i < sizeof site_str_keys / sizeof site_str_keys[0]; i++) {
+		char *v = *site_str_field((struct gg_site *)src, site_str_keys[i]);
+		if (v && !(*site_str_field(dst, site_str_keys[i]) = strdup(v)))
 			goto oom;
 	}
 	for (int i = 0; i < src->njumps; i++) {
@@ -438,31 +430,15 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 		return gg_err_set(err, GG_EUSAGE,
 				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
 				  site->name ? site->name : "");
-	static const char *keys[] = {"ce",
-				     "user",
-				     "queue",
-				     "gpu_queue",
-				     "gpu_rte",
-				     "image",
-				     "ca_dir",
-				     "auth",
-				     "identity",
-				     "known_hosts",
-				     "worker_address",
-				     "runtime",
-				     "token_command",
-				     "oidc_account",
-				     "token_audience",
-				     "token_scopes"};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		const char *v = *site_str_field((struct gg_site *)site, keys[i]);
+	for (size_t i = 0; i < sizeof site_str_keys / sizeof site_str_keys[0]; i++) {
+		const char *v = *site_str_field((struct gg_site *)site, site_str_keys[i]);
 		if (v && !gg_config_value_ok(v))
 			return gg_err_set(
 				err, GG_EUSAGE,
 				"%s '%s': cannot be stored in the configuration (at most "
 				"%d characters, one line, no leading or trailing blanks, no "
 				"';' after a blank or ';'/'#' first)",
-				keys[i], v, GG_CONFIG_VALUE_MAX);
+				site_str_keys[i], v, GG_CONFIG_VALUE_MAX);
 	}
 	for (int i = 0; i < site->njumps; i++)
 		if (!gg_config_value_ok(site->jumps[i]))
@@ -522,11 +498,12 @@ char *gg_config_format(const struct gg_config *cfg)
 			fprintf(f, "ce = %s\n", s->ce);
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
-		static const char *keys[] = {"identity",     "known_hosts",    "worker_address",
-					     "user",         "queue",          "gpu_queue",
-					     "gpu_rte",      "image",          "ca_dir",
-					     "auth",         "runtime",        "token_command",
-					     "oidc_account", "token_audience", "token_scopes"};
+		/* the order a saved file has always had */
+		static const char *keys[] = {"identity",       "known_hosts",   "worker_address",
+					     "queue",          "gpu_queue",     "gpu_rte",
+					     "image",          "ca_dir",        "auth",
+					     "runtime",        "token_command", "oidc_account",
+					     "token_audience", "token_scopes"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)

@@ -55,6 +55,14 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_jd_resources(jd, &q->res, site, err);
 	if (rc == 0)
 		rc = gg_jd_env(jd, "GRIDGPU_SESSION", r->name, err);
+	if (rc == 0 && q->warn_leads) {
+		const char *w = q->warn_leads;
+		if (!*w || w[strspn(w, "0123456789 ")])
+			return gg_err_set(
+				err, GG_EUSAGE,
+				"GRIDGPU_WARN_LEADS '%s': expected seconds, e.g. \"60 10\"", w);
+		rc = gg_jd_env(jd, "GRIDGPU_WARN_LEADS", w, err);
+	}
 	return rc;
 }
 

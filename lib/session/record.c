@@ -161,6 +161,7 @@ void gg_launch_info_clear(struct gg_launch_info *li)
 	free(li->sessiondir);
 	free(li->launcher_version);
 	free(li->container);
+	free(li->active_reason);
 	memset(li, 0, sizeof *li);
 }
 
@@ -182,6 +183,17 @@ static int user_ok(const char *u)
 		if (!isalnum((unsigned char)*p) && !strchr("._-$", *p))
 			return 0;
 	return 1;
+}
+
+/* Why the launcher says a session is active: a short phrase of printable
+ * ASCII ("" when idle). */
+static int reason_ok(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (s[n] < 0x20 || s[n] > 0x7e || n >= 63)
+			return 0;
+	return n > 0;
 }
 
 int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li,
@@ -209,11 +221,15 @@ int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li
 		li->container = strdup(s);
 	if ((s = json_string_value(json_object_get(j, "sessiondir"))))
 		li->sessiondir = strdup(s);
+	if ((s = json_string_value(json_object_get(j, "active_reason"))) && reason_ok(s))
+		li->active_reason = strdup(s);
 	json_t *v;
-	int64_t *ints[] = {&li->started,     &li->deadline_at, &li->idle_limit,  &li->last_activity,
-			   &li->first_login, &li->logins,      &li->connections, &li->updated};
-	const char *names[] = {"started",     "connect_deadline", "idle_limit",  "last_activity",
-			       "first_login", "logins",           "connections", "updated"};
+	int64_t *ints[] = {&li->started,       &li->deadline_at, &li->idle_limit,
+			   &li->last_activity, &li->first_login, &li->logins,
+			   &li->connections,   &li->updated,     &li->idle_since};
+	const char *names[] = {"started",       "connect_deadline", "idle_limit",
+			       "last_activity", "first_login",      "logins",
+			       "connections",   "updated",          "idle_since"};
 	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
 		v = json_object_get(j, names[i]);
 		if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {

@@ -39,6 +39,10 @@ struct gg_launch_info {
 	/* the activity: first login (0: none yet), logins so far, open
 	 * connections, when the launcher wrote the file */
 	int64_t first_login, logins, connections, updated;
+	/* what it last saw: idle since (0: active now), or why active (printable
+	 * ASCII, at most 63 characters; else left out) */
+	int64_t idle_since;
+	char *active_reason;
 	char *launcher_version;
 	char *container;
 };

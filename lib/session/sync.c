@@ -102,6 +102,8 @@ static void apply_activity(struct gg_record *r, const struct gg_launch_info *li)
 	r->logins = li->logins;
 	r->connections = li->connections;
 	r->activity_at = li->updated;
+	r->idle_since = li->idle_since;
+	set_str(&r->active_reason, li->active_reason);
 }
 
 /* Fold the launcher's file into a record; returns 1 when the record changed. */

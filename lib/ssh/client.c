@@ -886,15 +886,22 @@ struct gg_ssh_stream {
 	int wfd;
 	pthread_t th;
 	atomic_int stop;
+	atomic_ullong bytes;
 	int rc, status;
 	char *errtext;
 	struct gg_err err;
 };
 
+uint64_t gg_ssh_stream_bytes(struct gg_ssh_stream *x)
+{
+	return x ? (uint64_t)atomic_load(&x->bytes) : 0;
+}
+
 static int stream_sink(void *ud, const void *buf, size_t len)
 {
 	struct gg_ssh_stream *x = ud;
 	const char *p = buf;
+	atomic_fetch_add(&x->bytes, (unsigned long long)len);
 	while (len) {
 		ssize_t w = write(x->wfd, p, len);
 		if (w < 0 && errno == EINTR)

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 
 #include "core/core.h"
 
@@ -166,6 +167,8 @@ int gg_ssh_stream_start(struct gg_ssh_conn *c, const char *command, int *fd,
 			struct gg_ssh_stream **out, struct gg_err *err);
 int gg_ssh_stream_finish(struct gg_ssh_stream *x, int abort, int *status, char **errtext,
 			 struct gg_err *err);
+/* The bytes of output the command sent so far. */
+uint64_t gg_ssh_stream_bytes(struct gg_ssh_stream *x);
 /* 1 when the key blob (as a server sends it) is the key of the OpenSSH public
  * key line pinned. */
 int gg_ssh_key_matches(const char *pinned, const void *blob, size_t len);

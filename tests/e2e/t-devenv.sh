@@ -112,6 +112,22 @@ grep -qx /usr/local/share/stamp list && grep -qx /bin/bash list && ok "the image
 ! grep -q -e '^/tmp/.' -e '^/home' -e '^/root/.cache' -e '/usr/local/share/skip' list && grep -qx /tmp list &&
 	ok "... and not /tmp's files, the session's mount points (/home, the session dir), /root/.cache, nor --exclude's" ||
 	not_ok "left in: $(grep -e '^/tmp/.' -e '^/home' -e '^/root/.cache' -e skip list | head -5 | tr '\n' ' ')"
+# compressed on the node (auto: zstd here) against a plain tar stream: fewer bytes
+# over the link, the same image
+run_gg --json freeze --session dev --exclude /usr/local/share/skip --link-comp none -o plain.sif
+rn=$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["received_bytes"], d["data_bytes"])')
+run_gg --json freeze --session dev --exclude /usr/local/share/skip -o packed.sif
+json_valid freeze
+rz=$(printf '%s' "$OUT" | py 'import json,sys; print(json.load(sys.stdin)["received_bytes"])')
+# shellcheck disable=SC2086 # two numbers
+set -- $rn
+[ "$1" -ge "$2" ] && [ "$rz" -gt 0 ] && [ $((rz * 2)) -lt "$1" ] &&
+	ok "freeze --session: compressed on the node, $rz bytes over the link instead of $1 (files: $2 bytes)" ||
+	not_ok "received: plain '$rn', compressed '$rz'"
+lsq() { unsquashfs -lln -o "$(grep -obUa hsqs "$1" | head -n 1 | cut -d: -f1)" "$1" 2>/dev/null | sed 's|squashfs-root||'; }
+lsq plain.sif >plain.ls && lsq packed.sif >packed.ls && [ "$(wc -l <plain.ls)" -gt 10 ] && cmp -s plain.ls packed.ls &&
+	ok "... the same files in both images (modes, owners, sizes, times, $(wc -l <plain.ls) entries)" || not_ok "plain.sif and packed.sif hold other files: $(diff plain.ls packed.ls | head -5)"
+expect_fail "--link-comp without --session" 2 "--link-comp goes with --session" freeze --link-comp none rootfs -o x.sif
 run_gg inspect work.sif
 printf '%s\n' "$OUT" | grep -q 'org.gridgpu.excluded.*\./tmp/\*.*\./usr/local/share/skip' &&
 	ok "inspect shows what was excluded" || not_ok "inspect: $OUT"

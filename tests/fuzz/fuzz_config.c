@@ -28,7 +28,6 @@ static void config_same(const struct gg_config *a, const struct gg_config *b, co
 		   x->name, #f, text)
 		S(name);
 		S(ce);
-		S(user);
 		S(queue);
 		S(gpu_queue);
 		S(gpu_rte);

@@ -25,7 +25,7 @@ static void test_xrsl(void **state)
 	gg_jd_output(&jd, "result.txt", &err); /* once */
 	gg_jd_set(&jd.stdout_name, "out.txt", &err);
 	gg_jd_set(&jd.stderr_name, "out.txt", &err);
-	jd.walltime = 4 * 3600 + 1; /* rounds up to minutes */
+	jd.walltime = 4 * 3600 + 1; /* seconds, as an ISO 8601 duration */
 	jd.cpus = 4;
 	jd.memory = 16ull << 30;
 	gg_jd_set(&jd.queue, "gpu", &err);
@@ -40,7 +40,7 @@ static void test_xrsl(void **state)
 	assert_non_null(strstr(x, "(inputfiles=(\"launcher\" \"\")(\"data\" \"https://x/y\"))"));
 	/* stdout/stderr become outputs (A-REX deletes the rest), once each */
 	assert_non_null(strstr(x, "(outputfiles=(\"result.txt\" \"\")(\"out.txt\" \"\"))"));
-	assert_non_null(strstr(x, "(walltime=\"241\")"));
+	assert_non_null(strstr(x, "(walltime=\"PT14401S\")"));
 	assert_non_null(strstr(x, "(count=\"4\")"));
 	assert_non_null(strstr(x, "(memory=\"4096\")")); /* MB per slot */
 	assert_non_null(strstr(x, "(queue=\"gpu\")"));

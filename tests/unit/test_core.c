@@ -537,6 +537,16 @@ static void test_config(void **state)
 	write_file(path, "[site a]\nuser = x\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "no 'ce = URL'"));
+	/* "user" of older versions: read and dropped (never used), not written back */
+	write_file(path, "[site a]\nce = https://ce/arex\nuser = x\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), 0);
+	char *fmt = gg_config_format(cfg);
+	assert_non_null(fmt);
+	assert_null(strstr(fmt, "user"));
+	assert_non_null(strstr(fmt, "ce = https://ce/arex"));
+	free(fmt);
+	gg_config_free(cfg);
+	cfg = NULL;
 	write_file(path, "[site ../x]\nce = y\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	char jumps[512] = "[site a]\n";

@@ -269,7 +269,29 @@ static void test_launch_info(void **state)
 	assert_string_equal(li.node, "wn01.example");
 	assert_int_equal(li.port, 22001);
 	assert_int_equal(li.deadline_at, 1300);
+	assert_int_equal(li.idle_since, 0);
+	assert_null(li.active_reason);
 	gg_launch_info_clear(&li);
+	/* what the launcher last saw: why active, or idle since when */
+	assert_int_equal(parse_li("{\"state\":\"starting\",\"idle_since\":0,"
+				  "\"active_reason\":\"process python3\"}",
+				  &li),
+			 0);
+	assert_string_equal(li.active_reason, "process python3");
+	gg_launch_info_clear(&li);
+	assert_int_equal(
+		parse_li("{\"state\":\"starting\",\"idle_since\":1700,\"active_reason\":\"\"}",
+			 &li),
+		0);
+	assert_int_equal(li.idle_since, 1700);
+	assert_null(li.active_reason);
+	gg_launch_info_clear(&li);
+	/* a reason that is not a short printable phrase is left out */
+	assert_int_equal(
+		parse_li("{\"state\":\"starting\",\"active_reason\":\"a\\u001b[2Jb\"}", &li), 0);
+	assert_null(li.active_reason);
+	gg_launch_info_clear(&li);
+	assert_int_equal(parse_li("{\"state\":\"starting\",\"idle_since\":-1}", &li), GG_EPROTO);
 	/* starting: no connection details needed */
 	assert_int_equal(parse_li("{\"state\":\"starting\"}", &li), 0);
 	gg_launch_info_clear(&li);
