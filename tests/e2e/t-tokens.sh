@@ -85,7 +85,8 @@ export OIDC_CONFIG_DIR="$T_TMP/oidc" OIDC_ENCRYPTION_PW="e2e-$(openssl rand -hex
 mkdir -m 0700 "$OIDC_CONFIG_DIR"
 oidc-agent --socket-path="$T_TMP/oidc-agent.sock" --json >"$T_TMP/agent.json" 2>"$T_TMP/agent.err"
 AGENT_PID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dpid"])' "$T_TMP/agent.json" 2>/dev/null)
-trap '[ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null' EXIT
+# lib.sh's cleanup stays: the agent first, then the test's directory.
+trap '[ -z "$AGENT_PID" ] || kill "$AGENT_PID" 2>/dev/null; t_cleanup' EXIT
 export OIDC_SOCK="$T_TMP/oidc-agent.sock"
 # oidc-gen reads the client secret and the user's password from argv: a test
 # user of a test issuer; gridgpu itself never takes them.
