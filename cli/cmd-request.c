@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -54,17 +53,15 @@ struct req {
 	const char *ce, *name, *identity;
 	int wait, dry_run, token;
 	int64_t timeout;
-	const char **binds;
+	const char *binds[GG_JD_MAX];
 };
 
-static int add_bind(struct req *q, const char *b)
+static int add_bind(struct gg_cli *cli, struct req *q)
 {
-	const char **nb = realloc(q->binds, (size_t)(q->spec.nbinds + 1) * sizeof *nb);
-	if (!nb)
-		return EXIT_FAIL;
-	q->binds = nb;
-	nb[q->spec.nbinds++] = b;
-	q->spec.binds = nb;
+	if (q->spec.nbinds == GG_JD_MAX)
+		return ui_usage(cli, "too many --bind paths");
+	q->binds[q->spec.nbinds++] = cli->optarg;
+	q->spec.binds = q->binds;
 	return 0;
 }
 
@@ -98,7 +95,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 	case O_NO_WAIT: q->wait = 0; break;
 	case O_DRY_RUN: q->dry_run = 1; break;
 	case O_IDENTITY: q->identity = cli->optarg; break;
-	case O_BIND: return add_bind(q, cli->optarg);
+	case O_BIND: return add_bind(cli, q);
 	}
 	return 0;
 }
@@ -200,22 +197,6 @@ static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission 
 	return code;
 }
 
-/* --identity: its public key must be beside it. */
-static int check_identity(struct gg_cli *cli, const char *identity)
-{
-	char *pub = gg_strdup_printf("%s.pub", identity);
-	int ok = pub && access(pub, R_OK) == 0;
-	if (!ok) {
-		struct gg_err err = {0};
-		gg_err_set(&err, GG_EUSAGE, "--identity: no public key '%s' beside it",
-			   pub ? pub : identity);
-		free(pub);
-		return ui_fail(cli, &err, "request");
-	}
-	free(pub);
-	return 0;
-}
-
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
 	struct req q = {.wait = 1, .spec.res.walltime = 4 * 3600};
@@ -230,13 +211,12 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		return ui_usage(cli, "site '%s' has no CE URL: 'gridgpu site add %s --ce URL'",
 				site->name, site->name);
 	gg_session_spec_defaults(&q.spec, site);
-	if (q.identity && !q.dry_run && (rc = check_identity(cli, q.identity)))
-		return rc;
+	struct gg_err err = {0};
+	if (q.identity && !q.dry_run && gg_ssh_identity_check(q.identity, &err) < 0)
+		return ui_fail(cli, &err, "request");
 	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
-	if (!launcher) {
-		free(q.binds);
+	if (!launcher)
 		return EXIT_FAIL;
-	}
 	q.spec.launcher = launcher;
 	q.spec.warn_leads = getenv("GRIDGPU_WARN_LEADS"); /* a test hook */
 	struct stage stage = {0};
@@ -259,6 +239,5 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 out:
 	stage_clear(&stage);
 	free(launcher);
-	free(q.binds);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -110,4 +111,17 @@ int gg_ssh_fingerprint(const char *line, char *out, size_t len, struct gg_err *e
 		el--;
 	snprintf(out, len, "SHA256:%.*s", el, enc);
 	return 0;
+}
+
+int gg_ssh_identity_check(const char *path, struct gg_err *err)
+{
+	char *pub = gg_strdup_printf("%s.pub", path);
+	if (!pub)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = access(pub, R_OK) == 0
+			 ? 0
+			 : gg_err_set(err, GG_EUSAGE, "--identity: no public key '%s' beside it",
+				      pub);
+	free(pub);
+	return rc;
 }

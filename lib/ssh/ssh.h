@@ -17,6 +17,9 @@
 int gg_ssh_pubkey_check(const char *line, struct gg_err *err);
 /* SHA256 fingerprint as ssh-keygen -l prints it ("SHA256:..."); out >= 64 bytes. */
 int gg_ssh_fingerprint(const char *line, char *out, size_t len, struct gg_err *err);
+/* A key of the user's own (request --identity): its public key must be beside
+ * it, at PATH.pub (GG_EUSAGE when it is not readable). */
+int gg_ssh_identity_check(const char *path, struct gg_err *err);
 
 struct gg_ssh_paths {
 	char *dir;          /* $XDG_CONFIG_HOME/gridgpu/ssh (0700) */

@@ -883,6 +883,25 @@ static void test_session_live(void **state)
 	gg_ssh_paths_clear(&p);
 }
 
+/* request --identity: the key's public half must be beside it. */
+static void test_identity_check(void **state)
+{
+	(void)state;
+	char key[128], pub[136];
+	struct gg_err err = {0};
+	snprintf(key, sizeof key, "%s/id_test", dir);
+	snprintf(pub, sizeof pub, "%s.pub", key);
+	assert_int_equal(gg_ssh_identity_check(key, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "no public key"));
+	assert_non_null(strstr(err.msg, pub));
+	FILE *f = fopen(pub, "w");
+	assert_non_null(f);
+	fputs("ssh-ed25519 AAAA test\n", f);
+	fclose(f);
+	assert_int_equal(gg_ssh_identity_check(key, &err), 0);
+	unlink(pub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +920,7 @@ int main(void)
 		cmocka_unit_test(test_config_bytes),
 		cmocka_unit_test(test_target_config),
 		cmocka_unit_test(test_session_live),
+		cmocka_unit_test(test_identity_check),
 	};
 	return cmocka_run_group_tests_name("ssh", tests, setup, teardown);
 }
