@@ -340,14 +340,21 @@ out:
 	return rc;
 }
 
-int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
-		      struct gg_err *err)
+/* An answer's body as JSON, the results not yet there. */
+static int parse_start(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
+		       json_t **j, struct gg_err *err)
 {
 	*results = NULL;
 	*n = 0;
 	struct gg_http_resp fake = {.body = (char *)body, .len = len};
+	return gg_http_resp_json(&fake, j, err);
+}
+
+int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
+		      struct gg_err *err)
+{
 	json_t *j;
-	int rc = gg_http_resp_json(&fake, &j, err);
+	int rc = parse_start(body, len, results, n, &j, err);
 	if (rc < 0)
 		return rc;
 	if (!json_is_object(j)) {
@@ -672,11 +679,8 @@ static void info_state(json_t *states, struct gg_ce_result *res)
 int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
 		      struct gg_err *err)
 {
-	*results = NULL;
-	*n = 0;
-	struct gg_http_resp fake = {.body = (char *)body, .len = len};
 	json_t *j;
-	int rc = gg_http_resp_json(&fake, &j, err);
+	int rc = parse_start(body, len, results, n, &j, err);
 	if (rc < 0)
 		return rc;
 	json_t *jobs = json_object_get(j, "job");
