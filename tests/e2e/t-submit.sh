@@ -125,7 +125,7 @@ printf '%s' "$OUT" | grep -q '(runtimeenvironment="ENV/GPU" "2")' &&
 	ok "--dry-run: the site's GPU RTE gets the count" || not_ok "--dry-run RTE: $OUT"
 printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-g" "-o" "32768" "-r" "bwrap" "image.sif" "--" "echo" "hi")' &&
 	ok "--dry-run prints the job description" || not_ok "--dry-run: $OUT"
-printf '%s' "$OUT" | grep -q '(walltime="120")' && ok "--dry-run: walltime in minutes" || not_ok "--dry-run walltime"
+printf '%s' "$OUT" | grep -q '(walltime="PT7200S")' && ok "--dry-run: walltime in seconds, with its unit" || not_ok "--dry-run walltime: $OUT"
 expect_eq "--dry-run submits nothing" "$(ce_jobs)" "$n0"
 
 # --match-dev-gpu: the GPU recorded by freeze on a (fake) A100 becomes the minimum.
