@@ -91,6 +91,7 @@ static void arc_close(struct gg_ce *g)
 	gg_http_free(ce->http);
 	gg_tsource_free(ce->tsource);
 	free(ce->cache_path);
+	free(ce->proxy_path);
 	free(ce->base);
 	free(ce);
 	g->impl = NULL;
@@ -119,6 +120,8 @@ static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_er
 		ho.token_fn = gg_tsource_current;
 		ho.token_ud = ce->tsource;
 	}
+	if (ho.proxy_path && !(ce->proxy_path = strdup(ho.proxy_path)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	return gg_http_new(&ho, &ce->http, err);
 }
 
@@ -137,17 +140,71 @@ static int arc_submit_unsent(const struct gg_ce *g)
 	return ((const struct arc *)g->impl)->submit_unsent;
 }
 
+/* What the CE's refusal of the user's proxy may be about, appended to buf: the
+ * VOMS attributes the proxy carries (sites authorise and map by them), or that
+ * it carries none. Nothing for a bearer token or an unreadable proxy. */
+static void voms_hint(const struct arc *ce, char *buf, size_t len)
+{
+	struct gg_cred *c = NULL;
+	struct gg_ac *acs = NULL;
+	size_t n = 0, o = 0;
+	if (!ce->proxy_path || gg_cred_load_public(ce->proxy_path, &c, NULL) < 0 ||
+	    gg_cred_acs(c, 0, &acs, &n, NULL) < 0) {
+		gg_cred_free(c);
+		return;
+	}
+	if (n == 0)
+		o += (size_t)snprintf(buf, len, "; your proxy carries no VOMS attributes");
+	for (size_t i = 0; i < n && o < len; i++) {
+		o += (size_t)snprintf(buf + o, len - o, "%s",
+				      i ? "; and" : "; your proxy's VOMS attributes:");
+		for (size_t j = 0; j < acs[i].n_fqans && o < len; j++) {
+			/* "/vo/g/Role=NULL/Capability=NULL" as "/vo/g" */
+			const char *f = acs[i].fqans[j], *cut = strstr(f, "/Role=NULL");
+			if (!cut)
+				cut = strstr(f, "/Capability=NULL");
+			o += (size_t)snprintf(buf + o, len - o, "%s %.*s", j ? "," : "",
+					      (int)(cut ? (size_t)(cut - f) : strlen(f)), f);
+		}
+		if (o < len && (acs[i].not_yet_valid || acs[i].time_left <= 0))
+			o += (size_t)snprintf(buf + o, len - o, " (%s)",
+					      acs[i].not_yet_valid ? "not valid yet" : "expired");
+	}
+	if (o < len)
+		snprintf(buf + o, len - o,
+			 "; ask for the VO/role the site requires: gridgpu proxy init --voms "
+			 "VO[:FQAN]");
+	gg_ac_list_free(acs, n);
+	gg_cred_free(c);
+}
+
+int gg_arc_refused(const struct arc *ce, long status, const char *reason, const char *what,
+		   struct gg_err *err)
+{
+	char hint[1024] = "";
+	voms_hint(ce, hint, sizeof hint);
+	if (!reason || !reason[0])
+		reason = "no reason given";
+	if (hint[0])
+		return gg_err_set(err, GG_ECRED,
+				  "%s: the CE refused the credential (HTTP %ld %s)%s", what, status,
+				  reason, hint);
+	return gg_err_set(err, GG_ECRED,
+			  "%s: the CE refused your credential (HTTP %ld %s); is your identity "
+			  "authorised at this site?",
+			  what, status, reason);
+}
+
 /* An HTTP answer that is not the expected one, as an error: a refused
- * credential is GG_ECRED, anything else the CE's error (GG_EPROTO, exit 4:
- * a redirect, a 400, a 404 on a path every A-REX has). */
-static int http_fail(const struct gg_http_resp *r, const char *what, struct gg_err *err)
+ * credential is GG_ECRED (exit 3), with what the proxy's VOMS attributes are;
+ * anything else the CE's error (GG_EPROTO, exit 4: a redirect, a 400, a 404 on
+ * a path every A-REX has). */
+static int http_fail(const struct arc *ce, const struct gg_http_resp *r, const char *what,
+		     struct gg_err *err)
 {
 	const char *reason = r->reason && r->reason[0] ? r->reason : "no reason given";
 	if (r->status == 401 || r->status == 403)
-		return gg_err_set(err, GG_ECRED,
-				  "%s: the CE refused your credential (HTTP %ld %s); is your "
-				  "identity authorised at this site?",
-				  what, r->status, reason);
+		return gg_arc_refused(ce, r->status, r->reason, what, err);
 	if (r->status == 404)
 		return gg_err_set(err, GG_EPROTO,
 				  "%s: not found on the CE (HTTP 404 %s): is the CE URL right?",
@@ -163,7 +220,7 @@ static int get_json(struct arc *ce, const char *url, const char *what, json_t **
 	struct gg_http_resp r = {0};
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail(&r, what, err);
+		rc = http_fail(ce, &r, what, err);
 	if (rc == 0 && (rc = gg_http_resp_json(&r, j, err)) < 0)
 		gg_err_prefix(err, "%s", url);
 	gg_http_resp_clear(&r);
@@ -172,12 +229,13 @@ static int get_json(struct arc *ce, const char *url, const char *what, json_t **
 
 /* The same for the calls that look up one job or one of its files: there a 404
  * says that the job or the file does not exist (GG_ENOTFOUND). */
-static int http_fail_job(const struct gg_http_resp *r, const char *what, struct gg_err *err)
+static int http_fail_job(const struct arc *ce, const struct gg_http_resp *r, const char *what,
+			 struct gg_err *err)
 {
 	if (r->status == 404)
 		return gg_err_set(err, GG_ENOTFOUND, "%s: not found on the CE (HTTP 404 %s)", what,
 				  r->reason && r->reason[0] ? r->reason : "no reason given");
-	return http_fail(r, what, err);
+	return http_fail(ce, r, what, err);
 }
 
 static int use_version(struct arc *ce, const char *v)
@@ -448,7 +506,7 @@ static int bulk(struct arc *ce, const char *action, const char *const *ids, size
 	if (rc < 0)
 		goto out;
 	if (r.status != 201 && r.status != 200) {
-		rc = http_fail(&r, action, err);
+		rc = http_fail(ce, &r, action, err);
 		goto out;
 	}
 	if ((rc = gg_arc_parse_jobs(r.body, r.len, &got, &ngot, err)) < 0)
@@ -586,7 +644,7 @@ static int arc_list(struct gg_ce *g, struct gg_ce_result **results, size_t *n, s
 	struct gg_http_resp r = {0};
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail(&r, "listing jobs", err);
+		rc = http_fail(ce, &r, "listing jobs", err);
 	if (rc == 0)
 		rc = gg_arc_parse_jobs(r.body, r.len, results, n, err);
 	gg_http_resp_clear(&r);
@@ -612,7 +670,7 @@ static int arc_job_names(struct gg_ce *g, const char *const *ids, size_t n, char
 	}
 	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
 	if (rc == 0 && r.status != 201 && r.status != 200)
-		rc = http_fail(&r, "asking the CE about jobs", err);
+		rc = http_fail(ce, &r, "asking the CE about jobs", err);
 	if (rc == 0)
 		rc = gg_http_resp_json(&r, &j, err);
 	if (rc == 0) {
@@ -737,7 +795,7 @@ static int arc_lrms_status(struct gg_ce *g, const char *const *ids, size_t n,
 	}
 	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
 	if (rc == 0 && r.status != 201 && r.status != 200)
-		rc = http_fail(&r, "asking the CE about jobs", err);
+		rc = http_fail(ce, &r, "asking the CE about jobs", err);
 	if (rc == 0)
 		rc = gg_arc_parse_info(r.body, r.len, &got, &ngot, err);
 	if (rc < 0)
@@ -790,7 +848,7 @@ static int arc_submit(struct gg_ce *g, const char *description, char **id, struc
 	if (rc < 0)
 		goto out;
 	if (r.status != 201 && r.status != 200) {
-		rc = http_fail(&r, "submitting the job", err);
+		rc = http_fail(ce, &r, "submitting the job", err);
 		goto out;
 	}
 	if ((rc = gg_arc_parse_jobs(r.body, r.len, &res, &n, err)) < 0)
@@ -924,7 +982,7 @@ static int session_xfer(struct gg_ce *g, const char *id, const char *name, const
 	default: rc = gg_http_get_file(ce->http, url, x->path, 0644, x->progress, x->ud, r, err);
 	}
 	if (rc == 0 && (put ? r->status < 200 || r->status >= 300 : r->status != 200))
-		rc = http_fail_job(r, name, err);
+		rc = http_fail_job(ce, r, name, err);
 	gg_http_resp_clear(&own);
 	free(url);
 	return rc;
@@ -981,7 +1039,7 @@ static int arc_ls(struct gg_ce *g, const char *id, char ***names, size_t *n, str
 	json_t *j = NULL;
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, JSON, 1, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail_job(&r, "listing the session directory", err);
+		rc = http_fail_job(ce, &r, "listing the session directory", err);
 	if (rc == 0)
 		rc = gg_http_resp_json(&r, &j, err);
 	if (rc == 0)
@@ -1007,7 +1065,7 @@ static int arc_diagnose(struct gg_ce *g, const char *id, const char *item, char 
 	struct gg_http_resp r = {0};
 	int rc = gg_http_request(ce->http, "GET", url, NULL, NULL, 0, "text/plain", 1, &r, err);
 	if (rc == 0 && r.status != 200)
-		rc = http_fail_job(&r, item, err);
+		rc = http_fail_job(ce, &r, item, err);
 	if (rc == 0) {
 		*text = r.body;
 		r.body = NULL;

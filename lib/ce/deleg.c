@@ -45,9 +45,11 @@ static int put_signed(struct arc *ce, const struct gg_cred *proxy, const char *i
 		rc = gg_http_request(ce->http, "PUT", url, "application/x-pem-file", chain,
 				     chain_len, NULL, 1, &r, err);
 	if (rc == 0 && r.status != 200 && r.status != 201 && r.status != 204)
-		rc = gg_err_set(err, r.status == 403 ? GG_ECRED : GG_EPROTO,
-				"the CE refused the delegated credential: HTTP %ld %s", r.status,
-				r.reason ? r.reason : "");
+		rc = r.status == 401 || r.status == 403
+			     ? gg_arc_refused(ce, r.status, r.reason, "delegating", err)
+			     : gg_err_set(err, GG_EPROTO,
+					  "the CE refused the delegated credential: HTTP %ld %s",
+					  r.status, r.reason ? r.reason : "");
 	gg_http_resp_clear(&r);
 	free(url);
 	free(path);
@@ -70,9 +72,12 @@ static int post_csr(struct arc *ce, const char *path, struct gg_http_resp *r, st
 	if (rc < 0)
 		return rc;
 	if (r->status != 201 && r->status != 200)
-		return gg_err_set(err, r->status == 403 ? GG_ECRED : GG_EPROTO,
-				  "asking the CE for a delegation: HTTP %ld %s", r->status,
-				  r->reason ? r->reason : "");
+		return r->status == 401 || r->status == 403
+			       ? gg_arc_refused(ce, r->status, r->reason,
+						"asking the CE for a delegation", err)
+			       : gg_err_set(err, GG_EPROTO,
+					    "asking the CE for a delegation: HTTP %ld %s",
+					    r->status, r->reason ? r->reason : "");
 	if (!strstr(r->body, "-----BEGIN CERTIFICATE REQUEST-----"))
 		return gg_err_set(err, GG_EPROTO,
 				  "the CE's delegation answer holds no certificate "

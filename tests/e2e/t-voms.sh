@@ -32,8 +32,11 @@ bad() {
 		not_ok "$d: exit $RC (want $code), stderr: $ERR"
 	fi
 	expect_eq "$d: the old proxy is left intact" "$(sha256sum "$P" | cut -d' ' -f1)" "$before"
-	[ -z "$(ls "$T_TMP" | grep '^x509up.*\.tmp')" ] && ok "$d: no temporary file left" ||
+	if [ -z "$(find "$T_TMP" -maxdepth 1 -name 'x509up*.tmp')" ]; then
+		ok "$d: no temporary file left"
+	else
 		not_ok "$d: temporary file left: $(ls "$T_TMP")"
+	fi
 }
 
 # ---- the attributes, as the peers see them ---------------------------------------------
@@ -103,16 +106,10 @@ fi
 run_gg proxy info -f "$P" --valid 1m
 expect_eq "--valid checks the ACs: exit 1" "$RC" 1
 
-# ---- A-REX authorises by FQAN and maps the role ----------------------------------------------
-submit() { # PROXY -> the job id, or the HTTP code
-	curl -s --max-time 20 --cert "$1" --key "$1" --capath "$GG_TB_CA_DIR" \
-		-H 'Accept: application/json' -H 'Content-Type: application/rsl' \
-		--data-binary '&(executable="/usr/bin/id")(stdout="out")(jobname="gg-e2e-voms")' \
-		-w '\n%{http_code}\n' "$GG_TB_REST_URL/jobs?action=new" >"$T_TMP/sub"
-	code=$(tail -n 1 "$T_TMP/sub")
-	[ "$code" = 201 ] && sed -n 's/.*"id":"\([^"]*\)".*/\1/p' "$T_TMP/sub" | head -n 1 || echo "HTTP $code"
-}
-owner() { stat -c %U "$GG_TB_SESSION_DIR/$1" 2>/dev/null; }
+# ---- A-REX authorises by FQAN and maps the role, through gridgpu --------------------------
+# The VO member's DN is admitted by nothing but its VOMS attributes: the
+# production role maps to $GG_TB_JOB_USER2, /testvo/analysis to $GG_TB_JOB_USER,
+# a proxy without them is refused (HTTP 403) and gridgpu says what it carries.
 vo_init() { # OUT ARGS...
 	o=$1
 	shift
@@ -121,17 +118,45 @@ vo_init() { # OUT ARGS...
 vo_init "$T_TMP/role" --voms testvo:/testvo/analysis/Role=production
 vo_init "$T_TMP/ana" --voms testvo:/testvo/analysis
 vo_init "$T_TMP/plain"
-J1=$(submit "$T_TMP/role")
-J2=$(submit "$T_TMP/ana")
-J3=$(submit "$T_TMP/plain")
-poll 20 test -d "$GG_TB_SESSION_DIR/$J1"
-expect_eq "A-REX maps /testvo/analysis/Role=production to $GG_TB_JOB_USER2" "$(owner "$J1")" "$GG_TB_JOB_USER2"
-poll 20 test -d "$GG_TB_SESSION_DIR/$J2"
-expect_eq "A-REX maps /testvo/analysis to $GG_TB_JOB_USER" "$(owner "$J2")" "$GG_TB_JOB_USER"
-expect_eq "A-REX refuses the VO member's proxy without the FQAN" "$J3" "HTTP 403"
-for j in $J1 $J2; do
-	curl -s --max-time 20 --cert "$T_TMP/ana" --key "$T_TMP/ana" --capath "$GG_TB_CA_DIR" \
-		-H 'Content-Type: application/json' -d "{\"job\":{\"id\":\"$j\"}}" \
-		"$GG_TB_REST_URL/jobs?action=kill" >/dev/null
-done
+"$GRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS"
+RECORDS=$XDG_STATE_HOME/gridgpu/records
+# refused PROXY DESC WHAT: request refused with exit 3, one line naming WHAT, no record
+refused() {
+	X509_USER_PROXY=$1 run_gg --site tb request --no-wait --walltime 10m --name refused
+	if [ "$RC" = 3 ] && [ "$(printf '%s\n' "$ERR" | grep -c .)" = 1 ] &&
+		printf '%s' "$ERR" | grep -qF "the CE refused the credential (HTTP 403" &&
+		printf '%s' "$ERR" | grep -qF -- "$3" &&
+		printf '%s' "$ERR" | grep -qF "ask for the VO/role the site requires: gridgpu proxy init --voms"; then
+		ok "$2: request refused, exit 3, one line: $3"
+	else
+		not_ok "$2: exit $RC (want 3), stderr: $ERR"
+	fi
+	expect_eq "$2: no record left" "$(find "$RECORDS" -mindepth 1 ! -name .lock 2>/dev/null | wc -l)" 0
+	X509_USER_PROXY=$1 run_gg list
+	expect_eq "$2: list shows nothing" "$RC $OUT$ERR" "0 no sessions or jobs: 'gridgpu request' starts a session"
+}
+refused "$T_TMP/plain" "a proxy without VOMS attributes" "your proxy carries no VOMS attributes"
+# requested with the FQANs: the job's session directory belongs to the mapped
+# account, and the job's processes run as it (the site's view, not gridgpu's)
+job_id() { X509_USER_PROXY=$1 "$GRIDGPU" --json status "$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])'; }
+owner() { stat -c %U "$GG_TB_SESSION_DIR/$1" 2>/dev/null; }
+job_users() { # JOBID: the owners of the processes working in the job's session directory
+	for d in /proc/[0-9]*; do
+		[ "$(readlink "$d/cwd" 2>/dev/null)" = "$GG_TB_SESSION_DIR/$1" ] && stat -c %U "$d" 2>/dev/null
+	done | sort -u | tr '\n' ' '
+}
+mapped() { # PROXY ACCOUNT FQAN
+	X509_USER_PROXY=$T_TMP/$1 run_gg --site tb request --no-wait --walltime 10m --name "v-$1"
+	expect_eq "request with $3: exit 0" "$RC" 0
+	J=$(job_id "$T_TMP/$1" "v-$1")
+	poll 20 test -d "$GG_TB_SESSION_DIR/$J"
+	expect_eq "A-REX maps $3 to $2 (the session directory's owner)" "$(owner "$J")" "$2"
+	poll 30 sh -c "[ -n \"\$(ls /proc/*/cwd -l 2>/dev/null | grep -F '$GG_TB_SESSION_DIR/$J')\" ]"
+	expect_eq "the job of $3 runs as $2 (its processes' owner)" "$(job_users "$J")" "$2 "
+	X509_USER_PROXY=$T_TMP/$1 "$GRIDGPU" kill -q "v-$1" >/dev/null 2>&1
+	X509_USER_PROXY=$T_TMP/$1 "$GRIDGPU" clean -q "v-$1" >/dev/null 2>&1
+}
+mapped role "$GG_TB_JOB_USER2" /testvo/analysis/Role=production
+mapped ana "$GG_TB_JOB_USER" /testvo/analysis
 done_testing
