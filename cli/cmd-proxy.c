@@ -143,7 +143,16 @@ static json_t *token_json(const struct gg_token *t, time_t now)
 	return o;
 }
 
-static json_t *acs_json(const struct gg_ac *acs, size_t n)
+/* An AC's state: one that starts more than the clock skew VOMS clients allow
+ * from now is not valid yet (its server's clock is ahead). */
+static const char *ac_state(const struct gg_ac *ac, time_t now)
+{
+	if (ac->not_before > now + GG_AC_SKEW)
+		return "not valid yet";
+	return ac->time_left > 0 ? "valid" : "expired";
+}
+
+static json_t *acs_json(const struct gg_ac *acs, size_t n, time_t now)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
@@ -160,6 +169,7 @@ static json_t *acs_json(const struct gg_ac *acs, size_t n)
 		json_object_set_new(o, "not_after",
 				    json_string(iso_time(acs[i].not_after, b2, sizeof b2)));
 		json_object_set_new(o, "time_left", json_integer((json_int_t)acs[i].time_left));
+		json_object_set_new(o, "state", json_string(ac_state(&acs[i], now)));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -189,12 +199,12 @@ static json_t *info_json(const struct gg_proxy_info *in, int verified, const str
 	if (verified >= 0)
 		json_object_set_new(o, "verified", json_boolean(verified));
 	json_object_set_new(o, "token", token_json(t, now));
-	json_object_set_new(o, "acs", acs_json(acs, nacs));
+	json_object_set_new(o, "acs", acs_json(acs, nacs, now));
 	return o;
 }
 
 /* voms-proxy-info --all's shape, one block per AC. */
-static void print_acs_text(const struct gg_ac *acs, size_t n)
+static void print_acs_text(const struct gg_ac *acs, size_t n, time_t now)
 {
 	for (size_t i = 0; i < n; i++) {
 		char b1[40], b2[40];
@@ -205,9 +215,12 @@ static void print_acs_text(const struct gg_ac *acs, size_t n)
 		ui_out("issuer    : %s\n", acs[i].issuer);
 		if (acs[i].uri)
 			ui_out("uri       : %s\n", acs[i].uri);
-		if (acs[i].not_yet_valid)
-			ui_out("timeleft  : not valid before %s\n",
-			       human_time(acs[i].not_before, b1, sizeof b1));
+		if (acs[i].not_before > now + GG_AC_SKEW)
+			ui_out("timeleft  : not valid yet: it starts at %s, in %s (is the VOMS "
+			       "server's clock ahead?)\n",
+			       human_time(acs[i].not_before, b1, sizeof b1),
+			       gg_duration_format((int64_t)(acs[i].not_before - now), b2,
+						  sizeof b2));
 		else
 			ui_out("timeleft  : %s (until %s)%s\n",
 			       hms(acs[i].time_left, b1, sizeof b1),
@@ -567,14 +580,14 @@ static void show_info(struct gg_cli *cli, const char *path, const struct gg_prox
 		ui_json_doc("proxy-info", info_json(in, verified, t, now, acs, nacs));
 	else {
 		print_info_text(in, verified, ca_dir, t, now);
-		print_acs_text(acs, nacs);
+		print_acs_text(acs, nacs, now);
 	}
 	gg_token_free(t);
 }
 
 /* --acexists VO, and --valid for the ACs: 0 or 1 (voms-proxy-info's answers). */
 static int check_acs(struct gg_cli *cli, const char *path, const struct gg_ac *acs, size_t n,
-		     const char *vo, int64_t need)
+		     const char *vo, int64_t need, time_t now)
 {
 	char b1[40], b2[40];
 	int found = 0;
@@ -582,9 +595,10 @@ static int check_acs(struct gg_cli *cli, const char *path, const struct gg_ac *a
 		if (vo && strcmp(acs[i].vo, vo) != 0)
 			continue;
 		found = 1;
-		const char *why = acs[i].not_yet_valid    ? "is not valid yet"
-				  : acs[i].time_left <= 0 ? "has expired"
-							  : NULL;
+		const char *state = ac_state(&acs[i], now);
+		const char *why = strcmp(state, "valid") == 0 ? NULL
+				  : acs[i].time_left <= 0     ? "has expired"
+							      : "is not valid yet";
 		if (!why && need && acs[i].time_left < need) {
 			if (!cli->quiet)
 				ui_err("gridgpu: the attribute certificate of VO %s in '%s' has %s "
@@ -596,8 +610,13 @@ static int check_acs(struct gg_cli *cli, const char *path, const struct gg_ac *a
 		}
 		if (why) {
 			if (!cli->quiet)
-				ui_err("gridgpu: the attribute certificate of VO %s in '%s' %s\n",
-				       acs[i].vo, path, why);
+				ui_err("gridgpu: the attribute certificate of VO %s in '%s' %s "
+				       "(%s %s)\n",
+				       acs[i].vo, path, why,
+				       acs[i].time_left <= 0 ? "it ended" : "it starts at",
+				       human_time(acs[i].time_left <= 0 ? acs[i].not_after
+									: acs[i].not_before,
+						  b1, sizeof b1));
 			return EXIT_FAIL;
 		}
 	}
@@ -709,7 +728,7 @@ static int info_show(struct gg_cli *cli, const struct info_opts *o, const char *
 		rc = check_answer(cli, path, &in, verified == 0 ? err.msg : NULL,
 				  o->has_valid ? o->need : 0);
 	if (check && rc == EXIT_OK)
-		rc = check_acs(cli, path, acs, nacs, o->acexists, o->has_valid ? o->need : 0);
+		rc = check_acs(cli, path, acs, nacs, o->acexists, o->has_valid ? o->need : 0, now);
 	else if (!check && !o->left)
 		show_info(cli, path, &in, verified, ca_dir, now, acs, nacs);
 	gg_proxy_info_clear(&in);

@@ -207,6 +207,10 @@ GG_API char *gg_cred_name_str(const X509_NAME *name);
 /* ---- VOMS attribute certificates (ac.c) ------------------------------------ */
 
 /* What one VOMS attribute certificate says. Clear with gg_ac_clear. */
+/* The clock skew between a VOMS server and its clients that an AC's validity
+ * is given, as VOMS clients give it: 5 minutes. */
+#define GG_AC_SKEW 300
+
 struct gg_ac {
 	char *vo;  /* "testvo", from the policy authority "testvo://host:port" */
 	char *uri; /* the server, "localhost:15000" (policy authority "testvo://localhost:15000") */

@@ -257,59 +257,78 @@ static const char *http_body(const char *ans, size_t len, int *status)
 	return b + 4;
 }
 
-/* One protocol with one server: 0 and the answer; 1 = the server does not speak it. */
+/* One protocol with one server: 0 and what the server sent in *ans. */
 static int ask(struct conn *k, const struct gg_voms_server *s, const struct gg_voms_request *r,
-	       const char *ca_dir, const char *voms_dir, int rest, struct gg_voms_answer *a,
+	       const char *ca_dir, const char *voms_dir, int rest, char **ans, size_t *len,
 	       struct gg_err *err)
 {
-	char *req = rest ? rest_request(r, s) : legacy_request(r), *ans = NULL;
-	size_t len = 0;
+	char *req = rest ? rest_request(r, s) : legacy_request(r);
 	if (!req)
 		return gg_err_set(err, GG_EUSAGE, "VO %s: bad FQANs for the VOMS request", r->vo);
 	int rc = conn_open(k, s, ca_dir, err);
 	if (rc == 0)
 		rc = check_lsc(k->peer, s, r->vo, voms_dir, err);
 	if (rc == 0)
-		rc = exchange(k, s, req, &ans, &len, err);
+		rc = exchange(k, s, req, ans, len, err);
 	free(req);
-	if (rc < 0)
-		return rc;
-	const char *body = ans;
-	int status = 200;
-	if (rest && !(body = http_body(ans, len, &status))) {
-		free(ans);
-		return 1;
-	}
-	rc = gg_voms_answer_parse(body, len - (size_t)(body - ans), a, err);
-	free(ans);
-	if (rc < 0 && rest && status != 200)
-		return 1; /* an HTTP error that is not a VOMS answer: not REST */
-	if (rc < 0)
-		return gg_err_prefix(err, "VOMS server %s:%d", s->host, s->port);
-	return 0;
+	return rc;
 }
 
-/* The answer as a result: the AC checked, or the server's refusal. */
-static int take(struct conn *k, const struct gg_voms_server *s, const struct gg_voms_request *r,
-		struct gg_voms_answer *a, unsigned char **ac, size_t *ac_len, struct gg_err *err)
+/* The AC as the client takes it: the server's refusal, or its signature, VO and
+ * validity checked. */
+static int take(const char *who, struct gg_voms_answer *a, X509 *signer, const char *vo, time_t now,
+		unsigned char **ac, size_t *ac_len, struct gg_err *err)
 {
 	if (a->code || !a->ac)
-		return gg_err_set(err, GG_ECRED, "VOMS server %s:%d: %s", s->host, s->port,
+		return gg_err_set(err, GG_ECRED, "VOMS server %s: %s", who,
 				  a->message ? a->message : "no attribute certificate");
 	struct gg_ac info;
-	int rc = gg_ac_verify(a->ac, a->ac_len, k->peer, err);
-	if (rc == 0 && (rc = gg_ac_parse(a->ac, a->ac_len, 0, &info, err)) == 0) {
-		if (strcmp(info.vo, r->vo) != 0 && strcmp(s->vo, info.vo) != 0)
-			rc = gg_err_set(err, GG_EPROTO, "VOMS server %s:%d sent an AC for VO %s",
-					s->host, s->port, info.vo);
+	char b1[40], b2[40];
+	int rc = gg_ac_verify(a->ac, a->ac_len, signer, err);
+	if (rc == 0 && (rc = gg_ac_parse(a->ac, a->ac_len, now, &info, err)) == 0) {
+		if (strcmp(info.vo, vo) != 0)
+			rc = gg_err_set(err, GG_EPROTO, "sent an AC for VO %s", info.vo);
+		else if (info.not_before > now + GG_AC_SKEW)
+			rc = gg_err_set(err, GG_ECRED,
+					"the attribute certificate is not valid yet: it starts at "
+					"%s, %s from now (is the VOMS server's clock ahead?)",
+					gg_time_iso((int64_t)info.not_before, b1, sizeof b1),
+					gg_duration_format((int64_t)(info.not_before - now), b2,
+							   sizeof b2));
+		else if (info.not_after + GG_AC_SKEW <= now)
+			rc = gg_err_set(err, GG_ECRED,
+					"the attribute certificate had expired when it came: it "
+					"ended at %s (is the VOMS server's clock behind?)",
+					gg_time_iso((int64_t)info.not_after, b1, sizeof b1));
 		gg_ac_clear(&info);
 	}
 	if (rc < 0)
-		return gg_err_prefix(err, "VOMS server %s:%d", s->host, s->port);
+		return gg_err_prefix(err, "VOMS server %s", who);
 	*ac = a->ac;
 	*ac_len = a->ac_len;
 	a->ac = NULL;
 	return 0;
+}
+
+int gg_voms_answer_take(const char *who, const char *ans, size_t len, int rest, X509 *signer,
+			const char *vo, time_t now, unsigned char **ac, size_t *ac_len,
+			struct gg_err *err)
+{
+	*ac = NULL;
+	*ac_len = 0;
+	const char *body = ans;
+	int status = 200;
+	if (rest && !(body = http_body(ans, len, &status)))
+		return 1;
+	struct gg_voms_answer a;
+	int rc = gg_voms_answer_parse(body, len - (size_t)(body - ans), &a, err);
+	if (rc < 0 && rest && status != 200)
+		return 1; /* an HTTP error that is not a VOMS answer: not REST */
+	if (rc < 0)
+		return gg_err_prefix(err, "VOMS server %s", who);
+	rc = take(who, &a, signer, vo, now ? now : time(NULL), ac, ac_len, err);
+	gg_voms_answer_clear(&a);
+	return rc;
 }
 
 /* One server: REST, then legacy. */
@@ -320,21 +339,26 @@ static int fetch_one(const struct gg_cred *user, const struct gg_voms_server *s,
 	struct conn k = {.user = user, .timeout_ms = r->timeout_ms ? r->timeout_ms : 20000};
 	clock_gettime(CLOCK_MONOTONIC, &k.deadline);
 	k.deadline.tv_sec += k.timeout_ms / 1000;
-	struct gg_voms_answer a = {0};
-	int rc = ask(&k, s, r, ca_dir, voms_dir, 1, &a, err);
+	char who[300], *ans = NULL;
+	size_t len = 0;
+	snprintf(who, sizeof who, "%s:%d", s->host, s->port);
+	/* the AC names the VO's real name (vomses' fifth field; --voms may give the alias) */
+	const char *vo = s->vo;
+	int rc = ask(&k, s, r, ca_dir, voms_dir, 1, &ans, &len, err);
+	if (rc == 0)
+		rc = gg_voms_answer_take(who, ans, len, 1, k.peer, vo, 0, ac, ac_len, err);
+	free(ans);
+	ans = NULL;
 	conn_close(&k);
 	if (rc == 1) {
-		gg_logf(r->log, 1, "VOMS server %s:%d: no REST answer, trying the legacy protocol",
-			s->host, s->port);
-		rc = ask(&k, s, r, ca_dir, voms_dir, 0, &a, err);
-		if (rc == 1)
-			rc = gg_err_set(err, GG_EPROTO, "VOMS server %s:%d: not a VOMS answer",
-					s->host, s->port);
+		gg_logf(r->log, 1, "VOMS server %s: no REST answer, trying the legacy protocol",
+			who);
+		rc = ask(&k, s, r, ca_dir, voms_dir, 0, &ans, &len, err);
+		if (rc == 0)
+			rc = gg_voms_answer_take(who, ans, len, 0, k.peer, vo, 0, ac, ac_len, err);
+		free(ans);
+		conn_close(&k);
 	}
-	if (rc == 0)
-		rc = take(&k, s, r, &a, ac, ac_len, err);
-	conn_close(&k);
-	gg_voms_answer_clear(&a);
 	return rc;
 }
 
