@@ -78,6 +78,39 @@ int gg_arc_failed_walltime(const char *failed)
 	return 0;
 }
 
+int gg_arc_lrms_refusal(const char *errors, char *out, size_t len)
+{
+	/* A-REX's submit-*-job scripts copy the batch system's answer into the
+	 * job's errors log ("Output is:" then sbatch's lines); the last line of
+	 * the submit command's own complaint is the reason. Slurm: "sbatch:
+	 * error: Batch job submission failed: ..."; PBS/Torque: "qsub: ...";
+	 * LSF: "bsub: ...". */
+	static const char *const who[] = {"sbatch: error: ", "qsub: ", "bsub: "};
+	const char *found = NULL;
+	size_t flen = 0;
+	if (len)
+		out[0] = '\0';
+	if (!errors || !len)
+		return 0;
+	for (const char *p = errors; *p;) {
+		size_t n = strcspn(p, "\r\n");
+		for (size_t i = 0; i < sizeof who / sizeof who[0]; i++)
+			if (n > strlen(who[i]) && strncmp(p, who[i], strlen(who[i])) == 0) {
+				found = p;
+				flen = n;
+			}
+		p += n;
+		while (*p == '\r' || *p == '\n')
+			p++;
+	}
+	if (!found)
+		return 0;
+	while (flen && (found[flen - 1] == ' ' || found[flen - 1] == '\t'))
+		flen--;
+	snprintf(out, len, "%.*s", (int)(flen > 300 ? 300 : flen), found);
+	return 1;
+}
+
 static int arc_accepts(const char *endpoint)
 {
 	return strncmp(endpoint, "https://", 8) == 0;

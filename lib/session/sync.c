@@ -69,6 +69,26 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 		free(failed);
 		return *summary ? 0 : -1;
 	}
+	/* A-REX could not hand the job to the batch system ("Job submission to
+	 * LRMS failed"): the batch system's refusal, from the CE's errors log
+	 * (Slurm refuses a gres the site does not have, such as a MIG profile
+	 * its nodes are not split into) */
+	char said[320] = "";
+	if (strstr(a, "submission to LRMS failed")) {
+		char *errors = NULL;
+		if (gg_ce_diagnose(ce, r->job_id, "errors", &errors, &e) == 0)
+			gg_arc_lrms_refusal(errors, said, sizeof said);
+		free(errors);
+	}
+	if (said[0]) {
+		*summary = r->mig ? gg_strdup_printf("%s; the batch system said: %s (the job asked "
+						     "for a MIG device of profile %s: the site "
+						     "may have none of that profile)",
+						     a, said, r->mig)
+				  : gg_strdup_printf("%s; the batch system said: %s", a, said);
+		free(failed);
+		return *summary ? 0 : -1;
+	}
 	size_t len;
 	/* the node's last word: the launcher's log; for a batch job the wrapper's
 	 * own last line, when it ended the job itself (a GPU that falls short of

@@ -1,10 +1,13 @@
 #!/bin/sh
 # Sessions on the Slurm test site (the default; A-REX in front of Slurm, one
-# node with 4 GPUs as gres): what a batch system adds, asserted
-# from Slurm's side (scontrol/squeue inside the site's namespace) - the GPU
-# request reaches Slurm as gres, the job sees exactly its GPUs, two sessions
-# get different GPUs, a request queues while all GPUs are taken and runs when
-# one frees (shown as queued, the CE's INLRMS:Q, while Slurm holds it), kill
+# node with 3 whole GPUs as gres gpu:a100 and a fourth split into 7 MIG devices,
+# gres gpu:1g.10gb): what a batch system adds, asserted from Slurm's side
+# (scontrol/squeue inside the site's namespace) - the GPU request reaches Slurm
+# as typed gres, the job sees exactly its GPUs, two sessions get different
+# GPUs, --mig 1g.10gb gets exactly one MIG device (a session and a batch job),
+# a profile the site lacks fails with Slurm's reason (exit 6), a request for a
+# whole GPU queues while all 3 are taken (MIG devices free) and runs when one
+# frees (shown as queued, the CE's INLRMS:Q, while Slurm holds it), kill
 # cancels a queued job and ends a running one through Slurm (no process of the
 # job left), Slurm ends a session at its walltime (status: ended by walltime),
 # and a batch job whose GPU falls short of its minimums fails fast (exit 6).
@@ -59,6 +62,17 @@ expect_fail "--gpus on a site without GPU mapping: exit 2" 2 "site 'plain' has n
 	--site plain request --gpus 1 --walltime 10m
 expect_eq "... and Slurm got nothing" "$(sl squeue -h | wc -l)" "$n0"
 
+# mig_uuid IDX: the MIG device behind Slurm's gres index IDX (the site's table)
+mig_uuid() { awk -v i="$1" '$1 == i { print $2 }' "$GG_TB_MIG_DEVICES"; }
+# mig_idx SLURMID: the gres index of the one MIG device Slurm gave the job
+mig_idx() { sl scontrol show job -d "$1" | sed -n "s/.*GRES=gpu:$GG_TB_MIG_PROFILE:1(IDX:\([0-9]*\)).*/\1/p" | head -n 1; }
+# gres_used: what Slurm has handed out on the node, by type
+gres_used() { sl sinfo -h -N -O GresUsed:200 | head -n 1 | tr -d ' '; }
+
+# a MIG profile the site does not have: submitted now, looked at below
+run_gg request --name nomig --mig 7g.80gb --walltime 10m --no-wait
+RNOMIG=$RC
+
 # --- request --gpus 2: gres from Slurm's side, 2 GPUs in the job --------------
 t0=$(now_ms)
 run_gg request --name g2 --gpus 2 --walltime 30m
@@ -66,28 +80,55 @@ T_READY=$(($(now_ms) - t0))
 expect_eq "request --gpus 2 reaches ready (${T_READY} ms)" "$RC" 0
 SJ2=$(slurm_id g2)
 job=$(sl scontrol show job "$SJ2" 2>&1)
-printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:2" && printf '%s\n' "$job" | grep -q " Partition=gpu " &&
+printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:a100:2" && printf '%s\n' "$job" | grep -q " Partition=gpu " &&
 	printf '%s\n' "$job" | grep -q "JobState=RUNNING" &&
-	ok "Slurm's record of job $SJ2: gres:gpu:2 in partition gpu, RUNNING" || not_ok "scontrol show job $SJ2: $job"
+	ok "Slurm's record of job $SJ2: gres:gpu:a100:2 (whole GPUs) in partition gpu, RUNNING" || not_ok "scontrol show job $SJ2: $job"
 V2=$(sfile g2 cuda_visible_devices)
 expect_eq "the launcher saw 2 GPUs (CUDA_VISIBLE_DEVICES '$V2')" "$(printf '%s' "$V2" | tr ',' '\n' | grep -c .)" 2
-expect_eq "... the ones Slurm gave the job" "$V2" "$(sl scontrol show job -d "$SJ2" | sed -n 's/.*GRES=gpu:2(IDX:\([0-9]*\)-\([0-9]*\)).*/\1,\2/p; s/.*GRES=gpu:2(IDX:\([0-9]*,[0-9]*\)).*/\1/p' | head -n 1)"
+expect_eq "... the ones Slurm gave the job" "$V2" "$(sl scontrol show job -d "$SJ2" | sed -n 's/.*GRES=gpu:a100:2(IDX:\([0-9]*\)-\([0-9]*\)).*/\1,\2/p; s/.*GRES=gpu:a100:2(IDX:\([0-9]*,[0-9]*\)).*/\1/p' | head -n 1)"
 run_gg connect g2 -- "$PUB" gpus --json
 expect_eq "connect -- gridgpu gpus --json: 2 of the node's 4 GPUs usable" \
 	"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], len(d["gpus"]))' 2>&1)" "2 4"
 
-# --- two 1-GPU sessions: different GPUs -----------------------------------------
+# --- a 1-GPU session: a whole GPU g2 does not have ---------------------------------
 run_gg request --name a --gpus 1 --walltime 30m
-RA=$RC
-run_gg request --name b --gpus 1 --walltime 30m
-VA=$(sfile a cuda_visible_devices) VB=$(sfile b cuda_visible_devices)
-all=$(printf '%s,%s,%s\n' "$V2" "$VA" "$VB" | tr ',' '\n' | sort)
-[ "$RA" = 0 ] && [ "$RC" = 0 ] && [ -n "$VA" ] && [ -n "$VB" ] && [ "$VA" != "$VB" ] &&
-	[ "$(printf '%s\n' "$all" | sort -u | wc -l)" = 4 ] &&
-	ok "two 1-GPU sessions see different GPUs ($VA, $VB; g2 has $V2)" || not_ok "disjoint GPUs: a=$VA b=$VB g2=$V2"
-expect_eq "Slurm: all 4 GPUs allocated" "$(sl sinfo -h -N -o %GU | head -n 1 | grep -o 'gpu:4' || true)" "gpu:4"
+VA=$(sfile a cuda_visible_devices)
+all=$(printf '%s,%s\n' "$V2" "$VA" | tr ',' '\n' | sort)
+[ "$RC" = 0 ] && [ -n "$VA" ] && [ "$(printf '%s\n' "$all" | sort -u | wc -l)" = 3 ] &&
+	ok "a 1-GPU session sees another GPU than g2's ($VA; g2 has $V2)" || not_ok "disjoint GPUs: a=$VA g2=$V2"
+expect_eq "Slurm: the 3 whole GPUs allocated, no MIG device" "$(gres_used)" "gpu:a100:3(IDX:0-2),gpu:$GG_TB_MIG_PROFILE:0(IDX:N/A)"
 
-# --- all GPUs taken: a request queues; --timeout gives up; kill removes it ------
+# --- request --mig 1g.10gb: exactly one MIG device -----------------------------------
+run_gg request --name b --mig "$GG_TB_MIG_PROFILE" --walltime 30m
+RB=$RC
+SJM=$(slurm_id b)
+job=$(sl scontrol show job "$SJM" 2>&1)
+[ "$RB" = 0 ] && printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:$GG_TB_MIG_PROFILE:1\$" &&
+	printf '%s\n' "$job" | grep -q "JobState=RUNNING" &&
+	ok "request --mig $GG_TB_MIG_PROFILE: Slurm's record of job $SJM: gres:gpu:$GG_TB_MIG_PROFILE:1, RUNNING" ||
+	not_ok "request --mig (exit $RB: $ERR); scontrol show job $SJM: $job"
+IB=$(mig_idx "$SJM")
+VB=$(sfile b cuda_visible_devices)
+case $VB in MIG-*,* | *,MIG-*) VBN=many ;; MIG-?*) VBN=one ;; *) VBN=none ;; esac
+expect_eq "the launcher saw one MIG device ('$VB'), the one Slurm gave the job (gres index $IB)" \
+	"$VBN $VB" "one $(mig_uuid "$IB")"
+run_gg connect b -- "$PUB" gpus --json
+expect_eq "connect -- gridgpu gpus --json: 1 device usable, that MIG device of profile $GG_TB_MIG_PROFILE, no whole GPU" \
+	"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], [(m["uuid"], m["profile"]) for g in d["gpus"] for m in g["mig"] if m["visible"]], [g["index"] for g in d["gpus"] if g["visible"]])' 2>&1)" \
+	"1 [('$VB', '$GG_TB_MIG_PROFILE')] []"
+expect_eq "Slurm: the 3 whole GPUs and 1 MIG device allocated" "$(gres_used)" "gpu:a100:3(IDX:0-2),gpu:$GG_TB_MIG_PROFILE:1(IDX:$IB)"
+
+# --- a MIG profile the site lacks: Slurm refuses it, the user is told why --------------
+nomig_ended() { case $(state nomig) in failed | finished) return 0 ;; esac; return 1; }
+poll 120 nomig_ended
+run_gg status nomig
+want="reason: *Job submission to LRMS failed; the batch system said: sbatch: error: Batch job submission failed: Requested node configuration is not available (the job asked for a MIG device of profile 7g.80gb: the site may have none of that profile)\$"
+[ "$RNOMIG" = 0 ] && [ "$RC" = 6 ] && printf '%s\n' "$OUT" | grep -q "^state: *failed" && printf '%s\n' "$OUT" | grep -q "^$want" &&
+	ok "request --mig 7g.80gb: status says failed (exit 6) with Slurm's refusal and the profile" || not_ok "status nomig (exit $RC, request exit $RNOMIG): $OUT"
+expect_eq "... Slurm never took it (A-REX recorded no Slurm job id)" "$(slurm_id nomig)" ""
+
+# --- all whole GPUs taken: a request queues (6 MIG devices are free, but a whole-GPU
+# request never gets one); --timeout gives up; kill removes it ----------------------
 run_gg request --name q --gpus 1 --walltime 30m --timeout 15s
 SJQ=$(slurm_id q)
 [ "$RC" -ne 0 ] && [ "$RC" -ne 2 ] && [ -n "$SJQ" ] &&
@@ -112,7 +153,7 @@ run_gg request --name r --gpus 1 --walltime 30m --no-wait
 poll 60 sh -c "[ -n \"\$(sed -n 's/^localid=//p' $GG_TB_CONTROL_DIR/job.$(ce_id r).local 2>/dev/null)\" ]"
 SJR=$(slurm_id r)
 poll 30 sh -c "[ \"\$(ip netns exec $GG_TB_NS env SLURM_CONF=$GG_TB_SLURM_CONF squeue -h -j $SJR -o %T)\" = PENDING ]" &&
-	ok "r is PENDING in Slurm while a, b and g2 hold the GPUs" || not_ok "r: '$(sstate "$SJR")'"
+	ok "r is PENDING in Slurm while a and g2 hold the whole GPUs" || not_ok "r: '$(sstate "$SJR")'"
 # the CE's info document follows Slurm within its infoprovider period (10 s)
 poll 30 state_is r queued && ok "status: r is queued ($(st_ce r))" || not_ok "status r: $(st_ce r)"
 SJA=$(slurm_id a)
@@ -158,17 +199,20 @@ sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox"
 	--walltime 10m -- sh -c 'echo the command ran') >/dev/null 2>"$T_TMP/big.err" || not_ok "submit big: $(cat "$T_TMP/big.err")"
 (cd "$T_TMP" && "$GRIDGPU" --site batch submit work.sif --name fits --gpus 1 --min-gpu-memory 40G \
 	--min-capability 8.0 --walltime 10m -- sh -c 'echo the command ran') >/dev/null 2>"$T_TMP/fits.err" || not_ok "submit fits: $(cat "$T_TMP/fits.err")"
+# shellcheck disable=SC2016 # $CUDA_VISIBLE_DEVICES is the job's, on the node
+(cd "$T_TMP" && "$GRIDGPU" --site batch submit work.sif --name migjob --mig "$GG_TB_MIG_PROFILE" \
+	--walltime 10m -- sh -c 'echo "slurm=$SLURM_JOB_GPUS"; echo "cvd=$CUDA_VISIBLE_DEVICES"') >/dev/null 2>"$T_TMP/migjob.err" || not_ok "submit migjob: $(cat "$T_TMP/migjob.err")"
 t0=$(now_ms)
 big_ended() { case $(state big) in failed | finished) return 0 ;; esac; return 1; }
 poll 120 big_ended
 T_BIG=$(($(now_ms) - t0))
 SJB=$(slurm_id big)
 job=$(sl scontrol show job "$SJB" 2>&1)
-printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:1" && printf '%s\n' "$job" | grep -q "ExitCode=4:0" &&
-	ok "Slurm ran big ($SJB) with gres:gpu:1 and it exited 4 after $(printf '%s\n' "$job" | sed -n 's/.*RunTime=\([0-9:]*\).*/\1/p') (failed in ${T_BIG} ms as seen by status)" ||
+printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:a100:1" && printf '%s\n' "$job" | grep -q "ExitCode=4:0" &&
+	ok "Slurm ran big ($SJB) with gres:gpu:a100:1 and it exited 4 after $(printf '%s\n' "$job" | sed -n 's/.*RunTime=\([0-9:]*\).*/\1/p') (failed in ${T_BIG} ms as seen by status)" ||
 	not_ok "big in Slurm: $(printf '%s\n' "$job" | grep -o 'JobState=[A-Z]*\|ExitCode=[0-9:]*\|TresPerNode=[^ ]*' | tr '\n' ' ')"
 run_gg status big
-want="gridgpu-wrapper: the job's GPU does not meet its minimums: GPU [0-3] (NVIDIA A100-SXM4-40GB) has 40960 MiB of memory, the job needs at least 204800 MiB: not running the command"
+want="gridgpu-wrapper: the job's GPU does not meet its minimums: GPU [0-2] (NVIDIA A100-SXM4-40GB) has 40960 MiB of memory, the job needs at least 204800 MiB: not running the command"
 [ "$RC" = 6 ] && printf '%s\n' "$OUT" | grep -q "^state: *failed" && printf '%s\n' "$OUT" | grep -q "^reason: .*; the node said: $want\$" &&
 	ok "status big: failed (exit 6), the reason names the GPU and the minimum" || not_ok "status big (exit $RC): $OUT"
 run_gg list --jobs
@@ -178,8 +222,26 @@ run_gg get --wait --timeout 2m --dir "$T_TMP/big" big
 	ok "get big: exit 6, the command never ran" || not_ok "get big (exit $RC): $(cat "$T_TMP/big/gridgpu-job.out" 2>&1)"
 run_gg get --wait --timeout 3m --dir "$T_TMP/fits" fits
 [ "$RC" = 0 ] && grep -qx "the command ran" "$T_TMP/fits/gridgpu-job.out" &&
-	grep -q "^gridgpu-wrapper: the GPUs given ([0-3]) meet the job's minimums" "$T_TMP/fits/gridgpu-job.err" &&
+	grep -q "^gridgpu-wrapper: the GPUs given ([0-2]) meet the job's minimums" "$T_TMP/fits/gridgpu-job.err" &&
 	ok "fits (40G, cc 8.0 on an A100): checked, then the command ran" || not_ok "fits (exit $RC): $(cat "$T_TMP/fits/gridgpu-job.err" 2>&1 | tail -3)"
+
+# --- submit --mig: a batch job with exactly one MIG device ----------------------------
+run_gg get --wait --timeout 3m --dir "$T_TMP/migjob" migjob
+SJMJ=$(slurm_id migjob)
+job=$(sl scontrol show job "$SJMJ" 2>&1)
+[ "$RC" = 0 ] && printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:$GG_TB_MIG_PROFILE:1\$" &&
+	printf '%s\n' "$job" | grep -q "JobState=COMPLETED" &&
+	ok "submit --mig $GG_TB_MIG_PROFILE: Slurm ran migjob ($SJMJ) with gres:gpu:$GG_TB_MIG_PROFILE:1, COMPLETED" ||
+	not_ok "migjob (get exit $RC: $ERR): $(printf '%s\n' "$job" | grep -o 'JobState=[A-Z]*\|TresPerNode=[^ ]*' | tr '\n' ' ')"
+# (an ended job's scontrol record has lost its gres index: the job's
+# SLURM_JOB_GPUS is Slurm's word for it)
+CM=$(sed -n 's/^cvd=//p' "$T_TMP/migjob/gridgpu-job.out" 2>/dev/null)
+IM=$(sed -n 's/^slurm=//p' "$T_TMP/migjob/gridgpu-job.out" 2>/dev/null)
+case $CM in MIG-*,* | *,MIG-*) CMN=many ;; MIG-?*) CMN=one ;; *) CMN=none ;; esac
+expect_eq "... the command saw one MIG device ('$CM'), the one Slurm gave the job (SLURM_JOB_GPUS=$IM)" \
+	"$CMN $CM" "one $(mig_uuid "$IM")"
+expect_eq "... of profile $GG_TB_MIG_PROFILE on the node" \
+	"$(grep -c "^mig profile=$GG_TB_MIG_PROFILE uuid=$CM " "$GG_TB_NODE_GPUS")" 1
 
 run_gg clean --all
 done_testing

@@ -262,6 +262,50 @@ static void test_failed_walltime(void **state)
 	assert_false(gg_arc_failed_walltime(NULL));
 }
 
+static void test_lrms_refusal(void **state)
+{
+	(void)state;
+	char out[320];
+	/* the tail of A-REX 6.17's errors log for a job Slurm refused (captured:
+	 * --gres=gpu:7g.80gb:1 on a node without that MIG profile) */
+	const char *log = "exit $RESULT\n"
+			  "-------------------------------------------------------------------\n"
+			  "\n"
+			  "job *NOT* submitted successfully!\n"
+			  "got error code from sbatch: 1 !\n"
+			  "Output is:\n"
+			  "sbatch: error: Batch job submission failed: Requested node "
+			  "configuration is not available\n"
+			  "----- exiting submit_slurm_job -----\n"
+			  "\n"
+			  "2026-11-26T12:16:22Z Job state change SUBMIT -> FINISHING   Reason: "
+			  "Job failure detected\n";
+	assert_true(gg_arc_lrms_refusal(log, out, sizeof out));
+	assert_string_equal(out, "sbatch: error: Batch job submission failed: Requested node "
+				 "configuration is not available");
+	/* the last of several, trailing blanks and CRs trimmed */
+	assert_true(gg_arc_lrms_refusal("sbatch: error: first\r\nqsub: Unknown queue  \r\n", out,
+					sizeof out));
+	assert_string_equal(out, "qsub: Unknown queue");
+	/* a long line is cut, the buffer never overrun */
+	char big[1000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	memcpy(big, "sbatch: error: ", 15);
+	assert_true(gg_arc_lrms_refusal(big, out, sizeof out));
+	assert_int_equal(strlen(out), 300);
+	char small[8];
+	assert_true(gg_arc_lrms_refusal(log, small, sizeof small));
+	assert_string_equal(small, "sbatch:");
+	/* no batch-system line: nothing */
+	assert_false(gg_arc_lrms_refusal("job *NOT* submitted successfully!\n", out, sizeof out));
+	assert_string_equal(out, "");
+	assert_false(gg_arc_lrms_refusal("sbatch: error: ", out, sizeof out)); /* empty */
+	assert_false(gg_arc_lrms_refusal("", out, sizeof out));
+	assert_false(gg_arc_lrms_refusal(NULL, out, sizeof out));
+	assert_false(gg_arc_lrms_refusal(log, out, 0));
+}
+
 static void test_open(void **state)
 {
 	(void)state;
@@ -288,10 +332,10 @@ static void test_open(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xrsl),       cmocka_unit_test(test_gpu_mapping),
-		cmocka_unit_test(test_states),     cmocka_unit_test(test_parse_jobs),
-		cmocka_unit_test(test_parse_info), cmocka_unit_test(test_failed_walltime),
-		cmocka_unit_test(test_open),
+		cmocka_unit_test(test_xrsl),         cmocka_unit_test(test_gpu_mapping),
+		cmocka_unit_test(test_states),       cmocka_unit_test(test_parse_jobs),
+		cmocka_unit_test(test_parse_info),   cmocka_unit_test(test_failed_walltime),
+		cmocka_unit_test(test_lrms_refusal), cmocka_unit_test(test_open),
 	};
 	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);
 }

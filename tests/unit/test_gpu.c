@@ -357,6 +357,53 @@ static void test_old_driver(void **state)
 	gg_gpu_info_clear(&info);
 }
 
+/* The Slurm test site's node (tests/testbed/site-up): 3 whole A100s and an
+ * A100-80GB split into 7 MIG devices of one profile. A job Slurm gives one
+ * of them sees exactly that one when CUDA_VISIBLE_DEVICES names its UUID;
+ * Slurm's bare gres index of the first slice ("3", what Slurm says without
+ * NVML) would be the fourth GPU, so all seven. */
+static void test_slurm_node(void **state)
+{
+	(void)state;
+	struct gg_gpu_info info;
+	char spec[2048];
+	int n = snprintf(spec, sizeof spec, "%s",
+			 "gpu uuid=GPU-00000000-a100-4e0d-8c3b-5ee000000000 mem=40960;"
+			 "gpu uuid=GPU-00000001-a100-4e0d-8c3b-5ee000000011 mem=40960;"
+			 "gpu uuid=GPU-00000002-a100-4e0d-8c3b-5ee000000022 mem=40960;"
+			 "gpu name=\"NVIDIA A100-SXM4-80GB\" "
+			 "uuid=GPU-00000003-a100-4e0d-8c3b-5ee000000033 mem=81920 mig=on");
+	for (int k = 0; k < 7; k++)
+		n += snprintf(
+			spec + n, sizeof spec - (size_t)n,
+			";mig profile=1g.10gb uuid=MIG-0000003%d-a100-5ce0-8000-00000000001%d "
+			"mem=9856 gi=%d ci=0 slot=%d",
+			k, k, k + 7, k);
+	query(NULL, spec, &info);
+	assert_int_equal(info.ndevs, 4);
+	assert_int_equal(info.devs[3].nmigs, 7);
+	for (size_t k = 0; k < 7; k++) {
+		assert_string_equal(info.devs[3].migs[k].profile, "1g.10gb");
+		assert_string_equal(info.devs[3].migs[k].name, "NVIDIA A100-SXM4-80GB MIG 1g.10gb");
+	}
+	assert_int_equal(info.nvisible, 3 + 7);
+	struct gg_err err = {0};
+	assert_int_equal(
+		gg_gpu_set_visible(&info, "MIG-00000034-a100-5ce0-8000-000000000014", &err), 0);
+	assert_int_equal(info.nvisible, 1);
+	assert_null(info.cvd_note);
+	for (size_t k = 0; k < 7; k++)
+		assert_int_equal(info.devs[3].migs[k].visible, k == 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_false(info.devs[i].visible);
+	assert_int_equal(gg_gpu_set_visible(&info, "3", &err), 0);
+	assert_int_equal(info.nvisible, 7);
+	assert_int_equal(gg_gpu_set_visible(&info, "0,1", &err), 0);
+	assert_int_equal(info.nvisible, 2);
+	assert_false(info.devs[3].migs[0].visible);
+	gg_gpu_info_clear(&info);
+}
+
 /* CUDA_VISIBLE_DEVICES on a node with two whole GPUs and one in MIG mode. */
 static void test_visible(void **state)
 {
@@ -601,8 +648,9 @@ int main(void)
 		cmocka_unit_test(test_a100_mig),        cmocka_unit_test(test_h100x2),
 		cmocka_unit_test(test_consumer),        cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_old_driver),      cmocka_unit_test(test_visible),
-		cmocka_unit_test(test_classad_quoting), cmocka_unit_test(test_cuda_probe),
-		cmocka_unit_test(test_runtime_version), cmocka_unit_test(test_mig_profile),
+		cmocka_unit_test(test_slurm_node),      cmocka_unit_test(test_classad_quoting),
+		cmocka_unit_test(test_cuda_probe),      cmocka_unit_test(test_runtime_version),
+		cmocka_unit_test(test_mig_profile),
 	};
 	return cmocka_run_group_tests_name("gpu", tests, setup, teardown);
 }
