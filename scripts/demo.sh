@@ -11,7 +11,7 @@ G="$B/bin/gridgpu"
 export GG_TB_DIR="${GG_TB_DIR:-/tmp/gridgpu-testbed}"
 # A second site's sessions listen on 127.0.0.1:22000 behind hops named like
 # the first's: its ssh control sockets get a TMPDIR of their own (as run-e2e).
-ns=${GG_TB_NS:-$(sed -n 's/^ns=//p' "$GG_TB_DIR/run/shape" 2>/dev/null)}
+ns=${GG_TB_NS:-$(sed -n 's/^ns=//p' "$GG_TB_DIR/run/shape" 2>/dev/null || true)}
 if [ -n "$ns" ] && [ "$ns" != ggsite ]; then
 	export TMPDIR="/tmp/gg-e2e-$ns"
 	[ -d "$TMPDIR" ] || mkdir -m 1777 "$TMPDIR"
