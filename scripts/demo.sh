@@ -49,7 +49,7 @@ step "Add the site profile a site admin would hand out: CE URL and two jump host
 run "$G" site add testsite --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
 	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
 	--runtime bwrap ${GG_TB_GPU_QUEUE:+--gpu-queue "$GG_TB_GPU_QUEUE"} ${GG_TB_GPU_RTE:+--gpu-rte "$GG_TB_GPU_RTE"}
-[ -z "${GG_TB_GPU_RTE:-}" ] || echo "(the site's GPU mapping: queue $GG_TB_GPU_QUEUE, runtime environment $GG_TB_GPU_RTE, which its Slurm turns into --gres=gpu:N)"
+[ -z "${GG_TB_GPU_RTE:-}" ] || echo "(the site's GPU mapping: queue $GG_TB_GPU_QUEUE, runtime environment $GG_TB_GPU_RTE, which its Slurm turns into --gres=gpu:a100:N)"
 echo "(runtime bwrap: the test site has no apptainer, which Debian does not ship; batch jobs"
 echo " unpack the image with unsquashfs and run in it under bubblewrap)"
 run "$G" site show testsite
