@@ -167,6 +167,10 @@ static int drain(struct gg_tsource *ts, int fds[2], char *out, size_t *nout, cha
 /* Start the command with stdin from /dev/null, stdout and stderr to pipes. */
 static int spawn(struct gg_tsource *ts, pid_t *pid, int fds[2], struct gg_err *err)
 {
+	/* A path is checked first: whether a failed exec shows as an error of
+	 * posix_spawnp or as the child's exit 127 depends on how it is run. */
+	if (strchr(ts->argv[0], '/') && access(ts->argv[0], X_OK) < 0)
+		return gg_err_set(err, GG_ECRED, "%s cannot be run: %s", ts->what, strerror(errno));
 	int po[2], pe[2];
 	if (pipe2(po, O_CLOEXEC) < 0)
 		return gg_err_sys(err, GG_ECRED, errno, "%s", ts->what);
