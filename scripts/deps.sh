@@ -16,7 +16,7 @@ slurmctld slurmd slurm-client munge util-linux
 voms-server voms-mysql-plugin mariadb-server mariadb-client
 oidc-agent-cli liboidc-agent4"
 # benchmarks
-PKGS="$PKGS hyperfine time debootstrap"
+PKGS="$PKGS hyperfine time debootstrap zstd"
 
 missing=""
 for p in $PKGS; do
