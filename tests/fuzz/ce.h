@@ -6,8 +6,7 @@
 #include "ce/ce.h"
 #include "fuzz.h"
 
-typedef int (*ce_parse_fn)(const char *, size_t, struct gg_ce_result **, size_t *,
-			   struct gg_err *);
+typedef int (*ce_parse_fn)(const char *, size_t, struct gg_ce_result **, size_t *, struct gg_err *);
 
 /* Parse data with fn: a failure leaves no results and says why, a success
  * has its results in an array. The results (*n of them; NULL, 0 after a
