@@ -15,6 +15,7 @@
 #include <sqfs/compressor.h>
 #include <sqfs/data_reader.h>
 #include <sqfs/dir_reader.h>
+#include <sqfs/error.h>
 #include <sqfs/id_table.h>
 #include <sqfs/inode.h>
 #include <sqfs/io.h>
@@ -435,11 +436,44 @@ static void test_deflate_hopeless(void **state)
 	free(out);
 }
 
+/* The libdeflate inflater reads back what the deflater wrote, and says so when the
+ * output does not fit or the stream is damaged. */
+static void test_inflate(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n), *out = malloc(n), *back = malloc(n);
+	fill_text(in, n, 5);
+	sqfs_compressor_t *c = gg_sqfs_deflate_new(6, (uint32_t)n);
+	sqfs_compressor_t *z = gg_sqfs_inflate_new((uint32_t)n);
+	assert_non_null(z);
+	sqfs_compressor_config_t cfg;
+	z->get_configuration(z, &cfg);
+	assert_int_equal(cfg.id, SQFS_COMP_GZIP);
+	assert_true(cfg.flags & SQFS_COMP_FLAG_UNCOMPRESS);
+	sqfs_s32 clen = c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n);
+	assert_true(clen > 0);
+	sqfs_compressor_t *z2 = sqfs_copy(z);
+	sqfs_destroy(z);
+	assert_int_equal(z2->do_block(z2, out, (sqfs_u32)clen, back, (sqfs_u32)n), (sqfs_s32)n);
+	assert_memory_equal(in, back, n);
+	assert_int_equal(z2->do_block(z2, out, (sqfs_u32)clen, back, (sqfs_u32)(n - 1)),
+			 SQFS_ERROR_OVERFLOW);
+	out[clen / 2] ^= 0x55;
+	assert_true(z2->do_block(z2, out, (sqfs_u32)clen, back, (sqfs_u32)n) < 0);
+	sqfs_destroy(z2);
+	sqfs_destroy(c);
+	free(in);
+	free(out);
+	free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deflate_zlib_compatible),
 		cmocka_unit_test(test_deflate_hopeless),
+		cmocka_unit_test(test_inflate),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
 		cmocka_unit_test(test_writer_deep),
