@@ -527,6 +527,8 @@ static int scan_tree(struct scan *s, struct gg_err *err)
 
 /* ---- data ------------------------------------------------------------------------- */
 
+/* Feed len bytes from from; with to_eof, on to the end of the file however long it has
+ * grown (len is then the size fstat gave). */
 static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int to_eof,
 		      struct gg_err *err)
 {
@@ -552,6 +554,10 @@ static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int t
 		if (gg_image_feed_data(s->fz, s->rbuf, (size_t)n, err) < 0)
 			return err->code;
 		pos += (uint64_t)n;
+		/* a short read that reaches the size fstat gave is the end: asking again
+		 * for the 0 that says so would cost every small file a second call */
+		if (to_eof && (size_t)n < want && pos >= from + len)
+			break;
 	}
 	return 0;
 }
@@ -616,13 +622,14 @@ static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 	int fd = open_file(s, ino, &st, err);
 	if (fd < 0)
 		return ino->skipped ? 0 : err->code;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
 	uint64_t size = (uint64_t)st.st_size;
+	if (size > READ_BUF) /* one read takes a smaller file whole */
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
 	if (!rc && (uint64_t)st.st_blocks * 512 < size)
 		rc = read_sparse(s, fd, size, err);
 	else if (!rc)
-		rc = read_range(s, fd, 0, 0, 1, err);
+		rc = read_range(s, fd, 0, size, 1, err);
 	close(fd);
 	if (rc < 0)
 		return rc;
