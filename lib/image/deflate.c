@@ -20,6 +20,7 @@
 #include <sqfs/predef.h>
 
 #define PROBE_MIN    16384u /* smaller blocks (metadata, short fragments) just compress */
+#define PROBE_MAX    (16u << 20)
 #define PROBE_BITS   15
 #define PROBE_SLOTS  (1u << PROBE_BITS)
 #define PROBE_STRIDE 8      /* positions between two look-ups of the repeat probe */
@@ -98,7 +99,9 @@ static size_t repeats(uint16_t *slot, const uint8_t *in, size_t n, size_t limit)
  * which deflate would have made smaller. */
 int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n)
 {
-	if (n < PROBE_MIN || !flat_histogram(in, 4096, 1024) || !flat_histogram(in, n, n / 256))
+	/* squashfs blocks are at most 1 MiB; past 16 MiB the sums could overflow */
+	if (n < PROBE_MIN || n > PROBE_MAX || !flat_histogram(in, 4096, 1024) ||
+	    !flat_histogram(in, n, n / 256))
 		return 0;
 	return repeats(probe, in, n, n / 8192) < n / 8192;
 }
