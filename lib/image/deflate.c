@@ -19,7 +19,7 @@
 #include <sqfs/error.h>
 #include <sqfs/predef.h>
 
-#define PROBE_MIN    16384u /* smaller blocks (metadata, short fragments) just compress */
+#define PROBE_MIN    16384u /* smaller blocks (metadata, short tails) just compress */
 #define PROBE_MAX    (16u << 20)
 #define PROBE_BITS   15
 #define PROBE_SLOTS  (1u << PROBE_BITS)
@@ -93,7 +93,8 @@ static size_t repeats(uint16_t *slot, const uint8_t *in, size_t n, size_t limit)
 /* 1 when deflate cannot make the block smaller. The first 4 KiB must look random
  * (most compressible blocks stop there, at 1/30 of the cost of the whole test); then
  * the whole block: a chi-square below n/256 (512 for 128 KiB), i.e. an order-0 entropy
- * above about 7.997 bits per byte, where Huffman coding alone saves well under 0.1%;
+ * above about 7.997 bits per byte, where Huffman coding alone saves well under 0.1%
+ * (random bytes pass it from about 96 KiB on: shorter blocks are compressed anyway);
  * and fewer than n/8192 bytes (16 in 128 KiB) of repeats. On the bench trees (13,211
  * blocks of 128 KiB, 4,978 of them incompressible) this skips 4,825 blocks, none of
  * which deflate would have made smaller. */
