@@ -12,7 +12,8 @@
 #           small packages, already-compressed files, three files of 200 MiB, 500k tiny
 #           files), made once in bench/cache/tree-SHAPE.
 #
-#   1. RUNS runs of each (default 3), alternating, page cache warm: median wall time,
+#   1. RUNS runs of each (default 1: mksquashfs takes most of the time, 100 s on the
+#      tiny tree here; RUNS=3 gives medians), alternating, page cache warm: wall time,
 #      CPU time (user + sys), peak RSS (GNU time), output size, and the ratios.
 #   2. The compression floor: every data and fragment block of gridgpu's image deflated
 #      again on one thread (bench/freeze-floor.c), in CPU seconds: over all blocks, and
@@ -28,7 +29,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-build}
 case $B in /*) ;; *) B=$top/$B ;; esac
 GRIDGPU=${GRIDGPU:-$B/bin/gridgpu}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-1}
 SHAPES=${SHAPES:-deboot pyenv packed huge tiny}
 CACHE=${BENCH_CACHE:-$top/bench/cache}
 # The mirror this machine's apt uses (the first URI of its Debian sources).
