@@ -20,6 +20,7 @@ struct gg_http {
 	struct gg_log log; /* a copy: o.log points here */
 	char *proxy_path, *ca_dir, *auth_header;
 	long connections;
+	int64_t bytes_sent, bytes_received; /* request and answer bytes, headers included */
 	CURLcode last; /* of the last transfer */
 	int unsent;    /* the last request failed before any byte of it was sent */
 	char errbuf[CURL_ERROR_SIZE];
@@ -38,6 +39,8 @@ struct xfer {
 	int cancelled;
 	int too_large;
 	int write_errno; /* writing the body to out failed (disk full) */
+	int64_t offset;  /* resumed: bytes already there (progress counts them) */
+	int restart;     /* resumed, but the server sent it all (200): start over */
 };
 
 /* libcurl's buffers hold the bearer token and request headers: it gets an
@@ -139,6 +142,12 @@ void gg_http_free(struct gg_http *h)
 	free(h);
 }
 
+void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received)
+{
+	*sent = h->bytes_sent;
+	*received = h->bytes_received;
+}
+
 long gg_http_connections(const struct gg_http *h)
 {
 	return h->connections;
@@ -164,6 +173,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
+	if (x->out && x->offset && x->status_line == 200 && !x->restart) {
+		/* the Range was ignored: the whole file comes again */
+		x->restart = 1;
+		x->offset = 0;
+		if (fflush(x->out) != 0 || ftruncate(fileno(x->out), 0) != 0) {
+			x->write_errno = errno ? errno : EIO;
+			return 0;
+		}
+	}
 	if (x->out && x->status_line >= 200 && x->status_line < 300) {
 		if (fwrite(p, 1, len, x->out) == len)
 			return len;
@@ -254,8 +272,8 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 		return 1;
 	}
 	if (x->progress) {
-		uint64_t done = (uint64_t)(ulnow ? ulnow : dlnow);
-		uint64_t total = (uint64_t)(ultotal ? ultotal : dltotal);
+		uint64_t done = (uint64_t)(ulnow ? ulnow : dlnow + x->offset);
+		uint64_t total = (uint64_t)(ultotal ? ultotal : dltotal ? dltotal + x->offset : 0);
 		if (x->progress(x->ud, done, total)) {
 			x->cancelled = 1;
 			return 1;
@@ -517,6 +535,14 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 	long nc = 0, sent = 0;
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &nc);
 	h->connections += nc;
+	curl_off_t up = 0, down = 0;
+	long req = 0, hdr = 0;
+	curl_easy_getinfo(h->curl, CURLINFO_SIZE_UPLOAD_T, &up);
+	curl_easy_getinfo(h->curl, CURLINFO_SIZE_DOWNLOAD_T, &down);
+	curl_easy_getinfo(h->curl, CURLINFO_REQUEST_SIZE, &req);
+	curl_easy_getinfo(h->curl, CURLINFO_HEADER_SIZE, &hdr);
+	h->bytes_sent += (int64_t)up + req;
+	h->bytes_received += (int64_t)down + hdr;
 	/* Nothing sent: a failure before the request, and not one byte of it out. */
 	if (c == CURLE_OK || !before_request(c) ||
 	    curl_easy_getinfo(h->curl, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0)
@@ -671,6 +697,85 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 		unlink(tmp);
 	}
 	free(tmp);
+	return rc;
+}
+
+/* PATH.part opened for appending (made 0600 when new); its size in *have. */
+static FILE *open_part(const char *part, int64_t *have, struct gg_err *err)
+{
+	int fd = open(part, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int e = errno ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		gg_err_sys(err, GG_EIO, e, "writing '%s'", part);
+		return NULL;
+	}
+	*have = (int64_t)st.st_size;
+	FILE *f = fdopen(fd, "ab");
+	if (!f) {
+		close(fd);
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return f;
+}
+
+/* One GET of url appended to f from byte have on (a Range when have > 0). */
+static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have,
+		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		     struct gg_err *err)
+{
+	char range[32];
+	gg_http_resp_clear(resp);
+	h->unsent = 1;
+	struct xfer x = {
+		.h = h, .resp = resp, .out = f, .progress = progress, .ud = ud, .offset = have};
+	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	if (have > 0) {
+		snprintf(range, sizeof range, "%lld-", (long long)have);
+		curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
+	}
+	int rc = perform(h, &x, url, err);
+	free_headers(hdr);
+	return rc;
+}
+
+int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
+		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
+		       struct gg_http_resp *resp, struct gg_err *err)
+{
+	char *part = gg_strdup_printf("%s.part", path);
+	int64_t have = 0;
+	int rc = part ? refresh_auth(h, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	FILE *f = rc == 0 ? open_part(part, &have, err) : NULL;
+	if (!f) {
+		free(part);
+		return rc < 0 ? rc : err->code;
+	}
+	*resumed = have;
+	rc = get_range(h, url, f, have, progress, ud, resp, err);
+	if (rc == 0 && resp->status == 416 && have > 0) {
+		/* more than the file has: what is there is not this file's start */
+		if (ftruncate(fileno(f), 0) == 0)
+			rc = get_range(h, url, f, 0, progress, ud, resp, err);
+		*resumed = 0;
+	}
+	int e = 0;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fchmod(fileno(f), mode) != 0)
+		e = errno;
+	if (fclose(f) != 0 && !e)
+		e = errno;
+	if (rc == 0 && resp->status >= 200 && resp->status < 300) {
+		if (e || rename(part, path) != 0)
+			rc = gg_err_sys(err, GG_EIO, e ? e : errno, "writing '%s'", path);
+	} else if (rc == 0) {
+		unlink(part); /* an error answer: nothing of the file to keep */
+	}
+	free(part);
 	return rc;
 }
 

@@ -61,6 +61,15 @@ int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_t mode,
 		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
 		     struct gg_err *err);
+/* GET into path, resuming: the bytes go to PATH.part (0600), which a broken
+ * transfer leaves behind so that the next call asks only for the rest (a
+ * Range; *resumed says from which byte); PATH.part becomes path (mode) when
+ * the answer is complete. A server that ignores the Range sends the whole
+ * file again and the part is started over. An error answer removes the part;
+ * a broken transfer keeps it. */
+int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
+		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
+		       struct gg_http_resp *resp, struct gg_err *err);
 void gg_http_resp_clear(struct gg_http_resp *resp);
 /* Parse resp->body as JSON. An empty body gives an empty object (A-REX sends
  * nothing for empty lists). */
@@ -73,6 +82,9 @@ int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_e
 int gg_http_unsent(const struct gg_http *h);
 /* Number of TCP connections opened so far (for tests and benchmarks). */
 long gg_http_connections(const struct gg_http *h);
+/* Bytes sent and received so far (request and answer, headers included; TLS
+ * not counted): what a command moved, for -v and the tests. */
+void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received);
 /* Default CA dir: $X509_CERT_DIR or /etc/grid-security/certificates. */
 const char *gg_http_default_ca_dir(void);
 

@@ -217,9 +217,14 @@ static int upload(struct run *x, struct gg_err *err)
 		}
 	}
 	struct gg_http *h = gg_ce_http(x->ce);
-	if (h)
-		gg_engine_notef(x->e, GG_NOTE_VERBOSE, "%ld TLS connection(s) to the CE so far",
-				gg_http_connections(h));
+	if (h) {
+		int64_t sent, received;
+		gg_http_bytes(h, &sent, &received);
+		gg_engine_notef(x->e, GG_NOTE_VERBOSE,
+				"%ld TLS connection(s) to the CE so far, %lld bytes sent, %lld "
+				"received",
+				gg_http_connections(h), (long long)sent, (long long)received);
+	}
 	return 0;
 }
 
