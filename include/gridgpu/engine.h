@@ -142,6 +142,17 @@ GG_API int gg_storage_fetch(const struct gg_auth *a, const char *url, const char
 			    gg_http_progress_fn progress, void *ud, int64_t *resumed,
 			    struct gg_err *err);
 
+/* Before a job with storage files is submitted to site: ask the storage, over
+ * HTTPS with the credential a (HEAD), that each input is there and readable
+ * and that each output's directory exists, so that these mistakes are told
+ * now rather than by a failed job. Only the storage's own answers count:
+ * GG_EFAIL for a missing file or directory, GG_ECRED when it refuses the
+ * credential; a door that cannot be reached or does not speak HTTPS (a
+ * root:// only port) is left to the CE (a verbose note). */
+GG_API int gg_storage_check(struct gg_engine *e, const struct gg_auth *a,
+			    const struct gg_job_spec *q, const struct gg_site *site,
+			    struct gg_err *err);
+
 /* ---- submitting (submit.c) ---- */
 
 /* What the caller writes into the job's description once the record exists

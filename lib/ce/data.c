@@ -272,3 +272,138 @@ char *gg_data_http_url(const char *url)
 	 * the port its root:// one does (XrdHttp shares the port) */
 	return url_text(&u, GG_URL_HTTPS);
 }
+
+int gg_arc_inputs_pending(const char *input)
+{
+	int n = 0;
+	for (const char *p = input ? input : ""; *p;) {
+		size_t len = strcspn(p, "\n");
+		const char *sp = memchr(p, ' ', len);
+		/* "/NAME URL [CREDENTIAL]": a URL still to fetch; "/NAME" alone is
+		 * one the client uploads */
+		if (sp) {
+			size_t rest = len - (size_t)(sp + 1 - p);
+			const char *end = memchr(sp + 1, ' ', rest);
+			size_t ul = end ? (size_t)(end - sp - 1) : rest;
+			for (size_t i = 0; i + 3 <= ul; i++)
+				if (!memcmp(sp + 1 + i, "://", 3)) {
+					n++;
+					break;
+				}
+		}
+		p += len + (p[len] == '\n');
+	}
+	return n;
+}
+
+/* A line's text after needle, up to the line's end (at most n bytes). */
+static size_t after(const char *line, size_t len, const char *needle, const char **at)
+{
+	*at = NULL;
+	size_t nl = strlen(needle);
+	for (size_t i = 0; i + nl <= len; i++)
+		if (!memcmp(line + i, needle, nl)) {
+			*at = line + i + nl;
+			return len - i - nl;
+		}
+	return 0;
+}
+
+/* The DTR's short id a log line names ("DTR 34d8...22a4:"), into id. */
+static int dtr_short(const char *line, size_t len, char *id, size_t idlen)
+{
+	const char *p;
+	size_t n = after(line, len, "] DTR ", &p);
+	size_t k = n ? strcspn(p, ": ") : 0;
+	if (!k || k >= idlen || k > n)
+		return 0;
+	memcpy(id, p, k);
+	id[k] = '\0';
+	return 1;
+}
+
+/* Does the full DTR id (uuid) match the short form "abcd...wxyz"? */
+static int dtr_match(const char *full, size_t flen, const char *shortid)
+{
+	const char *dots = strstr(shortid, "...");
+	if (!dots)
+		return flen == strlen(shortid) && !memcmp(full, shortid, flen);
+	size_t a = (size_t)(dots - shortid), b = strlen(dots + 3);
+	return flen >= a + b && !memcmp(full, shortid, a) && !memcmp(full + flen - b, dots + 3, b);
+}
+
+struct failure {
+	char id[64];
+	char why[320], copy[320], src[512], dst[512];
+};
+
+/* The failed transfer's reason: the last "Transfer failed:", made more
+ * precise by the plug-in's own "Failed to copy PATH: REASON". */
+static void scan_reason(const char *p, size_t len, struct failure *f)
+{
+	const char *t = NULL, *r = NULL;
+	size_t n, m;
+	char id[64];
+	if ((n = after(p, len, "Transfer failed: ", &t)) && dtr_short(p, len, id, sizeof id)) {
+		snprintf(f->id, sizeof f->id, "%s", id);
+		snprintf(f->why, sizeof f->why, "%.*s", (int)n, t);
+	} else if ((n = after(p, len, "] Failed to copy ", &t)) && f->id[0] &&
+		   dtr_short(p, len, id, sizeof id) && !strcmp(id, f->id) &&
+		   (m = after(t, n, ": ", &r))) {
+		snprintf(f->copy, sizeof f->copy, "%.*s", (int)m, r);
+	}
+}
+
+/* Source and destination of the DTR f->id ("Scheduler received new DTR ID
+ * with source: S, destination: D, ..."). */
+static void scan_ends(const char *p, size_t len, struct failure *f)
+{
+	const char *t = NULL, *s = NULL, *d = NULL;
+	size_t n = after(p, len, "Scheduler received new DTR ", &t);
+	size_t il = n ? strcspn(t, " ") : 0;
+	if (!il || !dtr_match(t, il, f->id))
+		return;
+	size_t sn = after(t, n, " with source: ", &s), dn = after(t, n, ", destination: ", &d);
+	if (!sn || !dn)
+		return;
+	snprintf(f->src, sizeof f->src, "%.*s", (int)strcspn(s, ","), s);
+	snprintf(f->dst, sizeof f->dst, "%.*s", (int)strcspn(d, ","), d);
+}
+
+static void each_line(const char *text, void (*fn)(const char *, size_t, struct failure *),
+		      struct failure *f)
+{
+	for (const char *p = text; *p;) {
+		size_t len = strcspn(p, "\n");
+		fn(p, len, f);
+		p += len + (p[len] == '\n');
+	}
+}
+
+int gg_arc_staging_failure(const char *errors, char *out, size_t len)
+{
+	struct failure f = {0};
+	out[0] = '\0';
+	if (!errors)
+		return 0;
+	each_line(errors, scan_reason, &f);
+	if (!f.id[0])
+		return 0;
+	/* the reason again, now that the DTR is known (its copy line follows) */
+	each_line(errors, scan_reason, &f);
+	each_line(errors, scan_ends, &f);
+	char text[1400];
+	const char *why = f.copy[0] ? f.copy : f.why;
+	if (!strncmp(f.src, "file:", 5))
+		snprintf(text, sizeof text, "staging out of %s to %s failed: %s",
+			 last_element(f.src), f.dst, why);
+	else if (f.src[0])
+		snprintf(text, sizeof text, "staging in of %s from %s failed: %s",
+			 last_element(f.dst), f.src, why);
+	else
+		snprintf(text, sizeof text, "data staging failed: %s", why);
+	char *clean = gg_str_printable(text, strlen(text));
+	snprintf(out, len, "%s", clean ? clean : text);
+	free(clean);
+	return 1;
+}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int gg_jd_set(char **field, const char *value, struct gg_err *err)
 {
@@ -195,6 +196,21 @@ static void q(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A storage URL for A-REX's staging: davs:// written as https:// (the same
+ * transfer to its HTTP plugin). A-REX sends absolute-form request targets
+ * ("GET davs://host/path"), which XRootD's HTTP door (5.5) refuses with 403;
+ * "GET https://host/path" it serves. */
+static void q_url(FILE *f, const char *url)
+{
+	if (!strncasecmp(url, "davs://", 7)) {
+		char *https = gg_strdup_printf("https://%s", url + 7);
+		q(f, https ? https : url);
+		free(https);
+		return;
+	}
+	q(f, url);
+}
+
 static void rel(FILE *f, const char *attr, const char *value)
 {
 	if (!value)
@@ -243,7 +259,7 @@ static void xrsl_args_inputs(FILE *f, const struct gg_jobdesc *jd)
 			fputc('(', f);
 			q(f, jd->inputs[i].name);
 			fputc(' ', f);
-			q(f, jd->inputs[i].source ? jd->inputs[i].source : "");
+			q_url(f, jd->inputs[i].source ? jd->inputs[i].source : "");
 			fputc(')', f);
 		}
 		fputs(")\n", f);
@@ -277,7 +293,7 @@ static void xrsl_outputs(FILE *f, const struct gg_jobdesc *jd)
 			fputc('(', f);
 			q(f, outs[i]);
 			fputc(' ', f);
-			q(f, dest[i] ? dest[i] : "");
+			q_url(f, dest[i] ? dest[i] : "");
 			fputc(')', f);
 		}
 		fputs(")\n", f);

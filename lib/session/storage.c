@@ -55,7 +55,7 @@ int gg_storage_outputs(const struct gg_record *r, struct gg_storage_output **out
 	return 0;
 }
 
-/* What an HTTP answer other than 2xx means for a fetch, in one line. */
+/* What an HTTP answer other than 2xx means, in one line. */
 static int answer_error(const struct gg_http_resp *resp, const char *url, struct gg_err *err)
 {
 	const char *reason = resp->reason ? resp->reason : "";
@@ -101,5 +101,90 @@ int gg_storage_fetch(const struct gg_auth *a, const char *url, const char *path,
 	gg_http_resp_clear(&resp);
 	gg_http_free(h);
 	free(https);
+	return rc;
+}
+
+/* The directory part of a URL, ending in '/'. */
+static char *parent_url(const char *url)
+{
+	const char *slash = strrchr(url, '/');
+	return slash ? strndup(url, (size_t)(slash - url + 1)) : NULL;
+}
+
+/* HEAD url: 1 present, 0 absent (404), or an error: GG_ECRED when refused,
+ * GG_ENET when the door cannot be reached or does not speak HTTPS. */
+static int head(struct gg_http *h, const char *url, struct gg_err *err)
+{
+	struct gg_http_resp resp = {0};
+	int rc = gg_http_request(h, "HEAD", url, NULL, NULL, 0, NULL, 1, &resp, err);
+	if (rc == 0 && resp.status == 404)
+		rc = 0;
+	else if (rc == 0 && resp.status >= 200 && resp.status < 300)
+		rc = 1;
+	else if (rc == 0)
+		rc = answer_error(&resp, url, err);
+	gg_http_resp_clear(&resp);
+	return rc;
+}
+
+/* One storage file of a job: an input must be there, an output's directory
+ * must exist. 0 when fine or when the storage cannot be asked over HTTPS
+ * (the CE will say); else the error. */
+static int check_one(struct gg_engine *e, struct gg_http *h, const char *what, const char *url,
+		     int output, struct gg_err *err)
+{
+	char *https = gg_data_http_url(url);
+	char *ask = https && output ? parent_url(https) : https;
+	struct gg_err e2 = {0};
+	char *dir = output ? parent_url(url) : NULL;
+	int rc = ask ? head(h, ask, &e2) : gg_err_set(&e2, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = output ? gg_err_set(err, GG_EFAIL,
+					 "%s %s: its directory %s does not exist at the storage: "
+					 "make it first (gfal-mkdir -p, xrdfs HOST mkdir -p)",
+					 what, url, dir ? dir : ask)
+			    : gg_err_set(err, GG_EFAIL,
+					 "%s %s: no such file at the storage (404): check the path",
+					 what, url);
+	else if (rc == GG_ECRED)
+		rc = gg_err_set(err, GG_ECRED, "%s %s: %s", what, url, e2.msg);
+	else if (rc < 0 && rc != GG_ENOMEM) {
+		gg_engine_notef(e, GG_NOTE_VERBOSE, "%s %s: not checked over HTTPS (%s)", what,
+				url, e2.msg);
+		rc = 0;
+	}
+	if (ask != https)
+		free(ask);
+	free(https);
+	free(dir);
+	return rc > 0 ? 0 : rc;
+}
+
+int gg_storage_check(struct gg_engine *e, const struct gg_auth *a, const struct gg_job_spec *q,
+		     const struct gg_site *site, struct gg_err *err)
+{
+	if (!q->ndata_in && !q->ndata_out && !(site && site->output_base && q->noutputs))
+		return 0;
+	struct gg_http_opts o = {.proxy_path = strcmp(a->kind, "token") ? a->proxy_path : NULL,
+				 .token = a->token ? a->token->value : NULL,
+				 .ca_dir = a->ca_dir,
+				 .token_fn = a->tsource ? gg_tsource_current : NULL,
+				 .token_ud = a->tsource,
+				 .retries = 0,
+				 .connect_timeout_ms = 5000,
+				 .timeout_ms = 20000};
+	struct gg_http *h = NULL;
+	int rc = gg_http_new(&o, &h, err);
+	for (int i = 0; rc == 0 && i < q->ndata_in; i++)
+		rc = check_one(e, h, "--input", q->data_in_urls[i], 0, err);
+	for (int i = 0; rc == 0 && i < q->ndata_out; i++)
+		rc = check_one(e, h, "--output", q->data_out_urls[i], 1, err);
+	for (int i = 0; rc == 0 && i < q->noutputs; i++) {
+		char *dest = gg_job_output_dest(q, site, i);
+		if (dest)
+			rc = check_one(e, h, "--output", dest, 1, err);
+		free(dest);
+	}
+	gg_http_free(h);
 	return rc;
 }

@@ -69,6 +69,20 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 		free(failed);
 		return *summary ? 0 : -1;
 	}
+	/* A-REX's data staging failed: which file, where, and the storage's
+	 * words, from its errors log (the node's last line is beside the point) */
+	if (!strncmp(a, "Failed in data staging", 22)) {
+		char *errors = NULL;
+		char which[1024];
+		int found = gg_ce_diagnose(ce, r->job_id, "errors", &errors, &e) == 0 &&
+			    gg_arc_staging_failure(errors, which, sizeof which);
+		free(errors);
+		if (found) {
+			free(failed);
+			*summary = strdup(which);
+			return *summary ? 0 : -1;
+		}
+	}
 	/* A-REX could not hand the job to the batch system ("Job submission to
 	 * LRMS failed"): the batch system's refusal, from the CE's errors log
 	 * (Slurm refuses a gres the site does not have, such as a MIG profile
@@ -190,11 +204,38 @@ int gg_session_published(const struct gg_record *r)
 	       r->port > 0;
 }
 
+/* A job's data staging as the CE says it now: "staging in D/N" while it
+ * fetches the storage inputs (from what is still to fetch), "staging out"
+ * while it uploads outputs; NULL otherwise. */
+static void apply_staging(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)
+{
+	const char *raw = res->raw_state ? res->raw_state : "";
+	char *text = NULL, *input = NULL;
+	struct gg_err e = {0};
+	if (r->kind != GG_REC_JOB)
+		return;
+	if (r->remote_inputs > 0 && !strncmp(raw, "PREPAR", 6) && ce &&
+	    gg_ce_diagnose(ce, r->job_id, "input", &input, &e) == 0) {
+		int64_t pending = gg_arc_inputs_pending(input);
+		if (pending > r->remote_inputs)
+			pending = r->remote_inputs;
+		text = gg_strdup_printf("staging in %lld/%lld",
+					(long long)(r->remote_inputs - pending),
+					(long long)r->remote_inputs);
+	} else if (r->storage_outputs && res->state == GG_CE_FINISHING) {
+		text = strdup("staging out");
+	}
+	free(input);
+	free(r->staging);
+	r->staging = text;
+}
+
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)
 {
 	if (gg_sess_state_ended(r->state) && r->state != GG_S_UNKNOWN)
 		return; /* final: a killed session stays killed */
 	set_str(&r->ce_state, res->raw_state ? res->raw_state : gg_ce_state_name(res->state));
+	apply_staging(ce, r, res);
 	switch (res->state) {
 	case GG_CE_UNKNOWN:
 		if (r->state != GG_S_UNKNOWN)
