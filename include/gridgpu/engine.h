@@ -146,7 +146,8 @@ GG_API int gg_storage_fetch(const struct gg_auth *a, const char *url, const char
  * HTTPS with the credential a (HEAD), that each input is there and readable
  * and that each output's directory exists, so that these mistakes are told
  * now rather than by a failed job. Only the storage's own answers count:
- * GG_EFAIL for a missing file or directory, GG_ECRED when it refuses the
+ * GG_EUSAGE for a missing file or directory (like a missing local file named
+ * on the command line), GG_ECRED when it refuses the
  * credential; a door that cannot be reached or does not speak HTTPS (a
  * root:// only port) is left to the CE (a verbose note). */
 GG_API int gg_storage_check(struct gg_engine *e, const struct gg_auth *a,

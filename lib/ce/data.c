@@ -333,24 +333,42 @@ static int dtr_match(const char *full, size_t flen, const char *shortid)
 }
 
 struct failure {
+	int fixed; /* id is the last failed DTR's: collect its words */
 	char id[64];
 	char why[320], copy[320], src[512], dst[512];
 };
 
+/* Keep text as the storage's words for the failure when it says more than
+ * what is kept (the plug-in's lines are sometimes cut where a pipe split them). */
+static void keep_longer(struct failure *f, const char *text, size_t n)
+{
+	while (n && (text[n - 1] == ' ' || text[n - 1] == '\r'))
+		n--;
+	if (n > strlen(f->copy))
+		snprintf(f->copy, sizeof f->copy, "%.*s", (int)n, text);
+}
+
 /* The failed transfer's reason: the last "Transfer failed:", made more
- * precise by the plug-in's own "Failed to copy PATH: REASON". */
+ * precise by the plug-in's own words for that DTR ("Failed to copy PATH:
+ * REASON", or the XRootD client's "Server responded with an error: ..."). */
 static void scan_reason(const char *p, size_t len, struct failure *f)
 {
 	const char *t = NULL, *r = NULL;
 	size_t n, m;
 	char id[64];
-	if ((n = after(p, len, "Transfer failed: ", &t)) && dtr_short(p, len, id, sizeof id)) {
+	if (!dtr_short(p, len, id, sizeof id))
+		return;
+	if ((n = after(p, len, "Transfer failed: ", &t))) {
+		if (f->fixed && strcmp(id, f->id))
+			return;
 		snprintf(f->id, sizeof f->id, "%s", id);
 		snprintf(f->why, sizeof f->why, "%.*s", (int)n, t);
-	} else if ((n = after(p, len, "] Failed to copy ", &t)) && f->id[0] &&
-		   dtr_short(p, len, id, sizeof id) && !strcmp(id, f->id) &&
-		   (m = after(t, n, ": ", &r))) {
-		snprintf(f->copy, sizeof f->copy, "%.*s", (int)m, r);
+	} else if (!f->fixed || strcmp(id, f->id)) {
+		return;
+	} else if ((n = after(p, len, "] Failed to copy ", &t)) && (m = after(t, n, ": ", &r))) {
+		keep_longer(f, r, m);
+	} else if ((n = after(p, len, "Server responded with an error: ", &t))) {
+		keep_longer(f, t, n);
 	}
 }
 
@@ -389,7 +407,9 @@ int gg_arc_staging_failure(const char *errors, char *out, size_t len)
 	each_line(errors, scan_reason, &f);
 	if (!f.id[0])
 		return 0;
-	/* the reason again, now that the DTR is known (its copy line follows) */
+	/* again, now that the DTR is known: its own words come before its
+	 * "Transfer failed" */
+	f.fixed = 1;
 	each_line(errors, scan_reason, &f);
 	each_line(errors, scan_ends, &f);
 	char text[1400];

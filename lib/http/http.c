@@ -561,6 +561,10 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 		return map_curl_error(h, c, url, err);
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(h->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK)
+		cl = -1;
+	x->resp->length = (int64_t)cl;
 	if (!x->resp->body) {
 		x->resp->body = calloc(1, 1);
 		if (!x->resp->body)
@@ -721,12 +725,12 @@ static FILE *open_part(const char *part, int64_t *have, struct gg_err *err)
 	return f;
 }
 
-/* One GET of url appended to f from byte have on (a Range when have > 0). */
-static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have,
+/* One GET of url appended to f, bytes have..last (a Range when have > 0). */
+static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have, int64_t last,
 		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
 		     struct gg_err *err)
 {
-	char range[32];
+	char range[64];
 	gg_http_resp_clear(resp);
 	h->unsent = 1;
 	struct xfer x = {
@@ -736,7 +740,7 @@ static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have,
 	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
 	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
 	if (have > 0) {
-		snprintf(range, sizeof range, "%lld-", (long long)have);
+		snprintf(range, sizeof range, "%lld-%lld", (long long)have, (long long)last);
 		curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
 	}
 	int rc = perform(h, &x, url, err);
@@ -744,37 +748,69 @@ static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have,
 	return rc;
 }
 
+/* The file's size (HEAD), or -1 when the server does not say. */
+static int64_t remote_size(struct gg_http *h, const char *url, struct gg_err *err)
+{
+	struct gg_http_resp r = {0};
+	int64_t size = -1;
+	if (gg_http_request(h, "HEAD", url, NULL, NULL, 0, NULL, 1, &r, err) == 0 &&
+	    r.status >= 200 && r.status < 300)
+		size = r.length;
+	gg_http_resp_clear(&r);
+	return size;
+}
+
+/* Fetch what is missing of the part f (have bytes) from a file of size
+ * bytes: the rest, or all of it again when the part cannot be its start. */
+static int fetch_rest(struct gg_http *h, const char *url, FILE *f, int64_t *have, int64_t size,
+		      gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		      struct gg_err *err)
+{
+	if (*have && (size < 0 || *have > size)) {
+		if (fflush(f) != 0 || ftruncate(fileno(f), 0) != 0)
+			return gg_err_sys(err, GG_EIO, errno, "writing the part of %s", url);
+		*have = 0;
+	}
+	if (*have && *have == size) { /* all there: what a 200 would have said */
+		gg_http_resp_clear(resp);
+		resp->status = 200;
+		resp->length = 0;
+		return 0;
+	}
+	return get_range(h, url, f, *have, size - 1, progress, ud, resp, err);
+}
+
 int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
 		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
 		       struct gg_http_resp *resp, struct gg_err *err)
 {
 	char *part = gg_strdup_printf("%s.part", path);
-	int64_t have = 0;
+	int64_t have = 0, size = -1;
 	int rc = part ? refresh_auth(h, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
 	FILE *f = rc == 0 ? open_part(part, &have, err) : NULL;
 	if (!f) {
 		free(part);
 		return rc < 0 ? rc : err->code;
 	}
+	if (have > 0)
+		size = remote_size(h, url, err);
+	rc = fetch_rest(h, url, f, &have, size, progress, ud, resp, err);
 	*resumed = have;
-	rc = get_range(h, url, f, have, progress, ud, resp, err);
-	if (rc == 0 && resp->status == 416 && have > 0) {
-		/* more than the file has: what is there is not this file's start */
-		if (ftruncate(fileno(f), 0) == 0)
-			rc = get_range(h, url, f, 0, progress, ud, resp, err);
-		*resumed = 0;
-	}
 	int e = 0;
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fchmod(fileno(f), mode) != 0)
 		e = errno;
+	struct stat st;
+	int64_t got = fstat(fileno(f), &st) == 0 ? (int64_t)st.st_size : -1;
 	if (fclose(f) != 0 && !e)
 		e = errno;
-	if (rc == 0 && resp->status >= 200 && resp->status < 300) {
-		if (e || rename(part, path) != 0)
-			rc = gg_err_sys(err, GG_EIO, e ? e : errno, "writing '%s'", path);
-	} else if (rc == 0) {
+	int ok = rc == 0 && resp->status >= 200 && resp->status < 300;
+	if (ok && size >= 0 && got != size)
+		rc = gg_err_set(err, GG_ENET, "%s: %lld of %lld bytes came (kept to resume)", url,
+				(long long)got, (long long)size);
+	else if (ok && (e || rename(part, path) != 0))
+		rc = gg_err_sys(err, GG_EIO, e ? e : errno, "writing '%s'", path);
+	else if (rc == 0 && !ok)
 		unlink(part); /* an error answer: nothing of the file to keep */
-	}
 	free(part);
 	return rc;
 }

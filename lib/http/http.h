@@ -41,6 +41,7 @@ struct gg_http_resp {
 	size_t len;
 	char *content_type; /* or NULL */
 	char *location;     /* Location header or NULL */
+	int64_t length;     /* Content-Length, -1 when not given */
 };
 
 int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg_err *err);
@@ -64,9 +65,11 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 /* GET into path, resuming: the bytes go to PATH.part (0600), which a broken
  * transfer leaves behind so that the next call asks only for the rest (a
  * Range; *resumed says from which byte); PATH.part becomes path (mode) when
- * the answer is complete. A server that ignores the Range sends the whole
- * file again and the part is started over. An error answer removes the part;
- * a broken transfer keeps it. */
+ * the answer is complete. The size is asked first (HEAD), and the Range names
+ * the last byte: XRootD's HTTP door (5.5) answers an open-ended "N-" with
+ * nothing. A server that ignores the Range sends the whole file again and the
+ * part is started over; a part no shorter than the file is started over too.
+ * An error answer removes the part; a broken or short transfer keeps it. */
 int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
 		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
 		       struct gg_http_resp *resp, struct gg_err *err);

@@ -139,11 +139,11 @@ static int check_one(struct gg_engine *e, struct gg_http *h, const char *what, c
 	char *dir = output ? parent_url(url) : NULL;
 	int rc = ask ? head(h, ask, &e2) : gg_err_set(&e2, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = output ? gg_err_set(err, GG_EFAIL,
+		rc = output ? gg_err_set(err, GG_EUSAGE,
 					 "%s %s: its directory %s does not exist at the storage: "
 					 "make it first (gfal-mkdir -p, xrdfs HOST mkdir -p)",
 					 what, url, dir ? dir : ask)
-			    : gg_err_set(err, GG_EFAIL,
+			    : gg_err_set(err, GG_EUSAGE,
 					 "%s %s: no such file at the storage (404): check the path",
 					 what, url);
 	else if (rc == GG_ECRED)
