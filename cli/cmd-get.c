@@ -178,8 +178,8 @@ static int print_urls(struct gg_cli *cli, const struct gg_record *r)
 	}
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(a, json_pack("{s:s,s:s}", "name", so[i].name, "url",
-						   so[i].url));
+		json_array_append_new(a,
+				      json_pack("{s:s,s:s}", "name", so[i].name, "url", so[i].url));
 		if (!cli->json)
 			ui_out("%s %s\n", so[i].name, so[i].url);
 	}

@@ -90,14 +90,9 @@ static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x
 								   : -1,
 		x->idle, sizeof x->idle);
 	state_cell(r, x->state, sizeof x->state);
-	const char *cells[NCOL] = {r->name,
-				   r->site,
-				   r->kind == GG_REC_JOB ? "job" : "session",
-				   x->state,
-				   x->gpu,
-				   x->age,
-				   x->left,
-				   x->idle};
+	const char *cells[NCOL] = {r->name,  r->site, r->kind == GG_REC_JOB ? "job" : "session",
+				   x->state, x->gpu,  x->age,
+				   x->left,  x->idle};
 	memcpy(x->c, cells, sizeof cells);
 	x->color = r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
 		   : r->state == GG_S_FAILED                          ? 31

@@ -61,8 +61,8 @@ const struct gg_opt cmd_site_add_opts[] = {
 	{"output-base", 0, OPT_ARG, "URL",
 	 "storage URL outputs go under, e.g. davs://se.example:1094/store/user/$USER/",
 	 O_OUTPUT_BASE},
-	{"cache", 0, OPT_ARG, "URL", "the site's XCache (root://HOST:PORT): inputs are read through it",
-	 O_CACHE},
+	{"cache", 0, OPT_ARG, "URL",
+	 "the site's XCache (root://HOST:PORT): inputs are read through it", O_CACHE},
 	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR",
 	 O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end a session idle for longer than DUR", O_IDLE},
@@ -187,8 +187,7 @@ static int check_value(struct gg_cli *cli, int id, const char *v)
 		if (gg_data_cache_check(v, &err) < 0)
 			return ui_usage(cli, "--cache: %s", err.msg);
 		return 0;
-	case O_OUTPUT_BASE:
-		return check_output_base(cli, v);
+	case O_OUTPUT_BASE: return check_output_base(cli, v);
 	case O_TOKEN_COMMAND: {
 		char **argv = NULL;
 		if (gg_argv_split(v, &argv, &err) < 0)

@@ -140,13 +140,13 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	switch (c) {
 	case O_COUNT: return cli_opt_int(cli, 1, 1000, &s->count) ? EXIT_USAGE : 0;
 	case O_INPUT:
-		return gg_data_url_is_remote(v) ? add_data_in(cli, s)
-						: add_file(cli, s->inputs, &s->spec.ninputs,
-							   "--input files");
+		return gg_data_url_is_remote(v)
+			       ? add_data_in(cli, s)
+			       : add_file(cli, s->inputs, &s->spec.ninputs, "--input files");
 	case O_OUTPUT:
-		return strchr(v, '=') ? add_data_out(cli, s)
-				      : add_file(cli, s->outputs, &s->spec.noutputs,
-						 "--output patterns");
+		return strchr(v, '=')
+			       ? add_data_out(cli, s)
+			       : add_file(cli, s->outputs, &s->spec.noutputs, "--output patterns");
 	case O_NAME: s->name = v; break;
 	case O_IMAGE_URL: s->spec.image_url = v; break;
 	case O_DRY_RUN: s->dry_run = 1; break;

@@ -85,8 +85,8 @@ static void set_storage(json_t *o, const struct gg_record *r)
 		return;
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_pack("{s:s,s:s}", "name", so[i].name, "url",
-						   so[i].url));
+		json_array_append_new(a,
+				      json_pack("{s:s,s:s}", "name", so[i].name, "url", so[i].url));
 	json_object_set_new(o, "storage_outputs", a);
 	gg_storage_outputs_free(so, n);
 }

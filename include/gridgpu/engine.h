@@ -103,8 +103,7 @@ struct gg_job_spec {
 /* The storage settings a job or session carries in its environment:
  * GRIDGPU_CACHE (the site's cache, root://HOST:PORT) and GRIDGPU_STORAGE
  * (its output_base, $USER replaced), when the site has them. */
-GG_API int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site,
-			     struct gg_err *err);
+GG_API int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site, struct gg_err *err);
 /* The site's output_base with $USER (and ${USER}) replaced by the local user
  * name, ending in '/'; NULL when the site has none. malloc'd. */
 GG_API char *gg_site_output_base(const struct gg_site *site);
@@ -130,8 +129,8 @@ struct gg_storage_output {
 	char *url;  /* where the CE put it */
 };
 /* The outputs the CE uploads to storage, from the record (r->storage_outputs). */
-GG_API int gg_storage_outputs(const struct gg_record *r, struct gg_storage_output **out,
-			      size_t *n, struct gg_err *err);
+GG_API int gg_storage_outputs(const struct gg_record *r, struct gg_storage_output **out, size_t *n,
+			      struct gg_err *err);
 GG_API void gg_storage_outputs_free(struct gg_storage_output *o, size_t n);
 /* Fetch a storage URL (root://, davs://, https://) over HTTPS into path with
  * the credential a (its proxy as client certificate, or its token), resuming

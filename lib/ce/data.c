@@ -14,7 +14,9 @@ static const struct {
 	const char *prefix;
 	enum gg_url_scheme scheme;
 } schemes[] = {
-	{"root://", GG_URL_ROOT},   {"xroot://", GG_URL_ROOT}, {"davs://", GG_URL_DAVS},
+	{"root://", GG_URL_ROOT},
+	{"xroot://", GG_URL_ROOT},
+	{"davs://", GG_URL_DAVS},
 	{"https://", GG_URL_HTTPS},
 };
 
@@ -78,8 +80,7 @@ static int parse_authority(const char *url, const char *a, size_t n, struct gg_d
 static int check_path(const char *url, const char *p, struct gg_err *err)
 {
 	for (const unsigned char *c = (const unsigned char *)p; *c; c++)
-		if (*c <= 0x20 || *c == 0x7f || *c == '"' || *c == '\'' || *c == ';' ||
-		    *c == '\\')
+		if (*c <= 0x20 || *c == 0x7f || *c == '"' || *c == '\'' || *c == ';' || *c == '\\')
 			return gg_err_set(err, GG_EUSAGE,
 					  "'%s': the path has a character a job description "
 					  "cannot carry (white space, quote, ';')",
@@ -98,8 +99,7 @@ int gg_data_url_parse(const char *url, struct gg_data_url *u, struct gg_err *err
 		k++;
 	if (k == nk) {
 		const char *why = unstageable(url);
-		return gg_err_set(err, GG_EUSAGE,
-				  "'%s': the CE cannot stage this URL (%s)", url,
+		return gg_err_set(err, GG_EUSAGE, "'%s': the CE cannot stage this URL (%s)", url,
 				  why ? why : "use root://, davs:// or https://");
 	}
 	u->scheme = schemes[k].scheme;
@@ -250,7 +250,8 @@ char *gg_data_cache_url(const char *cache, const char *url)
 int gg_data_cache_check(const char *cache, struct gg_err *err)
 {
 	struct gg_data_url c;
-	char *t = gg_strdup_printf("%s%s/x", cache, cache[0] && cache[strlen(cache) - 1] == '/' ? "" : "/");
+	char *t = gg_strdup_printf("%s%s/x", cache,
+				   cache[0] && cache[strlen(cache) - 1] == '/' ? "" : "/");
 	if (!t)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	int rc = gg_data_url_parse(t, &c, err);

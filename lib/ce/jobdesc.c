@@ -40,8 +40,7 @@ int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err)
 	return push(jd->outputs, &jd->noutputs, name, "output files", err);
 }
 
-int gg_jd_output_url(struct gg_jobdesc *jd, const char *name, const char *url,
-		     struct gg_err *err)
+int gg_jd_output_url(struct gg_jobdesc *jd, const char *name, const char *url, struct gg_err *err)
 {
 	for (int i = 0; i < jd->noutputs; i++)
 		if (strcmp(jd->outputs[i], name) == 0)

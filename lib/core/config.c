@@ -145,9 +145,9 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 
 /* The string keys of a site that are copied and saved as they are. */
 static const char *const site_str_keys[] = {
-	"ce",      "queue",         "gpu_queue",    "gpu_rte",        "image",
-	"ca_dir",  "auth",          "identity",     "known_hosts",    "worker_address",
-	"runtime", "token_command", "oidc_account", "token_audience", "token_scopes",
+	"ce",          "queue",         "gpu_queue",    "gpu_rte",        "image",
+	"ca_dir",      "auth",          "identity",     "known_hosts",    "worker_address",
+	"runtime",     "token_command", "oidc_account", "token_audience", "token_scopes",
 	"output_base", "cache"};
 
 static char **site_str_field(struct gg_site *s, const char *key)
@@ -504,12 +504,11 @@ char *gg_config_format(const struct gg_config *cfg)
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
 		/* the order a saved file has always had */
-		static const char *keys[] = {"identity",       "known_hosts",   "worker_address",
-					     "queue",          "gpu_queue",     "gpu_rte",
-					     "image",          "ca_dir",        "auth",
-					     "runtime",        "token_command", "oidc_account",
-					     "token_audience", "token_scopes",  "output_base",
-					     "cache"};
+		static const char *keys[] = {
+			"identity",       "known_hosts",  "worker_address", "queue",
+			"gpu_queue",      "gpu_rte",      "image",          "ca_dir",
+			"auth",           "runtime",      "token_command",  "oidc_account",
+			"token_audience", "token_scopes", "output_base",    "cache"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)

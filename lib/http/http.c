@@ -21,8 +21,8 @@ struct gg_http {
 	char *proxy_path, *ca_dir, *auth_header;
 	long connections;
 	int64_t bytes_sent, bytes_received; /* request and answer bytes, headers included */
-	CURLcode last; /* of the last transfer */
-	int unsent;    /* the last request failed before any byte of it was sent */
+	CURLcode last;                      /* of the last transfer */
+	int unsent; /* the last request failed before any byte of it was sent */
 	char errbuf[CURL_ERROR_SIZE];
 };
 

@@ -23,9 +23,9 @@ char *gg_site_output_base(const struct gg_site *site)
 	if (gg_data_output_parse("x", site->output_base, user, &name, &url, &e) < 0) {
 		/* not a storage URL: expanded anyway, the caller's check says why */
 		free(name);
-		return gg_strdup_printf("%s%s", site->output_base,
-					site->output_base[strlen(site->output_base) - 1] == '/' ? ""
-												 : "/");
+		return gg_strdup_printf(
+			"%s%s", site->output_base,
+			site->output_base[strlen(site->output_base) - 1] == '/' ? "" : "/");
 	}
 	url[strlen(url) - 1] = '\0'; /* drop the "x" */
 	free(name);
@@ -117,8 +117,8 @@ char *gg_job_output_dest(const struct gg_job_spec *s, const struct gg_site *site
 /* The job's storage: inputs the CE fetches (root:// ones through the site's
  * cache), outputs it uploads (given with a URL, or under the site's
  * output_base), and the outputs kept in its session directory. */
-static int job_data(const struct gg_job_spec *s, const struct gg_site *site,
-		    struct gg_jobdesc *jd, struct gg_err *err)
+static int job_data(const struct gg_job_spec *s, const struct gg_site *site, struct gg_jobdesc *jd,
+		    struct gg_err *err)
 {
 	int rc = 0;
 	for (int i = 0; rc == 0 && i < s->ndata_in; i++) {

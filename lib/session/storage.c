@@ -67,10 +67,11 @@ static int answer_error(const struct gg_http_resp *resp, const char *url, struct
 				"('gridgpu status' says)",
 				url);
 	else if (resp->status == 401 || resp->status == 403)
-		rc = gg_err_set(err, GG_ECRED,
-				"the storage refused your credential (%ld %s): check 'gridgpu proxy "
-				"info' and that the storage admits your VO",
-				resp->status, why ? why : "");
+		rc = gg_err_set(
+			err, GG_ECRED,
+			"the storage refused your credential (%ld %s): check 'gridgpu proxy "
+			"info' and that the storage admits your VO",
+			resp->status, why ? why : "");
 	else
 		rc = gg_err_set(err, GG_EFAIL, "the storage answered %ld %s", resp->status,
 				why ? why : "");
@@ -149,8 +150,8 @@ static int check_one(struct gg_engine *e, struct gg_http *h, const char *what, c
 	else if (rc == GG_ECRED)
 		rc = gg_err_set(err, GG_ECRED, "%s %s: %s", what, url, e2.msg);
 	else if (rc < 0 && rc != GG_ENOMEM) {
-		gg_engine_notef(e, GG_NOTE_VERBOSE, "%s %s: not checked over HTTPS (%s)", what,
-				url, e2.msg);
+		gg_engine_notef(e, GG_NOTE_VERBOSE, "%s %s: not checked over HTTPS (%s)", what, url,
+				e2.msg);
 		rc = 0;
 	}
 	if (ask != https)

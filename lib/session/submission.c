@@ -153,8 +153,7 @@ static int check_data_names(const struct gg_job_spec *q, struct gg_err *err)
 			clash = !strcmp(b, q->data_out_names[k]);
 		if (clash)
 			return gg_err_set(err, GG_EUSAGE,
-					  "--output '%s': named twice, or the job's own file",
-					  b);
+					  "--output '%s': named twice, or the job's own file", b);
 	}
 	return 0;
 }

@@ -69,14 +69,16 @@ static void test_input_output(void **state)
 	free(url);
 	free(name);
 	/* URL:NAME; the port's ':' is not a name */
-	assert_int_equal(gg_data_input_parse("root://se:1094//store/a.root:in.root", &url, &name, &err),
-			 0);
+	assert_int_equal(
+		gg_data_input_parse("root://se:1094//store/a.root:in.root", &url, &name, &err), 0);
 	assert_string_equal(url, "root://se:1094//store/a.root");
 	assert_string_equal(name, "in.root");
 	free(url);
 	free(name);
-	assert_int_equal(gg_data_input_parse("davs://se/store/a:../x", &url, &name, &err), GG_EUSAGE);
-	assert_int_equal(gg_data_input_parse("davs://se/store/a:-rf", &url, &name, &err), GG_EUSAGE);
+	assert_int_equal(gg_data_input_parse("davs://se/store/a:../x", &url, &name, &err),
+			 GG_EUSAGE);
+	assert_int_equal(gg_data_input_parse("davs://se/store/a:-rf", &url, &name, &err),
+			 GG_EUSAGE);
 	assert_int_equal(gg_data_input_parse("gsiftp://se/store/a", &url, &name, &err), GG_EUSAGE);
 	assert_null(url);
 	assert_null(name);
@@ -95,9 +97,9 @@ static void test_input_output(void **state)
 	assert_string_equal(url, "root://se//store/user/alice/run/r.root");
 	free(url);
 	free(name);
-	assert_int_equal(gg_data_output_parse("r.root", "root://se//u/${USER}/", "bob", &name, &url,
-					      &err),
-			 0);
+	assert_int_equal(
+		gg_data_output_parse("r.root", "root://se//u/${USER}/", "bob", &name, &url, &err),
+		0);
 	assert_string_equal(url, "root://se//u/bob/r.root");
 	free(url);
 	free(name);
@@ -153,16 +155,17 @@ static void test_xrsl_storage(void **state)
 	struct gg_err err = {0};
 	char *x = NULL;
 	gg_jd_set(&jd.executable, "/bin/sh", &err);
-	assert_int_equal(gg_jd_input(&jd, "in.root", "root://xc//root://se//store/in.root", NULL, &err),
-			 0);
+	assert_int_equal(
+		gg_jd_input(&jd, "in.root", "root://xc//root://se//store/in.root", NULL, &err), 0);
 	assert_int_equal(gg_jd_input(&jd, "w.root", "davs://se:2880/store/w.root", NULL, &err), 0);
 	assert_int_equal(gg_jd_output_url(&jd, "r.root", "davs://se/store/u/r.root", &err), 0);
 	assert_int_equal(gg_jd_output_url(&jd, "r.root", "root://se//x", &err), GG_EUSAGE);
 	assert_int_equal(gg_jd_output(&jd, "kept.txt", &err), 0);
 	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
 	/* davs:// as https:// (A-REX's absolute-form requests), root:// as is */
-	assert_non_null(strstr(x, "(inputfiles=(\"in.root\" \"root://xc//root://se//store/in.root\")"
-				  "(\"w.root\" \"https://se:2880/store/w.root\"))"));
+	assert_non_null(strstr(x,
+			       "(inputfiles=(\"in.root\" \"root://xc//root://se//store/in.root\")"
+			       "(\"w.root\" \"https://se:2880/store/w.root\"))"));
 	assert_non_null(strstr(x, "(outputfiles=(\"r.root\" \"https://se/store/u/r.root\")"
 				  "(\"kept.txt\" \"\"))"));
 	free(x);
