@@ -120,7 +120,9 @@ char *gg_job_output_dest(const struct gg_job_spec *s, const struct gg_site *site
 static int job_data(const struct gg_job_spec *s, const struct gg_site *site, struct gg_jobdesc *jd,
 		    struct gg_err *err)
 {
-	int rc = 0;
+	int rc = site && site->cache ? gg_data_cache_check(site->cache, err) : 0;
+	if (rc < 0)
+		return gg_err_prefix(err, "site '%s'", site->name);
 	for (int i = 0; rc == 0 && i < s->ndata_in; i++) {
 		char *src = gg_data_cache_url(site ? site->cache : NULL, s->data_in_urls[i]);
 		rc = src ? gg_jd_input(jd, s->data_in_names[i], src, NULL, err)
@@ -131,8 +133,12 @@ static int job_data(const struct gg_job_spec *s, const struct gg_site *site, str
 		rc = gg_jd_output_url(jd, s->data_out_names[i], s->data_out_urls[i], err);
 	for (int i = 0; rc == 0 && i < s->noutputs; i++) {
 		char *dest = gg_job_output_dest(s, site, i);
-		rc = dest ? gg_jd_output_url(jd, s->outputs[i], dest, err)
-			  : gg_jd_output(jd, s->outputs[i], err);
+		struct gg_data_url u;
+		if (dest && gg_data_url_parse(dest, &u, err) < 0)
+			rc = gg_err_prefix(err, "site '%s' output_base", site->name);
+		else
+			rc = dest ? gg_jd_output_url(jd, s->outputs[i], dest, err)
+				  : gg_jd_output(jd, s->outputs[i], err);
 		free(dest);
 	}
 	return rc;

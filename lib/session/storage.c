@@ -135,7 +135,9 @@ static int check_one(struct gg_engine *e, struct gg_http *h, const char *what, c
 		     int output, struct gg_err *err)
 {
 	char *https = gg_data_http_url(url);
-	char *ask = https && output ? parent_url(https) : https;
+	if (!https) /* not a storage URL: describing the job says why */
+		return 0;
+	char *ask = output ? parent_url(https) : https;
 	struct gg_err e2 = {0};
 	char *dir = output ? parent_url(url) : NULL;
 	int rc = ask ? head(h, ask, &e2) : gg_err_set(&e2, GG_ENOMEM, "out of memory");
