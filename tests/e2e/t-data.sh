@@ -121,11 +121,35 @@ READS=$(grep -c "grant gsi .* read /store/data/$RUN/in100.bin\$" "$GG_TB_SE_LOG"
 BYCACHE=$(grep -c "grant gsi $GG_TB_VOMS_DN@.* read /store/data/$RUN/in100.bin\$" "$GG_TB_SE_LOG")
 expect_eq "the storage element served in100.bin once, to the cache (two jobs read it)" "$READS $BYCACHE" "1 1"
 
+# --- job c: davs:// inputs, two of 300 MiB, so that the staging can be seen:
+# jobs shows how far the CE got ---------------------------------------------
+for z in z1 z2; do truncate -s $((300 * MiB)) "$GG_TB_SE_DATA/store/data/$RUN/$z.bin"; done
+chown ggxrd: "$GG_TB_SE_DATA/store/data/$RUN"/z*.bin
+DAVS=$GG_TB_SE_DAVS/store/data/$RUN
+run_gg --site tb submit work.sif --name jc --walltime 20m --input "$DAVS/z1.bin" --input "$DAVS/z2.bin" \
+	--input "$DAVS/in100.bin" -- sh -c 'sha256sum /srv/in100.bin'
+seen=""
+end=$(($(date +%s) + 120))
+while [ "$(date +%s)" -lt "$end" ]; do
+	line=$("$GRIDGPU" jobs --sync 2>/dev/null | grep '^jc ')
+	case $line in *"staging in "[0-2]/3*) seen="$seen $(printf '%s' "$line" | grep -o '[0-9]/3')" ;; esac
+	case $line in *running* | *finished* | *failed*) break ;; esac
+	sleep 0.2
+done
+# shellcheck disable=SC2086 # the words of $seen
+seen=$(printf '%s\n' $seen | sort -u | tr '\n' ' ')
+[ -n "$seen" ] && ok "jobs shows the CE's staging of three davs:// inputs: staging in $seen" ||
+	not_ok "jobs never showed 'staging in N/3' (last: $line)"
+run_gg get --wait --timeout 5m jc
+expect_eq "job c read its davs:// input (the CE staged it over HTTPS)" \
+	"$RC $(cut -d' ' -f1 jc/gridgpu-job.out 2>&1)" "0 $SUM"
+
 # --- a session sees the data too: the cache and the storage base, and the
 # delegated proxy to read the same URLs with -------------------------------
 run_gg --site tb request --name sd --walltime 30m --connect-deadline 10m
 expect_eq "request a session at the site" "$RC" 0
 # (ssh joins the words of a command into one line for the remote shell: one word)
+# shellcheck disable=SC2016 # expanded in the session
 run_gg connect sd -- 'echo "$GRIDGPU_CACHE $GRIDGPU_STORAGE"'
 expect_eq "the session's environment names the cache and the storage base" "$OUT" \
 	"$GG_TB_XCACHE $SE//store/user/$ME/$RUN/b/"
