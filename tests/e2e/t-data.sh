@@ -174,6 +174,8 @@ expect_fail "--input the storage refuses to the proxy (exit 3)" 3 "the storage r
 	--site tb submit work.sif --input "$SE//store/private/$RUN/secret.txt" -- true
 expect_fail "--output into a directory that does not exist (exit 2)" 2 "does not exist at the storage" \
 	--site tb submit work.sif --output "r.txt=$SE//store/user/$RUN/nosuchdir/r.txt" -- true
+expect_fail "--count 3 with an output under the output base: all would write one URL (exit 2)" 2 "same storage URL" \
+	--site tb submit work.sif --count 3 --output r.txt -- true
 run_gg jobs
 expect_eq "no record left by the refused submissions" "$(printf '%s\n' "$OUT" | grep -c "^job-")" 0
 expect_eq "no job reached the CE" "$(ce_count)" "$N0"
