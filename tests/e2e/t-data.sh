@@ -137,7 +137,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	sleep 0.2
 done
 # shellcheck disable=SC2086 # the words of $seen
-seen=$(printf '%s\n' $seen | sort -u | tr '\n' ' ')
+seen=$(printf '%s\n' $seen | sort -u | tr '\n' ' ' | sed 's/ $//')
 [ -n "$seen" ] && ok "jobs shows the CE's staging of three davs:// inputs: staging in $seen" ||
 	not_ok "jobs never showed 'staging in N/3' (last: $line)"
 run_gg get --wait --timeout 5m jc
