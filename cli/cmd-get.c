@@ -211,10 +211,15 @@ static int fetch(struct gg_cli *cli, struct gg_engine *e, struct gg_ce *ce,
 	struct gg_storage_output *so = NULL;
 	if (gg_storage_outputs(r, &so, &ns, err) < 0)
 		return err->code;
-	if (gg_ce_ls(ce, r->job_id, &files, &n, err) < 0) {
+	int lrc = gg_ce_ls(ce, r->job_id, &files, &n, err);
+	if (lrc < 0 && (lrc != GG_ENOTFOUND || !ns)) {
 		gg_storage_outputs_free(so, ns);
-		return err->code;
+		return lrc;
 	}
+	if (lrc < 0) /* cleaned on the CE: the storage still has them */
+		ui_warn(cli,
+			"the CE no longer has %s's files: fetching its outputs at storage only",
+			r->name);
 	size_t usable = usable_names(cli, files, n);
 	const char *target = o->dir ? o->dir : r->name;
 	json_t *got = json_array();

@@ -95,6 +95,16 @@ run_gg get ja --force
 expect_eq "get resumes a broken fetch (Range from byte 40): the file is whole" \
 	"$RC $(cut -d' ' -f1 ja/res.txt 2>&1) $(printf '%s' "$ERR" | grep -c 'resumed at byte 40')" "0 $SUM 1"
 [ ! -e ja/res.txt.part ] && ok "no .part left after the resumed fetch" || not_ok "a .part was left"
+# cleaned on the CE: its files are gone from there, the output at storage is not
+JA=$("$GRIDGPU" --json status ja --no-sync | field job_id)
+ce_post clean "{\"job\":[{\"id\":\"$JA\"}]}" >/dev/null
+end=$(($(date +%s) + 60))
+until run_gg get -d ja-again ja && printf '%s' "$ERR" | grep -q "no longer has ja's files" || [ "$(date +%s)" -ge "$end" ]; do
+	rm -rf ja-again
+	sleep 1
+done
+expect_eq "a job cleaned on the CE: get still fetches its output from storage" \
+	"$RC $(cut -d' ' -f1 ja-again/res.txt 2>&1)" "0 $SUM"
 
 # --- job b: the same input again, its output under the site's output base ---
 run_gg -v --site tb submit work.sif --name jb --walltime 20m --input "$IN:data.bin" --output res.txt -- \
