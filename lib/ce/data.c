@@ -349,6 +349,20 @@ static void keep_longer(struct failure *f, const char *text, size_t n)
 		snprintf(f->copy, sizeof f->copy, "%.*s", (int)n, text);
 }
 
+/* What a DTR line says failed: a transfer ("Transfer failed: REASON"), or a
+ * file that failed the check before it ("Failed checking source replica URL:
+ * REASON", kept whole). */
+static size_t failure_text(const char *p, size_t len, const char **t)
+{
+	static const char chk[] = "Failed checking ";
+	size_t n = after(p, len, "Transfer failed: ", t);
+	if (!n && (n = after(p, len, ": Failed checking ", t))) {
+		*t -= sizeof chk - 1;
+		n += sizeof chk - 1;
+	}
+	return n;
+}
+
 /* The failed transfer's reason: the last "Transfer failed:", made more
  * precise by the plug-in's own words for that DTR ("Failed to copy PATH:
  * REASON", or the XRootD client's "Server responded with an error: ..."). */
@@ -359,7 +373,7 @@ static void scan_reason(const char *p, size_t len, struct failure *f)
 	char id[64];
 	if (!dtr_short(p, len, id, sizeof id))
 		return;
-	if ((n = after(p, len, "Transfer failed: ", &t))) {
+	if ((n = failure_text(p, len, &t))) {
 		if (f->fixed && strcmp(id, f->id))
 			return;
 		snprintf(f->id, sizeof f->id, "%s", id);

@@ -20,7 +20,7 @@ struct gg_http_opts {
 	const char *ca_dir;      /* hashed CA directory; NULL = X509_CERT_DIR or default */
 	long connect_timeout_ms; /* default 10 s */
 	long timeout_ms;         /* whole request, default 120 s; 0 for transfers = none */
-	int retries;             /* extra tries for idempotent requests, default 2 */
+	int retries;             /* extra tries for idempotent requests, default (0) 2, -1 none */
 	long retry_base_ms;      /* first backoff, doubled each time, default 200 ms */
 	size_t max_body;         /* largest answer kept in memory, default 16 MiB */
 	/* Called between retries and during transfers; non-zero aborts. */

@@ -173,9 +173,9 @@ int gg_storage_check(struct gg_engine *e, const struct gg_auth *a, const struct 
 				 .ca_dir = a->ca_dir,
 				 .token_fn = a->tsource ? gg_tsource_current : NULL,
 				 .token_ud = a->tsource,
-				 .retries = 0,
+				 .retries = -1, /* a question, not a transfer: once */
 				 .connect_timeout_ms = 5000,
-				 .timeout_ms = 20000};
+				 .timeout_ms = 15000};
 	struct gg_http *h = NULL;
 	int rc = gg_http_new(&o, &h, err);
 	for (int i = 0; rc == 0 && i < q->ndata_in; i++)

@@ -196,6 +196,11 @@ run_gg --site tb submit work.sif --name jq --walltime 20m --input "$IN" \
 	--output "out.bin=$SE//store/quota/$RUN-out.bin" -- cp /srv/in100.bin out.bin
 run_gg --site tb submit work.sif --name jr --walltime 20m \
 	--output "r.txt=$SE//store/data/$RUN/r.txt" -- sh -c 'echo result > r.txt'
+# a missing input the client cannot ask about (the cache is inside the site):
+# the CE finds out
+run_gg --site tb submit work.sif --name jm --walltime 20m \
+	--input "$GG_TB_XCACHE//$SE//store/data/$RUN/nosuch.bin" -- sh -c 'cat /srv/nosuch.bin'
+expect_eq "a missing input behind the cache: submitted (the client cannot ask the cache)" "$RC" 0
 run_gg get --wait --timeout 5m jq
 expect_eq "a full quota: the job failed (get exits 6)" "$RC" 6
 run_gg status jq
@@ -207,6 +212,11 @@ run_gg status jr
 printf '%s\n' "$OUT" | grep -q "^reason: *staging out of r.txt to $SE//store/data/$RUN/r.txt failed: .*permission denied" &&
 	ok "a write the storage refuses: the state says which file and 'permission denied'" ||
 	not_ok "a write the storage refuses: $(printf '%s\n' "$OUT" | grep '^reason')"
+run_gg get --wait --timeout 5m jm
+run_gg status jm
+printf '%s\n' "$OUT" | grep -q "^reason: *staging in of nosuch.bin from $GG_TB_XCACHE//$SE//store/data/$RUN/nosuch.bin failed: " &&
+	ok "a missing input the CE found: the state says which file, from where, and why" ||
+	not_ok "a missing input the CE found: $(printf '%s\n' "$OUT" | grep '^reason')"
 
 "$GRIDGPU" clean --all >/dev/null 2>&1
 rm -rf "$GG_TB_SE_DATA/store/data/$RUN" "$GG_TB_SE_DATA/store/user/$RUN" "$GG_TB_SE_DATA/store/user/$ME/$RUN" \

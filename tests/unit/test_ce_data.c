@@ -226,6 +226,18 @@ static void test_staging_failure(void **state)
 	assert_non_null(strstr(out, "staging in of in.bin from root://xc//root://se//store/data/"
 				    "in.bin failed: Failed reading from source: No such file"));
 	assert_null(strchr(out, '\x1b')); /* the CE's text, printable */
+	const char *check =
+		"[x] [INFO] [1/6] DTR 6fed...8097: Scheduler received new DTR "
+		"6fedb405-7814-4f5c-bf4a-81a870de8097 with source: root://xc//store/none.bin, "
+		"destination: file:/s/job/none.bin, assigned\n"
+		"[x] [ERROR] [1/326] DTR 6fed...8097: Failed checking source replica "
+		"root://xc//store/none.bin: Failed to obtain information about file: Operation not "
+		"supported\n"
+		"[x] [ERROR] [1/6] DTR 6fed...8097: Permanent failure\n";
+	assert_int_equal(gg_arc_staging_failure(check, out, sizeof out), 1);
+	assert_string_equal(out, "staging in of none.bin from root://xc//store/none.bin failed: "
+				 "Failed checking source replica root://xc//store/none.bin: Failed "
+				 "to obtain information about file: Operation not supported");
 	assert_int_equal(gg_arc_staging_failure("nothing here\n", out, sizeof out), 0);
 	assert_int_equal(gg_arc_staging_failure(NULL, out, sizeof out), 0);
 }
