@@ -44,6 +44,25 @@ static void last_line(const char *text, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n > 300 ? 300 : n), start);
 }
 
+/* A-REX's data staging failed ("Failed in data staging: ..."): which file,
+ * where, and the storage's words, from its errors log (the node's last line is
+ * beside the point). 1 with *summary set (NULL when out of memory), else 0. */
+static int staging_failure(struct gg_ce *ce, const struct gg_record *r, const char *failed,
+			   char **summary)
+{
+	char *errors = NULL;
+	char which[1024];
+	struct gg_err e = {0};
+	if (strncmp(failed, "Failed in data staging", 22))
+		return 0;
+	int found = gg_ce_diagnose(ce, r->job_id, "errors", &errors, &e) == 0 &&
+		    gg_arc_staging_failure(errors, which, sizeof which);
+	free(errors);
+	if (found)
+		*summary = strdup(which);
+	return found;
+}
+
 /* Why a job failed, in one line; *walltime set when the batch system ended it
  * at its time limit (then the CE's words alone: the node's last line is the
  * signal's echo, "the job was cancelled"). */
@@ -69,19 +88,9 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 		free(failed);
 		return *summary ? 0 : -1;
 	}
-	/* A-REX's data staging failed: which file, where, and the storage's
-	 * words, from its errors log (the node's last line is beside the point) */
-	if (!strncmp(a, "Failed in data staging", 22)) {
-		char *errors = NULL;
-		char which[1024];
-		int found = gg_ce_diagnose(ce, r->job_id, "errors", &errors, &e) == 0 &&
-			    gg_arc_staging_failure(errors, which, sizeof which);
-		free(errors);
-		if (found) {
-			free(failed);
-			*summary = strdup(which);
-			return *summary ? 0 : -1;
-		}
+	if (staging_failure(ce, r, a, summary)) {
+		free(failed);
+		return *summary ? 0 : -1;
 	}
 	/* A-REX could not hand the job to the batch system ("Job submission to
 	 * LRMS failed"): the batch system's refusal, from the CE's errors log
