@@ -88,6 +88,9 @@ static int check_path(const char *url, const char *p, struct gg_err *err)
 	size_t n = strlen(p);
 	if (n < 2 || p[n - 1] == '/')
 		return gg_err_set(err, GG_EUSAGE, "'%s': names a directory, not a file", url);
+	if (strstr(p, "/../") || strstr(p, "/./") || (n >= 3 && !strcmp(p + n - 3, "/..")) ||
+	    (n >= 2 && !strcmp(p + n - 2, "/.")))
+		return gg_err_set(err, GG_EUSAGE, "'%s': give the path without '.' or '..'", url);
 	return 0;
 }
 
@@ -155,10 +158,12 @@ static int check_name(const char *what, const char *name, struct gg_err *err)
 int gg_data_input_parse(const char *arg, char **url, char **name, struct gg_err *err)
 {
 	*url = *name = NULL;
-	/* URL:NAME: the ':' after the path began (a port's ':' comes before) */
+	/* URL:NAME: a ':' in the path's last element (a port's ':' comes
+	 * before it, and so do those of a URL inside the path, as the cache's
+	 * root://CACHE//root://ORIGIN//PATH has) */
 	const char *sep = strstr(arg, "://");
-	const char *path = sep ? strchr(sep + 3, '/') : NULL;
-	const char *colon = path ? strrchr(path, ':') : NULL;
+	const char *last = sep ? strrchr(sep + 3, '/') : NULL;
+	const char *colon = last ? strrchr(last, ':') : NULL;
 	char *u = colon ? strndup(arg, (size_t)(colon - arg)) : strdup(arg);
 	if (!u)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
