@@ -340,8 +340,8 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 				  detail);
 	case CURLE_COULDNT_CONNECT:
 		return gg_err_set(err, GG_ENET,
-				  "%s: cannot connect: is the CE up and the URL right? (%s)", url,
-				  detail);
+				  "%s: cannot connect: is the server up and the URL right? (%s)",
+				  url, detail);
 	case CURLE_OPERATION_TIMEDOUT:
 		return gg_err_set(err, GG_ENET, "%s: timed out (%s)", url, detail);
 	case CURLE_GOT_NOTHING:
