@@ -436,6 +436,11 @@ static struct curl_slist *setup(struct gg_http *h, struct xfer *x, const char *m
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+	if (h->o.follow) {
+		curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+		curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	}
 	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 	curl_easy_setopt(c, CURLOPT_CAINFO, NULL); /* only the grid CA dir */

@@ -32,6 +32,10 @@ struct gg_http_opts {
 	 * from the token in use. Its error (GG_ECRED) fails the request. */
 	int (*token_fn)(void *ud, const char **token, struct gg_err *err);
 	void *token_ud;
+	/* Follow redirects (to https:// only, at most 5): a storage door that
+	 * sends clients to its disk servers. The client certificate goes along;
+	 * a bearer token only to the same host and port. */
+	int follow;
 };
 
 struct gg_http_resp {

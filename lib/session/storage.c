@@ -89,7 +89,8 @@ int gg_storage_fetch(const struct gg_auth *a, const char *url, const char *path,
 				 .token = a->token ? a->token->value : NULL,
 				 .ca_dir = a->ca_dir,
 				 .token_fn = a->tsource ? gg_tsource_current : NULL,
-				 .token_ud = a->tsource};
+				 .token_ud = a->tsource,
+				 .follow = 1};
 	if (!strcmp(a->kind, "token"))
 		o.proxy_path = NULL;
 	struct gg_http *h = NULL;
@@ -175,7 +176,8 @@ int gg_storage_check(struct gg_engine *e, const struct gg_auth *a, const struct 
 				 .token_ud = a->tsource,
 				 .retries = -1, /* a question, not a transfer: once */
 				 .connect_timeout_ms = 5000,
-				 .timeout_ms = 15000};
+				 .timeout_ms = 15000,
+				 .follow = 1};
 	struct gg_http *h = NULL;
 	int rc = gg_http_new(&o, &h, err);
 	for (int i = 0; rc == 0 && i < q->ndata_in; i++)

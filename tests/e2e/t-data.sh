@@ -13,13 +13,16 @@
 # management would have put it there.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
-if [ -z "${GG_TB_SE_ROOT:-}" ]; then
+if [ -z "${GG_TB_SE_ROOT:-}" ] || [ -z "${GG_TB_SE_DOOR_DAVS:-}" ]; then
 	ok "# SKIP the test site has no storage element (site-down and site-up it)"
 	done_testing
 	exit
 fi
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 SE=$GG_TB_SE_ROOT
+# the storage's door (an XRootD redirector in front of the disk server): what
+# users name for davs:// outputs
+DOOR=${GG_TB_SE_DOOR_DAVS:-}
 RUN=t-data-$$-$(date +%s)
 ME=$(id -un)
 MiB=1048576
@@ -43,7 +46,7 @@ print(len([j] if isinstance(j,dict) else j))'
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
 check "site profile with the site's cache and output base" "$GRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" \
-	--runtime bwrap --cache "$GG_TB_XCACHE" --output-base "$SE//store/user/\$USER/$RUN/b/" \
+	--runtime bwrap --cache "$GG_TB_XCACHE" --output-base "$DOOR/store/user/\$USER/$RUN/b/" \
 	--jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" \
 	--known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1
 expect_fail "site add: a cache that is not root://HOST:PORT refused" 2 "--cache" \
@@ -64,10 +67,10 @@ chown -R ggxrd: "$GG_TB_SE_DATA/store/data/$RUN" "$GG_TB_SE_DATA/store/private/$
 SUM=$(sha256sum <"$GG_TB_SE_DATA/store/data/$RUN/in100.bin" | cut -d' ' -f1)
 IN=$SE//store/data/$RUN/in100.bin
 
-# --- job a: a 100 MiB root:// input, its result to storage --------------------
+# --- job a: a 100 MiB root:// input, its result to a davs:// URL -------------
 run_gg -v --site tb submit work.sif --name ja --walltime 20m --input "$IN" \
-	--output "res.txt=$SE//store/user/$RUN/a/res.txt" -- sh -c 'sha256sum /srv/in100.bin > res.txt'
-expect_eq "submit with a root:// input and a root:// output" "$RC" 0
+	--output "res.txt=$DOOR/store/user/$RUN/a/res.txt" -- sh -c 'sha256sum /srv/in100.bin > res.txt'
+expect_eq "submit with a root:// input and a davs:// output" "$RC" 0
 SENT_A=$(sent)
 [ -n "$SENT_A" ] && [ "$SENT_A" -lt $((SIF + MiB)) ] && [ "$SENT_A" -lt $((100 * MiB / 20)) ] &&
 	ok "the client sent $SENT_A bytes for job a (the $SIF-byte image and requests), not the 100 MiB input" ||
@@ -75,17 +78,17 @@ SENT_A=$(sent)
 run_gg --json status ja --no-sync
 expect_eq "status --json: the output at storage" \
 	"$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["storage_outputs"][0]["url"], d["storage_inputs"])')" \
-	"$SE//store/user/$RUN/a/res.txt 1"
+	"$DOOR/store/user/$RUN/a/res.txt 1"
 json_valid status
 run_gg get --wait --timeout 5m ja
 expect_eq "get --wait: the job ended and its outputs came" "$RC" 0
 expect_eq "the job read the 100 MiB input the CE staged (its sha256)" "$(cut -d' ' -f1 ja/res.txt 2>&1)" "$SUM"
-expect_eq "the result is at the storage element (the CE put it there)" \
+expect_eq "the result is at the storage element (the CE put it there over davs://)" \
 	"$(cut -d' ' -f1 "$GG_TB_SE_DATA/store/user/$RUN/a/res.txt" 2>&1)" "$SUM"
 [ ! -e ja/in100.bin ] && ok "the input did not come back through the CE" || not_ok "the input came back through the CE"
 printf '%s\n' "$OUT" | grep -qx 'ja/res.txt' && ok "get names the file it fetched from storage" || not_ok "get: $OUT"
 run_gg get --urls ja
-expect_eq "get --urls prints where the output is" "$OUT" "res.txt $SE//store/user/$RUN/a/res.txt"
+expect_eq "get --urls prints where the output is" "$OUT" "res.txt $DOOR/store/user/$RUN/a/res.txt"
 run_gg --json get --urls ja
 json_valid get
 # resume: a get that broke after 40 bytes left res.txt.part; the next asks for the rest
@@ -128,7 +131,8 @@ HIT=$(printf '%s' "$LAST" | awk '{print $7}')
 	ok "the cache's statistics: $NACC reads of in100.bin, the last all hits ($HIT kB hit, $MISS kB missed)" ||
 	not_ok "the cache's statistics: $ACC"
 READS=$(grep -c "grant gsi .* read /store/data/$RUN/in100.bin\$" "$GG_TB_SE_LOG")
-BYCACHE=$(grep -c "grant gsi $GG_TB_VOMS_DN@.* read /store/data/$RUN/in100.bin\$" "$GG_TB_SE_LOG")
+# the cache's proxy is the host's: the storage's grid-mapfile names it ggcache
+BYCACHE=$(grep -c "grant gsi ggcache@.* read /store/data/$RUN/in100.bin\$" "$GG_TB_SE_LOG")
 expect_eq "the storage element served in100.bin once, to the cache (two jobs read it)" "$READS $BYCACHE" "1 1"
 
 # --- job c: davs:// inputs, two of 300 MiB, so that the staging can be seen:
@@ -162,7 +166,7 @@ expect_eq "request a session at the site" "$RC" 0
 # shellcheck disable=SC2016 # expanded in the session
 run_gg connect sd -- 'echo "$GRIDGPU_CACHE $GRIDGPU_STORAGE"'
 expect_eq "the session's environment names the cache and the storage base" "$OUT" \
-	"$GG_TB_XCACHE $SE//store/user/$ME/$RUN/b/"
+	"$GG_TB_XCACHE $DOOR/store/user/$ME/$RUN/b/"
 run_gg connect sd -- "xrdcp -s \"\$GRIDGPU_CACHE//$IN\" - | sha256sum"
 expect_eq "in the session, the job's input reads through the cache with the delegated proxy" \
 	"$(printf '%s' "$OUT" | cut -d' ' -f1)" "$SUM"

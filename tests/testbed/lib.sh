@@ -11,7 +11,7 @@
 #   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
 #                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31,
 #                    storage element (root:// and https:// on one port) = +40,
-#                    its XCache = +41 (default 9520)
+#                    its XCache = +41, its door (a redirector) = +42 (default 9520)
 #   GG_TB_DIR        state dir (default /tmp/gridgpu-testbed)
 #   GRIDGPU_TESTBED_LRMS  slurm (default) or fork: A-REX's batch system.  Slurm
 #                    is the site the tests, make demo and the benchmarks run
@@ -96,6 +96,7 @@ tb_shape() {
 	TB_SLURMD_PORT=$((TB_PORT_BASE + 31))    # slurmd, inside only
 	TB_SE_PORT=$((TB_PORT_BASE + 40))        # XRootD SE: root:// and https:// (XrdHttp); bridged
 	TB_XC_PORT=$((TB_PORT_BASE + 41))        # XRootD proxy cache (XCache), inside only
+	TB_DOOR_PORT=$((TB_PORT_BASE + 42))      # XRootD door of the SE: redirects to it; bridged
 	TB_CE_URL="https://localhost:$TB_REST_PORT/arex"
 	TB_ISSUER="https://localhost:$TB_ISSUER_PORT"
 	TB_NETNS_ETC=/etc/netns/$TB_NS
@@ -315,7 +316,9 @@ bridge-voms|$TB_RUN/bridge-voms.pid|TCP-LISTEN:$TB_VOMS_PORT,bind=127.0.0.1||$TB
 bridge-issuer|$TB_RUN/bridge-issuer.pid|TCP-LISTEN:$TB_ISSUER_PORT,bind=127.0.0.1||$TB_ISSUER_PORT
 se|$TB_SE/run/xrootd.pid|xrootd -R $TB_XRD_USER -c $TB_SE/se.cfg|$TB_NS|$TB_SE_PORT
 xcache|$TB_XC/run/xrootd.pid|xrootd -R $TB_XRD_USER -c $TB_XC/xcache.cfg|$TB_NS|$TB_XC_PORT
+se-door|$TB_SE/door/run/xrootd.pid|xrootd -R $TB_XRD_USER -c $TB_SE/door/door.cfg|$TB_NS|$TB_DOOR_PORT
 bridge-se|$TB_RUN/bridge-se.pid|TCP-LISTEN:$TB_SE_PORT,bind=127.0.0.1||$TB_SE_PORT
+bridge-door|$TB_RUN/bridge-door.pid|TCP-LISTEN:$TB_DOOR_PORT,bind=127.0.0.1||$TB_DOOR_PORT
 EOF
 	[ "$TB_LRMS" = slurm ] || return 0
 	cat <<EOF
