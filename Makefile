@@ -124,10 +124,12 @@ sanitize:
 e2e: $(BIN) $(FAKEGPU)
 	@tests/run-e2e $(B)
 
+# make check runs the e2e tests on two test sites side by side (tests/run-e2e,
+# GG_E2E_SITES; GG_E2E_SITES=1 make check: one site, one test after another)
 check: $(BIN) $(FAKEGPU)
 	$(MAKE) sanitize
 	$(MAKE) example-check
-	@tests/run-e2e $(B)
+	@GG_E2E_SITES=$${GG_E2E_SITES:-2} tests/run-e2e $(B)
 
 # The public API as a site's tool sees it: install into $(B)/destdir, build
 # examples/list-and-freeze.c with nothing but pkg-config's flags for the

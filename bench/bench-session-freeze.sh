@@ -10,10 +10,14 @@
 # .py, .pyc and .so files) copied into its sandbox on the node.
 #   For each: wall time (median of RUNS, default 3) and the bytes over the link
 #   (what the node's command sent: freeze's received_bytes, dd's count for ssh).
-# The link is the test site's loopback: time says what compressing costs on the
-# node and saves in gridgpu, not what a slow WAN link would save; bytes are the
-# part that does not depend on the link.
-# Env: GRIDGPU (binary), RUNS, GG_TB_DIR (the site; bench/run starts it).
+# Links (LINKS, default "loopback 100mbit"): the site's loopback as it is, then
+# the node's side of every hop shaped to a rate (tc tbf on the site's lo, the
+# way out of the site) as a laptop's link to a grid site would be.  On this
+# test machine node and client share the same cores, so on the unshaped
+# loopback compressing on the node competes with the client for them: that
+# row says what compression costs, the shaped ones what it saves on a link
+# that is the slow part.  Bytes do not depend on the link.
+# Env: GRIDGPU (binary), RUNS, LINKS, GG_TB_DIR (the site; bench/run starts it).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-build}
@@ -21,7 +25,7 @@ case $B in /*) ;; *) B=$top/$B ;; esac
 GRIDGPU=${GRIDGPU:-$B/bin/gridgpu}
 RUNS=${RUNS:-3}
 [ -x "$GRIDGPU" ] || { echo "bench-session-freeze: $GRIDGPU is not built" >&2; exit 1; }
-for c in ssh dd python3 zstd gzip; do
+for c in ssh dd python3 zstd gzip tc; do
 	command -v "$c" >/dev/null || { echo "bench-session-freeze: $c is not installed (make deps)" >&2; exit 1; }
 done
 [ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
@@ -31,7 +35,16 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/gg-bench-sf.XXXXXX")
 export HOME="$W/home" XDG_CONFIG_HOME="$W/home/.config" XDG_STATE_HOME="$W/home/.local/state" \
 	X509_USER_PROXY="$W/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 mkdir -p "$HOME"
-cleanup() { "$GRIDGPU" -q kill bs >/dev/null 2>&1 || true; rm -rf "$W"; }
+LINKS=${LINKS:-loopback 100mbit}
+shape() { # RATE | loopback: the site's lo as it is, or shaped to RATE
+	ip netns exec "$GG_TB_NS" tc qdisc del dev lo root 2>/dev/null || true
+	[ "$1" = loopback ] || ip netns exec "$GG_TB_NS" tc qdisc add dev lo root tbf rate "$1" burst 256kb latency 100ms
+}
+cleanup() {
+	shape loopback
+	"$GRIDGPU" -q kill bs >/dev/null 2>&1 || true
+	rm -rf "$W"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cd "$W"
@@ -67,25 +80,33 @@ run_gg() { # LINK
 	echo "$(python3 -c "print(round($t1 - $t0, 2))") $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["received_bytes"])' gg.json)"
 }
 : >results
-i=0
-while [ "$i" -lt "$RUNS" ]; do
-	echo "ssh $(run_ssh)" >>results
-	for l in zstd gzip none; do echo "$l $(run_gg $l)" >>results; done
-	i=$((i + 1))
+for link in $LINKS; do
+	shape "$link" || { echo "bench-session-freeze: cannot shape the site's link to $link (tc tbf)" >&2; exit 1; }
+	i=0
+	while [ "$i" -lt "$RUNS" ]; do
+		echo "$link ssh $(run_ssh)" >>results
+		for l in zstd gzip none; do echo "$link $l $(run_gg $l)" >>results; done
+		i=$((i + 1))
+	done
 done
+shape loopback
 python3 - results <<'EOF'
 import statistics, sys
-rows = {}
+rows, links = {}, []
 for line in open(sys.argv[1]):
-    k, t, b = line.split()
-    rows.setdefault(k, []).append((float(t), int(b)))
-base_t = statistics.median(t for t, _ in rows["ssh"])
-base_b = statistics.median(b for _, b in rows["ssh"])
+    link, k, t, b = line.split()
+    if link not in links:
+        links.append(link)
+    rows.setdefault((link, k), []).append((float(t), int(b)))
 names = {"ssh": "ssh S tar | gridgpu freeze -", "none": "freeze --session --link-comp none",
          "gzip": "freeze --session --link-comp gzip", "zstd": "freeze --session (auto: zstd)"}
-print("%-38s %9s %8s %14s %8s" % ("", "wall s", "vs ssh", "link bytes", "vs ssh"))
-for k in ("ssh", "none", "gzip", "zstd"):
-    t = statistics.median(x for x, _ in rows[k])
-    b = statistics.median(y for _, y in rows[k])
-    print("%-38s %9.2f %7.2fx %14d %7.2fx" % (names[k], t, t / base_t, b, b / base_b))
+for link in links:
+    base_t = statistics.median(t for t, _ in rows[(link, "ssh")])
+    base_b = statistics.median(b for _, b in rows[(link, "ssh")])
+    print("link: %s" % ("the site's loopback (unshaped)" if link == "loopback" else link + "/s (tc tbf)"))
+    print("  %-38s %9s %8s %14s %8s" % ("", "wall s", "vs ssh", "link bytes", "vs ssh"))
+    for k in ("ssh", "none", "gzip", "zstd"):
+        t = statistics.median(x for x, _ in rows[(link, k)])
+        b = statistics.median(y for _, y in rows[(link, k)])
+        print("  %-38s %9.2f %7.2fx %14d %7.2fx" % (names[k], t, t / base_t, b, b / base_b))
 EOF

@@ -17,6 +17,7 @@ enum {
 	O_GPU_QUEUE,
 	O_GPU_RTE,
 	O_IMAGE,
+	O_BIND,
 	O_CA_DIR,
 	O_AUTH,
 	O_DEADLINE,
@@ -46,6 +47,8 @@ const struct gg_opt cmd_site_add_opts[] = {
 	{"gpu-queue", 0, OPT_ARG, "QUEUE", "queue for GPU jobs", O_GPU_QUEUE},
 	{"gpu-rte", 0, OPT_ARG, "RTE", "runtime environment that requests GPUs", O_GPU_RTE},
 	{"image", 0, OPT_ARG, "IMAGE", "default container image", O_IMAGE},
+	{"bind", 0, OPT_ARG, "SRC[:DST]",
+	 "a path of the node in every session's container (repeat for more)", O_BIND},
 	{"ca-dir", 0, OPT_DIR, "DIR", "CA directory for this site", O_CA_DIR},
 	{"auth", 0, OPT_CHOICE, "proxy|token", "credential the CE takes (default proxy)", O_AUTH},
 	{"runtime", 0, OPT_CHOICE, "apptainer|bwrap",
@@ -74,7 +77,7 @@ const struct gg_opt cmd_site_add_opts[] = {
 
 static json_t *site_json(const struct gg_site *s, int is_default)
 {
-	json_t *o = json_object(), *jumps = json_array();
+	json_t *o = json_object(), *jumps = json_array(), *binds = json_array();
 	json_object_set_new(o, "name", json_string(s->name));
 	json_object_set_new(o, "default", json_boolean(is_default));
 	if (s->ce)
@@ -82,6 +85,9 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 	for (int i = 0; i < s->njumps; i++)
 		json_array_append_new(jumps, json_string(s->jumps[i]));
 	json_object_set_new(o, "jumps", jumps);
+	for (int i = 0; i < s->nbinds; i++)
+		json_array_append_new(binds, json_string(s->binds[i]));
+	json_object_set_new(o, "binds", binds);
 	const struct {
 		const char *k;
 		const char *v;
@@ -175,6 +181,10 @@ static int check_value(struct gg_cli *cli, int id, const char *v)
 				     GG_SSHV_PATH, &err) < 0)
 			return ui_usage(cli, "%s", err.msg);
 		return 0;
+	case O_BIND:
+		if (gg_session_bind_check("--bind", v, &err) < 0)
+			return ui_usage(cli, "%s", err.msg);
+		return 0;
 	case O_RUNTIME:
 		if (strcmp(v, "apptainer") && strcmp(v, "bwrap"))
 			return ui_usage(cli, "--runtime '%s': expected apptainer or bwrap", v);
@@ -211,6 +221,10 @@ static int apply_opt(struct gg_cli *cli, struct gg_site *s, int id, const char *
 		if (s->njumps == GG_MAX_JUMPS)
 			return ui_usage(cli, "at most %d jump hosts", GG_MAX_JUMPS);
 		s->jumps[s->njumps++] = strdup(v);
+	} else if (id == O_BIND) {
+		if (s->nbinds == GG_MAX_BINDS)
+			return ui_usage(cli, "at most %d bind paths", GG_MAX_BINDS);
+		s->binds[s->nbinds++] = strdup(v);
 	} else if (id == O_DEADLINE || id == O_IDLE) {
 		int64_t *d = id == O_DEADLINE ? &s->connect_deadline : &s->idle_limit;
 		if (gg_duration_parse_unit(v, d, &err) < 0)
@@ -269,7 +283,10 @@ static int print_changes(struct gg_cli *cli, json_t *before, json_t *after)
 		value_text(b, new, sizeof new);
 		if (!strcmp(old, new))
 			continue;
-		snprintf(opt, sizeof opt, "%s", strcmp(k, "jumps") ? k : "jump");
+		snprintf(opt, sizeof opt, "%s",
+			 !strcmp(k, "jumps")   ? "jump"
+			 : !strcmp(k, "binds") ? "bind"
+					       : k);
 		for (char *p = opt; *p; p++)
 			if (*p == '_')
 				*p = '-';
@@ -391,22 +408,28 @@ static void clear_opt(struct gg_site *s, int id)
 			free(s->jumps[i]);
 		s->njumps = 0;
 	}
+	if (id == O_BIND) {
+		for (int i = 0; i < s->nbinds; i++)
+			free(s->binds[i]);
+		s->nbinds = 0;
+	}
 }
 
-/* Set KEY to VALUE in s: "jump" takes the hops separated by ',', "" clears. */
+/* Set KEY to VALUE in s: "jump" and "bind" take their values separated by
+ * ',', "" clears. */
 static int set_value(struct gg_cli *cli, struct gg_site *s, const struct gg_opt *o,
 		     const char *value)
 {
 	clear_opt(s, o->id);
 	if (!value[0])
 		return o->id == O_CE ? ui_usage(cli, "site set: ce cannot be empty") : 0;
-	if (o->id != O_JUMP)
+	if (o->id != O_JUMP && o->id != O_BIND)
 		return apply_opt(cli, s, o->id, value);
 	char *list = strdup(value), *save = NULL;
 	int rc = list ? 0 : EXIT_FAIL;
 	for (char *h = list ? strtok_r(list, ",", &save) : NULL; h && !rc;
 	     h = strtok_r(NULL, ",", &save))
-		rc = apply_opt(cli, s, O_JUMP, h);
+		rc = apply_opt(cli, s, o->id, h);
 	free(list);
 	return rc;
 }

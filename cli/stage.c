@@ -115,6 +115,8 @@ int stage_image(struct gg_cli *cli, struct gg_session_spec *q, const struct gg_s
 				   .image = s->node_path ? q->image : GG_SESSION_IMAGE_NAME,
 				   .offset = s->offset,
 				   .gpus = q->res.gpus || q->res.mig,
+				   .site_binds = site ? site->binds : NULL,
+				   .nsite_binds = site ? site->nbinds : 0,
 				   .binds = q->binds,
 				   .nbinds = q->nbinds};
 	if (rc == 0)

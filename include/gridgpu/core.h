@@ -114,16 +114,19 @@ GG_API int gg_xdg_dir(enum gg_xdg kind, char **out, struct gg_err *err);
 /* ---- configuration ----------------------------------------------------- */
 
 #define GG_MAX_JUMPS 8
+#define GG_MAX_BINDS 16
 
 struct gg_site {
 	char *name;
 	char *ce;                  /* CE endpoint URL, https://host:port/arex */
 	char *jumps[GG_MAX_JUMPS]; /* user@host[:port], in order */
 	int njumps;
-	char *queue;              /* default queue */
-	char *gpu_queue;          /* queue for GPU jobs */
-	char *gpu_rte;            /* runtime environment to ask for GPUs */
-	char *image;              /* default image */
+	char *queue;               /* default queue */
+	char *gpu_queue;           /* queue for GPU jobs */
+	char *gpu_rte;             /* runtime environment to ask for GPUs */
+	char *image;               /* default image */
+	char *binds[GG_MAX_BINDS]; /* SRC[:DST]: node paths in every session's container */
+	int nbinds;
 	char *ca_dir;             /* CA dir for this site, overrides X509_CERT_DIR */
 	char *auth;               /* "proxy" (default) or "token" */
 	char *identity;           /* ssh key for the jump hosts (the user's site key) */

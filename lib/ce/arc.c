@@ -431,76 +431,94 @@ out:
 	return rc;
 }
 
-/* An answer's body as JSON, the results not yet there. */
-static int parse_start(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
-		       json_t **j, struct gg_err *err)
+/* The start both answers share: the body as a JSON object, its "job" member
+ * (one object or an array of them) as *arr, and room for as many results
+ * (zeroed) in *res; what: the answer, for the errors. */
+struct parsed {
+	json_t *j, *arr;
+	struct gg_ce_result *res;
+	size_t cnt;
+};
+static int parse_start(const char *body, size_t len, const char *what, struct parsed *p,
+		       struct gg_err *err)
 {
-	*results = NULL;
-	*n = 0;
+	*p = (struct parsed){0};
 	struct gg_http_resp fake = {.body = (char *)body, .len = len};
-	return gg_http_resp_json(&fake, j, err);
+	int rc = gg_http_resp_json(&fake, &p->j, err);
+	if (rc < 0)
+		return rc;
+	json_t *jobs = json_object_get(p->j, "job");
+	if (!json_is_object(p->j) || (jobs && !json_is_object(jobs) && !json_is_array(jobs))) {
+		rc = gg_err_set(err, GG_EPROTO, "the CE's %s is not the expected JSON (%s)", what,
+				json_is_object(p->j) ? "a malformed 'job' member"
+						     : "not an object");
+		json_decref(p->j);
+		return rc;
+	}
+	p->arr = as_array(jobs);
+	p->cnt = json_array_size(p->arr);
+	if (!(p->res = calloc(p->cnt ? p->cnt : 1, sizeof *p->res))) {
+		json_decref(p->arr);
+		json_decref(p->j);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static void parse_end(struct parsed *p)
+{
+	json_decref(p->arr);
+	json_decref(p->j);
+}
+
+/* One job of a jobs answer: its status code (strings in A-REX's JSON; numbers
+ * taken too), id, reason and state. */
+static void job_result(json_t *e, struct gg_ce_result *r)
+{
+	json_t *code = json_object_get(e, "status-code");
+	long c = 200;
+	if (json_is_string(code)) {
+		char *end;
+		c = strtol(json_string_value(code), &end, 10);
+		if (*end || c < 0 || c > 999)
+			c = 0; /* not a status code: "the CE did not say" */
+	} else if (json_is_integer(code)) {
+		json_int_t v = json_integer_value(code);
+		c = v >= 0 && v <= 999 ? (long)v : 0;
+	}
+	r->code = (int)c;
+	const char *id = json_string_value(json_object_get(e, "id"));
+	const char *reason = json_string_value(json_object_get(e, "reason"));
+	const char *state = json_string_value(json_object_get(e, "state"));
+	r->id = id ? strdup(id) : NULL;
+	r->reason = reason ? strdup(reason) : NULL;
+	r->raw_state = state ? strdup(state) : NULL;
+	r->state = r->code == 404 ? GG_CE_GONE : gg_arc_state(state);
 }
 
 int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
 		      struct gg_err *err)
 {
-	json_t *j;
-	int rc = parse_start(body, len, results, n, &j, err);
+	struct parsed p;
+	*results = NULL;
+	*n = 0;
+	int rc = parse_start(body, len, "answer", &p, err);
 	if (rc < 0)
 		return rc;
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return gg_err_set(err, GG_EPROTO, "the CE's answer is not a JSON object");
-	}
-	json_t *jobs = json_object_get(j, "job");
-	if (jobs && !json_is_object(jobs) && !json_is_array(jobs)) {
-		json_decref(j);
-		return gg_err_set(err, GG_EPROTO, "the CE's answer has a malformed 'job' member");
-	}
-	json_t *arr = as_array(jobs);
-	size_t cnt = json_array_size(arr);
-	struct gg_ce_result *res = calloc(cnt ? cnt : 1, sizeof *res);
-	if (!res) {
-		json_decref(arr);
-		json_decref(j);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
 	size_t i;
 	json_t *e;
-	json_array_foreach (arr, i, e) {
+	json_array_foreach (p.arr, i, e) {
 		if (!json_is_object(e)) {
-			gg_ce_results_free(res, cnt);
-			json_decref(arr);
-			json_decref(j);
+			gg_ce_results_free(p.res, p.cnt);
+			parse_end(&p);
 			return gg_err_set(err, GG_EPROTO,
-					  "the CE's answer lists a job that is not "
-					  "an object");
+					  "the CE's answer lists a job that is not an object");
 		}
-		/* All values are strings in A-REX's JSON; accept numbers too. */
-		json_t *code = json_object_get(e, "status-code");
-		long c = 200;
-		if (json_is_string(code)) {
-			char *end;
-			c = strtol(json_string_value(code), &end, 10);
-			if (*end || c < 0 || c > 999)
-				c = 0; /* not a status code: "the CE did not say" */
-		} else if (json_is_integer(code)) {
-			json_int_t v = json_integer_value(code);
-			c = v >= 0 && v <= 999 ? (long)v : 0;
-		}
-		res[i].code = (int)c;
-		const char *id = json_string_value(json_object_get(e, "id"));
-		const char *reason = json_string_value(json_object_get(e, "reason"));
-		const char *state = json_string_value(json_object_get(e, "state"));
-		res[i].id = id ? strdup(id) : NULL;
-		res[i].reason = reason ? strdup(reason) : NULL;
-		res[i].raw_state = state ? strdup(state) : NULL;
-		res[i].state = res[i].code == 404 ? GG_CE_GONE : gg_arc_state(state);
+		job_result(e, &p.res[i]);
 	}
-	json_decref(arr);
-	json_decref(j);
-	*results = res;
-	*n = cnt;
+	parse_end(&p);
+	*results = p.res;
+	*n = p.cnt;
 	return 0;
 }
 
@@ -770,39 +788,27 @@ static void info_state(json_t *states, struct gg_ce_result *res)
 int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
 		      struct gg_err *err)
 {
-	json_t *j;
-	int rc = parse_start(body, len, results, n, &j, err);
+	struct parsed p;
+	*results = NULL;
+	*n = 0;
+	int rc = parse_start(body, len, "job info", &p, err);
 	if (rc < 0)
 		return rc;
-	json_t *jobs = json_object_get(j, "job");
-	if (!json_is_object(j) || (jobs && !json_is_object(jobs) && !json_is_array(jobs))) {
-		json_decref(j);
-		return gg_err_set(err, GG_EPROTO, "the CE's job info is not the expected JSON");
-	}
-	json_t *arr = as_array(jobs);
-	size_t cnt = json_array_size(arr);
-	struct gg_ce_result *res = calloc(cnt ? cnt : 1, sizeof *res);
-	if (!res) {
-		json_decref(arr);
-		json_decref(j);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
 	size_t i, k = 0;
 	json_t *e;
-	json_array_foreach (arr, i, e) {
+	json_array_foreach (p.arr, i, e) {
 		const char *id = json_string_value(json_object_get(e, "id"));
 		json_t *act =
 			json_object_get(json_object_get(e, "info_document"), "ComputingActivity");
 		if (!id || !json_is_object(act))
 			continue; /* "Job not found" and the like: nothing to say */
-		res[k].id = strdup(id);
-		res[k].code = 200;
-		info_state(json_object_get(act, "State"), &res[k]);
+		p.res[k].id = strdup(id);
+		p.res[k].code = 200;
+		info_state(json_object_get(act, "State"), &p.res[k]);
 		k++;
 	}
-	json_decref(arr);
-	json_decref(j);
-	*results = res;
+	parse_end(&p);
+	*results = p.res;
 	*n = k;
 	return 0;
 }

@@ -38,6 +38,8 @@ void gg_site_clear(struct gg_site *s)
 	free(s->ce);
 	for (int i = 0; i < s->njumps; i++)
 		free(s->jumps[i]);
+	for (int i = 0; i < s->nbinds; i++)
+		free(s->binds[i]);
 	free(s->queue);
 	free(s->gpu_queue);
 	free(s->gpu_rte);
@@ -133,8 +135,8 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 		if (strv_add(&c->sections, &c->nsections, section) < 0)
 			return gg_err_set(c->err, GG_ENOMEM, "out of memory");
 	}
-	if (!name || strcmp(name, "jump") == 0)
-		return 0;
+	if (!name || strcmp(name, "jump") == 0 || strcmp(name, "bind") == 0)
+		return 0; /* repeatable */
 	if (strv_has(c->keys, c->nkeys, name))
 		return gg_err_set(c->err, GG_EUSAGE, "[%s]: '%s' given a second time", section,
 				  name);
@@ -210,6 +212,18 @@ int gg_config_value_ok(const char *v)
 	return 1;
 }
 
+/* Append a copy of v to a repeatable key's values (jump, bind). */
+static int list_add(char **list, int *n, int max, const char *v, const char *what,
+		    struct gg_err *err)
+{
+	if (*n == max)
+		return gg_err_set(err, GG_EUSAGE, "more than %d %s", max, what);
+	if (!(list[*n] = strdup(v)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	(*n)++;
+	return 0;
+}
+
 static int site_set(struct gg_site *s, const char *key, const char *value, struct gg_err *err)
 {
 	if (!gg_config_value_ok(value))
@@ -228,14 +242,10 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 		*f = v;
 		return 0;
 	}
-	if (strcmp(key, "jump") == 0) {
-		if (s->njumps == GG_MAX_JUMPS)
-			return gg_err_set(err, GG_EUSAGE, "more than %d jump hosts", GG_MAX_JUMPS);
-		if (!(s->jumps[s->njumps] = strdup(value)))
-			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		s->njumps++;
-		return 0;
-	}
+	if (strcmp(key, "jump") == 0)
+		return list_add(s->jumps, &s->njumps, GG_MAX_JUMPS, value, "jump hosts", err);
+	if (strcmp(key, "bind") == 0)
+		return list_add(s->binds, &s->nbinds, GG_MAX_BINDS, value, "bind paths", err);
 	int64_t *d = strcmp(key, "connect_deadline") == 0 ? &s->connect_deadline
 		     : strcmp(key, "idle_limit") == 0     ? &s->idle_limit
 		     : strcmp(key, "token_refresh") == 0  ? &s->token_refresh
@@ -415,11 +425,12 @@ int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *
 		if (v && !(*site_str_field(dst, site_str_keys[i]) = strdup(v)))
 			goto oom;
 	}
-	for (int i = 0; i < src->njumps; i++) {
-		if (!(dst->jumps[i] = strdup(src->jumps[i])))
+	for (int i = 0; i < src->njumps; i++)
+		if (list_add(dst->jumps, &dst->njumps, GG_MAX_JUMPS, src->jumps[i], "", err) < 0)
 			goto oom;
-		dst->njumps = i + 1;
-	}
+	for (int i = 0; i < src->nbinds; i++)
+		if (list_add(dst->binds, &dst->nbinds, GG_MAX_BINDS, src->binds[i], "", err) < 0)
+			goto oom;
 	dst->connect_deadline = src->connect_deadline;
 	dst->idle_limit = src->idle_limit;
 	dst->token_refresh = src->token_refresh;
@@ -445,12 +456,13 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 				"';' after a blank or ';'/'#' first)",
 				site_str_keys[i], v, GG_CONFIG_VALUE_MAX);
 	}
-	for (int i = 0; i < site->njumps; i++)
-		if (!gg_config_value_ok(site->jumps[i]))
+	for (int i = 0; i < site->njumps + site->nbinds; i++) {
+		const char *v = i < site->njumps ? site->jumps[i] : site->binds[i - site->njumps];
+		if (!gg_config_value_ok(v))
 			return gg_err_set(err, GG_EUSAGE,
-					  "jump '%s': cannot be stored in the "
-					  "configuration",
-					  site->jumps[i]);
+					  "%s '%s': cannot be stored in the configuration",
+					  i < site->njumps ? "jump" : "bind", v);
+	}
 	struct gg_site copy;
 	int rc = gg_site_copy(&copy, site, err);
 	if (rc < 0)
@@ -514,6 +526,8 @@ char *gg_config_format(const struct gg_config *cfg)
 			if (v)
 				fprintf(f, "%s = %s\n", keys[k], v);
 		}
+		for (int j = 0; j < s->nbinds; j++)
+			fprintf(f, "bind = %s\n", s->binds[j]);
 		char d[32];
 		if (s->connect_deadline)
 			fprintf(f, "connect_deadline = %s\n",

@@ -32,6 +32,13 @@ struct sqfs_compressor_t;
  * emits zlib streams, as the gzip compressor of squashfs does. NULL on bad level or
  * allocation failure. Destroy with sqfs_destroy(). */
 struct sqfs_compressor_t *gg_sqfs_deflate_new(int level, uint32_t block_size);
+/* Its counterpart for reading blocks back (SQFS_COMP_FLAG_UNCOMPRESS): inflates zlib
+ * streams with libdeflate. NULL on allocation failure. */
+struct sqfs_compressor_t *gg_sqfs_inflate_new(uint32_t block_size);
+/* 1 when deflate cannot make the n bytes at in smaller: their
+ * byte histogram is flat and they hold no repeated 4-byte strings within 32 KiB. Such
+ * blocks are stored raw without being compressed. probe: scratch of 32768 uint16_t. */
+int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n);
 
 /* ---- SIF encoding and writing ---------------------------------------------- */
 

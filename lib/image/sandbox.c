@@ -224,18 +224,31 @@ static int grow(char **buf, size_t *cap, size_t need)
 
 /* xp: a path that reaches the entry without following anything we did not open
  * ("/proc/self/fd/DIRFD/NAME"). */
-static int read_xattrs(struct scan *s, struct gg_inode *ino, const char *xp, struct gg_err *err)
+/* The extended attributes of an entry: through the path xp (an entry of the scan), or,
+ * when fd >= 0, of the open file fd (a regular file, in the data walk). */
+static ssize_t xlist(const char *xp, int fd, char *buf, size_t n)
+{
+	return fd >= 0 ? flistxattr(fd, buf, n) : llistxattr(xp, buf, n);
+}
+
+static ssize_t xget(const char *xp, int fd, const char *key, char *buf, size_t n)
+{
+	return fd >= 0 ? fgetxattr(fd, key, buf, n) : lgetxattr(xp, key, buf, n);
+}
+
+static int read_xattrs(struct scan *s, struct gg_inode *ino, const char *xp, int fd,
+		       struct gg_err *err)
 {
 	ssize_t n;
 	/* never pass a size of 0: that asks for the size instead of the data */
 	if (grow(&s->xbuf, &s->xcap, 1024) < 0 || grow(&s->vbuf, &s->vcap, 1024) < 0)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	for (;;) {
-		n = llistxattr(xp, s->xbuf, s->xcap);
+		n = xlist(xp, fd, s->xbuf, s->xcap);
 		if (n >= 0)
 			break;
 		if (errno == ERANGE) {
-			ssize_t need = llistxattr(xp, NULL, 0);
+			ssize_t need = xlist(xp, fd, NULL, 0);
 			if (need < 0 || grow(&s->xbuf, &s->xcap, (size_t)need + 1) < 0)
 				return gg_err_set(err, GG_ENOMEM, "out of memory");
 			continue;
@@ -259,10 +272,10 @@ static int read_xattrs(struct scan *s, struct gg_inode *ino, const char *xp, str
 		}
 		ssize_t vl;
 		for (;;) {
-			vl = lgetxattr(xp, k, s->vbuf, s->vcap);
+			vl = xget(xp, fd, k, s->vbuf, s->vcap);
 			if (vl >= 0 || errno != ERANGE)
 				break;
-			ssize_t need = lgetxattr(xp, k, NULL, 0);
+			ssize_t need = xget(xp, fd, k, NULL, 0);
 			if (need < 0 || grow(&s->vbuf, &s->vcap, (size_t)need + 1) < 0) {
 				gg_image_xattr_free(&xb);
 				return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -328,11 +341,13 @@ static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *s
 			cap *= 2;
 		}
 	}
-	if (!s->proc)
+	/* a regular file's come from its descriptor in the data walk: a path through
+	 * /proc costs as much as the open */
+	if (!s->proc || S_ISREG(st->st_mode))
 		return 0;
 	char xp[64 + GG_IMAGE_NAME_MAX];
 	snprintf(xp, sizeof xp, "/proc/self/fd/%d/%s", dfd, name);
-	return read_xattrs(s, ino, xp, err);
+	return read_xattrs(s, ino, xp, -1, err);
 }
 
 static int namecmp(const void *a, const void *b)
@@ -527,6 +542,8 @@ static int scan_tree(struct scan *s, struct gg_err *err)
 
 /* ---- data ------------------------------------------------------------------------- */
 
+/* Feed len bytes from from; with to_eof, on to the end of the file however long it has
+ * grown (len is then the size fstat gave). */
 static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int to_eof,
 		      struct gg_err *err)
 {
@@ -552,6 +569,10 @@ static int read_range(struct scan *s, int fd, uint64_t from, uint64_t len, int t
 		if (gg_image_feed_data(s->fz, s->rbuf, (size_t)n, err) < 0)
 			return err->code;
 		pos += (uint64_t)n;
+		/* a short read that reaches the size fstat gave is the end: asking again
+		 * for the 0 that says so would cost every small file a second call */
+		if (to_eof && (size_t)n < want && pos >= from + len)
+			break;
 	}
 	return 0;
 }
@@ -616,13 +637,18 @@ static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_err *err)
 	int fd = open_file(s, ino, &st, err);
 	if (fd < 0)
 		return ino->skipped ? 0 : err->code;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
+	if (s->proc && read_xattrs(s, ino, NULL, fd, err) < 0) {
+		close(fd);
+		return err->code;
+	}
 	uint64_t size = (uint64_t)st.st_size;
+	if (size > READ_BUF) /* one read takes a smaller file whole */
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
 	if (!rc && (uint64_t)st.st_blocks * 512 < size)
 		rc = read_sparse(s, fd, size, err);
 	else if (!rc)
-		rc = read_range(s, fd, 0, 0, 1, err);
+		rc = read_range(s, fd, 0, size, 1, err);
 	close(fd);
 	if (rc < 0)
 		return rc;

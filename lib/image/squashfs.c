@@ -217,9 +217,14 @@ static int make_compressors(struct gg_sqfs_writer *w, const struct gg_sqfs_opts 
 					  gg_sqfs_strerror(rc));
 		}
 	}
-	sqfs_compressor_config_init(&cfg, (SQFS_COMPRESSOR)o->comp, w->block_size,
-				    SQFS_COMP_FLAG_UNCOMPRESS);
-	rc = sqfs_compressor_create(&cfg, &w->uncmp);
+	if (o->comp == GG_IMAGE_COMP_GZIP) {
+		w->uncmp = gg_sqfs_inflate_new(w->block_size);
+		rc = w->uncmp ? 0 : SQFS_ERROR_ALLOC;
+	} else {
+		sqfs_compressor_config_init(&cfg, (SQFS_COMPRESSOR)o->comp, w->block_size,
+					    SQFS_COMP_FLAG_UNCOMPRESS);
+		rc = sqfs_compressor_create(&cfg, &w->uncmp);
+	}
 	if (rc)
 		return gg_err_set(err, GG_EFAIL, "creating the %s decompressor: %s",
 				  gg_image_comp_name((enum gg_image_comp)o->comp),

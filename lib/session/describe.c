@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "image/image.h"
 #include "session/engine_int.h"
 #include "session/sync.h"
@@ -144,6 +146,51 @@ static int job_data(const struct gg_job_spec *s, const struct gg_site *site, str
 	return rc;
 }
 
+/* Does a word of the command reach the node as it is? CEs put a job's
+ * arguments into a generated shell script: A-REX in double quotes, where '$',
+ * '`' and '\\' still act (seen at the test site: "a\\nb" came as two lines,
+ * "${HOME}" as the node's). Only words made of these characters pass plain. */
+static int word_plain(const char *w)
+{
+	return w[strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			   " _./:=,+@%^~-")] == '\0';
+}
+
+static int command_plain(char *const *cmd, int n)
+{
+	int plain = 1;
+	for (int i = 0; i < n; i++)
+		plain &= word_plain(cmd[i]);
+	return plain;
+}
+
+/* The command's words as job arguments, after "--": as they are when all are
+ * plain, else each base64-encoded behind a '=' (so an empty word stays one;
+ * the wrapper, given -x, decodes them): the command runs with exactly the
+ * words given, whatever the CE's quoting does. */
+static int command_args(struct gg_jobdesc *jd, char *const *cmd, int n, struct gg_err *err)
+{
+	int plain = command_plain(cmd, n);
+	int rc = gg_jd_arg(jd, "--", err);
+	for (int i = 0; rc == 0 && i < n; i++) {
+		if (plain) {
+			rc = gg_jd_arg(jd, cmd[i], err);
+			continue;
+		}
+		size_t len = strlen(cmd[i]);
+		char *b = malloc(4 * ((len + 2) / 3) + 2);
+		if (!b)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		b[0] = '=';
+		int bn = EVP_EncodeBlock((unsigned char *)b + 1, (const unsigned char *)cmd[i],
+					 (int)len);
+		b[bn + 1] = '\0';
+		rc = gg_jd_arg(jd, b, err);
+		free(b);
+	}
+	return rc;
+}
+
 int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		    const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err)
 {
@@ -162,12 +209,12 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		rc = gg_jd_arg(jd, buf, err);
 	if (rc == 0 && site && site->runtime && (rc = gg_jd_arg(jd, "-r", err)) == 0)
 		rc = gg_jd_arg(jd, site->runtime, err);
+	if (rc == 0 && !command_plain(s->cmd, s->ncmd))
+		rc = gg_jd_arg(jd, "-x", err);
 	if (rc == 0)
 		rc = gg_jd_arg(jd, GG_JOB_IMAGE_NAME, err);
 	if (rc == 0)
-		rc = gg_jd_arg(jd, "--", err);
-	for (int i = 0; rc == 0 && i < s->ncmd; i++)
-		rc = gg_jd_arg(jd, s->cmd[i], err);
+		rc = command_args(jd, s->cmd, s->ncmd, err);
 	if (rc == 0)
 		rc = gg_jd_input(jd, GG_WRAPPER_NAME, NULL, s->wrapper, err);
 	if (rc == 0)

@@ -198,17 +198,27 @@ static void head_line(FILE *f, const char *name, const char *value)
 	fputc('\n', f);
 }
 
-/* user_binds(): one "bind SRC DST" per --bind SRC[:DST]. */
+int gg_session_bind_check(const char *what, const char *b, struct gg_err *err)
+{
+	const char *colon = strchr(b, ':');
+	if (b[0] != '/' || (colon && colon[1] != '/') || strchr(b, '\n') ||
+	    (colon && strchr(colon + 1, ':')))
+		return gg_err_set(err, GG_EUSAGE, "%s '%s': expected SRC[:DST], absolute paths",
+				  what, b);
+	return 0;
+}
+
+/* user_binds(): one "bind SRC DST" per bind of the site profile, then per
+ * --bind SRC[:DST]. */
 static int binds_fn(FILE *f, const struct gg_enter_opts *o, struct gg_err *err)
 {
 	fputs("user_binds() {\n\t:\n", f);
-	for (int i = 0; i < o->nbinds; i++) {
-		const char *s = o->binds[i], *colon = strchr(s, ':');
-		if (s[0] != '/' || (colon && colon[1] != '/') || strchr(s, '\n') ||
-		    (colon && strchr(colon + 1, ':')))
-			return gg_err_set(err, GG_EUSAGE,
-					  "--bind '%s': expected SRC[:DST], absolute paths", s);
-		const char *dst = colon ? colon + 1 : s;
+	for (int i = 0; i < o->nsite_binds + o->nbinds; i++) {
+		int site = i < o->nsite_binds;
+		const char *s = site ? o->site_binds[i] : o->binds[i - o->nsite_binds];
+		if (gg_session_bind_check(site ? "the site's bind" : "--bind", s, err) < 0)
+			return GG_EUSAGE;
+		const char *colon = strchr(s, ':'), *dst = colon ? colon + 1 : s;
 		fputs("\tbind ", f);
 		sh_quote(f, s, colon ? (size_t)(colon - s) : strlen(s));
 		fputc(' ', f);

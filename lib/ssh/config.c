@@ -244,6 +244,27 @@ int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra, s
 	return block_close(&b, f, rc, err);
 }
 
+/* One master connection per session, its socket named by the session's id
+ * (as its HostKeyAlias): ssh's %C hashes host, port, user and hops only, so a
+ * session that got the node and port of an earlier one whose master lingers
+ * (a login of it still open) would ride that master into the earlier session. */
+static int control_lines(FILE *f, const struct gg_ssh_paths *p, const struct gg_ssh_target *t,
+			 struct gg_err *err)
+{
+	char *q = gg_ssh_cfg_value("control socket directory", p->control, GG_SSHV_PATH, err);
+	if (!q)
+		return err->code;
+	char *alias = t->uid ? gg_ssh_host_alias(t) : NULL;
+	/* (no id, or a longer one than %C's 40 characters: %C) */
+	const char *name = alias && strlen(alias) <= 40 ? alias : "%C";
+	/* the quoted, escaped directory without its closing '"', then the name */
+	fprintf(f, "  ControlMaster auto\n  ControlPath %.*s/%s\"\n  ControlPersist 10m\n",
+		(int)strlen(q) - 1, q, name);
+	free(alias);
+	free(q);
+	return 0;
+}
+
 static int format_session(FILE *f, const struct gg_ssh_paths *p, const struct gg_site *site,
 			  const struct gg_ssh_target *t, int windows, struct gg_err *err)
 {
@@ -280,18 +301,8 @@ static int format_session(FILE *f, const struct gg_ssh_paths *p, const struct gg
 		fprintf(f, "  IdentitiesOnly yes\n");
 	}
 	fprintf(f, "  ConnectTimeout 20\n  ServerAliveInterval 30\n  ServerAliveCountMax 4\n");
-	if (rc == 0 && !windows) {
-		char *q =
-			gg_ssh_cfg_value("control socket directory", p->control, GG_SSHV_PATH, err);
-		/* the quoted, escaped directory without its closing '"', then %C */
-		if (q)
-			fprintf(f,
-				"  ControlMaster auto\n  ControlPath %.*s/%%C\"\n"
-				"  ControlPersist 10m\n",
-				(int)strlen(q) - 1, q);
-		rc = q ? 0 : err->code;
-		free(q);
-	}
+	if (rc == 0 && !windows)
+		rc = control_lines(f, p, t, err);
 	return rc;
 }
 

@@ -24,10 +24,25 @@ check "site profile with --runtime bwrap (the test site has no apptainer)" \
 	"$GRIDGPU" site add tb --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
 	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
 	--runtime bwrap $gpu
+# a data area the site puts in every session's container (its profile's bind)
+mkdir -p "$T_TMP/sitedata" && echo "the site's data" >"$T_TMP/sitedata/note" && chmod -R a+rX "$T_TMP/sitedata"
+check "site set tb bind: the site's data area" "$GRIDGPU" site set -q tb bind "$T_TMP/sitedata:/site"
+expect_fail "site set tb bind with a relative path: refused" 2 "expected SRC[:DST], absolute paths" site set tb bind data
 
 # --- the image: a docker-archive of a small root file system -------------------
-sh "$top/tests/e2e/mkrootfs.sh" rootfs bash mkdir rm grep wc touch cp head cut >/dev/null 2>&1
+# (dpkg and what it runs: the image's own package tool)
+sh "$top/tests/e2e/mkrootfs.sh" rootfs bash mkdir rm grep wc touch cp head cut tar diff \
+	dpkg dpkg-deb dpkg-split dpkg-query ldconfig start-stop-daemon >/dev/null 2>&1
+mkdir -p rootfs/var/lib/dpkg/info rootfs/var/lib/dpkg/updates rootfs/var/lib/dpkg/triggers
+: >rootfs/var/lib/dpkg/status && : >rootfs/var/lib/dpkg/available
 echo "only in the first layer" >rootfs/data/gone
+# a package the user installs in the session (offline: made here), its files
+# the user's own, as a package installed without root is
+mkdir -p pkg/DEBIAN pkg/usr/share/gg-tool
+printf 'Package: gg-tool\nVersion: 1.0-%s\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: a test tool\n' \
+	"$$" >pkg/DEBIAN/control
+echo "gg-tool $$" >pkg/usr/share/gg-tool/VERSION
+chown -R "$GG_TB_JOB_USER:$(id -g "$GG_TB_JOB_USER")" pkg && dpkg-deb --build pkg gg-tool.deb >/dev/null
 python3 "$top/tests/e2e/mkdocker.py" rootfs dev.tar
 check "a docker-archive made by the test" test -s dev.tar
 mkdir -p "$T_TMP/bindme" && echo "bound from the node" >"$T_TMP/bindme/note" && chmod -R a+rX "$T_TMP/bindme" && chmod 711 "$T_TMP"
@@ -35,9 +50,9 @@ mkdir -p "$T_TMP/bindme" && echo "bound from the node" >"$T_TMP/bindme/note" && 
 # --dry-run: the runtime's command line, the image staged as a SIF
 run_gg request --dry-run --image dev.tar --bind "$T_TMP/bindme:/mnt/b"
 printf '%s\n' "$OUT" | grep -q '"-e" "gridgpu-enter"' && printf '%s\n' "$OUT" | grep -q "^RUNTIME='bwrap'$" &&
-	printf '%s\n' "$OUT" | grep -q "bind '$T_TMP/bindme' '/mnt/b'" &&
+	printf '%s\n' "$OUT" | grep -A1 "bind '$T_TMP/sitedata' '/site'" | grep -q "bind '$T_TMP/bindme' '/mnt/b'" &&
 	printf '%s\n' "$OUT" | grep -q 'add "$RT" --bind "$SB" / ' &&
-	ok "request --dry-run --image: the launcher gets gridgpu-enter (bwrap, the bind), shown" || not_ok "dry-run: $OUT $ERR"
+	ok "request --dry-run --image: the launcher gets gridgpu-enter (bwrap, the site's bind then --bind), shown" || not_ok "dry-run: $OUT $ERR"
 
 t0=$(now_ms)
 run_gg request --name dev --image dev.tar --bind "$T_TMP/bindme:/mnt/b" --walltime 30m
@@ -52,6 +67,8 @@ run_gg connect dev -- 'id -un; id -u'
 expect_eq "the same user inside (name from the node, uid)" "$(printf '%s' "$OUT" | tr '\n' ' ')" "$GG_TB_JOB_USER $(id -u "$GG_TB_JOB_USER")"
 run_gg connect dev -- cat /mnt/b/note
 expect_eq "--bind SRC:DST: the node's path in the container" "$OUT" "bound from the node"
+run_gg connect dev -- cat /site/note
+expect_eq "the site profile's bind: its data area in the container" "$OUT" "the site's data"
 run_gg connect dev -- 'echo "$GRIDGPU_SESSION"; test -d "$GRIDGPU_SCRATCH" && echo scratch'
 expect_eq "the session's environment in the container (GRIDGPU_SESSION, GRIDGPU_SCRATCH bound)" "$(printf '%s' "$OUT" | tr '\n' ' ')" "dev scratch"
 stamp="made in the session $(date +%s.%N)"
@@ -59,6 +76,11 @@ run_gg connect dev -- "mkdir -p /usr/local/share && echo '$stamp' >/usr/local/sh
 expect_eq "writable: a file written into /usr/local" "$RC" 0
 expect_eq "... it is in the sandbox on the node" "$(cat "$SB/usr/local/share/stamp" 2>&1)" "$stamp"
 [ ! -e /usr/local/share/stamp ] && ok "... and not in the node's /usr/local" || not_ok "written to the node's /usr/local"
+check "scp the package in" scp -q -F "$CFG" -o BatchMode=yes gg-tool.deb dev:/tmp/gg-tool.deb
+run_gg connect dev -- 'dpkg --force-not-root -i /tmp/gg-tool.deb >/dev/null && dpkg-query -W -f "\${Status} \${Version}" gg-tool'
+[ "$OUT" = "install ok installed 1.0-$$" ] && ok "dpkg -i in the session: the image's package tool installs it" ||
+	not_ok "dpkg -i in the session (exit $RC): $OUT $(printf '%s' "$ERR" | head -n 5)"
+expect_eq "... into the sandbox" "$(cat "$SB/usr/share/gg-tool/VERSION" 2>&1)" "gg-tool $$"
 run_gg connect dev -- 'exit 7'
 expect_eq "connect -- CMD: the command's exit status" "$RC" 7
 head -c 100000 /dev/urandom >payload
@@ -131,10 +153,13 @@ expect_fail "--link-comp without --session" 2 "--link-comp goes with --session" 
 run_gg inspect work.sif
 printf '%s\n' "$OUT" | grep -q 'org.gridgpu.excluded.*\./tmp/\*.*\./usr/local/share/skip' &&
 	ok "inspect shows what was excluded" || not_ok "inspect: $OUT"
-run_gg submit work.sif --name batch --walltime 30m -- cat /usr/local/share/stamp
+run_gg submit work.sif --name batch --walltime 30m -- sh -c 'cat /usr/local/share/stamp /usr/share/gg-tool/VERSION; dpkg-query -W -f "\${Status}\n" gg-tool'
 expect_eq "submit the frozen session" "$RC" 0
 run_gg get --wait --timeout 3m batch
-expect_eq "the batch job sees the file installed in the session" "$(cat batch/gridgpu-job.out 2>&1)" "$stamp"
+want=$(printf '%s\ngg-tool %s\ninstall ok installed' "$stamp" "$$")
+[ "$(cat batch/gridgpu-job.out 2>&1)" = "$want" ] &&
+	ok "the batch job sees the file written and the package installed in the session" ||
+	not_ok "the batch job: $(cat batch/gridgpu-job.out batch/gridgpu-job.err 2>&1 | head -n 8) (get: $RC $ERR)"
 run_gg kill dev
 
 # --- the job's GPU environment in every login (the Slurm site) ------------------

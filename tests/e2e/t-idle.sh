@@ -27,7 +27,8 @@ poll_ce() {
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
 check "site profile" "$GRIDGPU" site add tb --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
-	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
+	${GG_TB_GPU_RTE:+--gpu-rte "$GG_TB_GPU_RTE"}
 
 # The terminal of a login, driven as a person would: ssh -tt S cat; every line
 # the launcher writes is logged with the time it came; after the first notice
@@ -89,6 +90,20 @@ t_c=$(date +%s)
 run_gg request --name id --walltime 3m
 expect_eq "id: ready (walltime 3m, no idle limit)" "$RC" 0
 python3 term-drive.py id "$T_TMP/id.log" 240 >"$T_TMP/id.out" 2>&1 &
+# (e) a GPU of the job busy (the node's NVML, as nvidia-smi reports it), no
+# login, no process of the user: active; another GPU of the node busy: not
+LOAD=${GG_TB_NODE_GPU_LOAD:-}
+[ -n "${GG_TB_GPU_RTE:-}" ] || LOAD=""
+if [ -n "$LOAD" ]; then
+	run_gg request --name ig --gpus 1 --idle-limit 2m --walltime 30m
+	t_g=$(date +%s)
+	expect_eq "ig: ready (1 GPU, idle limit 2m)" "$RC" 0
+	jid=$("$GRIDGPU" --json status ig --no-sync 2>/dev/null | jf job_id)
+	GI=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("cuda_visible_devices", ""))' \
+		"$GG_TB_SESSION_DIR/$jid/gridgpu-session.json" 2>/dev/null)
+	GO=$(((GI + 1) % 3))
+	case $GI in [0-9]) printf '%s 93\n%s 71\n' "$GI" "$GO" >"$LOAD" ;; *) not_ok "ig: its GPU: '$GI'" ;; esac
+fi
 unset GRIDGPU_WARN_LEADS
 
 poll_ce 60 status_says ib 'active: yes running' && ok "ib: status says why it is active: 'active: yes running'" ||
@@ -118,6 +133,20 @@ poll_ce 60 status_says ib '^activity: *idle since ' && ok "ib: then idle, status
 run_gg --json status ib
 json_valid status
 run_gg kill ib
+
+# (e) the busy GPU kept ig alive past its idle limit; once it rests, ig is idle
+# although another GPU of the node is still busy
+if [ -n "$LOAD" ]; then
+	status_says ig 'active: a GPU of the job is busy' && ok "ig: status says why it is active: its GPU ($GI) is busy" ||
+		not_ok "ig: status: $("$GRIDGPU" status ig 2>&1 | grep -e activity -e state)"
+	poll 60 sh -c "[ \$((\$(date +%s) - $t_g)) -ge 135 ]"
+	expect_eq "ig: still ready past its idle limit ($(($(date +%s) - t_g)) s after it was ready), its GPU busy" "$(sfield ig state)" ready
+	printf '%s 71\n' "$GO" >"$LOAD"
+	poll_ce 60 status_says ig '^activity: *idle since ' && ok "ig: its GPU at rest, another ($GO) busy: idle" ||
+		not_ok "ig: after its GPU rested: $("$GRIDGPU" status ig 2>&1 | grep -e activity)"
+	: >"$LOAD"
+	run_gg kill ig
+fi
 
 # (c) the notices on the terminals
 poll 120 grep -q -E 'ends in [0-9]+ s: its walltime' "$T_TMP/id.log" &&

@@ -59,6 +59,15 @@ else
 	ok "# SKIP get on a full disk: needs root to mount a small tmpfs"
 fi
 
+# The command's words reach the job exactly as given, whatever a CE's job
+# script does with '$', '`', '\\', quotes, newlines and empty words.
+run_gg --site tb submit work.sif --name jw --walltime 10m -- \
+	sh -c 'for w; do printf "[%s]" "$w"; done' sh 'a$HOME' 'b\n`c`' '"q" '"'r'" '' "$(printf 'l1\nl2')" '${X:-y}'
+run_gg get --wait --timeout 3m jw
+expect_eq "the command's words as given: \$, \\, backquotes, quotes, an empty word, a newline" \
+	"$(cat jw/gridgpu-job.out 2>&1)" "$(printf '[a$HOME][b\\n`c`]["q" '"'r'"'][][l1\nl2][${X:-y}]')"
+"$GRIDGPU" clean jw >/dev/null 2>&1
+
 # A job whose command fails: outputs still come back, exit 6.
 run_gg --site tb submit work.sif --name j2 --walltime 10m -- sh -c 'echo failing >&2; exit 3'
 run_gg get --wait --timeout 3m j2

@@ -42,6 +42,11 @@ token_command = $T_TMP/get-token $ISS $GG_TB_ISSUER_CLIENTS "$GG_TB_CA_CERT" gri
 [site ta]
 ce = $GG_TB_CE_URL
 runtime = bwrap
+jump = $GG_TB_JUMP1
+jump = $GG_TB_JUMP2
+identity = $GG_TB_SSH_KEY
+known_hosts = $GG_TB_SSH_KNOWN_HOSTS
+${GG_TB_GPU_RTE:+gpu_rte = $GG_TB_GPU_RTE}
 oidc_account = tb17
 token_scopes = openid compute.create compute.read compute.cancel compute.modify
 token_audience = $GG_TB_CE_URL
@@ -98,21 +103,39 @@ check "oidc-gen makes an account against the test issuer (password flow, no prom
 	--cp "$GG_TB_CA_CERT" --pw-env --scope "openid offline_access compute.create compute.read compute.cancel compute.modify" \
 	--prompt=none --confirm-default --no-url-call --no-webserver
 rt0=$(issued gridgpu-short refresh_token)
-run_gg --site ta request --name oa1 --no-wait --walltime 10m
-expect_eq "request with the agent's token (site oidc_account)" "$RC" 0
+if [ -n "${GG_TB_SLURM_CONF:-}" ] && [ -n "${GG_TB_GPU_RTE:-}" ]; then
+	# Another user's job holds every whole GPU of the node for 130 s: a
+	# 'request --gpus 1' waits in Slurm's queue through three of the agent's
+	# 40-second tokens, polling the CE all along, then its sshd answers.
+	sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
+	HOLD=$(sl sbatch --parsable -p gpu --gres=gpu:a100:3 --time=5 -o /dev/null -J holder --wrap 'sleep 130' 2>&1)
+	case $HOLD in '' | *[!0-9]*) not_ok "sbatch of the job that holds the GPUs: $HOLD" ;; esac
+	t1=$(date +%s)
+	run_gg --site ta request --name oa1 --gpus 1 --walltime 10m --timeout 6m
+	took=$(($(date +%s) - t1))
+	rt=$(($(issued gridgpu-short refresh_token) - rt0))
+	[ "$RC" = 0 ] && [ "$took" -ge 120 ] && [ "$rt" -ge 3 ] &&
+		ok "request --wait queued ${took}s behind another job (3 token lifetimes): ready, the agent refreshed $rt tokens at the issuer" ||
+		not_ok "request --wait across token expiries: exit $RC after ${took}s, $rt refreshed; $ERR"
+	printf '%s\n' "$ERR" | grep -q '^  oa1: queued' && ok "... shown queued while the other job held the GPUs" ||
+		not_ok "request did not show oa1 as queued: $ERR"
+	sl scancel "$HOLD" 2>/dev/null
+else
+	run_gg --site ta request --name oa1 --no-wait --walltime 10m
+	t1=$(date +%s) n=0 bad=0
+	# 50 s of list --sync: the agent's 40-second token expires within it.
+	while [ $(($(date +%s) - t1)) -lt 50 ]; do
+		run_gg list --sync
+		n=$((n + 1))
+		[ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -Eq '^oa1 +ta ' || bad=$((bad + 1))
+		sleep 5
+	done
+	rt=$(($(issued gridgpu-short refresh_token) - rt0))
+	[ "$bad" = 0 ] && [ "$rt" -ge 2 ] &&
+		ok "list --sync for 50 s: all $n synced, the agent refreshed $rt tokens at the issuer" ||
+		not_ok "list --sync across an expiry ($bad of $n failed, $rt refreshed; $ERR)"
+fi
 expect_eq "the record says token" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["auth"])' "$RECS/oa1.json" 2>&1)" token
-t1=$(date +%s) n=0 bad=0
-# 50 s of list --sync: the agent's 40-second token expires within it.
-while [ $(($(date +%s) - t1)) -lt 50 ]; do
-	run_gg list --sync
-	n=$((n + 1))
-	[ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -Eq '^oa1 +ta ' || bad=$((bad + 1))
-	sleep 5
-done
-rt=$(($(issued gridgpu-short refresh_token) - rt0))
-[ "$bad" = 0 ] && [ "$rt" -ge 2 ] &&
-	ok "list --sync for 50 s: all $n synced, the agent refreshed $rt tokens at the issuer" ||
-	not_ok "list --sync across an expiry ($bad of $n failed, $rt refreshed; $ERR)"
 run_gg kill oa1
 expect_eq "kill with the agent's token" "$RC" 0
 

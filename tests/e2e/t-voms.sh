@@ -94,6 +94,24 @@ printf '/DC=org/DC=example/CN=someone else\n/DC=org/DC=example/CN=gridgpu Test C
 X509_VOMS_DIR=$T_TMP/vomsdir bad "server certificate not matching its .lsc" 3 "not what" --voms testvo
 rm "$T_TMP/vomsdir/testvo/localhost.lsc"
 X509_VOMS_DIR=$T_TMP/vomsdir bad "no .lsc for the server" 3 "no trust for VOMS server" --voms testvo
+# a server of the VO whose clock is 10 min ahead: the VO's own server and
+# database, started again under faketime on a port of its own
+SKEW=$(free_port)
+sed -e "s/^--port=.*/--port=$SKEW/" -e "s/^--uri=.*/--uri=localhost:$SKEW/" \
+	-e "s|^--logfile=.*|--logfile=$T_TMP/voms-skew.log|" "$GG_TB_DIR/voms/voms.conf" >"$T_TMP/voms-skew.conf"
+chmod 0600 "$T_TMP/voms-skew.conf"
+# (libfaketime preloaded, not the faketime wrapper: that waits for the server,
+# which daemonises)
+FAKETIME=+10m FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$(ls /usr/lib/*/faketime/libfaketimeMT.so.1 | head -n 1) \
+	/usr/sbin/voms -conf "$T_TMP/voms-skew.conf" </dev/null >"$T_TMP/voms-skew.out" 2>&1 &
+if poll 10 sh -c "ss -Hltn 'sport = :$SKEW' | grep -q ."; then
+	skew_pid=$(ss -Hltnp "sport = :$SKEW" | sed -n 's/.*pid=\([0-9]*\),.*/\1/p' | head -n 1)
+	printf '"testvo" "localhost" "%s" "%s" "testvo"\n' "$SKEW" "$GG_TB_VOMS_DN" >"$T_TMP/skew"
+	VOMS_USERCONF=$T_TMP/skew bad "VOMS server's clock 10 min ahead" 3 "is the VOMS server's clock ahead?" --voms testvo
+	[ -z "$skew_pid" ] || kill "$skew_pid" 2>/dev/null
+else
+	not_ok "a VOMS server under faketime did not listen: $(cat "$T_TMP/voms-skew.out" "$T_TMP/voms-skew.log" 2>/dev/null | tail -n 3)"
+fi
 init --voms testvo --voms-lifetime 2s
 expect_eq "a proxy with a 2 s AC" "$RC" 0
 if poll 10 sh -c "! '$GRIDGPU' proxy info -q -f '$P' --acexists testvo"; then
@@ -137,6 +155,13 @@ refused() {
 	expect_eq "$2: list shows nothing" "$RC $OUT$ERR" "0 no sessions or jobs: 'gridgpu request' starts a session"
 }
 refused "$T_TMP/plain" "a proxy without VOMS attributes" "your proxy carries no VOMS attributes"
+# attributes of the VO, but of a group the site does not admit: refused, and
+# gridgpu says which attributes the proxy carries
+OUTKEY=$T_TMP/outkey.pem
+cp "$GG_TB_VO_OUTSIDER_KEY" "$OUTKEY" && chmod 600 "$OUTKEY"
+"$GRIDGPU" proxy init -C "$GG_TB_VO_OUTSIDER_CERT" -K "$OUTKEY" -o "$T_TMP/outreach" --voms testvo >/dev/null 2>&1
+refused "$T_TMP/outreach" "a proxy of /testvo/outreach (a group the site does not admit)" \
+	"your proxy's VOMS attributes: /testvo, /testvo/outreach"
 # requested with the FQANs: the job's session directory belongs to the mapped
 # account, and the job's processes run as it (the site's view, not gridgpu's)
 job_id() { X509_USER_PROXY=$1 "$GRIDGPU" --json status "$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])'; }

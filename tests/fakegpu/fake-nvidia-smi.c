@@ -3,10 +3,13 @@
  * node's libnvidia-ml.so.1, found like the real tool finds it: dlopen).
  *
  *   nvidia-smi --query-gpu=FIELD[,FIELD...] --format=csv[,noheader][,nounits]
+ *              [-i ID[,ID...] | --id=ID[,ID...]]
  *
- * FIELD: index, uuid, name, memory.total (MiB), compute_cap (X.Y). Like the
- * real tool it lists every GPU of the node, whatever CUDA_VISIBLE_DEVICES
- * says. Anything else: the real tool's complaint and exit 2. */
+ * FIELD: index, uuid, name, memory.total (MiB), compute_cap (X.Y),
+ * utilization.gpu (%). Like the real tool it lists every GPU of the node,
+ * whatever CUDA_VISIBLE_DEVICES says, or those -i names (by index or UUID;
+ * none known: "No devices were found", exit 6). Anything else: the real
+ * tool's complaint and exit 2. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,24 @@ typedef void *nvmlDevice_t;
 typedef struct {
 	unsigned long long total, free, used;
 } nvmlMemory_t;
+typedef struct {
+	unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef nvmlReturn_t (*uuid_fn)(nvmlDevice_t, char *, unsigned);
+
+/* Is GPU i (its UUID u) one of -i's comma-separated ids? No -i: all are. */
+static int selected(const char *ids, unsigned i, const char *u)
+{
+	if (!ids)
+		return 1;
+	char list[512], num[16];
+	snprintf(list, sizeof list, "%s", ids);
+	snprintf(num, sizeof num, "%u", i);
+	for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!strcmp(t, num) || !strcmp(t, u))
+			return 1;
+	return 0;
+}
 
 static void *fn(void *lib, const char *name)
 {
@@ -30,7 +51,7 @@ static void *fn(void *lib, const char *name)
 
 int main(int argc, char **argv)
 {
-	const char *fields = NULL;
+	const char *fields = NULL, *ids = NULL;
 	int header = 1, units = 1, csv = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strncmp(argv[i], "--query-gpu=", 12)) {
@@ -46,6 +67,10 @@ int main(int argc, char **argv)
 				else if (!strcmp(t, "nounits"))
 					units = 0;
 			}
+		} else if (!strcmp(argv[i], "-i") && i + 1 < argc) {
+			ids = argv[++i];
+		} else if (!strncmp(argv[i], "--id=", 5)) {
+			ids = argv[i] + 5;
 		} else {
 			fprintf(stderr, "Invalid combination of input arguments. Please run "
 					"'nvidia-smi -h' for help.\n");
@@ -56,7 +81,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "this nvidia-smi answers only --query-gpu=... --format=csv\n");
 		return 2;
 	}
-	static const char *known[] = {"index", "uuid", "name", "memory.total", "compute_cap"};
+	static const char *known[] = {"index",        "uuid",        "name",
+				      "memory.total", "compute_cap", "utilization.gpu"};
 	char list[256];
 	char *f[16];
 	int nf = 0;
@@ -92,7 +118,9 @@ int main(int argc, char **argv)
 		(nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))fn(lib, "nvmlDeviceGetMemoryInfo");
 	nvmlReturn_t (*cc)(nvmlDevice_t, int *, int *) = (nvmlReturn_t(*)(
 		nvmlDevice_t, int *, int *))fn(lib, "nvmlDeviceGetCudaComputeCapability");
-	unsigned n = 0;
+	nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *) = (nvmlReturn_t(*)(
+		nvmlDevice_t, nvmlUtilization_t *))fn(lib, "nvmlDeviceGetUtilizationRates");
+	unsigned n = 0, shown = 0;
 	if (init() != 0 || count(&n) != 0) {
 		fprintf(stderr, "Unable to determine the device handle for GPU: Unknown Error\n");
 		return 9;
@@ -100,14 +128,20 @@ int main(int argc, char **argv)
 	if (header) {
 		for (int k = 0; k < nf; k++)
 			printf("%s%s%s", k ? ", " : "", f[k],
-			       units && !strcmp(f[k], "memory.total") ? " [MiB]" : "");
+			       !units                             ? ""
+			       : !strcmp(f[k], "memory.total")    ? " [MiB]"
+			       : !strcmp(f[k], "utilization.gpu") ? " [%]"
+								  : "");
 		putchar('\n');
 	}
 	for (unsigned i = 0; i < n; i++) {
 		nvmlDevice_t d;
-		char buf[96];
+		char buf[96], u[96];
 		if (handle(i, &d) != 0)
 			return 9;
+		if (!selected(ids, i, ((uuid_fn)uuid)(d, u, sizeof u) == 0 ? u : ""))
+			continue;
+		shown++;
 		for (int k = 0; k < nf; k++) {
 			printf("%s", k ? ", " : "");
 			if (!strcmp(f[k], "index")) {
@@ -122,6 +156,12 @@ int main(int argc, char **argv)
 					printf("%llu%s", m.total >> 20, units ? " MiB" : "");
 				else
 					printf("[N/A]");
+			} else if (!strcmp(f[k], "utilization.gpu")) {
+				nvmlUtilization_t ut;
+				if (util(d, &ut) == 0)
+					printf("%u%s", ut.gpu, units ? " %" : "");
+				else
+					printf("[N/A]");
 			} else {
 				int a, b;
 				if (cc(d, &a, &b) == 0)
@@ -131,6 +171,10 @@ int main(int argc, char **argv)
 			}
 		}
 		putchar('\n');
+	}
+	if (ids && !shown) {
+		printf("No devices were found\n");
+		return 6;
 	}
 	return 0;
 }

@@ -12,6 +12,9 @@
  *       ecc=on|off|na mig=on|off|na pending=on|off      (mem, free in MiB)
  *   mig profile=3g.20gb mem=19968 gi=1 ci=0 [uuid=MIG-...] [name=...] [slot=N]
  *                                 a MIG device of the last gpu
+ *   load PATH                     nvmlDeviceGetUtilizationRates: read PATH at
+ *                                 each call, lines "INDEX PERCENT" (a GPU not
+ *                                 named is idle), so a test can load a GPU
  *   fail FUNCTION CODE [dev=N | dev=N/M]
  *                                 FUNCTION returns CODE (for every device, or
  *                                 GPU N, or MIG slot M of GPU N)
@@ -34,6 +37,9 @@ typedef struct fdev *nvmlDevice_t;
 typedef struct {
 	unsigned long long total, free, used;
 } nvmlMemory_t;
+typedef struct {
+	unsigned int gpu, memory;
+} nvmlUtilization_t;
 
 enum {
 	NVML_SUCCESS = 0,
@@ -76,6 +82,7 @@ static struct {
 		int code, dev, slot; /* -1 = any */
 	} fails[MAXFAIL];
 	int nfails;
+	char loadfile[256];
 } S;
 
 /* ---- the description ------------------------------------------------------- */
@@ -179,6 +186,8 @@ static void parse_line(char *line)
 		m->ecc = p->ecc;
 		m->mig = -1;
 		m->index = p->index;
+	} else if (!strncmp(line, "load ", 5)) {
+		snprintf(S.loadfile, sizeof S.loadfile, "%s", line + 5);
 	} else if (!strncmp(line, "fail ", 5) && S.nfails < MAXFAIL) {
 		char fn[64];
 		int code = 999;
@@ -374,6 +383,33 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 	m->total = d->mem;
 	m->free = d->free;
 	m->used = d->mem - d->free;
+	return NVML_SUCCESS;
+}
+
+/* The load a test put on GPU index (0 when it named none). */
+static unsigned int load_of(int index)
+{
+	FILE *f = S.loadfile[0] ? fopen(S.loadfile, "r") : NULL;
+	int i;
+	unsigned int pct, got = 0;
+	if (!f)
+		return 0;
+	while (fscanf(f, "%d %u", &i, &pct) == 2)
+		if (i == index)
+			got = pct > 100 ? 100 : pct;
+	fclose(f);
+	return got;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
+{
+	CHECK("nvmlDeviceGetUtilizationRates", d);
+	if (!d || !u)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (d->parent)
+		return NVML_ERROR_NOT_SUPPORTED; /* as on MIG devices */
+	u->gpu = load_of(d->index);
+	u->memory = u->gpu / 2;
 	return NVML_SUCCESS;
 }
 

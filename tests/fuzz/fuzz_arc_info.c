@@ -4,21 +4,12 @@
  * with an empty document, and whatever else a CE may send instead. */
 #include <string.h>
 
-#include "ce/ce.h"
-#include "fuzz.h"
+#include "ce.h"
 
 FUZZ_TARGET(arc_info)
 {
-	struct gg_ce_result *res = NULL;
-	size_t n = 0;
-	struct gg_err err = {0};
-	int rc = gg_arc_parse_info((const char *)data, size, &res, &n, &err);
-	if (rc < 0) {
-		FUZZ_CHECK(res == NULL && n == 0, "failure left %zu results", n);
-		FUZZ_CHECK(err.code == rc && err.msg[0], "failure without a message (rc %d)", rc);
-		return 0;
-	}
-	FUZZ_CHECK(n == 0 || res != NULL, "%zu results, no array", n);
+	size_t n;
+	struct gg_ce_result *res = ce_parse_checked(gg_arc_parse_info, data, size, &n);
 	for (size_t i = 0; i < n; i++) {
 		FUZZ_CHECK(res[i].id != NULL, "a result without its job id");
 		FUZZ_CHECK((unsigned)res[i].state <= GG_CE_GONE, "state %d", res[i].state);

@@ -3,21 +3,12 @@
  * a CE may send instead (XML when the Accept header is lost, HTML, empty). */
 #include <string.h>
 
-#include "ce/ce.h"
-#include "fuzz.h"
+#include "ce.h"
 
 FUZZ_TARGET(arc_jobs)
 {
-	struct gg_ce_result *res = NULL;
-	size_t n = 0;
-	struct gg_err err = {0};
-	int rc = gg_arc_parse_jobs((const char *)data, size, &res, &n, &err);
-	if (rc < 0) {
-		FUZZ_CHECK(res == NULL && n == 0, "failure left %zu results", n);
-		FUZZ_CHECK(err.code == rc && err.msg[0], "failure without a message (rc %d)", rc);
-		return 0;
-	}
-	FUZZ_CHECK(n == 0 || res != NULL, "%zu results, no array", n);
+	size_t n;
+	struct gg_ce_result *res = ce_parse_checked(gg_arc_parse_jobs, data, size, &n);
 	for (size_t i = 0; i < n; i++) {
 		/* what the callers do with each result */
 		FUZZ_CHECK((unsigned)res[i].state <= GG_CE_GONE, "state %d", res[i].state);

@@ -31,6 +31,7 @@ TB_USER_DN="/DC=org/DC=example/CN=gridgpu Test User"
 TB_EXPIRED_DN="/DC=org/DC=example/CN=gridgpu Expired User"
 TB_BAD_USER_DN="/DC=org/DC=example/CN=gridgpu Untrusted User"
 TB_VO_USER_DN="/DC=org/DC=example/CN=gridgpu VO Member" # A-REX admits it by VOMS attributes only
+TB_VO_OUTSIDER_DN="/DC=org/DC=example/CN=gridgpu VO Outreach" # in the VO, in no group A-REX admits
 TB_HOST_DN="/DC=org/DC=example/CN=localhost"
 TB_PY=/usr/bin/python3      # Debian's python (python3-cryptography); not a pyenv shim
 TB_MARKER=.gridgpu-testbed  # marks a directory as a test-site state dir

@@ -466,6 +466,7 @@ static void test_config(void **state)
 	write_file(path, "# comment\n[gridgpu]\nsite = gla\n\n[site gla]\n"
 			 "ce = https://ce.gla.example/arex\njump = u@gw1\njump = u@gw2:2222\n"
 			 "gpu_queue = gpu\nidle_limit = 2h\nconnect_deadline = 20m\n"
+			 "bind = /scratch\nbind = /data/atlas:/atlas\n"
 			 "[site lan]\nce = https://lan/arex\n");
 	assert_int_equal(gg_config_load(path, &cfg, &err), 0);
 	assert_int_equal(cfg->nsites, 2);
@@ -491,6 +492,11 @@ static void test_config(void **state)
 	assert_int_equal(cfg2->nsites, 2);
 	assert_int_equal(gg_config_site(cfg2, "gla")->idle_limit, 7200);
 	assert_string_equal(gg_config_site(cfg2, "gla")->jumps[0], "u@gw1");
+	/* bind is a list too, kept in order */
+	assert_int_equal(gg_config_site(cfg2, "gla")->nbinds, 2);
+	assert_string_equal(gg_config_site(cfg2, "gla")->binds[0], "/scratch");
+	assert_string_equal(gg_config_site(cfg2, "gla")->binds[1], "/data/atlas:/atlas");
+	assert_int_equal(gg_config_site(cfg2, "lan")->nbinds, 0);
 
 	/* set, replace, remove, save */
 	struct gg_site ns = {.name = (char *)"new", .ce = (char *)"https://new/arex"};
@@ -555,6 +561,12 @@ static void test_config(void **state)
 	write_file(path, jumps);
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "jump hosts"));
+	char binds[1024] = "[site a]\nce = x\n";
+	for (int i = 0; i <= GG_MAX_BINDS; i++)
+		strcat(binds, "bind = /b\n");
+	write_file(path, binds);
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "more than 16 bind paths"));
 	/* a section or a key given twice is refused, with its line ('jump' is a list) */
 	write_file(path, "[site a]\nce = x\njump = u@h\njump = u@i\n[site b]\nce = y\n"
 			 "[site  a]\nuser = z\n");

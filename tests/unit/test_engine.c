@@ -15,12 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include "ce/backend.h"
 #include "cred/cred.h"
 #include "session/engine.h"
+#include "session/sync.h"
 
 #define EP "https://ce.example.org:443/arex"
 
@@ -852,9 +854,70 @@ static void test_job_spread(void **state)
 	assert_int_equal(gg_store_load(E.st, "nowhere", &gone, NULL), GG_ENOTFOUND);
 }
 
+/* The arguments gg_job_describe gives the wrapper: from "--" on. */
+static int words_at(const struct gg_jobdesc *jd)
+{
+	for (int i = 0; i < jd->nargs; i++)
+		if (!strcmp(jd->args[i], "--"))
+			return i + 1;
+	fail_msg("no -- in the job's arguments");
+	return -1;
+}
+
+static int has_arg(const struct gg_jobdesc *jd, const char *a, int before)
+{
+	for (int i = 0; i < before; i++)
+		if (!strcmp(jd->args[i], a))
+			return 1;
+	return 0;
+}
+
+/* A command's words reach the node as given: plain words as they are; when a
+ * word holds what the CE's job script could change ('$', '\\', quotes, a
+ * newline), every word base64-encoded behind '=', and -x for the wrapper
+ * before the image. */
+static void test_job_words(void **state)
+{
+	(void)state;
+	char *plain[] = {"python3", "train.py", "--lr=0.1", "a b"};
+	char *odd[] = {"sh", "-c", "echo \"${HOME}\\n\"`id`'x'\n", ""};
+	struct gg_job_spec q = {
+		.image = "/dev/null", .wrapper = "/dev/null", .cmd = plain, .ncmd = 4};
+	struct gg_record r = {.uid = (char *)"u1"};
+	struct gg_jobdesc jd = {0};
+	struct gg_err err = {0};
+	assert_int_equal(gg_job_describe(&q, NULL, &r, &jd, &err), 0);
+	int w = words_at(&jd);
+	assert_false(has_arg(&jd, "-x", w));
+	assert_int_equal(jd.nargs - w, 4);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(jd.args[w + i], plain[i]);
+	gg_jd_clear(&jd);
+
+	q.cmd = odd;
+	assert_int_equal(gg_job_describe(&q, NULL, &r, &jd, &err), 0);
+	w = words_at(&jd);
+	assert_true(has_arg(&jd, "-x", w));
+	assert_string_equal(jd.args[w - 2], GG_JOB_IMAGE_NAME); /* -x before the image */
+	assert_int_equal(jd.nargs - w, 4);
+	for (int i = 0; i < 4; i++) {
+		const char *a = jd.args[w + i];
+		assert_int_equal(a[0], '=');
+		assert_null(strpbrk(a, "$`\\\"' \n"));
+		unsigned char dec[256];
+		int n = EVP_DecodeBlock(dec, (const unsigned char *)a + 1, (int)strlen(a + 1));
+		assert_true(n >= 0);
+		size_t len = strlen(odd[i]); /* DecodeBlock keeps the padding's zero bytes */
+		assert_true((size_t)n >= len && (size_t)n <= len + 2);
+		assert_memory_equal(dec, odd[i], len);
+	}
+	gg_jd_clear(&jd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_job_words),
 		cmocka_unit_test_setup_teardown(test_record_before_submit, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_answer_adopted, each_setup,

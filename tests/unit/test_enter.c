@@ -67,6 +67,40 @@ static void test_bwrap(void **state)
 	free(out);
 }
 
+/* The site profile's binds come before --bind's, both in the container. */
+static void test_site_binds(void **state)
+{
+	(void)state;
+	char a[160], b[160];
+	snprintf(a, sizeof a, "%s/site-a", tmpdir);
+	snprintf(b, sizeof b, "%s/user-b", tmpdir);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	char sa[200];
+	snprintf(sa, sizeof sa, "%s:/site", a);
+	char *site[] = {sa};
+	const char *user[] = {b};
+	struct gg_enter_opts o = {.runtime = "bwrap",
+				  .image = "i.sif",
+				  .site_binds = site,
+				  .nsite_binds = 1,
+				  .binds = user,
+				  .nbinds = 1};
+	char *out = print_cmd(&o, "true");
+	char want[512];
+	snprintf(want, sizeof want, "--bind %s /site --bind %s %s --chdir", a, b, b);
+	assert_non_null(strstr(out, want));
+	free(out);
+	/* a bad one of the site's is named as the site's */
+	char *bad[] = {(char *)"scratch"};
+	struct gg_err err = {0};
+	char *text = NULL;
+	o.site_binds = bad;
+	assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
+	assert_null(text);
+	assert_non_null(strstr(err.msg, "the site's bind 'scratch': expected SRC[:DST]"));
+}
+
 static void test_apptainer(void **state)
 {
 	(void)state;
@@ -113,6 +147,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bwrap),
+		cmocka_unit_test(test_site_binds),
 		cmocka_unit_test(test_apptainer),
 		cmocka_unit_test(test_refused),
 	};

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -935,6 +936,142 @@ static void test_unreadable(void **state)
 	chmod(P("%s", "sb4/closed"), 0755);
 }
 
+/* ---- the same bytes ------------------------------------------------------------------ */
+
+static void put_bytes(const char *path, const unsigned char *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, n), (ssize_t)n);
+	close(fd);
+}
+
+/* Random bytes (stored raw, untouched by deflate), random bytes that repeat (deflated),
+ * and many small files of which most have a twin (the duplicate check reads fragment
+ * blocks back): the image is the same whatever the number of compressor threads. */
+static void test_reproducible_threads(void **state)
+{
+	(void)state;
+	size_t n = 3 * 131072 + 1000;
+	unsigned char *b = malloc(n);
+	uint64_t x = 99;
+	for (size_t i = 0; i < n; i++) { /* xorshift64 */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (unsigned char)(x >> 32);
+	}
+	mkdir(P("%s", "mix"), 0755);
+	put_bytes(P("%s", "mix/random.bin"), b, n);
+	for (size_t o = 16384; o + 16384 <= n; o += 16384)
+		memcpy(b + o, b, 16384);
+	put_bytes(P("%s", "mix/repeats.bin"), b, n);
+	free(b);
+	char name[64], body[64];
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof name, "mix/small%03d", i);
+		snprintf(body, sizeof body, "twin %d\n", i % 120);
+		put(P("%s", name), body);
+	}
+	struct gg_err err = {0};
+	const char *outs[] = {"thr1.sif", "thr2.sif", "thr3.sif"};
+	for (unsigned j = 1; j <= 3; j++) {
+		struct gg_freeze_opts o = {.jobs = j};
+		if (freeze(P("%s", "mix"), P("%s", outs[j - 1]), &o, &err) != 0)
+			fail_msg("freeze: %s", err.msg);
+	}
+	assert_same_file(P("%s", "thr1.sif"), P("%s", "thr2.sif"), 1);
+	assert_same_file(P("%s", "thr1.sif"), P("%s", "thr3.sif"), 1);
+	struct stat st;
+	assert_int_equal(stat(P("%s", "thr1.sif"), &st), 0);
+	/* the random file whole, the repeating one much smaller */
+	assert_true((size_t)st.st_size > n && (size_t)st.st_size < n + n / 2);
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+/* n files of distinct small contents in 100 directories */
+static void make_many(const char *root, int n)
+{
+	char p[512], body[64];
+	mkdir(root, 0755);
+	for (int d = 0; d < 100; d++) {
+		snprintf(p, sizeof p, "%s/d%02d", root, d);
+		mkdir(p, 0755);
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof p, "%s/d%02d/file-number-%06d.txt", root, i % 100, i);
+		snprintf(body, sizeof body, "entry %d of a sandbox of many small files\n", i);
+		put(p, body);
+	}
+}
+
+/* Heap in use, as the allocator counts it: every arena, and the blocks it maps. */
+static size_t heap_now(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+struct heap {
+	size_t peak; /* the most seen */
+	size_t done; /* at the last progress call: the writer is freed, the tree not yet */
+};
+
+static void sample_heap(void *ud, const struct gg_image_progress *p)
+{
+	struct heap *h = ud;
+	size_t now = heap_now();
+	if (now > h->peak)
+		h->peak = now;
+	if (p->phase == GG_IMAGE_PHASE_DONE)
+		h->done = now;
+}
+
+/* The heap of a freeze of the tree at src above what was in use before it: sampled at
+ * each progress call, which comes at every phase change (the start of the tables is
+ * where the most is held: the tree, every file's inode, the duplicate index, the
+ * blocks in flight) and ten times a second. */
+static struct heap freeze_heap(const char *src, const char *out)
+{
+	size_t base = heap_now();
+	struct heap h = {base, 0};
+	struct gg_image_callbacks cb = {.progress = sample_heap, .ud = &h};
+	struct gg_freeze_opts o = {.source = src, .output = out, .jobs = 2};
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_freeze(&o, &cb, NULL, &err), 0);
+	unlink(out);
+	assert_true(h.done > base); /* the sampling saw the freeze */
+	return (struct heap){h.peak - base, h.done - base};
+}
+
+/* The memory budget gg_image_freeze states, for up to 2 compressor threads: 128 data
+ * blocks of 128 KiB in flight, 8 MiB for the threads and the rest, and 512 bytes per
+ * entry (names up to 32 bytes). How many blocks are in flight at once depends on how
+ * the threads are scheduled, so the tree is also checked apart, once the writer is gone
+ * (at the last progress call), for a cost per entry that timing cannot blur. */
+static void test_memory_budget(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	skip(); /* ASan's allocator keeps no glibc statistics */
+#endif
+	if (heap_now() == 0)
+		skip(); /* an allocator without them (valgrind's) */
+	make_many(P("%s", "many1"), 1000);
+	make_many(P("%s", "many2"), 21000);
+	struct heap a = freeze_heap(P("%s", "many1"), P("%s", "m.sif"));
+	struct heap b = freeze_heap(P("%s", "many2"), P("%s", "m.sif"));
+	/* the tree: measured 266 bytes per entry */
+	if (b.done < a.done || (b.done - a.done) / 20000 > 300)
+		fail_msg("the tree takes %zu bytes per entry (at most 300)",
+			 (b.done - a.done) / 20000);
+	/* in all: measured 30 MB, 36 MB allowed */
+	size_t budget = (size_t)128 * (128 * 1024 + 4096) + ((size_t)8 << 20) + 21101 * 512;
+	if (b.peak > budget)
+		fail_msg("%zu bytes at the peak (budget %zu)", b.peak, budget);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -952,6 +1089,8 @@ int main(void)
 		cmocka_unit_test(test_sandbox_deep),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_unreadable),
+		cmocka_unit_test(test_reproducible_threads),
+		cmocka_unit_test(test_memory_budget),
 	};
 	return cmocka_run_group_tests_name("image_freeze", tests, setup_tmp, teardown_tmp);
 }

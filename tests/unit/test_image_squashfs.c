@@ -15,6 +15,7 @@
 #include <sqfs/compressor.h>
 #include <sqfs/data_reader.h>
 #include <sqfs/dir_reader.h>
+#include <sqfs/error.h>
 #include <sqfs/id_table.h>
 #include <sqfs/inode.h>
 #include <sqfs/io.h>
@@ -376,10 +377,106 @@ static void test_writer_deep(void **state)
 	close(fd);
 }
 
+static void fill_random(unsigned char *b, size_t n, uint64_t x)
+{
+	for (size_t i = 0; i < n; i++) { /* xorshift64* */
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		b[i] = (unsigned char)((x * 2685821657736338717ull) >> 56);
+	}
+}
+
+/* The incompressible-block test: random bytes are hopeless (and the compressor stores
+ * them raw), while anything deflate can shrink is not: text, a skewed histogram,
+ * random bytes repeated within the 32 KiB window, a single repeat of 512 bytes. */
+static void test_deflate_hopeless(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n), *out = malloc(n);
+	uint16_t *probe = malloc(32768 * sizeof *probe);
+	fill_random(in, n, 42);
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 1);
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 1);    /* a pure function */
+	assert_int_equal(gg_deflate_hopeless(probe, in, 8192), 0); /* too small to test */
+	/* 16 KiB: a random histogram's spread (chi-square 255 +- 23) exceeds what the test
+	 * allows there (n/256 = 64), so short blocks are compressed, as before */
+	assert_int_equal(gg_deflate_hopeless(probe, in, 16384), 0);
+	sqfs_compressor_t *c = gg_sqfs_deflate_new(6, (uint32_t)n);
+	assert_int_equal(c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n), 0);
+	/* random bytes repeated every 16 KiB: flat histogram, but deflate halves it */
+	for (size_t o = 16384; o < n; o += 16384)
+		memcpy(in + o, in, 16384);
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+	sqfs_s32 clen = c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n);
+	assert_true(clen > 0 && (size_t)clen < n / 4);
+	/* one repeat of 512 bytes in random data, at any distance within the window:
+	 * deflate saves a few hundred bytes, so the block is compressed */
+	static const size_t dist[] = {1003, 4097, 20001, 32000};
+	for (size_t k = 0; k < sizeof dist / sizeof dist[0]; k++) {
+		fill_random(in, n, 43 + k);
+		memcpy(in + 70000, in + 70000 - dist[k], 512);
+		assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+		clen = c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n);
+		assert_true(clen > 0 && (size_t)clen < n);
+	}
+	/* the same repeat just beyond the window gains deflate nothing: stored raw */
+	fill_random(in, n, 50);
+	memcpy(in + 70000, in + 70000 - 40000, 512);
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 1);
+	/* random values 0..127: flat over half the byte values, Huffman saves 1/8 */
+	for (size_t i = 0; i < n; i++)
+		in[i] &= 0x7F;
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+	clen = c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n);
+	assert_true(clen > 0 && (size_t)clen < n - n / 10);
+	fill_text(in, n, 3);
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+	sqfs_destroy(c);
+	free(probe);
+	free(in);
+	free(out);
+}
+
+/* The libdeflate inflater reads back what the deflater wrote, and says so when the
+ * output does not fit or the stream is damaged. */
+static void test_inflate(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n), *out = malloc(n), *back = malloc(n);
+	fill_text(in, n, 5);
+	sqfs_compressor_t *c = gg_sqfs_deflate_new(6, (uint32_t)n);
+	sqfs_compressor_t *z = gg_sqfs_inflate_new((uint32_t)n);
+	assert_non_null(z);
+	sqfs_compressor_config_t cfg;
+	z->get_configuration(z, &cfg);
+	assert_int_equal(cfg.id, SQFS_COMP_GZIP);
+	assert_true(cfg.flags & SQFS_COMP_FLAG_UNCOMPRESS);
+	sqfs_s32 clen = c->do_block(c, in, (sqfs_u32)n, out, (sqfs_u32)n);
+	assert_true(clen > 0);
+	sqfs_compressor_t *z2 = sqfs_copy(z);
+	sqfs_destroy(z);
+	assert_int_equal(z2->do_block(z2, out, (sqfs_u32)clen, back, (sqfs_u32)n), (sqfs_s32)n);
+	assert_memory_equal(in, back, n);
+	assert_int_equal(z2->do_block(z2, out, (sqfs_u32)clen, back, (sqfs_u32)(n - 1)),
+			 SQFS_ERROR_OVERFLOW);
+	out[clen / 2] ^= 0x55;
+	assert_true(z2->do_block(z2, out, (sqfs_u32)clen, back, (sqfs_u32)n) < 0);
+	sqfs_destroy(z2);
+	sqfs_destroy(c);
+	free(in);
+	free(out);
+	free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deflate_zlib_compatible),
+		cmocka_unit_test(test_deflate_hopeless),
+		cmocka_unit_test(test_inflate),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
 		cmocka_unit_test(test_writer_deep),

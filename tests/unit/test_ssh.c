@@ -616,7 +616,7 @@ static const char MIXED_CONFIG[] =
 	"  ServerAliveInterval 30\n"
 	"  ServerAliveCountMax 4\n"
 	"  ControlMaster auto\n"
-	"  ControlPath \"/run/u/gridgpu-cm/%C\"\n"
+	"  ControlPath \"/run/u/gridgpu-cm/gridgpu-aaaaaaaaaaaa\"\n"
 	"  ControlPersist 10m\n"
 	"\n"
 	"# session solo-1\n"
@@ -653,7 +653,7 @@ static const char MIXED_CONFIG[] =
 	"  ServerAliveInterval 30\n"
 	"  ServerAliveCountMax 4\n"
 	"  ControlMaster auto\n"
-	"  ControlPath \"/run/u/gridgpu-cm/%C\"\n"
+	"  ControlPath \"/run/u/gridgpu-cm/gridgpu-000000000000\"\n"
 	"  ControlPersist 10m\n"
 	"\n"
 	"# session lost\n"
@@ -668,7 +668,7 @@ static const char MIXED_CONFIG[] =
 	"  ServerAliveInterval 30\n"
 	"  ServerAliveCountMax 4\n"
 	"  ControlMaster auto\n"
-	"  ControlPath \"/run/u/gridgpu-cm/%C\"\n"
+	"  ControlPath \"/run/u/gridgpu-cm/gridgpu-111111111111\"\n"
 	"  ControlPersist 10m\n"
 	"\n"
 	"# session gla-4\n"
@@ -687,7 +687,7 @@ static const char MIXED_CONFIG[] =
 	"  ServerAliveInterval 30\n"
 	"  ServerAliveCountMax 4\n"
 	"  ControlMaster auto\n"
-	"  ControlPath \"/run/u/gridgpu-cm/%C\"\n"
+	"  ControlPath \"/run/u/gridgpu-cm/gridgpu-333333333333\"\n"
 	"  ControlPersist 10m\n";
 
 /* The text without the lines that start with one of the prefixes. */
