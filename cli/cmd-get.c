@@ -12,7 +12,7 @@
 #include "ctx.h"
 #include "session/sync.h"
 
-enum { O_DIR = 256, O_CLEAN, O_FORCE, O_WAIT, O_TIMEOUT };
+enum { O_DIR = 256, O_CLEAN, O_FORCE, O_WAIT, O_TIMEOUT, O_URLS };
 
 const struct gg_opt cmd_get_opts[] = {
 	{"dir", 'd', OPT_DIR, "DIR", "where to put the files (default ./NAME)", O_DIR},
@@ -20,6 +20,8 @@ const struct gg_opt cmd_get_opts[] = {
 	{"clean", 0, OPT_NONE, NULL, "clean the job on the CE and forget it afterwards", O_CLEAN},
 	{"wait", 'w', OPT_NONE, NULL, "wait until the job has ended", O_WAIT},
 	{"timeout", 0, OPT_ARG, "DUR", "give up waiting after DUR", O_TIMEOUT},
+	{"urls", 0, OPT_NONE, NULL, "print where the outputs at storage are, fetch nothing",
+	 O_URLS},
 	OPT_END,
 };
 
@@ -57,7 +59,7 @@ static size_t usable_names(struct gg_cli *cli, char **files, size_t n)
 }
 
 struct get_opts {
-	int force, clean, wait;
+	int force, clean, wait, urls;
 	int64_t timeout;
 	const char *dir;
 };
@@ -71,6 +73,7 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct get_opts
 		case O_FORCE: o->force = 1; break;
 		case O_CLEAN: o->clean = 1; break;
 		case O_WAIT: o->wait = 1; break;
+		case O_URLS: o->urls = 1; break;
 		case O_TIMEOUT:
 			if (cli_opt_duration(cli, &o->timeout))
 				return EXIT_USAGE;
@@ -81,6 +84,9 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct get_opts
 		return c == -2 ? -2 : EXIT_USAGE;
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "get: expected one job NAME");
+	if (o->urls && (o->clean || o->wait || o->dir || o->force))
+		return ui_usage(cli, "--urls fetches nothing: leave out --dir, --force, --wait "
+				     "and --clean");
 	return 0;
 }
 
@@ -123,22 +129,113 @@ static int download(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record
 	return 0;
 }
 
-/* The outputs of an ended job into o->dir (or NAME/). */
-static int fetch(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record *r,
-		 const struct get_opts *o, struct gg_err *err)
+/* The outputs the CE put at storage, fetched over HTTPS with the user's
+ * credential (resuming what a broken get left behind). */
+static int from_storage(struct gg_cli *cli, struct gg_engine *e, const struct gg_record *r,
+			const char *target, const struct gg_storage_output *so, size_t n,
+			json_t *got, struct gg_err *err)
+{
+	if (!n)
+		return 0;
+	struct gg_auth a;
+	int rc = gg_auth_find(gg_engine_site(e, r->site), r->auth, 0, &a, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char *p = gg_strdup_printf("%s/%s", target, so[i].name);
+		char label[160];
+		snprintf(label, sizeof label, "%s %s (storage)", r->name, so[i].name);
+		struct ui_progress *pr = ui_progress_new(cli, label);
+		int64_t resumed = 0;
+		rc = gg_storage_fetch(&a, so[i].url, p, ui_progress_cb, pr, &resumed, err);
+		ui_progress_end(pr);
+		if (rc < 0)
+			gg_err_prefix(err, "%s from %s", so[i].name, so[i].url);
+		else if (resumed)
+			ui_info(cli, "%s: resumed at byte %lld", so[i].name, (long long)resumed);
+		if (rc == 0)
+			json_array_append_new(got, ui_json_text(p));
+		if (rc == 0 && !cli->json)
+			ui_out("%s\n", p);
+		free(p);
+	}
+	gg_auth_clear(&a);
+	return rc;
+}
+
+/* --urls: where the job's outputs at storage are, for the user's own tools. */
+static int print_urls(struct gg_cli *cli, const struct gg_record *r)
+{
+	struct gg_err err = {0};
+	struct gg_storage_output *so = NULL;
+	size_t n = 0;
+	if (gg_storage_outputs(r, &so, &n, &err) < 0)
+		return ui_fail(cli, &err, "get %s", r->name);
+	if (!n) {
+		gg_err_set(&err, GG_ENOTFOUND,
+			   "has no outputs at storage (they come back through the CE: 'gridgpu "
+			   "get %s')",
+			   r->name);
+		return ui_fail(cli, &err, "get %s", r->name);
+	}
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(a,
+				      json_pack("{s:s,s:s}", "name", so[i].name, "url", so[i].url));
+		if (!cli->json)
+			ui_out("%s %s\n", so[i].name, so[i].url);
+	}
+	if (cli->json)
+		ui_json_doc("get", json_pack("{s:s,s:s,s:o}", "name", r->name, "state",
+					     gg_sess_state_name(r->state), "urls", a));
+	else
+		json_decref(a);
+	gg_storage_outputs_free(so, n);
+	return EXIT_OK;
+}
+
+/* The names of both kinds of outputs, for refuse_existing. */
+static char **all_names(char **files, size_t n, const struct gg_storage_output *so, size_t ns)
+{
+	char **all = calloc(n + ns + 1, sizeof *all);
+	for (size_t i = 0; all && i < n + ns; i++)
+		all[i] = i < n ? files[i] : so[i - n].name;
+	return all;
+}
+
+/* The outputs of an ended job into o->dir (or NAME/): the CE's, then those at
+ * storage. */
+static int fetch(struct gg_cli *cli, struct gg_engine *e, struct gg_ce *ce,
+		 const struct gg_record *r, const struct get_opts *o, struct gg_err *err)
 {
 	char **files = NULL;
-	size_t n = 0;
-	if (gg_ce_ls(ce, r->job_id, &files, &n, err) < 0)
+	size_t n = 0, ns = 0;
+	struct gg_storage_output *so = NULL;
+	if (gg_storage_outputs(r, &so, &ns, err) < 0)
 		return err->code;
+	int lrc = gg_ce_ls(ce, r->job_id, &files, &n, err);
+	if (lrc < 0 && (lrc != GG_ENOTFOUND || !ns)) {
+		gg_storage_outputs_free(so, ns);
+		return lrc;
+	}
+	if (lrc < 0) /* cleaned on the CE: the storage still has them */
+		ui_warn(cli,
+			"the CE no longer has %s's files: fetching its outputs at storage only",
+			r->name);
 	size_t usable = usable_names(cli, files, n);
 	const char *target = o->dir ? o->dir : r->name;
 	json_t *got = json_array();
-	int rc = gg_mkdir_p(target, 0755, err);
+	char **all = all_names(files, usable, so, ns);
+	int rc = all ? gg_mkdir_p(target, 0755, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0 && !o->force)
-		rc = refuse_existing(target, files, usable, err);
+		rc = refuse_existing(target, all, usable + ns, err);
+	free(all);
 	if (rc == 0)
 		rc = download(cli, ce, r, target, files, usable, got, err);
+	if (rc == 0 && ns && r->state != GG_S_FINISHED)
+		ui_warn(cli, "%s did not finish: its outputs at storage are not fetched (%s)",
+			r->name, r->error ? r->error : gg_sess_state_name(r->state));
+	else if (rc == 0)
+		rc = from_storage(cli, e, r, target, so, ns, got, err);
+	gg_storage_outputs_free(so, ns);
 	if (rc == 0 && cli->json)
 		ui_json_doc("get", json_pack("{s:s,s:s,s:O}", "name", r->name, "state",
 					     gg_sess_state_name(r->state), "files", got));
@@ -197,7 +294,7 @@ static int get(struct gg_cli *cli, struct gg_engine *e, struct gg_record *r,
 				"--wait %s')",
 				gg_sess_state_name(r->state), r->name);
 	if (rc == 0)
-		rc = fetch(cli, ce, r, o, &err);
+		rc = fetch(cli, e, ce, r, o, &err);
 	if (rc == 0 && o->clean)
 		rc = clean_job(cli, e, ce, r, &err);
 	gg_ce_free(ce);
@@ -222,7 +319,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 			   r.error ? r.error : gg_sess_state_name(r.state));
 		rc = ui_fail(cli, &err, "get %s", r.name);
 	} else {
-		rc = get(cli, e, &r, &o);
+		rc = o.urls ? print_urls(cli, &r) : get(cli, e, &r, &o);
 	}
 	gg_record_clear(&r);
 	return rc;

@@ -53,9 +53,25 @@ static const char *const col_head[NCOL] = {"NAME", "SITE", "KIND", "STATE",
 
 struct cells {
 	const char *c[NCOL];
-	char gpu[24], age[16], left[16], idle[16];
+	char gpu[24], age[16], left[16], idle[16], state[64];
 	int color;
 };
+
+/* The state, and for a live job its data staging ("queued: staging in 2/3")
+ * from the stored record (read only for live jobs that have the key). */
+static void state_cell(const struct gg_record_row *r, char *out, size_t len)
+{
+	const char *st = gg_sess_state_name(r->state);
+	snprintf(out, len, "%s", st);
+	if (r->kind != GG_REC_JOB || gg_sess_state_ended(r->state) || !r->json ||
+	    !strstr(r->json, "\"staging\""))
+		return;
+	json_t *j = json_loads(r->json, 0, NULL);
+	const char *staging = json_string_value(json_object_get(j, "staging"));
+	if (staging)
+		snprintf(out, len, "%s: %.40s", st, staging);
+	json_decref(j);
+}
 
 static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x)
 {
@@ -73,14 +89,10 @@ static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x
 	fmt_dur(live && r->state == GG_S_READY && r->last_activity ? (int64_t)now - r->last_activity
 								   : -1,
 		x->idle, sizeof x->idle);
-	const char *cells[NCOL] = {r->name,
-				   r->site,
-				   r->kind == GG_REC_JOB ? "job" : "session",
-				   gg_sess_state_name(r->state),
-				   x->gpu,
-				   x->age,
-				   x->left,
-				   x->idle};
+	state_cell(r, x->state, sizeof x->state);
+	const char *cells[NCOL] = {r->name,  r->site, r->kind == GG_REC_JOB ? "job" : "session",
+				   x->state, x->gpu,  x->age,
+				   x->left,  x->idle};
 	memcpy(x->c, cells, sizeof cells);
 	x->color = r->state == GG_S_READY || r->state == GG_S_RUNNING ? 32
 		   : r->state == GG_S_FAILED                          ? 31
@@ -284,6 +296,18 @@ static void print_deadlines(const struct gg_record *r, int64_t now)
 		       when(r->activity_at, now, b, sizeof b));
 }
 
+/* A job's storage outputs, where the CE puts them. */
+static void print_storage(const struct gg_record *r)
+{
+	struct gg_storage_output *so = NULL;
+	size_t n = 0;
+	if (!r->storage_outputs || gg_storage_outputs(r, &so, &n, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		ui_out("%s %s -> %s\n", i ? "            " : "to storage: ", so[i].name, so[i].url);
+	gg_storage_outputs_free(so, n);
+}
+
 /* status as text: the record, what the sshd answered, the CE's errors. */
 static void print_status(const struct gg_record *r, const char *diag, const char *probe_why,
 			 int all_errors)
@@ -295,6 +319,9 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 	       gg_sess_state_name(r->state));
 	if (r->error)
 		ui_out("reason:      %s\n", r->error);
+	if (r->staging)
+		ui_out("staging:     %s\n", r->staging);
+	print_storage(r);
 	ui_out("site:        %s\nCE:          %s\njob:         %s\nCE state:    %s\n",
 	       r->site ? r->site : "-", r->ce ? r->ce : "-", r->job_id ? r->job_id : "-",
 	       r->ce_state ? r->ce_state : "-");

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "ce/ce.h"
 #include "session/engine.h"
 #include "ssh/ssh.h"
 
@@ -28,6 +29,8 @@ enum {
 	O_OIDC_ACCOUNT,
 	O_TOKEN_AUDIENCE,
 	O_TOKEN_SCOPES,
+	O_OUTPUT_BASE,
+	O_CACHE,
 	O_FORCE,
 };
 
@@ -58,6 +61,11 @@ const struct gg_opt cmd_site_add_opts[] = {
 	{"token-audience", 0, OPT_ARG, "AUD", "the audience asked of oidc-agent", O_TOKEN_AUDIENCE},
 	{"token-scopes", 0, OPT_ARG, "SCOPES", "the scopes asked of oidc-agent (space separated)",
 	 O_TOKEN_SCOPES},
+	{"output-base", 0, OPT_ARG, "URL",
+	 "storage URL outputs go under, e.g. davs://se.example:1094/store/user/$USER/",
+	 O_OUTPUT_BASE},
+	{"cache", 0, OPT_ARG, "URL",
+	 "the site's XCache (root://HOST:PORT): inputs are read through it", O_CACHE},
 	{"connect-deadline", 0, OPT_ARG, "DUR", "end a session nobody connected to after DUR",
 	 O_DEADLINE},
 	{"idle-limit", 0, OPT_ARG, "DUR", "end a session idle for longer than DUR", O_IDLE},
@@ -96,7 +104,9 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 		 {"token_command", s->token_command},
 		 {"oidc_account", s->oidc_account},
 		 {"token_audience", s->token_audience},
-		 {"token_scopes", s->token_scopes}};
+		 {"token_scopes", s->token_scopes},
+		 {"output_base", s->output_base},
+		 {"cache", s->cache}};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (f[i].v)
 			json_object_set_new(o, f[i].k, json_string(f[i].v));
@@ -126,8 +136,28 @@ static char **str_field(struct gg_site *s, int id)
 	case O_OIDC_ACCOUNT: return &s->oidc_account;
 	case O_TOKEN_AUDIENCE: return &s->token_audience;
 	case O_TOKEN_SCOPES: return &s->token_scopes;
+	case O_OUTPUT_BASE: return &s->output_base;
+	case O_CACHE: return &s->cache;
 	}
 	return NULL;
+}
+
+/* An output base: a storage URL the CE can stage to once a name is added
+ * (checked as BASE/NAME, $USER replaced). */
+static int check_output_base(struct gg_cli *cli, const char *v)
+{
+	struct gg_err err = {0};
+	struct gg_site s = {.output_base = (char *)v};
+	struct gg_data_url u;
+	char *base = gg_site_output_base(&s);
+	char *probe = base ? gg_strdup_printf("%sNAME", base) : NULL;
+	int rc = probe ? gg_data_url_parse(probe, &u, &err) : -1;
+	free(base);
+	free(probe);
+	if (rc < 0)
+		return ui_usage(cli, "--output-base '%s': %s", v,
+				err.msg[0] ? err.msg : "out of memory");
+	return 0;
 }
 
 /* Check a value of option id; 0, or the usage exit code after saying why. */
@@ -163,6 +193,11 @@ static int check_value(struct gg_cli *cli, int id, const char *v)
 		if (strcmp(v, "proxy") && strcmp(v, "token"))
 			return ui_usage(cli, "--auth '%s': expected proxy or token", v);
 		return 0;
+	case O_CACHE:
+		if (gg_data_cache_check(v, &err) < 0)
+			return ui_usage(cli, "--cache: %s", err.msg);
+		return 0;
+	case O_OUTPUT_BASE: return check_output_base(cli, v);
 	case O_TOKEN_COMMAND: {
 		char **argv = NULL;
 		if (gg_argv_split(v, &argv, &err) < 0)

@@ -25,10 +25,11 @@ enum {
 
 const struct gg_opt cmd_submit_opts[] = {
 	CLI_RES_OPTS("how long the job may run (default 8h)"),
-	{"input", 'i', OPT_FILE, "FILE", "a local file staged into the job's directory (repeat)",
+	{"input", 'i', OPT_FILE, "FILE|URL[:NAME]",
+	 "a local file uploaded, or a root://, davs://, https:// URL the CE fetches (repeat)",
 	 O_INPUT},
-	{"output", 'o', OPT_ARG, "PATTERN", "a file the job leaves for 'gridgpu get' (repeat)",
-	 O_OUTPUT},
+	{"output", 'o', OPT_ARG, "PATTERN|NAME=URL",
+	 "a file left for 'gridgpu get', or one the CE uploads to storage (repeat)", O_OUTPUT},
 	{"name", 'n', OPT_ARG, "NAME", "name of the job (default job-N)", O_NAME},
 	{"count", 0, OPT_ARG, "N", "N jobs, spread over the sites given", O_COUNT},
 	{"image-url", 0, OPT_ARG, "URL", "the image is already at the site: the CE fetches it",
@@ -47,6 +48,9 @@ const struct gg_opt cmd_submit_opts[] = {
 struct sub {
 	struct gg_job_spec spec;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
+	/* storage: parsed from --input URL[:NAME] and --output NAME=URL (owned) */
+	char *in_urls[GG_JD_MAX], *in_names[GG_JD_MAX];
+	char *out_names[GG_JD_MAX], *out_urls[GG_JD_MAX];
 	const char *name;
 	int count, dry_run, token, match_dev;
 	char min_cc[16];
@@ -87,6 +91,45 @@ static int add_file(struct gg_cli *cli, const char **list, int *n, const char *w
 	return 0;
 }
 
+/* --input URL[:NAME]: checked now, fetched by the CE. */
+static int add_data_in(struct gg_cli *cli, struct sub *s)
+{
+	struct gg_err err = {0};
+	int *n = &s->spec.ndata_in;
+	if (*n == GG_JD_MAX - 2)
+		return ui_usage(cli, "too many --input URLs");
+	if (gg_data_input_parse(cli->optarg, &s->in_urls[*n], &s->in_names[*n], &err) < 0)
+		return ui_usage(cli, "--input %s", err.msg);
+	(*n)++;
+	return 0;
+}
+
+/* --output NAME=URL: checked now, uploaded by the CE. */
+static int add_data_out(struct gg_cli *cli, struct sub *s)
+{
+	struct gg_err err = {0};
+	int *n = &s->spec.ndata_out;
+	if (*n == GG_JD_MAX - 2)
+		return ui_usage(cli, "too many --output URLs");
+	if (gg_data_output_parse(cli->optarg, NULL, NULL, &s->out_names[*n], &s->out_urls[*n],
+				 &err) < 0)
+		return ui_usage(cli, "%s", err.msg);
+	(*n)++;
+	return 0;
+}
+
+static void sub_clear(struct sub *s)
+{
+	for (int i = 0; i < s->spec.ndata_in; i++) {
+		free(s->in_urls[i]);
+		free(s->in_names[i]);
+	}
+	for (int i = 0; i < s->spec.ndata_out; i++) {
+		free(s->out_names[i]);
+		free(s->out_urls[i]);
+	}
+}
+
 /* One option into s; 0, or the exit code after saying what is wrong. */
 static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 {
@@ -96,8 +139,14 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 		return rc;
 	switch (c) {
 	case O_COUNT: return cli_opt_int(cli, 1, 1000, &s->count) ? EXIT_USAGE : 0;
-	case O_INPUT: return add_file(cli, s->inputs, &s->spec.ninputs, "--input files");
-	case O_OUTPUT: return add_file(cli, s->outputs, &s->spec.noutputs, "--output patterns");
+	case O_INPUT:
+		return gg_data_url_is_remote(v)
+			       ? add_data_in(cli, s)
+			       : add_file(cli, s->inputs, &s->spec.ninputs, "--input files");
+	case O_OUTPUT:
+		return strchr(v, '=')
+			       ? add_data_out(cli, s)
+			       : add_file(cli, s->outputs, &s->spec.noutputs, "--output patterns");
 	case O_NAME: s->name = v; break;
 	case O_IMAGE_URL: s->spec.image_url = v; break;
 	case O_DRY_RUN: s->dry_run = 1; break;
@@ -174,6 +223,10 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 			cli, "submit: no command: gridgpu submit IMAGE.sif -- COMMAND [ARGS...]");
 	s->spec.inputs = s->inputs;
 	s->spec.outputs = s->outputs;
+	s->spec.data_in_urls = (const char *const *)s->in_urls;
+	s->spec.data_in_names = (const char *const *)s->in_names;
+	s->spec.data_out_names = (const char *const *)s->out_names;
+	s->spec.data_out_urls = (const char *const *)s->out_urls;
 	if ((rc = check_sub(cli, s)))
 		return rc;
 	/* given, or the development GPU's (--match-dev-gpu) */
@@ -220,24 +273,50 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 	return exit_code;
 }
 
-int cmd_submit(struct gg_cli *cli, int argc, char **argv)
+/* --count N with outputs at storage: every job would write the same URLs. */
+static int check_count(struct gg_cli *cli, const struct sub *s, const struct gg_site *const *sites,
+		       int nsites)
 {
-	struct sub s = {.spec.res.walltime = 8 * 3600, .count = 1};
-	int rc = parse_opts(cli, argc, argv, &s);
-	if (rc)
-		return rc == -2 ? EXIT_OK : rc;
+	int shared = s->spec.ndata_out > 0;
+	for (int i = 0; !shared && s->spec.noutputs && i < nsites; i++)
+		shared = sites[i]->output_base != NULL;
+	if (s->count > 1 && shared)
+		return ui_usage(cli,
+				"--count %d: every job would upload its outputs to the same "
+				"storage URL: submit them one by one with their own --output "
+				"NAME=URL",
+				s->count);
+	return 0;
+}
+
+/* The parsed submission to its sites (or printed with --dry-run). */
+static int submit(struct gg_cli *cli, struct sub *s)
+{
+	int rc;
 	const struct gg_site *sites[16];
 	int nsites = 0;
 	if ((rc = cli_sites(cli, sites, 16, &nsites)))
 		return rc;
+	if ((rc = check_count(cli, s, sites, nsites)))
+		return rc;
 	char *wrapper = cli_libexec(cli, "batch-wrapper", "batch wrapper", "submit");
 	if (!wrapper)
 		return EXIT_FAIL;
-	s.spec.wrapper = wrapper;
-	if (s.dry_run)
-		rc = cli_dry_run_jobs(cli, &s.spec, sites, nsites, s.count);
+	s->spec.wrapper = wrapper;
+	if (s->dry_run)
+		rc = cli_dry_run_jobs(cli, &s->spec, sites, nsites, s->count);
 	else
-		rc = cli_engine(cli) ? spread(cli, &s, sites, nsites) : cli->cfg_exit;
+		rc = cli_engine(cli) ? spread(cli, s, sites, nsites) : cli->cfg_exit;
 	free(wrapper);
 	return rc;
+}
+
+int cmd_submit(struct gg_cli *cli, int argc, char **argv)
+{
+	struct sub s = {.spec.res.walltime = 8 * 3600, .count = 1};
+	int rc = parse_opts(cli, argc, argv, &s);
+	if (!rc)
+		rc = submit(cli, &s);
+	sub_clear(&s);
+	return rc == -2 ? EXIT_OK : rc;
 }

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "session/session.h"
+#include "session/engine.h"
 #include "session/sync.h"
 
 json_t *ui_json_time(int64_t t)
@@ -75,6 +76,21 @@ static void set_session(json_t *o, const struct gg_record *r)
 	set_deadline(o, r);
 }
 
+/* The outputs at storage, as [{"name", "url"}]. */
+static void set_storage(json_t *o, const struct gg_record *r)
+{
+	struct gg_storage_output *so = NULL;
+	size_t n = 0;
+	if (!r->storage_outputs || gg_storage_outputs(r, &so, &n, NULL) < 0 || !n)
+		return;
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a,
+				      json_pack("{s:s,s:s}", "name", so[i].name, "url", so[i].url));
+	json_object_set_new(o, "storage_outputs", a);
+	gg_storage_outputs_free(so, n);
+}
+
 json_t *cli_record_json(const struct gg_record *r)
 {
 	json_t *o = json_object();
@@ -104,6 +120,9 @@ json_t *cli_record_json(const struct gg_record *r)
 		set_str(o, "image_path", r->image_path);
 		set_str(o, "command", r->command);
 		set_str(o, "outputs_dir", r->outputs_dir);
+		set_str(o, "staging", r->staging);
+		set_int(o, "storage_inputs", r->remote_inputs);
+		set_storage(o, r);
 	}
 	return o;
 }

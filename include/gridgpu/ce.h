@@ -27,6 +27,7 @@ struct gg_jobdesc {
 	struct gg_jd_file inputs[GG_JD_MAX];
 	int ninputs;
 	char *outputs[GG_JD_MAX];
+	char *output_urls[GG_JD_MAX]; /* where the CE puts outputs[i], or NULL: kept */
 	int noutputs;
 	char *stdout_name, *stderr_name;
 	int64_t walltime; /* seconds, 0 = site default */
@@ -46,6 +47,11 @@ GG_API int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err)
 GG_API int gg_jd_input(struct gg_jobdesc *jd, const char *name, const char *source,
 		       const char *local, struct gg_err *err);
 GG_API int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err);
+/* An output the CE uploads to url (root://, davs://, https://) when the job
+ * ends, with the job's delegated credential; GG_EUSAGE when name is already
+ * an output. */
+GG_API int gg_jd_output_url(struct gg_jobdesc *jd, const char *name, const char *url,
+			    struct gg_err *err);
 /* rte: a runtime environment's name, then its arguments, separated by spaces
  * ("ENV/GPU 2" is written (runtimeenvironment="ENV/GPU" "2")). */
 GG_API int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err);
@@ -78,6 +84,41 @@ GG_API int gg_jd_gpu_check(const struct gg_jd_resources *res, const struct gg_si
 			   struct gg_err *err);
 /* The description in xRSL (malloc'd). Strings are quoted, '"' doubled. */
 GG_API int gg_jd_xrsl(const struct gg_jobdesc *jd, char **out, struct gg_err *err);
+
+/* ---- storage URLs (data.c) ------------------------------------------------ */
+
+/* What a CE's data staging takes from here: XRootD (root://, xroot://) and
+ * HTTPS/WebDAV (davs://, https://), each with the job's delegated proxy. */
+enum gg_url_scheme { GG_URL_ROOT = 1, GG_URL_DAVS, GG_URL_HTTPS };
+struct gg_data_url {
+	enum gg_url_scheme scheme;
+	char host[256];
+	int port;        /* 0: the scheme's default */
+	char path[1024]; /* absolute, a file */
+};
+/* 1 when s is a URL (has "://"), not a local path. */
+GG_API int gg_data_url_is_remote(const char *s);
+/* Check a storage URL before anything is submitted: GG_EUSAGE saying what is
+ * wrong (a scheme the CE cannot stage and why, no host, a bad port, no path,
+ * a directory, characters a job description cannot carry). */
+GG_API int gg_data_url_parse(const char *url, struct gg_data_url *u, struct gg_err *err);
+/* --input URL[:NAME]: the URL and the file's name in the job's directory
+ * (default: the URL's last path element). Both malloc'd. */
+GG_API int gg_data_input_parse(const char *arg, char **url, char **name, struct gg_err *err);
+/* --output NAME=URL, or NAME alone with the site's output_base ($USER and
+ * ${USER} replaced by user): the name and the URL, both malloc'd. */
+GG_API int gg_data_output_parse(const char *arg, const char *base, const char *user, char **name,
+				char **url, struct gg_err *err);
+/* url read through the XCache at cache (root://HOST:PORT) in the form a
+ * forwarding XCache takes: root://CACHE//root://ORIGIN//PATH. Other URLs (and
+ * cache NULL, or the cache itself) come back unchanged. malloc'd or NULL. */
+GG_API char *gg_data_cache_url(const char *cache, const char *url);
+/* A site's cache setting: root://HOST[:PORT] and nothing more (GG_EUSAGE). */
+GG_API int gg_data_cache_check(const char *cache, struct gg_err *err);
+/* The https:// URL an HTTP client fetches a storage URL by: davs:// is
+ * https://; root://HOST:PORT//PATH is https://HOST:PORT/PATH (an XRootD
+ * server's HTTP door shares its port). malloc'd, NULL when not a storage URL. */
+GG_API char *gg_data_http_url(const char *url);
 
 /* ---- the CE interface ---------------------------------------------------- */
 

@@ -137,6 +137,8 @@ struct gg_site {
 	char *oidc_account;       /* token source: an oidc-agent account */
 	char *token_audience;     /* the audience asked of oidc-agent, or NULL */
 	char *token_scopes;       /* the scopes asked of oidc-agent (space separated) */
+	char *output_base;        /* storage URL outputs go under ($USER: the local user) */
+	char *cache;              /* the site's XCache, root://HOST:PORT: inputs read through it */
 	int64_t token_refresh;    /* refresh margin, seconds, 0 = default (5 minutes) */
 	int64_t connect_deadline; /* seconds, 0 = default */
 	int64_t idle_limit;       /* seconds, 0 = default */

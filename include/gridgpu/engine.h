@@ -89,10 +89,24 @@ struct gg_job_spec {
 	const char *image, *image_url, *wrapper;
 	const char *const *inputs, *const *outputs;
 	int ninputs, noutputs;
+	/* storage: inputs the CE fetches (each a URL and its name in the job's
+	 * directory; root:// ones through the site's cache) and outputs it
+	 * uploads (each a name and a URL), with the delegated credential */
+	const char *const *data_in_urls, *const *data_in_names;
+	int ndata_in;
+	const char *const *data_out_names, *const *data_out_urls;
+	int ndata_out;
 	char **cmd;
 	int ncmd;
 	int64_t part_offset;
 };
+/* The storage settings a job or session carries in its environment:
+ * GRIDGPU_CACHE (the site's cache, root://HOST:PORT) and GRIDGPU_STORAGE
+ * (its output_base, $USER replaced), when the site has them. */
+GG_API int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site, struct gg_err *err);
+/* The site's output_base with $USER (and ${USER}) replaced by the local user
+ * name, ending in '/'; NULL when the site has none. malloc'd. */
+GG_API char *gg_site_output_base(const struct gg_site *site);
 GG_API int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 			   const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err);
 /* The GPU an image was developed on (its provenance, from freeze). */
@@ -107,6 +121,37 @@ struct gg_dev_gpu {
  * the image does not say). */
 GG_API int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_dev_gpu *dev,
 			      struct gg_err *err);
+
+/* ---- a job's outputs at storage (storage.c) ---- */
+
+struct gg_storage_output {
+	char *name; /* the file's name in the job's directory */
+	char *url;  /* where the CE put it */
+};
+/* The outputs the CE uploads to storage, from the record (r->storage_outputs). */
+GG_API int gg_storage_outputs(const struct gg_record *r, struct gg_storage_output **out, size_t *n,
+			      struct gg_err *err);
+GG_API void gg_storage_outputs_free(struct gg_storage_output *o, size_t n);
+/* Fetch a storage URL (root://, davs://, https://) over HTTPS into path with
+ * the credential a (its proxy as client certificate, or its token), resuming
+ * what an earlier, broken fetch left (*resumed: from which byte). GG_ENOTFOUND
+ * when the file is not there, GG_ECRED when the storage refuses the
+ * credential, GG_ENET when it cannot be reached. */
+GG_API int gg_storage_fetch(const struct gg_auth *a, const char *url, const char *path,
+			    gg_http_progress_fn progress, void *ud, int64_t *resumed,
+			    struct gg_err *err);
+
+/* Before a job with storage files is submitted to site: ask the storage, over
+ * HTTPS with the credential a (HEAD), that each input is there and readable
+ * and that each output's directory exists, so that these mistakes are told
+ * now rather than by a failed job. Only the storage's own answers count:
+ * GG_EUSAGE for a missing file or directory (like a missing local file named
+ * on the command line), GG_ECRED when it refuses the
+ * credential; a door that cannot be reached or does not speak HTTPS (a
+ * root:// only port) is left to the CE (a verbose note). */
+GG_API int gg_storage_check(struct gg_engine *e, const struct gg_auth *a,
+			    const struct gg_job_spec *q, const struct gg_site *site,
+			    struct gg_err *err);
 
 /* ---- submitting (submit.c) ---- */
 

@@ -70,6 +70,12 @@ struct gg_record {
 	char *image_path;
 	char *command;
 	char *outputs_dir;
+	/* jobs: outputs the CE uploads to storage, a line "NAME URL" each; the
+	 * number of inputs it fetches from storage; how far its staging got
+	 * ("staging in 2/3", as the CE last said) */
+	char *storage_outputs;
+	int64_t remote_inputs;
+	char *staging;
 };
 
 /* The record's string and whole-number fields, each as the JSON key of the same
@@ -78,11 +84,11 @@ struct gg_record {
 #define GG_RECORD_STR_FIELDS(X) \
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
-	X(command) X(outputs_dir) X(active_reason)
+	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \
-	X(logins) X(connections) X(activity_at) X(idle_since)
+	X(logins) X(connections) X(activity_at) X(idle_since) X(remote_inputs)
 /* clang-format on */
 
 GG_API void gg_record_clear(struct gg_record *r);

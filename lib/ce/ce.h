@@ -44,4 +44,16 @@ int gg_arc_lrms_refusal(const char *errors, char *out, size_t len);
 int gg_ce_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		      struct gg_ce_result **results, struct gg_err *err);
 
+/* How many storage inputs A-REX still has to fetch, from its job.ID.input
+ * (GET jobs/ID/diagnose/input: "/NAME URL [CREDENTIAL]" for each one still to
+ * fetch, "/NAME" for the client's uploads); lines are dropped as files
+ * arrive. */
+int gg_arc_inputs_pending(const char *input);
+/* Which file A-REX's data staging failed on, and why, from the job's errors
+ * log (GET jobs/ID/diagnose/errors: its DTR lines): "staging in of NAME from
+ * URL failed: REASON" or "staging out of NAME to URL failed: REASON", the
+ * storage's own words where the plug-in logged them (A-REX's summary is often
+ * only "Transfer timed out"). 1 when found (out filled, printable), else 0. */
+int gg_arc_staging_failure(const char *errors, char *out, size_t len);
+
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int gg_jd_set(char **field, const char *value, struct gg_err *err)
 {
@@ -37,6 +38,17 @@ int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err)
 		if (strcmp(jd->outputs[i], name) == 0)
 			return 0;
 	return push(jd->outputs, &jd->noutputs, name, "output files", err);
+}
+
+int gg_jd_output_url(struct gg_jobdesc *jd, const char *name, const char *url, struct gg_err *err)
+{
+	for (int i = 0; i < jd->noutputs; i++)
+		if (strcmp(jd->outputs[i], name) == 0)
+			return gg_err_set(err, GG_EUSAGE, "output '%s' is named twice", name);
+	int rc = push(jd->outputs, &jd->noutputs, name, "output files", err);
+	if (rc == 0 && !(jd->output_urls[jd->noutputs - 1] = strdup(url)))
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	return rc;
 }
 
 int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err)
@@ -94,8 +106,10 @@ void gg_jd_clear(struct gg_jobdesc *jd)
 		free(jd->inputs[i].source);
 		free(jd->inputs[i].local);
 	}
-	for (int i = 0; i < jd->noutputs; i++)
+	for (int i = 0; i < jd->noutputs; i++) {
 		free(jd->outputs[i]);
+		free(jd->output_urls[i]);
+	}
 	free(jd->stdout_name);
 	free(jd->stderr_name);
 	free(jd->queue);
@@ -181,6 +195,21 @@ static void q(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A storage URL for A-REX's staging: davs:// written as https:// (the same
+ * transfer to its HTTP plugin). A-REX sends absolute-form request targets
+ * ("GET davs://host/path"), which XRootD's HTTP door (5.5) refuses with 403;
+ * "GET https://host/path" it serves. */
+static void q_url(FILE *f, const char *url)
+{
+	if (!strncasecmp(url, "davs://", 7)) {
+		char *https = gg_strdup_printf("https://%s", url + 7);
+		q(f, https ? https : url);
+		free(https);
+		return;
+	}
+	q(f, url);
+}
+
 static void rel(FILE *f, const char *attr, const char *value)
 {
 	if (!value)
@@ -229,7 +258,7 @@ static void xrsl_args_inputs(FILE *f, const struct gg_jobdesc *jd)
 			fputc('(', f);
 			q(f, jd->inputs[i].name);
 			fputc(' ', f);
-			q(f, jd->inputs[i].source ? jd->inputs[i].source : "");
+			q_url(f, jd->inputs[i].source ? jd->inputs[i].source : "");
 			fputc(')', f);
 		}
 		fputs(")\n", f);
@@ -237,13 +266,16 @@ static void xrsl_args_inputs(FILE *f, const struct gg_jobdesc *jd)
 }
 
 /* (outputfiles=...): A-REX deletes every session file that is not a declared
- * output when the job ends, stdout and stderr included: declare them. */
+ * output when the job ends, stdout and stderr included: declare them. An
+ * output with a URL is uploaded there by the CE (and not kept). */
 static void xrsl_outputs(FILE *f, const struct gg_jobdesc *jd)
 {
-	const char *outs[GG_JD_MAX + 2];
+	const char *outs[GG_JD_MAX + 2], *dest[GG_JD_MAX + 2] = {0};
 	int nouts = 0;
-	for (int i = 0; i < jd->noutputs; i++)
+	for (int i = 0; i < jd->noutputs; i++) {
+		dest[nouts] = jd->output_urls[i];
 		outs[nouts++] = jd->outputs[i];
+	}
 	const char *std[2] = {jd->stdout_name, jd->stderr_name};
 	for (int k = 0; k < 2; k++) {
 		if (!std[k])
@@ -259,7 +291,9 @@ static void xrsl_outputs(FILE *f, const struct gg_jobdesc *jd)
 		for (int i = 0; i < nouts; i++) {
 			fputc('(', f);
 			q(f, outs[i]);
-			fputs(" \"\")", f);
+			fputc(' ', f);
+			q_url(f, dest[i] ? dest[i] : "");
+			fputc(')', f);
 		}
 		fputs(")\n", f);
 	}

@@ -54,6 +54,8 @@ void gg_site_clear(struct gg_site *s)
 	free(s->oidc_account);
 	free(s->token_audience);
 	free(s->token_scopes);
+	free(s->output_base);
+	free(s->cache);
 	memset(s, 0, sizeof *s);
 }
 
@@ -145,9 +147,10 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 
 /* The string keys of a site that are copied and saved as they are. */
 static const char *const site_str_keys[] = {
-	"ce",      "queue",         "gpu_queue",    "gpu_rte",        "image",
-	"ca_dir",  "auth",          "identity",     "known_hosts",    "worker_address",
-	"runtime", "token_command", "oidc_account", "token_audience", "token_scopes"};
+	"ce",          "queue",         "gpu_queue",    "gpu_rte",        "image",
+	"ca_dir",      "auth",          "identity",     "known_hosts",    "worker_address",
+	"runtime",     "token_command", "oidc_account", "token_audience", "token_scopes",
+	"output_base", "cache"};
 
 static char **site_str_field(struct gg_site *s, const char *key)
 {
@@ -170,6 +173,8 @@ static char **site_str_field(struct gg_site *s, const char *key)
 		{"oidc_account", offsetof(struct gg_site, oidc_account)},
 		{"token_audience", offsetof(struct gg_site, token_audience)},
 		{"token_scopes", offsetof(struct gg_site, token_scopes)},
+		{"output_base", offsetof(struct gg_site, output_base)},
+		{"cache", offsetof(struct gg_site, cache)},
 	};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (strcmp(tab[i].key, key) == 0)
@@ -511,11 +516,11 @@ char *gg_config_format(const struct gg_config *cfg)
 		for (int j = 0; j < s->njumps; j++)
 			fprintf(f, "jump = %s\n", s->jumps[j]);
 		/* the order a saved file has always had */
-		static const char *keys[] = {"identity",       "known_hosts",   "worker_address",
-					     "queue",          "gpu_queue",     "gpu_rte",
-					     "image",          "ca_dir",        "auth",
-					     "runtime",        "token_command", "oidc_account",
-					     "token_audience", "token_scopes"};
+		static const char *keys[] = {
+			"identity",       "known_hosts",  "worker_address", "queue",
+			"gpu_queue",      "gpu_rte",      "image",          "ca_dir",
+			"auth",           "runtime",      "token_command",  "oidc_account",
+			"token_audience", "token_scopes", "output_base",    "cache"};
 		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
 			char *v = *site_str_field((struct gg_site *)s, keys[k]);
 			if (v)

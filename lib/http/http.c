@@ -20,8 +20,9 @@ struct gg_http {
 	struct gg_log log; /* a copy: o.log points here */
 	char *proxy_path, *ca_dir, *auth_header;
 	long connections;
-	CURLcode last; /* of the last transfer */
-	int unsent;    /* the last request failed before any byte of it was sent */
+	int64_t bytes_sent, bytes_received; /* request and answer bytes, headers included */
+	CURLcode last;                      /* of the last transfer */
+	int unsent; /* the last request failed before any byte of it was sent */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -38,6 +39,8 @@ struct xfer {
 	int cancelled;
 	int too_large;
 	int write_errno; /* writing the body to out failed (disk full) */
+	int64_t offset;  /* resumed: bytes already there (progress counts them) */
+	int restart;     /* resumed, but the server sent it all (200): start over */
 };
 
 /* libcurl's buffers hold the bearer token and request headers: it gets an
@@ -139,6 +142,12 @@ void gg_http_free(struct gg_http *h)
 	free(h);
 }
 
+void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received)
+{
+	*sent = h->bytes_sent;
+	*received = h->bytes_received;
+}
+
 long gg_http_connections(const struct gg_http *h)
 {
 	return h->connections;
@@ -164,6 +173,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
+	if (x->out && x->offset && x->status_line == 200 && !x->restart) {
+		/* the Range was ignored: the whole file comes again */
+		x->restart = 1;
+		x->offset = 0;
+		if (fflush(x->out) != 0 || ftruncate(fileno(x->out), 0) != 0) {
+			x->write_errno = errno ? errno : EIO;
+			return 0;
+		}
+	}
 	if (x->out && x->status_line >= 200 && x->status_line < 300) {
 		if (fwrite(p, 1, len, x->out) == len)
 			return len;
@@ -254,8 +272,8 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 		return 1;
 	}
 	if (x->progress) {
-		uint64_t done = (uint64_t)(ulnow ? ulnow : dlnow);
-		uint64_t total = (uint64_t)(ultotal ? ultotal : dltotal);
+		uint64_t done = (uint64_t)(ulnow ? ulnow : dlnow + x->offset);
+		uint64_t total = (uint64_t)(ultotal ? ultotal : dltotal ? dltotal + x->offset : 0);
 		if (x->progress(x->ud, done, total)) {
 			x->cancelled = 1;
 			return 1;
@@ -322,8 +340,8 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 				  detail);
 	case CURLE_COULDNT_CONNECT:
 		return gg_err_set(err, GG_ENET,
-				  "%s: cannot connect: is the CE up and the URL right? (%s)", url,
-				  detail);
+				  "%s: cannot connect: is the server up and the URL right? (%s)",
+				  url, detail);
 	case CURLE_OPERATION_TIMEDOUT:
 		return gg_err_set(err, GG_ENET, "%s: timed out (%s)", url, detail);
 	case CURLE_GOT_NOTHING:
@@ -418,6 +436,11 @@ static struct curl_slist *setup(struct gg_http *h, struct xfer *x, const char *m
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+	if (h->o.follow) {
+		curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+		curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	}
 	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 	curl_easy_setopt(c, CURLOPT_CAINFO, NULL); /* only the grid CA dir */
@@ -517,6 +540,14 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 	long nc = 0, sent = 0;
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &nc);
 	h->connections += nc;
+	curl_off_t up = 0, down = 0;
+	long req = 0, hdr = 0;
+	curl_easy_getinfo(h->curl, CURLINFO_SIZE_UPLOAD_T, &up);
+	curl_easy_getinfo(h->curl, CURLINFO_SIZE_DOWNLOAD_T, &down);
+	curl_easy_getinfo(h->curl, CURLINFO_REQUEST_SIZE, &req);
+	curl_easy_getinfo(h->curl, CURLINFO_HEADER_SIZE, &hdr);
+	h->bytes_sent += (int64_t)up + req;
+	h->bytes_received += (int64_t)down + hdr;
 	/* Nothing sent: a failure before the request, and not one byte of it out. */
 	if (c == CURLE_OK || !before_request(c) ||
 	    curl_easy_getinfo(h->curl, CURLINFO_REQUEST_SIZE, &sent) != CURLE_OK || sent > 0)
@@ -535,6 +566,10 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 		return map_curl_error(h, c, url, err);
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(h->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK)
+		cl = -1;
+	x->resp->length = (int64_t)cl;
 	if (!x->resp->body) {
 		x->resp->body = calloc(1, 1);
 		if (!x->resp->body)
@@ -671,6 +706,117 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 		unlink(tmp);
 	}
 	free(tmp);
+	return rc;
+}
+
+/* PATH.part opened for appending (made 0600 when new); its size in *have. */
+static FILE *open_part(const char *part, int64_t *have, struct gg_err *err)
+{
+	int fd = open(part, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int e = errno ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		gg_err_sys(err, GG_EIO, e, "writing '%s'", part);
+		return NULL;
+	}
+	*have = (int64_t)st.st_size;
+	FILE *f = fdopen(fd, "ab");
+	if (!f) {
+		close(fd);
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return f;
+}
+
+/* One GET of url appended to f, bytes have..last (a Range when have > 0). */
+static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have, int64_t last,
+		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		     struct gg_err *err)
+{
+	char range[64];
+	gg_http_resp_clear(resp);
+	h->unsent = 1;
+	struct xfer x = {
+		.h = h, .resp = resp, .out = f, .progress = progress, .ud = ud, .offset = have};
+	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	if (have > 0) {
+		snprintf(range, sizeof range, "%lld-%lld", (long long)have, (long long)last);
+		curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
+	}
+	int rc = perform(h, &x, url, err);
+	free_headers(hdr);
+	return rc;
+}
+
+/* The file's size (HEAD), or -1 when the server does not say. */
+static int64_t remote_size(struct gg_http *h, const char *url, struct gg_err *err)
+{
+	struct gg_http_resp r = {0};
+	int64_t size = -1;
+	if (gg_http_request(h, "HEAD", url, NULL, NULL, 0, NULL, 1, &r, err) == 0 &&
+	    r.status >= 200 && r.status < 300)
+		size = r.length;
+	gg_http_resp_clear(&r);
+	return size;
+}
+
+/* Fetch what is missing of the part f (have bytes) from a file of size
+ * bytes: the rest, or all of it again when the part cannot be its start. */
+static int fetch_rest(struct gg_http *h, const char *url, FILE *f, int64_t *have, int64_t size,
+		      gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		      struct gg_err *err)
+{
+	if (*have && (size < 0 || *have > size)) {
+		if (fflush(f) != 0 || ftruncate(fileno(f), 0) != 0)
+			return gg_err_sys(err, GG_EIO, errno, "writing the part of %s", url);
+		*have = 0;
+	}
+	if (*have && *have == size) { /* all there: what a 200 would have said */
+		gg_http_resp_clear(resp);
+		resp->status = 200;
+		resp->length = 0;
+		return 0;
+	}
+	return get_range(h, url, f, *have, size - 1, progress, ud, resp, err);
+}
+
+int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
+		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
+		       struct gg_http_resp *resp, struct gg_err *err)
+{
+	char *part = gg_strdup_printf("%s.part", path);
+	int64_t have = 0, size = -1;
+	int rc = part ? refresh_auth(h, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	FILE *f = rc == 0 ? open_part(part, &have, err) : NULL;
+	if (!f) {
+		free(part);
+		return rc < 0 ? rc : err->code;
+	}
+	if (have > 0)
+		size = remote_size(h, url, err);
+	rc = fetch_rest(h, url, f, &have, size, progress, ud, resp, err);
+	*resumed = have;
+	int e = 0;
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fchmod(fileno(f), mode) != 0)
+		e = errno;
+	struct stat st;
+	int64_t got = fstat(fileno(f), &st) == 0 ? (int64_t)st.st_size : -1;
+	if (fclose(f) != 0 && !e)
+		e = errno;
+	int ok = rc == 0 && resp->status >= 200 && resp->status < 300;
+	if (ok && size >= 0 && got != size)
+		rc = gg_err_set(err, GG_ENET, "%s: %lld of %lld bytes came (kept to resume)", url,
+				(long long)got, (long long)size);
+	else if (ok && (e || rename(part, path) != 0))
+		rc = gg_err_sys(err, GG_EIO, e ? e : errno, "writing '%s'", path);
+	else if (rc == 0 && !ok)
+		unlink(part); /* an error answer: nothing of the file to keep */
+	free(part);
 	return rc;
 }
 

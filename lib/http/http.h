@@ -20,7 +20,7 @@ struct gg_http_opts {
 	const char *ca_dir;      /* hashed CA directory; NULL = X509_CERT_DIR or default */
 	long connect_timeout_ms; /* default 10 s */
 	long timeout_ms;         /* whole request, default 120 s; 0 for transfers = none */
-	int retries;             /* extra tries for idempotent requests, default 2 */
+	int retries;             /* extra tries for idempotent requests, default (0) 2, -1 none */
 	long retry_base_ms;      /* first backoff, doubled each time, default 200 ms */
 	size_t max_body;         /* largest answer kept in memory, default 16 MiB */
 	/* Called between retries and during transfers; non-zero aborts. */
@@ -32,6 +32,10 @@ struct gg_http_opts {
 	 * from the token in use. Its error (GG_ECRED) fails the request. */
 	int (*token_fn)(void *ud, const char **token, struct gg_err *err);
 	void *token_ud;
+	/* Follow redirects (to https:// only, at most 5): a storage door that
+	 * sends clients to its disk servers. The client certificate goes along;
+	 * a bearer token only to the same host and port. */
+	int follow;
 };
 
 struct gg_http_resp {
@@ -41,6 +45,7 @@ struct gg_http_resp {
 	size_t len;
 	char *content_type; /* or NULL */
 	char *location;     /* Location header or NULL */
+	int64_t length;     /* Content-Length, -1 when not given */
 };
 
 int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg_err *err);
@@ -61,6 +66,17 @@ int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_t mode,
 		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
 		     struct gg_err *err);
+/* GET into path, resuming: the bytes go to PATH.part (0600), which a broken
+ * transfer leaves behind so that the next call asks only for the rest (a
+ * Range; *resumed says from which byte); PATH.part becomes path (mode) when
+ * the answer is complete. The size is asked first (HEAD), and the Range names
+ * the last byte: XRootD's HTTP door (5.5) answers an open-ended "N-" with
+ * nothing. A server that ignores the Range sends the whole file again and the
+ * part is started over; a part no shorter than the file is started over too.
+ * An error answer removes the part; a broken or short transfer keeps it. */
+int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
+		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
+		       struct gg_http_resp *resp, struct gg_err *err);
 void gg_http_resp_clear(struct gg_http_resp *resp);
 /* Parse resp->body as JSON. An empty body gives an empty object (A-REX sends
  * nothing for empty lists). */
@@ -73,6 +89,9 @@ int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_e
 int gg_http_unsent(const struct gg_http *h);
 /* Number of TCP connections opened so far (for tests and benchmarks). */
 long gg_http_connections(const struct gg_http *h);
+/* Bytes sent and received so far (request and answer, headers included; TLS
+ * not counted): what a command moved, for -v and the tests. */
+void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received);
 /* Default CA dir: $X509_CERT_DIR or /etc/grid-security/certificates. */
 const char *gg_http_default_ca_dir(void);
 

@@ -1,15 +1,50 @@
 /* The job descriptions of gridgpu's two kinds of work: an interactive session
  * (the launcher, its sshd's key, the session file it publishes) and a batch
  * job (the wrapper running a command in the SIF image). */
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "image/image.h"
-#include "session/engine.h"
+#include "session/engine_int.h"
 #include "session/sync.h"
+
+char *gg_site_output_base(const struct gg_site *site)
+{
+	if (!site || !site->output_base)
+		return NULL;
+	const struct passwd *pw = getpwuid(getuid());
+	const char *user = pw ? pw->pw_name : getenv("USER");
+	char *name = NULL, *url = NULL;
+	struct gg_err e = {0};
+	/* a name that cannot fail the check, to get the expanded base back */
+	if (gg_data_output_parse("x", site->output_base, user, &name, &url, &e) < 0) {
+		/* not a storage URL: expanded anyway, the caller's check says why */
+		free(name);
+		return gg_strdup_printf(
+			"%s%s", site->output_base,
+			site->output_base[strlen(site->output_base) - 1] == '/' ? "" : "/");
+	}
+	url[strlen(url) - 1] = '\0'; /* drop the "x" */
+	free(name);
+	return url;
+}
+
+int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site, struct gg_err *err)
+{
+	int rc = 0;
+	if (site && site->cache)
+		rc = gg_jd_env(jd, "GRIDGPU_CACHE", site->cache, err);
+	char *base = gg_site_output_base(site);
+	if (rc == 0 && base)
+		rc = gg_jd_env(jd, "GRIDGPU_STORAGE", base, err);
+	free(base);
+	return rc;
+}
 
 int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
 			const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
@@ -57,6 +92,8 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_jd_resources(jd, &q->res, site, err);
 	if (rc == 0)
 		rc = gg_jd_env(jd, "GRIDGPU_SESSION", r->name, err);
+	if (rc == 0)
+		rc = gg_jd_storage_env(jd, site, err);
 	if (rc == 0 && q->warn_leads) {
 		const char *w = q->warn_leads;
 		if (!*w || w[strspn(w, "0123456789 ")])
@@ -64,6 +101,47 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 				err, GG_EUSAGE,
 				"GRIDGPU_WARN_LEADS '%s': expected seconds, e.g. \"60 10\"", w);
 		rc = gg_jd_env(jd, "GRIDGPU_WARN_LEADS", w, err);
+	}
+	return rc;
+}
+
+char *gg_job_output_dest(const struct gg_job_spec *s, const struct gg_site *site, int i)
+{
+	const char *name = s->outputs[i];
+	if (!site || !site->output_base || name[strcspn(name, "*?[")])
+		return NULL;
+	char *base = gg_site_output_base(site);
+	char *url = base ? gg_strdup_printf("%s%s", base, name) : NULL;
+	free(base);
+	return url;
+}
+
+/* The job's storage: inputs the CE fetches (root:// ones through the site's
+ * cache), outputs it uploads (given with a URL, or under the site's
+ * output_base), and the outputs kept in its session directory. */
+static int job_data(const struct gg_job_spec *s, const struct gg_site *site, struct gg_jobdesc *jd,
+		    struct gg_err *err)
+{
+	int rc = site && site->cache ? gg_data_cache_check(site->cache, err) : 0;
+	if (rc < 0)
+		return gg_err_prefix(err, "site '%s'", site->name);
+	for (int i = 0; rc == 0 && i < s->ndata_in; i++) {
+		char *src = gg_data_cache_url(site ? site->cache : NULL, s->data_in_urls[i]);
+		rc = src ? gg_jd_input(jd, s->data_in_names[i], src, NULL, err)
+			 : gg_err_set(err, GG_ENOMEM, "out of memory");
+		free(src);
+	}
+	for (int i = 0; rc == 0 && i < s->ndata_out; i++)
+		rc = gg_jd_output_url(jd, s->data_out_names[i], s->data_out_urls[i], err);
+	for (int i = 0; rc == 0 && i < s->noutputs; i++) {
+		char *dest = gg_job_output_dest(s, site, i);
+		struct gg_data_url u;
+		if (dest && gg_data_url_parse(dest, &u, err) < 0)
+			rc = gg_err_prefix(err, "site '%s' output_base", site->name);
+		else
+			rc = dest ? gg_jd_output_url(jd, s->outputs[i], dest, err)
+				  : gg_jd_output(jd, s->outputs[i], err);
+		free(dest);
 	}
 	return rc;
 }
@@ -146,14 +224,16 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		const char *base = strrchr(s->inputs[i], '/');
 		rc = gg_jd_input(jd, base ? base + 1 : s->inputs[i], NULL, s->inputs[i], err);
 	}
-	for (int i = 0; rc == 0 && i < s->noutputs; i++)
-		rc = gg_jd_output(jd, s->outputs[i], err);
+	if (rc == 0)
+		rc = job_data(s, site, jd, err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stdout_name, GG_JOB_OUT_NAME, err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stderr_name, GG_JOB_ERR_NAME, err);
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &s->res, site, err);
+	if (rc == 0)
+		rc = gg_jd_storage_env(jd, site, err);
 	return rc;
 }
 

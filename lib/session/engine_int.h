@@ -13,4 +13,9 @@ int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *f
 /* 1 when the stored record is killed, or gone (killed and cleaned). */
 int gg_engine_killed(struct gg_engine *e, const char *name);
 
+/* Where a job's plain output i (s->outputs[i]) goes at site: under the site's
+ * output_base (a name, not a pattern, and the site has one): the URL,
+ * malloc'd; NULL when it stays in the CE's session directory. */
+char *gg_job_output_dest(const struct gg_job_spec *s, const struct gg_site *site, int i);
+
 #endif

@@ -57,10 +57,14 @@ void gg_record_clear(struct gg_record *r)
 {
 	if (!r)
 		return;
-	char **strs[] = {&r->name,     &r->uid,        &r->site,    &r->ce,         &r->job_id,
-			 &r->ce_state, &r->error,      &r->mig,     &r->image,      &r->queue,
-			 &r->auth,     &r->node,       &r->user,    &r->host_key,   &r->sessiondir,
-			 &r->key,      &r->image_path, &r->command, &r->outputs_dir};
+	char **strs[] = {&r->name,        &r->uid,           &r->site,
+			 &r->ce,          &r->job_id,        &r->ce_state,
+			 &r->error,       &r->mig,           &r->image,
+			 &r->queue,       &r->auth,          &r->node,
+			 &r->user,        &r->host_key,      &r->sessiondir,
+			 &r->key,         &r->image_path,    &r->command,
+			 &r->outputs_dir, &r->active_reason, &r->storage_outputs,
+			 &r->staging};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 		free(*strs[i]);
 	memset(r, 0, sizeof *r);

@@ -65,6 +65,30 @@ static char *command_line(const struct gg_job_spec *q)
 	return strdup(line);
 }
 
+/* The outputs the CE uploads to storage, a line "NAME URL" each (get fetches
+ * them from there), or NULL. */
+static char *storage_outputs(const struct gg_job_spec *q, const struct gg_site *site)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	for (int i = 0; i < q->ndata_out; i++)
+		fprintf(f, "%s %s\n", q->data_out_names[i], q->data_out_urls[i]);
+	for (int i = 0; i < q->noutputs; i++) {
+		char *dest = gg_job_output_dest(q, site, i);
+		if (dest)
+			fprintf(f, "%s %s\n", q->outputs[i], dest);
+		free(dest);
+	}
+	if (fclose(f) != 0 || !len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 void gg_job_submission(struct gg_submission *s, const struct gg_job_spec *q,
 		       const struct gg_site *site, const char *name, int token)
 {
@@ -82,6 +106,8 @@ void gg_job_submission(struct gg_submission *s, const struct gg_job_spec *q,
 	r->image_path = dup_or_null(q->image_url ? q->image_url : q->image);
 	r->auth = strdup(auth_of(token, site));
 	r->command = command_line(q);
+	r->storage_outputs = storage_outputs(q, site);
+	r->remote_inputs = q->ndata_in;
 }
 
 static const char *base_name(const char *path)
@@ -101,6 +127,37 @@ static int own_file(const char *b)
 	return 0;
 }
 
+/* Storage inputs named like the job's own files, like a local input or like
+ * each other; storage outputs named twice or like a kept output. */
+static int check_data_names(const struct gg_job_spec *q, struct gg_err *err)
+{
+	for (int i = 0; i < q->ndata_in; i++) {
+		const char *b = q->data_in_names[i];
+		int clash = own_file(b);
+		for (int k = 0; !clash && k < q->ninputs; k++)
+			clash = !strcmp(b, base_name(q->inputs[k]));
+		for (int k = 0; !clash && k < i; k++)
+			clash = !strcmp(b, q->data_in_names[k]);
+		if (clash)
+			return gg_err_set(err, GG_EUSAGE,
+					  "--input '%s': another input or the job's own file is "
+					  "'%s' in the job's directory: name it (URL:NAME)",
+					  q->data_in_urls[i], b);
+	}
+	for (int i = 0; i < q->ndata_out; i++) {
+		const char *b = q->data_out_names[i];
+		int clash = own_file(b);
+		for (int k = 0; !clash && k < q->noutputs; k++)
+			clash = !strcmp(b, q->outputs[k]);
+		for (int k = 0; !clash && k < i; k++)
+			clash = !strcmp(b, q->data_out_names[k]);
+		if (clash)
+			return gg_err_set(err, GG_EUSAGE,
+					  "--output '%s': named twice, or the job's own file", b);
+	}
+	return 0;
+}
+
 int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)
 {
 	for (int i = 0; i < q->ninputs; i++) {
@@ -117,6 +174,9 @@ int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)
 						  "the job's directory",
 						  q->inputs[k], q->inputs[i], b);
 	}
+	int rc = check_data_names(q, err);
+	if (rc < 0)
+		return rc;
 	for (int i = 0; i < q->noutputs; i++) {
 		const char *v = q->outputs[i];
 		if (strchr(v, '/') || !strcmp(v, "..") || !strcmp(v, ".") || !*v)

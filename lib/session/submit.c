@@ -78,6 +78,9 @@ static int prepare(struct run *x, struct gg_err *err)
 		return rc;
 	if ((rc = gg_auth_find(site, x->r.auth, x->r.walltime, &x->auth, err)) < 0)
 		return rc;
+	/* storage files that cannot work: told before anything is written */
+	if (x->s->job && (rc = gg_storage_check(x->e, &x->auth, x->s->job, x->s->site, err)) < 0)
+		return rc;
 	if (x->s->make_key && !x->r.key) {
 		struct gg_ssh_paths sp;
 		if ((rc = gg_ssh_paths_init(&sp, err)) < 0)
@@ -217,9 +220,14 @@ static int upload(struct run *x, struct gg_err *err)
 		}
 	}
 	struct gg_http *h = gg_ce_http(x->ce);
-	if (h)
-		gg_engine_notef(x->e, GG_NOTE_VERBOSE, "%ld TLS connection(s) to the CE so far",
-				gg_http_connections(h));
+	if (h) {
+		int64_t sent, received;
+		gg_http_bytes(h, &sent, &received);
+		gg_engine_notef(x->e, GG_NOTE_VERBOSE,
+				"%ld TLS connection(s) to the CE so far, %lld bytes sent, %lld "
+				"received",
+				gg_http_connections(h), (long long)sent, (long long)received);
+	}
 	return 0;
 }
 

@@ -44,6 +44,25 @@ static void last_line(const char *text, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n > 300 ? 300 : n), start);
 }
 
+/* A-REX's data staging failed ("Failed in data staging: ..."): which file,
+ * where, and the storage's words, from its errors log (the node's last line is
+ * beside the point). 1 with *summary set (NULL when out of memory), else 0. */
+static int staging_failure(struct gg_ce *ce, const struct gg_record *r, const char *failed,
+			   char **summary)
+{
+	char *errors = NULL;
+	char which[1024];
+	struct gg_err e = {0};
+	if (strncmp(failed, "Failed in data staging", 22))
+		return 0;
+	int found = gg_ce_diagnose(ce, r->job_id, "errors", &errors, &e) == 0 &&
+		    gg_arc_staging_failure(errors, which, sizeof which);
+	free(errors);
+	if (found)
+		*summary = strdup(which);
+	return found;
+}
+
 /* Why a job failed, in one line; *walltime set when the batch system ended it
  * at its time limit (then the CE's words alone: the node's last line is the
  * signal's echo, "the job was cancelled"). */
@@ -66,6 +85,10 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 		*summary = gg_strdup_printf("ended by walltime: its walltime (%s) ran out and the "
 					    "batch system stopped the job (CE: %s)",
 					    d, a);
+		free(failed);
+		return *summary ? 0 : -1;
+	}
+	if (staging_failure(ce, r, a, summary)) {
 		free(failed);
 		return *summary ? 0 : -1;
 	}
@@ -190,11 +213,38 @@ int gg_session_published(const struct gg_record *r)
 	       r->port > 0;
 }
 
+/* A job's data staging as the CE says it now: "staging in D/N" while it
+ * fetches the storage inputs (from what is still to fetch), "staging out"
+ * while it uploads outputs; NULL otherwise. */
+static void apply_staging(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)
+{
+	const char *raw = res->raw_state ? res->raw_state : "";
+	char *text = NULL, *input = NULL;
+	struct gg_err e = {0};
+	if (r->kind != GG_REC_JOB)
+		return;
+	if (r->remote_inputs > 0 && !strncmp(raw, "PREPAR", 6) && ce &&
+	    gg_ce_diagnose(ce, r->job_id, "input", &input, &e) == 0) {
+		int64_t pending = gg_arc_inputs_pending(input);
+		if (pending > r->remote_inputs)
+			pending = r->remote_inputs;
+		text = gg_strdup_printf("staging in %lld/%lld",
+					(long long)(r->remote_inputs - pending),
+					(long long)r->remote_inputs);
+	} else if (r->storage_outputs && res->state == GG_CE_FINISHING) {
+		text = strdup("staging out");
+	}
+	free(input);
+	free(r->staging);
+	r->staging = text;
+}
+
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)
 {
 	if (gg_sess_state_ended(r->state) && r->state != GG_S_UNKNOWN)
 		return; /* final: a killed session stays killed */
 	set_str(&r->ce_state, res->raw_state ? res->raw_state : gg_ce_state_name(res->state));
+	apply_staging(ce, r, res);
 	switch (res->state) {
 	case GG_CE_UNKNOWN:
 		if (r->state != GG_S_UNKNOWN)

@@ -9,7 +9,9 @@
 # defaults give the historical site: netns ggsite, ports 9522-9524, 9543-9544.
 #   GG_TB_NS         network namespace (default ggsite)
 #   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
-#                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31 (default 9520)
+#                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31,
+#                    storage element (root:// and https:// on one port) = +40,
+#                    its XCache = +41, its door (a redirector) = +42 (default 9520)
 #   GG_TB_DIR        state dir (default /tmp/gridgpu-testbed)
 #   GRIDGPU_TESTBED_LRMS  slurm (default) or fork: A-REX's batch system.  Slurm
 #                    is the site the tests, make demo and the benchmarks run
@@ -33,6 +35,7 @@ TB_VO_OUTSIDER_DN="/DC=org/DC=example/CN=gridgpu VO Outreach" # in the VO, in no
 TB_HOST_DN="/DC=org/DC=example/CN=localhost"
 TB_PY=/usr/bin/python3      # Debian's python (python3-cryptography); not a pyenv shim
 TB_MARKER=.gridgpu-testbed  # marks a directory as a test-site state dir
+TB_XRD_USER=ggxrd           # the storage element and the cache run as this account (xrootd refuses root)
 
 # Sanitised environment for every daemon we start, so that the caller's X509_*,
 # BEARER_TOKEN, LD_* etc. never leak into A-REX or (through it) into jobs.
@@ -59,6 +62,8 @@ tb_paths() {
 	TB_CREATED=$TB_RUN/created          # paths outside DIR we created (one a line)
 	TB_SLURM=$TB_DIR/slurm              # Slurm and munge: config, state, spool
 	TB_VOMS=$TB_DIR/voms                # VOMS server, its MariaDB, the clients' vomses and vomsdir
+	TB_SE=$TB_DIR/storage               # XRootD storage element: config, data (/store), logs
+	TB_XC=$TB_DIR/xcache                # XRootD proxy cache in front of it: config, cached blocks
 	tb_shape
 }
 
@@ -90,6 +95,9 @@ tb_shape() {
 	TB_WORKER_PORT=$((TB_PORT_BASE + 4))     # sshd "worker", inside only
 	TB_SLURMCTLD_PORT=$((TB_PORT_BASE + 30)) # slurmctld, inside only
 	TB_SLURMD_PORT=$((TB_PORT_BASE + 31))    # slurmd, inside only
+	TB_SE_PORT=$((TB_PORT_BASE + 40))        # XRootD SE: root:// and https:// (XrdHttp); bridged
+	TB_XC_PORT=$((TB_PORT_BASE + 41))        # XRootD proxy cache (XCache), inside only
+	TB_DOOR_PORT=$((TB_PORT_BASE + 42))      # XRootD door of the SE: redirects to it; bridged
 	TB_CE_URL="https://localhost:$TB_REST_PORT/arex"
 	TB_ISSUER="https://localhost:$TB_ISSUER_PORT"
 	TB_NETNS_ETC=/etc/netns/$TB_NS
@@ -166,7 +174,8 @@ pid_cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
 pidfile_pid() {
 	local pid
 	[ -r "$1" ] || return 1
-	read -r pid <"$1" 2>/dev/null || return 1
+	# xrootd writes its pid file without a newline: read fails, the pid is there
+	read -r pid <"$1" 2>/dev/null || [ -n "${pid:-}" ] || return 1
 	case $pid in '' | *[!0-9]*) return 1 ;; esac
 	pid_gone "$pid" && return 1
 	case $(pid_cmdline "$pid") in *"$2"*) echo "$pid" ;; *) return 1 ;; esac
@@ -306,6 +315,11 @@ mariadb|$TB_RUN/mariadb.pid|mariadbd --no-defaults --datadir=$TB_VOMS/db |$TB_NS
 voms|$TB_RUN/voms.pid|voms -conf $TB_VOMS/voms.conf|$TB_NS|$TB_VOMS_PORT
 bridge-voms|$TB_RUN/bridge-voms.pid|TCP-LISTEN:$TB_VOMS_PORT,bind=127.0.0.1||$TB_VOMS_PORT
 bridge-issuer|$TB_RUN/bridge-issuer.pid|TCP-LISTEN:$TB_ISSUER_PORT,bind=127.0.0.1||$TB_ISSUER_PORT
+se|$TB_SE/run/xrootd.pid|xrootd -R $TB_XRD_USER -c $TB_SE/se.cfg|$TB_NS|$TB_SE_PORT
+xcache|$TB_XC/run/xrootd.pid|xrootd -R $TB_XRD_USER -c $TB_XC/xcache.cfg|$TB_NS|$TB_XC_PORT
+se-door|$TB_SE/door/run/xrootd.pid|xrootd -R $TB_XRD_USER -c $TB_SE/door/door.cfg|$TB_NS|$TB_DOOR_PORT
+bridge-se|$TB_RUN/bridge-se.pid|TCP-LISTEN:$TB_SE_PORT,bind=127.0.0.1||$TB_SE_PORT
+bridge-door|$TB_RUN/bridge-door.pid|TCP-LISTEN:$TB_DOOR_PORT,bind=127.0.0.1||$TB_DOOR_PORT
 EOF
 	[ "$TB_LRMS" = slurm ] || return 0
 	cat <<EOF

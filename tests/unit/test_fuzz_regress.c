@@ -22,6 +22,7 @@
 
 #include "../fuzz/fuzz_arc_info.c"
 #include "../fuzz/fuzz_arc_jobs.c"
+#include "../fuzz/fuzz_arc_staging.c"
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_csr.c"
 #include "../fuzz/fuzz_http_json.c"
@@ -55,6 +56,7 @@ struct target {
 static const struct target targets[] = {
 	{"arc_info", no_init, fuzz_one_arc_info},
 	{"arc_jobs", no_init, fuzz_one_arc_jobs},
+	{"arc_staging", no_init, fuzz_one_arc_staging},
 	{"config", no_init, fuzz_one_config},
 	{"csr", fuzz_init_csr, fuzz_one_csr},
 	{"http_json", no_init, fuzz_one_http_json},
