@@ -273,22 +273,6 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 	return exit_code;
 }
 
-/* --count N with outputs at storage: every job would write the same URLs. */
-static int check_count(struct gg_cli *cli, const struct sub *s, const struct gg_site *const *sites,
-		       int nsites)
-{
-	int shared = s->spec.ndata_out > 0;
-	for (int i = 0; !shared && s->spec.noutputs && i < nsites; i++)
-		shared = sites[i]->output_base != NULL;
-	if (s->count > 1 && shared)
-		return ui_usage(cli,
-				"--count %d: every job would upload its outputs to the same "
-				"storage URL: submit them one by one with their own --output "
-				"NAME=URL",
-				s->count);
-	return 0;
-}
-
 /* The parsed submission to its sites (or printed with --dry-run). */
 static int submit(struct gg_cli *cli, struct sub *s)
 {
@@ -297,8 +281,9 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	int nsites = 0;
 	if ((rc = cli_sites(cli, sites, 16, &nsites)))
 		return rc;
-	if ((rc = check_count(cli, s, sites, nsites)))
-		return rc;
+	struct gg_err err = {0};
+	if (gg_job_count_check(&s->spec, s->count, sites, nsites, &err) < 0)
+		return ui_usage(cli, "%s", err.msg);
 	char *wrapper = cli_libexec(cli, "batch-wrapper", "batch wrapper", "submit");
 	if (!wrapper)
 		return EXIT_FAIL;

@@ -195,6 +195,11 @@ GG_API void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_
  * files (image.sif, the wrapper, its out and err) or like each other, output
  * patterns that are not a name in the job's directory (GG_EUSAGE). */
 GG_API int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err);
+/* count copies of the job: refused (GG_EUSAGE) when its outputs go to storage
+ * (--output NAME=URL, or a site's output_base), since every copy would write
+ * the same URLs. */
+GG_API int gg_job_count_check(const struct gg_job_spec *q, int count,
+			      const struct gg_site *const *sites, int nsites, struct gg_err *err);
 /* Record first, then the key, delegation (proxy: reused while it lasts),
  * submission and the uploads. On success *out is the record as stored (state
  * queued) and, when ce is not NULL, *ce the open CE (the caller frees it).

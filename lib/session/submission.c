@@ -188,6 +188,21 @@ int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)
 	return 0;
 }
 
+int gg_job_count_check(const struct gg_job_spec *q, int count, const struct gg_site *const *sites,
+		       int nsites, struct gg_err *err)
+{
+	int shared = q->ndata_out > 0;
+	for (int i = 0; !shared && q->noutputs && i < nsites; i++)
+		shared = sites[i]->output_base != NULL;
+	if (count > 1 && shared)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--count %d: every job would upload its outputs to the same "
+				  "storage URL: submit them one by one with their own --output "
+				  "NAME=URL",
+				  count);
+	return 0;
+}
+
 static int submit_at(struct gg_engine *e, const struct gg_job_spec *q, const struct gg_site *site,
 		     const char *name, int token, struct gg_record *out, struct gg_err *err)
 {

@@ -818,6 +818,31 @@ static void test_job_spec_check(void **state)
 	assert_non_null(strstr(err.msg, "--output '../x'"));
 }
 
+/* Copies of a job whose outputs go to storage would all write the same URLs. */
+static void test_job_count(void **state)
+{
+	(void)state;
+	struct gg_site plain = site_named("a", "https://a.example/arex");
+	struct gg_site based = site_named("b", "https://b.example/arex");
+	based.output_base = (char *)"davs://se.example:1094/store/u/";
+	const struct gg_site *one[] = {&plain}, *two[] = {&plain, &based};
+	const char *outs[] = {"result.root"};
+	struct gg_job_spec q = {.outputs = outs, .noutputs = 1};
+	struct gg_err err = {0};
+	/* outputs back through the CE: any count */
+	assert_int_equal(gg_job_count_check(&q, 5, one, 1, &err), 0);
+	/* a site with an output base: one copy only */
+	assert_int_equal(gg_job_count_check(&q, 1, two, 2, &err), 0);
+	assert_int_equal(gg_job_count_check(&q, 3, two, 2, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--count 3: every job would upload its outputs to the same "
+					"storage URL"));
+	/* --output NAME=URL */
+	q.noutputs = 0;
+	q.ndata_out = 1;
+	assert_int_equal(gg_job_count_check(&q, 2, one, 1, &err), GG_EUSAGE);
+	assert_int_equal(gg_job_count_check(&q, 1, one, 1, &err), 0);
+}
+
 static void test_job_spread(void **state)
 {
 	(void)state;
@@ -918,6 +943,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_job_words),
+		cmocka_unit_test(test_job_count),
 		cmocka_unit_test_setup_teardown(test_record_before_submit, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_answer_adopted, each_setup,
