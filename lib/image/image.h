@@ -39,6 +39,10 @@ struct sqfs_compressor_t *gg_sqfs_inflate_new(uint32_t block_size);
  * byte histogram is flat and they hold no repeated 4-byte strings within 32 KiB. Such
  * blocks are stored raw without being compressed. probe: scratch of 32768 uint16_t. */
 int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n);
+/* 1 when LZ77 can find almost nothing in the n bytes at in (fewer than n/512 positions
+ * start a 4-byte string seen within 32 KiB): such blocks are deflated at level 1, whose
+ * Huffman coding does as well as the higher levels there. probe: as above. */
+int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n);
 
 /* ---- SIF encoding and writing ---------------------------------------------- */
 

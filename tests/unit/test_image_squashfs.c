@@ -439,6 +439,68 @@ static void test_deflate_hopeless(void **state)
 	free(out);
 }
 
+/* The repeat probe looks up every 4th position and tables every 3rd: a repeat of 16
+ * bytes (deflate gains from it) is seen whatever its alignment, so the block is
+ * compressed; a repeat of 15 bytes is allowed to pass unseen. */
+static void test_deflate_hopeless_alignment(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n);
+	uint16_t *probe = malloc(32768 * sizeof *probe);
+	for (size_t a = 0; a < 12; a++) {
+		fill_random(in, n, 60 + a);
+		memcpy(in + 50000 + a, in + 49000, 16);
+		assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+	}
+	free(probe);
+	free(in);
+}
+
+/* float32 weights (random mantissas, a few exponents): a skewed histogram, so deflate
+ * gains, but no repeats: level 1's Huffman coding. Text has repeats everywhere. The
+ * block deflated that way inflates back and is no larger than at level 6 by more than
+ * a hair. */
+static void test_deflate_matchless(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n), *out = malloc(n), *back = malloc(n);
+	uint16_t *probe = malloc(32768 * sizeof *probe);
+	fill_random(in, n, 77);
+	static const unsigned char exps[] = {0x3c, 0x3d, 0x3e, 0xbc, 0xbd, 0xbe};
+	for (size_t i = 3; i < n; i += 4)
+		in[i] = exps[in[i] % 6];
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 1);
+	assert_int_equal(gg_deflate_matchless(probe, in, 8192), 0); /* too small to test */
+	sqfs_compressor_t *c6 = gg_sqfs_deflate_new(6, (uint32_t)n);
+	sqfs_compressor_t *c1 = gg_sqfs_deflate_new(1, (uint32_t)n);
+	sqfs_s32 l6 = c6->do_block(c6, in, (sqfs_u32)n, out, (sqfs_u32)n);
+	sqfs_s32 l1 = c1->do_block(c1, in, (sqfs_u32)n, back, (sqfs_u32)n);
+	assert_true(l6 > 0 && (size_t)l6 < n - n / 20);
+	assert_int_equal(l6, l1); /* level 6 took level 1's way: the same bytes */
+	assert_memory_equal(out, back, (size_t)l6);
+	sqfs_compressor_t *inf = zlib_inflater();
+	assert_int_equal(inf->do_block(inf, out, (sqfs_u32)l6, back, (sqfs_u32)n), (sqfs_s32)n);
+	assert_memory_equal(in, back, n);
+	fill_text(in, n, 5);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	/* random bytes holding 300 repeated 4-byte strings (1000 bytes back): LZ77 has
+	 * something to find there, so level 6 (the limit is 256 in 128 KiB) */
+	fill_random(in, n, 78);
+	for (size_t k = 0; k < 300; k++)
+		memcpy(in + 2000 + k * 400, in + 1000 + k * 400, 4);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	sqfs_destroy(inf);
+	sqfs_destroy(c1);
+	sqfs_destroy(c6);
+	free(probe);
+	free(in);
+	free(out);
+	free(back);
+}
+
 /* The libdeflate inflater reads back what the deflater wrote, and says so when the
  * output does not fit or the stream is damaged. */
 static void test_inflate(void **state)
@@ -476,6 +538,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deflate_zlib_compatible),
 		cmocka_unit_test(test_deflate_hopeless),
+		cmocka_unit_test(test_deflate_hopeless_alignment),
+		cmocka_unit_test(test_deflate_matchless),
 		cmocka_unit_test(test_inflate),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
