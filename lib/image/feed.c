@@ -20,6 +20,7 @@
 struct gg_feed {
 	const struct gg_image_callbacks *cb;
 	int skip_unreadable;
+	unsigned jobs;
 	struct gg_tree *tree;
 	struct gg_sqfs_writer *sq;
 	struct gg_image_progress prog;
@@ -112,6 +113,11 @@ struct gg_tree *gg_image_feed_tree(struct gg_feed *fz)
 int gg_image_feed_skip_unreadable(const struct gg_feed *fz)
 {
 	return fz->skip_unreadable;
+}
+
+unsigned gg_image_feed_jobs(const struct gg_feed *fz)
+{
+	return fz->jobs;
 }
 
 int gg_image_feed_begin(struct gg_feed *fz, struct gg_inode *ino, const char *path,
@@ -251,6 +257,11 @@ void gg_image_feed_attach(struct gg_feed *fz, struct gg_tree *t, struct gg_sqfs_
 {
 	fz->tree = t;
 	fz->sq = sq;
+}
+
+void gg_image_feed_set_jobs(struct gg_feed *fz, unsigned jobs)
+{
+	fz->jobs = jobs;
 }
 
 void gg_image_progress_source_size(struct gg_feed *fz, uint64_t bytes)

@@ -239,6 +239,7 @@ static int start_writers(struct run *r, struct gg_err *err)
 	if (!(r->tree = gg_image_tree_new()))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	gg_image_feed_attach(r->feed, r->tree, r->sq);
+	gg_image_feed_set_jobs(r->feed, r->qo.jobs);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #define GG_IMAGE_INTERNAL_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "image/image.h"
@@ -204,6 +205,9 @@ struct gg_tree *gg_image_feed_tree(struct gg_feed *fz);
 /* 1 for files the directory reader leaves out (the temp file, the output it replaces). */
 int gg_image_feed_excluded(const struct gg_feed *fz, dev_t dev, ino_t ino);
 int gg_image_feed_skip_unreadable(const struct gg_feed *fz);
+/* The compressor threads of the freeze: with more than one the directory reader opens
+ * and reads files ahead on a thread of its own. */
+unsigned gg_image_feed_jobs(const struct gg_feed *fz);
 
 /* The driver's side (freeze.c). new: NULL when out of memory; free accepts NULL and
  * frees neither the tree nor the writer. */
@@ -213,6 +217,7 @@ void gg_image_feed_free(struct gg_feed *fz);
 void gg_image_feed_exclude(struct gg_feed *fz, dev_t dev, ino_t ino);
 /* The tree and the squashfs writer to feed (sq NULL once the writer is freed). */
 void gg_image_feed_attach(struct gg_feed *fz, struct gg_tree *t, struct gg_sqfs_writer *sq);
+void gg_image_feed_set_jobs(struct gg_feed *fz, unsigned jobs);
 /* The size of the source, when the reader counts source bytes. */
 void gg_image_progress_source_size(struct gg_feed *fz, uint64_t bytes);
 /* The freeze is done: the count of warnings not shown, the last progress report.
@@ -265,6 +270,33 @@ int gg_image_archive_warning_matters(const char *msg);
 /* Copy the data of the current archive entry into the freeze (sparse holes as zeros). */
 int gg_image_feed_archive_data(struct gg_feed *fz, struct archive *a, struct gg_inode *ino,
 			       const char *path, const char *what, struct gg_err *err);
+
+/* ---- read-ahead (ahead.c): a thread opening and reading files ahead of the feed ---- */
+
+/* What opening one file gave, handed over as found, for the reader to check. */
+struct gg_ahead_file {
+	int fd; /* -1: the open failed with err_no */
+	int err_no;
+	int st_ok; /* fstat worked and it is a regular file: st */
+	struct stat st;
+	unsigned char *data; /* its first len bytes (0 for sparse files) */
+	size_t len;
+	char *rel; /* its path relative to the root (NULL: out of memory) */
+};
+/* Open a file's data beneath rootfd, as the reader does: O_NOATIME when allowed,
+ * O_NONBLOCK (a FIFO put in its place must not block). -1 with errno. */
+int gg_image_open_data(int rootfd, const char *rel, int use_openat2);
+/* Start opening nodes[0..n) in order, at most 32 files ahead; NULL when no thread or
+ * memory could be had (then the reader opens them itself). nodes must outlive it. */
+struct gg_ahead;
+struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_node *const *nodes,
+				      size_t n);
+/* File i, waited for (i in order, each once); give it back with done (closes the
+ * descriptor unless the reader set fd to -1 after taking it). */
+struct gg_ahead_file *gg_image_ahead_get(struct gg_ahead *a, size_t i);
+void gg_image_ahead_done(struct gg_ahead *a, struct gg_ahead_file *f);
+/* Stop the thread, close what it opened and free; NULL is fine. */
+void gg_image_ahead_stop(struct gg_ahead *a);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 

@@ -601,17 +601,17 @@ static int read_sparse(struct scan *s, int fd, uint64_t size, struct gg_err *err
 	return rc;
 }
 
-/* Open the file at s->path beneath the root; it must be the inode the scan found.
- * -1 with err set, or -1 with err clear when it is unreadable and skipped. */
-static int open_file(struct scan *s, struct gg_inode *ino, struct stat *st, struct gg_err *err)
+/* Check what opening s->path gave (f: a descriptor, or the errno of the open, and its
+ * fstat): it must be the inode the scan found. The descriptor (f->fd is then -1: the
+ * caller owns it), or -1 with err set, or -1 with err clear when it is unreadable and
+ * skipped. */
+static int check_open(struct scan *s, struct gg_inode *ino, struct gg_ahead_file *f,
+		      struct gg_err *err)
 {
-	/* O_NONBLOCK: a FIFO put in the file's place must not block the open */
-	int fl = O_RDONLY | O_NONBLOCK;
-	int fd = gg_image_open_beneath(s->rootfd, relpath(s), fl | O_NOATIME, s->openat2);
-	if (fd < 0 && errno == EPERM)
-		fd = gg_image_open_beneath(s->rootfd, relpath(s), fl, s->openat2);
+	int fd = f->fd;
+	f->fd = -1;
 	if (fd < 0) {
-		int e = errno;
+		int e = f->err_no;
 		if (gg_image_feed_skip_unreadable(s->fz) && (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			ino->skipped = 1;
@@ -622,7 +622,7 @@ static int open_file(struct scan *s, struct gg_inode *ino, struct stat *st, stru
 		}
 		return -1;
 	}
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || !same_inode(st, ino)) {
+	if (!f->st_ok || !same_inode(&f->st, ino)) {
 		close(fd);
 		changed(s, 0, err);
 		return -1;
@@ -630,24 +630,34 @@ static int open_file(struct scan *s, struct gg_inode *ino, struct stat *st, stru
 	return fd;
 }
 
-static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_err *err)
+/* The file's data, f->len bytes of it already read: the rest, or extent by extent. */
+static int feed_data(struct scan *s, int fd, const struct gg_ahead_file *f, struct gg_err *err)
 {
-	struct stat st;
-	int fd = open_file(s, ino, &st, err);
+	uint64_t size = (uint64_t)f->st.st_size;
+	if (size > READ_BUF) /* one read takes a smaller file whole */
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if ((uint64_t)f->st.st_blocks * 512 < size)
+		return read_sparse(s, fd, size, err);
+	if (f->len && gg_image_feed_data(s->fz, f->data, f->len, err) < 0)
+		return err->code;
+	if (f->len && f->len == size) /* the whole file, as one read would have ended */
+		return 0;
+	return read_range(s, fd, f->len, size - f->len, 1, err);
+}
+
+static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_ahead_file *f,
+		     struct gg_err *err)
+{
+	int fd = check_open(s, ino, f, err);
 	if (fd < 0)
 		return ino->skipped ? 0 : err->code;
 	if (s->proc && read_xattrs(s, ino, NULL, fd, err) < 0) {
 		close(fd);
 		return err->code;
 	}
-	uint64_t size = (uint64_t)st.st_size;
-	if (size > READ_BUF) /* one read takes a smaller file whole */
-		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
-	if (!rc && (uint64_t)st.st_blocks * 512 < size)
-		rc = read_sparse(s, fd, size, err);
-	else if (!rc)
-		rc = read_range(s, fd, 0, size, 1, err);
+	if (!rc)
+		rc = feed_data(s, fd, f, err);
 	close(fd);
 	if (rc < 0)
 		return rc;
@@ -703,25 +713,69 @@ static int item_cmp(const void *a, const void *b)
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int feed_all(struct scan *s, struct gg_err *err)
+/* The regular files in feed order: nodes[0..n). */
+static int feed_order(struct scan *s, struct gg_node ***nodes, size_t *n, struct gg_err *err)
 {
 	struct feed_list l = {0};
-	int rc = gg_image_tree_walk(s->t->root, collect_file, NULL, &l);
-	if (rc)
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (!rc && l.n)
-		qsort(l.items, l.n, sizeof *l.items, item_cmp);
-	for (size_t i = 0; !rc && i < l.n; i++) {
-		struct gg_inode *ino = l.items[i].n->inode;
-		if (ino->fed || ino->skipped)
-			continue;
-		char *r = gg_image_node_path(l.items[i].n);
-		rc = r && path_set(s, r) == 0 ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
-		free(r);
-		if (!rc)
-			rc = feed_file(s, ino, err);
+	*nodes = NULL;
+	*n = 0;
+	if (gg_image_tree_walk(s->t->root, collect_file, NULL, &l) != 0 ||
+	    (l.n && !(*nodes = malloc(l.n * sizeof **nodes)))) {
+		free(l.items);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
+	if (l.n)
+		qsort(l.items, l.n, sizeof *l.items, item_cmp);
+	for (size_t i = 0; i < l.n; i++)
+		(*nodes)[i] = l.items[i].n;
+	*n = l.n;
 	free(l.items);
+	return 0;
+}
+
+/* Open node's file here (no read-ahead thread): f as the thread would give it. */
+static int open_here(struct scan *s, struct gg_node *node, struct gg_ahead_file *f,
+		     struct gg_err *err)
+{
+	memset(f, 0, sizeof *f);
+	f->fd = -1;
+	char *r = gg_image_node_path(node);
+	int rc = r && path_set(s, r) == 0 ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(r);
+	if (rc)
+		return rc;
+	f->fd = gg_image_open_data(s->rootfd, relpath(s), s->openat2);
+	f->err_no = errno;
+	f->st_ok = f->fd >= 0 && fstat(f->fd, &f->st) == 0 && S_ISREG(f->st.st_mode);
+	return 0;
+}
+
+static int feed_all(struct scan *s, struct gg_err *err)
+{
+	struct gg_node **nodes;
+	size_t n;
+	int rc = feed_order(s, &nodes, &n, err);
+	struct gg_ahead *a = NULL;
+	if (!rc && n > 1 && gg_image_feed_jobs(s->fz) > 1)
+		a = gg_image_ahead_start(s->rootfd, s->openat2, nodes, n);
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct gg_inode *ino = nodes[i]->inode;
+		struct gg_ahead_file here = {.fd = -1}, *f = a ? gg_image_ahead_get(a, i) : &here;
+		if (!ino->fed && !ino->skipped) { /* else a hard link's data already went in */
+			if (!a)
+				rc = open_here(s, nodes[i], f, err);
+			else if (!f->rel || path_set(s, f->rel) != 0)
+				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+			if (!rc)
+				rc = feed_file(s, ino, f, err);
+		}
+		if (a)
+			gg_image_ahead_done(a, f);
+		else if (here.fd >= 0)
+			close(here.fd);
+	}
+	gg_image_ahead_stop(a);
+	free(nodes);
 	return rc;
 }
 

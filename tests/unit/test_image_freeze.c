@@ -595,6 +595,7 @@ static void test_oci(void **state)
 struct swap {
 	const char *from, *aside, *to;
 	int hard, done;
+	unsigned jobs; /* 2: with the read-ahead thread */
 };
 
 static void swap_at_data(void *ud, const struct gg_image_progress *p)
@@ -613,7 +614,7 @@ static void swap_at_data(void *ud, const struct gg_image_progress *p)
 static void expect_swap_fails(struct swap *w, const char *sb, const char *out, const char *name)
 {
 	struct gg_image_callbacks cb = {.progress = swap_at_data, .ud = w};
-	struct gg_freeze_opts o = {.source = sb, .output = out, .jobs = 1};
+	struct gg_freeze_opts o = {.source = sb, .output = out, .jobs = w->jobs};
 	struct gg_err err = {0};
 	int rc = gg_image_freeze(&o, &cb, NULL, &err);
 	assert_int_equal(w->done, 1);
@@ -637,7 +638,7 @@ static void test_sandbox_race(void **state)
 	snprintf(from, sizeof from, "%s", P("%s", "race1/d"));
 	snprintf(aside, sizeof aside, "%s", P("%s", "race1-d-aside"));
 	snprintf(to, sizeof to, "%s", P("%s", "outside"));
-	struct swap w = {from, aside, to, 0, 0};
+	struct swap w = {from, aside, to, 0, 0, 1};
 	expect_swap_fails(&w, P("%s", "race1"), P("%s", "race.sif"), "d/f");
 	/* a file replaced by another file (a hard link of one outside): the inode differs */
 	mkdir(P("%s", "race2"), 0755);
@@ -645,8 +646,13 @@ static void test_sandbox_race(void **state)
 	snprintf(from, sizeof from, "%s", P("%s", "race2/f"));
 	snprintf(aside, sizeof aside, "%s", P("%s", "race2-f-aside"));
 	snprintf(to, sizeof to, "%s", P("%s", "outside/f"));
-	struct swap w2 = {from, aside, to, 1, 0};
+	struct swap w2 = {from, aside, to, 1, 0, 1};
 	expect_swap_fails(&w2, P("%s", "race2"), P("%s", "race.sif"), "race2/f");
+	/* again with the read-ahead thread: the file it opens is checked the same way */
+	assert_int_equal(unlink(from), 0);
+	assert_int_equal(rename(aside, from), 0);
+	struct swap w3 = {from, aside, to, 1, 0, 2};
+	expect_swap_fails(&w3, P("%s", "race2"), P("%s", "race.sif"), "race2/f");
 }
 
 /* Opening beneath the root refuses a symlink anywhere on the path, with openat2 and
@@ -973,6 +979,18 @@ static void test_reproducible_threads(void **state)
 		snprintf(body, sizeof body, "twin %d\n", i % 120);
 		put(P("%s", name), body);
 	}
+	/* what the read-ahead thread (jobs > 1) hands over differently: a hard link, an
+	 * empty file, a sparse one, one just over what it reads ahead */
+	assert_int_equal(link(P("%s", "mix/small007"), P("%s", "mix/zz-link")), 0);
+	put(P("%s", "mix/empty"), "");
+	int sfd = open(P("%s", "mix/sparse"), O_WRONLY | O_CREAT, 0644);
+	assert_true(sfd >= 0);
+	assert_int_equal(pwrite(sfd, "tail", 4, 3 << 20), 4);
+	close(sfd);
+	unsigned char *big = calloc(1, 32769);
+	memset(big, 'x', 32769);
+	put_bytes(P("%s", "mix/just-over.txt"), big, 32769);
+	free(big);
 	struct gg_err err = {0};
 	const char *outs[] = {"thr1.sif", "thr2.sif", "thr3.sif"};
 	for (unsigned j = 1; j <= 3; j++) {
@@ -1033,6 +1051,63 @@ static void test_grouped_by_extension(void **state)
 	if ((size_t)st.st_size > floor + src - 4096)
 		fail_msg("%zu bytes: the twin .py files were not fed side by side",
 			 (size_t)st.st_size);
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The read-ahead thread hands files over in order with their first bytes, a failed open
+ * as its errno; stopped early, it closes what it opened. */
+static void test_read_ahead(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "ra"), 0755);
+	struct gg_tree *t = gg_image_tree_new();
+	struct gg_node *nodes[80];
+	char name[32], body[32];
+	for (int i = 0; i < 80; i++) {
+		snprintf(name, sizeof name, "ra/f%02d", i);
+		snprintf(body, sizeof body, "body %d", i);
+		if (i != 5) /* f05 is in the tree but not on disk */
+			put(P("%s", name), body);
+		struct gg_entry e = {.path = name + 3, .mode = S_IFREG | 0644};
+		struct gg_inode *data;
+		struct gg_err err = {0};
+		assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
+		nodes[i] = gg_image_tree_lookup(t, name + 3);
+	}
+	int root = open(P("%s", "ra"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	int before = open_fds();
+	struct gg_ahead *a = gg_image_ahead_start(root, 0, nodes, 80);
+	assert_non_null(a);
+	for (int i = 0; i < 40; i++) {
+		struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
+		snprintf(name, sizeof name, "f%02d", i);
+		assert_string_equal(f->rel, name);
+		if (i == 5) {
+			assert_int_equal(f->fd, -1);
+			assert_int_equal(f->err_no, ENOENT);
+		} else {
+			snprintf(body, sizeof body, "body %d", i);
+			assert_true(f->fd >= 0 && f->st_ok);
+			assert_int_equal(f->len, strlen(body));
+			assert_memory_equal(f->data, body, f->len);
+		}
+		gg_image_ahead_done(a, f);
+	}
+	gg_image_ahead_stop(a); /* up to 32 files opened ahead are closed */
+	assert_int_equal(open_fds(), before);
+	close(root);
+	gg_image_tree_free(t);
 }
 
 static void make_many(const char *root, int n)
@@ -1135,6 +1210,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable),
 		cmocka_unit_test(test_reproducible_threads),
 		cmocka_unit_test(test_grouped_by_extension),
+		cmocka_unit_test(test_read_ahead),
 		cmocka_unit_test(test_memory_budget),
 	};
 	return cmocka_run_group_tests_name("image_freeze", tests, setup_tmp, teardown_tmp);
