@@ -44,14 +44,15 @@ struct gg_ahead {
 	struct slot slots[AHEAD_SLOTS];
 };
 
-int gg_image_open_data(int rootfd, const char *rel, int use_openat2)
+void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg_ahead_file *f)
 {
 	/* O_NONBLOCK: a FIFO put in the file's place must not block the open */
 	int fl = O_RDONLY | O_NONBLOCK;
-	int fd = gg_image_open_beneath(rootfd, rel, fl | O_NOATIME, use_openat2);
-	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file of another user */
-		fd = gg_image_open_beneath(rootfd, rel, fl, use_openat2);
-	return fd;
+	f->fd = gg_image_open_beneath(rootfd, rel, fl | O_NOATIME, use_openat2);
+	if (f->fd < 0 && errno == EPERM) /* O_NOATIME on a file of another user */
+		f->fd = gg_image_open_beneath(rootfd, rel, fl, use_openat2);
+	f->err_no = f->fd < 0 ? errno : 0;
+	f->st_ok = f->fd >= 0 && fstat(f->fd, &f->st) == 0 && S_ISREG(f->st.st_mode);
 }
 
 static void fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i)
@@ -65,12 +66,7 @@ static void fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i)
 		f->err_no = ENOMEM;
 		return;
 	}
-	f->fd = gg_image_open_data(a->rootfd, f->rel, a->use_openat2);
-	if (f->fd < 0) {
-		f->err_no = errno;
-		return;
-	}
-	f->st_ok = fstat(f->fd, &f->st) == 0 && S_ISREG(f->st.st_mode);
+	gg_image_ahead_open(a->rootfd, f->rel, a->use_openat2, f);
 	/* sparse files are read extent by extent by the feeding thread */
 	if (!f->st_ok || f->st.st_size == 0 ||
 	    (uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)

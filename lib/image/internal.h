@@ -283,9 +283,10 @@ struct gg_ahead_file {
 	size_t len;
 	char *rel; /* its path relative to the root (NULL: out of memory) */
 };
-/* Open a file's data beneath rootfd, as the reader does: O_NOATIME when allowed,
- * O_NONBLOCK (a FIFO put in its place must not block). -1 with errno. */
-int gg_image_open_data(int rootfd, const char *rel, int use_openat2);
+/* Open rel beneath rootfd as the reader does (O_NOATIME when allowed, O_NONBLOCK: a FIFO
+ * put in its place must not block) and fstat it: fd, err_no and st_ok of f. The thread
+ * does this for every file; without it the reader calls it itself. */
+void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg_ahead_file *f);
 /* Start opening nodes[0..n) in order, at most 32 files ahead; NULL when no thread or
  * memory could be had (then the reader opens them itself). nodes must outlive it. */
 struct gg_ahead;

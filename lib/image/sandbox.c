@@ -744,9 +744,7 @@ static int open_here(struct scan *s, struct gg_node *node, struct gg_ahead_file 
 	free(r);
 	if (rc)
 		return rc;
-	f->fd = gg_image_open_data(s->rootfd, relpath(s), s->openat2);
-	f->err_no = errno;
-	f->st_ok = f->fd >= 0 && fstat(f->fd, &f->st) == 0 && S_ISREG(f->st.st_mode);
+	gg_image_ahead_open(s->rootfd, relpath(s), s->openat2, f);
 	return 0;
 }
 
