@@ -1,13 +1,15 @@
-/* Read-ahead for the directory reader: a thread that opens the sandbox's files in the
- * order they will be fed, checks them with fstat and reads the first bytes, a bounded
- * number of files ahead of the thread that feeds them. On trees of many small files the
- * feeding thread spent most of its time in those system calls (500k tiny files: 7 s of
- * system time against half a second of compression), with the compressor threads idle.
+/* Read-ahead for the directory reader: threads that open the sandbox's files in the
+ * order they will be fed, check them with fstat, ask for the size of their extended
+ * attribute list and read the first bytes, a bounded number of files ahead of the thread
+ * that feeds them; they also close what the feeding thread is done with. On trees of many
+ * small files the feeding thread spent most of its time in those system calls (500k tiny
+ * files: 7 s of system time against half a second of compression), with the compressor
+ * threads idle; one thread doing them all became the next bottleneck, so two share them.
  *
- * The thread decides nothing: whatever it finds (a descriptor, an errno, a short read) is
+ * The threads decide nothing: whatever it finds (a descriptor, an errno, a short read) is
  * handed over as it is, and the feeding thread checks and reports it exactly as it would
  * have done itself, in the same order, so the image and every message are the same with
- * or without it. It touches only the tree's names and parent links, which do not change
+ * or without them. They touch only the tree's names and parent links, which do not change
  * while the data is fed. */
 #include "image/internal.h"
 
@@ -18,10 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
-#define AHEAD_SLOTS 32
-#define AHEAD_BYTES (32u << 10) /* read ahead of each file: most small files whole */
+#define AHEAD_THREADS 2
+#define AHEAD_SLOTS   64          /* a multiple of AHEAD_THREADS */
+#define AHEAD_BYTES   (32u << 10) /* read ahead of each file: most small files whole */
+#define PER_THREAD    (AHEAD_SLOTS / AHEAD_THREADS)
 
 struct slot {
 	struct gg_ahead_file f;
@@ -29,18 +34,27 @@ struct slot {
 	int ready;
 };
 
+/* Thread k opens files k, k + AHEAD_THREADS, ... into slots k, k + AHEAD_THREADS, ...
+ * (file i in slot i % AHEAD_SLOTS): its slots are its own, and the reader empties them
+ * in order, so the one it waits for is free once half of its slots are. */
+struct reader {
+	struct gg_ahead *a;
+	unsigned k;
+	pthread_t th;
+	pthread_cond_t cv;
+	int started, waits;
+	size_t nready; /* of its slots */
+};
+
 struct gg_ahead {
 	int rootfd, use_openat2;
 	struct gg_node *const *nodes;
 	size_t n;
-	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv; /* the reader's */
 	int stop;
-	/* who sleeps, so that the other wakes it only when needed: the thread sleeps on a
-	 * full ring until half of it is free again, the reader on the file it needs */
-	int ahead_waits, reader_waits;
-	size_t nready;
+	int reader_waits;
+	struct reader th[AHEAD_THREADS];
 	struct slot slots[AHEAD_SLOTS];
 };
 
@@ -53,13 +67,27 @@ void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg
 		f->fd = gg_image_open_beneath(rootfd, rel, fl, use_openat2);
 	f->err_no = f->fd < 0 ? errno : 0;
 	f->st_ok = f->fd >= 0 && fstat(f->fd, &f->st) == 0 && S_ISREG(f->st.st_mode);
+	/* most files have no extended attributes: the size of their list says so at once */
+	f->xattrs = f->st_ok ? flistxattr(f->fd, NULL, 0) : -1;
+}
+
+/* What the slot held before (its descriptor, given back by the reader) is let go here,
+ * off the reader's thread. */
+static void slot_clear(struct gg_ahead_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	free(f->rel);
+	f->rel = NULL;
 }
 
 static void fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i)
 {
-	f->fd = -1;
+	slot_clear(f);
 	f->err_no = 0;
 	f->st_ok = 0;
+	f->xattrs = -1;
 	f->len = 0;
 	f->rel = gg_image_node_path(a->nodes[i]);
 	if (!f->rel) {
@@ -81,18 +109,19 @@ static void fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i)
 
 static void *ahead_main(void *arg)
 {
-	struct gg_ahead *a = arg;
+	struct reader *r = arg;
+	struct gg_ahead *a = r->a;
 	/* as the compressor threads (squashfs.c): the feeding thread goes first */
 	struct sched_param sp = {.sched_priority = 0};
 	sched_setscheduler(0, SCHED_BATCH, &sp); /* this thread only; best effort */
-	for (size_t i = 0; i < a->n; i++) {
+	for (size_t i = r->k; i < a->n; i += AHEAD_THREADS) {
 		struct slot *s = &a->slots[i % AHEAD_SLOTS];
 		pthread_mutex_lock(&a->mu);
 		while (s->ready && !a->stop) {
-			a->ahead_waits = 1;
-			pthread_cond_wait(&a->cv, &a->mu);
+			r->waits = 1;
+			pthread_cond_wait(&r->cv, &a->mu);
 		}
-		a->ahead_waits = 0;
+		r->waits = 0;
 		int stop = a->stop;
 		pthread_mutex_unlock(&a->mu);
 		if (stop)
@@ -101,21 +130,35 @@ static void *ahead_main(void *arg)
 		pthread_mutex_lock(&a->mu);
 		s->seq = i;
 		s->ready = 1;
-		a->nready++;
+		r->nready++;
 		if (a->reader_waits)
-			pthread_cond_broadcast(&a->cv);
+			pthread_cond_signal(&a->cv);
 		pthread_mutex_unlock(&a->mu);
 	}
 	return NULL;
 }
 
-static void slot_clear(struct gg_ahead_file *f)
+static void ahead_free(struct gg_ahead *a)
 {
-	if (f->fd >= 0)
-		close(f->fd);
-	f->fd = -1;
-	free(f->rel);
-	f->rel = NULL;
+	for (size_t k = 0; k < AHEAD_SLOTS; k++) {
+		slot_clear(&a->slots[k].f);
+		free(a->slots[k].f.data);
+	}
+	for (unsigned k = 0; k < AHEAD_THREADS; k++)
+		pthread_cond_destroy(&a->th[k].cv);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}
+
+static int ahead_init(struct gg_ahead *a)
+{
+	for (size_t i = 0; i < AHEAD_SLOTS; i++)
+		a->slots[i].f.fd = -1;
+	for (size_t i = 0; i < AHEAD_SLOTS; i++)
+		if (!(a->slots[i].f.data = malloc(AHEAD_BYTES)))
+			return -1;
+	return 0;
 }
 
 struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_node *const *nodes,
@@ -128,24 +171,24 @@ struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_nod
 	a->use_openat2 = use_openat2;
 	a->nodes = nodes;
 	a->n = n;
-	size_t i = 0;
-	for (; i < AHEAD_SLOTS; i++) {
-		a->slots[i].f.fd = -1;
-		if (!(a->slots[i].f.data = malloc(AHEAD_BYTES)))
-			break;
+	/* mutex and condition variables need no clean-up when never used (Linux) */
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	for (unsigned k = 0; k < AHEAD_THREADS; k++) {
+		a->th[k].a = a;
+		a->th[k].k = k;
+		pthread_cond_init(&a->th[k].cv, NULL);
 	}
-	if (i < AHEAD_SLOTS || pthread_mutex_init(&a->mu, NULL) != 0) {
-		for (size_t k = 0; k < i; k++)
-			free(a->slots[k].f.data);
-		free(a);
+	if (ahead_init(a) < 0) {
+		ahead_free(a);
 		return NULL;
 	}
-	if (pthread_cond_init(&a->cv, NULL) != 0 || pthread_create(&a->th, NULL, ahead_main, a)) {
-		pthread_mutex_destroy(&a->mu);
-		for (size_t k = 0; k < AHEAD_SLOTS; k++)
-			free(a->slots[k].f.data);
-		free(a);
-		return NULL;
+	for (unsigned k = 0; k < AHEAD_THREADS; k++) {
+		if (pthread_create(&a->th[k].th, NULL, ahead_main, &a->th[k]) != 0) {
+			gg_image_ahead_stop(a);
+			return NULL;
+		}
+		a->th[k].started = 1;
 	}
 	return a;
 }
@@ -166,12 +209,12 @@ struct gg_ahead_file *gg_image_ahead_get(struct gg_ahead *a, size_t i)
 void gg_image_ahead_done(struct gg_ahead *a, struct gg_ahead_file *f)
 {
 	struct slot *s = (struct slot *)f; /* f is the slot's first member */
-	slot_clear(f);
+	struct reader *r = &a->th[s->seq % AHEAD_THREADS];
 	pthread_mutex_lock(&a->mu);
 	s->ready = 0;
-	a->nready--;
-	if (a->ahead_waits && a->nready <= AHEAD_SLOTS / 2)
-		pthread_cond_broadcast(&a->cv);
+	r->nready--;
+	if (r->waits && r->nready <= PER_THREAD / 2)
+		pthread_cond_signal(&r->cv);
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -181,15 +224,11 @@ void gg_image_ahead_stop(struct gg_ahead *a)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->stop = 1;
-	pthread_cond_broadcast(&a->cv);
+	for (unsigned k = 0; k < AHEAD_THREADS; k++)
+		pthread_cond_signal(&a->th[k].cv);
 	pthread_mutex_unlock(&a->mu);
-	pthread_join(a->th, NULL);
-	for (size_t k = 0; k < AHEAD_SLOTS; k++) {
-		if (a->slots[k].ready)
-			slot_clear(&a->slots[k].f);
-		free(a->slots[k].f.data);
-	}
-	pthread_cond_destroy(&a->cv);
-	pthread_mutex_destroy(&a->mu);
-	free(a);
+	for (unsigned k = 0; k < AHEAD_THREADS; k++)
+		if (a->th[k].started)
+			pthread_join(a->th[k].th, NULL);
+	ahead_free(a);
 }

@@ -271,7 +271,7 @@ int gg_image_archive_warning_matters(const char *msg);
 int gg_image_feed_archive_data(struct gg_feed *fz, struct archive *a, struct gg_inode *ino,
 			       const char *path, const char *what, struct gg_err *err);
 
-/* ---- read-ahead (ahead.c): a thread opening and reading files ahead of the feed ---- */
+/* ---- read-ahead (ahead.c): threads opening and reading files ahead of the feed ---- */
 
 /* What opening one file gave, handed over as found, for the reader to check. */
 struct gg_ahead_file {
@@ -279,24 +279,26 @@ struct gg_ahead_file {
 	int err_no;
 	int st_ok; /* fstat worked and it is a regular file: st */
 	struct stat st;
+	ssize_t xattrs;      /* flistxattr(fd, NULL, 0) when st_ok: 0 is "none", else -1 */
 	unsigned char *data; /* its first len bytes (0 for sparse files) */
 	size_t len;
 	char *rel; /* its path relative to the root (NULL: out of memory) */
 };
 /* Open rel beneath rootfd as the reader does (O_NOATIME when allowed, O_NONBLOCK: a FIFO
- * put in its place must not block) and fstat it: fd, err_no and st_ok of f. The thread
- * does this for every file; without it the reader calls it itself. */
+ * put in its place must not block), fstat it and size its attribute list: fd, err_no,
+ * st_ok and xattrs of f. The threads do this for every file; without them the reader
+ * calls it itself. */
 void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg_ahead_file *f);
-/* Start opening nodes[0..n) in order, at most 32 files ahead; NULL when no thread or
+/* Start opening nodes[0..n) in order, at most 64 files ahead; NULL when no thread or
  * memory could be had (then the reader opens them itself). nodes must outlive it. */
 struct gg_ahead;
 struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_node *const *nodes,
 				      size_t n);
-/* File i, waited for (i in order, each once); give it back with done (closes the
- * descriptor unless the reader set fd to -1 after taking it). */
+/* File i, waited for (i in order, each once); give it back with done: a descriptor left
+ * in fd is closed by the threads, not by the reader. */
 struct gg_ahead_file *gg_image_ahead_get(struct gg_ahead *a, size_t i);
 void gg_image_ahead_done(struct gg_ahead *a, struct gg_ahead_file *f);
-/* Stop the thread, close what it opened and free; NULL is fine. */
+/* Stop the threads, close what they opened and free; NULL is fine. */
 void gg_image_ahead_stop(struct gg_ahead *a);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */

@@ -602,15 +602,13 @@ static int read_sparse(struct scan *s, int fd, uint64_t size, struct gg_err *err
 }
 
 /* Check what opening s->path gave (f: a descriptor, or the errno of the open, and its
- * fstat): it must be the inode the scan found. The descriptor (f->fd is then -1: the
- * caller owns it), or -1 with err set, or -1 with err clear when it is unreadable and
+ * fstat): it must be the inode the scan found. The descriptor (still f's: whoever gave f
+ * closes it), or -1 with err set, or -1 with err clear when it is unreadable and
  * skipped. */
-static int check_open(struct scan *s, struct gg_inode *ino, struct gg_ahead_file *f,
+static int check_open(struct scan *s, struct gg_inode *ino, const struct gg_ahead_file *f,
 		      struct gg_err *err)
 {
-	int fd = f->fd;
-	f->fd = -1;
-	if (fd < 0) {
+	if (f->fd < 0) {
 		int e = f->err_no;
 		if (gg_image_feed_skip_unreadable(s->fz) && (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
@@ -623,11 +621,10 @@ static int check_open(struct scan *s, struct gg_inode *ino, struct gg_ahead_file
 		return -1;
 	}
 	if (!f->st_ok || !same_inode(&f->st, ino)) {
-		close(fd);
 		changed(s, 0, err);
 		return -1;
 	}
-	return fd;
+	return f->fd;
 }
 
 /* The file's data, f->len bytes of it already read: the rest, or extent by extent. */
@@ -651,14 +648,12 @@ static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_ahead_file 
 	int fd = check_open(s, ino, f, err);
 	if (fd < 0)
 		return ino->skipped ? 0 : err->code;
-	if (s->proc && read_xattrs(s, ino, NULL, fd, err) < 0) {
-		close(fd);
+	/* an empty attribute list (f->xattrs 0) needs no second look */
+	if (s->proc && f->xattrs != 0 && read_xattrs(s, ino, NULL, fd, err) < 0)
 		return err->code;
-	}
 	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
 	if (!rc)
 		rc = feed_data(s, fd, f, err);
-	close(fd);
 	if (rc < 0)
 		return rc;
 	return gg_image_feed_end(s->fz, err);

@@ -1064,8 +1064,9 @@ static int open_fds(void)
 	return n;
 }
 
-/* The read-ahead thread hands files over in order with their first bytes, a failed open
- * as its errno; stopped early, it closes what it opened. */
+/* The read-ahead threads hand files over in order with their first bytes and the size of
+ * their attribute list, a failed open as its errno; the descriptors given back are closed
+ * by them, and stopped early, they close what they opened. */
 static void test_read_ahead(void **state)
 {
 	(void)state;
@@ -1078,6 +1079,8 @@ static void test_read_ahead(void **state)
 		snprintf(body, sizeof body, "body %d", i);
 		if (i != 5) /* f05 is in the tree but not on disk */
 			put(P("%s", name), body);
+		if (i == 7) /* where the file system has them (tmpfs may not) */
+			setxattr(P("%s", name), "user.k", "v", 1, 0);
 		struct gg_entry e = {.path = name + 3, .mode = S_IFREG | 0644};
 		struct gg_inode *data;
 		struct gg_err err = {0};
@@ -1101,8 +1104,13 @@ static void test_read_ahead(void **state)
 			assert_true(f->fd >= 0 && f->st_ok);
 			assert_int_equal(f->len, strlen(body));
 			assert_memory_equal(f->data, body, f->len);
+			char l[64];
+			assert_int_equal(f->xattrs, flistxattr(f->fd, l, sizeof l));
+			assert_true(i == 7 || f->xattrs == 0);
 		}
 		gg_image_ahead_done(a, f);
+		/* what the threads still hold: at most the 64 slots' descriptors */
+		assert_true(open_fds() <= before + 64);
 	}
 	gg_image_ahead_stop(a); /* up to 32 files opened ahead are closed */
 	assert_int_equal(open_fds(), before);
