@@ -595,7 +595,7 @@ static void test_oci(void **state)
 struct swap {
 	const char *from, *aside, *to;
 	int hard, done;
-	unsigned jobs; /* 2: with the read-ahead thread */
+	unsigned jobs; /* 2: with the read-ahead threads */
 };
 
 static void swap_at_data(void *ud, const struct gg_image_progress *p)
@@ -979,7 +979,7 @@ static void test_reproducible_threads(void **state)
 		snprintf(body, sizeof body, "twin %d\n", i % 120);
 		put(P("%s", name), body);
 	}
-	/* what the read-ahead thread (jobs > 1) hands over differently: a hard link, an
+	/* what the read-ahead threads (jobs > 1) hand over differently: a hard link, an
 	 * empty file, a sparse one, one just over what it reads ahead */
 	assert_int_equal(link(P("%s", "mix/small007"), P("%s", "mix/zz-link")), 0);
 	put(P("%s", "mix/empty"), "");
