@@ -278,13 +278,69 @@ struct sqfs_compressor_t *gg_sqfs_deflate_new(int level, uint32_t block_size)
 /* ---- inflating: the block processor reads fragment blocks back to compare candidate
  * duplicates byte for byte, which on trees of many small equal files (hundreds of
  * thousands of look-ups) cost as much as compressing, with zlib's inflate; libdeflate's
- * is about three times faster. ------------------------------------------------------ */
+ * is about three times faster. The block processor keeps only the last block it read
+ * back, and the candidates of small equal files are spread over the early ones: the
+ * bench's 500k tiny files made 20,000 inflations of 252 different blocks, a second of
+ * the feeding thread's time. So the inflater keeps its last MEMO_SLOTS results, keyed
+ * by the stored bytes themselves (inflating is a function of them alone). ------------ */
+
+#define MEMO_SLOTS 16 /* at most 2 * 16 * block size (4 MiB at 128 KiB), made when used */
+
+struct memo {
+	uint8_t *in, *out; /* a stored block and what it inflated to */
+	uint32_t in_len, out_len;
+	uint64_t used; /* when last asked for: the least recent one is replaced */
+};
 
 struct gg_inflate {
 	sqfs_compressor_t base;
 	struct libdeflate_decompressor *d;
 	uint32_t block_size;
+	uint64_t clock, hits;
+	struct memo memo[MEMO_SLOTS];
 };
+
+static struct memo *memo_find(struct gg_inflate *z, const uint8_t *in, uint32_t size)
+{
+	for (int k = 0; k < MEMO_SLOTS; k++) {
+		struct memo *m = &z->memo[k];
+		if (m->in && m->in_len == size && memcmp(m->in, in, size) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+/* Remember in -> out in the least recently used slot; best effort. */
+static void memo_put(struct gg_inflate *z, const uint8_t *in, uint32_t size, const uint8_t *out,
+		     size_t n)
+{
+	if (size > z->block_size || n > z->block_size)
+		return;
+	struct memo *m = &z->memo[0];
+	for (int k = 1; k < MEMO_SLOTS && m->in; k++)
+		if (!z->memo[k].in || z->memo[k].used < m->used)
+			m = &z->memo[k];
+	if (!m->in) {
+		m->in = malloc(z->block_size);
+		m->out = malloc(z->block_size);
+		if (!m->in || !m->out) {
+			free(m->in);
+			free(m->out);
+			m->in = m->out = NULL;
+			return;
+		}
+	}
+	memcpy(m->in, in, size);
+	memcpy(m->out, out, n);
+	m->in_len = size;
+	m->out_len = (uint32_t)n;
+	m->used = ++z->clock;
+}
+
+uint64_t gg_sqfs_inflate_memo_hits(const struct sqfs_compressor_t *cmp)
+{
+	return ((const struct gg_inflate *)cmp)->hits;
+}
 
 static void inflate_get_configuration(const sqfs_compressor_t *cmp, sqfs_compressor_config_t *cfg)
 {
@@ -304,8 +360,17 @@ static sqfs_s32 inflate_do_block(sqfs_compressor_t *cmp, const sqfs_u8 *in, sqfs
 	size_t n = 0;
 	if (size >= 0x7FFFFFFF || outsize >= 0x7FFFFFFF)
 		return SQFS_ERROR_ARG_INVALID;
+	struct memo *m = memo_find(z, in, size);
+	if (m) {
+		if (m->out_len > outsize)
+			return SQFS_ERROR_OVERFLOW;
+		memcpy(out, m->out, m->out_len);
+		m->used = ++z->clock;
+		z->hits++;
+		return (sqfs_s32)m->out_len;
+	}
 	switch (libdeflate_zlib_decompress(z->d, in, size, out, outsize, &n)) {
-	case LIBDEFLATE_SUCCESS: return (sqfs_s32)n;
+	case LIBDEFLATE_SUCCESS: memo_put(z, in, size, out, n); return (sqfs_s32)n;
 	case LIBDEFLATE_INSUFFICIENT_SPACE: return SQFS_ERROR_OVERFLOW;
 	default: return SQFS_ERROR_COMPRESSOR;
 	}
@@ -316,6 +381,10 @@ static void inflate_destroy(sqfs_object_t *obj)
 	struct gg_inflate *z = (struct gg_inflate *)obj;
 	if (z->d)
 		libdeflate_free_decompressor(z->d);
+	for (int k = 0; k < MEMO_SLOTS; k++) {
+		free(z->memo[k].in);
+		free(z->memo[k].out);
+	}
 	free(z);
 }
 

@@ -35,6 +35,8 @@ struct sqfs_compressor_t *gg_sqfs_deflate_new(int level, uint32_t block_size);
 /* Its counterpart for reading blocks back (SQFS_COMP_FLAG_UNCOMPRESS): inflates zlib
  * streams with libdeflate. NULL on allocation failure. */
 struct sqfs_compressor_t *gg_sqfs_inflate_new(uint32_t block_size);
+/* How many blocks it gave from its memo of recent ones instead of inflating them. */
+uint64_t gg_sqfs_inflate_memo_hits(const struct sqfs_compressor_t *cmp);
 /* 1 when deflate cannot make the n bytes at in smaller: their
  * byte histogram is flat and they hold no repeated 4-byte strings within 32 KiB. Such
  * blocks are stored raw without being compressed. probe: scratch of 32768 uint16_t. */

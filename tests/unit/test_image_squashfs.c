@@ -21,6 +21,7 @@
 #include <sqfs/io.h>
 #include <sqfs/super.h>
 #include <sqfs/xattr_reader.h>
+#include <libdeflate.h>
 
 #include "image/internal.h"
 
@@ -533,6 +534,58 @@ static void test_inflate(void **state)
 	free(back);
 }
 
+/* Blocks read back again come from the inflater's memo of the last 16, keyed by their
+ * stored bytes: the same output as inflating, a least recently used one replaced, and
+ * two stored blocks of the same length but different bytes never taken for each other. */
+static void test_inflate_memo(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	enum { NB = 20 };
+	unsigned char *in[NB], *st[NB], *back = malloc(n);
+	sqfs_s32 len[NB];
+	sqfs_compressor_t *c = gg_sqfs_deflate_new(6, (uint32_t)n);
+	sqfs_compressor_t *z = gg_sqfs_inflate_new((uint32_t)n);
+	for (int i = 0; i < NB; i++) {
+		in[i] = malloc(n);
+		st[i] = malloc(n);
+		fill_text(in[i], n, 100 + i);
+		len[i] = c->do_block(c, in[i], (sqfs_u32)n, st[i], (sqfs_u32)n);
+		assert_true(len[i] > 0);
+	}
+	/* 0..19 fills the memo (16 slots: 4..19 stay), 19..0 finds 16 of them */
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < NB; k++) {
+			int i = pass ? NB - 1 - k : k;
+			memset(back, 0, n);
+			assert_int_equal(z->do_block(z, st[i], (sqfs_u32)len[i], back, (sqfs_u32)n),
+					 (sqfs_s32)n);
+			assert_memory_equal(back, in[i], n);
+		}
+	assert_int_equal(gg_sqfs_inflate_memo_hits(z), 16);
+	/* stored (level 0): equal lengths, one byte apart */
+	struct libdeflate_compressor *c0 = libdeflate_alloc_compressor(0);
+	assert_non_null(c0);
+	unsigned char *s1 = malloc(n), *s2 = malloc(n);
+	size_t l1 = libdeflate_zlib_compress(c0, in[0], n / 2, s1, n);
+	in[0][100] ^= 1;
+	size_t l2 = libdeflate_zlib_compress(c0, in[0], n / 2, s2, n);
+	assert_true(l1 > 0 && l1 == l2 && memcmp(s1, s2, l1) != 0);
+	assert_int_equal(z->do_block(z, s1, (sqfs_u32)l1, back, (sqfs_u32)n), (sqfs_s32)(n / 2));
+	assert_int_equal(z->do_block(z, s2, (sqfs_u32)l2, back, (sqfs_u32)n), (sqfs_s32)(n / 2));
+	assert_memory_equal(back, in[0], n / 2);
+	libdeflate_free_compressor(c0);
+	free(s1);
+	free(s2);
+	for (int i = 0; i < NB; i++) {
+		free(in[i]);
+		free(st[i]);
+	}
+	sqfs_destroy(z);
+	sqfs_destroy(c);
+	free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_deflate_hopeless_alignment),
 		cmocka_unit_test(test_deflate_matchless),
 		cmocka_unit_test(test_inflate),
+		cmocka_unit_test(test_inflate_memo),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
 		cmocka_unit_test(test_writer_deep),
