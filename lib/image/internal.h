@@ -206,7 +206,7 @@ struct gg_tree *gg_image_feed_tree(struct gg_feed *fz);
 int gg_image_feed_excluded(const struct gg_feed *fz, dev_t dev, ino_t ino);
 int gg_image_feed_skip_unreadable(const struct gg_feed *fz);
 /* The compressor threads of the freeze: with more than one the directory reader opens
- * and reads files ahead on two threads of their own. */
+ * and reads files ahead on threads of their own. */
 unsigned gg_image_feed_jobs(const struct gg_feed *fz);
 
 /* The driver's side (freeze.c). new: NULL when out of memory; free accepts NULL and
