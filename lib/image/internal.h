@@ -301,6 +301,22 @@ void gg_image_ahead_done(struct gg_ahead *a, struct gg_ahead_file *f);
 /* Stop the threads, close what they opened and free; NULL is fine. */
 void gg_image_ahead_stop(struct gg_ahead *a);
 
+/* ---- stat pool (statpool.c): fstatat over a directory's names on several threads ---- */
+
+struct gg_stat_result {
+	struct stat st;
+	int err; /* 0, or fstatat's errno (st is then undefined) */
+};
+/* Start the helper threads; NULL when none could be had (then the caller stats alone). */
+struct gg_statpool;
+struct gg_statpool *gg_image_statpool_start(void);
+/* fstatat(dfd, names[i], AT_SYMLINK_NOFOLLOW) into out[i] for every i < n, by the helpers
+ * and the caller together; returns when all are done. */
+void gg_image_statpool_run(struct gg_statpool *p, int dfd, char *const *names, size_t n,
+			   struct gg_stat_result *out);
+/* Stop the threads and free; NULL is fine. */
+void gg_image_statpool_stop(struct gg_statpool *p);
+
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 
 /* SIF arch code of the tree: /bin/sh (symlinks resolved inside the tree), else the first

@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #define READ_BUF (1u << 20)
+/* Directories with at least this many entries are stat-ed on the pool's threads */
+#define STAT_POOL_MIN 16
 
 struct hl_slot {
 	uint64_t dev, ino;
@@ -45,6 +47,7 @@ struct scan {
 	char *xbuf, *vbuf; /* xattr names and values */
 	size_t xcap, vcap;
 	unsigned char *rbuf;
+	struct gg_statpool *sp; /* NULL: the scan calls fstatat itself */
 };
 
 static uint32_t encode_dev(dev_t d)
@@ -430,15 +433,20 @@ static struct gg_inode *inode_for(struct scan *s, const struct stat *st, int *fr
 
 /* Add the entry name of dir (open as dfd; s->path names it) to the tree; *kid gets the
  * node when it is a directory to scan. */
+/* The entry name of dir, r what fstatat gave for it (NULL: not asked yet). */
 static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *name,
-		     struct gg_node **kid, struct gg_err *err)
+		     const struct gg_stat_result *r, struct gg_node **kid, struct gg_err *err)
 {
 	*kid = NULL;
 	if (gg_image_path_check(relpath(s), 0, err) < 0)
 		return gg_err_prefix(err, "'%.*s'", (int)s->rootlen, s->path);
-	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		int e = errno;
+	struct gg_stat_result here;
+	if (!r) {
+		here.err = fstatat(dfd, name, &here.st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+		r = &here;
+	}
+	if (r->err) {
+		int e = r->err;
 		if (e == ENOENT)
 			gg_image_warn(s->fz, "'%s' vanished while reading, left out", shown(s));
 		else if (gg_image_feed_skip_unreadable(s->fz))
@@ -447,6 +455,7 @@ static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *n
 			return gg_err_sys(err, GG_EFAIL, e, "'%s'", shown(s));
 		return 0;
 	}
+	const struct stat st = r->st;
 	if (gg_image_feed_excluded(s->fz, st.st_dev, st.st_ino))
 		return 0;
 	int fresh;
@@ -506,16 +515,21 @@ static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, stru
 	char **names;
 	size_t n, first = todo->n;
 	rc = read_names(s, d, &names, &n, err);
+	struct gg_stat_result *res = NULL;
+	if (!rc && s->sp && n >= STAT_POOL_MIN && (res = malloc(n * sizeof *res)))
+		gg_image_statpool_run(s->sp, dirfd(d), names, n, res);
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t saved;
 		struct gg_node *kid = NULL;
 		if (path_push(s, names[i], &saved) < 0)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-		else if ((rc = add_entry(s, dir, dirfd(d), names[i], &kid, err)) == 0 && kid &&
-			 todo_push(todo, kid) < 0)
+		else if ((rc = add_entry(s, dir, dirfd(d), names[i], res ? &res[i] : NULL, &kid,
+					 err)) == 0 &&
+			 kid && todo_push(todo, kid) < 0)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		path_pop(s, saved);
 	}
+	free(res);
 	closedir(d);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -818,7 +832,13 @@ int gg_image_read_dir(struct gg_feed *fz, const char *dir, struct gg_err *err)
 	s.path[s.rootlen++] = '/'; /* "root/" + relative path; "/" + it for "/" */
 	s.path[s.rootlen] = '\0';
 	s.len = s.rootlen;
-	if ((rc = open_root(&s, dir, err)) < 0 || (rc = scan_tree(&s, err)) < 0)
+	if (gg_image_feed_jobs(fz) > 1)
+		s.sp = gg_image_statpool_start();
+	rc = open_root(&s, dir, err);
+	if (!rc)
+		rc = scan_tree(&s, err);
+	gg_image_statpool_stop(s.sp);
+	if (rc < 0)
 		goto out;
 	gg_image_progress_phase(fz, GG_IMAGE_PHASE_DATA);
 	rc = feed_all(&s, err);

@@ -1118,6 +1118,56 @@ static void test_read_ahead(void **state)
 	gg_image_tree_free(t);
 }
 
+/* The stat pool gives for every name what fstatat gives (a symbolic link itself, a
+ * missing name's errno), batch after batch. */
+static void test_stat_pool(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "sp"), 0755);
+	enum { N = 43 };
+	char *names[N];
+	for (int i = 0; i < N; i++) {
+		char nm[32];
+		snprintf(nm, sizeof nm, "n%02d", i);
+		names[i] = strdup(nm);
+		if (i == 0)
+			assert_int_equal(symlink("n01", P("sp/%s", nm)), 0);
+		else if (i == 1)
+			mkdir(P("sp/%s", nm), 0700);
+		else if (i != 7) /* n07 is missing */
+			put(P("sp/%s", nm), nm + i % 3);
+	}
+	int dfd = open(P("%s", "sp"), O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	struct gg_statpool *sp = gg_image_statpool_start();
+	assert_non_null(sp);
+	struct gg_stat_result res[N];
+	size_t sizes[] = {N, 5, 0, N};
+	for (size_t b = 0; b < sizeof sizes / sizeof *sizes; b++) {
+		memset(res, 0xAB, sizeof res);
+		gg_image_statpool_run(sp, dfd, names, sizes[b], res);
+		for (size_t i = 0; i < sizes[b]; i++) {
+			struct stat st;
+			int e = fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ? errno : 0;
+			assert_int_equal(res[i].err, e);
+			if (e)
+				continue;
+			assert_int_equal(res[i].st.st_ino, st.st_ino);
+			assert_int_equal(res[i].st.st_mode, st.st_mode);
+			assert_int_equal(res[i].st.st_size, st.st_size);
+		}
+		if (sizes[b] > 7)
+			assert_int_equal(res[7].err, ENOENT);
+		if (sizes[b])
+			assert_true(S_ISLNK(res[0].st.st_mode));
+	}
+	gg_image_statpool_stop(sp);
+	gg_image_statpool_stop(NULL);
+	close(dfd);
+	for (int i = 0; i < N; i++)
+		free(names[i]);
+}
+
 static void make_many(const char *root, int n)
 {
 	char p[512], body[64];
@@ -1219,6 +1269,7 @@ int main(void)
 		cmocka_unit_test(test_reproducible_threads),
 		cmocka_unit_test(test_grouped_by_extension),
 		cmocka_unit_test(test_read_ahead),
+		cmocka_unit_test(test_stat_pool),
 		cmocka_unit_test(test_memory_budget),
 	};
 	return cmocka_run_group_tests_name("image_freeze", tests, setup_tmp, teardown_tmp);
