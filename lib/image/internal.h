@@ -279,7 +279,7 @@ struct gg_ahead_file {
 	int err_no;
 	int st_ok; /* fstat worked and it is a regular file: st */
 	struct stat st;
-	ssize_t xattrs;      /* flistxattr(fd, NULL, 0) when st_ok: 0 is "none", else -1 */
+	ssize_t xattrs;      /* flistxattr(fd, NULL, 0) when st_ok (0: none), else -1 */
 	unsigned char *data; /* its first len bytes (0 for sparse files) */
 	size_t len;
 	char *rel; /* its path relative to the root (NULL: out of memory) */

@@ -431,9 +431,9 @@ static struct gg_inode *inode_for(struct scan *s, const struct stat *st, int *fr
 	return slotp ? *slotp : NULL;
 }
 
-/* Add the entry name of dir (open as dfd; s->path names it) to the tree; *kid gets the
- * node when it is a directory to scan. */
-/* The entry name of dir, r what fstatat gave for it (NULL: not asked yet). */
+/* Add the entry name of dir (open as dfd; s->path names it) to the tree, r being what
+ * fstatat gave for it (NULL: not asked yet); *kid gets the node when it is a directory
+ * to scan. */
 static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *name,
 		     const struct gg_stat_result *r, struct gg_node **kid, struct gg_err *err)
 {
