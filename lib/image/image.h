@@ -42,9 +42,21 @@ uint64_t gg_sqfs_inflate_memo_hits(const struct sqfs_compressor_t *cmp);
  * blocks are stored raw without being compressed. probe: scratch of 32768 uint16_t. */
 int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n);
 /* 1 when LZ77 can find almost nothing in the n bytes at in (fewer than n/512 positions
- * start a 4-byte string seen within 32 KiB): such blocks are deflated at level 1, whose
- * Huffman coding does as well as the higher levels there. probe: as above. */
+ * start a 4-byte string seen within 32 KiB): such blocks are Huffman coded without
+ * LZ77 (gg_huffman_zlib), which does as well as deflate's levels there. probe: as
+ * above. */
 int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n);
+struct gg_huffman;
+/* Scratch for gg_huffman_zlib (about 18 KiB); one per thread. NULL when out of memory. */
+struct gg_huffman *gg_huffman_new(void);
+void gg_huffman_free(struct gg_huffman *h);
+/* The n bytes at in as a zlib stream (RFC 1950) of deflate blocks (RFC 1951) that use
+ * dynamic Huffman codes and no LZ77 matches: the whole as one block, or as 2 or 4,
+ * whichever is smallest. Its length, or 0 when it would not be smaller than n, would
+ * not fit in outsize - 8 bytes (the writer stores 8 bytes at a time), or n > 4 MiB.
+ * The output depends on the bytes alone. */
+size_t gg_huffman_zlib(struct gg_huffman *h, const uint8_t *in, size_t n, uint8_t *out,
+		       size_t outsize);
 
 /* ---- SIF encoding and writing ---------------------------------------------- */
 

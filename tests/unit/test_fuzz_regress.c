@@ -26,6 +26,7 @@
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_csr.c"
 #include "../fuzz/fuzz_http_json.c"
+#include "../fuzz/fuzz_huffman.c"
 #include "../fuzz/fuzz_launch_info.c"
 #include "../fuzz/fuzz_oci.c"
 #include "../fuzz/fuzz_pem.c"
@@ -60,6 +61,7 @@ static const struct target targets[] = {
 	{"config", no_init, fuzz_one_config},
 	{"csr", fuzz_init_csr, fuzz_one_csr},
 	{"http_json", no_init, fuzz_one_http_json},
+	{"huffman", no_init, fuzz_one_huffman},
 	{"launch_info", no_init, fuzz_one_launch_info},
 	{"oci", fuzz_init_oci, fuzz_one_oci},
 	{"pem", fuzz_init_pem, fuzz_one_pem},
