@@ -491,11 +491,29 @@ static void test_deflate_matchless(void **state)
 	assert_memory_equal(in, back, n);
 	fill_text(in, n, 5);
 	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
-	/* random bytes holding 300 repeated 4-byte strings (1000 bytes back): LZ77 has
-	 * something to find there, so level 6 (the limit is 256 in 128 KiB) */
+	/* random bytes holding 300 repeated 4-byte strings (1000 bytes back) at even
+	 * positions: LZ77 has something to find there, so level 6 (the limit is 128 even
+	 * positions in 128 KiB) */
 	fill_random(in, n, 78);
 	for (size_t k = 0; k < 300; k++)
 		memcpy(in + 2000 + k * 400, in + 1000 + k * 400, 4);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	/* at odd positions only even ones are looked up: 4 bytes are not seen, 5 are */
+	fill_random(in, n, 79);
+	for (size_t k = 0; k < 300; k++)
+		memcpy(in + 2001 + k * 400, in + 1001 + k * 400, 4);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 1);
+	for (size_t k = 0; k < 300; k++)
+		memcpy(in + 2001 + k * 400, in + 1001 + k * 400, 5);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	/* the limit: 110 repeats (100 bytes back) are well under it, 150 well over (a
+	 * hash table slot taken over in between can hide a repeat: 0.3% each here) */
+	fill_random(in, n, 80);
+	for (size_t k = 0; k < 110; k++)
+		memcpy(in + 2000 + k * 400, in + 1900 + k * 400, 4);
+	assert_int_equal(gg_deflate_matchless(probe, in, n), 1);
+	for (size_t k = 110; k < 150; k++)
+		memcpy(in + 2000 + k * 400, in + 1900 + k * 400, 4);
 	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
 	sqfs_destroy(inf);
 	sqfs_destroy(c1);
