@@ -2,11 +2,14 @@
  * data block and fragment block of its squashfs is read back, inflated when stored
  * compressed, and deflated again with libdeflate at LEVEL (default 6), timed on one
  * thread (CPU time). Prints one line:
- *   blocks N raw R deflate_all S1 deflate_needed S2 probe S3
+ *   blocks N raw R deflate_all S1 deflate_needed S2 probe S3 codec S4
  * S1: seconds of deflate over every block (what compressing them all costs);
  * S2: over the blocks the image stores compressed only (the work a compressor that
  * recognises incompressible blocks for free must still do); S3: gridgpu's test for
- * incompressible blocks over every block. Metadata blocks (a few MB) are left out.
+ * incompressible blocks over every block; S4: gridgpu's own compressor at LEVEL over
+ * every block, its tests included (hopeless blocks are only tested, matchless ones
+ * Huffman coded: lib/image/deflate.c), the pure compression time of freeze's blocks.
+ * Metadata blocks (a few MB) are left out.
  * A bench helper (bench-freeze.sh builds it), not part of gridgpu. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include <sqfs/block.h>
 
 int gg_deflate_hopeless(unsigned short *probe, const unsigned char *in, size_t n);
+sqfs_compressor_t *gg_sqfs_deflate_new(int level, sqfs_u32 block_size);
 
 struct at_file {
 	sqfs_file_t base;
@@ -36,10 +40,11 @@ struct floor {
 	struct at_file f;
 	struct libdeflate_compressor *c;
 	struct libdeflate_decompressor *d;
+	sqfs_compressor_t *ours;
 	unsigned char *disk, *plain, *out;
 	unsigned short *probe;
 	unsigned long blocks, raw;
-	double all, needed, probe_s;
+	double all, needed, probe_s, ours_s;
 	sqfs_u64 *seen;
 };
 
@@ -81,6 +86,8 @@ static int block(struct floor *fl, sqfs_u64 at, sqfs_u32 field)
 	double t1 = cpu_now();
 	libdeflate_zlib_compress(fl->c, p, plain, fl->out, 1 << 20);
 	double t2 = cpu_now();
+	fl->ours->do_block(fl->ours, p, (sqfs_u32)plain, fl->out, (sqfs_u32)plain);
+	fl->ours_s += cpu_now() - t2;
 	fl->blocks++;
 	fl->raw += stored_raw;
 	fl->probe_s += t1 - t0;
@@ -178,7 +185,8 @@ int main(int argc, char **argv)
 	}
 	fl.f.base.read_at = f_read_at;
 	fl.f.base.get_size = f_get_size;
-	fl.c = libdeflate_alloc_compressor(argc > 2 ? atoi(argv[2]) : 6);
+	int level = argc > 2 ? atoi(argv[2]) : 6;
+	fl.c = libdeflate_alloc_compressor(level);
 	fl.d = libdeflate_alloc_decompressor();
 	fl.disk = malloc(1 << 20);
 	fl.plain = malloc(1 << 20);
@@ -188,6 +196,7 @@ int main(int argc, char **argv)
 	sqfs_compressor_config_t cfg;
 	sqfs_compressor_t *cmp = NULL;
 	if (sqfs_super_read(&sb, &fl.f.base) ||
+	    !(fl.ours = gg_sqfs_deflate_new(level, sb.block_size)) ||
 	    sqfs_compressor_config_init(&cfg, SQFS_COMP_GZIP, sb.block_size,
 					SQFS_COMP_FLAG_UNCOMPRESS) ||
 	    sqfs_compressor_create(&cfg, &cmp) || inodes(&fl, &sb, cmp) ||
@@ -195,7 +204,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "freeze-floor: cannot read the squashfs of '%s'\n", argv[1]);
 		return 1;
 	}
-	printf("blocks %lu raw %lu deflate_all %.3f deflate_needed %.3f probe %.3f\n", fl.blocks,
-	       fl.raw, fl.all, fl.needed, fl.probe_s);
+	printf("blocks %lu raw %lu deflate_all %.3f deflate_needed %.3f probe %.3f codec %.3f\n",
+	       fl.blocks, fl.raw, fl.all, fl.needed, fl.probe_s, fl.ours_s);
 	return 0;
 }
