@@ -42,21 +42,11 @@ struct gg_deflate {
  * below max: (256 * sum c^2 - n^2) / n < max. Random bytes give 255 +- 23 whatever n. */
 static int flat_histogram(const uint8_t *in, size_t n, uint64_t max)
 {
-	uint32_t h[4][256] = {{0}};
-	size_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		h[0][in[i]]++;
-		h[1][in[i + 1]]++;
-		h[2][in[i + 2]]++;
-		h[3][in[i + 3]]++;
-	}
-	for (; i < n; i++)
-		h[0][in[i]]++;
+	uint32_t h[256];
+	gg_byte_histogram(in, n, h);
 	uint64_t sq = 0;
-	for (int b = 0; b < 256; b++) {
-		uint64_t c = (uint64_t)h[0][b] + h[1][b] + h[2][b] + h[3][b];
-		sq += c * c;
-	}
+	for (int b = 0; b < 256; b++)
+		sq += (uint64_t)h[b] * h[b];
 	return 256 * sq - (uint64_t)n * n < max * n;
 }
 

@@ -287,7 +287,7 @@ static void put_block(struct bitout *o, const struct part *p, int last, const ui
 
 /* ---- choosing ----------------------------------------------------------------------- */
 
-static void histogram(const uint8_t *in, size_t n, uint32_t *freq)
+void gg_byte_histogram(const uint8_t *in, size_t n, uint32_t freq[256])
 {
 	uint32_t h[4][256] = {{0}}; /* four tables: runs of one byte do not stall */
 	size_t i = 0;
@@ -319,7 +319,7 @@ static int choose(struct gg_huffman *h, const uint8_t *in, const size_t *q, uint
 {
 	struct part *p = h->part;
 	for (int k = 0; k < PARTS; k++)
-		histogram(in + q[k], q[k + 1] - q[k], p[3 + k].freq);
+		gg_byte_histogram(in + q[k], q[k + 1] - q[k], p[3 + k].freq);
 	for (int s = 0; s < 256; s++) {
 		p[1].freq[s] = p[3].freq[s] + p[4].freq[s];
 		p[2].freq[s] = p[5].freq[s] + p[6].freq[s];

@@ -46,6 +46,8 @@ int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n);
  * LZ77 (gg_huffman_zlib), which does as well as deflate's levels there. probe: as
  * above. */
 int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n);
+/* How often each byte value occurs in the n bytes at in (n < 4 GiB). */
+void gg_byte_histogram(const uint8_t *in, size_t n, uint32_t freq[256]);
 struct gg_huffman;
 /* Scratch for gg_huffman_zlib (about 18 KiB); one per thread. NULL when out of memory. */
 struct gg_huffman *gg_huffman_new(void);
