@@ -21,10 +21,10 @@
 
 #define LITLEN  257 /* the literal/length alphabet used: 256 bytes and end-of-block */
 #define EOB     256
-#define MAXBITS 15 /* longest literal/length code */
-#define CLCODES 19 /* the code-length alphabet */
-#define CLBITS  7  /* its longest code */
-#define PARTS   4  /* a block is coded whole, in halves or in quarters */
+#define MAXBITS 15         /* longest literal/length code */
+#define CLCODES 19         /* the code-length alphabet */
+#define CLBITS  7          /* its longest code */
+#define PARTS   4          /* a block is coded whole, in halves or in quarters */
 #define MAX_IN  (4u << 20) /* counts stay below 2^23: see sort_keys */
 
 struct header {
@@ -167,7 +167,7 @@ static void build_codes(const uint8_t *len, int n, uint16_t *bits)
 
 /* ---- the block header (RFC 1951 3.2.7) ------------------------------------------ */
 
-static const uint8_t cl_order[CLCODES] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5,
+static const uint8_t cl_order[CLCODES] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
 					  11, 4,  12, 3, 13, 2, 14, 1, 15};
 static const uint8_t cl_extra[CLCODES] = {[16] = 2, [17] = 3, [18] = 7};
 
@@ -266,8 +266,7 @@ static void put_header(struct bitout *o, const struct header *h, int last)
 	}
 }
 
-static void put_block(struct bitout *o, const struct part *p, int last, const uint8_t *in,
-		      size_t n)
+static void put_block(struct bitout *o, const struct part *p, int last, const uint8_t *in, size_t n)
 {
 	put_header(o, &p->h, last);
 	size_t i = 0;
@@ -351,9 +350,11 @@ size_t gg_huffman_zlib(struct gg_huffman *h, const uint8_t *in, size_t n, uint8_
 	if (total >= n || outsize < 8 || total > outsize - 8) /* flush stores 8 bytes */
 		return 0;
 	struct bitout o = {out + 2, 0, 0};
-	out[0] = 0x78; /* deflate, 32 KiB window */
-	out[1] = 0x01; /* the check bits for 0x78, "fastest" */
-	const struct part *p = &h->part[count - 1]; /* parts of 1, 2, 4 start at 0, 1, 3 */
+	/* the zlib header: deflate with a 32 KiB window, "fastest", and its check bits */
+	out[0] = 0x78;
+	out[1] = 0x01;
+	/* the plans of 1, 2 and 4 blocks start at 0, 1 and 3 */
+	const struct part *p = &h->part[count - 1];
 	for (int k = 0; k < count; k++) {
 		size_t a = q[k * (PARTS / count)], b = q[(k + 1) * (PARTS / count)];
 		put_block(&o, &p[k], k == count - 1, in + a, b - a);

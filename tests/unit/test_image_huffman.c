@@ -71,7 +71,8 @@ static size_t round_trip(struct fixture *f, size_t n)
 	assert_int_equal(got, n);
 	assert_memory_equal(f->back, f->in, n);
 	memset(f->back, 0x55, n);
-	assert_int_equal(f->zlib->do_block(f->zlib, f->out, (sqfs_u32)len, f->back, N), (sqfs_s32)n);
+	assert_int_equal(f->zlib->do_block(f->zlib, f->out, (sqfs_u32)len, f->back, N),
+			 (sqfs_s32)n);
 	assert_memory_equal(f->back, f->in, n);
 	return len;
 }
@@ -198,10 +199,8 @@ static void test_pure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_skewed),
-		cmocka_unit_test(test_deep_code),
-		cmocka_unit_test(test_parts),
-		cmocka_unit_test(test_no_gain_no_room),
+		cmocka_unit_test(test_skewed), cmocka_unit_test(test_deep_code),
+		cmocka_unit_test(test_parts),  cmocka_unit_test(test_no_gain_no_room),
 		cmocka_unit_test(test_pure),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
