@@ -83,6 +83,10 @@ mk_sandbox() {
 	printf 'x' >"$d/ünï cødé/fïlé ñame"
 	head -c 300000 /dev/urandom >"$d/usr/lib/random.bin"
 	seq 1 200000 >"$d/usr/lib/numbers.txt"
+	# float32 weights: no repeats for LZ77, so freeze Huffman codes them (huffman.c)
+	python3 -c 'import random, struct, sys; r = random.Random(7)
+sys.stdout.buffer.write(b"".join(struct.pack("<f", r.gauss(0, 0.05)) for _ in range(150000)))' \
+		>"$d/usr/lib/weights.f32"
 	truncate -s 64M "$d/sparse"
 	printf 'middle' | dd of="$d/sparse" bs=1 seek=33554432 conv=notrunc 2>/dev/null
 	truncate -s 1M "$d/hole-at-end"
