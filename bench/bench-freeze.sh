@@ -20,6 +20,8 @@
 #      libdeflate at level 6 over all blocks, and with freeze's own compressor (its
 #      tests, level 6, the Huffman coder for matchless blocks, nothing for hopeless
 #      ones); divided by the cores, the wall time no freeze with that codec can beat.
+#      And over the blocks without repeats (float weights), gridgpu's Huffman coder beside
+#      libdeflate level 1 and zlib's Z_HUFFMAN_ONLY: CPU time and size.
 #   3. Bounded memory: peak RSS of gridgpu freeze on two trees with the same number of
 #      files and four times the data (2000 files of 64 KiB, then of 256 KiB), and the
 #      stated budget (64 MiB + 512 bytes per entry, see gg_image_freeze) checked on
@@ -98,7 +100,7 @@ fi
 echo "bench-freeze: $(nproc) CPUs; $RUNS runs each, medians; load average at start:" \
 	"$(cut -d' ' -f1-3 /proc/loadavg) (cores = CPU s / wall s: the share each got)"
 cc -std=c11 -D_GNU_SOURCE -O2 -o "$W/floor" "$top/bench/freeze-floor.c" \
-	"$B/lib/libgridgpu.a" -lsquashfs -ldeflate ||
+	"$B/lib/libgridgpu.a" -lsquashfs -ldeflate -lz ||
 	{ echo "bench-freeze: cannot build bench/freeze-floor.c" >&2; exit 1; }
 
 # ---- runs ----------------------------------------------------------------------------
@@ -164,6 +166,7 @@ echo
 echo "deboot: $(cat "$CACHE/rootfs.kind"); load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 # a row: shape bytes entries wall cpu rss size | peer wall cpu rss size |
 #        blocks N raw R deflate_all S1 deflate_needed S2 probe S3 codec S4
+#        matchless M huffman S5 Z5 level1 S6 Z6 zlib_huffman S7 Z7
 awk -v cores="$(nproc)" '
 BEGIN {
 	printf "%-6s %5s %6s | %6s %6s %5s %5s %6s | %6s %6s %5s %5s %6s | %6s %5s %5s %6s | %6s %6s %5s\n",
@@ -176,6 +179,9 @@ BEGIN {
 	printf "%-6s %5d %6d | %6.2f %6.2f %5.2f %5.0f %6.1f | %6.2f %6.2f %5.2f %5.0f %6.1f | %6.3f %5.3f %5.2f %6.4f | %6.2f %6.2f %5.2f\n",
 		$1, $2 / 1e6, $3, $4, $5, $5 / $4, $6 / 1024, $7 / 1e6, $8, $9, $9 / $8, $10 / 1024,
 		$11 / 1e6, $4 / $8, $5 / $9, $5 / $4, $7 / $11, all, codec, $4 / codec
+	if ($25 > 0)
+		coder = coder sprintf("\n  %-6s %5d blocks: gridgpu %.3f s %.1f MB, libdeflate level 1 %.3f s %.1f MB, zlib Z_HUFFMAN_ONLY %.3f s %.1f MB",
+			$1, $25, $27, $28 / 1e6, $30, $31 / 1e6, $33, $34 / 1e6)
 	budget = 64 * 1024 + $3 * 512 / 1024
 	ok = ok sprintf("\n  %-6s wall <= 0.15x: %s, CPU/wall >= 1.8: %s, size <= 1.0x: %s, RSS <= %.0f MiB: %s",
 		$1, $4 / $8 <= 0.15 ? "met" : "MISSED",
@@ -189,6 +195,8 @@ END {
 	print "floor: CPU s of libdeflate level 6 over every block / cores; codec: of freeze'"'"'s"
 	print "own compressor (its tests, the Huffman coder for matchless blocks) / cores;"
 	print "x codec: wall / codec, how close freeze came to its codec'"'"'s floor."
+	if (coder != "")
+		print "blocks without repeats, coded on one thread (CPU s, size):" coder
 	print "targets:" ok
 }' "$W/rows"
 

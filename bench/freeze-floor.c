@@ -9,6 +9,9 @@
  * incompressible blocks over every block; S4: gridgpu's own compressor at LEVEL over
  * every block, its tests included (hopeless blocks are only tested, matchless ones
  * Huffman coded: lib/image/deflate.c), the pure compression time of freeze's blocks.
+ * Then, over the blocks freeze finds matchless, side by side: gridgpu's Huffman coder,
+ * libdeflate at level 1 (what freeze used before it) and zlib's Z_HUFFMAN_ONLY:
+ *   matchless M huffman S5 Z5 level1 S6 Z6 zlib_huffman S7 Z7   (seconds, bytes)
  * Metadata blocks (a few MB) are left out.
  * A bench helper (bench-freeze.sh builds it), not part of gridgpu. */
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include <libdeflate.h>
+#include <zlib.h>
 #include <sqfs/compressor.h>
 #include <sqfs/frag_table.h>
 #include <sqfs/inode.h>
@@ -28,6 +32,10 @@
 #include <sqfs/block.h>
 
 int gg_deflate_hopeless(unsigned short *probe, const unsigned char *in, size_t n);
+int gg_deflate_matchless(unsigned short *probe, const unsigned char *in, size_t n);
+struct gg_huffman *gg_huffman_new(void);
+size_t gg_huffman_zlib(struct gg_huffman *h, const unsigned char *in, size_t n,
+		       unsigned char *out, size_t outsize);
 sqfs_compressor_t *gg_sqfs_deflate_new(int level, sqfs_u32 block_size);
 
 struct at_file {
@@ -41,6 +49,12 @@ struct floor {
 	struct libdeflate_compressor *c;
 	struct libdeflate_decompressor *d;
 	sqfs_compressor_t *ours;
+	struct gg_huffman *huff;
+	struct libdeflate_compressor *l1;
+	z_stream z;
+	unsigned long matchless;
+	double coder_s[3];
+	unsigned long long coder_b[3];
 	unsigned char *disk, *plain, *out;
 	unsigned short *probe;
 	unsigned long blocks, raw;
@@ -66,6 +80,30 @@ static double cpu_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* A matchless block coded three ways; each size counts the block raw when not smaller. */
+static void coders(struct floor *fl, const unsigned char *p, size_t n)
+{
+	size_t got[3];
+	double t0 = cpu_now();
+	got[0] = gg_huffman_zlib(fl->huff, p, n, fl->out, 1 << 20);
+	double t1 = cpu_now();
+	got[1] = libdeflate_zlib_compress(fl->l1, p, n, fl->out, 1 << 20);
+	double t2 = cpu_now();
+	deflateReset(&fl->z);
+	fl->z.next_in = (unsigned char *)p;
+	fl->z.avail_in = (uInt)n;
+	fl->z.next_out = fl->out;
+	fl->z.avail_out = 1 << 20;
+	got[2] = deflate(&fl->z, Z_FINISH) == Z_STREAM_END ? fl->z.total_out : 0;
+	double t3 = cpu_now();
+	double t[3] = {t1 - t0, t2 - t1, t3 - t2};
+	for (int k = 0; k < 3; k++) {
+		fl->coder_s[k] += t[k];
+		fl->coder_b[k] += got[k] && got[k] < n ? got[k] : n;
+	}
+	fl->matchless++;
+}
+
 /* One block as stored: size field of an inode or the fragment table. */
 static int block(struct floor *fl, sqfs_u64 at, sqfs_u32 field)
 {
@@ -88,6 +126,8 @@ static int block(struct floor *fl, sqfs_u64 at, sqfs_u32 field)
 	double t2 = cpu_now();
 	fl->ours->do_block(fl->ours, p, (sqfs_u32)plain, fl->out, (sqfs_u32)plain);
 	fl->ours_s += cpu_now() - t2;
+	if (!gg_deflate_hopeless(fl->probe, p, plain) && gg_deflate_matchless(fl->probe, p, plain))
+		coders(fl, p, plain);
 	fl->blocks++;
 	fl->raw += stored_raw;
 	fl->probe_s += t1 - t0;
@@ -195,6 +235,13 @@ int main(int argc, char **argv)
 	sqfs_super_t sb;
 	sqfs_compressor_config_t cfg;
 	sqfs_compressor_t *cmp = NULL;
+	fl.huff = gg_huffman_new();
+	fl.l1 = libdeflate_alloc_compressor(1);
+	if (!fl.huff || !fl.l1 ||
+	    deflateInit2(&fl.z, 9, Z_DEFLATED, 15, 9, Z_HUFFMAN_ONLY) != Z_OK) {
+		fprintf(stderr, "freeze-floor: out of memory\n");
+		return 1;
+	}
 	if (sqfs_super_read(&sb, &fl.f.base) ||
 	    !(fl.ours = gg_sqfs_deflate_new(level, sb.block_size)) ||
 	    sqfs_compressor_config_init(&cfg, SQFS_COMP_GZIP, sb.block_size,
@@ -204,7 +251,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "freeze-floor: cannot read the squashfs of '%s'\n", argv[1]);
 		return 1;
 	}
-	printf("blocks %lu raw %lu deflate_all %.3f deflate_needed %.3f probe %.3f codec %.3f\n",
+	printf("blocks %lu raw %lu deflate_all %.3f deflate_needed %.3f probe %.3f codec %.3f",
 	       fl.blocks, fl.raw, fl.all, fl.needed, fl.probe_s, fl.ours_s);
+	printf(" matchless %lu huffman %.3f %llu level1 %.3f %llu zlib_huffman %.3f %llu\n",
+	       fl.matchless, fl.coder_s[0], fl.coder_b[0], fl.coder_s[1], fl.coder_b[1],
+	       fl.coder_s[2], fl.coder_b[2]);
 	return 0;
 }

@@ -18,7 +18,7 @@ oidc-agent-cli liboidc-agent4 faketime
 xrootd-server xrootd-server-plugins xrootd-plugins xrootd-client nordugrid-arc-plugins-xrootd
 nordugrid-arc-plugins-gfal gfal2 gfal2-plugin-http gfal2-plugin-xrootd davix"
 # benchmarks
-PKGS="$PKGS hyperfine time debootstrap zstd"
+PKGS="$PKGS hyperfine time debootstrap zstd zlib1g-dev"
 
 missing=""
 for p in $PKGS; do
