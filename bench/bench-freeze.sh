@@ -180,7 +180,7 @@ BEGIN {
 		$1, $2 / 1e6, $3, $4, $5, $5 / $4, $6 / 1024, $7 / 1e6, $8, $9, $9 / $8, $10 / 1024,
 		$11 / 1e6, $4 / $8, $5 / $9, $5 / $4, $7 / $11, all, codec, $4 / codec
 	if ($25 > 0)
-		coder = coder sprintf("\n  %-6s %5d blocks: gridgpu %.3f s %.1f MB, libdeflate level 1 %.3f s %.1f MB, zlib Z_HUFFMAN_ONLY %.3f s %.1f MB",
+		coder = coder sprintf("\n  %-6s %5d blocks: gridgpu %.3f s %.3f MB, libdeflate level 1 %.3f s %.3f MB, zlib Z_HUFFMAN_ONLY %.3f s %.3f MB",
 			$1, $25, $27, $28 / 1e6, $30, $31 / 1e6, $33, $34 / 1e6)
 	budget = 64 * 1024 + $3 * 512 / 1024
 	ok = ok sprintf("\n  %-6s wall <= 0.15x: %s, CPU/wall >= 1.8: %s, size <= 1.0x: %s, RSS <= %.0f MiB: %s",
