@@ -25,7 +25,7 @@
 #define CLCODES 19         /* the code-length alphabet */
 #define CLBITS  7          /* its longest code */
 #define PARTS   4          /* a block is coded whole, in halves or in quarters */
-#define MAX_IN  (4u << 20) /* counts stay below 2^23: see sort_keys */
+#define MAX_IN  (4u << 20) /* a count and a symbol share 32 bits: see build_lengths */
 
 struct header {
 	uint8_t sym[LITLEN + 2], extra[LITLEN + 2]; /* the code lengths, run-length coded */
@@ -118,7 +118,9 @@ static int tree_depths(const uint32_t *key, int m, int *depth)
 
 /* Huffman code lengths for counts[0..n) (n <= LITLEN), none longer than maxbits: when
  * the optimal code is deeper, the counts are halved (rounding up) and it is made again.
- * At least two symbols get a code, so the code is complete, as inflaters want. */
+ * At least two symbols get a code, so the code is complete, as inflaters want. A count
+ * (below 2^23: MAX_IN) and its symbol make one 32-bit key, sorted by count, then symbol,
+ * which makes the code a function of the counts alone. */
 static void build_lengths(const uint32_t *counts, int n, int maxbits, uint8_t *len)
 {
 	uint32_t freq[LITLEN], key[LITLEN];

@@ -49,7 +49,7 @@ int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n);
 /* How often each byte value occurs in the n bytes at in (n < 4 GiB). */
 void gg_byte_histogram(const uint8_t *in, size_t n, uint32_t freq[256]);
 struct gg_huffman;
-/* Scratch for gg_huffman_zlib (about 18 KiB); one per thread. NULL when out of memory. */
+/* Scratch for gg_huffman_zlib (16.5 KiB); one per thread. NULL when out of memory. */
 struct gg_huffman *gg_huffman_new(void);
 void gg_huffman_free(struct gg_huffman *h);
 /* The n bytes at in as a zlib stream (RFC 1950) of deflate blocks (RFC 1951) that use
