@@ -34,8 +34,8 @@
 int gg_deflate_hopeless(unsigned short *probe, const unsigned char *in, size_t n);
 int gg_deflate_matchless(unsigned short *probe, const unsigned char *in, size_t n);
 struct gg_huffman *gg_huffman_new(void);
-size_t gg_huffman_zlib(struct gg_huffman *h, const unsigned char *in, size_t n,
-		       unsigned char *out, size_t outsize);
+size_t gg_huffman_zlib(struct gg_huffman *h, const unsigned char *in, size_t n, unsigned char *out,
+		       size_t outsize);
 sqfs_compressor_t *gg_sqfs_deflate_new(int level, sqfs_u32 block_size);
 
 struct at_file {
