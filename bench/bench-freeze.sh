@@ -99,7 +99,7 @@ EOF
 fi
 echo "bench-freeze: $(nproc) CPUs; $RUNS runs each, medians; load average at start:" \
 	"$(cut -d' ' -f1-3 /proc/loadavg) (cores = CPU s / wall s: the share each got)"
-cc -std=c11 -D_GNU_SOURCE -O2 -o "$W/floor" "$top/bench/freeze-floor.c" \
+cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/lib" -I"$top/include" -o "$W/floor" "$top/bench/freeze-floor.c" \
 	"$B/lib/libgridgpu.a" -lsquashfs -ldeflate -lz ||
 	{ echo "bench-freeze: cannot build bench/freeze-floor.c" >&2; exit 1; }
 

@@ -31,12 +31,7 @@
 #include <sqfs/super.h>
 #include <sqfs/block.h>
 
-int gg_deflate_hopeless(unsigned short *probe, const unsigned char *in, size_t n);
-int gg_deflate_matchless(unsigned short *probe, const unsigned char *in, size_t n);
-struct gg_huffman *gg_huffman_new(void);
-size_t gg_huffman_zlib(struct gg_huffman *h, const unsigned char *in, size_t n, unsigned char *out,
-		       size_t outsize);
-sqfs_compressor_t *gg_sqfs_deflate_new(int level, sqfs_u32 block_size);
+#include "image/image.h" /* gridgpu's compressor, its tests and the Huffman coder */
 
 struct at_file {
 	sqfs_file_t base;
@@ -56,7 +51,7 @@ struct floor {
 	double coder_s[3];
 	unsigned long long coder_b[3];
 	unsigned char *disk, *plain, *out;
-	unsigned short *probe;
+	uint16_t *probe;
 	unsigned long blocks, raw;
 	double all, needed, probe_s, ours_s;
 	sqfs_u64 *seen;
@@ -120,13 +115,13 @@ static int block(struct floor *fl, sqfs_u64 at, sqfs_u32 field)
 		p = fl->plain;
 	}
 	double t0 = cpu_now();
-	gg_deflate_hopeless(fl->probe, p, plain);
+	int hopeless = gg_deflate_hopeless(fl->probe, p, plain);
 	double t1 = cpu_now();
 	libdeflate_zlib_compress(fl->c, p, plain, fl->out, 1 << 20);
 	double t2 = cpu_now();
 	fl->ours->do_block(fl->ours, p, (sqfs_u32)plain, fl->out, (sqfs_u32)plain);
 	fl->ours_s += cpu_now() - t2;
-	if (!gg_deflate_hopeless(fl->probe, p, plain) && gg_deflate_matchless(fl->probe, p, plain))
+	if (!hopeless && gg_deflate_matchless(fl->probe, p, plain))
 		coders(fl, p, plain);
 	fl->blocks++;
 	fl->raw += stored_raw;

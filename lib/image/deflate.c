@@ -31,8 +31,8 @@
 struct gg_deflate {
 	sqfs_compressor_t base;
 	struct libdeflate_compressor *c;
-	struct libdeflate_compressor *fast; /* level 1, for matchless blocks; NULL at level 1 */
-	struct gg_huffman *huff;            /* matchless blocks first */
+	struct gg_huffman *huff;            /* matchless blocks */
+	struct libdeflate_compressor *fast; /* level 1, for those huff cannot shrink; NULL at 1 */
 	int level;
 	uint32_t block_size;
 	uint16_t *probe; /* PROBE_SLOTS: low 16 bits of the last position of a hash */
@@ -176,13 +176,13 @@ int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n)
 }
 
 /* 1 when LZ77 has almost nothing to find in the block: fewer than n/1024 of its even
- * positions (128 in 128 KiB) start a 4-byte string seen within the window. Deflate's gain there is
- * Huffman coding alone: level 1 did as well as level 6 in three quarters of the time
- * (0.1% smaller even, on the bench's 200 MiB of float32 weights), Huffman coding without
- * LZ77 (huffman.c) as well as level 1 in a quarter of its time. On the bench trees,
- * 2,343 blocks of 128 KiB are matchless: coded so they are 47 kB smaller in all than at
- * level 1; 104 came out larger, by 256 bytes at most. Text, code and binaries have
- * thousands. */
+ * positions (128 in 128 KiB) start a 4-byte string seen within the window. Deflate's
+ * gain there is Huffman coding alone: level 1 did as well as level 6 in three quarters
+ * of the time (0.1% smaller even, on the bench's 200 MiB of float32 weights), Huffman
+ * coding without LZ77 (huffman.c) as well as level 1 in a quarter of its time. On the
+ * bench trees, 2,343 blocks of 128 KiB are matchless: coded so they are 47 kB smaller in
+ * all than at level 1; 104 came out larger, by 256 bytes at most. Text, code and
+ * binaries have thousands. */
 int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n)
 {
 	if (n < PROBE_MIN || n > PROBE_MAX)

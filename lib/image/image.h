@@ -41,10 +41,10 @@ uint64_t gg_sqfs_inflate_memo_hits(const struct sqfs_compressor_t *cmp);
  * byte histogram is flat and they hold no repeated 4-byte strings within 32 KiB. Such
  * blocks are stored raw without being compressed. probe: scratch of 32768 uint16_t. */
 int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n);
-/* 1 when LZ77 can find almost nothing in the n bytes at in (fewer than n/1024 even positions
- * start a 4-byte string seen within 32 KiB): such blocks are Huffman coded without
- * LZ77 (gg_huffman_zlib), which does as well as deflate's levels there. probe: as
- * above. */
+/* 1 when LZ77 can find almost nothing in the n bytes at in (fewer than n/1024 even
+ * positions start a 4-byte string seen within 32 KiB): such blocks are Huffman coded
+ * without LZ77 (gg_huffman_zlib), which does as well as deflate's levels there. probe:
+ * as above. */
 int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n);
 /* How often each byte value occurs in the n bytes at in (n < 4 GiB). */
 void gg_byte_histogram(const uint8_t *in, size_t n, uint32_t freq[256]);
