@@ -137,12 +137,14 @@ one_shape() {
 	peer_script "$tree"
 	: >"$W/ours"
 	: >"$W/peer"
+	: >"$W/sync"
 	i=0
 	while [ $i -lt "$RUNS" ]; do
 		i=$((i + 1))
 		rm -f "$W/ours.sif" "$W/peer.sif"
 		measure ours "$GRIDGPU" freeze -q "$tree" -o "$W/ours.sif"
 		measure peer sh "$W/peer.sh"
+		measure sync sync "$W/peer.sif" # what freeze's fsync would cost the peer
 		echo "bench-freeze: $shape run $i: gridgpu $(tail -1 "$W/ours" | cut -d' ' -f1) s," \
 			"mksquashfs+siftool $(tail -1 "$W/peer" | cut -d' ' -f1) s"
 	done
@@ -151,7 +153,8 @@ one_shape() {
 	floor=$("$W/floor" "$W/ours.sif") || { echo "bench-freeze: freeze-floor failed" >&2; exit 1; }
 	echo "$shape $bytes $entries $(median "$W/ours" 1) $(median "$W/ours" 2)" \
 		"$(median "$W/ours" 3) $(stat -c %s "$W/ours.sif") $(median "$W/peer" 1)" \
-		"$(median "$W/peer" 2) $(median "$W/peer" 3) $(stat -c %s "$W/peer.sif") $floor" >>"$W/rows"
+		"$(median "$W/peer" 2) $(median "$W/peer" 3) $(stat -c %s "$W/peer.sif") $floor" \
+		"$(median "$W/sync" 1)" >>"$W/rows"
 	rm -f "$W/ours.sif" "$W/peer.sif"
 }
 
@@ -166,7 +169,7 @@ echo
 echo "deboot: $(cat "$CACHE/rootfs.kind"); load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 # a row: shape bytes entries wall cpu rss size | peer wall cpu rss size |
 #        blocks N raw R deflate_all S1 deflate_needed S2 probe S3 codec S4
-#        matchless M huffman S5 Z5 level1 S6 Z6 zlib_huffman S7 Z7
+#        matchless M huffman S5 Z5 level1 S6 Z6 zlib_huffman S7 Z7 | peer's sync s
 awk -v cores="$(nproc)" '
 BEGIN {
 	printf "%-6s %5s %6s | %6s %6s %5s %5s %6s | %6s %6s %5s %5s %6s | %6s %5s %5s %6s | %6s %6s %5s\n",
@@ -182,6 +185,7 @@ BEGIN {
 	if ($25 > 0)
 		coder = coder sprintf("\n  %-6s %5d blocks: gridgpu %.3f s %.3f MB, libdeflate level 1 %.3f s %.3f MB, zlib Z_HUFFMAN_ONLY %.3f s %.3f MB",
 			$1, $25, $27, $28 / 1e6, $30, $31 / 1e6, $33, $34 / 1e6)
+	durable = durable sprintf("\n  %-6s %.2f s (%.0f MB)", $1, $35, $11 / 1e6)
 	budget = 64 * 1024 + $3 * 512 / 1024
 	ok = ok sprintf("\n  %-6s wall <= 0.15x: %s, CPU/wall >= 1.8: %s, size <= 1.0x: %s, RSS <= %.0f MiB: %s",
 		$1, $4 / $8 <= 0.15 ? "met" : "MISSED",
@@ -197,6 +201,9 @@ END {
 	print "x codec: wall / codec, how close freeze came to its codec'"'"'s floor."
 	if (coder != "")
 		print "blocks without repeats, coded on one thread (CPU s, size):" coder
+	print "freeze fsyncs its image before it renames it into place (no half-written image after"
+	print "a crash); its wall includes that. mksquashfs and siftool do not: sync of their image"
+	print "right after them took (wall, median):" durable
 	print "targets:" ok
 }' "$W/rows"
 
