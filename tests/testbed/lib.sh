@@ -249,6 +249,19 @@ tb_lock() {
 	flock -w 120 9 || die "another site-up/site-down holds $TB_RUN/lock"
 }
 
+# tb_accounts_lock / tb_accounts_unlock: the accounts are the machine's, not one DIR's.
+# Two sites started side by side (e2e) both found an account missing and both ran
+# useradd, and the second failed ("user already exists"); usermod and useradd also fail
+# while another holds /etc/passwd's lock. So a site checks and changes accounts only
+# under a machine-wide lock (fd 8).
+tb_accounts_lock() {
+	local f=/run/lock/gridgpu-testbed-accounts
+	[ -d /run/lock ] || f=/tmp/gridgpu-testbed-accounts.lock
+	exec 8>"$f"
+	flock -w 120 8 || die "another site-up holds $f"
+}
+tb_accounts_unlock() { exec 8>&-; }
+
 # ---- netns and listening ports -------------------------------------------------
 ns_exists() { [ -e "/run/netns/$TB_NS" ]; }
 # ns_ours: the namespace was made by site-up for this DIR (recorded in DIR).
