@@ -1118,6 +1118,52 @@ static void test_read_ahead(void **state)
 	gg_image_tree_free(t);
 }
 
+/* Handed over to the end, many times round the 64 slots: every file in its turn with its
+ * own bytes, whichever side has to wait for the other. */
+static void test_read_ahead_all(void **state)
+{
+	(void)state;
+	enum { N = 700 };
+	mkdir(P("%s", "rb"), 0755);
+	struct gg_tree *t = gg_image_tree_new();
+	struct gg_node **nodes = calloc(N, sizeof *nodes);
+	assert_non_null(nodes);
+	char name[32], body[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "rb/f%03d", i);
+		snprintf(body, sizeof body, "body of %d", i);
+		put(P("%s", name), body);
+		struct gg_entry e = {.path = name + 3, .mode = S_IFREG | 0644};
+		struct gg_inode *data;
+		struct gg_err err = {0};
+		assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
+		nodes[i] = gg_image_tree_lookup(t, name + 3);
+	}
+	int root = open(P("%s", "rb"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	int before = open_fds();
+	struct gg_ahead *a = gg_image_ahead_start(root, 0, nodes, N);
+	assert_non_null(a);
+	for (int i = 0; i < N; i++) {
+		struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
+		snprintf(name, sizeof name, "f%03d", i);
+		snprintf(body, sizeof body, "body of %d", i);
+		assert_string_equal(f->rel, name);
+		assert_true(f->fd >= 0 && f->st_ok);
+		assert_int_equal(f->len, strlen(body));
+		assert_memory_equal(f->data, body, f->len);
+		if (i % 97 == 0) /* the reader lags: the threads fill every slot and wait */
+			for (int k = 0; k < 2000; k++)
+				assert_int_equal(access(P("rb/%s", name), F_OK), 0);
+		gg_image_ahead_done(a, f);
+	}
+	gg_image_ahead_stop(a);
+	assert_int_equal(open_fds(), before);
+	close(root);
+	free(nodes);
+	gg_image_tree_free(t);
+}
+
 /* The stat pool gives for every name what fstatat gives (a symbolic link itself, a
  * missing name's errno), batch after batch. */
 static void test_stat_pool(void **state)
@@ -1269,6 +1315,7 @@ int main(void)
 		cmocka_unit_test(test_reproducible_threads),
 		cmocka_unit_test(test_grouped_by_extension),
 		cmocka_unit_test(test_read_ahead),
+		cmocka_unit_test(test_read_ahead_all),
 		cmocka_unit_test(test_stat_pool),
 		cmocka_unit_test(test_memory_budget),
 	};
