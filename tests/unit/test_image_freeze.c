@@ -1064,6 +1064,16 @@ static int open_fds(void)
 	return n;
 }
 
+/* A regular file at path in t, as a reader would have added it: its node. */
+static struct gg_node *tree_file(struct gg_tree *t, const char *path)
+{
+	struct gg_entry e = {.path = path, .mode = S_IFREG | 0644};
+	struct gg_inode *data;
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
+	return gg_image_tree_lookup(t, path);
+}
+
 /* The read-ahead threads hand files over in order with their first bytes and the size of
  * their attribute list, a failed open as its errno; the descriptors given back are closed
  * by them, and stopped early, they close what they opened. */
@@ -1081,11 +1091,7 @@ static void test_read_ahead(void **state)
 			put(P("%s", name), body);
 		if (i == 7) /* where the file system has them (tmpfs may not) */
 			setxattr(P("%s", name), "user.k", "v", 1, 0);
-		struct gg_entry e = {.path = name + 3, .mode = S_IFREG | 0644};
-		struct gg_inode *data;
-		struct gg_err err = {0};
-		assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
-		nodes[i] = gg_image_tree_lookup(t, name + 3);
+		nodes[i] = tree_file(t, name + 3);
 	}
 	int root = open(P("%s", "ra"), O_RDONLY | O_DIRECTORY);
 	assert_true(root >= 0);
@@ -1133,11 +1139,7 @@ static void test_read_ahead_all(void **state)
 		snprintf(name, sizeof name, "rb/f%03d", i);
 		snprintf(body, sizeof body, "body of %d", i);
 		put(P("%s", name), body);
-		struct gg_entry e = {.path = name + 3, .mode = S_IFREG | 0644};
-		struct gg_inode *data;
-		struct gg_err err = {0};
-		assert_int_equal(gg_image_tree_apply(t, &e, 0, 0, &data, &err), 0);
-		nodes[i] = gg_image_tree_lookup(t, name + 3);
+		nodes[i] = tree_file(t, name + 3);
 	}
 	int root = open(P("%s", "rb"), O_RDONLY | O_DIRECTORY);
 	assert_true(root >= 0);
