@@ -164,6 +164,8 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 			  int64_t clamp_time, uint64_t *size, struct gg_freeze_result *res,
 			  struct gg_err *err);
 void gg_sqfs_writer_free(struct gg_sqfs_writer *w);
+/* The gzip level of the tables, for data at level over data_bytes and that many inodes. */
+int gg_sqfs_table_level(int level, uint64_t data_bytes, uint64_t inodes);
 /* Message for a libsquashfs error code. */
 const char *gg_sqfs_strerror(int code);
 /* Walk the directory tree of a squashfs (sqfscheck.c), without recursion: names

@@ -343,6 +343,23 @@ static void *deep_write_main(void *arg)
 	return NULL;
 }
 
+/* The tables' level: 12 where they are a sizeable part of the image (16 bytes an inode
+ * against 1% of the data), the data's level where they are not; a level asked below the
+ * default, or at the top, is kept. */
+static void test_table_level(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_sqfs_table_level(6, 10000000, 501002), 12); /* 500k tiny files */
+	assert_int_equal(gg_sqfs_table_level(6, 177284446, 47284), 6);  /* a Python tree */
+	assert_int_equal(gg_sqfs_table_level(6, 1600, 1), 12);          /* at 1% */
+	assert_int_equal(gg_sqfs_table_level(6, 1601, 1), 6);           /* under it */
+	assert_int_equal(gg_sqfs_table_level(9, 1 << 30, 10), 9);       /* the data's own */
+	assert_int_equal(gg_sqfs_table_level(5, 1000, 1000000), 5);     /* asked for speed */
+	assert_int_equal(gg_sqfs_table_level(1, 0, 0), 1);
+	assert_int_equal(gg_sqfs_table_level(12, 1 << 30, 1), 12); /* asked for size */
+	assert_int_equal(gg_sqfs_table_level(6, 0, 0), 12);        /* an empty tree */
+}
+
 static void test_writer_deep(void **state)
 {
 	(void)state;
@@ -619,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_inflate_memo),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
+		cmocka_unit_test(test_table_level),
 		cmocka_unit_test(test_writer_deep),
 	};
 	return cmocka_run_group_tests_name("image_squashfs", tests, setup_tmp, teardown_tmp);
