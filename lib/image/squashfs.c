@@ -124,8 +124,7 @@ struct gg_sqfs_writer {
 	struct gg_sqfs_file *file;
 	sqfs_compressor_t *cmp;   /* handed to the block processor (copied per worker) */
 	sqfs_compressor_t *mcmp;  /* meta data blocks, on this thread */
-	int level;                /* gzip: the data's level */
-	int mlevel;               /* gzip: the tables' level; mcmp is made in finish */
+	int level;                /* gzip: the data's level (the tables' follows from it) */
 	sqfs_compressor_t *uncmp; /* reads fragment blocks back for exact dedup */
 	sqfs_block_writer_t *bw;
 	sqfs_frag_table_t *frag;
@@ -704,13 +703,11 @@ static int start_tables(struct gg_sqfs_writer *w, struct gg_err *err)
 {
 	sqfs_destroy(w->proc);
 	w->proc = NULL;
-	if (w->level) {
-		sqfs_file_t *f = &w->file->base;
-		w->mlevel = gg_sqfs_table_level(w->level, f->get_size(f), w->next_ino);
-	}
-	if (w->mlevel && !(w->mcmp = gg_sqfs_deflate_new(w->mlevel, w->block_size)))
-		return gg_err_set(err, GG_ENOMEM, "writing the tables: out of memory");
 	sqfs_file_t *file = &w->file->base;
+	int mlevel =
+		w->level ? gg_sqfs_table_level(w->level, file->get_size(file), w->next_ino) : 0;
+	if (mlevel && !(w->mcmp = gg_sqfs_deflate_new(mlevel, w->block_size)))
+		return gg_err_set(err, GG_ENOMEM, "writing the tables: out of memory");
 	w->im = sqfs_meta_writer_create(file, w->mcmp, 0);
 	w->dm = sqfs_meta_writer_create(file, w->mcmp, SQFS_META_WRITER_KEEP_IN_MEMORY);
 	w->dirw = w->dm ? sqfs_dir_writer_create(w->dm, 0) : NULL;
