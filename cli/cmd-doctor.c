@@ -508,11 +508,14 @@ static char *hop_config(const struct gg_site *s, char *dir, size_t dlen)
 		rmdir(dir);
 		return NULL;
 	}
-	/* Without the site's known_hosts the user's own decides, strictly. */
-	int rc = gg_ssh_format_hops(f, s,
-				    "  StrictHostKeyChecking yes\n  ConnectTimeout 5\n"
-				    "  ControlMaster no\n  ControlPath none\n",
-				    NULL);
+	/* Without the site's known_hosts the user's own decides, strictly; the
+	 * hops wait as long as connect's would, so doctor agrees with connect. */
+	char extra[160];
+	snprintf(extra, sizeof extra,
+		 "  StrictHostKeyChecking yes\n  ConnectTimeout %d\n"
+		 "  ControlMaster no\n  ControlPath none\n",
+		 GG_SSH_CONNECT_TIMEOUT);
+	int rc = gg_ssh_format_hops(f, s, extra, NULL);
 	if (fclose(f) != 0 || rc < 0) {
 		unlink(path);
 		free(path);
@@ -559,7 +562,8 @@ static void check_jumps(struct doctor *d, struct ctx *x)
 		char *argv[] = {x->ssh_path, "-F", cfg, "-T", alias, "true", NULL};
 		char *out = NULL, line[512];
 		double t0 = now_ms();
-		int st = run(argv, 30, &out);
+		/* ssh gives up by itself first: the hops' waits, then the login */
+		int st = run(argv, GG_SSH_CONNECT_TIMEOUT * (k + 1) + 15, &out);
 		double ms = now_ms() - t0;
 		last_line(out, line, sizeof line);
 		if (st == 0) {

@@ -300,7 +300,8 @@ static int format_session(FILE *f, const struct gg_ssh_paths *p, const struct gg
 		rc = kw(f, "IdentityFile", field, t->key, GG_SSHV_PATH, err);
 		fprintf(f, "  IdentitiesOnly yes\n");
 	}
-	fprintf(f, "  ConnectTimeout 20\n  ServerAliveInterval 30\n  ServerAliveCountMax 4\n");
+	fprintf(f, "  ConnectTimeout %d\n  ServerAliveInterval 30\n  ServerAliveCountMax 4\n",
+		GG_SSH_CONNECT_TIMEOUT);
 	if (rc == 0 && !windows)
 		rc = control_lines(f, p, t, err);
 	return rc;
@@ -368,8 +369,10 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 		struct gg_err err = {0};
 		if (!site_used(site, t, n))
 			continue;
-		if (gg_ssh_format_hops(f, site, "  ConnectTimeout 20\n  ServerAliveInterval 30\n",
-				       &err) < 0) {
+		char extra[64];
+		snprintf(extra, sizeof extra, "  ConnectTimeout %d\n  ServerAliveInterval 30\n",
+			 GG_SSH_CONNECT_TIMEOUT);
+		if (gg_ssh_format_hops(f, site, extra, &err) < 0) {
 			comment(f, "jump hosts left out", err.msg);
 		}
 	}

@@ -99,9 +99,14 @@ struct gg_ssh_jump {
 /* Parse and check user and host (gg_ssh_cfg_check): GG_EUSAGE when bad. */
 int gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out, struct gg_err *err);
 
+/* Seconds ssh waits for each host of the generated config to answer. Through
+ * a jump host this covers the login to the hops before it too (ssh counts the
+ * wait for the banner), so doctor uses the same figure as connect. */
+#define GG_SSH_CONNECT_TIMEOUT 20
+
 /* Write the Host blocks of a site's jump hosts ("gridgpu-hop.SITE.N", each
  * through the one before, with the site's identity and known_hosts) to f.
- * extra (may be NULL) is added to every block, e.g. "  ConnectTimeout 5\n".
+ * extra (may be NULL) is added to every block, e.g. "  ServerAliveInterval 30\n".
  * Nothing is written when a value cannot be (GG_EUSAGE, see gg_ssh_cfg_value). */
 int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra, struct gg_err *err);
 

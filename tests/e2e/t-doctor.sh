@@ -14,6 +14,8 @@ unset GRIDGPU_SESSION CUDA_VISIBLE_DEVICES CUDA_VERSION CUDA_HOME APPTAINER_CONT
 st() { printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); c=[c for c in d["checks"] if c["id"]==sys.argv[1]]; print(c[0]["status"] if c else "absent")' "$1"; }
 fix() { printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); c=[c for c in d["checks"] if c["id"]==sys.argv[1]]; print(c[0]["fix"] or "" if c else "")' "$1"; }
 failed() { printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(c["id"] for c in d["checks"] if c["status"]=="fail") or "none")'; }
+# what each failed check said, for a failure message
+said() { printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("; ".join(c["id"]+": "+c["detail"] for c in d["checks"] if c["status"]=="fail"))'; }
 # doctor_fails "description" "failing check ids" "fix substring" [VAR=VALUE...] -- gridgpu args
 doctor_fails() {
 	d=$1 want=$2 fixtext=$3; shift 3
@@ -28,7 +30,7 @@ doctor_fails() {
 	if [ "$RC" = 1 ] && [ "$got" = "$want" ] && fix "$first" | grep -qF -- "$fixtext"; then
 		ok "$d"
 	else
-		not_ok "$d (exit $RC, failed: $got, want $want; fix: $(fix "$first"))"
+		not_ok "$d (exit $RC, failed: $got, want $want; fix: $(fix "$first"); said: $(said))"
 	fi
 }
 
@@ -85,6 +87,44 @@ check "site with a jump host down" "$GRIDGPU" site add jumpdown --ce "$GG_TB_CE_
 doctor_fails "jump host down" "jump-1" "gridgpu site show jumpdown" -- --site jumpdown
 expect_eq "jump host down: the next one is not tried" "$(st jump-2)" skip
 printf '%s' "$OUT" | grep -q "Connection refused" && ok "jump host down: ssh's reason" || not_ok "jump reason ($OUT)"
+# A first hop slow to answer (its banner 7 s late, as over a slow link): doctor
+# waits as long as connect's config does (ConnectTimeout 20), and the second
+# hop's wait, which ssh counts from before the first hop's login, holds too.
+mkfifo "$T_TMP/slowport"
+python3 -c '
+import socket, sys, threading, time
+up = sys.argv[1].rsplit(":", 1)
+ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(8)
+with open(sys.argv[2], "w") as f: f.write("%d\n" % ls.getsockname()[1])
+def pipe(a, b):
+    while True:
+        d = a.recv(65536)
+        if not d: break
+        b.sendall(d)
+    b.shutdown(socket.SHUT_WR)
+def serve(c):
+    u = socket.create_connection((up[0].split("@")[-1], int(up[1])))
+    time.sleep(7)   # the slow link: the site, not the test, waits here
+    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+    pipe(c, u)
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+' "$GG_TB_JUMP1" "$T_TMP/slowport" &
+SLOW_PID=$!
+read -r SLOW_PORT <"$T_TMP/slowport"
+# the first hop's key, under the address of the slow link
+J1=${GG_TB_JUMP1#*@}
+ssh-keygen -F "[${J1%:*}]:${J1##*:}" -f "$GG_TB_SSH_KNOWN_HOSTS" | grep -v '^#' |
+	sed "s/^\[[^]]*\]:[0-9]*/[127.0.0.1]:$SLOW_PORT/" >"$T_TMP/slow_known_hosts"
+cat "$GG_TB_SSH_KNOWN_HOSTS" >>"$T_TMP/slow_known_hosts"
+check "site whose first jump host is slow" "$GRIDGPU" site add slow --ce "$GG_TB_CE_URL" \
+	--jump "${GG_TB_JUMP1%@*}@127.0.0.1:$SLOW_PORT" --jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" \
+	--known-hosts "$T_TMP/slow_known_hosts" -q
+run_gg --json doctor --site slow
+[ "$(st jump-1) $(st jump-2)" = "ok ok" ] && ok "slow first hop: both hops reached" ||
+	not_ok "slow first hop: jump-1 $(st jump-1), jump-2 $(st jump-2) ($(said))"
+kill "$SLOW_PID" 2>/dev/null; wait "$SLOW_PID" 2>/dev/null
 check "site whose jump host refuses the key" "$GRIDGPU" site add nokey --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" \
 	--identity "$T_TMP/nokey" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" -q
 ssh-keygen -q -t ed25519 -N '' -f "$T_TMP/nokey"
