@@ -319,21 +319,6 @@ void gg_image_statpool_run(struct gg_statpool *p, int dfd, char *const *names, s
 /* Stop the threads and free; NULL is fine. */
 void gg_image_statpool_stop(struct gg_statpool *p);
 
-/* ---- writes on their own thread (awrite.c) ----------------------------------------- */
-
-/* pwrite(fd) on a writer thread, in the order given, through a ring of cap bytes; NULL
- * when out of memory. Without a thread every write is done at once. */
-struct gg_awrite;
-struct gg_awrite *gg_awrite_new(int fd, size_t cap);
-/* Queue a copy of data for offset off (waits for room); 0, or the errno of the first
- * write that failed, this one or an earlier one. */
-int gg_awrite_put(struct gg_awrite *a, const void *data, size_t len, uint64_t off);
-/* Wait until no queued write touches [off, off + len) (len 0: until all are done);
- * 0 or the first write's errno. */
-int gg_awrite_wait(struct gg_awrite *a, uint64_t off, size_t len);
-/* Finish the queued writes, stop the thread and free; 0 or the first errno. NULL: 0. */
-int gg_awrite_free(struct gg_awrite *a);
-
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 
 /* SIF arch code of the tree: /bin/sh (symlinks resolved inside the tree), else the first

@@ -27,7 +27,7 @@
 #include <sqfs/super.h>
 #include <sqfs/xattr_writer.h>
 
-#define WRITE_RING (8u << 20) /* writes queued for the writer thread (awrite.c) */
+#define WRITEBACK_CHUNK (32u << 20) /* start writeback of every 32 MiB written */
 
 /* ---- the file: the squashfs at an offset inside the SIF ----------------------------- */
 
@@ -35,35 +35,27 @@ struct gg_sqfs_file {
 	sqfs_file_t base;
 	int fd;
 	const char *path;
-	uint64_t off;         /* partition start in the SIF */
-	uint64_t size;        /* squashfs bytes so far, queued writes included */
-	struct gg_awrite *aw; /* the writes */
-	int err;              /* errno of the first failed call */
+	uint64_t off;    /* partition start in the SIF */
+	uint64_t size;   /* squashfs bytes so far */
+	uint64_t queued; /* writeback started up to here */
+	int err;         /* errno of the first failed call */
 };
-
-/* An sqfs error for errno e, kept as the file's first. */
-static int f_fail(struct gg_sqfs_file *f, int e)
-{
-	if (!f->err)
-		f->err = e;
-	return SQFS_ERROR_IO;
-}
 
 static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t size)
 {
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
 	if (offset > f->size || size > f->size - offset)
 		return SQFS_ERROR_OUT_OF_BOUNDS;
-	int e = gg_awrite_wait(f->aw, f->off + offset, size); /* bytes still queued */
-	if (e)
-		return f_fail(f, e);
 	char *p = buffer;
 	while (size) {
 		ssize_t n = pread(f->fd, p, size, (off_t)(f->off + offset));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return f_fail(f, n < 0 ? errno : EIO);
+		if (n <= 0) {
+			if (!f->err)
+				f->err = n < 0 ? errno : EIO;
+			return SQFS_ERROR_IO;
+		}
 		p += n;
 		size -= (size_t)n;
 		offset += (uint64_t)n;
@@ -74,11 +66,31 @@ static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t si
 static int f_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, size_t size)
 {
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
-	int e = gg_awrite_put(f->aw, buffer, size, f->off + offset);
-	if (e)
-		return f_fail(f, e);
+	const char *p = buffer;
+	uint64_t o = offset;
+	size_t left = size;
+	while (left) {
+		ssize_t n = pwrite(f->fd, p, left, (off_t)(f->off + o));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!f->err)
+				f->err = n < 0 ? errno : ENOSPC;
+			return SQFS_ERROR_IO;
+		}
+		p += n;
+		left -= (size_t)n;
+		o += (uint64_t)n;
+	}
 	if (offset + size > f->size)
 		f->size = offset + size;
+	if (f->size - f->queued >= WRITEBACK_CHUNK) {
+		/* Start writing back what is done while we compress the rest, so the
+		 * final fsync finds little left to do. Best effort. */
+		sync_file_range(f->fd, (off_t)(f->off + f->queued), (off_t)(f->size - f->queued),
+				SYNC_FILE_RANGE_WRITE);
+		f->queued = f->size;
+	}
 	return 0;
 }
 
@@ -90,18 +102,19 @@ static sqfs_u64 f_get_size(const sqfs_file_t *base)
 static int f_truncate(sqfs_file_t *base, sqfs_u64 size)
 {
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
-	int e = gg_awrite_wait(f->aw, 0, 0);
-	if (e)
-		return f_fail(f, e);
-	if (ftruncate(f->fd, (off_t)(f->off + size)) < 0)
-		return f_fail(f, errno);
+	if (ftruncate(f->fd, (off_t)(f->off + size)) < 0) {
+		if (!f->err)
+			f->err = errno;
+		return SQFS_ERROR_IO;
+	}
 	f->size = size;
+	if (f->queued > size)
+		f->queued = size;
 	return 0;
 }
 
 static void f_destroy(sqfs_object_t *obj)
 {
-	gg_awrite_free(((struct gg_sqfs_file *)obj)->aw);
 	free(obj);
 }
 
@@ -268,8 +281,6 @@ static int make_file(struct gg_sqfs_writer *w, int fd, const char *path, uint64_
 	w->file->base.write_at = f_write_at;
 	w->file->base.get_size = f_get_size;
 	w->file->base.truncate = f_truncate;
-	if (!(w->file->aw = gg_awrite_new(fd, WRITE_RING)))
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -300,8 +311,6 @@ int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_
 		goto fail;
 	}
 	rc = sqfs_super_write(&w->super, file);
-	if (!rc && (rc = gg_awrite_wait(w->file->aw, 0, 0)) != 0) /* a file we cannot write */
-		rc = f_fail(w->file, rc);
 	if (rc) {
 		werr(w, err, rc, "writing the squashfs superblock");
 		goto fail;
@@ -751,11 +760,6 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 		return werr(w, err, rc, "writing the squashfs superblock");
 	if (pad_to_block(w, err) < 0)
 		return err->code;
-	int e = gg_awrite_wait(w->file->aw, 0, 0);
-	if (e) {
-		f_fail(w->file, e);
-		return werr(w, err, SQFS_ERROR_IO, "writing the squashfs");
-	}
 	*size = w->file->size;
 	return 0;
 }

@@ -1271,8 +1271,7 @@ static struct heap freeze_heap(const char *src, const char *out)
 }
 
 /* The memory budget gg_image_freeze states, for up to 2 compressor threads: 128 data
- * blocks of 128 KiB in flight, 8 MiB for the threads and the rest, 8 MiB of writes
- * queued for the writer thread, and 512 bytes per
+ * blocks of 128 KiB in flight, 8 MiB for the threads and the rest, and 512 bytes per
  * entry (names up to 32 bytes). How many blocks are in flight at once depends on how
  * the threads are scheduled, so the tree is also checked apart, once the writer is gone
  * (at the last progress call), for a cost per entry that timing cannot blur. */
@@ -1292,8 +1291,8 @@ static void test_memory_budget(void **state)
 	if (b.done < a.done || (b.done - a.done) / 20000 > 300)
 		fail_msg("the tree takes %zu bytes per entry (at most 300)",
 			 (b.done - a.done) / 20000);
-	/* in all: measured 38 MB, 44 MB allowed */
-	size_t budget = (size_t)128 * (128 * 1024 + 4096) + ((size_t)16 << 20) + 21101 * 512;
+	/* in all: measured 30 MB, 36 MB allowed */
+	size_t budget = (size_t)128 * (128 * 1024 + 4096) + ((size_t)8 << 20) + 21101 * 512;
 	if (b.peak > budget)
 		fail_msg("%zu bytes at the peak (budget %zu)", b.peak, budget);
 }
