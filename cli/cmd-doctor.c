@@ -525,6 +525,23 @@ static char *hop_config(const struct gg_site *s, char *dir, size_t dlen)
 	return path;
 }
 
+/* The fix for a jump host ssh could not log in to, from ssh's last line. */
+static char *jump_fix(const struct gg_site *s, const char *line)
+{
+	if (strstr(line, "Permission denied"))
+		return S("the jump host refuses your key: register the public key of %s with "
+			 "the site, or set it with 'gridgpu site add %s --identity KEY ...'",
+			 s->identity ? s->identity : "~/.ssh/id_*", s->name);
+	if (strstr(line, "Host key verification failed") || strstr(line, "No ED25519 host key") ||
+	    strstr(line, "host key"))
+		return S("the jump host's key is not in %s: add it after comparing its "
+			 "fingerprint with the one the site publishes",
+			 s->known_hosts ? s->known_hosts : "~/.ssh/known_hosts");
+	return S("check the address in the site profile ('gridgpu site show %s') and that "
+		 "this network may reach it (firewall, VPN)",
+		 s->name);
+}
+
 static void check_jumps(struct doctor *d, struct ctx *x)
 {
 	if (!x->site)
@@ -576,28 +593,13 @@ static void check_jumps(struct doctor *d, struct ctx *x)
 			      s->jumps[k], st),
 			    NULL);
 		} else {
-			char *fix;
-			if (strstr(line, "Permission denied"))
-				fix = S("the jump host refuses your key: register the public key of %s "
-					"with the site, or set it with 'gridgpu site add %s --identity "
-					"KEY ...'",
-					s->identity ? s->identity : "~/.ssh/id_*", s->name);
-			else if (strstr(line, "Host key verification failed") ||
-				 strstr(line, "No ED25519 host key") || strstr(line, "host key"))
-				fix = S("the jump host's key is not in %s: add it after comparing its "
-					"fingerprint with the one the site publishes",
-					s->known_hosts ? s->known_hosts : "~/.ssh/known_hosts");
-			else
-				fix = S("check the address in the site profile ('gridgpu site show "
-					"%s') and that this network may reach it (firewall, VPN)",
-					s->name);
 			add(d, id, title, ST_FAIL,
 			    S("%s: %s", s->jumps[k],
 			      st < 0      ? "ssh could not be run"
 			      : st >= 256 ? "ssh timed out"
 			      : line[0]   ? line
 					  : "ssh failed"),
-			    fix);
+			    jump_fix(s, line));
 			prev_failed = 1;
 		}
 		free(out);
