@@ -148,6 +148,12 @@ struct gg_sqfs_opts {
 	int (*cancel)(void *ud); /* optional: polled while the tree is serialised */
 	void *cancel_ud;
 };
+/* len bytes at off, through short writes and EINTR (sif.c): 0, or -1 with errno set
+ * (ENOSPC when the disk took nothing). */
+int gg_image_pwrite_all(int fd, const void *buf, size_t len, int64_t off);
+/* len bytes from off: 0, or -1 with errno set (0 when the file ended first). */
+int gg_image_pread_all(int fd, void *buf, size_t len, int64_t off);
+
 /* Write a squashfs into fd starting at base (the SIF partition offset). path is for
  * messages. */
 int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_sqfs_opts *o,

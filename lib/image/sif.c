@@ -206,7 +206,7 @@ struct gg_sif_writer {
 	int64_t end; /* end of the data so far */
 };
 
-static int pwrite_all(int fd, const void *buf, size_t len, int64_t off)
+int gg_image_pwrite_all(int fd, const void *buf, size_t len, int64_t off)
 {
 	const char *p = buf;
 	while (len) {
@@ -225,7 +225,7 @@ static int pwrite_all(int fd, const void *buf, size_t len, int64_t off)
 	return 0;
 }
 
-static int pread_all(int fd, void *buf, size_t len, int64_t off)
+int gg_image_pread_all(int fd, void *buf, size_t len, int64_t off)
 {
 	char *p = buf;
 	while (len) {
@@ -325,7 +325,7 @@ int gg_sif_writer_add(struct gg_sif_writer *w, uint32_t id, int32_t type, uint32
 	d->size_with_padding = (int64_t)len;
 	if (name)
 		strncpy(d->name, name, sizeof d->name - 1);
-	if (len && pwrite_all(w->fd, data, len, d->offset) < 0) {
+	if (len && gg_image_pwrite_all(w->fd, data, len, d->offset) < 0) {
 		d->used = 0;
 		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "writing '%s'", w->path);
 	}
@@ -373,7 +373,7 @@ int gg_sif_writer_finish(struct gg_sif_writer *w, int64_t *size, struct gg_err *
 		if (w->d[i].used)
 			gg_sif_descr_encode(&w->d[i],
 					    buf + GG_SIF_DESCR_OFFSET + i * GG_SIF_DESCR_SIZE);
-	int rc = pwrite_all(w->fd, buf, DATA_OFFSET, 0);
+	int rc = gg_image_pwrite_all(w->fd, buf, DATA_OFFSET, 0);
 	free(buf);
 	if (rc < 0 || ftruncate(w->fd, (off_t)w->end) < 0)
 		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "writing '%s'", w->path);
@@ -513,7 +513,7 @@ static int load_header(struct gg_sif *s, struct checker *c, struct gg_err *err)
 		   "'%s' is too short for a SIF header (%llu bytes)", s->path,
 		   (unsigned long long)s->file_size))
 		return 0;
-	if (pread_all(s->fd, hb, sizeof hb, 0) < 0)
+	if (gg_image_pread_all(s->fd, hb, sizeof hb, 0) < 0)
 		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", s->path);
 	struct gg_err herr = {0};
 	if (!check(c, "header", gg_sif_header_decode(hb, &s->hdr, &herr) == 0, "%s", herr.msg))
@@ -578,7 +578,7 @@ static int load_descriptors(struct gg_sif *s, struct checker *c, int64_t *used, 
 		free(raw);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	if (pread_all(s->fd, raw, (size_t)h->descr_size, h->descr_offset) < 0) {
+	if (gg_image_pread_all(s->fd, raw, (size_t)h->descr_size, h->descr_offset) < 0) {
 		free(raw);
 		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", s->path);
 	}
@@ -670,7 +670,7 @@ int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr *d, siz
 	char *buf = malloc((size_t)d->size + 1);
 	if (!buf)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (pread_all(s->fd, buf, (size_t)d->size, d->offset) < 0) {
+	if (gg_image_pread_all(s->fd, buf, (size_t)d->size, d->offset) < 0) {
 		free(buf);
 		return gg_err_sys(err, GG_EIO, errno ? errno : EIO, "reading '%s'", s->path);
 	}
@@ -695,7 +695,9 @@ static int pf_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t s
 	struct part_file *f = (struct part_file *)base;
 	if (offset > f->size || size > f->size - offset)
 		return SQFS_ERROR_OUT_OF_BOUNDS;
-	return pread_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0 ? SQFS_ERROR_IO : 0;
+	return gg_image_pread_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0
+		       ? SQFS_ERROR_IO
+		       : 0;
 }
 
 static int pf_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, size_t size)
@@ -753,7 +755,7 @@ static void check_squashfs(struct checker *c, const struct gg_sif *s, const stru
 
 	unsigned char magic[4] = {0};
 	if (!check(c, "squashfs magic",
-		   d->size >= 4 && pread_all(s->fd, magic, 4, d->offset) == 0 &&
+		   d->size >= 4 && gg_image_pread_all(s->fd, magic, 4, d->offset) == 0 &&
 			   memcmp(magic, "hsqs", 4) == 0,
 		   "no squashfs magic 'hsqs' at the partition offset %lld", (long long)d->offset))
 		return;

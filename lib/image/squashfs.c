@@ -46,19 +46,10 @@ static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t si
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
 	if (offset > f->size || size > f->size - offset)
 		return SQFS_ERROR_OUT_OF_BOUNDS;
-	char *p = buffer;
-	while (size) {
-		ssize_t n = pread(f->fd, p, size, (off_t)(f->off + offset));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (!f->err)
-				f->err = n < 0 ? errno : EIO;
-			return SQFS_ERROR_IO;
-		}
-		p += n;
-		size -= (size_t)n;
-		offset += (uint64_t)n;
+	if (gg_image_pread_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0) {
+		if (!f->err)
+			f->err = errno ? errno : EIO;
+		return SQFS_ERROR_IO;
 	}
 	return 0;
 }
@@ -66,21 +57,10 @@ static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t si
 static int f_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, size_t size)
 {
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
-	const char *p = buffer;
-	uint64_t o = offset;
-	size_t left = size;
-	while (left) {
-		ssize_t n = pwrite(f->fd, p, left, (off_t)(f->off + o));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (!f->err)
-				f->err = n < 0 ? errno : ENOSPC;
-			return SQFS_ERROR_IO;
-		}
-		p += n;
-		left -= (size_t)n;
-		o += (uint64_t)n;
+	if (gg_image_pwrite_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0) {
+		if (!f->err)
+			f->err = errno;
+		return SQFS_ERROR_IO;
 	}
 	if (offset + size > f->size)
 		f->size = offset + size;
