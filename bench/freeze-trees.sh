@@ -16,7 +16,8 @@
 #   tiny    500,000 files of 0..200 bytes of text in 1,000 directories (57 MB).
 # The debootstrap tree itself is made by bench-freeze.sh (CACHE/rootfs).
 set -eu
-CACHE=$1
+mkdir -p "$1"
+CACHE=$(cd "$1" && pwd) # absolute: the steps below cd elsewhere
 SHAPE=$2
 T=$CACHE/tree-$SHAPE
 [ -f "$T/.done" ] && { echo "$T"; exit 0; }
