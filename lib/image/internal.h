@@ -185,6 +185,19 @@ struct sqfs_compressor_t;
 int gg_sqfs_check_tree(struct sqfs_file_t *file, const struct sqfs_super_t *sb,
 		       struct sqfs_compressor_t *cmp, char *why, size_t whylen, uint64_t *entries);
 
+/* The gate (gate.c): counts the blocks the compressor threads finish, so the feeding
+ * thread can sleep until a batch of them is done. new: NULL when out of memory. wrap:
+ * a compressor that hands every block to inner and counts it; it owns inner, except
+ * when it returns NULL (out of memory). Its copies share g, which must outlive them. */
+struct gg_gate;
+struct gg_gate *gg_gate_new(void);
+void gg_gate_free(struct gg_gate *g);
+struct sqfs_compressor_t *gg_gate_wrap(struct gg_gate *g, struct sqfs_compressor_t *inner);
+/* Blocks compressed so far. */
+uint64_t gg_gate_done(struct gg_gate *g);
+/* Sleep until done blocks in all are compressed, or until no compressor is busy. */
+void gg_gate_wait(struct gg_gate *g, uint64_t done);
+
 /* ---- the feed (feed.c): what the readers hand entries and data to ----------------- */
 
 struct gg_feed;

@@ -1,4 +1,4 @@
-/* Unit tests of lib/image/deflate.c and squashfs.c: the libdeflate compressor emits
+/* Unit tests of lib/image/deflate.c, gate.c and squashfs.c: the libdeflate compressor emits
  * zlib streams that zlib's inflate (libsquashfs' gzip decompressor) accepts; a squashfs
  * written by our writer reads back through libsquashfs' own readers: names, types,
  * modes, owners, times, symlinks, devices, hard links, xattrs, data, sparse files. */
@@ -625,6 +625,140 @@ static void test_inflate_memo(void **state)
 	free(back);
 }
 
+/* The gate's wrapper: its copies give the inner compressor's bytes and count each block
+ * as done; the configuration is the inner one's. */
+static void test_gate_wrap(void **state)
+{
+	(void)state;
+	size_t n = 131072;
+	unsigned char *in = malloc(n), *a = malloc(n), *b = malloc(n);
+	fill_text(in, n, 7);
+	struct gg_gate *g = gg_gate_new();
+	assert_non_null(g);
+	sqfs_compressor_t *plain = gg_sqfs_deflate_new(6, (uint32_t)n);
+	sqfs_compressor_t *w = gg_gate_wrap(g, gg_sqfs_deflate_new(6, (uint32_t)n));
+	assert_non_null(w);
+	sqfs_compressor_t *c1 = sqfs_copy(w), *c2 = sqfs_copy(c1);
+	assert_non_null(c1);
+	assert_non_null(c2);
+	sqfs_s32 la = plain->do_block(plain, in, (sqfs_u32)n, a, (sqfs_u32)n);
+	assert_true(la > 0);
+	assert_int_equal(gg_gate_done(g), 0);
+	assert_int_equal(c1->do_block(c1, in, (sqfs_u32)n, b, (sqfs_u32)n), la);
+	assert_memory_equal(a, b, (size_t)la);
+	assert_int_equal(c2->do_block(c2, in, (sqfs_u32)n, b, (sqfs_u32)n), la);
+	assert_int_equal(gg_gate_done(g), 2);
+	sqfs_compressor_config_t cp, cw;
+	plain->get_configuration(plain, &cp);
+	c2->get_configuration(c2, &cw);
+	assert_memory_equal(&cp, &cw, sizeof cp);
+	gg_gate_wait(g, 1); /* already done: returns at once */
+	sqfs_destroy(c2);
+	sqfs_destroy(c1);
+	sqfs_destroy(w);
+	sqfs_destroy(plain);
+	gg_gate_free(g);
+	free(in);
+	free(a);
+	free(b);
+}
+
+/* A compressor that holds every block until the test releases one. */
+struct held {
+	sqfs_compressor_t base;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	int *entered, *released;
+};
+
+static sqfs_s32 held_do_block(sqfs_compressor_t *cmp, const sqfs_u8 *in, sqfs_u32 size,
+			      sqfs_u8 *out, sqfs_u32 outsize)
+{
+	struct held *h = (struct held *)cmp;
+	(void)in, (void)size, (void)out, (void)outsize;
+	pthread_mutex_lock(h->mu);
+	(*h->entered)++;
+	pthread_cond_broadcast(h->cv);
+	while (*h->released == 0)
+		pthread_cond_wait(h->cv, h->mu);
+	(*h->released)--;
+	pthread_mutex_unlock(h->mu);
+	return 0;
+}
+
+static void held_destroy(sqfs_object_t *obj)
+{
+	free(obj);
+}
+
+static sqfs_object_t *held_copy(const sqfs_object_t *obj)
+{
+	struct held *h = malloc(sizeof *h);
+	if (h)
+		*h = *(const struct held *)obj;
+	return (sqfs_object_t *)h;
+}
+
+struct gate_thread {
+	pthread_t th;
+	sqfs_compressor_t *c;
+	unsigned char buf[64];
+};
+
+static void *gate_thread_main(void *arg)
+{
+	struct gate_thread *t = arg;
+	t->c->do_block(t->c, t->buf, sizeof t->buf, t->buf, sizeof t->buf);
+	return NULL;
+}
+
+/* A wait ends when its count of blocks is done, and a wait for more blocks than will
+ * come ends when the last busy one is done instead of hanging. */
+static void test_gate_wait(void **state)
+{
+	(void)state;
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	int entered = 0, released = 0;
+	struct held *h = calloc(1, sizeof *h);
+	h->mu = &mu;
+	h->cv = &cv;
+	h->entered = &entered;
+	h->released = &released;
+	h->base.base.destroy = held_destroy;
+	h->base.base.copy = held_copy;
+	h->base.do_block = held_do_block;
+	struct gg_gate *g = gg_gate_new();
+	sqfs_compressor_t *w = gg_gate_wrap(g, &h->base);
+	assert_non_null(w);
+	struct gate_thread t[3];
+	for (int i = 0; i < 3; i++) {
+		t[i].c = sqfs_copy(w);
+		assert_non_null(t[i].c);
+		assert_int_equal(pthread_create(&t[i].th, NULL, gate_thread_main, &t[i]), 0);
+	}
+	pthread_mutex_lock(&mu);
+	while (entered < 3) /* all three blocks are being compressed */
+		pthread_cond_wait(&cv, &mu);
+	released = 2;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	gg_gate_wait(g, 2);
+	assert_true(gg_gate_done(g) >= 2);
+	pthread_mutex_lock(&mu);
+	released++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	gg_gate_wait(g, 100); /* only 3 blocks: ends when none is busy */
+	assert_int_equal(gg_gate_done(g), 3);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(t[i].th, NULL);
+		sqfs_destroy(t[i].c);
+	}
+	sqfs_destroy(w);
+	gg_gate_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -634,6 +768,8 @@ int main(void)
 		cmocka_unit_test(test_deflate_matchless),
 		cmocka_unit_test(test_inflate),
 		cmocka_unit_test(test_inflate_memo),
+		cmocka_unit_test(test_gate_wrap),
+		cmocka_unit_test(test_gate_wait),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
 		cmocka_unit_test(test_table_level),
