@@ -28,6 +28,7 @@
 #include <sqfs/xattr_writer.h>
 
 #define WRITEBACK_CHUNK (32u << 20) /* start writeback of every 32 MiB written */
+#define GATE_LEFT       4 /* blocks left to the compressors when the feeder wakes (gate()) */
 
 /* ---- the file: the squashfs at an offset inside the SIF ----------------------------- */
 
@@ -109,6 +110,12 @@ struct gg_sqfs_writer {
 	sqfs_block_writer_t *bw;
 	sqfs_frag_table_t *frag;
 	sqfs_block_processor_t *proc;
+	sqfs_compressor_t *gcmp; /* the block processor's: w->cmp's copy behind the gate */
+	struct gg_gate *gate;    /* NULL with one compressor thread */
+	size_t backlog;          /* the block processor's queue length */
+	uint64_t items;          /* queued by us: whole blocks and tails */
+	uint64_t blocks;         /* of them whole blocks */
+	uint32_t fill;           /* bytes of the current file's unfinished block */
 	sqfs_id_table_t *ids;
 	sqfs_xattr_writer_t *xwr;
 	sqfs_meta_writer_t *im, *dm;
@@ -246,6 +253,45 @@ static int start_workers(const sqfs_block_processor_desc_t *desc, sqfs_block_pro
 	return st.rc;
 }
 
+/* The block processor and its compressor threads. With more than one, its compressor is
+ * a copy of w->cmp behind the gate (gate.c). */
+static int start_processor(struct gg_sqfs_writer *w, unsigned jobs, sqfs_file_t *file,
+			   struct gg_err *err)
+{
+	sqfs_block_processor_desc_t desc;
+	memset(&desc, 0, sizeof desc);
+	desc.size = sizeof desc;
+	desc.max_block_size = w->block_size;
+	desc.num_workers = jobs;
+	/* Blocks in flight. Finished blocks are taken in submission order, so one big block
+	 * being compressed holds back everything behind it; a small file costs a whole
+	 * item. With a short queue the workers ran dry behind the feeder on trees with
+	 * many small files (measured on the benchmark tree: 16 and 64 items were 10-20%
+	 * slower than 128). Each item is a 128 KiB buffer, reused: 128..512 items bound
+	 * the memory at 16..64 MiB whatever the size of the sandbox. */
+	unsigned backlog = jobs * 64;
+	w->backlog = backlog < 128 ? 128 : backlog > 512 ? 512 : backlog;
+	desc.max_backlog = w->backlog;
+	desc.cmp = w->cmp;
+	if (jobs > 1) {
+		sqfs_compressor_t *inner = sqfs_copy(w->cmp);
+		w->gate = inner ? gg_gate_new() : NULL;
+		w->gcmp = w->gate ? gg_gate_wrap(w->gate, inner) : NULL;
+		if (!w->gcmp) {
+			sqfs_destroy(inner);
+			return gg_err_set(err, GG_ENOMEM,
+					  "starting the compressor threads: out of memory");
+		}
+		desc.cmp = w->gcmp;
+	}
+	desc.wr = w->bw;
+	desc.tbl = w->frag;
+	desc.file = file;
+	desc.uncmp = w->uncmp;
+	int rc = start_workers(&desc, &w->proc);
+	return rc ? werr(w, err, rc, "starting the compressor threads") : 0;
+}
+
 /* The output: fd from base on, through the sqfs_file_t interface. */
 static int make_file(struct gg_sqfs_writer *w, int fd, const char *path, uint64_t base,
 		     struct gg_err *err)
@@ -311,30 +357,8 @@ int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_
 		gg_err_set(err, GG_ENOMEM, "setting up the squashfs writer: out of memory");
 		goto fail;
 	}
-	unsigned jobs = o->jobs ? o->jobs : 1;
-	sqfs_block_processor_desc_t desc;
-	memset(&desc, 0, sizeof desc);
-	desc.size = sizeof desc;
-	desc.max_block_size = w->block_size;
-	desc.num_workers = jobs;
-	/* Blocks in flight. Finished blocks are taken in submission order, so one big block
-	 * being compressed holds back everything behind it; a small file costs a whole
-	 * item. With a short queue the workers ran dry behind the feeder on trees with
-	 * many small files (measured on the benchmark tree: 16 and 64 items were 10-20%
-	 * slower than 128). Each item is a 128 KiB buffer, reused: 128..512 items bound
-	 * the memory at 16..64 MiB whatever the size of the sandbox. */
-	unsigned backlog = jobs * 64;
-	desc.max_backlog = backlog < 128 ? 128 : backlog > 512 ? 512 : backlog;
-	desc.cmp = w->cmp;
-	desc.wr = w->bw;
-	desc.tbl = w->frag;
-	desc.file = file;
-	desc.uncmp = w->uncmp;
-	rc = start_workers(&desc, &w->proc);
-	if (rc) {
-		werr(w, err, rc, "starting the compressor threads");
+	if (start_processor(w, o->jobs ? o->jobs : 1, file, err) < 0)
 		goto fail;
-	}
 	*out = w;
 	return 0;
 fail:
@@ -354,6 +378,8 @@ void gg_sqfs_writer_free(struct gg_sqfs_writer *w)
 			;
 	/* the processor first: it joins the workers that use the compressor and writer */
 	sqfs_destroy(w->proc);
+	sqfs_destroy(w->gcmp);
+	gg_gate_free(w->gate);
 	sqfs_destroy(w->dirw);
 	sqfs_destroy(w->dm);
 	sqfs_destroy(w->im);
@@ -385,8 +411,34 @@ int gg_sqfs_file_begin(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg
 	return 0;
 }
 
+/* Before an append that queues whole blocks: when the queue would be nearly full, the
+ * processor would put this thread to sleep until the oldest item is done, and wake it
+ * at every item a compressor finishes. Sleep on the gate instead until all but
+ * GATE_LEFT of the whole blocks queued are compressed, then take them back in one go.
+ * The queue is estimated from what was queued and what the processor took back (its
+ * stats; sentinel items of files that end on a block boundary are not counted, so the
+ * estimate is low, never high). Tails are left out: this thread packs them into
+ * fragment blocks itself, so with a queue of tails the processor's own wait is right.
+ * Fragment blocks count when written, sparse blocks (never compressed) as done. */
+static void gate(struct gg_sqfs_writer *w, uint64_t whole)
+{
+	const sqfs_block_processor_stats_t *st = sqfs_block_processor_get_stats(w->proc);
+	uint64_t taken = st->data_block_count + st->sparse_block_count + st->total_frag_count;
+	if (w->items + whole + 2 < taken + w->backlog)
+		return; /* room left: the append will not wait */
+	uint64_t queued = w->blocks + st->frag_block_count;
+	if (queued > st->sparse_block_count + GATE_LEFT)
+		gg_gate_wait(w->gate, queued - st->sparse_block_count - GATE_LEFT);
+}
+
 int gg_sqfs_file_append(struct gg_sqfs_writer *w, const void *data, size_t len, struct gg_err *err)
 {
+	uint64_t whole = ((uint64_t)w->fill + len) / w->block_size;
+	if (whole && w->gate)
+		gate(w, whole);
+	w->blocks += whole;
+	w->items += whole;
+	w->fill = (uint32_t)(((uint64_t)w->fill + len) % w->block_size);
 	int rc = sqfs_block_processor_append(w->proc, data, len);
 	if (rc)
 		return werr(w, err, rc, "compressing file data");
@@ -397,6 +449,8 @@ int gg_sqfs_file_end(struct gg_sqfs_writer *w, struct gg_err *err)
 {
 	int rc = sqfs_block_processor_end_file(w->proc);
 	w->cur = NULL;
+	w->items += w->fill > 0; /* the tail */
+	w->fill = 0;
 	if (rc)
 		return werr(w, err, rc, "compressing file data");
 	return 0;
