@@ -53,22 +53,6 @@ static void container_close(struct container *c)
 	c->nm = 0;
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -1 : 0;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 1;
-}
-
 static int parse_num(const unsigned char *f, size_t len, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -165,10 +149,9 @@ static void tar_ext_clear(struct tar_ext *x)
 static int tar_header(struct container *c, unsigned char h[512], uint64_t pos, int *is_tar,
 		      struct gg_err *err)
 {
-	int r = pread_full(c->fd, h, 512, pos);
-	if (r < 0)
-		return gg_err_sys(err, GG_EIO, errno, "reading '%s'", c->path);
-	if (r == 0) {
+	if (gg_image_pread_all(c->fd, h, 512, (int64_t)pos) < 0) {
+		if (errno != 0)
+			return gg_err_sys(err, GG_EIO, errno, "reading '%s'", c->path);
 		/* no end marker: tolerated, as GNU tar does */
 		*is_tar = pos > 0;
 		return 1;
@@ -199,7 +182,7 @@ static int tar_ext_read(struct container *c, struct tar_ext *x, char type, uint6
 	if (size > (1u << 20))
 		return gg_err_set(err, GG_EFAIL, "'%s': tar extension header too large", c->path);
 	char *buf = malloc((size_t)size + 1);
-	if (!buf || pread_full(c->fd, buf, (size_t)size, data) != 1) {
+	if (!buf || gg_image_pread_all(c->fd, buf, (size_t)size, (int64_t)data) < 0) {
 		free(buf);
 		return gg_err_set(err, GG_EIO, "reading '%s' failed", c->path);
 	}
@@ -496,7 +479,7 @@ static int blob_read_all(const struct container *c, const char *name, char **out
 		return gg_err_set(err, GG_EFAIL, "'%s': '%s' is too large", c->path, name);
 	}
 	char *buf = malloc((size_t)r.size + 1);
-	if (!buf || pread_full(r.fd, buf, (size_t)r.size, r.off) != 1) {
+	if (!buf || gg_image_pread_all(r.fd, buf, (size_t)r.size, (int64_t)r.off) < 0) {
 		free(buf);
 		blob_close(&r);
 		return gg_err_set(err, GG_EIO, "'%s': reading '%s' failed", c->path, name);
@@ -1163,11 +1146,12 @@ int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *
 	if (fd < 0)
 		return gg_err_sys(err, GG_EFAIL, errno, "opening '%s'", path);
 	unsigned char h[512];
-	int r = pread_full(fd, h, sizeof h, 0);
+	int r = gg_image_pread_all(fd, h, sizeof h, 0);
+	int e = errno;
 	close(fd);
-	if (r < 0)
-		return gg_err_sys(err, GG_EFAIL, errno, "reading '%s'", path);
-	if (r == 1 && !memcmp(h + 257, "ustar", 5)) {
+	if (r < 0 && e != 0)
+		return gg_err_sys(err, GG_EFAIL, e, "reading '%s'", path);
+	if (r == 0 && !memcmp(h + 257, "ustar", 5)) {
 		struct container c;
 		struct gg_err ignore = {0};
 		if (container_open(&c, path, NULL, &ignore) == 0) {
