@@ -534,33 +534,43 @@ static char *bulk_body(const char *const *ids, size_t n)
 	return text;
 }
 
+/* POST jobs?action=ACTION with the ids; *r holds the answer of a call that succeeded
+ * (200 or 201), what names it in errors. The caller clears *r either way. Status and
+ * info are idempotent; kill and clean are harmless to repeat too. */
+static int bulk_post(struct arc *ce, const char *action, const char *what, const char *const *ids,
+		     size_t n, struct gg_http_resp *r, struct gg_err *err)
+{
+	char *text = bulk_body(ids, n);
+	char *path = gg_strdup_printf("jobs?action=%s", action);
+	if (!text || !path) {
+		free(text);
+		free(path);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	char *url = rest_url(ce, path, err);
+	free(path);
+	int rc = url ? gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, r,
+				       err)
+		     : (err ? err->code : GG_EFAIL);
+	if (rc == 0 && r->status != 201 && r->status != 200)
+		rc = http_fail(ce, r, what, err);
+	free(url);
+	free(text);
+	return rc;
+}
+
 /* POST jobs?action=ACTION with many ids; results in the order of ids. */
 static int bulk(struct arc *ce, const char *action, const char *const *ids, size_t n,
 		struct gg_ce_result **results, struct gg_err *err)
 {
 	*results = NULL;
-	char *text = bulk_body(ids, n);
-	char *path = gg_strdup_printf("jobs?action=%s", action);
-	char *url = path ? rest_url(ce, path, err) : NULL;
-	free(path);
 	struct gg_http_resp r = {0};
 	struct gg_ce_result *got = NULL;
 	size_t ngot = 0;
-	int rc;
-	if (!text || !url) {
-		rc = url ? gg_err_set(err, GG_ENOMEM, "out of memory")
-			 : (err ? err->code : GG_EFAIL);
-		goto out;
-	}
-	/* status is idempotent; kill and clean are harmless to repeat too. */
-	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
+	int rc = bulk_post(ce, action, action, ids, n, &r, err);
+	if (rc == 0)
+		rc = gg_arc_parse_jobs(r.body, r.len, &got, &ngot, err);
 	if (rc < 0)
-		goto out;
-	if (r.status != 201 && r.status != 200) {
-		rc = http_fail(ce, &r, action, err);
-		goto out;
-	}
-	if ((rc = gg_arc_parse_jobs(r.body, r.len, &got, &ngot, err)) < 0)
 		goto out;
 	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
 	if (!res) {
@@ -586,8 +596,6 @@ static int bulk(struct arc *ce, const char *action, const char *const *ids, size
 out:
 	gg_ce_results_free(got, ngot);
 	gg_http_resp_clear(&r);
-	free(url);
-	free(text);
 	return rc;
 }
 
@@ -709,19 +717,9 @@ static int arc_job_names(struct gg_ce *g, const char *const *ids, size_t n, char
 	struct arc *ce = g->impl;
 	for (size_t i = 0; i < n; i++)
 		names[i] = NULL;
-	char *text = bulk_body(ids, n);
-	char *url = text ? rest_url(ce, "jobs?action=info", err) : NULL;
 	struct gg_http_resp r = {0};
 	json_t *j = NULL;
-	int rc;
-	if (!url) {
-		rc = text ? (err ? err->code : GG_EFAIL)
-			  : gg_err_set(err, GG_ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
-	if (rc == 0 && r.status != 201 && r.status != 200)
-		rc = http_fail(ce, &r, "asking the CE about jobs", err);
+	int rc = bulk_post(ce, "info", "asking the CE about jobs", ids, n, &r, err);
 	if (rc == 0)
 		rc = gg_http_resp_json(&r, &j, err);
 	if (rc == 0) {
@@ -739,11 +737,8 @@ static int arc_job_names(struct gg_ce *g, const char *const *ids, size_t n, char
 		}
 		json_decref(arr);
 	}
-out:
 	json_decref(j);
 	gg_http_resp_clear(&r);
-	free(url);
-	free(text);
 	return rc;
 }
 
@@ -821,20 +816,10 @@ static int arc_lrms_status(struct gg_ce *g, const char *const *ids, size_t n,
 {
 	struct arc *ce = g->impl;
 	*results = NULL;
-	char *text = bulk_body(ids, n);
-	char *url = text ? rest_url(ce, "jobs?action=info", err) : NULL;
 	struct gg_http_resp r = {0};
 	struct gg_ce_result *got = NULL, *res = NULL;
 	size_t ngot = 0;
-	int rc;
-	if (!url) {
-		rc = text ? (err ? err->code : GG_EFAIL)
-			  : gg_err_set(err, GG_ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = gg_http_request(ce->http, "POST", url, JSON, text, strlen(text), JSON, 1, &r, err);
-	if (rc == 0 && r.status != 201 && r.status != 200)
-		rc = http_fail(ce, &r, "asking the CE about jobs", err);
+	int rc = bulk_post(ce, "info", "asking the CE about jobs", ids, n, &r, err);
 	if (rc == 0)
 		rc = gg_arc_parse_info(r.body, r.len, &got, &ngot, err);
 	if (rc < 0)
@@ -863,8 +848,6 @@ static int arc_lrms_status(struct gg_ce *g, const char *const *ids, size_t n,
 out:
 	gg_ce_results_free(got, ngot);
 	gg_http_resp_clear(&r);
-	free(url);
-	free(text);
 	return rc;
 }
 
