@@ -122,7 +122,9 @@ static void gated_destroy(sqfs_object_t *obj)
 	free(x);
 }
 
-static sqfs_compressor_t *gated_new(struct gg_gate *g, sqfs_compressor_t *inner)
+static sqfs_object_t *gated_copy(const sqfs_object_t *obj);
+
+struct sqfs_compressor_t *gg_gate_wrap(struct gg_gate *g, struct sqfs_compressor_t *inner)
 {
 	struct gated *x = calloc(1, sizeof *x);
 	if (!x)
@@ -130,7 +132,7 @@ static sqfs_compressor_t *gated_new(struct gg_gate *g, sqfs_compressor_t *inner)
 	x->inner = inner;
 	x->gate = g;
 	x->base.base.destroy = gated_destroy;
-	x->base.base.copy = NULL; /* set by the caller: copies share the gate */
+	x->base.base.copy = gated_copy; /* copies share the gate */
 	x->base.get_configuration = gated_get_configuration;
 	x->base.write_options = gated_write_options;
 	x->base.read_options = gated_read_options;
@@ -144,19 +146,8 @@ static sqfs_object_t *gated_copy(const sqfs_object_t *obj)
 	sqfs_compressor_t *inner = sqfs_copy(x->inner);
 	if (!inner)
 		return NULL;
-	sqfs_compressor_t *c = gated_new(x->gate, inner);
-	if (!c) {
+	sqfs_compressor_t *c = gg_gate_wrap(x->gate, inner);
+	if (!c)
 		sqfs_destroy(inner);
-		return NULL;
-	}
-	c->base.copy = gated_copy;
-	return &c->base;
-}
-
-struct sqfs_compressor_t *gg_gate_wrap(struct gg_gate *g, struct sqfs_compressor_t *inner)
-{
-	sqfs_compressor_t *c = gated_new(g, inner);
-	if (c)
-		c->base.copy = gated_copy;
-	return c;
+	return (sqfs_object_t *)c;
 }
