@@ -11,14 +11,27 @@
 
 #define MAX_IDS 65536u
 
+/* A node and its name in one allocation, name being namelen bytes (no NUL needed). */
+static struct gg_node *node_new(const char *name, size_t namelen)
+{
+	if (namelen > SIZE_MAX - sizeof(struct gg_node) - 1)
+		return NULL;
+	struct gg_node *n = calloc(1, sizeof *n + namelen + 1);
+	if (!n)
+		return NULL;
+	n->name = (char *)(n + 1);
+	memcpy(n->name, name, namelen);
+	return n;
+}
+
 struct gg_tree *gg_image_tree_new(void)
 {
 	struct gg_tree *t = calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
 	struct gg_inode *ino = gg_image_inode_new(t);
-	t->root = calloc(1, sizeof *t->root);
-	if (!ino || !t->root || !(t->root->name = strdup(""))) {
+	t->root = node_new("", 0);
+	if (!ino || !t->root) {
 		gg_image_tree_free(t);
 		return NULL;
 	}
@@ -40,7 +53,6 @@ static void node_free(struct gg_node *top)
 		}
 		struct gg_node *up = n == top ? NULL : n->parent;
 		free(n->kids);
-		free(n->name);
 		free(n);
 		n = up;
 	}
@@ -166,18 +178,18 @@ struct gg_node *gg_image_node_add(struct gg_tree *t, struct gg_node *dir, const 
 	if (found)
 		return NULL;
 	if (dir->nkids == dir->cap) {
-		size_t ncap = dir->cap ? dir->cap * 2 : 4;
+		if (dir->cap > UINT32_MAX / 2)
+			return NULL;
+		uint32_t ncap = dir->cap ? dir->cap * 2 : 4;
 		struct gg_node **nk = realloc(dir->kids, ncap * sizeof *nk);
 		if (!nk)
 			return NULL;
 		dir->kids = nk;
 		dir->cap = ncap;
 	}
-	struct gg_node *n = calloc(1, sizeof *n);
-	if (!n || !(n->name = strndup(name, namelen))) {
-		free(n);
+	struct gg_node *n = node_new(name, namelen);
+	if (!n)
 		return NULL;
-	}
 	n->parent = dir;
 	n->inode = ino;
 	memmove(&dir->kids[pos + 1], &dir->kids[pos],

@@ -345,10 +345,22 @@ static struct gg_node *tree_add(struct gg_tree *t, const char *path, uint32_t mo
 	return gg_image_tree_lookup(t, path);
 }
 
+/* A node's name lives in the node's own allocation: a new one is the test's, kept here
+ * until the tree is freed (renamed_free). */
+static char *renamed[32];
+static size_t nrenamed;
+
 static void rename_node(struct gg_node *n, const char *name)
 {
-	free(n->name);
-	n->name = strdup(name);
+	assert_true(nrenamed < sizeof renamed / sizeof *renamed);
+	n->name = renamed[nrenamed++] = strdup(name);
+	assert_non_null(n->name);
+}
+
+static void renamed_free(void)
+{
+	while (nrenamed)
+		free(renamed[--nrenamed]);
 }
 
 static char *repeat(char c, size_t n)
@@ -441,6 +453,7 @@ static int write_hostile(const char *path, enum hostile h)
 	gg_sqfs_writer_free(w);
 	gg_sif_writer_free(sw);
 	gg_image_tree_free(t);
+	renamed_free();
 	close(fd);
 	if (rc < 0)
 		print_message("case %d: our writer refuses it: %s\n", (int)h, err.msg);
