@@ -314,11 +314,17 @@ struct gg_ahead_file {
  * st_ok and xattrs of f. The threads do this for every file; without them the reader
  * calls it itself. */
 void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg_ahead_file *f);
-/* Start opening nodes[0..n) in order, at most 64 files ahead; NULL when no thread or
- * memory could be had (then the reader opens them itself). nodes must outlive it. */
+/* Start opening nodes[0..n) in order, as many files ahead as gg_image_ahead_slots_for
+ * gives for the soft RLIMIT_NOFILE; NULL when that is none or no thread or memory could
+ * be had (then the reader opens them itself). nodes must outlive it. */
 struct gg_ahead;
 struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_node *const *nodes,
 				      size_t n);
+/* Files held open ahead at most under a soft limit of fd_limit descriptors: up to 128, a
+ * multiple of the thread count, 64 descriptors left for the rest; 0 below 72. */
+size_t gg_image_ahead_slots_for(uint64_t fd_limit);
+/* What a read-ahead holds at most: its slots. */
+size_t gg_image_ahead_slots(const struct gg_ahead *a);
 /* File i, waited for (i in order, each once); give it back with done: a descriptor left
  * in fd is closed by the threads, not by the reader. */
 struct gg_ahead_file *gg_image_ahead_get(struct gg_ahead *a, size_t i);

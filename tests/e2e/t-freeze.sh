@@ -171,6 +171,18 @@ run_gg freeze sb -o b.sif
 cmp -s a.sif b.sif && ok "two freezes are byte-identical" || not_ok "two freezes are byte-identical"
 run_gg freeze -j 1 sb -o j1.sif
 cmp -s a.sif j1.sif && ok "the thread count does not change a byte" || not_ok "the thread count does not change a byte"
+# The read-ahead keeps as many files open as the soft limit on open files leaves room
+# for: under a low limit freeze still works (fewer files ahead, or the feeding thread
+# opens each itself), and the image is the same.
+mkdir -p many && i=0 && while [ $i -lt 300 ]; do printf 'file %d\n' $i >many/f$i; i=$((i + 1)); done
+run_gg freeze many -o many.sif
+expect_eq "300 files, no limit: frozen" "$RC" 0
+for n in 40 100; do
+	if (ulimit -n $n && "$GRIDGPU" freeze many -o many-$n.sif) >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"
+	then ok "300 files under 'ulimit -n $n': frozen"
+	else not_ok "300 files under 'ulimit -n $n': $(head -c 200 "$T_TMP/.stderr")"; fi
+	cmp -s many.sif many-$n.sif && ok "... the same image as without the limit" || not_ok "... the same image as without the limit ($n)"
+done
 run_gg freeze --no-reproducible sb -o c.sif
 cmp -s a.sif c.sif && not_ok "--no-reproducible gives a random UUID" || ok "--no-reproducible gives a random UUID"
 siftool header c.sif | grep -q "^ID: *[0-9a-f]\{8\}-" && ok "siftool header shows the UUID" || not_ok "siftool header shows the UUID"

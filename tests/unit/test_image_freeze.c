@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -1115,16 +1116,16 @@ static void test_read_ahead(void **state)
 			assert_true(i == 7 || f->xattrs == 0);
 		}
 		gg_image_ahead_done(a, f);
-		/* what the threads still hold: at most the 64 slots' descriptors */
-		assert_true(open_fds() <= before + 64);
+		/* what the threads still hold: at most their slots' descriptors */
+		assert_true(open_fds() <= before + (int)gg_image_ahead_slots(a));
 	}
-	gg_image_ahead_stop(a); /* up to 32 files opened ahead are closed */
+	gg_image_ahead_stop(a); /* the files opened ahead are closed */
 	assert_int_equal(open_fds(), before);
 	close(root);
 	gg_image_tree_free(t);
 }
 
-/* Handed over to the end, many times round the 64 slots: every file in its turn with its
+/* Handed over to the end, many times round the slots: every file in its turn with its
  * own bytes, whichever side has to wait for the other. */
 static void test_read_ahead_all(void **state)
 {
@@ -1163,6 +1164,68 @@ static void test_read_ahead_all(void **state)
 	assert_int_equal(open_fds(), before);
 	close(root);
 	free(nodes);
+	gg_image_tree_free(t);
+}
+
+/* As many slots as the soft limit on open files leaves room for (64 descriptors kept for
+ * the rest), up to 128; none when fewer than 8 would be left, and then no read-ahead: the
+ * reader opens each file itself. Under a lowered limit the threads hand every file over
+ * and never hold more descriptors than their slots. */
+static void test_read_ahead_limit(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_image_ahead_slots_for(UINT64_MAX), 128);
+	assert_int_equal(gg_image_ahead_slots_for(1024), 128);
+	assert_int_equal(gg_image_ahead_slots_for(192), 128);
+	assert_int_equal(gg_image_ahead_slots_for(191), 124);
+	assert_int_equal(gg_image_ahead_slots_for(100), 36);
+	assert_int_equal(gg_image_ahead_slots_for(72), 8);
+	assert_int_equal(gg_image_ahead_slots_for(71), 0);
+	assert_int_equal(gg_image_ahead_slots_for(0), 0);
+
+	enum { N = 300 };
+	mkdir(P("%s", "rl"), 0755);
+	struct gg_tree *t = gg_image_tree_new();
+	struct gg_node *nodes[N];
+	char name[32], body[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "rl/f%03d", i);
+		snprintf(body, sizeof body, "body %d", i);
+		put(P("%s", name), body);
+		nodes[i] = tree_file(t, name + 3);
+	}
+	int root = open(P("%s", "rl"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	int before = open_fds();
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 100) {
+		close(root);
+		gg_image_tree_free(t);
+		skip();
+	}
+	low = old;
+	low.rlim_cur = 100;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	struct gg_ahead *a = gg_image_ahead_start(root, 0, nodes, N);
+	assert_non_null(a);
+	assert_int_equal(gg_image_ahead_slots(a), 36);
+	for (int i = 0; i < N; i++) {
+		struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
+		snprintf(body, sizeof body, "body %d", i);
+		assert_true(f->fd >= 0 && f->st_ok);
+		assert_int_equal(f->len, strlen(body));
+		assert_memory_equal(f->data, body, f->len);
+		gg_image_ahead_done(a, f);
+		assert_true(open_fds() <= before + 36);
+	}
+	gg_image_ahead_stop(a);
+	assert_int_equal(open_fds(), before);
+	low.rlim_cur = 71;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_null(gg_image_ahead_start(root, 0, nodes, N));
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	close(root);
 	gg_image_tree_free(t);
 }
 
@@ -1318,6 +1381,7 @@ int main(void)
 		cmocka_unit_test(test_grouped_by_extension),
 		cmocka_unit_test(test_read_ahead),
 		cmocka_unit_test(test_read_ahead_all),
+		cmocka_unit_test(test_read_ahead_limit),
 		cmocka_unit_test(test_stat_pool),
 		cmocka_unit_test(test_memory_budget),
 	};
