@@ -1125,39 +1125,56 @@ static void test_read_ahead(void **state)
 	gg_image_tree_free(t);
 }
 
+/* n files dir/f000... holding "body of I", in a tree *t of their own; the descriptor
+ * of dir. */
+static int ahead_files(const char *dir, int n, struct gg_tree **t, struct gg_node **nodes)
+{
+	mkdir(P("%s", dir), 0755);
+	*t = gg_image_tree_new();
+	assert_non_null(*t);
+	char name[64], body[32];
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "%s/f%03d", dir, i);
+		snprintf(body, sizeof body, "body of %d", i);
+		put(P("%s", name), body);
+		nodes[i] = tree_file(*t, name + strlen(dir) + 1);
+	}
+	int root = open(P("%s", dir), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	return root;
+}
+
+/* File i of ahead_files as the threads hand it over: opened, checked, its body read. */
+static void check_ahead_file(const struct gg_ahead_file *f, int i)
+{
+	char name[32], body[32];
+	snprintf(name, sizeof name, "f%03d", i);
+	snprintf(body, sizeof body, "body of %d", i);
+	assert_string_equal(f->rel, name);
+	assert_true(f->fd >= 0 && f->st_ok);
+	assert_int_equal(f->len, strlen(body));
+	assert_memory_equal(f->data, body, f->len);
+}
+
 /* Handed over to the end, many times round the slots: every file in its turn with its
  * own bytes, whichever side has to wait for the other. */
 static void test_read_ahead_all(void **state)
 {
 	(void)state;
 	enum { N = 700 };
-	mkdir(P("%s", "rb"), 0755);
-	struct gg_tree *t = gg_image_tree_new();
+	struct gg_tree *t;
 	struct gg_node **nodes = calloc(N, sizeof *nodes);
 	assert_non_null(nodes);
-	char name[32], body[32];
-	for (int i = 0; i < N; i++) {
-		snprintf(name, sizeof name, "rb/f%03d", i);
-		snprintf(body, sizeof body, "body of %d", i);
-		put(P("%s", name), body);
-		nodes[i] = tree_file(t, name + 3);
-	}
-	int root = open(P("%s", "rb"), O_RDONLY | O_DIRECTORY);
-	assert_true(root >= 0);
+	int root = ahead_files("rb", N, &t, nodes);
 	int before = open_fds();
 	struct gg_ahead *a = gg_image_ahead_start(root, 0, nodes, N);
 	assert_non_null(a);
 	for (int i = 0; i < N; i++) {
 		struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
-		snprintf(name, sizeof name, "f%03d", i);
-		snprintf(body, sizeof body, "body of %d", i);
-		assert_string_equal(f->rel, name);
-		assert_true(f->fd >= 0 && f->st_ok);
-		assert_int_equal(f->len, strlen(body));
-		assert_memory_equal(f->data, body, f->len);
+		check_ahead_file(f, i);
 		if (i % 97 == 0) /* the reader lags: the threads fill every slot and wait */
 			for (int k = 0; k < 2000; k++)
-				assert_int_equal(access(P("rb/%s", name), F_OK), 0);
+				assert_int_equal(access(P("rb/%s", f->rel), F_OK), 0);
 		gg_image_ahead_done(a, f);
 	}
 	gg_image_ahead_stop(a);
@@ -1184,18 +1201,9 @@ static void test_read_ahead_limit(void **state)
 	assert_int_equal(gg_image_ahead_slots_for(0), 0);
 
 	enum { N = 300 };
-	mkdir(P("%s", "rl"), 0755);
-	struct gg_tree *t = gg_image_tree_new();
+	struct gg_tree *t;
 	struct gg_node *nodes[N];
-	char name[32], body[32];
-	for (int i = 0; i < N; i++) {
-		snprintf(name, sizeof name, "rl/f%03d", i);
-		snprintf(body, sizeof body, "body %d", i);
-		put(P("%s", name), body);
-		nodes[i] = tree_file(t, name + 3);
-	}
-	int root = open(P("%s", "rl"), O_RDONLY | O_DIRECTORY);
-	assert_true(root >= 0);
+	int root = ahead_files("rl", N, &t, nodes);
 	int before = open_fds();
 	struct rlimit old, low;
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
@@ -1212,10 +1220,7 @@ static void test_read_ahead_limit(void **state)
 	assert_int_equal(gg_image_ahead_slots(a), 36);
 	for (int i = 0; i < N; i++) {
 		struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
-		snprintf(body, sizeof body, "body %d", i);
-		assert_true(f->fd >= 0 && f->st_ok);
-		assert_int_equal(f->len, strlen(body));
-		assert_memory_equal(f->data, body, f->len);
+		check_ahead_file(f, i);
 		gg_image_ahead_done(a, f);
 		assert_true(open_fds() <= before + 36);
 	}
