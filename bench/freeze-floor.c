@@ -121,7 +121,7 @@ static int block(struct floor *fl, sqfs_u64 at, sqfs_u32 field)
 	double t2 = cpu_now();
 	fl->ours->do_block(fl->ours, p, (sqfs_u32)plain, fl->out, (sqfs_u32)plain);
 	fl->ours_s += cpu_now() - t2;
-	if (!hopeless && gg_deflate_matchless(fl->probe, p, plain))
+	if (!hopeless && gg_deflate_matchless(fl->probe, p, plain, NULL))
 		coders(fl, p, plain);
 	fl->blocks++;
 	fl->raw += stored_raw;

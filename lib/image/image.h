@@ -44,8 +44,9 @@ int gg_deflate_hopeless(uint16_t *probe, const uint8_t *in, size_t n);
 /* 1 when LZ77 can find almost nothing in the n bytes at in (fewer than n/1024 even
  * positions start a 4-byte string seen within 32 KiB): such blocks are Huffman coded
  * without LZ77 (gg_huffman_zlib), which does as well as deflate's levels there. probe:
- * as above. */
-int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n);
+ * as above. found (may be NULL): how many such positions, counted up to n/1024 (n
+ * for sizes not tested: under 16 KiB or over 16 MiB). */
+int gg_deflate_matchless(uint16_t *probe, const uint8_t *in, size_t n, size_t *found);
 /* How often each byte value occurs in the n bytes at in (n < 4 GiB). */
 void gg_byte_histogram(const uint8_t *in, size_t n, uint32_t freq[256]);
 struct gg_huffman;

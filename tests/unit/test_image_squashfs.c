@@ -492,8 +492,8 @@ static void test_deflate_matchless(void **state)
 	for (size_t i = 3; i < n; i += 4)
 		in[i] = exps[in[i] % 6];
 	assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 1);
-	assert_int_equal(gg_deflate_matchless(probe, in, 8192), 0); /* too small to test */
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 1);
+	assert_int_equal(gg_deflate_matchless(probe, in, 8192, NULL), 0); /* too small to test */
 	sqfs_compressor_t *c6 = gg_sqfs_deflate_new(6, (uint32_t)n);
 	sqfs_compressor_t *c1 = gg_sqfs_deflate_new(1, (uint32_t)n);
 	sqfs_s32 l6 = c6->do_block(c6, in, (sqfs_u32)n, out, (sqfs_u32)n);
@@ -509,31 +509,31 @@ static void test_deflate_matchless(void **state)
 	assert_int_equal(inf->do_block(inf, out, (sqfs_u32)l6, back, (sqfs_u32)n), (sqfs_s32)n);
 	assert_memory_equal(in, back, n);
 	fill_text(in, n, 5);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 0);
 	/* random bytes holding 300 repeated 4-byte strings (1000 bytes back) at even
 	 * positions: LZ77 has something to find there, so level 6 (the limit is 128 even
 	 * positions in 128 KiB) */
 	fill_random(in, n, 78);
 	for (size_t k = 0; k < 300; k++)
 		memcpy(in + 2000 + k * 400, in + 1000 + k * 400, 4);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 0);
 	/* at odd positions only even ones are looked up: 4 bytes are not seen, 5 are */
 	fill_random(in, n, 79);
 	for (size_t k = 0; k < 300; k++)
 		memcpy(in + 2001 + k * 400, in + 1001 + k * 400, 4);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 1);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 1);
 	for (size_t k = 0; k < 300; k++)
 		memcpy(in + 2001 + k * 400, in + 1001 + k * 400, 5);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 0);
 	/* the limit: 110 repeats (100 bytes back) are well under it, 150 well over (a
 	 * hash table slot taken over in between can hide a repeat: 0.3% each here) */
 	fill_random(in, n, 80);
 	for (size_t k = 0; k < 110; k++)
 		memcpy(in + 2000 + k * 400, in + 1900 + k * 400, 4);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 1);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 1);
 	for (size_t k = 110; k < 150; k++)
 		memcpy(in + 2000 + k * 400, in + 1900 + k * 400, 4);
-	assert_int_equal(gg_deflate_matchless(probe, in, n), 0);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, NULL), 0);
 	sqfs_destroy(inf);
 	sqfs_destroy(c1);
 	sqfs_destroy(c6);
@@ -541,6 +541,55 @@ static void test_deflate_matchless(void **state)
 	free(in);
 	free(out);
 	free(back);
+}
+
+/* Random bytes with every 200th one zero: not flat enough to be hopeless, matchless, and
+ * Huffman coding cannot shrink them. With fewer than n/8192 repeats (16 in 128 KiB) the
+ * block is stored raw without trying level 1, which could not shrink it either; with
+ * 40 repeats of 8 bytes (found: about 120, still matchless) level 1 is tried and
+ * wins. */
+static void few_repeats_block(unsigned char *in, size_t n, size_t reps)
+{
+	fill_random(in, n, 81);
+	for (size_t i = 0; i < n; i += 200)
+		in[i] = 0;
+	for (size_t k = 0; k < reps; k++)
+		memcpy(in + 2000 + k * 600, in + 1900 + k * 600, 8);
+}
+
+static void test_deflate_few_repeats(void **state)
+{
+	(void)state;
+	size_t n = 131072, found = 0;
+	unsigned char *in = malloc(n), *out = malloc(n);
+	uint16_t *probe = malloc(32768 * sizeof *probe);
+	struct gg_huffman *h = gg_huffman_new();
+	struct libdeflate_compressor *l1 = libdeflate_alloc_compressor(1);
+	sqfs_compressor_t *c6 = gg_sqfs_deflate_new(6, (uint32_t)n);
+	few_repeats_block(in, n, 4);
+	assert_int_equal(gg_deflate_hopeless(probe, in, n), 0);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, &found), 1);
+	assert_true(found >= 4 && found < n / 8192);
+	assert_int_equal(gg_huffman_zlib(h, in, n, out, n), 0);
+	size_t z1 = libdeflate_zlib_compress(l1, in, n, out, n);
+	assert_true(z1 == 0 || z1 >= n); /* nothing lost by not trying */
+	assert_int_equal(c6->do_block(c6, in, (sqfs_u32)n, out, (sqfs_u32)n), 0);
+	few_repeats_block(in, n, 40);
+	assert_int_equal(gg_deflate_matchless(probe, in, n, &found), 1);
+	assert_true(found >= n / 8192 && found < n / 1024);
+	assert_int_equal(gg_huffman_zlib(h, in, n, out, n), 0);
+	z1 = libdeflate_zlib_compress(l1, in, n, out, n);
+	assert_true(z1 > 0 && z1 < n);
+	assert_int_equal(c6->do_block(c6, in, (sqfs_u32)n, out, (sqfs_u32)n), (sqfs_s32)z1);
+	/* sizes the probe does not test report n found */
+	assert_int_equal(gg_deflate_matchless(probe, in, 8192, &found), 0);
+	assert_int_equal(found, 8192);
+	sqfs_destroy(c6);
+	libdeflate_free_compressor(l1);
+	gg_huffman_free(h);
+	free(probe);
+	free(in);
+	free(out);
 }
 
 /* The libdeflate inflater reads back what the deflater wrote, and says so when the
@@ -768,6 +817,7 @@ int main(void)
 		cmocka_unit_test(test_deflate_hopeless),
 		cmocka_unit_test(test_deflate_hopeless_alignment),
 		cmocka_unit_test(test_deflate_matchless),
+		cmocka_unit_test(test_deflate_few_repeats),
 		cmocka_unit_test(test_inflate),
 		cmocka_unit_test(test_inflate_memo),
 		cmocka_unit_test(test_gate_wrap),
