@@ -202,6 +202,16 @@ uint64_t gg_gate_done(struct gg_gate *g);
 /* Sleep until done blocks in all are compressed, or until no compressor is busy. */
 void gg_gate_wait(struct gg_gate *g, uint64_t done);
 
+/* Writeback (writeback.c): a thread that starts the kernel writing ranges of fd out
+ * (sync_file_range), best effort. new: NULL when out of memory; without a thread the
+ * caller's thread makes the calls. start: ask for [from, to) (merged with what is still
+ * pending). free (NULL is fine): start what is pending, stop the thread; returns where
+ * writeback was started up to. */
+struct gg_writeback;
+struct gg_writeback *gg_writeback_new(int fd);
+void gg_writeback_start(struct gg_writeback *wb, uint64_t from, uint64_t to);
+uint64_t gg_writeback_free(struct gg_writeback *wb);
+
 /* ---- the feed (feed.c): what the readers hand entries and data to ----------------- */
 
 struct gg_feed;

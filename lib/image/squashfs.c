@@ -27,7 +27,7 @@
 #include <sqfs/super.h>
 #include <sqfs/xattr_writer.h>
 
-#define WRITEBACK_CHUNK (32u << 20) /* start writeback of every 32 MiB written */
+#define WRITEBACK_CHUNK (8u << 20) /* start writeback of every 8 MiB written */
 #define GATE_LEFT       4 /* blocks left to the compressors when the feeder wakes (gate()) */
 
 /* ---- the file: the squashfs at an offset inside the SIF ----------------------------- */
@@ -38,8 +38,9 @@ struct gg_sqfs_file {
 	const char *path;
 	uint64_t off;    /* partition start in the SIF */
 	uint64_t size;   /* squashfs bytes so far */
-	uint64_t queued; /* writeback started up to here */
-	int err;         /* errno of the first failed call */
+	uint64_t queued; /* writeback asked for up to here */
+	struct gg_writeback *wb;
+	int err; /* errno of the first failed call */
 };
 
 static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t size)
@@ -65,11 +66,9 @@ static int f_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, si
 	}
 	if (offset + size > f->size)
 		f->size = offset + size;
-	if (f->size - f->queued >= WRITEBACK_CHUNK) {
-		/* Start writing back what is done while we compress the rest, so the
-		 * final fsync finds little left to do. Best effort. */
-		sync_file_range(f->fd, (off_t)(f->off + f->queued), (off_t)(f->size - f->queued),
-				SYNC_FILE_RANGE_WRITE);
+	if (f->size - f->queued >= WRITEBACK_CHUNK && f->wb) {
+		/* start writing back what is done while we compress the rest */
+		gg_writeback_start(f->wb, f->off + f->queued, f->off + f->size);
 		f->queued = f->size;
 	}
 	return 0;
@@ -96,6 +95,7 @@ static int f_truncate(sqfs_file_t *base, sqfs_u64 size)
 
 static void f_destroy(sqfs_object_t *obj)
 {
+	gg_writeback_free(((struct gg_sqfs_file *)obj)->wb);
 	free(obj);
 }
 
@@ -300,6 +300,7 @@ static int make_file(struct gg_sqfs_writer *w, int fd, const char *path, uint64_
 	if (!w->file)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	w->file->fd = fd;
+	w->file->wb = gg_writeback_new(fd); /* best effort: none when out of memory */
 	w->file->path = path;
 	w->file->off = base;
 	w->file->base.base.destroy = f_destroy;

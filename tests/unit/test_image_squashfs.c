@@ -1,4 +1,5 @@
-/* Unit tests of lib/image/deflate.c, gate.c and squashfs.c: the libdeflate compressor emits
+/* Unit tests of lib/image/deflate.c, gate.c, writeback.c and squashfs.c: the libdeflate
+ * compressor emits
  * zlib streams that zlib's inflate (libsquashfs' gzip decompressor) accepts; a squashfs
  * written by our writer reads back through libsquashfs' own readers: names, types,
  * modes, owners, times, symlinks, devices, hard links, xattrs, data, sparse files. */
@@ -810,6 +811,59 @@ static void test_gate_wait(void **state)
 	gg_gate_free(g);
 }
 
+static int thread_count(void)
+{
+	int n = -1;
+	FILE *f = fopen("/proc/self/stat", "r");
+	/* field 20 is num_threads; field 2 (comm) has no spaces here */
+	if (f && fscanf(f,
+			"%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			"%*d %*d %d",
+			&n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The writeback thread starts every range asked for before it stops (requests merged:
+ * the end is the furthest asked for), and is gone after free; a bad descriptor changes
+ * nothing (best effort). */
+static void test_writeback(void **state)
+{
+	(void)state;
+	char path[512];
+	snprintf(path, sizeof path, "%s/wb.bin", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	static unsigned char buf[1 << 16];
+	memset(buf, 'x', sizeof buf);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(write(fd, buf, sizeof buf), (ssize_t)sizeof buf);
+	int before = thread_count();
+	assert_true(before >= 1);
+	struct gg_writeback *wb = gg_writeback_new(fd);
+	assert_non_null(wb);
+	assert_int_equal(thread_count(), before + 1);
+	gg_writeback_start(wb, 0, 4096);
+	gg_writeback_start(wb, 4096, 65536);
+	gg_writeback_start(wb, 65536, 65536); /* empty: nothing */
+	gg_writeback_start(wb, 0, 8192);      /* behind: merged */
+	gg_writeback_start(wb, 65536, 1 << 20);
+	assert_int_equal(gg_writeback_free(wb), 1 << 20);
+	assert_int_equal(thread_count(), before);
+	wb = gg_writeback_new(-1);
+	assert_non_null(wb);
+	gg_writeback_start(wb, 0, 100);
+	assert_int_equal(gg_writeback_free(wb), 100);
+	wb = gg_writeback_new(fd); /* never asked: nothing started */
+	assert_int_equal(gg_writeback_free(wb), 0);
+	assert_int_equal(gg_writeback_free(NULL), 0);
+	assert_int_equal(thread_count(), before);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -822,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_inflate_memo),
 		cmocka_unit_test(test_gate_wrap),
 		cmocka_unit_test(test_gate_wait),
+		cmocka_unit_test(test_writeback),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
 		cmocka_unit_test(test_table_level),
