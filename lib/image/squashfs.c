@@ -28,7 +28,12 @@
 #include <sqfs/xattr_writer.h>
 
 #define WRITEBACK_CHUNK (8u << 20) /* start writeback of every 8 MiB written */
-#define GATE_LEFT       4 /* blocks left to the compressors when the feeder wakes (gate()) */
+/* Blocks left to the compressors when the feeder wakes (gate()). The feeder then writes
+ * every block done in one go, and the compressors have only these meanwhile: with 4, on
+ * the tree of compressed files (a block tested in 0.1 ms, written in 0.05 ms) they ran
+ * dry at each of those bursts. With 64: 0.56 -> 0.55 s there, CPU/wall 1.71 -> 1.75
+ * (medians of 9 alternated runs); the other trees the same. */
+#define GATE_LEFT 64
 
 /* ---- the file: the squashfs at an offset inside the SIF ----------------------------- */
 
