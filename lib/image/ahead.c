@@ -7,7 +7,12 @@
  * threads idle; one thread doing them all became the next bottleneck, so four share them:
  * with the page cache cold they wait on the disk, and more reads in flight help there
  * (500k tiny files read from disk: 36 s with two, 27 s with four; the same with the
- * cache warm).
+ * cache warm). Each thread also leaves the disk reading up to 8 files (AHEAD_PENDING)
+ * while it opens its next ones: it asks for their first bytes without waiting
+ * (RWF_NOWAIT), which starts the disk on those not in the page cache, and reads them
+ * later. From a cold page cache, medians of 3 alternated runs: the bench's 500k tiny
+ * files 17.74 -> 11.50 s, its Python tree 4.89 -> 4.23 s; warm, the same calls and times
+ * as before.
  *
  * The threads decide nothing: whatever they find (a descriptor, an errno, a short read) is
  * handed over as it is, and the feeding thread checks and reports it exactly as it would
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -40,6 +46,10 @@
  * the output, the root, the scan's directory, libraries): a limit below
  * AHEAD_FD_RESERVE + 2 * AHEAD_THREADS means no read-ahead, not "Too many open files". */
 #define AHEAD_FD_RESERVE 64
+/* Files each thread leaves the disk reading while it opens its next ones (with the page
+ * cache cold), at most: AHEAD_THREADS times this many reads in flight instead of one a
+ * thread. Fewer when a thread has fewer slots (a lower RLIMIT_NOFILE). */
+#define AHEAD_PENDING 8
 
 /* A slot is handed over by its ready flag alone (seq_cst: each side stores its flag before
  * it loads the other's, so a sleeper is never missed); the mutex is taken only by a
@@ -68,6 +78,9 @@ struct reader {
 
 struct gg_ahead {
 	int rootfd, use_openat2;
+	atomic_int nowait;    /* reads that do not wait for the disk work here (RWF_NOWAIT) */
+	size_t pending_max;   /* of a thread's files left pending: fewer than its slots */
+	atomic_size_t waited; /* files whose first bytes were not in the page cache */
 	struct gg_node *const *nodes;
 	size_t n;
 	pthread_mutex_t mu;
@@ -91,6 +104,11 @@ size_t gg_image_ahead_slots_for(uint64_t fd_limit)
 size_t gg_image_ahead_slots(const struct gg_ahead *a)
 {
 	return a->nslots;
+}
+
+size_t gg_image_ahead_waited(const struct gg_ahead *a)
+{
+	return a->waited;
 }
 
 void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg_ahead_file *f)
@@ -117,7 +135,20 @@ static void slot_clear(struct gg_ahead_file *f)
 	f->rel = NULL;
 }
 
-static void fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i)
+/* Read f's first bytes from from on, waiting for the disk: what a read without waiting
+ * left. An error keeps what was read: the reader meets it again. */
+static void read_rest(struct gg_ahead_file *f, size_t from, size_t want)
+{
+	ssize_t got;
+	do
+		got = pread(f->fd, f->data + from, want - from, (off_t)from);
+	while (got < 0 && errno == EINTR);
+	f->len = from + (got > 0 ? (size_t)got : 0);
+}
+
+/* Open file i into f and read its first bytes if the page cache has them. 1 when the
+ * rest must be read (f->len so far of *want), 0 when f is complete. */
+static int fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i, size_t *want)
 {
 	slot_clear(f);
 	f->err_no = 0;
@@ -127,31 +158,98 @@ static void fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i)
 	f->rel = gg_image_node_path(a->nodes[i]);
 	if (!f->rel) {
 		f->err_no = ENOMEM;
-		return;
+		return 0;
 	}
 	gg_image_ahead_open(a->rootfd, f->rel, a->use_openat2, f);
 	/* sparse files are read extent by extent by the feeding thread */
 	if (!f->st_ok || f->st.st_size == 0 ||
 	    (uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
-		return;
-	size_t want = (uint64_t)f->st.st_size < AHEAD_BYTES ? (size_t)f->st.st_size : AHEAD_BYTES;
+		return 0;
+	*want = (uint64_t)f->st.st_size < AHEAD_BYTES ? (size_t)f->st.st_size : AHEAD_BYTES;
+	if (!a->nowait) {
+		read_rest(f, 0, *want);
+		return 0;
+	}
+	/* Not in the page cache: the kernel starts reading it (readahead) and says EAGAIN;
+	 * the thread opens its next files meanwhile and comes back (finish_due). */
+	struct iovec iov = {f->data, *want};
 	ssize_t got;
 	do
-		got = pread(f->fd, f->data, want, 0);
+		got = preadv2(f->fd, &iov, 1, 0, RWF_NOWAIT);
 	while (got < 0 && errno == EINTR);
-	f->len = got > 0 ? (size_t)got : 0; /* an error is met again by the reader */
+	if (got < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+		a->nowait = 0; /* this kernel or file system: wait as before */
+		read_rest(f, 0, *want);
+		return 0;
+	}
+	if (got < 0)
+		return errno == EAGAIN; /* else an error the reader meets again */
+	f->len = (size_t)got;
+	/* short: partly cached (or the file shrank, which the reader finds out) */
+	return got > 0 && (size_t)got < *want;
+}
+
+static void hand_over(struct gg_ahead *a, struct reader *r, struct slot *s, size_t i)
+{
+	s->seq = i;
+	r->nready++;
+	s->ready = 1;
+	if (a->reader_wants == i + 1) {
+		pthread_mutex_lock(&a->mu);
+		pthread_cond_signal(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+	}
+}
+
+/* A thread's files whose first bytes the disk is still reading, oldest first. */
+struct pending {
+	struct {
+		struct slot *s;
+		size_t i, want;
+	} f[AHEAD_PENDING];
+	unsigned head, n;
+};
+
+/* Read the oldest pending file to its end and hand it over. */
+static void finish_oldest(struct gg_ahead *a, struct reader *r, struct pending *p)
+{
+	struct slot *s = p->f[p->head].s;
+	read_rest(&s->f, s->f.len, p->f[p->head].want);
+	a->waited++;
+	hand_over(a, r, s, p->f[p->head].i);
+	p->head = (p->head + 1) % AHEAD_PENDING;
+	p->n--;
+}
+
+/* Finish the pending files the reader waits for, and those opened pending_max - 1 or
+ * more of this thread's files before newest: with newest's successor at most
+ * pending_max are pending, so a slot is never filled again while pending and the reader
+ * never waits long. */
+static void finish_due(struct gg_ahead *a, struct reader *r, struct pending *p, size_t newest)
+{
+	while (p->n) {
+		size_t oldest = p->f[p->head].i;
+		size_t w = a->reader_wants; /* 1 + the file the reader sleeps for */
+		int wanted = w > oldest && w - 1 <= newest && (w - 1) % AHEAD_THREADS == r->k;
+		if (oldest + (a->pending_max - 1) * AHEAD_THREADS > newest && !wanted)
+			return;
+		finish_oldest(a, r, p);
+	}
 }
 
 static void *ahead_main(void *arg)
 {
 	struct reader *r = arg;
 	struct gg_ahead *a = r->a;
+	struct pending p = {.n = 0};
 	/* as the compressor threads (squashfs.c): the feeding thread goes first */
 	struct sched_param sp = {.sched_priority = 0};
 	sched_setscheduler(0, SCHED_BATCH, &sp); /* this thread only; best effort */
 	for (size_t i = r->k; i < a->n; i += AHEAD_THREADS) {
 		struct slot *s = &a->slots[i % a->nslots];
 		if (s->ready && !a->stop) {
+			while (p.n) /* the reader may wait for them: never sleep on them */
+				finish_oldest(a, r, &p);
 			pthread_mutex_lock(&a->mu);
 			r->waits = 1;
 			while (s->ready && !a->stop)
@@ -160,17 +258,20 @@ static void *ahead_main(void *arg)
 			pthread_mutex_unlock(&a->mu);
 		}
 		if (a->stop)
-			break;
-		fill(a, &s->f, i);
-		s->seq = i;
-		r->nready++;
-		s->ready = 1;
-		if (a->reader_wants == i + 1) {
-			pthread_mutex_lock(&a->mu);
-			pthread_cond_signal(&a->cv);
-			pthread_mutex_unlock(&a->mu);
+			return NULL;
+		size_t want = 0;
+		if (!fill(a, &s->f, i, &want)) {
+			hand_over(a, r, s, i);
+		} else {
+			unsigned t = (p.head + p.n++) % AHEAD_PENDING;
+			p.f[t].s = s;
+			p.f[t].i = i;
+			p.f[t].want = want;
 		}
+		finish_due(a, r, &p, i);
 	}
+	while (p.n && !a->stop)
+		finish_oldest(a, r, &p);
 	return NULL;
 }
 
@@ -219,6 +320,10 @@ struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_nod
 	a->nslots = nslots;
 	a->rootfd = rootfd;
 	a->use_openat2 = use_openat2;
+	a->nowait = 1;
+	a->pending_max = nslots / AHEAD_THREADS - 1; /* nslots is at least 2 * AHEAD_THREADS */
+	if (a->pending_max > AHEAD_PENDING)
+		a->pending_max = AHEAD_PENDING;
 	a->nodes = nodes;
 	a->n = n;
 	/* mutex and condition variables need no clean-up when never used (Linux) */

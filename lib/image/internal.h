@@ -335,6 +335,9 @@ struct gg_ahead *gg_image_ahead_start(int rootfd, int use_openat2, struct gg_nod
 size_t gg_image_ahead_slots_for(uint64_t fd_limit);
 /* What a read-ahead holds at most: its slots. */
 size_t gg_image_ahead_slots(const struct gg_ahead *a);
+/* Files whose first bytes were not in the page cache so far: the disk read them while
+ * their thread opened its next files (up to 8 a thread, fewer when it has fewer slots). */
+size_t gg_image_ahead_waited(const struct gg_ahead *a);
 /* File i, waited for (i in order, each once); give it back with done: a descriptor left
  * in fd is closed by the threads, not by the reader. */
 struct gg_ahead_file *gg_image_ahead_get(struct gg_ahead *a, size_t i);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -1234,6 +1235,74 @@ static void test_read_ahead_limit(void **state)
 	gg_image_tree_free(t);
 }
 
+/* 1 when the first page of path is out of the page cache (after fsync and
+ * POSIX_FADV_DONTNEED); 0 where pages cannot be dropped (tmpfs). */
+static int drop_cached(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(fsync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	unsigned char vec = 1;
+	assert_int_equal(mincore(m, 4096, &vec), 0);
+	munmap(m, 4096);
+	close(fd);
+	return !(vec & 1);
+}
+
+/* Files not in the page cache: a thread leaves the disk reading a file's first bytes
+ * while it opens its next ones, and still hands every file over in its turn with its
+ * own bytes: all files uncached, with the default slots and with 4 a thread (at most 3
+ * pending); then every 7th (a pending file must be finished before its thread comes
+ * round to its slot again, however few others are pending). */
+static void test_read_ahead_uncached(void **state)
+{
+	(void)state;
+	enum { N = 400 };
+	struct gg_tree *t;
+	struct gg_node *nodes[N];
+	int root = ahead_files("ru", N, &t, nodes);
+	int before = open_fds();
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int round = 0; round < 3; round++) {
+		int dropped = 0, every = round == 2 ? 7 : 1;
+		char name[32];
+		for (int i = 0; i < N; i += every) {
+			snprintf(name, sizeof name, "ru/f%03d", i);
+			dropped += drop_cached(P("%s", name));
+		}
+		if (round == 1) { /* 80 - 64 = 16 slots, 4 a thread */
+			low = old;
+			low.rlim_cur = 80;
+			if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 80)
+				break;
+			assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		}
+		struct gg_ahead *a = gg_image_ahead_start(root, 0, nodes, N);
+		assert_non_null(a);
+		assert_int_equal(gg_image_ahead_slots(a), round == 1 ? 16 : 128);
+		for (int i = 0; i < N; i++) {
+			struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
+			check_ahead_file(f, i);
+			if (i % 97 == 0) /* the reader lags: the threads go round their slots */
+				for (int k = 0; k < 2000; k++)
+					assert_int_equal(access(P("ru/%s", f->rel), F_OK), 0);
+			gg_image_ahead_done(a, f);
+		}
+		/* the pages were gone for all but a few (another process may read them) */
+		if (dropped > N / every / 2)
+			assert_true(gg_image_ahead_waited(a) > 0);
+		gg_image_ahead_stop(a);
+		assert_int_equal(open_fds(), before);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	}
+	close(root);
+	gg_image_tree_free(t);
+}
+
 /* The stat pool gives for every name what fstatat gives (a symbolic link itself, a
  * missing name's errno), batch after batch. */
 static void test_stat_pool(void **state)
@@ -1387,6 +1456,7 @@ int main(void)
 		cmocka_unit_test(test_read_ahead),
 		cmocka_unit_test(test_read_ahead_all),
 		cmocka_unit_test(test_read_ahead_limit),
+		cmocka_unit_test(test_read_ahead_uncached),
 		cmocka_unit_test(test_stat_pool),
 		cmocka_unit_test(test_memory_budget),
 	};
