@@ -27,6 +27,8 @@
 #      stated budget (64 MiB + 512 bytes per entry, see gg_image_freeze) checked on
 #      every shape.
 # Env: GRIDGPU (binary), RUNS, SHAPES, BENCH_CACHE (default bench/cache), MIRROR.
+# COLD=1: the page cache dropped before every run of either tool (as root), as for a
+# sandbox frozen for the first time: the disk's latency instead of the page cache's.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-build}
@@ -45,6 +47,12 @@ for c in mksquashfs siftool python3 cc dpkg-deb; do
 done
 [ -x /usr/bin/time ] || { echo "bench-freeze: GNU time is not installed (make deps)" >&2; exit 1; }
 [ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
+if [ -n "${COLD:-}" ] && ! [ -w /proc/sys/vm/drop_caches ]; then
+	echo "bench-freeze: COLD=1 drops the page cache, which needs root" >&2
+	exit 1
+fi
+# before each measured run: nothing, or (COLD=1) the page cache dropped
+prepare() { [ -z "${COLD:-}" ] || { sync && echo 3 >/proc/sys/vm/drop_caches; }; }
 mkdir -p "$CACHE"
 W=$(mktemp -d "$CACHE/run.XXXXXX") # same disk as the tree
 trap 'rm -rf "$W"' EXIT
@@ -97,6 +105,9 @@ EOF
 		echo "a copy of this machine's /usr (debootstrap was not possible)" >"$CACHE/rootfs.kind"
 	fi
 fi
+if [ -n "${COLD:-}" ]; then
+	echo "bench-freeze: page cache dropped before every run (COLD=1)"
+fi
 echo "bench-freeze: $(nproc) CPUs; $RUNS runs each, medians; load average at start:" \
 	"$(cut -d' ' -f1-3 /proc/loadavg) (cores = CPU s / wall s: the share each got)"
 cc -std=c11 -D_GNU_SOURCE -O2 -I"$top/lib" -I"$top/include" -o "$W/floor" "$top/bench/freeze-floor.c" \
@@ -142,7 +153,9 @@ one_shape() {
 	while [ $i -lt "$RUNS" ]; do
 		i=$((i + 1))
 		rm -f "$W/ours.sif" "$W/peer.sif"
+		prepare
 		measure ours "$GRIDGPU" freeze -q "$tree" -o "$W/ours.sif"
+		prepare
 		measure peer sh "$W/peer.sh"
 		measure sync sync "$W/peer.sif" # what freeze's fsync would cost the peer
 		echo "bench-freeze: $shape run $i: gridgpu $(tail -1 "$W/ours" | cut -d' ' -f1) s," \
