@@ -64,15 +64,9 @@ struct gg_writeback *gg_writeback_new(int fd)
 	if (!wb)
 		return NULL;
 	wb->fd = fd;
-	if (pthread_mutex_init(&wb->mu, NULL) != 0) {
-		free(wb);
-		return NULL;
-	}
-	if (pthread_cond_init(&wb->cv, NULL) != 0) {
-		pthread_mutex_destroy(&wb->mu);
-		free(wb);
-		return NULL;
-	}
+	/* default attributes: these cannot fail (Linux), as in ahead.c */
+	pthread_mutex_init(&wb->mu, NULL);
+	pthread_cond_init(&wb->cv, NULL);
 	wb->threaded = pthread_create(&wb->th, NULL, writeback_main, wb) == 0;
 	return wb;
 }

@@ -1303,12 +1303,14 @@ static void test_read_ahead_uncached(void **state)
 			low = old;
 			low.rlim_cur = 80;
 			if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 80)
-				break;
+				continue;
 			assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
 		}
 		struct gg_ahead *a = gg_image_ahead_start(root, 0, nodes, N);
 		assert_non_null(a);
-		assert_int_equal(gg_image_ahead_slots(a), round == 1 ? 16 : 128);
+		/* 128 under any soft limit of 192 or more */
+		size_t slots = round == 1 ? 16 : gg_image_ahead_slots_for((uint64_t)old.rlim_cur);
+		assert_int_equal(gg_image_ahead_slots(a), slots);
 		for (int i = 0; i < N; i++) {
 			struct gg_ahead_file *f = gg_image_ahead_get(a, (size_t)i);
 			check_ahead_file(f, i);
