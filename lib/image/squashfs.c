@@ -41,9 +41,10 @@ struct gg_sqfs_file {
 	sqfs_file_t base;
 	int fd;
 	const char *path;
-	uint64_t off;    /* partition start in the SIF */
-	uint64_t size;   /* squashfs bytes so far */
-	uint64_t queued; /* writeback asked for up to here */
+	uint64_t off;         /* partition start in the SIF */
+	uint64_t size;        /* squashfs bytes so far */
+	uint64_t queued;      /* writeback asked for up to here */
+	struct gg_direct *dw; /* O_DIRECT writes; NULL: through the page cache, with wb */
 	struct gg_writeback *wb;
 	int err; /* errno of the first failed call */
 };
@@ -53,7 +54,9 @@ static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t si
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
 	if (offset > f->size || size > f->size - offset)
 		return SQFS_ERROR_OUT_OF_BOUNDS;
-	if (gg_image_pread_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0) {
+	int rc = f->dw ? gg_direct_read(f->dw, f->off + offset, buffer, size)
+		       : gg_image_pread_all(f->fd, buffer, size, (int64_t)(f->off + offset));
+	if (rc < 0) {
 		if (!f->err)
 			f->err = errno ? errno : EIO;
 		return SQFS_ERROR_IO;
@@ -64,7 +67,9 @@ static int f_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t si
 static int f_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, size_t size)
 {
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
-	if (gg_image_pwrite_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0) {
+	int rc = f->dw ? gg_direct_write(f->dw, f->off + offset, buffer, size)
+		       : gg_image_pwrite_all(f->fd, buffer, size, (int64_t)(f->off + offset));
+	if (rc < 0) {
 		if (!f->err)
 			f->err = errno;
 		return SQFS_ERROR_IO;
@@ -87,7 +92,9 @@ static sqfs_u64 f_get_size(const sqfs_file_t *base)
 static int f_truncate(sqfs_file_t *base, sqfs_u64 size)
 {
 	struct gg_sqfs_file *f = (struct gg_sqfs_file *)base;
-	if (ftruncate(f->fd, (off_t)(f->off + size)) < 0) {
+	int rc = f->dw ? gg_direct_truncate(f->dw, f->off + size)
+		       : ftruncate(f->fd, (off_t)(f->off + size));
+	if (rc < 0) {
 		if (!f->err)
 			f->err = errno;
 		return SQFS_ERROR_IO;
@@ -100,6 +107,7 @@ static int f_truncate(sqfs_file_t *base, sqfs_u64 size)
 
 static void f_destroy(sqfs_object_t *obj)
 {
+	gg_direct_free(((struct gg_sqfs_file *)obj)->dw);
 	gg_writeback_free(((struct gg_sqfs_file *)obj)->wb);
 	free(obj);
 }
@@ -305,7 +313,9 @@ static int make_file(struct gg_sqfs_writer *w, int fd, const char *path, uint64_
 	if (!w->file)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	w->file->fd = fd;
-	w->file->wb = gg_writeback_new(fd); /* best effort: none when out of memory */
+	w->file->dw = gg_direct_new(fd, base);
+	if (!w->file->dw) /* best effort: none when out of memory */
+		w->file->wb = gg_writeback_new(fd);
 	w->file->path = path;
 	w->file->off = base;
 	w->file->base.base.destroy = f_destroy;
@@ -804,6 +814,11 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 		return werr(w, err, rc, "writing the squashfs superblock");
 	if (pad_to_block(w, err) < 0)
 		return err->code;
+	if (w->file->dw && gg_direct_flush(w->file->dw) < 0) {
+		if (!w->file->err)
+			w->file->err = errno;
+		return werr(w, err, SQFS_ERROR_IO, "writing the squashfs");
+	}
 	*size = w->file->size;
 	return 0;
 }

@@ -1,15 +1,17 @@
-/* Unit tests of lib/image/deflate.c, gate.c, writeback.c and squashfs.c: the libdeflate
- * compressor emits
- * zlib streams that zlib's inflate (libsquashfs' gzip decompressor) accepts; a squashfs
- * written by our writer reads back through libsquashfs' own readers: names, types,
- * modes, owners, times, symlinks, devices, hard links, xattrs, data, sparse files. */
+/* Unit tests of lib/image/deflate.c, gate.c, writeback.c, direct.c and squashfs.c: the
+ * libdeflate compressor emits zlib streams that zlib's inflate (libsquashfs' gzip decompressor)
+ * accepts; a squashfs written by our writer reads back through libsquashfs' own readers: names,
+ * types, modes, owners, times, symlinks, devices, hard links, xattrs, data, sparse files. */
 #include "unit.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -864,6 +866,149 @@ static void test_writeback(void **state)
 	unlink(path);
 }
 
+/* ---- direct.c ---------------------------------------------------------------------- */
+
+static uint32_t xs_next(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* 1 when this file system takes an aligned O_DIRECT write (else freeze writes through
+ * the page cache, and so do these tests). */
+static int direct_works(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/probe.direct", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+	void *p = NULL;
+	int ok = fd >= 0 && posix_memalign(&p, 4096, 4096) == 0 &&
+		 (memset(p, 0, 4096), pwrite(fd, p, 4096, 0) == 4096);
+	free(p);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return ok;
+}
+
+#define MIRROR_MAX (10u << 20)
+
+/* What the squashfs writer does through the direct writer (appends of any size, rewrites
+ * behind and inside the buffers, truncates back into either, reads of what was written
+ * anywhere) matches the same done to a plain buffer: every read, and the file after the
+ * flush, byte for byte, its size exact, the bytes before the start untouched. */
+static void test_direct_mirror(void **state)
+{
+	(void)state;
+	char path[512];
+	snprintf(path, sizeof path, "%s/direct.bin", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	static unsigned char head[8192], ref[MIRROR_MAX], got[MIRROR_MAX], data[300000];
+	memset(head, 'P', sizeof head);
+	assert_int_equal(gg_image_pwrite_all(fd, head, sizeof head, 0), 0);
+	int works = direct_works(tmpdir);
+	int before = thread_count();
+	struct gg_direct *d = gg_direct_new(fd, sizeof head);
+	if (!d) { /* only where O_DIRECT cannot be opened at all */
+		assert_false(works);
+		close(fd);
+		unlink(path);
+		return;
+	}
+	assert_true(thread_count() > before);
+	assert_null(gg_direct_new(fd, 100)); /* not aligned */
+	int ro = open(path, O_RDONLY | O_CLOEXEC);
+	assert_null(gg_direct_new(ro, 0)); /* no writing through a read-only descriptor */
+	close(ro);
+	uint32_t x = 12345;
+	size_t end = 0;
+	for (int op = 0; op < 600; op++) {
+		uint32_t r = xs_next(&x), k = r % 10;
+		if (k <= 5 || end == 0) { /* append */
+			size_t n = 1 + xs_next(&x) % sizeof data;
+			if (end + n > MIRROR_MAX)
+				n = MIRROR_MAX - end;
+			for (size_t i = 0; i < n; i++)
+				data[i] = (unsigned char)(xs_next(&x) >> 7);
+			assert_int_equal(gg_direct_write(d, sizeof head + end, data, n), 0);
+			memcpy(ref + end, data, n);
+			end += n;
+		} else if (k == 6) { /* rewrite: anywhere, the start included */
+			size_t off = r % 3 ? xs_next(&x) % end : 0, n = 1 + xs_next(&x) % 4096;
+			if (n > end - off)
+				n = end - off;
+			memset(data, (int)(op & 0xFF), n);
+			assert_int_equal(gg_direct_write(d, sizeof head + off, data, n), 0);
+			memcpy(ref + off, data, n);
+		} else if (k == 7 || end == MIRROR_MAX) { /* truncate back */
+			size_t back = xs_next(&x) % (r % 2 ? 4096 : 3u << 20);
+			end = back < end ? end - back : 0;
+			assert_int_equal(gg_direct_truncate(d, sizeof head + end), 0);
+		} else { /* read back */
+			size_t off = xs_next(&x) % end, n = 1 + xs_next(&x) % 200000;
+			if (n > end - off)
+				n = end - off;
+			assert_int_equal(gg_direct_read(d, sizeof head + off, got, n), 0);
+			assert_memory_equal(got, ref + off, n);
+		}
+	}
+	assert_int_equal(gg_direct_flush(d), 0);
+	uint64_t direct = gg_direct_free(d);
+	assert_int_equal(thread_count(), before);
+	if (works)
+		assert_true(direct > 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, sizeof head + end);
+	assert_int_equal(gg_image_pread_all(fd, got, sizeof head, 0), 0);
+	assert_memory_equal(got, head, sizeof head);
+	assert_int_equal(gg_image_pread_all(fd, got, end, sizeof head), 0);
+	assert_memory_equal(got, ref, end);
+	close(fd);
+	unlink(path);
+}
+
+/* A write the file system refuses (here the file size limit: EFBIG) comes back from a
+ * later write or the flush with its errno, whichever thread made it. */
+static void test_direct_write_error(void **state)
+{
+	(void)state;
+	char path[512];
+	snprintf(path, sizeof path, "%s/direct-limit.bin", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	struct gg_direct *d = gg_direct_new(fd, 0);
+	if (!d) {
+		close(fd);
+		unlink(path);
+		return;
+	}
+	struct rlimit old, lim;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 2u << 20;
+	void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	static unsigned char buf[128 << 10];
+	memset(buf, 'z', sizeof buf);
+	int rc = 0, e = 0;
+	for (uint64_t off = 0; !rc && off < (6u << 20); off += sizeof buf)
+		if ((rc = gg_direct_write(d, off, buf, sizeof buf)) < 0)
+			e = errno;
+	if (!rc && (rc = gg_direct_flush(d)) < 0)
+		e = errno;
+	gg_direct_free(d);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, was);
+	assert_int_equal(rc, -1);
+	assert_int_equal(e, EFBIG);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -877,6 +1022,8 @@ int main(void)
 		cmocka_unit_test(test_gate_wrap),
 		cmocka_unit_test(test_gate_wait),
 		cmocka_unit_test(test_writeback),
+		cmocka_unit_test(test_direct_mirror),
+		cmocka_unit_test(test_direct_write_error),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
 		cmocka_unit_test(test_table_level),
