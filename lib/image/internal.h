@@ -213,12 +213,12 @@ void gg_writeback_start(struct gg_writeback *wb, uint64_t from, uint64_t to);
 uint64_t gg_writeback_free(struct gg_writeback *wb);
 
 /* Direct writes (direct.c): a file written from the aligned offset at on (absolute
- * offsets) through a few aligned buffers that a thread writes with O_DIRECT; reads see
+ * offsets) through a few aligned buffers that two threads write with O_DIRECT; reads see
  * every byte written. new: NULL when it cannot be set up (at not 4096-aligned, no /proc,
  * out of memory): write through the page cache then. write, read, truncate: 0, or -1
- * with errno (a failed write of the thread's is returned by the next write or flush).
+ * with errno (a failed write of the threads' is returned by the next write or flush).
  * flush: everything written into the file (the last bytes through the page cache).
- * free (NULL is fine): stop the thread; returns the chunks written with O_DIRECT. */
+ * free (NULL is fine): stop the threads; returns the chunks written with O_DIRECT. */
 struct gg_direct;
 struct gg_direct *gg_direct_new(int fd, uint64_t at);
 int gg_direct_write(struct gg_direct *d, uint64_t off, const void *buf, size_t n);
