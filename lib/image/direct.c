@@ -128,12 +128,6 @@ static void *direct_main(void *arg)
 	return NULL;
 }
 
-static void free_bufs(struct gg_direct *d)
-{
-	for (int k = 0; k < DIRECT_BUFS; k++)
-		free(d->bufs[k].buf);
-}
-
 struct gg_direct *gg_direct_new(int fd, uint64_t at)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -143,9 +137,13 @@ struct gg_direct *gg_direct_new(int fd, uint64_t at)
 	struct gg_direct *d = calloc(1, sizeof *d);
 	if (!d)
 		return NULL;
+	/* default attributes: these cannot fail (Linux), as in ahead.c */
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
 	char proc[64];
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 	d->fd = fd;
+	d->direct = 1;
 	d->dfd = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
 	for (int k = 0; d->dfd >= 0 && k < DIRECT_BUFS; k++) {
 		void *p = NULL;
@@ -154,26 +152,11 @@ struct gg_direct *gg_direct_new(int fd, uint64_t at)
 		d->bufs[k].buf = p;
 		d->free_[d->nfree++] = &d->bufs[k];
 	}
-	if (d->dfd < 0 || d->nfree < DIRECT_BUFS) {
-		if (d->dfd >= 0)
-			close(d->dfd);
-		free_bufs(d);
-		free(d);
-		return NULL;
-	}
-	d->direct = 1;
-	/* default attributes: these cannot fail (Linux), as in ahead.c */
-	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->cv, NULL);
-	while (d->nthreads < DIRECT_THREADS &&
+	while (d->nfree == DIRECT_BUFS && d->nthreads < DIRECT_THREADS &&
 	       pthread_create(&d->th[d->nthreads], NULL, direct_main, d) == 0)
 		d->nthreads++;
 	if (!d->nthreads) {
-		pthread_cond_destroy(&d->cv);
-		pthread_mutex_destroy(&d->mu);
-		close(d->dfd);
-		free_bufs(d);
-		free(d);
+		gg_direct_free(d);
 		return NULL;
 	}
 	d->cur = d->free_[--d->nfree];
@@ -247,6 +230,19 @@ static void stage(struct gg_direct *d, uint64_t off, const unsigned char *p, siz
 		submit(d);
 }
 
+/* How many of the n bytes at off lie behind the buffers (in the file, not in them),
+ * once the threads have written everything there. */
+static size_t behind(struct gg_direct *d, uint64_t off, size_t n)
+{
+	if (off >= d->cur->at)
+		return 0;
+	size_t k = off + n <= d->cur->at ? n : (size_t)(d->cur->at - off);
+	pthread_mutex_lock(&d->mu);
+	wait_disk(d, off + k);
+	pthread_mutex_unlock(&d->mu);
+	return k;
+}
+
 int gg_direct_write(struct gg_direct *d, uint64_t off, const void *buf, size_t n)
 {
 	int e = failed(d);
@@ -255,49 +251,33 @@ int gg_direct_write(struct gg_direct *d, uint64_t off, const void *buf, size_t n
 		return -1;
 	}
 	const unsigned char *p = buf;
-	if (off < d->cur->at) { /* behind the buffers: once the thread has written there */
-		size_t k = off + n <= d->cur->at ? n : (size_t)(d->cur->at - off);
-		pthread_mutex_lock(&d->mu);
-		wait_disk(d, off + k);
-		pthread_mutex_unlock(&d->mu);
-		if (gg_image_pwrite_all(d->fd, p, k, (int64_t)off) < 0)
-			return -1;
-		off += k;
-		p += k;
-		n -= k;
-	}
-	if (n)
-		stage(d, off, p, n);
+	size_t k = behind(d, off, n);
+	if (k && gg_image_pwrite_all(d->fd, p, k, (int64_t)off) < 0)
+		return -1;
+	if (n > k)
+		stage(d, off + k, p + k, n - k);
 	return 0;
 }
 
 int gg_direct_read(struct gg_direct *d, uint64_t off, void *buf, size_t n)
 {
 	unsigned char *p = buf;
-	if (off < d->cur->at) {
-		size_t k = off + n <= d->cur->at ? n : (size_t)(d->cur->at - off);
-		pthread_mutex_lock(&d->mu);
-		wait_disk(d, off + k);
-		pthread_mutex_unlock(&d->mu);
-		if (gg_image_pread_all(d->fd, p, k, (int64_t)off) < 0)
-			return -1;
-		off += k;
-		p += k;
-		n -= k;
-	}
-	if (n) {
-		size_t pos = (size_t)(off - d->cur->at);
-		if (pos > d->len || n > d->len - pos) {
+	size_t k = behind(d, off, n);
+	if (k && gg_image_pread_all(d->fd, p, k, (int64_t)off) < 0)
+		return -1;
+	if (n > k) {
+		size_t pos = (size_t)(off + k - d->cur->at);
+		if (pos > d->len || n - k > d->len - pos) {
 			errno = EIO; /* past what was written: the caller checks the size */
 			return -1;
 		}
-		memcpy(p, d->cur->buf + pos, n);
+		memcpy(p + k, d->cur->buf + pos, n - k);
 	}
 	return 0;
 }
 
 /* The file ends at size: the buffers drop what lies past it; when size is behind them,
- * the thread's writes are waited for, the file cut, and the buffers restart at size's
+ * the threads' writes are waited for, the file cut, and the buffers restart at size's
  * block with its first bytes read back. */
 int gg_direct_truncate(struct gg_direct *d, uint64_t size)
 {
@@ -324,7 +304,7 @@ int gg_direct_truncate(struct gg_direct *d, uint64_t size)
 	return 0;
 }
 
-/* Everything on the disk or in the page cache: the thread's chunks, then the part of the
+/* Everything on the disk or in the page cache: the threads' chunks, then the part of the
  * current one written so far through the page cache. -1 with errno on a failed write. */
 int gg_direct_flush(struct gg_direct *d)
 {
@@ -360,8 +340,10 @@ uint64_t gg_direct_free(struct gg_direct *d)
 	uint64_t n = d->ndirect;
 	pthread_cond_destroy(&d->cv);
 	pthread_mutex_destroy(&d->mu);
-	close(d->dfd);
-	free_bufs(d);
+	if (d->dfd >= 0)
+		close(d->dfd);
+	for (int k = 0; k < DIRECT_BUFS; k++)
+		free(d->bufs[k].buf);
 	free(d);
 	return n;
 }
