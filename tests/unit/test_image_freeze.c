@@ -1437,10 +1437,11 @@ static struct heap freeze_heap(const char *src, const char *out)
 }
 
 /* The memory budget gg_image_freeze states, for up to 2 compressor threads: 128 data
- * blocks of 128 KiB in flight, 8 MiB for the threads and the rest, and 512 bytes per
- * entry (names up to 32 bytes). How many blocks are in flight at once depends on how
- * the threads are scheduled, so the tree is also checked apart, once the writer is gone
- * (at the last progress call), for a cost per entry that timing cannot blur. */
+ * blocks of 128 KiB in flight, 6 MiB of the image on its way to the disk (direct.c),
+ * 8 MiB for the threads and the rest, and 512 bytes per entry (names up to 32 bytes). How many
+ * blocks are in flight at once depends on how the threads are scheduled, so the tree is also
+ * checked apart, once the writer is gone (at the last progress call), for a cost per entry that
+ * timing cannot blur. */
 static void test_memory_budget(void **state)
 {
 	(void)state;
@@ -1457,8 +1458,9 @@ static void test_memory_budget(void **state)
 	if (b.done < a.done || (b.done - a.done) / 20000 > 300)
 		fail_msg("the tree takes %zu bytes per entry (at most 300)",
 			 (b.done - a.done) / 20000);
-	/* in all: measured 30 MB, 36 MB allowed */
-	size_t budget = (size_t)128 * (128 * 1024 + 4096) + ((size_t)8 << 20) + 21101 * 512;
+	/* in all: measured 35.5 - 41.0 MB (by the blocks in flight), 42.8 MB allowed */
+	size_t budget = (size_t)128 * (128 * 1024 + 4096) + ((size_t)6 << 20) + ((size_t)8 << 20) +
+			21101 * 512;
 	if (b.peak > budget)
 		fail_msg("%zu bytes at the peak (budget %zu)", b.peak, budget);
 }
