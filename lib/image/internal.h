@@ -3,6 +3,7 @@
 #ifndef GG_IMAGE_INTERNAL_H
 #define GG_IMAGE_INTERNAL_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -375,6 +376,41 @@ void gg_image_statpool_run(struct gg_statpool *p, int dfd, char *const *names, s
 			   struct gg_stat_result *out);
 /* Stop the threads and free; NULL is fine. */
 void gg_image_statpool_stop(struct gg_statpool *p);
+
+/* ---- directory listings and their read-ahead (dirahead.c) ------------------------- */
+
+/* Directories with at least this many entries are stat-ed on the pool's threads */
+#define GG_STAT_POOL_MIN 16
+
+/* A directory read: opened beneath the root, its names, their fstatat. */
+struct gg_dir_listing {
+	DIR *dir;       /* open (dirfd() for *at calls), NULL when it could not be read */
+	int open_err;   /* errno of the open (0: opened) */
+	int stat_err;   /* errno of fstat on it */
+	struct stat st; /* what is open */
+	char **names;   /* sorted, without "." and ".." */
+	size_t n;
+	int read_err;               /* errno of reading the names (ENOMEM included) */
+	struct gg_stat_result *res; /* fstatat of names[i] (no symlinks followed); NULL: not done */
+};
+/* Read the directory rel beneath rootfd into l (stats on sp's threads for large ones when
+ * sp is not NULL); every failure is recorded in l, never reported. */
+void gg_image_dir_read(int rootfd, const char *rel, int use_openat2, struct gg_statpool *sp,
+		       struct gg_dir_listing *l);
+void gg_image_dir_listing_free(struct gg_dir_listing *l);
+/* Threads that read the directories the scan wants next. start: NULL when no thread
+ * could be had. want: the directories the scan reads next, the first first (replaces the
+ * order of earlier calls). take: 1 with dir's listing in out (waited for when a thread is
+ * reading it); 0 when no thread has started on it (the scan reads it). stop (NULL is
+ * fine): join the threads, free what was not taken; returns the listings handed over. */
+struct gg_dirahead;
+struct gg_dirahead *gg_image_dirahead_start(int rootfd, int use_openat2);
+void gg_image_dirahead_want(struct gg_dirahead *a, struct gg_node *const *next, size_t n);
+int gg_image_dirahead_take(struct gg_dirahead *a, const struct gg_node *dir,
+			   struct gg_dir_listing *out);
+uint64_t gg_image_dirahead_stop(struct gg_dirahead *a);
+/* Wait until every directory wanted is read (for the tests). */
+void gg_image_dirahead_drain(struct gg_dirahead *a);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 

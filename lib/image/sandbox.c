@@ -23,9 +23,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define READ_BUF (1u << 20)
-/* Directories with at least this many entries are stat-ed on the pool's threads */
-#define STAT_POOL_MIN 16
+#define READ_BUF      (1u << 20)
+#define DIRAHEAD_WANT 8 /* directories on top of the stack the read-ahead threads read */
 
 struct hl_slot {
 	uint64_t dev, ino;
@@ -48,6 +47,7 @@ struct scan {
 	size_t xcap, vcap;
 	unsigned char *rbuf;
 	struct gg_statpool *sp; /* NULL: the scan calls fstatat itself */
+	struct gg_dirahead *da; /* NULL: the scan reads every directory itself */
 };
 
 static uint32_t encode_dev(dev_t d)
@@ -352,71 +352,35 @@ static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *s
 	return read_xattrs(s, ino, xp, -1, err);
 }
 
-static int namecmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Open the directory dir (s->path) beneath the root and check it is the one scanned.
- * NULL with *gone = 1 (rc 0) when it is unreadable and skipped. */
-static DIR *open_dir(struct scan *s, struct gg_node *dir, int *gone, struct gg_err *err)
+/* The listing of the directory dir (s->path names it), read ahead or now, checked: it
+ * is the directory the scan found. Else an error, or *gone = 1 (rc 0) when it is
+ * unreadable and skipped. */
+static int dir_listing(struct scan *s, struct gg_node *dir, struct gg_dir_listing *l, int *gone,
+		       struct gg_err *err)
 {
 	*gone = 0;
-	int fd = gg_image_open_beneath(s->rootfd, relpath(s), O_RDONLY | O_DIRECTORY, s->openat2);
-	if (fd < 0) {
-		int e = errno;
+	if (!gg_image_dirahead_take(s->da, dir, l))
+		gg_image_dir_read(s->rootfd, relpath(s), s->openat2, s->sp, l);
+	int e = l->open_err;
+	if (e) {
 		if (dir->parent && gg_image_feed_skip_unreadable(s->fz) &&
 		    (e == EACCES || e == EPERM)) {
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 			*gone = 1;
-		} else if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT) {
-			changed(s, e, err);
-		} else {
-			gg_err_sys(err, GG_EFAIL, e, "reading the directory '%s'", shown(s));
+			return 0;
 		}
-		return NULL;
+		if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT)
+			return changed(s, e, err);
+		return gg_err_sys(err, GG_EFAIL, e, "reading the directory '%s'", shown(s));
 	}
-	struct stat st;
-	DIR *d = NULL;
-	if (fstat(fd, &st) < 0 || !same_inode(&st, dir->inode))
-		changed(s, 0, err);
-	else if (!(d = fdopendir(fd)))
-		gg_err_sys(err, GG_EFAIL, errno, "reading the directory '%s'", shown(s));
-	if (!d)
-		close(fd);
-	return d;
-}
-
-/* The names in d but "." and "..", sorted. */
-static int read_names(struct scan *s, DIR *d, char ***out, size_t *nout, struct gg_err *err)
-{
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int rc = 0;
-	errno = 0;
-	while (!rc && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **nn = realloc(names, cap * sizeof *nn);
-			if (!nn)
-				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			else
-				names = nn;
-		}
-		if (!rc && !(names[n++] = strdup(de->d_name)))
-			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-		errno = 0;
-	}
-	if (!rc && errno)
-		rc = gg_err_sys(err, GG_EFAIL, errno, "reading the directory '%s'", shown(s));
-	if (!rc && n) /* an empty directory: names is NULL */
-		qsort(names, n, sizeof *names, namecmp);
-	*out = names;
-	*nout = n;
-	return rc;
+	if (l->stat_err || !same_inode(&l->st, dir->inode))
+		return changed(s, 0, err);
+	if (l->read_err == ENOMEM)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (l->read_err)
+		return gg_err_sys(err, GG_EFAIL, l->read_err, "reading the directory '%s'",
+				  shown(s));
+	return 0;
 }
 
 /* The inode for st: a new one, or the one of an earlier name of the same file. */
@@ -505,35 +469,26 @@ static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, stru
 	char *r = gg_image_node_path(dir);
 	int rc = r && path_set(s, r) == 0 ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
 	free(r);
-	int gone = 0;
-	DIR *d = rc ? NULL : open_dir(s, dir, &gone, err);
-	if (!d) {
-		if (gone)
-			gg_image_node_remove(s->t, dir);
-		return gone ? 0 : err->code;
-	}
-	char **names;
-	size_t n, first = todo->n;
-	rc = read_names(s, d, &names, &n, err);
-	struct gg_stat_result *res = NULL;
-	if (!rc && s->sp && n >= STAT_POOL_MIN && (res = malloc(n * sizeof *res)))
-		gg_image_statpool_run(s->sp, dirfd(d), names, n, res);
-	for (size_t i = 0; !rc && i < n; i++) {
+	if (rc)
+		return rc;
+	int gone;
+	struct gg_dir_listing l;
+	rc = dir_listing(s, dir, &l, &gone, err);
+	if (gone)
+		gg_image_node_remove(s->t, dir);
+	size_t first = todo->n;
+	for (size_t i = 0; !rc && !gone && i < l.n; i++) {
 		size_t saved;
 		struct gg_node *kid = NULL;
-		if (path_push(s, names[i], &saved) < 0)
+		if (path_push(s, l.names[i], &saved) < 0)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-		else if ((rc = add_entry(s, dir, dirfd(d), names[i], res ? &res[i] : NULL, &kid,
-					 err)) == 0 &&
+		else if ((rc = add_entry(s, dir, dirfd(l.dir), l.names[i], l.res ? &l.res[i] : NULL,
+					 &kid, err)) == 0 &&
 			 kid && todo_push(todo, kid) < 0)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		path_pop(s, saved);
 	}
-	free(res);
-	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	gg_image_dir_listing_free(&l);
 	for (size_t i = first, j = todo->n; i + 1 < j; i++, j--) {
 		struct gg_node *x = todo->v[i];
 		todo->v[i] = todo->v[j - 1];
@@ -542,13 +497,28 @@ static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, stru
 	return rc;
 }
 
+/* The directories the scan reads after the next one, in order, to the read-ahead
+ * threads: the next one it reads itself meanwhile (unless a thread has it already), or
+ * it would only wait for a thread to read that one. */
+static void want_next(struct scan *s, const struct todo *todo)
+{
+	struct gg_node *next[DIRAHEAD_WANT];
+	size_t n = 0;
+	for (size_t i = todo->n; i > 1 && n < DIRAHEAD_WANT; i--)
+		next[n++] = todo->v[i - 2];
+	gg_image_dirahead_want(s->da, next, n);
+}
+
 /* The whole sandbox, directory by directory, from an explicit stack. */
 static int scan_tree(struct scan *s, struct gg_err *err)
 {
 	struct todo todo = {0};
 	int rc = todo_push(&todo, s->t->root) < 0 ? gg_err_set(err, GG_ENOMEM, "out of memory") : 0;
-	while (!rc && todo.n)
+	while (!rc && todo.n) {
 		rc = scan_dir(s, todo.v[--todo.n], &todo, err);
+		if (!rc && s->da)
+			want_next(s, &todo);
+	}
 	free(todo.v);
 	return rc;
 }
@@ -835,8 +805,11 @@ int gg_image_read_dir(struct gg_feed *fz, const char *dir, struct gg_err *err)
 	if (gg_image_feed_jobs(fz) > 1)
 		s.sp = gg_image_statpool_start();
 	rc = open_root(&s, dir, err);
+	if (!rc && gg_image_feed_jobs(fz) > 1)
+		s.da = gg_image_dirahead_start(s.rootfd, s.openat2);
 	if (!rc)
 		rc = scan_tree(&s, err);
+	gg_image_dirahead_stop(s.da);
 	gg_image_statpool_stop(s.sp);
 	if (rc < 0)
 		goto out;

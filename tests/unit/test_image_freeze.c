@@ -1382,6 +1382,87 @@ static void test_stat_pool(void **state)
 		free(names[i]);
 }
 
+/* Two listings of the same directory are the same: names in order, stats. */
+static void same_listing(const struct gg_dir_listing *a, const struct gg_dir_listing *b)
+{
+	assert_int_equal(a->open_err, b->open_err);
+	assert_int_equal(a->read_err, b->read_err);
+	assert_int_equal(a->st.st_ino, b->st.st_ino);
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		assert_string_equal(a->names[i], b->names[i]);
+		assert_non_null(a->res);
+		assert_non_null(b->res);
+		assert_int_equal(a->res[i].err, b->res[i].err);
+		assert_int_equal(a->res[i].st.st_ino, b->res[i].st.st_ino);
+		assert_int_equal(a->res[i].st.st_mode, b->res[i].st.st_mode);
+	}
+}
+
+/* The read-ahead threads read the directories wanted (the slots' worth of them, the
+ * latest call's first), and hand over listings equal to the scan's own reads of them, a
+ * missing directory's failure included; one not wanted, or past the slots, is the
+ * scan's to read (take gives 0); what is never taken is freed at stop (valgrind). */
+static void test_dir_read_ahead(void **state)
+{
+	(void)state;
+	enum { N = 24 };
+	mkdir(P("%s", "da"), 0755);
+	struct gg_tree *t = gg_image_tree_new();
+	assert_non_null(t);
+	struct gg_node *dirs[N];
+	for (int d = 0; d < N; d++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "d%02d", d);
+		if (d != 5) { /* d05 is missing */
+			mkdir(P("da/%s", nm), 0755);
+			for (int f = 0; f < d % 7; f++) {
+				char fn[32];
+				snprintf(fn, sizeof fn, "da/%s/f%d", nm, 6 - f);
+				put(P("%s", fn), fn);
+			}
+			assert_int_equal(symlink("f1", P("da/%s/link", nm)), 0);
+		}
+		dirs[d] = gg_image_node_add(t, t->root, nm, strlen(nm), gg_image_inode_new(t));
+		assert_non_null(dirs[d]);
+	}
+	int rootfd = open(P("%s", "da"), O_RDONLY | O_DIRECTORY);
+	assert_true(rootfd >= 0);
+	int o2 = gg_image_openat2_works(rootfd);
+	struct gg_dirahead *a = gg_image_dirahead_start(rootfd, o2);
+	assert_non_null(a);
+	gg_image_dirahead_want(a, dirs + 8, 4); /* read, but not first */
+	gg_image_dirahead_want(a, dirs, N);     /* 16 slots: d00 .. d15 */
+	gg_image_dirahead_drain(a);
+	struct gg_dir_listing got, own;
+	assert_int_equal(gg_image_dirahead_take(a, t->root, &got), 0); /* never wanted */
+	for (int d = 0; d < N; d++) {
+		if (d == 20)
+			continue; /* left to stop */
+		int taken = gg_image_dirahead_take(a, dirs[d], &got);
+		assert_int_equal(taken, d < 16);
+		assert_int_equal(gg_image_dirahead_take(a, dirs[d], &own), 0); /* once */
+		char *rel = gg_image_node_path(dirs[d]);
+		gg_image_dir_read(rootfd, rel, o2, NULL, &own);
+		free(rel);
+		if (taken) {
+			same_listing(&got, &own);
+			gg_image_dir_listing_free(&got);
+		}
+		assert_int_equal(own.open_err, d == 5 ? ENOENT : 0);
+		assert_int_equal(own.n, d == 5 ? 0 : (size_t)(d % 7) + 1);
+		if (own.n > 1)
+			assert_string_equal(own.names[own.n - 1], "link");
+		gg_image_dir_listing_free(&own);
+	}
+	gg_image_dirahead_want(a, dirs + 16, 8); /* d16 .. d23: d20 never taken */
+	gg_image_dirahead_drain(a);
+	assert_int_equal(gg_image_dirahead_stop(a), 16);
+	assert_int_equal(gg_image_dirahead_stop(NULL), 0);
+	close(rootfd);
+	gg_image_tree_free(t);
+}
+
 static void make_many(const char *root, int n)
 {
 	char p[512], body[64];
@@ -1484,6 +1565,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable),
 		cmocka_unit_test(test_reproducible_threads),
 		cmocka_unit_test(test_grouped_by_extension),
+		cmocka_unit_test(test_dir_read_ahead),
 		cmocka_unit_test(test_read_ahead),
 		cmocka_unit_test(test_read_ahead_all),
 		cmocka_unit_test(test_read_ahead_limit),
