@@ -164,16 +164,18 @@ static void *dirahead_main(void *arg)
 		pthread_mutex_unlock(&a->mu);
 		/* the node's name and parents never change once it is in the tree */
 		char *rel = gg_image_node_path(node);
+		int got = rel != NULL;
 		struct gg_dir_listing l;
-		if (rel)
+		if (got)
 			gg_image_dir_read(a->rootfd, rel, a->openat2, NULL, &l);
 		free(rel);
 		pthread_mutex_lock(&a->mu);
-		if (rel)
+		if (got) {
 			s->l = l;
-		s->state = rel ? SLOT_DONE : SLOT_WANTED; /* out of memory: the scan reads it */
-		if (!rel)
-			s->prio = 0;
+			s->state = SLOT_DONE;
+		} else { /* out of memory: the slot is free again, the scan reads it */
+			memset(s, 0, sizeof *s);
+		}
 		if (a->waiting) /* a wake-up costs the scan more than the check */
 			pthread_cond_signal(&a->done);
 	}
