@@ -29,6 +29,7 @@
 
 #define DIRAHEAD_THREADS 2
 #define DIRAHEAD_SLOTS   16 /* listings wanted, being read or waiting for the scan */
+#define STAT_POOL_MIN    16 /* entries from which a directory is stat-ed on the pool */
 
 enum { SLOT_FREE, SLOT_WANTED, SLOT_BUSY, SLOT_DONE };
 
@@ -94,7 +95,7 @@ static void stat_names(struct gg_dir_listing *l, struct gg_statpool *sp)
 	if (!l->n || !(l->res = malloc(l->n * sizeof *l->res)))
 		return; /* none: the scan calls fstatat itself */
 	int dfd = dirfd(l->dir);
-	if (sp && l->n >= GG_STAT_POOL_MIN) {
+	if (sp && l->n >= STAT_POOL_MIN) {
 		gg_image_statpool_run(sp, dfd, l->names, l->n, l->res);
 		return;
 	}

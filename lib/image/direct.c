@@ -284,8 +284,8 @@ int gg_direct_truncate(struct gg_direct *d, uint64_t size)
 	if (size >= d->cur->at) {
 		uint64_t end = d->cur->at + d->len;
 		if (size > end) { /* longer: zeros, as ftruncate gives */
-			static const unsigned char zero[DIRECT_ALIGN];
-			stage(d, size - 1, zero, 1);
+			static const unsigned char zero;
+			stage(d, size - 1, &zero, 1);
 		}
 		if (size - d->cur->at < d->len)
 			d->len = (size_t)(size - d->cur->at);
@@ -316,15 +316,8 @@ int gg_direct_flush(struct gg_direct *d)
 		errno = e;
 		return -1;
 	}
-	if (d->len && gg_image_pwrite_all(d->fd, d->cur->buf, d->len, (int64_t)d->cur->at) < 0)
-		return -1;
-	/* the buffers restart at the end: later writes stage from there */
-	uint64_t end = d->cur->at + d->len;
-	uint64_t at = end / DIRECT_ALIGN * DIRECT_ALIGN;
-	memmove(d->cur->buf, d->cur->buf + (at - d->cur->at), (size_t)(end - at));
-	d->cur->at = at;
-	d->len = (size_t)(end - at);
-	return 0;
+	/* the current chunk stays as it is: a later write goes on filling it */
+	return d->len ? gg_image_pwrite_all(d->fd, d->cur->buf, d->len, (int64_t)d->cur->at) : 0;
 }
 
 uint64_t gg_direct_free(struct gg_direct *d)

@@ -218,7 +218,8 @@ uint64_t gg_writeback_free(struct gg_writeback *wb);
  * every byte written. new: NULL when it cannot be set up (at not 4096-aligned, no /proc,
  * out of memory): write through the page cache then. write, read, truncate: 0, or -1
  * with errno (a failed write of the threads' is returned by the next write or flush).
- * flush: everything written into the file (the last bytes through the page cache).
+ * flush: everything written so far into the file (the last bytes through the page cache);
+ * writes may follow.
  * free (NULL is fine): stop the threads; returns the chunks written with O_DIRECT. */
 struct gg_direct;
 struct gg_direct *gg_direct_new(int fd, uint64_t at);
@@ -378,9 +379,6 @@ void gg_image_statpool_run(struct gg_statpool *p, int dfd, char *const *names, s
 void gg_image_statpool_stop(struct gg_statpool *p);
 
 /* ---- directory listings and their read-ahead (dirahead.c) ------------------------- */
-
-/* Directories with at least this many entries are stat-ed on the pool's threads */
-#define GG_STAT_POOL_MIN 16
 
 /* A directory read: opened beneath the root, its names, their fstatat. */
 struct gg_dir_listing {

@@ -897,8 +897,9 @@ static int direct_works(const char *dir)
 
 /* What the squashfs writer does through the direct writer (appends of any size, rewrites
  * behind and inside the buffers, truncates back into either, reads of what was written
- * anywhere) matches the same done to a plain buffer: every read, and the file after the
- * flush, byte for byte, its size exact, the bytes before the start untouched. */
+ * anywhere, a flush halfway) matches the same done to a plain buffer: every read, and
+ * the file after each flush, byte for byte, its size exact, the bytes before the start
+ * untouched. */
 static void test_direct_mirror(void **state)
 {
 	(void)state;
@@ -927,6 +928,11 @@ static void test_direct_mirror(void **state)
 	size_t end = 0;
 	for (int op = 0; op < 600; op++) {
 		uint32_t r = xs_next(&x), k = r % 10;
+		if (op == 300) { /* a flush on the way: the file has it all, writes go on */
+			assert_int_equal(gg_direct_flush(d), 0);
+			assert_int_equal(gg_image_pread_all(fd, got, end, sizeof head), 0);
+			assert_memory_equal(got, ref, end);
+		}
 		if (k <= 5 || end == 0) { /* append */
 			size_t n = 1 + xs_next(&x) % sizeof data;
 			if (end + n > MIRROR_MAX)
