@@ -650,6 +650,7 @@ static void report_json(const struct freeze_job *j, const struct gg_freeze_resul
 	json_object_set_new(r, "symlinks", json_integer((json_int_t)res->symlinks));
 	json_object_set_new(r, "specials", json_integer((json_int_t)res->specials));
 	json_object_set_new(r, "hardlinks", json_integer((json_int_t)res->hardlinks));
+	json_object_set_new(r, "duplicates", json_integer((json_int_t)res->duplicates));
 	json_object_set_new(r, "arch", json_string(res->arch));
 	json_object_set_new(
 		r, "compression",

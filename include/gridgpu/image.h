@@ -81,6 +81,7 @@ struct gg_freeze_result {
 	char arch[16];                                       /* "amd64", ... */
 	int64_t build_time;                                  /* the time recorded in the image */
 	unsigned warnings;
+	uint64_t duplicates; /* files that are copies of earlier ones: not compressed again */
 };
 
 /* Freeze opts->source into opts->output. On failure nothing is left behind: the temp

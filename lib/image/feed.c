@@ -120,6 +120,11 @@ unsigned gg_image_feed_jobs(const struct gg_feed *fz)
 	return fz->jobs;
 }
 
+uint32_t gg_image_feed_block_size(const struct gg_feed *fz)
+{
+	return gg_sqfs_writer_block_size(fz->sq);
+}
+
 int gg_image_feed_begin(struct gg_feed *fz, struct gg_inode *ino, const char *path,
 			struct gg_err *err)
 {
@@ -220,6 +225,23 @@ int gg_image_feed_end(struct gg_feed *fz, struct gg_err *err)
 	fz->cur = NULL;
 	if (gg_sqfs_file_end(fz->sq, err) < 0)
 		return err->code;
+	fz->prog.files_done++;
+	progress(fz, 0);
+	return 0;
+}
+
+int gg_image_feed_same(struct gg_feed *fz, struct gg_inode *ino, struct gg_inode *same,
+		       uint64_t size, struct gg_err *err)
+{
+	if (gg_image_check_cancel(fz, err) < 0)
+		return err->code;
+	if (gg_sqfs_file_same(fz->sq, ino, same, err) < 0)
+		return err->code;
+	ino->fed = 1;
+	memcpy(ino->elf, same->elf, sizeof ino->elf);
+	fz->data_in += size;
+	if (!fz->input_driven)
+		fz->prog.bytes_done += size;
 	fz->prog.files_done++;
 	progress(fz, 0);
 	return 0;

@@ -166,6 +166,12 @@ int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_
 int gg_sqfs_file_begin(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg_err *err);
 int gg_sqfs_file_append(struct gg_sqfs_writer *w, const void *data, size_t len, struct gg_err *err);
 int gg_sqfs_file_end(struct gg_sqfs_writer *w, struct gg_err *err);
+/* ino's data is same's (fed, or itself the copy of a fed file): it gets same's blocks
+ * and fragment when the data is finished. */
+int gg_sqfs_file_same(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg_inode *same,
+		      struct gg_err *err);
+/* The data block size. */
+uint32_t gg_sqfs_writer_block_size(const struct gg_sqfs_writer *w);
 /* Bytes written so far (for progress). */
 uint64_t gg_sqfs_writer_size(const struct gg_sqfs_writer *w);
 /* Finish the data, serialise the tree (skipping skipped inodes), write the tables and
@@ -246,6 +252,9 @@ int gg_image_feed_begin(struct gg_feed *fz, struct gg_inode *ino, const char *pa
 			struct gg_err *err);
 int gg_image_feed_data(struct gg_feed *fz, const void *data, size_t len, struct gg_err *err);
 int gg_image_feed_end(struct gg_feed *fz, struct gg_err *err);
+/* Instead of begin/data/end: ino's size bytes are same's, a file fed before. */
+int gg_image_feed_same(struct gg_feed *fz, struct gg_inode *ino, struct gg_inode *same,
+		       uint64_t size, struct gg_err *err);
 /* Append n zero bytes (holes of sparse files). */
 int gg_image_feed_zeros(struct gg_feed *fz, uint64_t n, struct gg_err *err);
 /* The same for a hole an archive declares: the holes of a freeze may add up to 1 GiB
@@ -260,6 +269,8 @@ int gg_image_feed_skip_unreadable(const struct gg_feed *fz);
 /* The compressor threads of the freeze: with more than one the directory reader opens
  * and reads files ahead on threads of their own. */
 unsigned gg_image_feed_jobs(const struct gg_feed *fz);
+/* The squashfs data block size. */
+uint32_t gg_image_feed_block_size(const struct gg_feed *fz);
 
 /* The driver's side (freeze.c). new: NULL when out of memory; free accepts NULL and
  * frees neither the tree nor the writer. */
@@ -409,6 +420,28 @@ int gg_image_dirahead_take(struct gg_dirahead *a, const struct gg_node *dir,
 uint64_t gg_image_dirahead_stop(struct gg_dirahead *a);
 /* Wait until every directory wanted is read (for the tests). */
 void gg_image_dirahead_drain(struct gg_dirahead *a);
+
+/* ---- copies of files (dup.c) ------------------------------------------------------- */
+
+/* The files of a directory source in feed order, nodes[0..n): the sizes of min bytes or
+ * more that two of them have. NULL when out of memory (then nothing is looked for). */
+struct gg_dups;
+struct gg_dups *gg_image_dups_new(struct gg_node *const *nodes, size_t n, uint64_t min);
+void gg_image_dups_free(struct gg_dups *d);
+/* A file about to be fed: its node, its open descriptor and that descriptor's fstat. */
+struct gg_dup_file {
+	struct gg_node *node;
+	int fd;
+	const struct stat *st;
+	int rootfd, use_openat2; /* where the earlier files are opened again */
+};
+/* *same: an earlier file (as given here) whose bytes f's are, compared byte for byte, or
+ * NULL (then f may be compared with later ones). 0, or <0 with err set when fz's
+ * cancel callback said stop. Polls the cancel callback during long compares. */
+int gg_image_dups_find(struct gg_dups *d, const struct gg_dup_file *f, struct gg_feed *fz,
+		       struct gg_inode **same, struct gg_err *err);
+/* How many files gg_image_dups_find found copies of. */
+uint64_t gg_image_dups_found(const struct gg_dups *d);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 

@@ -48,6 +48,7 @@ struct scan {
 	unsigned char *rbuf;
 	struct gg_statpool *sp; /* NULL: the scan calls fstatat itself */
 	struct gg_dirahead *da; /* NULL: the scan reads every directory itself */
+	struct gg_dups *dups;   /* NULL: copies of files are not looked for */
 };
 
 static uint32_t encode_dev(dev_t d)
@@ -626,16 +627,37 @@ static int feed_data(struct scan *s, int fd, const struct gg_ahead_file *f, stru
 	return read_range(s, fd, f->len, size - f->len, 1, err);
 }
 
-static int feed_file(struct scan *s, struct gg_inode *ino, struct gg_ahead_file *f,
+/* A copy of a file fed before (dup.c) takes that file's data instead of being read. */
+static int feed_copy(struct scan *s, struct gg_node *node, int fd, const struct stat *st, int *done,
 		     struct gg_err *err)
 {
+	*done = 0;
+	if (!s->dups || gg_image_meta_wanted(relpath(s)))
+		return 0; /* the metadata reads those files' bytes as they are fed */
+	struct gg_dup_file f = {node, fd, st, s->rootfd, s->openat2};
+	struct gg_inode *same;
+	if (gg_image_dups_find(s->dups, &f, s->fz, &same, err) < 0)
+		return err->code;
+	if (!same)
+		return 0;
+	*done = 1;
+	return gg_image_feed_same(s->fz, node->inode, same, (uint64_t)st->st_size, err);
+}
+
+static int feed_file(struct scan *s, struct gg_node *node, struct gg_ahead_file *f,
+		     struct gg_err *err)
+{
+	struct gg_inode *ino = node->inode;
 	int fd = check_open(s, ino, f, err);
 	if (fd < 0)
 		return ino->skipped ? 0 : err->code;
 	/* an empty attribute list (f->xattrs 0) needs no second look */
 	if (s->proc && f->xattrs != 0 && read_xattrs(s, ino, NULL, fd, err) < 0)
 		return err->code;
-	int rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
+	int done, rc = feed_copy(s, node, fd, &f->st, &done, err);
+	if (rc < 0 || done)
+		return rc;
+	rc = gg_image_feed_begin(s->fz, ino, relpath(s), err);
 	if (!rc)
 		rc = feed_data(s, fd, f, err);
 	if (rc < 0)
@@ -732,6 +754,8 @@ static int feed_all(struct scan *s, struct gg_err *err)
 	struct gg_node **nodes;
 	size_t n;
 	int rc = feed_order(s, &nodes, &n, err);
+	if (!rc)
+		s->dups = gg_image_dups_new(nodes, n, gg_image_feed_block_size(s->fz));
 	struct gg_ahead *a = NULL;
 	if (!rc && n > 1 && gg_image_feed_jobs(s->fz) > 1)
 		a = gg_image_ahead_start(s->rootfd, s->openat2, nodes, n);
@@ -744,7 +768,7 @@ static int feed_all(struct scan *s, struct gg_err *err)
 			else if (!f->rel || path_set(s, f->rel) != 0)
 				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 			if (!rc)
-				rc = feed_file(s, ino, f, err);
+				rc = feed_file(s, nodes[i], f, err);
 		}
 		if (a)
 			gg_image_ahead_done(a, f);
@@ -752,6 +776,8 @@ static int feed_all(struct scan *s, struct gg_err *err)
 			close(here.fd);
 	}
 	gg_image_ahead_stop(a);
+	gg_image_dups_free(s->dups);
+	s->dups = NULL;
 	free(nodes);
 	return rc;
 }

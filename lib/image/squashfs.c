@@ -143,7 +143,13 @@ struct gg_sqfs_writer {
 	int finished; /* the block processor is done with everything */
 	int (*cancel)(void *ud);
 	void *cancel_ud;
-	uint64_t nser; /* nodes serialised: the cancel hook is polled every 1024 */
+	uint64_t nser;     /* nodes serialised: the cancel hook is polled every 1024 */
+	struct same *same; /* files whose data is another's (dup.c) */
+	size_t nsame, samecap;
+};
+
+struct same {
+	struct gg_inode *ino, *of;
 };
 
 const char *gg_sqfs_strerror(int code)
@@ -406,9 +412,15 @@ void gg_sqfs_writer_free(struct gg_sqfs_writer *w)
 	sqfs_destroy(w->uncmp);
 	sqfs_destroy(w->mcmp);
 	sqfs_destroy(w->cmp);
+	free(w->same);
 	if (w->file)
 		sqfs_destroy(&w->file->base);
 	free(w);
+}
+
+uint32_t gg_sqfs_writer_block_size(const struct gg_sqfs_writer *w)
+{
+	return w->block_size;
 }
 
 uint64_t gg_sqfs_writer_size(const struct gg_sqfs_writer *w)
@@ -424,6 +436,42 @@ int gg_sqfs_file_begin(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg
 	if (rc)
 		return werr(w, err, rc, "compressing file data");
 	w->cur = ino;
+	return 0;
+}
+
+int gg_sqfs_file_same(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg_inode *same,
+		      struct gg_err *err)
+{
+	if (w->cur || ino->sq)
+		return gg_err_set(err, GG_EFAIL, "squashfs writer: file data given twice");
+	if (w->nsame == w->samecap) {
+		size_t ncap = w->samecap ? w->samecap * 2 : 64;
+		struct same *ns = realloc(w->same, ncap * sizeof *ns);
+		if (!ns)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		w->same = ns;
+		w->samecap = ncap;
+	}
+	w->same[w->nsame++] = (struct same){ino, same};
+	return 0;
+}
+
+/* Each copy gets its own inode with the data of the file it copies, which was fed and
+ * is finished now: blocks, fragment, size (the rest is set when it is serialised). */
+static int copy_same(struct gg_sqfs_writer *w, struct gg_err *err)
+{
+	for (size_t k = 0; k < w->nsame; k++) {
+		const sqfs_inode_generic_t *of = w->same[k].of->sq;
+		if (!of)
+			return gg_err_set(err, GG_EFAIL,
+					  "squashfs writer: a copy of a file not fed");
+		size_t n = sizeof *of + of->payload_bytes_available;
+		sqfs_inode_generic_t *in = malloc(n);
+		if (!in)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		memcpy(in, of, n);
+		w->same[k].ino->sq = in;
+	}
 	return 0;
 }
 
@@ -779,6 +827,9 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 	if (rc)
 		return werr(w, err, rc, "compressing file data");
 	w->finished = 1;
+	if (copy_same(w, err) < 0)
+		return err->code;
+	res->duplicates = w->nsame;
 	w->clamp = clamp_time_;
 	for (struct gg_inode *i = t->all; i; i = i->next_all) {
 		i->nlink = 0;

@@ -1399,6 +1399,139 @@ static void same_listing(const struct gg_dir_listing *a, const struct gg_dir_lis
 	}
 }
 
+/* ---- copies of files (dup.c) ------------------------------------------------------- */
+
+#define COPY_SIZE (300u << 10)
+
+/* COPY_SIZE bytes of text-like data: the same for the same seed. */
+static unsigned char *copy_body(unsigned seed)
+{
+	unsigned char *b = malloc(COPY_SIZE);
+	assert_non_null(b);
+	uint64_t x = seed;
+	for (size_t i = 0; i < COPY_SIZE; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		b[i] = (unsigned char)('a' + (x >> 60));
+	}
+	return b;
+}
+
+/* Ask dups about the file name (in t, under root): the inode it copies, or NULL. */
+static struct gg_inode *copy_of(struct gg_dups *d, struct gg_feed *fz, int root,
+				struct gg_node *node, const char *name)
+{
+	int fd = openat(root, name, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	struct gg_dup_file f = {node, fd, &st, root, gg_image_openat2_works(root)};
+	struct gg_inode *same = (struct gg_inode *)1;
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_dups_find(d, &f, fz, &same, &err), 0);
+	close(fd);
+	return same;
+}
+
+/* Equal bytes make a copy of the first file fed; one byte off anywhere (the middle: the
+ * first and last 4 KiB agree) does not; sizes no two files have, files under the block
+ * size and sparse files are never compared; a file changed since it was fed is not
+ * used; at most two files of one size are compared with. */
+static void test_copies(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "cp"), 0755);
+	unsigned char *b = copy_body(1);
+	const char *same[] = {"a", "b", "g"},
+		   *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "s1", "s2", "t1", "t2"};
+	for (int k = 0; k < 3; k++)
+		put_bytes(P("cp/%s", same[k]), b, COPY_SIZE);
+	b[COPY_SIZE / 2] ^= 1;
+	put_bytes(P("%s", "cp/c"), b, COPY_SIZE); /* the middle differs */
+	b[COPY_SIZE / 2] ^= 1;
+	b[0] ^= 1;
+	put_bytes(P("%s", "cp/d"), b, COPY_SIZE); /* the first byte differs */
+	b[0] ^= 1;
+	put_bytes(P("%s", "cp/e"), b, COPY_SIZE - 1); /* a size of its own */
+	put_bytes(P("%s", "cp/t1"), b, 4096);         /* under the block size */
+	put_bytes(P("%s", "cp/t2"), b, 4096);
+	for (int k = 0; k < 2; k++) { /* equal, but sparse */
+		int fd = open(P("cp/%s", k ? "s2" : "s1"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_int_equal(pwrite(fd, "z", 1, 2u << 20), 1);
+		close(fd);
+	}
+	unsigned char *other = copy_body(2);
+	put_bytes(P("%s", "cp/f"), other, COPY_SIZE); /* a rep changed after it was fed */
+	put_bytes(P("%s", "cp/h"), b, COPY_SIZE);
+	struct gg_tree *t = gg_image_tree_new();
+	struct gg_node *nodes[12];
+	for (int k = 0; k < 12; k++) {
+		nodes[k] = tree_file(t, names[k]);
+		struct stat st;
+		assert_int_equal(stat(P("cp/%s", names[k]), &st), 0);
+		nodes[k]->inode->size = (uint64_t)st.st_size;
+	}
+	struct gg_dups *d = gg_image_dups_new(nodes, 12, 128 << 10);
+	assert_non_null(d);
+	struct gg_feed *fz = gg_image_feed_new(NULL, 0);
+	int root = open(P("%s", "cp"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	assert_null(copy_of(d, fz, root, nodes[0], "a"));                       /* first: kept */
+	assert_ptr_equal(copy_of(d, fz, root, nodes[1], "b"), nodes[0]->inode); /* a copy */
+	assert_null(copy_of(d, fz, root, nodes[2], "c")); /* second of the size: kept */
+	assert_null(copy_of(d, fz, root, nodes[3], "d")); /* compared with a and c */
+	assert_null(copy_of(d, fz, root, nodes[4], "e"));
+	assert_null(copy_of(d, fz, root, nodes[8], "s1"));
+	assert_null(copy_of(d, fz, root, nodes[9], "s2"));
+	assert_null(copy_of(d, fz, root, nodes[10], "t1"));
+	assert_null(copy_of(d, fz, root, nodes[11], "t2"));
+	assert_int_equal(gg_image_dups_found(d), 1);
+	gg_image_dups_free(d);
+
+	/* f is fed, then made equal to h: h is not a copy of f (f's image holds what f held
+	 * when fed, not what it holds now), so h is the second file of that size kept, and
+	 * a copies h. */
+	d = gg_image_dups_new(nodes, 12, 128 << 10);
+	assert_null(copy_of(d, fz, root, nodes[5], "f"));
+	put_bytes(P("%s", "cp/f"), b, COPY_SIZE);
+	struct timespec ts[2] = {{1000, 0}, {1000, 0}}; /* a new mtime, whatever the clock */
+	assert_int_equal(utimensat(root, "f", ts, 0), 0);
+	assert_null(copy_of(d, fz, root, nodes[7], "h"));
+	assert_ptr_equal(copy_of(d, fz, root, nodes[0], "a"), nodes[7]->inode);
+	gg_image_dups_free(d);
+	gg_image_dups_free(NULL);
+	close(root);
+	gg_image_feed_free(fz);
+	gg_image_tree_free(t);
+	free(b);
+	free(other);
+}
+
+/* A freeze stores copies once without compressing them again: the image verifies, it
+ * counts them, and their bytes are the original's (unsquashfs in t-freeze.sh). */
+static void test_copies_freeze(void **state)
+{
+	(void)state;
+	mkdir(P("%s", "cpf"), 0755);
+	mkdir(P("%s", "cpf/x"), 0755);
+	mkdir(P("%s", "cpf/y"), 0755);
+	unsigned char *b = copy_body(3);
+	put_bytes(P("%s", "cpf/x/lib.so"), b, COPY_SIZE);
+	put_bytes(P("%s", "cpf/y/lib.so"), b, COPY_SIZE);
+	put_bytes(P("%s", "cpf/y/data"), b, COPY_SIZE);
+	assert_int_equal(link(P("%s", "cpf/x/lib.so"), P("%s", "cpf/x/hard.so")), 0);
+	free(b);
+	struct gg_freeze_opts o = {
+		.source = P("%s", "cpf"), .output = P("%s", "cpf.sif"), .jobs = 2};
+	struct gg_freeze_result res;
+	struct gg_err err = {0};
+	if (gg_image_freeze(&o, NULL, &res, &err) != 0)
+		fail_msg("freeze: %s", err.msg);
+	assert_int_equal(res.duplicates, 2);
+	assert_int_equal(res.hardlinks, 1);
+	struct gg_sif_verify_report rep;
+	assert_int_equal(gg_sif_verify(P("%s", "cpf.sif"), &rep, &err), 0);
+}
+
 /* The read-ahead threads read the directories wanted (the slots' worth of them, the
  * latest call's first), and hand over listings equal to the scan's own reads of them, a
  * missing directory's failure included; one not wanted, or past the slots, is the
@@ -1566,6 +1699,8 @@ int main(void)
 		cmocka_unit_test(test_reproducible_threads),
 		cmocka_unit_test(test_grouped_by_extension),
 		cmocka_unit_test(test_dir_read_ahead),
+		cmocka_unit_test(test_copies),
+		cmocka_unit_test(test_copies_freeze),
 		cmocka_unit_test(test_read_ahead),
 		cmocka_unit_test(test_read_ahead_all),
 		cmocka_unit_test(test_read_ahead_limit),
