@@ -26,6 +26,10 @@
 #      files and four times the data (2000 files of 64 KiB, then of 256 KiB), and the
 #      stated budget (64 MiB + 512 bytes per entry, see gg_image_freeze) checked on
 #      every shape.
+#   4. Copies: a 200 MiB tar (the huge shape's) and a copy of it in another directory
+#      (bench/cache/copies), then the tar alone, once each: freeze compares the copy
+#      with the tar instead of compressing it again (lib/image/dup.c); mksquashfs
+#      compresses both and keeps one.
 # Env: GRIDGPU (binary), RUNS, SHAPES, BENCH_CACHE (default bench/cache), MIRROR.
 # COLD=1: the page cache dropped before every run of either tool (as root), as for a
 # sandbox frozen for the first time: the disk's latency instead of the page cache's.
@@ -249,3 +253,30 @@ rm -f "$W/m.sif"
 awk -v a="$(cut -d' ' -f3 "$W/m64")" -v b="$(cut -d' ' -f3 "$W/m256")" 'BEGIN {
 	printf "\nmemory: peak RSS of gridgpu freeze, 2000 files of 64 KiB (125 MiB): %.1f MiB; of 256 KiB (500 MiB): %.1f MiB (%+.1f MiB for 4x the data)\n", a / 1024, b / 1024, (b - a) / 1024
 }'
+
+# ---- copies: a file and a copy of it cost freeze the file alone (lib/image/dup.c) -------
+huge=$(sh "$top/bench/freeze-trees.sh" "$CACHE" huge)
+if [ ! -f "$CACHE/copies/.done" ]; then
+	rm -rf "$CACHE/copies"
+	mkdir -p "$CACHE/copies/a" "$CACHE/copies/b"
+	cp "$huge/site-packages.tar" "$CACHE/copies/a/lib.tar"
+	cp "$huge/site-packages.tar" "$CACHE/copies/b/lib.tar"
+	touch "$CACHE/copies/.done"
+fi
+tar cf - -C "$CACHE/copies" . 2>/dev/null | cat >/dev/null # warm the page cache
+for t in both one; do
+	d=$CACHE/copies
+	[ $t = one ] && d=$CACHE/copies/a
+	: >"$W/c-ours-$t"
+	: >"$W/c-peer-$t"
+	rm -f "$W/ours.sif" "$W/peer.sif"
+	prepare
+	measure "c-ours-$t" "$GRIDGPU" freeze -q "$d" -o "$W/ours.sif"
+	peer_script "$d"
+	prepare
+	measure "c-peer-$t" sh "$W/peer.sh"
+done
+rm -f "$W/ours.sif" "$W/peer.sif"
+printf '\ncopies: a 200 MiB tar and a copy of it: gridgpu %s s (%s s for the tar alone), mksquashfs+siftool %s s (%s s alone)\n' \
+	"$(cut -d' ' -f1 "$W/c-ours-both")" "$(cut -d' ' -f1 "$W/c-ours-one")" \
+	"$(cut -d' ' -f1 "$W/c-peer-both")" "$(cut -d' ' -f1 "$W/c-peer-one")"
