@@ -22,10 +22,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define DIRECT_ALIGN 4096u
@@ -35,6 +38,11 @@
  * while both cores compress); 2 so that a disk with more queues is not left waiting on
  * one call at a time. */
 #define DIRECT_THREADS 2
+/* Space reserved ahead of the writes (fallocate, the file's size moved with it). ext4
+ * writes O_DIRECT past the end of a file, or into blocks not allocated yet, one at a
+ * time under the inode's lock: the threads took turns. Into reserved blocks inside the
+ * file's size they write side by side. What is left over is cut off at the flush. */
+#define DIRECT_RESERVE (64u << 20)
 
 struct chunk {
 	unsigned char *buf;
@@ -56,8 +64,11 @@ struct gg_direct {
 	size_t nfree;
 	struct chunk *cur; /* being filled: [cur->at, cur->at + len) */
 	size_t len;
-	int direct; /* 0 once O_DIRECT was refused: the threads write buffered */
-	int err;    /* errno of the first failed write */
+	uint64_t end;   /* the file's size as written through us */
+	uint64_t alloc; /* reserved (and the size extended) up to here */
+	int reserve;    /* 0 once fallocate failed, or where it gains nothing */
+	int direct;     /* 0 once O_DIRECT was refused: the threads write buffered */
+	int err;        /* errno of the first failed write */
 	int stop;
 	uint64_t ndirect; /* chunks written with O_DIRECT, for the tests */
 };
@@ -161,6 +172,12 @@ struct gg_direct *gg_direct_new(int fd, uint64_t at)
 	}
 	d->cur = d->free_[--d->nfree];
 	d->cur->at = at;
+	struct stat st;
+	struct statfs fs;
+	d->end = fstat(fd, &st) == 0 && (uint64_t)st.st_size > at ? (uint64_t)st.st_size : at;
+	d->alloc = d->end;
+	/* tmpfs has no such lock, and what it reserves is memory */
+	d->reserve = fstatfs(fd, &fs) == 0 && fs.f_type != TMPFS_MAGIC;
 	return d;
 }
 
@@ -180,10 +197,29 @@ static void wait_disk(struct gg_direct *d, uint64_t to)
 		pthread_cond_wait(&d->cv, &d->mu);
 }
 
+/* Blocks reserved up to to at least, when that works. A failure only ends reserving
+ * (a full disk is reported by the writes themselves); a reservation that failed
+ * halfway can have moved the size, which the flush then cuts back. */
+static void reserve(struct gg_direct *d, uint64_t to)
+{
+	if (!d->reserve || to <= d->alloc)
+		return;
+	uint64_t len = (to - d->alloc + DIRECT_RESERVE - 1) / DIRECT_RESERVE * DIRECT_RESERVE;
+	if (fallocate(d->fd, 0, (off_t)d->alloc, (off_t)len) == 0) {
+		d->alloc += len;
+		return;
+	}
+	d->reserve = 0;
+	struct stat st;
+	if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size > d->alloc)
+		d->alloc = (uint64_t)st.st_size;
+}
+
 /* The full current chunk to the threads; a free one (waiting for it) becomes current. */
 static void submit(struct gg_direct *d)
 {
 	uint64_t at = d->cur->at + DIRECT_CHUNK;
+	reserve(d, at);
 	pthread_mutex_lock(&d->mu);
 	d->queue[d->nqueued++] = d->cur;
 	pthread_cond_broadcast(&d->cv);
@@ -254,6 +290,8 @@ int gg_direct_write(struct gg_direct *d, uint64_t off, const void *buf, size_t n
 	size_t k = behind(d, off, n);
 	if (k && gg_image_pwrite_all(d->fd, p, k, (int64_t)off) < 0)
 		return -1;
+	if (off + n > d->end)
+		d->end = off + n;
 	if (n > k)
 		stage(d, off + k, p + k, n - k);
 	return 0;
@@ -281,6 +319,7 @@ int gg_direct_read(struct gg_direct *d, uint64_t off, void *buf, size_t n)
  * block with its first bytes read back. */
 int gg_direct_truncate(struct gg_direct *d, uint64_t size)
 {
+	d->end = size;
 	if (size >= d->cur->at) {
 		uint64_t end = d->cur->at + d->len;
 		if (size > end) { /* longer: zeros, as ftruncate gives */
@@ -299,6 +338,8 @@ int gg_direct_truncate(struct gg_direct *d, uint64_t size)
 	if (ftruncate(d->fd, (off_t)size) < 0 ||
 	    (keep && gg_image_pread_all(d->fd, d->cur->buf, keep, (int64_t)at) < 0))
 		return -1;
+	if (d->alloc > size)
+		d->alloc = size;
 	d->cur->at = at;
 	d->len = keep;
 	return 0;
@@ -317,7 +358,14 @@ int gg_direct_flush(struct gg_direct *d)
 		return -1;
 	}
 	/* the current chunk stays as it is: a later write goes on filling it */
-	return d->len ? gg_image_pwrite_all(d->fd, d->cur->buf, d->len, (int64_t)d->cur->at) : 0;
+	if (d->len && gg_image_pwrite_all(d->fd, d->cur->buf, d->len, (int64_t)d->cur->at) < 0)
+		return -1;
+	if (d->alloc > d->end) { /* what was reserved and not written */
+		if (ftruncate(d->fd, (off_t)d->end) < 0)
+			return -1;
+		d->alloc = d->end;
+	}
+	return 0;
 }
 
 uint64_t gg_direct_free(struct gg_direct *d)

@@ -930,6 +930,9 @@ static void test_direct_mirror(void **state)
 		uint32_t r = xs_next(&x), k = r % 10;
 		if (op == 300) { /* a flush on the way: the file has it all, writes go on */
 			assert_int_equal(gg_direct_flush(d), 0);
+			struct stat mid;
+			assert_int_equal(fstat(fd, &mid), 0); /* nothing reserved is left over */
+			assert_int_equal((uint64_t)mid.st_size, sizeof head + end);
 			assert_int_equal(gg_image_pread_all(fd, got, end, sizeof head), 0);
 			assert_memory_equal(got, ref, end);
 		}
