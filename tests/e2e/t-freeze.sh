@@ -86,6 +86,7 @@ mk_sandbox() {
 	# a copy (stored once, with its own mode, owner and xattr), and a file of the same
 	# size whose bytes differ in the middle (not a copy)
 	cp "$d/usr/lib/numbers.txt" "$d/etc/numbers-copy.txt" && chmod 600 "$d/etc/numbers-copy.txt"
+	cp "$d/usr/lib/numbers.txt" "$d/usr/numbers-z.txt" # fed last: a copy with an xattr
 	seq 1 200000 | sed 's/^99999$/99998/' >"$d/etc/numbers-near.txt"
 	# float32 weights: no repeats for LZ77, so freeze Huffman codes them (huffman.c)
 	python3 -c 'import random, struct, sys; r = random.Random(7)
@@ -111,6 +112,7 @@ os.chown(d + '/usr/lib/numbers.txt', 100000, 200000)
 os.chown(d + '/etc/rel-link', 1234, 5678, follow_symlinks=False)
 os.chown(d + '/etc/numbers-copy.txt', 7, 8)
 os.setxattr(d + '/etc/numbers-copy.txt', 'user.copy', b'yes')
+os.setxattr(d + '/usr/numbers-z.txt', 'trusted.copy', b'z' * 100)
 os.utime(d + '/empty-file', (0, 0))
 os.utime(d + '/usr/lib/random.bin', (2**31 - 1, 2**31 - 1))
 os.utime(d + '/hole-at-end', (2**32 - 1, 2**32 - 1))
@@ -220,7 +222,7 @@ fi
 # labels, JSON, inspect, verify
 run_gg --json freeze sb -o l.sif --label team=lhcb --label 'note=a b=c'
 json_valid freeze
-echo "$OUT" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["arch"]=="amd64" and r["files"]>10 and r["hardlinks"]==2 and r["duplicates"]==1' && ok "freeze --json reports counts (one copy of a file)" || not_ok "freeze --json ($OUT)"
+echo "$OUT" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["arch"]=="amd64" and r["files"]>10 and r["hardlinks"]==2 and r["duplicates"]==2' && ok "freeze --json reports counts (two copies of a file)" || not_ok "freeze --json ($OUT)"
 run_gg inspect l.sif
 echo "$OUT" | grep -q "team: lhcb" && echo "$OUT" | grep -q "note: a b=c" && ok "inspect shows --label labels" || not_ok "inspect shows labels ($OUT)"
 echo "$OUT" | grep -q "FS (Squashfs/\*System/amd64)" && ok "inspect lists the partition" || not_ok "inspect lists the partition"
