@@ -89,10 +89,11 @@ struct gg_freeze_result {
  * for bad options, GG_EINTR when cancelled, GG_EIO / GG_EFAIL otherwise.
  * Memory, whatever the size of the data: 128 KiB per block in flight (64 per compressor
  * thread, at least 128, at most 512), about 2 MiB per compressor thread, 4 MiB of files
- * read ahead, 6 MiB of the image on its way to the disk, and about 512 bytes per entry
- * with a name of up to 32 bytes (the tree about 250 of them, the listings of the next
- * directories to scan up to 200 more): up to 2 threads, 64 MiB + 512 bytes per entry
- * holds. */
+ * read ahead, 6 MiB of the image on its way to the disk, 512 KiB to compare copies of
+ * files, and about 512 bytes per entry with a name of up to 32 bytes (the tree about 250
+ * of them, the listings of the next directories to scan up to 200 more, the sizes two
+ * files of a block or more share up to 48): up to 2 threads, 64 MiB + 512 bytes per
+ * entry holds. */
 GG_API int gg_image_freeze(const struct gg_freeze_opts *opts, const struct gg_image_callbacks *cb,
 			   struct gg_freeze_result *res, struct gg_err *err);
 

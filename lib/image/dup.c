@@ -28,10 +28,8 @@
 #define DUP_EDGE  4096u        /* first and last bytes compared first */
 #define DUP_CHUNK (256u << 10) /* then the whole, this much at a time from each */
 
-struct rep {
+struct rep { /* its identity is its inode's: the one the scan found, checked at the open */
 	struct gg_node *node;
-	dev_t dev;
-	ino_t ino;
 	struct timespec mtime, ctime;
 };
 
@@ -148,9 +146,10 @@ static int open_rep(const struct rep *r, uint64_t size, int rootfd, int use_open
 	int fd = rel ? gg_image_open_beneath(rootfd, rel, O_RDONLY | O_CLOEXEC, use_openat2) : -1;
 	free(rel);
 	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != r->dev || st.st_ino != r->ino ||
-			(uint64_t)st.st_size != size || !ts_eq(st.st_mtim, r->mtime) ||
-			!ts_eq(st.st_ctim, r->ctime))) {
+	const struct gg_inode *ino = r->node->inode;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != ino->src_dev ||
+			(uint64_t)st.st_ino != ino->src_ino || (uint64_t)st.st_size != size ||
+			!ts_eq(st.st_mtim, r->mtime) || !ts_eq(st.st_ctim, r->ctime))) {
 		close(fd);
 		fd = -1;
 	}
@@ -181,7 +180,6 @@ int gg_image_dups_find(struct gg_dups *d, const struct gg_dup_file *f, struct gg
 		}
 	}
 	if (c->n < DUP_REPS)
-		c->r[c->n++] =
-			(struct rep){f->node, st->st_dev, st->st_ino, st->st_mtim, st->st_ctim};
+		c->r[c->n++] = (struct rep){f->node, st->st_mtim, st->st_ctim};
 	return 0;
 }

@@ -1468,7 +1468,9 @@ static void test_copies(void **state)
 		nodes[k] = tree_file(t, names[k]);
 		struct stat st;
 		assert_int_equal(stat(P("cp/%s", names[k]), &st), 0);
-		nodes[k]->inode->size = (uint64_t)st.st_size;
+		nodes[k]->inode->size = (uint64_t)st.st_size; /* as the scan sets them */
+		nodes[k]->inode->src_dev = (uint64_t)st.st_dev;
+		nodes[k]->inode->src_ino = (uint64_t)st.st_ino;
 	}
 	struct gg_dups *d = gg_image_dups_new(nodes, 12, 128 << 10);
 	assert_non_null(d);
