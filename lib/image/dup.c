@@ -44,7 +44,6 @@ struct gg_dups {
 	size_t n;
 	uint64_t min;
 	unsigned char *a, *b; /* DUP_CHUNK each, made at the first compare */
-	uint64_t found;
 };
 
 static int u64_cmp(const void *x, const void *y)
@@ -89,11 +88,6 @@ void gg_image_dups_free(struct gg_dups *d)
 	free(d->a);
 	free(d->b);
 	free(d);
-}
-
-uint64_t gg_image_dups_found(const struct gg_dups *d)
-{
-	return d ? d->found : 0;
 }
 
 static struct cand *cand_find(struct gg_dups *d, uint64_t size)
@@ -175,7 +169,6 @@ int gg_image_dups_find(struct gg_dups *d, const struct gg_dup_file *f, struct gg
 			return rc;
 		if (rc) {
 			*same = c->r[k].node->inode;
-			d->found++;
 			return 0;
 		}
 	}

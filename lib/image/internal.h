@@ -440,8 +440,6 @@ struct gg_dup_file {
  * cancel callback said stop. Polls the cancel callback during long compares. */
 int gg_image_dups_find(struct gg_dups *d, const struct gg_dup_file *f, struct gg_feed *fz,
 		       struct gg_inode **same, struct gg_err *err);
-/* How many files gg_image_dups_find found copies of. */
-uint64_t gg_image_dups_found(const struct gg_dups *d);
 
 /* ---- metadata (meta.c) ------------------------------------------------------------ */
 

@@ -632,14 +632,14 @@ static int feed_copy(struct scan *s, struct gg_node *node, int fd, const struct 
 		     struct gg_err *err)
 {
 	*done = 0;
-	if (!s->dups || gg_image_meta_wanted(relpath(s)))
-		return 0; /* the metadata reads those files' bytes as they are fed */
+	if (!s->dups)
+		return 0;
 	struct gg_dup_file f = {node, fd, st, s->rootfd, s->openat2};
 	struct gg_inode *same;
 	if (gg_image_dups_find(s->dups, &f, s->fz, &same, err) < 0)
 		return err->code;
-	if (!same)
-		return 0;
+	if (!same || gg_image_meta_wanted(relpath(s)))
+		return 0; /* the metadata reads those files' bytes as they are fed */
 	*done = 1;
 	return gg_image_feed_same(s->fz, node->inode, same, (uint64_t)st->st_size, err);
 }
