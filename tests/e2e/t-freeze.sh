@@ -427,6 +427,27 @@ if mount -t tmpfs -o size=4m gg-e2e-full small 2>/dev/null; then
 else
 	not_ok "mount a tmpfs for the disk-full case (needs root)"
 fi
+# the same on ext4, where freeze reserves disk space 64 MiB ahead of its writes: a
+# 200 MiB file system (the reservation is given back: the image is the one made here),
+# then a 24 MiB one too small for 30 MiB of random data (exit 1, nothing left)
+run_gg freeze big -o ref-big.sif
+mkdir -p ext
+for fs in 200 24; do
+	rm -f ext.img && truncate -s ${fs}M ext.img && mkfs.ext4 -q -F ext.img 2>/dev/null &&
+		mount -o loop ext.img ext 2>/dev/null || { ok "# SKIP loop-mounted ext4 not available here"; break; }
+	if [ "$fs" = 200 ]; then
+		run_gg freeze big -o ext/r.sif
+		[ "$RC" = 0 ] && cmp -s ext/r.sif ref-big.sif && ok "ext4: the image, no reserved space left over" || not_ok "ext4 image ($RC: $ERR)"
+	else
+		head -c 31457280 /dev/urandom >big/random2
+		run_gg freeze big -o ext/full.sif
+		rm -f big/random2
+		[ "$RC" = 1 ] && echo "$ERR" | grep -q "No space left on device" && ok "ext4 disk full: fails with ENOSPC" || not_ok "ext4 disk full ($RC: $ERR)"
+		[ -z "$(ls ext | grep -v lost+found)" ] && ok "ext4 disk full: nothing left" || not_ok "ext4 disk full: left $(ls ext)"
+	fi
+	umount ext
+done
+rm -f ext.img ref-big.sif
 
 # Ctrl-C and SIGTERM mid-write: a big sandbox, the signal once some of the image is
 # written (to an unnamed O_TMPFILE file: nothing of it shows in the directory)
