@@ -88,12 +88,14 @@ struct gg_freeze_result {
  * file (OUTPUT.tmp.XXXXXX in the output's directory) is removed. Error codes: GG_EUSAGE
  * for bad options, GG_EINTR when cancelled, GG_EIO / GG_EFAIL otherwise.
  * Memory, whatever the size of the data: 128 KiB per block in flight (64 per compressor
- * thread, at least 128, at most 512), about 2 MiB per compressor thread, 4 MiB of files
- * read ahead, 6 MiB of the image on its way to the disk, 512 KiB to compare copies of
- * files, and about 512 bytes per entry with a name of up to 32 bytes (the tree about 250
- * of them, the listings of the next directories to scan up to 200 more, the sizes two
- * files of a block or more share up to 48): up to 2 threads, 64 MiB + 512 bytes per
- * entry holds. */
+ * thread, at least 128, at most 512) and as much again for the fragment blocks among
+ * them (kept until written, to compare the files' tails with), 1 MiB of fragment blocks
+ * written, about 2 MiB per compressor thread, 4 MiB of files read ahead, 6 MiB of the
+ * image on its way to the disk, 512 KiB to compare copies of files, and about 512 bytes
+ * per entry with a name of up to 32 bytes (the tree about 250 of them; while the scan
+ * runs, the listings of the next directories to scan up to 200 more; while the data is
+ * read, the sizes two files of a block or more share up to 48 and the table of the
+ * files' tails up to 32): up to 2 threads, 64 MiB + 512 bytes per entry holds. */
 GG_API int gg_image_freeze(const struct gg_freeze_opts *opts, const struct gg_image_callbacks *cb,
 			   struct gg_freeze_result *res, struct gg_err *err);
 

@@ -34,6 +34,7 @@
  * dry at each of those bursts. With 64: 0.56 -> 0.55 s there, CPU/wall 1.71 -> 1.75
  * (medians of 9 alternated runs); the other trees the same. */
 #define GATE_LEFT 64
+#define SENT_MAX  512 /* the longest queue (backlog) */
 
 /* ---- the file: the squashfs at an offset inside the SIF ----------------------------- */
 
@@ -126,9 +127,15 @@ struct gg_sqfs_writer {
 	sqfs_compressor_t *gcmp; /* the block processor's: w->cmp's copy behind the gate */
 	struct gg_gate *gate;    /* NULL with one compressor thread */
 	size_t backlog;          /* the block processor's queue length */
-	uint64_t items;          /* queued by us: whole blocks and tails */
-	uint64_t blocks;         /* of them whole blocks */
-	uint32_t fill;           /* bytes of the current file's unfinished block */
+	uint64_t items;          /* queued by us: whole blocks and sentinels */
+	uint64_t blocks;         /* of them whole blocks, of files and of tails */
+	uint64_t sent[SENT_MAX]; /* sentinels maybe in the queue: blocks queued before each */
+	unsigned sent_head, sent_n;
+	uint64_t sent_done;   /* sentinels known to be out of the queue */
+	struct gg_pack *pack; /* the tails' blocks (pack.c) */
+	unsigned char *tail;  /* the current file's unfinished block */
+	uint32_t fill;        /* its bytes */
+	int began;            /* the current file is in the block processor */
 	sqfs_id_table_t *ids;
 	sqfs_xattr_writer_t *xwr;
 	sqfs_meta_writer_t *im, *dm;
@@ -311,6 +318,47 @@ static int start_processor(struct gg_sqfs_writer *w, unsigned jobs, sqfs_file_t 
 	return rc ? werr(w, err, rc, "starting the compressor threads") : 0;
 }
 
+static void gate(struct gg_sqfs_writer *w, uint64_t whole);
+
+/* The tails' blocks (pack.c) go through the block processor as files of one block of
+ * their own: compressed by its threads, written in order, deduplicated against the other
+ * blocks. Their inodes, which only give the fragment table where they went, are the
+ * packer's. Never taken as sparse: the table needs a block where each is. */
+static int pack_submit(void *ud, const void *data, size_t n, sqfs_inode_generic_t **holder)
+{
+	struct gg_sqfs_writer *w = ud;
+	if (w->gate)
+		gate(w, 1);
+	w->blocks++;
+	w->items++;
+	int rc = sqfs_block_processor_begin_file(w->proc, holder, NULL,
+						 SQFS_BLK_DONT_FRAGMENT | SQFS_BLK_IGNORE_SPARSE);
+	if (!rc)
+		rc = sqfs_block_processor_append(w->proc, data, n);
+	if (!rc)
+		rc = sqfs_block_processor_end_file(w->proc);
+	return rc;
+}
+
+static int pack_sync(void *ud)
+{
+	return sqfs_block_processor_sync(((struct gg_sqfs_writer *)ud)->proc);
+}
+
+static int pack_read(void *ud, uint64_t off, void *buf, size_t n)
+{
+	sqfs_file_t *f = &((struct gg_sqfs_writer *)ud)->file->base;
+	return f->read_at(f, off, buf, n);
+}
+
+static int start_pack(struct gg_sqfs_writer *w, struct gg_err *err)
+{
+	struct gg_pack_io io = {pack_submit, pack_sync, pack_read, w->uncmp, w};
+	w->tail = malloc(w->block_size);
+	w->pack = w->tail ? gg_pack_new(w->block_size, &io) : NULL;
+	return w->pack ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
 /* The output: fd from base on, through the sqfs_file_t interface. */
 static int make_file(struct gg_sqfs_writer *w, int fd, const char *path, uint64_t base,
 		     struct gg_err *err)
@@ -379,7 +427,7 @@ int gg_sqfs_writer_new(int fd, const char *path, uint64_t base, const struct gg_
 		gg_err_set(err, GG_ENOMEM, "setting up the squashfs writer: out of memory");
 		goto fail;
 	}
-	if (start_processor(w, o->jobs ? o->jobs : 1, file, err) < 0)
+	if (start_processor(w, o->jobs ? o->jobs : 1, file, err) < 0 || start_pack(w, err) < 0)
 		goto fail;
 	*out = w;
 	return 0;
@@ -400,6 +448,8 @@ void gg_sqfs_writer_free(struct gg_sqfs_writer *w)
 			;
 	/* the processor first: it joins the workers that use the compressor and writer */
 	sqfs_destroy(w->proc);
+	gg_pack_free(w->pack);
+	free(w->tail);
 	sqfs_destroy(w->gcmp);
 	gg_gate_free(w->gate);
 	sqfs_destroy(w->dirw);
@@ -432,10 +482,9 @@ int gg_sqfs_file_begin(struct gg_sqfs_writer *w, struct gg_inode *ino, struct gg
 {
 	if (w->cur || ino->sq)
 		return gg_err_set(err, GG_EFAIL, "squashfs writer: file data given twice");
-	int rc = sqfs_block_processor_begin_file(w->proc, &ino->sq, NULL, 0);
-	if (rc)
-		return werr(w, err, rc, "compressing file data");
 	w->cur = ino;
+	w->began = 0;
+	w->fill = 0;
 	return 0;
 }
 
@@ -480,47 +529,118 @@ static int copy_same(struct gg_sqfs_writer *w, struct gg_err *err)
  * at every item a compressor finishes. Sleep on the gate instead until all but
  * GATE_LEFT of the whole blocks queued are compressed, then take them back in one go.
  * The queue is estimated from what was queued and what the processor took back (its
- * stats; sentinel items of files that end on a block boundary are not counted, so the
- * estimate is low, never high). Tails are left out: this thread packs them into
- * fragment blocks itself, so with a queue of tails the processor's own wait is right.
- * Fragment blocks count when written, sparse blocks (never compressed) as done. */
+ * stats): whole blocks, and the sentinel item that ends each file of whole blocks
+ * (its tail is packed here), which the stats do not count: it is out once a block
+ * queued after it is. Sparse blocks (never compressed) count as done. */
 static void gate(struct gg_sqfs_writer *w, uint64_t whole)
 {
 	const sqfs_block_processor_stats_t *st = sqfs_block_processor_get_stats(w->proc);
-	uint64_t taken = st->data_block_count + st->sparse_block_count + st->total_frag_count;
-	if (w->items + whole + 2 < taken + w->backlog)
+	uint64_t taken = st->data_block_count + st->sparse_block_count;
+	while (w->sent_n && w->sent[w->sent_head] < taken) {
+		w->sent_head = (w->sent_head + 1) % SENT_MAX;
+		w->sent_n--;
+		w->sent_done++;
+	}
+	if (w->items + whole + 2 < taken + w->sent_done + w->backlog)
 		return; /* room left: the append will not wait */
-	uint64_t queued = w->blocks + st->frag_block_count;
-	if (queued > st->sparse_block_count + GATE_LEFT)
-		gg_gate_wait(w->gate, queued - st->sparse_block_count - GATE_LEFT);
+	if (w->blocks > st->sparse_block_count + GATE_LEFT)
+		gg_gate_wait(w->gate, w->blocks - st->sparse_block_count - GATE_LEFT);
 }
 
-int gg_sqfs_file_append(struct gg_sqfs_writer *w, const void *data, size_t len, struct gg_err *err)
+/* The sentinel the block processor queues at the end of a file of whole blocks. */
+static void sentinel(struct gg_sqfs_writer *w)
 {
-	uint64_t whole = ((uint64_t)w->fill + len) / w->block_size;
-	if (whole && w->gate)
+	if (w->sent_n == SENT_MAX) { /* more than a queue: the oldest is out */
+		w->sent_head = (w->sent_head + 1) % SENT_MAX;
+		w->sent_n--;
+		w->sent_done++;
+	}
+	w->sent[(w->sent_head + w->sent_n++) % SENT_MAX] = w->blocks;
+	w->items++;
+}
+
+/* Whole blocks data[0..n) of the current file to the block processor. */
+static int queue_whole(struct gg_sqfs_writer *w, const void *data, size_t n)
+{
+	int rc = 0;
+	if (!w->began && !(rc = sqfs_block_processor_begin_file(w->proc, &w->cur->sq, NULL, 0)))
+		w->began = 1;
+	if (rc)
+		return rc;
+	uint64_t whole = n / w->block_size;
+	if (w->gate)
 		gate(w, whole);
 	w->blocks += whole;
 	w->items += whole;
-	w->fill = (uint32_t)(((uint64_t)w->fill + len) % w->block_size);
-	int rc = sqfs_block_processor_append(w->proc, data, len);
-	if (rc)
-		return werr(w, err, rc, "compressing file data");
-	return 0;
+	return sqfs_block_processor_append(w->proc, data, n);
+}
+
+/* The file's whole blocks go to the block processor (straight from data when they
+ * start at a block's start), the rest of it waits in w->tail for the next data or the
+ * end of the file. */
+int gg_sqfs_file_append(struct gg_sqfs_writer *w, const void *data, size_t len, struct gg_err *err)
+{
+	const unsigned char *d = data;
+	int rc = 0;
+	while (len && !rc) {
+		if (!w->fill && len >= w->block_size) {
+			size_t n = len - len % w->block_size;
+			rc = queue_whole(w, d, n);
+			d += n;
+			len -= n;
+			continue;
+		}
+		size_t c = w->block_size - w->fill < len ? w->block_size - w->fill : len;
+		memcpy(w->tail + w->fill, d, c);
+		w->fill += (uint32_t)c;
+		d += c;
+		len -= c;
+		if (w->fill == w->block_size) {
+			rc = queue_whole(w, w->tail, w->block_size);
+			w->fill = 0;
+		}
+	}
+	return rc ? werr(w, err, rc, "compressing file data") : 0;
+}
+
+/* A file that never reached a whole block: its inode, made as the block processor
+ * makes one. */
+static int small_inode(struct gg_inode *ino)
+{
+	if (!(ino->sq = calloc(1, sizeof *ino->sq)))
+		return SQFS_ERROR_ALLOC;
+	ino->sq->base.type = SQFS_INODE_FILE;
+	return sqfs_inode_set_frag_location(ino->sq, 0xFFFFFFFF, 0xFFFFFFFF);
+}
+
+/* The file's tail into a fragment block, and its size and place into its inode. */
+static int end_tail(struct gg_sqfs_writer *w, struct gg_inode *ino)
+{
+	sqfs_u32 index, offset;
+	sqfs_u64 size;
+	int rc = gg_pack_add(w->pack, w->tail, w->fill, &index, &offset);
+	if (!rc)
+		rc = sqfs_inode_get_file_size(ino->sq, &size);
+	if (!rc)
+		rc = sqfs_inode_set_file_size(ino->sq, size + w->fill);
+	if (!rc)
+		rc = sqfs_inode_set_frag_location(ino->sq, index, offset);
+	return rc;
 }
 
 int gg_sqfs_file_end(struct gg_sqfs_writer *w, struct gg_err *err)
 {
-	int rc = sqfs_block_processor_end_file(w->proc);
+	struct gg_inode *ino = w->cur;
+	int rc = w->began ? sqfs_block_processor_end_file(w->proc) : small_inode(ino);
+	if (w->began)
+		sentinel(w);
+	if (!rc && w->fill)
+		rc = end_tail(w, ino);
 	w->cur = NULL;
-	w->items += w->fill > 0; /* the tail */
+	w->began = 0;
 	w->fill = 0;
-	if (rc)
-		return werr(w, err, rc, "compressing file data");
-	return 0;
+	return rc ? werr(w, err, rc, "compressing file data") : 0;
 }
-
-/* ---- serialising the tree -------------------------------------------------------- */
 
 static int live(const struct gg_node *n)
 {
@@ -823,7 +943,11 @@ int gg_sqfs_writer_finish(struct gg_sqfs_writer *w, struct gg_tree *t, uint32_t 
 			  struct gg_err *err)
 {
 	sqfs_file_t *file = &w->file->base;
-	int rc = sqfs_block_processor_finish(w->proc);
+	int rc = gg_pack_flush(w->pack);
+	if (!rc)
+		rc = sqfs_block_processor_finish(w->proc);
+	if (!rc)
+		rc = gg_pack_table(w->pack, w->frag);
 	if (rc)
 		return werr(w, err, rc, "compressing file data");
 	w->finished = 1;
