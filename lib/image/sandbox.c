@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define READ_BUF      (1u << 20)
-#define DIRAHEAD_WANT 8 /* directories on top of the stack the read-ahead threads read */
+#define DIRAHEAD_WANT 8 /* directories next in the queue the read-ahead threads read */
 
 struct hl_slot {
 	uint64_t dev, ino;
@@ -444,7 +444,7 @@ static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *n
 
 struct todo {
 	struct gg_node **v;
-	size_t n, cap;
+	size_t head, n, cap; /* v[head..n) are still to read */
 };
 
 static int todo_push(struct todo *t, struct gg_node *n)
@@ -461,8 +461,7 @@ static int todo_push(struct todo *t, struct gg_node *n)
 	return 0;
 }
 
-/* Read the directory dir into the tree; its subdirectories go on the todo stack (last
- * name first, so that they come off it in order). */
+/* Read the directory dir into the tree; its subdirectories join the queue. */
 static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, struct gg_err *err)
 {
 	if (gg_image_check_cancel(s->fz, err) < 0)
@@ -477,7 +476,6 @@ static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, stru
 	rc = dir_listing(s, dir, &l, &gone, err);
 	if (gone)
 		gg_image_node_remove(s->t, dir);
-	size_t first = todo->n;
 	for (size_t i = 0; !rc && !gone && i < l.n; i++) {
 		size_t saved;
 		struct gg_node *kid = NULL;
@@ -490,33 +488,28 @@ static int scan_dir(struct scan *s, struct gg_node *dir, struct todo *todo, stru
 		path_pop(s, saved);
 	}
 	gg_image_dir_listing_free(&l);
-	for (size_t i = first, j = todo->n; i + 1 < j; i++, j--) {
-		struct gg_node *x = todo->v[i];
-		todo->v[i] = todo->v[j - 1];
-		todo->v[j - 1] = x;
-	}
 	return rc;
 }
 
-/* The directories the scan reads after the next one, in order, to the read-ahead
- * threads: the next one it reads itself meanwhile (unless a thread has it already), or
- * it would only wait for a thread to read that one. */
+/* The directories the scan reads next, in order, to the read-ahead threads. The scan
+ * goes breadth first: a directory's subdirectories are known as soon as it is read, long
+ * before their turn, so the threads read far ahead of it (depth first, the next one is
+ * mostly a subdirectory of the one just read, which no thread could have known of).
+ * The tree, the image and every message are the same in either order but the order of
+ * the messages. */
 static void want_next(struct scan *s, const struct todo *todo)
 {
-	struct gg_node *next[DIRAHEAD_WANT];
-	size_t n = 0;
-	for (size_t i = todo->n; i > 1 && n < DIRAHEAD_WANT; i--)
-		next[n++] = todo->v[i - 2];
-	gg_image_dirahead_want(s->da, next, n);
+	size_t n = todo->n - todo->head;
+	gg_image_dirahead_want(s->da, todo->v + todo->head, n < DIRAHEAD_WANT ? n : DIRAHEAD_WANT);
 }
 
-/* The whole sandbox, directory by directory, from an explicit stack. */
+/* The whole sandbox, directory by directory, from a queue. */
 static int scan_tree(struct scan *s, struct gg_err *err)
 {
 	struct todo todo = {0};
 	int rc = todo_push(&todo, s->t->root) < 0 ? gg_err_set(err, GG_ENOMEM, "out of memory") : 0;
-	while (!rc && todo.n) {
-		rc = scan_dir(s, todo.v[--todo.n], &todo, err);
+	while (!rc && todo.head < todo.n) {
+		rc = scan_dir(s, todo.v[todo.head++], &todo, err);
 		if (!rc && s->da)
 			want_next(s, &todo);
 	}
