@@ -216,6 +216,11 @@ sz=$(($(siftool dump 4 tails.sif | wc -c) - $(siftool dump 4 tails0.sif | wc -c)
 [ "$sz" -lt $((2000 + 131072 + 40000)) ] && ok "tails: the copies take no room ($sz bytes for zz/)" || not_ok "tails: the copies take no room ($sz bytes for zz/)"
 run_gg freeze -j 1 tails -o tails-j1.sif
 cmp -s tails.sif tails-j1.sif && ok "tails: one thread or two, the same bytes" || not_ok "tails: one thread or two, the same bytes"
+run_gg freeze --comp zstd tails -o tails-z.sif # read back with zstd
+siftool dump 4 tails-z.sif >tails.sqfs
+unsquashfs -q -n -d tz tails.sqfs >/dev/null 2>&1
+expect_eq "tails, zstd: every file is itself after unsquashfs" "$(diff -r tails tz >/dev/null && echo same)" same
+rm -rf tz tails.sqfs
 # The read-ahead keeps as many files open as the soft limit on open files leaves room
 # for: under a low limit freeze still works (fewer files ahead, or the feeding thread
 # opens each itself), and the image is the same.
