@@ -631,6 +631,8 @@ static int end_tail(struct gg_sqfs_writer *w, struct gg_inode *ino)
 int gg_sqfs_file_end(struct gg_sqfs_writer *w, struct gg_err *err)
 {
 	struct gg_inode *ino = w->cur;
+	if (!ino)
+		return gg_err_set(err, GG_EFAIL, "squashfs writer: no file data begun");
 	int rc = w->began ? sqfs_block_processor_end_file(w->proc) : small_inode(ino);
 	if (w->began)
 		sentinel(w);

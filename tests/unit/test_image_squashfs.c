@@ -176,6 +176,20 @@ static void test_writer_roundtrip(void **state)
 	feed(w, f, data, big);
 	struct gg_inode *small = add(t, "dir/small", S_IFREG | 0600, 0, 5);
 	feed(w, small, "hello\n", 6);
+	/* two blocks and a tail in chunks of 1000 bytes: the writer puts the blocks
+	 * together; then a small file equal to big's tail: stored once */
+	size_t chunky_len = 2 * 131072 + 777;
+	struct gg_inode *chunky = add(t, "dir/chunky", S_IFREG | 0644, 0, 5);
+	assert_int_equal(gg_sqfs_file_begin(w, chunky, &err), 0);
+	for (size_t off = 0; off < chunky_len; off += 1000)
+		assert_int_equal(gg_sqfs_file_append(
+					 w, data + off,
+					 chunky_len - off < 1000 ? chunky_len - off : 1000, &err),
+				 0);
+	assert_int_equal(gg_sqfs_file_end(w, &err), 0);
+	assert_int_equal(gg_sqfs_file_end(w, &err), GG_EFAIL); /* none begun */
+	struct gg_inode *tailcopy = add(t, "dir/tailcopy", S_IFREG | 0644, 0, 5);
+	feed(w, tailcopy, data + big - 1000, 1000);
 	struct gg_inode *empty = add(t, "empty", S_IFREG | 0644, 0, 5);
 	feed(w, empty, NULL, 0);
 	/* hard link: a second name for dir/small */
@@ -214,7 +228,7 @@ static void test_writer_roundtrip(void **state)
 	memset(&res, 0, sizeof res);
 	assert_int_equal(gg_sqfs_writer_finish(w, t, 1800000000, 1800000000, &size, &res, &err), 0);
 	assert_int_equal(size % 4096, 0);
-	assert_int_equal(res.files, 5);
+	assert_int_equal(res.files, 7);
 	assert_int_equal(res.hardlinks, 1);
 	assert_int_equal(res.symlinks, 1);
 	assert_int_equal(res.specials, 3);
@@ -230,7 +244,7 @@ static void test_writer_roundtrip(void **state)
 	assert_int_equal(sqfs_super_read(&sb, file), 0);
 	assert_int_equal(sb.compression_id, SQFS_COMP_GZIP);
 	assert_int_equal(sb.modification_time, 1800000000);
-	assert_int_equal(sb.inode_count, 12); /* 3 dirs, 5 files (hl shares one), 4 others */
+	assert_int_equal(sb.inode_count, 14); /* 3 dirs, 7 files (hl shares one), 4 others */
 	sqfs_compressor_t *inf = zlib_inflater();
 	sqfs_id_table_t *ids = sqfs_id_table_create(0);
 	assert_int_equal(sqfs_id_table_read(ids, file, &sb, inf), 0);
@@ -249,6 +263,17 @@ static void test_writer_roundtrip(void **state)
 	assert_int_equal(n->inode->base.mod_time, 1700000000);
 	read_file(data_rd, n, back, big);
 	assert_memory_equal(back, data, big);
+	sqfs_u32 fidx, foff, cidx, coff;
+	assert_int_equal(sqfs_inode_get_frag_location(n->inode, &fidx, &foff), 0);
+	n = child(d, "tailcopy");
+	read_file(data_rd, n, back, 1000);
+	assert_memory_equal(back, data + big - 1000, 1000);
+	assert_int_equal(sqfs_inode_get_frag_location(n->inode, &cidx, &coff), 0);
+	assert_int_equal(cidx, fidx); /* big's tail, stored once */
+	assert_int_equal(coff, foff);
+	n = child(d, "chunky");
+	read_file(data_rd, n, back, chunky_len);
+	assert_memory_equal(back, data, chunky_len);
 	n = child(d, "small");
 	read_file(data_rd, n, back, 6);
 	assert_memory_equal(back, "hello\n", 6);
