@@ -212,17 +212,15 @@ void gg_gate_wait(struct gg_gate *g, uint64_t done);
 /* Tails (pack.c): the data of files smaller than a block and the last, partial block
  * of the others, packed into fragment blocks on the calling thread, each tail equal to
  * an earlier one (byte for byte) stored once. io: submit queues a block for compression
- * and writing, and *holder gets its inode (its start and size word) once written; sync
- * waits for all of them; read reads the image back; uncmp decompresses what it reads.
+ * and writing, and *holder gets its inode (its start and size word) once written;
+ * read reads the image back; uncmp decompresses what it reads.
  * add: where tail data[0..n) (0 < n < block size) is, index and offset; an SQFS_ERROR
  * code on failure, as the others. flush: queue the block being filled. table: after
- * everything queued is written, the fragment table's entries (the blocks in order).
- * counts: tails stored, and tails that were equal to one stored. */
+ * everything queued is written, the fragment table's entries (the blocks in order). */
 struct sqfs_inode_generic_t;
 struct sqfs_frag_table_t;
 struct gg_pack_io {
 	int (*submit)(void *ud, const void *data, size_t n, struct sqfs_inode_generic_t **holder);
-	int (*sync)(void *ud);
 	int (*read)(void *ud, uint64_t off, void *buf, size_t n);
 	struct sqfs_compressor_t *uncmp;
 	void *ud;
@@ -233,7 +231,6 @@ void gg_pack_free(struct gg_pack *p);
 int gg_pack_add(struct gg_pack *p, const void *data, uint32_t n, uint32_t *index, uint32_t *offset);
 int gg_pack_flush(struct gg_pack *p);
 int gg_pack_table(struct gg_pack *p, struct sqfs_frag_table_t *tbl);
-void gg_pack_counts(const struct gg_pack *p, uint64_t *stored, uint64_t *shared);
 
 /* Writeback (writeback.c): a thread that starts the kernel writing ranges of fd out
  * (sync_file_range), best effort. new: NULL when out of memory; without a thread the

@@ -54,7 +54,6 @@ struct gg_pack {
 	size_t ncache;
 	uint64_t clock;
 	unsigned char *scratch; /* a block read back, compressed */
-	uint64_t stored, shared;
 };
 
 struct gg_pack *gg_pack_new(uint32_t block_size, const struct gg_pack_io *io)
@@ -167,9 +166,9 @@ static int queue_block(struct gg_pack *p)
 /* Block index, read back from the image into a cache slot. */
 static int read_back(struct gg_pack *p, uint32_t index, struct cached **out)
 {
-	int rc = written(p, index) ? 0 : p->io.sync(p->io.ud); /* not reached: kept */
-	if (rc || !written(p, index))
-		return rc ? rc : SQFS_ERROR_INTERNAL;
+	if (!written(p, index)) /* never: a block not yet written is kept (victim) */
+		return SQFS_ERROR_INTERNAL;
+	int rc;
 	const sqfs_inode_generic_t *in = *p->holder[index];
 	sqfs_u64 start;
 	sqfs_inode_get_file_block_start(in, &start);
@@ -282,7 +281,6 @@ int gg_pack_add(struct gg_pack *p, const void *data, uint32_t n, sqfs_u32 *index
 	if (s->len) {
 		*index = s->index;
 		*offset = s->offset;
-		p->shared++;
 		return 0;
 	}
 	if (p->fill + n > p->block_size && (rc = queue_block(p)))
@@ -293,7 +291,6 @@ int gg_pack_add(struct gg_pack *p, const void *data, uint32_t n, sqfs_u32 *index
 	*index = p->nblocks;
 	*offset = p->fill;
 	p->fill += n;
-	p->stored++;
 	return 0;
 }
 
@@ -320,10 +317,4 @@ int gg_pack_table(struct gg_pack *p, sqfs_frag_table_t *tbl)
 			return SQFS_ERROR_INTERNAL;
 	}
 	return 0;
-}
-
-void gg_pack_counts(const struct gg_pack *p, uint64_t *stored, uint64_t *shared)
-{
-	*stored = p->stored;
-	*shared = p->shared;
 }

@@ -340,11 +340,6 @@ static int pack_submit(void *ud, const void *data, size_t n, sqfs_inode_generic_
 	return rc;
 }
 
-static int pack_sync(void *ud)
-{
-	return sqfs_block_processor_sync(((struct gg_sqfs_writer *)ud)->proc);
-}
-
 static int pack_read(void *ud, uint64_t off, void *buf, size_t n)
 {
 	sqfs_file_t *f = &((struct gg_sqfs_writer *)ud)->file->base;
@@ -353,7 +348,7 @@ static int pack_read(void *ud, uint64_t off, void *buf, size_t n)
 
 static int start_pack(struct gg_sqfs_writer *w, struct gg_err *err)
 {
-	struct gg_pack_io io = {pack_submit, pack_sync, pack_read, w->uncmp, w};
+	struct gg_pack_io io = {pack_submit, pack_read, w->uncmp, w};
 	w->tail = malloc(w->block_size);
 	w->pack = w->tail ? gg_pack_new(w->block_size, &io) : NULL;
 	return w->pack ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
