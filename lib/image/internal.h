@@ -249,13 +249,17 @@ uint64_t gg_writeback_free(struct gg_writeback *wb);
  * with errno (a failed write of the threads' is returned by the next write or flush).
  * flush: everything written so far into the file (the last bytes through the page cache);
  * writes may follow.
+ * syncs: the fdatasyncs the threads made so far, one after every GG_DIRECT_SYNC bytes
+ * written with O_DIRECT (so the final fsync finds little left), waiting for one under way.
  * free (NULL is fine): stop the threads; returns the chunks written with O_DIRECT. */
+#define GG_DIRECT_SYNC (32u << 20)
 struct gg_direct;
 struct gg_direct *gg_direct_new(int fd, uint64_t at);
 int gg_direct_write(struct gg_direct *d, uint64_t off, const void *buf, size_t n);
 int gg_direct_read(struct gg_direct *d, uint64_t off, void *buf, size_t n);
 int gg_direct_truncate(struct gg_direct *d, uint64_t size);
 int gg_direct_flush(struct gg_direct *d);
+uint64_t gg_direct_syncs(struct gg_direct *d);
 uint64_t gg_direct_free(struct gg_direct *d);
 
 /* ---- the feed (feed.c): what the readers hand entries and data to ----------------- */

@@ -1005,6 +1005,46 @@ static void test_direct_mirror(void **state)
 	unlink(path);
 }
 
+/* Written with O_DIRECT, the data is made durable on the way: an fdatasync after every
+ * GG_DIRECT_SYNC bytes, so the final fsync is short. Two and a half of those make at
+ * least one (the second can still be due when the last chunk is written); the file
+ * holds every byte. Through the page cache (no O_DIRECT here) none is made. */
+static void test_direct_syncs(void **state)
+{
+	(void)state;
+	char path[512];
+	snprintf(path, sizeof path, "%s/direct-sync.bin", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	struct gg_direct *d = gg_direct_new(fd, 0);
+	if (!d) {
+		assert_false(direct_works(tmpdir));
+		close(fd);
+		unlink(path);
+		return;
+	}
+	static unsigned char data[1u << 20], got[1u << 20];
+	size_t total = GG_DIRECT_SYNC * 5 / 2, off = 0;
+	for (uint32_t x = 99; off < total; off += sizeof data) {
+		for (size_t i = 0; i < sizeof data; i += 4) {
+			uint32_t v = xs_next(&x);
+			memcpy(data + i, &v, 4);
+		}
+		assert_int_equal(gg_direct_write(d, off, data, sizeof data), 0);
+	}
+	assert_int_equal(gg_direct_flush(d), 0);
+	uint64_t syncs = gg_direct_syncs(d);
+	uint64_t direct = gg_direct_free(d);
+	if (direct)
+		assert_true(syncs >= 1 && syncs <= total / GG_DIRECT_SYNC);
+	else
+		assert_int_equal(syncs, 0);
+	assert_int_equal(gg_image_pread_all(fd, got, sizeof got, (int64_t)(total - sizeof got)), 0);
+	assert_memory_equal(got, data, sizeof got);
+	close(fd);
+	unlink(path);
+}
+
 /* A write the file system refuses (here the file size limit: EFBIG) comes back from a
  * later write or the flush with its errno, whichever thread made it. */
 static void test_direct_write_error(void **state)
@@ -1057,6 +1097,7 @@ int main(void)
 		cmocka_unit_test(test_gate_wait),
 		cmocka_unit_test(test_writeback),
 		cmocka_unit_test(test_direct_mirror),
+		cmocka_unit_test(test_direct_syncs),
 		cmocka_unit_test(test_direct_write_error),
 		cmocka_unit_test(test_writer_roundtrip),
 		cmocka_unit_test(test_writer_io_error),
