@@ -208,6 +208,10 @@ struct sqfs_compressor_t *gg_gate_wrap(struct gg_gate *g, struct sqfs_compressor
 uint64_t gg_gate_done(struct gg_gate *g);
 /* Sleep until done blocks in all are compressed, or until no compressor is busy. */
 void gg_gate_wait(struct gg_gate *g, uint64_t done);
+/* The writer's use of it (squashfs.c): with live blocks queued in all (sparse ones not
+ * counted), done of them compressed and a queue of backlog items, 1 when the feeder
+ * should sleep, until *until are done; 0 when it should queue on. */
+int gg_sqfs_gate_due(uint64_t live, uint64_t done, size_t backlog, uint64_t *until);
 
 /* Tails (pack.c): the data of files smaller than a block and the last, partial block
  * of the others, packed into fragment blocks on the calling thread, each tail equal to

@@ -1083,6 +1083,28 @@ static void test_direct_write_error(void **state)
 	unlink(path);
 }
 
+/* The gate's marks: no sleep while at most three quarters of the queue are blocks not
+ * compressed yet; past that, a sleep until only a quarter are left (so the feeder then
+ * queues half a queue without sleeping, not one block per wake-up). */
+static void test_gate_marks(void **state)
+{
+	(void)state;
+	uint64_t until = 7;
+	assert_int_equal(gg_sqfs_gate_due(96, 0, 128, &until), 0);
+	assert_int_equal(gg_sqfs_gate_due(1000, 904, 128, &until), 0);
+	assert_int_equal(until, 7); /* untouched when there is nothing to wait for */
+	assert_int_equal(gg_sqfs_gate_due(1000, 903, 128, &until), 1);
+	assert_int_equal(until, 968);
+	assert_int_equal(gg_sqfs_gate_due(97, 0, 128, &until), 1);
+	assert_int_equal(until, 65);
+	/* a longer queue (more compressor threads) scales both marks */
+	assert_int_equal(gg_sqfs_gate_due(1000, 616, 512, &until), 0);
+	assert_int_equal(gg_sqfs_gate_due(1000, 615, 512, &until), 1);
+	assert_int_equal(until, 872);
+	/* done can run ahead of what the writer counted as queued: no sleep */
+	assert_int_equal(gg_sqfs_gate_due(10, 12, 128, &until), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1096,6 +1118,7 @@ int main(void)
 		cmocka_unit_test(test_gate_wrap),
 		cmocka_unit_test(test_gate_wait),
 		cmocka_unit_test(test_writeback),
+		cmocka_unit_test(test_gate_marks),
 		cmocka_unit_test(test_direct_mirror),
 		cmocka_unit_test(test_direct_syncs),
 		cmocka_unit_test(test_direct_write_error),
