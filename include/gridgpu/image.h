@@ -90,7 +90,7 @@ struct gg_freeze_result {
  * Memory, whatever the size of the data: 128 KiB per block in flight (64 per compressor
  * thread, at least 128, at most 512) and as much again for the fragment blocks among
  * them (kept until written, to compare the files' tails with), 1 MiB of fragment blocks
- * written, about 2 MiB per compressor thread, 4 MiB of files read ahead, 6 MiB of the
+ * written, about 2 MiB per compressor thread, 4 MiB of files read ahead, 12 MiB of the
  * image on its way to the disk, 512 KiB to compare copies of files, and about 512 bytes
  * per entry with a name of up to 32 bytes (the tree about 250 of them; while the scan
  * runs, the listings of the next directories to scan up to 200 more; while the data is
