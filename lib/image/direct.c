@@ -48,9 +48,6 @@
  * time under the inode's lock: the threads took turns. Into reserved blocks inside the
  * file's size they write side by side. What is left over is cut off at the flush. */
 #define DIRECT_RESERVE (64u << 20)
-/* Data written since the last fdatasync above which a thread makes one (sync_due):
- * GG_DIRECT_SYNC (internal.h). 16, 32 and 64 MiB left the same 2 ms to the final fsync
- * of the compressed-files tree's image; 32 makes half as many calls as 16. */
 
 struct chunk {
 	unsigned char *buf;

@@ -256,6 +256,8 @@ uint64_t gg_writeback_free(struct gg_writeback *wb);
  * syncs: the fdatasyncs the threads made so far, one after every GG_DIRECT_SYNC bytes
  * written with O_DIRECT (so the final fsync finds little left), waiting for one under way.
  * free (NULL is fine): stop the threads; returns the chunks written with O_DIRECT. */
+/* 16, 32 and 64 MiB left the same 2 ms to the final fsync of the compressed-files
+ * tree's image; 32 makes half as many calls as 16. */
 #define GG_DIRECT_SYNC (32u << 20)
 struct gg_direct;
 struct gg_direct *gg_direct_new(int fd, uint64_t at);
