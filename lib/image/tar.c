@@ -108,10 +108,12 @@ int gg_image_read_tar(struct gg_feed *fz, int fd, const char *name, char **diges
 	archive_read_support_format_gnutar(a);
 	if (archive_read_open(a, &in, NULL, tar_read, NULL) != ARCHIVE_OK) {
 		const char *m = archive_error_string(a);
-		rc = gg_err_set(err, GG_EFAIL, "reading %s: %s", what,
-				in.consumed == 0 ? "empty input"
-				: m              ? m
-						 : "not a tar archive");
+		if (in.consumed == 0)
+			m = "empty input";
+		else if (archive_errno(a) == EILSEQ || !m) /* libarchive's FILE_FORMAT on Linux */
+			m = "not a tar archive, plain or compressed (gzip, bzip2, xz, zstd, "
+			    "lz4): freeze takes a directory, a tar or an OCI image";
+		rc = gg_err_set(err, GG_EFAIL, "reading %s: %s", what, m);
 		if (gg_image_check_cancel(fz, err) < 0)
 			rc = err->code;
 		goto out;

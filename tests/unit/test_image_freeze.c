@@ -376,6 +376,8 @@ static void test_tar(void **state)
 	/* not a tar, empty, truncated, corrupt */
 	put(P("%s", "bad.tar"), "this is not a tar archive at all, just some text\n");
 	assert_true(freeze(P("%s", "bad.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "not a tar archive"));
+	assert_non_null(strstr(err.msg, "freeze takes a directory, a tar or an OCI image"));
 	assert_clean(tmpdir, "bad.sif");
 	put(P("%s", "bad.tar"), "");
 	assert_true(freeze(P("%s", "bad.tar"), P("%s", "bad.sif"), NULL, &err) < 0);
