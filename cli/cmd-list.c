@@ -161,6 +161,16 @@ static json_t *rows_json(const struct gg_record_row *rows, size_t n, int only)
 	return a;
 }
 
+/* What an empty listing says, with the command that makes what it lists. */
+static const char *none_yet(int only)
+{
+	if (only == GG_REC_JOB)
+		return "no batch jobs: 'gridgpu submit IMAGE.sif -- COMMAND' runs one";
+	if (only == GG_REC_SESSION)
+		return "no sessions: 'gridgpu request' starts one";
+	return "no sessions or jobs: 'gridgpu request' starts a session";
+}
+
 int cmd_list(struct gg_cli *cli, int argc, char **argv)
 {
 	int c, sync = 0, jobs = 0, sessions = 0;
@@ -202,10 +212,13 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	if (bad)
 		ui_warn(cli, "%zu unreadable record(s) in %s skipped", bad, gg_store_dir(st));
 	int only = jobs ? GG_REC_JOB : sessions ? GG_REC_SESSION : -1;
+	size_t shown = 0;
+	for (size_t i = 0; i < n; i++)
+		shown += only < 0 || (int)rows[i].kind == only;
 	if (cli->json)
 		ui_json_doc(!strcmp(argv[0], "jobs") ? "jobs" : "list", rows_json(rows, n, only));
-	else if (n == 0)
-		ui_info(cli, "no sessions or jobs: 'gridgpu request' starts a session");
+	else if (shown == 0)
+		ui_info(cli, "%s", none_yet(only));
 	else
 		print_table(rows, n, only);
 	gg_record_rows_free(rows, n);

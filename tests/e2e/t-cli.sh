@@ -162,4 +162,19 @@ ls "$HOME/.ssh/" | grep -q gridgpu-backup && not_ok "no backup file for a new ~/
 run_gg site remove glasgow
 run_gg site show glasgow
 expect_eq "site remove" "$RC" 5
+
+# An empty listing says what would fill it, also when only the other kind is there.
+run_gg jobs
+expect_eq "jobs with none: what runs one" "$RC $OUT$ERR" "0 no batch jobs: 'gridgpu submit IMAGE.sif -- COMMAND' runs one"
+mkdir -p "$XDG_STATE_HOME/gridgpu/records" && chmod 700 "$XDG_STATE_HOME/gridgpu/records"
+printf '{"version":1,"kind":"session","name":"s1","site":"tb","state":"ready","created":%s}\n' "$(date +%s)" \
+	>"$XDG_STATE_HOME/gridgpu/records/s1.json"
+chmod 600 "$XDG_STATE_HOME/gridgpu/records/s1.json"
+run_gg jobs
+expect_eq "jobs with a session only: no bare table header" "$RC $OUT$ERR" "0 no batch jobs: 'gridgpu submit IMAGE.sif -- COMMAND' runs one"
+run_gg list --sessions
+printf '%s\n' "$OUT" | grep -q '^s1 ' && ok "list --sessions shows the session" || not_ok "list --sessions: $OUT"
+rm -f "$XDG_STATE_HOME/gridgpu/records/s1.json"
+run_gg list --sessions
+expect_eq "list --sessions with none" "$RC $OUT$ERR" "0 no sessions: 'gridgpu request' starts one"
 done_testing
