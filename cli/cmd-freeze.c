@@ -680,11 +680,11 @@ static void report(struct gg_cli *cli, const struct freeze_job *j,
 			 gg_size_format(j->src.bytes, b, sizeof b));
 	}
 	ui_info(cli,
-		"froze %s (%s%s, %llu files, %llu directories, %llu symlinks, %llu other) "
-		"into "
-		"%s: %s, %s, %.1f s%s",
-		source_name(j), in, got, (unsigned long long)res->files,
-		(unsigned long long)res->dirs, (unsigned long long)res->symlinks,
+		"froze %s (%s%s, %llu file%s, %llu director%s, %llu symlink%s, %llu other) "
+		"into %s: %s, %s, %.1f s%s",
+		source_name(j), in, got, (unsigned long long)res->files, res->files == 1 ? "" : "s",
+		(unsigned long long)res->dirs, res->dirs == 1 ? "y" : "ies",
+		(unsigned long long)res->symlinks, res->symlinks == 1 ? "" : "s",
 		(unsigned long long)res->specials, j->o.output, outsz, res->arch, secs,
 		res->warnings ? " (with warnings)" : "");
 }

@@ -163,6 +163,12 @@ static int resolve_source(struct run *r, struct gg_err *err)
 	if (access(o->source, R_OK) < 0)
 		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
 	r->source_abs = realpath(o->source, NULL);
+	/* a pipe named /dev/fd/N or /dev/stdin (bash's <(tar c ...)) resolves to "pipe:[N]",
+	 * no path: it is recorded as given */
+	if (!r->source_abs && errno == ENOENT && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		r->source_abs = strdup(o->source);
+	if (!r->source_abs && errno != ENOMEM)
+		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
 	return 0;
 }
 

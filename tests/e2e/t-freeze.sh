@@ -315,6 +315,9 @@ gzip -c sb.tar >sb.tar.gz
 "$GRIDGPU" freeze - -o s.sif <sb.tar.gz 2>/dev/null
 siftool dump 4 s.sif | cmp -s - t.sqfs && ok "gzip'd tar on stdin: the same partition" || not_ok "gzip'd tar on stdin: the same partition"
 siftool dump 2 s.sif | grep -q '"digest":"sha256:'"$(sha256sum sb.tar.gz | cut -c1-64)"'"' && ok "provenance holds the input's sha256" || not_ok "provenance holds the input's sha256"
+# a pipe by its name, as bash's <(tar c ...) gives it (/dev/fd/63), or /dev/stdin
+cat sb.tar.gz | "$GRIDGPU" freeze /dev/stdin -o p.sif 2>/dev/null
+siftool dump 4 p.sif | cmp -s - t.sqfs && ok "a pipe named /dev/stdin: the same partition" || not_ok "a pipe named /dev/stdin"
 
 cat >mkoci.py <<'EOF'
 import gzip, hashlib, io, json, os, sys, tarfile

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -136,6 +137,25 @@ static int freeze(const char *src, const char *out, struct gg_freeze_opts *extra
 	}
 	struct gg_freeze_result res;
 	return gg_image_freeze(&o, NULL, &res, err);
+}
+
+/* Two images hold the same squashfs (their other objects may name their sources). */
+static void assert_same_partition(const char *x, const char *y)
+{
+	struct gg_err err = {0};
+	struct gg_sif *a, *b;
+	assert_int_equal(gg_sif_open(x, &a, &err), 0);
+	assert_int_equal(gg_sif_open(y, &b, &err), 0);
+	char *pa, *pb;
+	size_t la, lb;
+	assert_int_equal(gg_sif_read_object(a, gg_sif_primary(a), 1 << 24, &pa, &la, &err), 0);
+	assert_int_equal(gg_sif_read_object(b, gg_sif_primary(b), 1 << 24, &pb, &lb, &err), 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(pa, pb, la);
+	free(pa);
+	free(pb);
+	gg_sif_close(a);
+	gg_sif_close(b);
 }
 
 static void assert_same_file(const char *a, const char *b, int same)
@@ -312,17 +332,9 @@ static void test_tar(void **state)
 	assert_int_equal(freeze(P("%s", "good.tar"), P("%s", "t1.sif"), NULL, &err), 0);
 	assert_int_equal(freeze(P("%s", "good.tar.gz"), P("%s", "t2.sif"), NULL, &err), 0);
 	/* same entries, same partition; the objects differ (source digest) */
-	struct gg_sif *a, *b;
+	assert_same_partition(P("%s", "t1.sif"), P("%s", "t2.sif"));
+	struct gg_sif *a;
 	assert_int_equal(gg_sif_open(P("%s", "t1.sif"), &a, &err), 0);
-	assert_int_equal(gg_sif_open(P("%s", "t2.sif"), &b, &err), 0);
-	char *pa, *pb;
-	size_t la, lb;
-	assert_int_equal(gg_sif_read_object(a, gg_sif_primary(a), 1 << 24, &pa, &la, &err), 0);
-	assert_int_equal(gg_sif_read_object(b, gg_sif_primary(b), 1 << 24, &pb, &lb, &err), 0);
-	assert_int_equal(la, lb);
-	assert_memory_equal(pa, pb, la);
-	free(pa);
-	free(pb);
 	char *meta;
 	size_t ml;
 	assert_int_equal(
@@ -338,7 +350,6 @@ static void test_tar(void **state)
 	assert_non_null(strstr(meta, "\"digest\":\"sha256:"));
 	free(meta);
 	gg_sif_close(a);
-	gg_sif_close(b);
 
 	/* stdin-like: a pipe through input_fd */
 	int fds[2];
@@ -356,6 +367,24 @@ static void test_tar(void **state)
 	struct gg_freeze_opts o = {.input_fd = fds[0]};
 	assert_int_equal(freeze("-", P("%s", "t3.sif"), &o, &err), 0);
 	close(fds[0]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+
+	/* a pipe by its name, as bash's <(tar c ...) gives it: /dev/fd/N has no real path */
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		ssize_t w = write(fds[1], tb, tl);
+		_exit(w == (ssize_t)tl ? 0 : 1);
+	}
+	close(fds[1]);
+	char byname[32];
+	snprintf(byname, sizeof byname, "/dev/fd/%d", fds[0]);
+	if (freeze(byname, P("%s", "t4.sif"), NULL, &err) != 0)
+		fail_msg("freeze %s: %s", byname, err.msg);
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_same_partition(P("%s", "t3.sif"), P("%s", "t4.sif"));
 	free(tb);
 
 	/* traversal and other bad entries */
