@@ -252,9 +252,13 @@ static int start_writers(struct run *r, struct gg_err *err)
 static int read_tar_file(struct run *r, struct gg_err *err)
 {
 	const char *source = r->o->source;
-	int sfd = open(source, O_RDONLY | O_CLOEXEC);
-	if (sfd < 0)
-		return gg_err_sys(err, GG_EFAIL, errno, "opening '%s'", source);
+	int sfd = open(source, O_RDONLY | O_CLOEXEC); /* a fifo: waits for its writer */
+	if (sfd < 0) {
+		int e = errno;
+		if (e == EINTR && gg_image_check_cancel(r->feed, err) < 0)
+			return err->code;
+		return gg_err_sys(err, GG_EFAIL, e, "opening '%s'", source);
+	}
 	struct stat st;
 	if (fstat(sfd, &st) == 0 && S_ISREG(st.st_mode))
 		gg_image_progress_source_size(r->feed, (uint64_t)st.st_size);

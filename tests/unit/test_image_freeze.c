@@ -8,9 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -922,6 +926,67 @@ static int cancel_after(void *ud)
 	return --*n <= 0;
 }
 
+/* Ctrl-C while freeze waits for a fifo's writer: the open is interrupted, and freeze
+ * says so (GG_EINTR: the CLI's 130), not "Interrupted system call". The signal's
+ * handler sets the flag the cancel callback reads, as the CLI's does; it is sent once
+ * the freezing thread is in the open (its /proc syscall line says openat). */
+static atomic_int fifo_cancelled;
+static void fifo_on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&fifo_cancelled, 1);
+}
+static int fifo_cancel(void *ud)
+{
+	(void)ud;
+	return atomic_load(&fifo_cancelled);
+}
+struct fifo_poke {
+	pthread_t th;
+	pid_t tid;
+	atomic_int done;
+};
+static void *fifo_poker(void *arg)
+{
+	struct fifo_poke *p = arg;
+	char path[64], line[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)p->tid);
+	const struct timespec ms = {0, 1000000};
+	while (!atomic_load(&p->done)) {
+		FILE *f = fopen(path, "r");
+		int in_open = f && fgets(line, sizeof line, f) && !strncmp(line, "257 ", 4);
+		if (f)
+			fclose(f);
+		if (in_open)
+			pthread_kill(p->th, SIGUSR1);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+static void test_fifo_interrupted(void **state)
+{
+	(void)state;
+	assert_int_equal(mkfifo(P("%s", "fifo"), 0600), 0);
+	struct sigaction sa = {.sa_handler = fifo_on_signal}, old; /* no SA_RESTART */
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	struct fifo_poke p = {.th = pthread_self(), .tid = gettid()};
+	pthread_t poker;
+	assert_int_equal(pthread_create(&poker, NULL, fifo_poker, &p), 0);
+	struct gg_image_callbacks cb = {.cancel = fifo_cancel};
+	struct gg_freeze_opts o = {.source = P("%s", "fifo"), .output = P("%s", "fifo.sif")};
+	struct gg_err err = {0};
+	int rc = gg_image_freeze(&o, &cb, NULL, &err);
+	atomic_store(&p.done, 1);
+	pthread_join(poker, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+	if (rc != GG_EINTR)
+		fail_msg("rc %d: %s", rc, err.msg);
+	assert_clean(tmpdir, "fifo.sif");
+	unlink(P("%s", "fifo"));
+}
+
 static void test_cancel(void **state)
 {
 	(void)state;
@@ -1727,6 +1792,7 @@ int main(void)
 		cmocka_unit_test(test_open_beneath),
 		cmocka_unit_test(test_sandbox_deep),
 		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_fifo_interrupted),
 		cmocka_unit_test(test_unreadable),
 		cmocka_unit_test(test_reproducible_threads),
 		cmocka_unit_test(test_grouped_by_extension),
