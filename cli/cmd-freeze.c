@@ -561,10 +561,8 @@ static int check_settings(struct gg_cli *cli, struct freeze_job *j)
 	o->labels = j->labels;
 	o->nlabels = j->nlabels;
 	enum gg_image_comp comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP;
-	int max_level = comp == GG_IMAGE_COMP_GZIP   ? 12
-			: comp == GG_IMAGE_COMP_ZSTD ? 22
-			: comp == GG_IMAGE_COMP_XZ   ? 9
-						     : 1;
+	/* lz4 has no levels: any selects its high compression (gridgpu-freeze(1)) */
+	int max_level = comp == GG_IMAGE_COMP_GZIP ? 12 : comp == GG_IMAGE_COMP_XZ ? 9 : 22;
 	if (o->level > max_level)
 		return ui_usage(cli, "--level %d: %s levels are 1-%d", o->level,
 				gg_image_comp_name(comp), max_level);

@@ -301,6 +301,11 @@ for lvl in 1 9 12; do
 done
 fails_clean "--level 13 is refused" 2 "--level" lv13.sif freeze --level 13 sb -o lv13.sif
 fails_clean "--comp lzo is refused" 2 "--comp" lzo.sif freeze --comp lzo sb -o lzo.sif
+run_gg freeze --comp lz4 --level 9 sb -o l4.sif
+expect_eq "lz4 takes any level, as gridgpu-freeze(1) says (high compression)" "$RC" 0
+run_gg verify -q l4.sif
+expect_eq "the lz4 image verifies" "$RC" 0
+rm -f l4.sif
 
 # ---- tar, stdin, OCI, docker save ---------------------------------------------------
 tar --xattrs --xattrs-include='*' --numeric-owner -C sb -cf sb.tar . 2>/dev/null
