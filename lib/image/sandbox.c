@@ -170,6 +170,18 @@ static int changed(struct scan *s, int e, struct gg_err *err)
 	return gg_err_set(err, GG_EFAIL, "'%s' changed while freezing (%s)", shown(s), why);
 }
 
+/* An error for an entry that cannot be read (errno e; what: "reading " or ""): one the
+ * user may not read says the two ways on. */
+static int unreadable(struct scan *s, int e, const char *what, struct gg_err *err)
+{
+	if (e == EACCES || e == EPERM)
+		return gg_err_set(err, GG_EFAIL,
+				  "%s'%s': %s (freeze as a user who may read it, or leave out what "
+				  "cannot be read with --skip-unreadable)",
+				  what, shown(s), strerror(e));
+	return gg_err_sys(err, GG_EFAIL, e, "%s'%s'", what, shown(s));
+}
+
 static int same_inode(const struct stat *st, const struct gg_inode *ino)
 {
 	return (uint64_t)st->st_dev == ino->src_dev && (uint64_t)st->st_ino == ino->src_ino;
@@ -372,6 +384,8 @@ static int dir_listing(struct scan *s, struct gg_node *dir, struct gg_dir_listin
 		}
 		if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT)
 			return changed(s, e, err);
+		if (dir->parent)
+			return unreadable(s, e, "reading the directory ", err);
 		return gg_err_sys(err, GG_EFAIL, e, "reading the directory '%s'", shown(s));
 	}
 	if (l->stat_err || !same_inode(&l->st, dir->inode))
@@ -417,7 +431,7 @@ static int add_entry(struct scan *s, struct gg_node *dir, int dfd, const char *n
 		else if (gg_image_feed_skip_unreadable(s->fz))
 			gg_image_warn(s->fz, "'%s': %s, left out", shown(s), strerror(e));
 		else
-			return gg_err_sys(err, GG_EFAIL, e, "'%s'", shown(s));
+			return unreadable(s, e, "", err);
 		return 0;
 	}
 	const struct stat st = r->st;
@@ -594,7 +608,7 @@ static int check_open(struct scan *s, struct gg_inode *ino, const struct gg_ahea
 		} else if (e == ELOOP || e == EXDEV || e == ENOTDIR || e == ENOENT) {
 			changed(s, e, err);
 		} else {
-			gg_err_sys(err, GG_EFAIL, e, "reading '%s'", shown(s));
+			unreadable(s, e, "reading ", err);
 		}
 		return -1;
 	}

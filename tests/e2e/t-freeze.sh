@@ -419,6 +419,7 @@ NGRIDGPU=$(gridgpu_for_others)
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$NGRIDGPU" "$@" >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"; RC=$?; ERR=$(cat "$T_TMP/.stderr"); }
 as_nobody freeze ur -o out/u.sif
 [ "$RC" = 1 ] && echo "$ERR" | grep -q "ur/closed\|ur/etc/secret" && ok "unreadable: fails naming the path" || not_ok "unreadable: fails naming the path (rc $RC: $ERR)"
+echo "$ERR" | grep -q "Permission denied (freeze as a user who may read it, or leave out what cannot be read with --skip-unreadable)$" && ok "unreadable: the error says the ways on" || not_ok "unreadable: no way on ($ERR)"
 no_leftovers "$W/out" u.sif && ok "unreadable: nothing left behind" || not_ok "unreadable: nothing left behind"
 as_nobody freeze --skip-unreadable ur -o out/u.sif
 [ "$RC" = 0 ] && echo "$ERR" | grep -q "warning: .*secret.*left out" && ok "--skip-unreadable goes on with a warning" || not_ok "--skip-unreadable ($RC: $ERR)"
