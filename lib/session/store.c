@@ -166,6 +166,28 @@ static int name_taken(struct gg_store *st, const char *name)
 	return taken;
 }
 
+/* The name is taken: what frees it depends on whether its owner has ended (a record
+ * that cannot be read is for clean to forget). */
+static int name_in_use(struct gg_store *st, const char *name, struct gg_err *err)
+{
+	struct gg_record old;
+	int got = read_rec(st, name, &old, NULL) == 0;
+	int live = got && !gg_sess_state_ended(old.state);
+	const char *kind = got && old.kind == GG_REC_JOB ? "job" : "session";
+	const char *state = got ? gg_sess_state_name(old.state) : NULL;
+	if (got)
+		gg_record_clear(&old);
+	if (live)
+		return gg_err_set(err, GG_EUSAGE,
+				  "a %s named '%s' is %s: pick another --name, or end it "
+				  "('gridgpu kill %s') and forget it ('gridgpu clean %s') first",
+				  kind, name, state, name, name);
+	return gg_err_set(err, GG_EUSAGE,
+			  "a session or job named '%s' exists already: pick another --name, "
+			  "or 'gridgpu clean %s' first",
+			  name, name);
+}
+
 int gg_store_create(struct gg_store *st, struct gg_record *r, const char *prefix,
 		    struct gg_err *err)
 {
@@ -187,10 +209,7 @@ int gg_store_create(struct gg_store *st, struct gg_record *r, const char *prefix
 		}
 		r->name = name;
 	} else if (name_taken(st, r->name)) {
-		rc = gg_err_set(err, GG_EUSAGE,
-				"a session or job named '%s' exists already: pick another --name, "
-				"or 'gridgpu clean %s' first",
-				r->name, r->name);
+		rc = name_in_use(st, r->name, err);
 		goto out;
 	}
 	if (!gg_record_name_valid(r->name)) {

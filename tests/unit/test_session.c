@@ -93,9 +93,23 @@ static void test_store(void **state)
 	assert_int_equal(gg_store_create(st, &r, "gla", &err), 0);
 	assert_string_equal(r.name, "gla-2");
 	gg_record_clear(&r);
+	/* a name in use: a live owner is to be killed and cleaned, an ended one cleaned */
 	r = (struct gg_record){.kind = GG_REC_JOB, .name = strdup("gla-1")};
 	assert_int_equal(gg_store_create(st, &r, "gla", &err), GG_EUSAGE);
-	assert_non_null(strstr(err.msg, "exists already"));
+	assert_string_equal(err.msg,
+			    "a session named 'gla-1' is requested: pick another --name, or "
+			    "end it ('gridgpu kill gla-1') and forget it ('gridgpu clean "
+			    "gla-1') first");
+	gg_record_clear(&r);
+	struct gg_record ended;
+	assert_int_equal(gg_store_load(st, "gla-1", &ended, &err), 0);
+	ended.state = GG_S_KILLED;
+	assert_int_equal(gg_store_save(st, &ended, &err), 0);
+	gg_record_clear(&ended);
+	r = (struct gg_record){.kind = GG_REC_JOB, .name = strdup("gla-1")};
+	assert_int_equal(gg_store_create(st, &r, "gla", &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "a session or job named 'gla-1' exists already: pick another "
+				     "--name, or 'gridgpu clean gla-1' first");
 	gg_record_clear(&r);
 	/* records are 0600 */
 	char path[128];
