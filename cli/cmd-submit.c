@@ -164,6 +164,28 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	return 0;
 }
 
+/* A command the image does not have fails the job once it has waited in the queue:
+ * said now. A warning, since the site's container may bind it in (/cvmfs). */
+static void warn_no_program(struct gg_cli *cli, const struct gg_job_spec *q)
+{
+	struct gg_err err = {0};
+	const char *cmd = q->cmd[0];
+	int rc = gg_image_has_program(q->image, cmd, &err);
+	if (rc < 0)
+		ui_warn(cli, "could not look for '%s' in the image: %s", cmd, err.msg);
+	else if (rc == 0 && cmd[0] == '/')
+		ui_warn(cli,
+			"the image has no program '%s': the job will fail unless the site "
+			"binds it in (as it may /cvmfs)",
+			cmd);
+	else if (rc == 0)
+		ui_warn(cli,
+			"the image has no '%s' on its PATH (/usr/local/sbin:/usr/local/bin:"
+			"/usr/sbin:/usr/bin:/sbin:/bin): the job will fail unless the site "
+			"binds it in",
+			cmd);
+}
+
 /* The local image, checked before anything is uploaded (and its development
  * GPU with --match-dev-gpu). */
 static int check_image(struct gg_cli *cli, struct sub *s)
@@ -178,6 +200,7 @@ static int check_image(struct gg_cli *cli, struct sub *s)
 		return ui_fail(cli, &err, "image '%s'", q->image);
 	if (s->match_dev)
 		match_dev_gpu(cli, &dev, s);
+	warn_no_program(cli, q);
 	return 0;
 }
 

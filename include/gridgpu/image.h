@@ -194,6 +194,14 @@ GG_API const struct gg_sif_descr *gg_sif_primary(const struct gg_sif *s);
 GG_API int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr *d, size_t max,
 			      char **out, size_t *len, struct gg_err *err);
 
+/* Whether the image would find the program name a job runs, as the container does: a
+ * name without '/' on the default PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:
+ * /usr/bin:/sbin:/bin), an absolute path as it is, symbolic links followed inside the
+ * image, ending at an executable regular file. 1: found, or cannot be known (a path
+ * relative to the job's directory; a name while the image's environment scripts set
+ * PATH); 0: not in the image; < 0: the image cannot be read. */
+GG_API int gg_image_has_program(const char *sif, const char *name, struct gg_err *err);
+
 /* One finding of gg_sif_verify. */
 struct gg_sif_check {
 	char what[64];

@@ -3,6 +3,7 @@
  * partition be written in place first), a reader and a structural verifier. Layout
  * facts: /work/shared/notes/sif.md section 1. */
 #include "image/internal.h"
+#include "image/partfile.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -684,15 +685,9 @@ int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr *d, siz
 /* ---- verify ----------------------------------------------------------------------- */
 
 /* A read-only sqfs_file_t over the partition. */
-struct part_file {
-	sqfs_file_t base;
-	int fd;
-	uint64_t off, size;
-};
-
 static int pf_read_at(sqfs_file_t *base, sqfs_u64 offset, void *buffer, size_t size)
 {
-	struct part_file *f = (struct part_file *)base;
+	struct gg_part_file *f = (struct gg_part_file *)base;
 	if (offset > f->size || size > f->size - offset)
 		return SQFS_ERROR_OUT_OF_BOUNDS;
 	return gg_image_pread_all(f->fd, buffer, size, (int64_t)(f->off + offset)) < 0
@@ -711,7 +706,7 @@ static int pf_write_at(sqfs_file_t *base, sqfs_u64 offset, const void *buffer, s
 
 static sqfs_u64 pf_get_size(const sqfs_file_t *base)
 {
-	return ((const struct part_file *)base)->size;
+	return ((const struct gg_part_file *)base)->size;
 }
 
 static int pf_truncate(sqfs_file_t *base, sqfs_u64 size)
@@ -724,6 +719,20 @@ static int pf_truncate(sqfs_file_t *base, sqfs_u64 size)
 static void pf_destroy(sqfs_object_t *obj)
 {
 	(void)obj;
+}
+
+void gg_part_file_init(struct gg_part_file *pf, const struct gg_sif *s,
+		       const struct gg_sif_descr *d)
+{
+	memset(pf, 0, sizeof *pf);
+	pf->base.base.destroy = pf_destroy;
+	pf->base.read_at = pf_read_at;
+	pf->base.write_at = pf_write_at;
+	pf->base.get_size = pf_get_size;
+	pf->base.truncate = pf_truncate;
+	pf->fd = s->fd;
+	pf->off = (uint64_t)d->offset;
+	pf->size = (uint64_t)d->size;
 }
 
 /* The directory tree: names, paths, symlink targets, no entry twice. */
@@ -742,16 +751,8 @@ static void check_tree(struct checker *c, sqfs_file_t *f, const sqfs_super_t *sb
 static void check_squashfs(struct checker *c, const struct gg_sif *s, const struct gg_sif_descr *d)
 {
 	struct gg_sif_verify_report *r = c->rep;
-	struct part_file pf;
-	memset(&pf, 0, sizeof pf);
-	pf.base.base.destroy = pf_destroy;
-	pf.base.read_at = pf_read_at;
-	pf.base.write_at = pf_write_at;
-	pf.base.get_size = pf_get_size;
-	pf.base.truncate = pf_truncate;
-	pf.fd = s->fd;
-	pf.off = (uint64_t)d->offset;
-	pf.size = (uint64_t)d->size;
+	struct gg_part_file pf;
+	gg_part_file_init(&pf, s, d);
 
 	unsigned char magic[4] = {0};
 	if (!check(c, "squashfs magic",

@@ -136,6 +136,13 @@ printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-g" "-o" "32768" "-r
 	ok "--dry-run prints the job description" || not_ok "--dry-run: $OUT"
 printf '%s' "$OUT" | grep -q '(walltime="PT7200S")' && ok "--dry-run: walltime in seconds, with its unit" || not_ok "--dry-run walltime: $OUT"
 expect_eq "--dry-run submits nothing" "$(ce_jobs)" "$n0"
+# a command the image does not have: said before the job waits in the queue for nothing
+run_gg --site tbgpu submit work.sif --dry-run --walltime 1h -- pyhton3 train.py
+[ "$RC" = 0 ] && printf '%s' "$ERR" | grep -q "warning: the image has no 'pyhton3' on its PATH" &&
+	ok "submit: a command not in the image is warned about" || not_ok "submit, missing command: $RC $ERR"
+run_gg --site tbgpu submit work.sif --dry-run --walltime 1h -- /bin/cat input.txt
+printf '%s' "$ERR" | grep -q "image has no" && not_ok "submit: /bin/cat is in the image ($ERR)" ||
+	ok "submit: a command the image has is not warned about"
 
 # --match-dev-gpu: the GPU recorded by freeze on a (fake) A100 becomes the minimum.
 FAKEGPU=$(dirname "$GRIDGPU")/../tests/fakegpu

@@ -1,0 +1,145 @@
+/* gg_image_has_program (lib/image/program.c): the lookup of a job's command in its
+ * image, as the container makes it: the default PATH, absolute paths, symbolic links
+ * (relative, absolute, through "..", in loops), executable regular files only, and the
+ * image's environment scripts setting PATH. */
+#include "unit.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gridgpu/image.h"
+
+UNIT_TMPDIR("gg-unit-program")
+
+static char *at(const char *rel)
+{
+	static char buf[4][512];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof buf[i], "%s/%s", tmpdir, rel);
+	return buf[i];
+}
+
+static void put(const char *rel, const char *data, mode_t mode)
+{
+	int fd = open(at(rel), O_WRONLY | O_CREAT | O_TRUNC, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+	assert_int_equal(chmod(at(rel), mode), 0);
+}
+
+static void dir(const char *rel)
+{
+	assert_int_equal(mkdir(at(rel), 0755), 0);
+}
+
+static void link_to(const char *target, const char *rel)
+{
+	assert_int_equal(symlink(target, at(rel)), 0);
+}
+
+static void freeze(const char *src, const char *out)
+{
+	struct gg_freeze_opts o = {.source = at(src), .output = at(out), .jobs = 1};
+	struct gg_err err = {0};
+	if (gg_image_freeze(&o, NULL, NULL, &err) != 0)
+		fail_msg("freeze %s: %s", src, err.msg);
+}
+
+static int has(const char *image, const char *name)
+{
+	struct gg_err err = {0};
+	int rc = gg_image_has_program(at(image), name, &err);
+	if (rc < 0)
+		fail_msg("%s: %s", name, err.msg);
+	return rc;
+}
+
+/* A merged-/usr root: /bin -> usr/bin, and links of every kind. */
+static void make_root(const char *r)
+{
+	char p[256];
+#define R(x) (snprintf(p, sizeof p, "%s/%s", r, x), p)
+	dir(R(""));
+	dir(R("usr"));
+	dir(R("usr/bin"));
+	dir(R("usr/sbin"));
+	dir(R("usr/lib"));
+	dir(R("usr/bin/adir"));
+	dir(R("opt"));
+	put(R("usr/bin/tool"), "#!/bin/sh\n", 0755);
+	put(R("usr/bin/data"), "not a program\n", 0644);
+	link_to("usr/bin", R("bin"));
+	link_to("../bin/tool", R("usr/sbin/up"));       /* relative, through .. */
+	link_to("/usr/bin/tool", R("usr/sbin/abs"));    /* absolute, inside the image */
+	link_to("loop2", R("usr/sbin/loop1"));          /* a loop */
+	link_to("loop1", R("usr/sbin/loop2"));
+	link_to("/nowhere/tool", R("usr/sbin/dangling"));
+	link_to("../../../../usr/bin/tool", R("opt/far")); /* .. above the root stays there */
+#undef R
+}
+
+static void test_lookup(void **state)
+{
+	(void)state;
+	make_root("r1");
+	freeze("r1", "r1.sif");
+	/* names on the default PATH, through /bin -> usr/bin and links */
+	assert_int_equal(has("r1.sif", "tool"), 1);
+	assert_int_equal(has("r1.sif", "up"), 1);
+	assert_int_equal(has("r1.sif", "abs"), 1);
+	assert_int_equal(has("r1.sif", "nosuch"), 0);
+	assert_int_equal(has("r1.sif", "data"), 0); /* not executable */
+	assert_int_equal(has("r1.sif", "adir"), 0); /* a directory */
+	assert_int_equal(has("r1.sif", "loop1"), 0);
+	assert_int_equal(has("r1.sif", "dangling"), 0);
+	/* absolute paths, resolved as the kernel does */
+	assert_int_equal(has("r1.sif", "/bin/tool"), 1);
+	assert_int_equal(has("r1.sif", "/usr/lib/../bin/./tool"), 1);
+	assert_int_equal(has("r1.sif", "/bin/../usr/bin/tool"), 0); /* .. of usr/bin: /usr */
+	assert_int_equal(has("r1.sif", "/opt/far"), 1);
+	assert_int_equal(has("r1.sif", "/usr/bin/tool/"), 0);
+	assert_int_equal(has("r1.sif", "/usr/bin"), 0);
+	assert_int_equal(has("r1.sif", "/"), 0);
+	assert_int_equal(has("r1.sif", "/cvmfs/sft.cern.ch/run"), 0);
+	/* relative to the job's directory: not in the image, cannot be known */
+	assert_int_equal(has("r1.sif", "./run.sh"), 1);
+	assert_int_equal(has("r1.sif", "bin/tool"), 1);
+}
+
+/* An image whose environment sets PATH may have a name elsewhere: not called missing;
+ * an absolute path still is. */
+static void test_env_path(void **state)
+{
+	(void)state;
+	make_root("r2");
+	dir("r2/.singularity.d");
+	dir("r2/.singularity.d/env");
+	put("r2/.singularity.d/env/90-environment.sh", "export PATH=/opt/conda/bin:$PATH\n", 0644);
+	freeze("r2", "r2.sif");
+	assert_int_equal(has("r2.sif", "python"), 1);
+	assert_int_equal(has("r2.sif", "/opt/conda/bin/python"), 0);
+	assert_int_equal(has("r2.sif", "tool"), 1);
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	assert_true(gg_image_has_program(at("nothere.sif"), "sh", &err) < 0);
+	assert_non_null(strstr(err.msg, "nothere.sif"));
+	put("junk.sif", "not a SIF at all", 0644);
+	assert_true(gg_image_has_program(at("junk.sif"), "sh", &err) < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lookup),
+		cmocka_unit_test(test_env_path),
+		cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
+}
