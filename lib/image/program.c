@@ -22,12 +22,12 @@
 #include <sqfs/inode.h>
 #include <sqfs/super.h>
 
-#define LINK_HOPS 40      /* the kernel's limit */
-#define PATH_LEN  4096    /* what is resolved, links expanded */
+#define LINK_HOPS 40         /* the kernel's limit */
+#define PATH_LEN  4096       /* what is resolved, links expanded */
 #define META_MAX  (4u << 20) /* inspect-metadata.json read for its environment */
 
 static const char *const default_path[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-					   "/usr/bin",        "/sbin",           "/bin"};
+					   "/usr/bin",        "/sbin",          "/bin"};
 
 /* The inode at path (components without links, "." or ".."; "" is the root). */
 static sqfs_inode_generic_t *at(sqfs_dir_reader_t *rd, const char *path)
@@ -82,8 +82,8 @@ static int resolve(sqfs_dir_reader_t *rd, const char *path)
 							    : in->data.slink_ext.target_size;
 			int fits = tl > 0 && tl + 1 + strlen(next) + 1 <= sizeof tmp;
 			if (fits)
-				snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)tl, (const char *)in->extra,
-					 last ? "" : "/", next);
+				snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)tl,
+					 (const char *)in->extra, last ? "" : "/", next);
 			sqfs_free(in);
 			if (!fits || ++hops > LINK_HOPS)
 				return 0;
@@ -94,7 +94,8 @@ static int resolve(sqfs_dir_reader_t *rd, const char *path)
 			continue;
 		}
 		int dir = t == SQFS_INODE_DIR || t == SQFS_INODE_EXT_DIR;
-		int exe = (t == SQFS_INODE_FILE || t == SQFS_INODE_EXT_FILE) && (in->base.mode & 0111);
+		int exe = (t == SQFS_INODE_FILE || t == SQFS_INODE_EXT_FILE) &&
+			  (in->base.mode & 0111);
 		sqfs_free(in);
 		if (last)
 			return exe;
@@ -119,8 +120,7 @@ static int sets_path(const struct gg_sif *s)
 	int found = 0;
 	const char *k;
 	json_t *v;
-	json_object_foreach(env, k, v)
-	{
+	json_object_foreach (env, k, v) {
 		const char *script = json_string_value(v);
 		found |= script && strstr(script, "PATH") != NULL;
 	}
@@ -134,7 +134,8 @@ static int lookup(sqfs_dir_reader_t *rd, const char *name)
 		return resolve(rd, name);
 	char path[PATH_LEN];
 	for (size_t i = 0; i < sizeof default_path / sizeof default_path[0]; i++)
-		if (snprintf(path, sizeof path, "%s/%s", default_path[i], name) < (int)sizeof path &&
+		if (snprintf(path, sizeof path, "%s/%s", default_path[i], name) <
+			    (int)sizeof path &&
 		    resolve(rd, path))
 			return 1;
 	return 0;

@@ -72,9 +72,9 @@ static void make_root(const char *r)
 	put(R("usr/bin/tool"), "#!/bin/sh\n", 0755);
 	put(R("usr/bin/data"), "not a program\n", 0644);
 	link_to("usr/bin", R("bin"));
-	link_to("../bin/tool", R("usr/sbin/up"));       /* relative, through .. */
-	link_to("/usr/bin/tool", R("usr/sbin/abs"));    /* absolute, inside the image */
-	link_to("loop2", R("usr/sbin/loop1"));          /* a loop */
+	link_to("../bin/tool", R("usr/sbin/up"));    /* relative, through .. */
+	link_to("/usr/bin/tool", R("usr/sbin/abs")); /* absolute, inside the image */
+	link_to("loop2", R("usr/sbin/loop1"));       /* a loop */
 	link_to("loop1", R("usr/sbin/loop2"));
 	link_to("/nowhere/tool", R("usr/sbin/dangling"));
 	link_to("../../../../usr/bin/tool", R("opt/far")); /* .. above the root stays there */
