@@ -2,7 +2,7 @@
 # t-site-real.sh: proof that the local test site is real (TAP output).
 #
 # Needs a site brought up by tests/testbed/site-up and its environment
-# (GG_TB_*: $GG_TB_DIR/env.sh when GG_TB_DIR is set, else /tmp/gridgpu-testbed/env.sh when
+# (GG_TB_*; sourced from $GG_TB_DIR/env.sh, default /tmp/gridgpu-testbed, when
 # not exported).  Runs as root (it looks into the network namespace).
 #   (a) a job submitted with plain curl to A-REX's REST interface runs to FINISHED
 #       inside the namespace, and its output comes back over REST
@@ -12,15 +12,10 @@
 #   (e) a bearer token from mint-token is accepted, an expired one refused
 set -u
 
-# The site GG_TB_DIR names wins over GG_TB_* already in the environment, as in
-# lib.sh: tests/run-e2e's second site would otherwise be tested with the first's CE
-# (exported by a shell that sourced its env.sh) and its own issuer's tokens (403).
-if [ -n "${GG_TB_DIR:-}" ] && [ -r "$GG_TB_DIR/env.sh" ]; then
+if [ -z "${GG_TB_CE_URL:-}" ] || [ -z "${GG_TB_NETNS:-}" ]; then
+	env_sh=${GG_TB_DIR:-/tmp/gridgpu-testbed}/env.sh
 	# shellcheck source=/dev/null
-	. "$GG_TB_DIR/env.sh"
-elif [ -z "${GG_TB_CE_URL:-}" ] || [ -z "${GG_TB_NETNS:-}" ]; then
-	# shellcheck source=/dev/null
-	[ -r /tmp/gridgpu-testbed/env.sh ] && . /tmp/gridgpu-testbed/env.sh
+	[ -r "$env_sh" ] && . "$env_sh"
 fi
 
 n=0 failed=0
