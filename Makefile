@@ -171,7 +171,8 @@ clang-check:
 	$(MAKE) B=build-clang CC=clang all $(patsubst $(B)/%,build-clang/%,$(UNIT_BIN))
 
 # The layout .clang-format decides: `make format` applies it, CI checks it.
-C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+# tracked and new (untracked, not ignored) files: a file not added yet is laid out too
+C_FILES = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null)
 format:
 	clang-format -i $(C_FILES)
 format-check:
