@@ -180,9 +180,8 @@ static void warn_no_program(struct gg_cli *cli, const struct gg_job_spec *q)
 			cmd);
 	else if (rc == 0)
 		ui_warn(cli,
-			"the image has no '%s' on its PATH (/usr/local/sbin:/usr/local/bin:"
-			"/usr/sbin:/usr/bin:/sbin:/bin): the job will fail unless the site "
-			"binds it in",
+			"the image has no '%s' on its PATH (" GG_IMAGE_DEFAULT_PATH
+			"): the job will fail unless the site binds it in",
 			cmd);
 }
 

@@ -201,6 +201,8 @@ GG_API int gg_sif_read_object(const struct gg_sif *s, const struct gg_sif_descr 
  * relative to the job's directory; a name while the image's environment scripts set
  * PATH); 0: not in the image; < 0: the image cannot be read. */
 GG_API int gg_image_has_program(const char *sif, const char *name, struct gg_err *err);
+/* The PATH gg_image_has_program searches: apptainer's and the batch wrapper's default. */
+#define GG_IMAGE_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* One finding of gg_sif_verify. */
 struct gg_sif_check {

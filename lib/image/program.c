@@ -26,9 +26,6 @@
 #define PATH_LEN  4096       /* what is resolved, links expanded */
 #define META_MAX  (4u << 20) /* inspect-metadata.json read for its environment */
 
-static const char *const default_path[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-					   "/usr/bin",        "/sbin",          "/bin"};
-
 /* The inode at path (components without links, "." or ".."; "" is the root). */
 static sqfs_inode_generic_t *at(sqfs_dir_reader_t *rd, const char *path)
 {
@@ -133,11 +130,13 @@ static int lookup(sqfs_dir_reader_t *rd, const char *name)
 	if (name[0] == '/')
 		return resolve(rd, name);
 	char path[PATH_LEN];
-	for (size_t i = 0; i < sizeof default_path / sizeof default_path[0]; i++)
-		if (snprintf(path, sizeof path, "%s/%s", default_path[i], name) <
-			    (int)sizeof path &&
+	for (const char *d = GG_IMAGE_DEFAULT_PATH; *d;) {
+		int n = (int)strcspn(d, ":");
+		if (snprintf(path, sizeof path, "%.*s/%s", n, d, name) < (int)sizeof path &&
 		    resolve(rd, path))
 			return 1;
+		d += n + (d[n] == ':');
+	}
 	return 0;
 }
 
