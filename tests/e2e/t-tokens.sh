@@ -28,6 +28,10 @@ ctx = ssl.create_default_context(cafile=ca)
 print(json.load(urllib.request.urlopen(req, context=ctx, timeout=20))["access_token"])
 EOF
 chmod 0700 "$T_TMP/get-token"
+# the site's command is a short wrapper: a value in the configuration may be
+# 180 characters at most, and the paths above are longer at the second site
+printf "#!/bin/sh\nexec '%s/get-token' '%s' '%s' '%s' gridgpu-short\n" "$T_TMP" "$ISS" "$GG_TB_ISSUER_CLIENTS" "$GG_TB_CA_CERT" >"$T_TMP/tok"
+chmod 0700 "$T_TMP/tok"
 printf '#!/bin/sh\necho "no luck: \033[31mthe issuer said no" >&2\nexit 7\n' >"$T_TMP/fails"
 printf '#!/bin/sh\necho "secret-GARBAGE-42 is not a token!"\n' >"$T_TMP/garbage"
 chmod 0700 "$T_TMP/fails" "$T_TMP/garbage"
@@ -37,7 +41,7 @@ cat >"$XDG_CONFIG_HOME/gridgpu/config" <<EOF
 [site tc]
 ce = $GG_TB_CE_URL
 runtime = bwrap
-token_command = $T_TMP/get-token $ISS $GG_TB_ISSUER_CLIENTS "$GG_TB_CA_CERT" gridgpu-short
+token_command = $T_TMP/tok
 
 [site ta]
 ce = $GG_TB_CE_URL
