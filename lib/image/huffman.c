@@ -60,21 +60,28 @@ void gg_huffman_free(struct gg_huffman *h)
 
 /* ---- codes ---------------------------------------------------------------------- */
 
-/* a[0..n) in ascending order (n <= LITLEN): a bottom-up merge sort */
+/* a[0..n) in ascending order (n <= LITLEN), where a[] comes in ascending order of its
+ * low 9 bits (the symbols) and no two keys are equal: a stable radix sort of the counts
+ * above them, 8 bits a pass, as many passes as the largest count has bytes. A merge
+ * sort's compares, taken either way at random, were mispredicted so often that making
+ * the code lengths (seven parts and their headers a block) took as long as the coding:
+ * 0.15 of the 1.3 CPU s freezing 200 MiB of float weights. */
 static void sort_keys(uint32_t *a, int n)
 {
-	uint32_t tmp[LITLEN], *src = a, *dst = tmp;
-	for (int w = 1; w < n; w *= 2) {
-		for (int lo = 0; lo < n; lo += 2 * w) {
-			int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-			int i = lo, j = mid, k = lo;
-			while (i < mid && j < hi)
-				dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
-			while (i < mid)
-				dst[k++] = src[i++];
-			while (j < hi)
-				dst[k++] = src[j++];
+	uint32_t tmp[LITLEN], *src = a, *dst = tmp, max = 0;
+	for (int i = 0; i < n; i++)
+		max |= a[i];
+	for (int shift = 9; shift < 32 && max >> shift; shift += 8) {
+		uint32_t at[256] = {0}, sum = 0;
+		for (int i = 0; i < n; i++)
+			at[src[i] >> shift & 255]++;
+		for (int d = 0; d < 256; d++) {
+			uint32_t c = at[d];
+			at[d] = sum;
+			sum += c;
 		}
+		for (int i = 0; i < n; i++)
+			dst[at[src[i] >> shift & 255]++] = src[i];
 		uint32_t *t = src;
 		src = dst;
 		dst = t;
@@ -160,10 +167,12 @@ static void build_codes(const uint8_t *len, int n, uint16_t *bits)
 	for (int b = 1; b <= MAXBITS; b++)
 		next[b + 1] = (uint16_t)((next[b] + count[b]) << 1);
 	for (int s = 0; s < n; s++) {
-		uint16_t c = len[s] ? next[len[s]]++ : 0, r = 0;
-		for (int b = 0; b < len[s]; b++)
-			r = (uint16_t)(r << 1 | (c >> b & 1));
-		bits[s] = r;
+		uint32_t c = len[s] ? next[len[s]]++ : 0; /* then reversed, without a loop */
+		c = (c >> 1 & 0x5555) | (c & 0x5555) << 1;
+		c = (c >> 2 & 0x3333) | (c & 0x3333) << 2;
+		c = (c >> 4 & 0x0F0F) | (c & 0x0F0F) << 4;
+		c = (c >> 8 & 0x00FF) | (c & 0x00FF) << 8;
+		bits[s] = (uint16_t)(c >> (16 - len[s]));
 	}
 }
 
