@@ -32,6 +32,10 @@ struct sqfs_compressor_t;
  * emits zlib streams, as the gzip compressor of squashfs does. NULL on bad level or
  * allocation failure. Destroy with sqfs_destroy(). */
 struct sqfs_compressor_t *gg_sqfs_deflate_new(int level, uint32_t block_size);
+/* inner, storing a block raw (0) where inner's result is not smaller than the block:
+ * libsquashfs's lz4 compressor returns longer ones, which unsquashfs 4.5 refuses. Takes
+ * inner (destroyed with it); NULL on allocation failure (inner is then the caller's). */
+struct sqfs_compressor_t *gg_sqfs_shrink_only(struct sqfs_compressor_t *inner);
 /* Its counterpart for reading blocks back (SQFS_COMP_FLAG_UNCOMPRESS): inflates zlib
  * streams with libdeflate. NULL on allocation failure. */
 struct sqfs_compressor_t *gg_sqfs_inflate_new(uint32_t block_size);

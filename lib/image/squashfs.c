@@ -189,6 +189,20 @@ static int werr(struct gg_sqfs_writer *w, struct gg_err *err, int rc, const char
 	return gg_err_set(err, GG_EFAIL, "%s: %s", what, gg_sqfs_strerror(rc));
 }
 
+/* One of libsquashfs's compressors, its blocks stored raw where they do not shrink. */
+static int shrinking_compressor(const sqfs_compressor_config_t *cfg, sqfs_compressor_t **out)
+{
+	sqfs_compressor_t *inner;
+	int rc = sqfs_compressor_create(cfg, &inner);
+	if (rc)
+		return rc;
+	if (!(*out = gg_sqfs_shrink_only(inner))) {
+		sqfs_destroy(inner);
+		return SQFS_ERROR_ALLOC;
+	}
+	return 0;
+}
+
 static int make_compressors(struct gg_sqfs_writer *w, const struct gg_sqfs_opts *o,
 			    struct gg_err *err)
 {
@@ -213,9 +227,13 @@ static int make_compressors(struct gg_sqfs_writer *w, const struct gg_sqfs_opts 
 		} else if (o->level) {
 			cfg.level = (sqfs_u32)o->level;
 		}
-		rc = sqfs_compressor_create(&cfg, &w->cmp);
+		rc = shrinking_compressor(&cfg, &w->cmp);
 		if (rc == 0)
-			rc = sqfs_compressor_create(&cfg, &w->mcmp);
+			rc = shrinking_compressor(&cfg, &w->mcmp);
+		if (rc == SQFS_ERROR_ALLOC)
+			return gg_err_set(err, GG_ENOMEM,
+					  "creating the %s compressor: out of memory",
+					  gg_image_comp_name((enum gg_image_comp)o->comp));
 		if (rc) {
 			if (rc == SQFS_ERROR_UNSUPPORTED || rc == SQFS_ERROR_ARG_INVALID)
 				return gg_err_set(

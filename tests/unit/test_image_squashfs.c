@@ -1,7 +1,8 @@
 /* Unit tests of lib/image/deflate.c, gate.c, writeback.c, direct.c and squashfs.c: the
- * libdeflate compressor emits zlib streams that zlib's inflate (libsquashfs' gzip decompressor)
- * accepts; a squashfs written by our writer reads back through libsquashfs' own readers: names,
- * types, modes, owners, times, symlinks, devices, hard links, xattrs, data, sparse files. */
+ * libdeflate compressor emits zlib streams (and shrink.c stores raw what does not shrink) that
+ * zlib's inflate (libsquashfs' gzip decompressor) accepts; a squashfs written by our writer reads
+ * back through libsquashfs' own readers: names, types, modes, owners, times, symlinks, devices,
+ * hard links, xattrs, data, sparse files. */
 #include "unit.h"
 
 #include <errno.h>
@@ -622,6 +623,47 @@ static void test_deflate_few_repeats(void **state)
 
 /* The libdeflate inflater reads back what the deflater wrote, and says so when the
  * output does not fit or the stream is damaged. */
+/* gg_sqfs_shrink_only around libsquashfs's lz4 compressor: a block that does not shrink
+ * (the 4 bytes of a one-owner id table) is stored raw (0), where lz4 alone gives a longer
+ * one that unsquashfs 4.5 refuses; one that shrinks passes through and inflates back;
+ * the same from a copy (the block processor's threads each take one). */
+static void test_shrink_only(void **state)
+{
+	(void)state;
+	sqfs_compressor_config_t cfg;
+	sqfs_compressor_t *lz4 = NULL, *un = NULL;
+	assert_int_equal(sqfs_compressor_config_init(&cfg, SQFS_COMP_LZ4, 131072, 0), 0);
+	assert_int_equal(sqfs_compressor_create(&cfg, &lz4), 0);
+	sqfs_compressor_t *c = gg_sqfs_shrink_only(lz4);
+	assert_non_null(c);
+	sqfs_compressor_t *cc = sqfs_copy(c);
+	assert_non_null(cc);
+	assert_int_equal(
+		sqfs_compressor_config_init(&cfg, SQFS_COMP_LZ4, 131072, SQFS_COMP_FLAG_UNCOMPRESS),
+		0);
+	assert_int_equal(sqfs_compressor_create(&cfg, &un), 0);
+	sqfs_compressor_config_t got;
+	c->get_configuration(c, &got);
+	assert_int_equal(got.id, SQFS_COMP_LZ4);
+
+	static sqfs_u8 in[8192], out[8192], back[8192];
+	const sqfs_u8 id[4] = {0, 0, 0, 0};
+	for (size_t i = 0; i < sizeof in; i++)
+		in[i] = (sqfs_u8)("squashfs "[i % 9]);
+	sqfs_compressor_t *each[2] = {c, cc};
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(each[k]->do_block(each[k], id, sizeof id, out, sizeof out), 0);
+		sqfs_s32 n = each[k]->do_block(each[k], in, sizeof in, out, sizeof out);
+		assert_true(n > 0 && n < (sqfs_s32)sizeof in);
+		assert_int_equal(un->do_block(un, out, (sqfs_u32)n, back, sizeof back),
+				 (sqfs_s32)sizeof in);
+		assert_memory_equal(back, in, sizeof in);
+	}
+	sqfs_destroy(cc);
+	sqfs_destroy(c);
+	sqfs_destroy(un);
+}
+
 static void test_inflate(void **state)
 {
 	(void)state;
@@ -1113,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_deflate_hopeless_alignment),
 		cmocka_unit_test(test_deflate_matchless),
 		cmocka_unit_test(test_deflate_few_repeats),
+		cmocka_unit_test(test_shrink_only),
 		cmocka_unit_test(test_inflate),
 		cmocka_unit_test(test_inflate_memo),
 		cmocka_unit_test(test_gate_wrap),
