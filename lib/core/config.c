@@ -224,6 +224,14 @@ static int list_add(char **list, int *n, int max, const char *v, const char *wha
 	return 0;
 }
 
+/* The way on for a value too long to be stored, where there is one. */
+static const char *value_advice(const char *key)
+{
+	return strcmp(key, "token_command")
+		       ? ""
+		       : "; put a longer command in a script and name the script";
+}
+
 static int site_set(struct gg_site *s, const char *key, const char *value, struct gg_err *err)
 {
 	if (!gg_config_value_ok(value))
@@ -231,8 +239,8 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 			err, GG_EUSAGE,
 			"%s: the value cannot be stored in the configuration (at most %d "
 			"characters, no line breaks, no leading or trailing blanks, no ';' "
-			"after a blank or ';'/'#' first)",
-			key, GG_CONFIG_VALUE_MAX);
+			"after a blank or ';'/'#' first%s)",
+			key, GG_CONFIG_VALUE_MAX, value_advice(key));
 	char **f = site_str_field(s, key);
 	if (f) {
 		char *v = strdup(value);
@@ -453,8 +461,9 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 				err, GG_EUSAGE,
 				"%s '%s': cannot be stored in the configuration (at most "
 				"%d characters, one line, no leading or trailing blanks, no "
-				"';' after a blank or ';'/'#' first)",
-				site_str_keys[i], v, GG_CONFIG_VALUE_MAX);
+				"';' after a blank or ';'/'#' first%s)",
+				site_str_keys[i], v, GG_CONFIG_VALUE_MAX,
+				value_advice(site_str_keys[i]));
 	}
 	for (int i = 0; i < site->njumps + site->nbinds; i++) {
 		const char *v = i < site->njumps ? site->jumps[i] : site->binds[i - site->njumps];

@@ -617,6 +617,17 @@ static void test_config_values(void **state)
 	s.identity = (char *)";oops";
 	assert_int_equal(gg_config_set_site(&cfg, &s, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "cannot be stored"));
+	assert_null(strstr(err.msg, "script"));
+	/* a command too long for a line: the way on is a script */
+	char longer[GG_CONFIG_VALUE_MAX + 2];
+	memset(longer, 'x', sizeof longer - 1);
+	longer[sizeof longer - 1] = '\0';
+	s.identity = big;
+	s.token_command = longer;
+	assert_int_equal(gg_config_set_site(&cfg, &s, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "token_command"));
+	assert_non_null(strstr(err.msg, "put a longer command in a script"));
+	s.token_command = NULL;
 	char path[128];
 	snprintf(path, sizeof path, "%s/values.conf", tmpdir);
 	cfg.path = path;
