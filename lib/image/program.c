@@ -11,6 +11,7 @@
 #include "image/internal.h"
 #include "image/partfile.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,19 @@ static int resolve(sqfs_dir_reader_t *rd, const char *path)
 	}
 }
 
+/* script names the variable PATH itself (PATH=, export PATH, $PATH), not only one
+ * whose name ends in it (PYTHONPATH, LD_LIBRARY_PATH), which leaves the search alone. */
+static int names_path(const char *script)
+{
+	for (const char *p = script; (p = strstr(p, "PATH")) != NULL; p += 4) {
+		int before = p > script && (p[-1] == '_' || isalnum((unsigned char)p[-1]));
+		int after = p[4] == '_' || isalnum((unsigned char)p[4]);
+		if (!before && !after)
+			return 1;
+	}
+	return 0;
+}
+
 /* The image's environment scripts (inspect-metadata.json, as apptainer and freeze write
  * it) set PATH. */
 static int sets_path(const struct gg_sif *s)
@@ -119,7 +133,7 @@ static int sets_path(const struct gg_sif *s)
 	json_t *v;
 	json_object_foreach (env, k, v) {
 		const char *script = json_string_value(v);
-		found |= script && strstr(script, "PATH") != NULL;
+		found |= script && names_path(script);
 	}
 	json_decref(j);
 	return found;

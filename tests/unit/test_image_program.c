@@ -110,7 +110,7 @@ static void test_lookup(void **state)
 }
 
 /* An image whose environment sets PATH may have a name elsewhere: not called missing;
- * an absolute path still is. */
+ * an absolute path still is. One that sets only PYTHONPATH and the like: missing. */
 static void test_env_path(void **state)
 {
 	(void)state;
@@ -122,6 +122,16 @@ static void test_env_path(void **state)
 	assert_int_equal(has("r2.sif", "python"), 1);
 	assert_int_equal(has("r2.sif", "/opt/conda/bin/python"), 0);
 	assert_int_equal(has("r2.sif", "tool"), 1);
+	/* variables whose names end in PATH leave the search alone: still missing */
+	make_root("r3");
+	dir("r3/.singularity.d");
+	dir("r3/.singularity.d/env");
+	put("r3/.singularity.d/env/90-environment.sh",
+	    "export PYTHONPATH=/opt/lib\nLD_LIBRARY_PATH=/opt/lib64; export LD_LIBRARY_PATH\n",
+	    0644);
+	freeze("r3", "r3.sif");
+	assert_int_equal(has("r3.sif", "python"), 0);
+	assert_int_equal(has("r3.sif", "tool"), 1);
 }
 
 static void test_errors(void **state)
