@@ -93,11 +93,10 @@ fetched=$(($(issued gridgpu-short password) - before))
 export OIDC_CONFIG_DIR="$T_TMP/oidc" OIDC_ENCRYPTION_PW="e2e-$(openssl rand -hex 8)"
 mkdir -m 0700 "$OIDC_CONFIG_DIR"
 oidc-agent --socket-path="$T_TMP/oidc-agent.sock" --json >"$T_TMP/agent.json" 2>"$T_TMP/agent.err"
-AGENT_PID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dpid"])' "$T_TMP/agent.json" 2>/dev/null)
 # lib.sh's cleanup stays: the agent first, then the test's directory. The agent
 # is more than its dpid (CI's fresh-check once found two oidc-agent processes left
 # after kill dpid): every process on this test's socket goes.
-stop_agent() { pkill -TERM -f -- "--socket-path=$T_TMP/oidc-agent.sock" 2>/dev/null; AGENT_PID=; }
+stop_agent() { pkill -TERM -f -- "--socket-path=$T_TMP/oidc-agent.sock" 2>/dev/null; }
 trap 'stop_agent; t_cleanup' EXIT
 export OIDC_SOCK="$T_TMP/oidc-agent.sock"
 # oidc-gen reads the client secret and the user's password from argv: a test
