@@ -70,6 +70,7 @@ struct gg_cmd {
 #define CMD_HIDDEN    1u /* not listed in --help (aliases) */
 #define CMD_NO_CONFIG 2u /* runs even when the config file is broken */
 #define CMD_DEFAULT   4u /* the sub-command run when none is named */
+#define CMD_FREEZES   8u /* may freeze: the heap in huge pages (gg_image_heap_huge_pages) */
 
 struct gg_cli {
 	const char *prog;

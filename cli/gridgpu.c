@@ -11,6 +11,7 @@
 #include "ctx.h"
 #include "cred/cred.h"
 #include "gpu/gpu.h"
+#include "image/image.h"
 
 static const struct gg_cmd commands[] = {
 #define GG_COMMAND(name, fn, summary, usage, opts, operand, flags) \
@@ -526,6 +527,9 @@ int main(int argc, char **argv)
 	if (!cmd)
 		return unknown_command(&cli, name);
 	cli.cmd = cmd;
+	/* Freezing touches tens of MiB of fresh memory: in 2 MiB pages, not 4 KiB ones. */
+	if (cmd->flags & CMD_FREEZES)
+		(void)gg_image_heap_huge_pages();
 	int sub_argc = argc - cli.optind;
 	char **sub_argv = argv + cli.optind;
 	cli.optind = 0;
