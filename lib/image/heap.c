@@ -19,7 +19,6 @@
  * Heap use beyond the reserve is served as before, in small pages. */
 #include "image/internal.h"
 
-#include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,10 +43,11 @@ int gg_image_heap_huge_pages(void)
 	/* larger than what is left on the heap's top: the heap grows by it and the pad
 	 * (volatile: a compiler may drop a malloc whose block is only freed) */
 	void *volatile p = malloc(HEAP_MMAP - 4096u);
+	int grown = p != NULL;
 	free(p);
 	uintptr_t to = (uintptr_t)sbrk(0);
-	mallopt(M_TOP_PAD, (int)HUGE_PAGE); /* later growth as usual */
-	if (!p || from == (uintptr_t)-1 || to == (uintptr_t)-1)
+	mallopt(M_TOP_PAD, (int)HUGE_PAGE); /* growth past the reserve: 2 MiB at a time */
+	if (!grown || from == (uintptr_t)-1 || to == (uintptr_t)-1)
 		return -1;
 	from = (from + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
 	to &= ~(uintptr_t)(HUGE_PAGE - 1);
