@@ -107,7 +107,9 @@ GG_API int gg_image_freeze(const struct gg_freeze_opts *opts, const struct gg_im
  * space (nothing touched), never trimmed, and advised for transparent huge pages
  * (madvise). Where a page fault is dear (a virtual machine) a freeze then spends far
  * less time faulting its blocks in. Call before the first freeze, from one thread;
- * -1 when the allocator or the kernel refuses a step (freezing works either way). */
+ * -1 when the allocator or the kernel refuses a step, or when the process has a limit
+ * on address space or data (RLIMIT_AS, RLIMIT_DATA), which the reserve would count
+ * against: then nothing is changed. Freezing works either way. */
 GG_API int gg_image_heap_huge_pages(void);
 
 /* Name of a compressor ("gzip", ...) and back (0 when unknown). */

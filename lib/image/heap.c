@@ -16,18 +16,29 @@
  * own tunable (glibc.malloc.hugetlb=1 with a larger mmap_threshold) does, which a
  * program cannot set for itself once it runs. Where the kernel has no transparent huge
  * pages (or they are off) only the advice fails, and the rest still saves the mappings.
- * Heap use beyond the reserve is served as before, in small pages. */
+ * Heap use beyond the reserve is served as before, in small pages. Under a limit on
+ * address space or data nothing is changed. */
 #include "image/internal.h"
 
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define HEAP_RESERVE (256u << 20)
 #define HEAP_MMAP    (32u << 20) /* glibc's largest mmap threshold on 64-bit */
 #define HUGE_PAGE    (2u << 20)
+
+/* Under a limit on address space or data (ulimit -v, -d: common on shared login nodes)
+ * the reserve would count against it and could starve what freeze allocates later. */
+static int limited(void)
+{
+	struct rlimit rl;
+	return (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ||
+	       (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY);
+}
 
 int gg_image_heap_huge_pages(void)
 {
@@ -35,6 +46,8 @@ int gg_image_heap_huge_pages(void)
 	if (done)
 		return done > 0 ? 0 : -1;
 	done = -1;
+	if (limited())
+		return -1; /* the allocator as it was */
 	if (!mallopt(M_MMAP_THRESHOLD, (int)HEAP_MMAP) ||
 	    !mallopt(M_TRIM_THRESHOLD, (int)(HEAP_RESERVE * 2u)) ||
 	    !mallopt(M_TOP_PAD, (int)HEAP_RESERVE))

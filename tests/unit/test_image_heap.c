@@ -3,10 +3,14 @@
  * mapping of its own) comes from the heap, and within a few MiB the heap is advised for
  * transparent huge pages (VmFlags "hg" in /proc/self/smaps). Whether the kernel then
  * gives it huge pages depends on the machine (THP off, memory fragmented), so that is
- * not asserted. Under valgrind or AddressSanitizer the allocator is not glibc's: the
- * call may only fail there, and nothing else is checked. */
+ * not asserted. Under a limit on data (ulimit -d) nothing changes: the call says -1 and
+ * a MiB is still a mapping of its own. Under valgrind or AddressSanitizer the allocator
+ * is not glibc's: the call may only fail there, and no mapping is checked. */
 #include "unit.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <valgrind/valgrind.h>
 
 #include "image/image.h"
@@ -51,6 +55,34 @@ static int mapping_of(const void *p, char *name, size_t nlen, char *flags, size_
 	return found;
 }
 
+/* In a child (the call changes the process for good): with RLIMIT_DATA set, the call
+ * refuses and the allocator is as it was. Runs before test_heap_in_huge_pages. */
+static void test_limited_unchanged(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {(rlim_t)8 << 30, (rlim_t)8 << 30};
+		if (setrlimit(RLIMIT_DATA, &rl) != 0)
+			_exit(3);
+		if (gg_image_heap_huge_pages() != -1)
+			_exit(1);
+		if (replaced_allocator())
+			_exit(0);
+		unsigned char *p = malloc(1u << 20);
+		char name[256] = "", flags[256] = "";
+		if (!p || mapping_of(p, name, sizeof name, flags, sizeof flags) != 0 ||
+		    strcmp(name, "[heap]") == 0)
+			_exit(2); /* the threshold was raised all the same */
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_heap_in_huge_pages(void **state)
 {
 	(void)state;
@@ -84,6 +116,7 @@ static void test_heap_in_huge_pages(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_limited_unchanged),
 		cmocka_unit_test(test_heap_in_huge_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
