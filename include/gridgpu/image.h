@@ -98,7 +98,8 @@ struct gg_freeze_result {
  * files' tails up to 32): up to 2 threads, 64 MiB + 512 bytes per entry holds. With
  * gg_image_heap_huge_pages (the gridgpu program's choice), 72 MiB + 512 bytes per entry:
  * a buffer partly used (a block of a small file, a read-ahead slot) is then in memory
- * whole, in 2 MiB pages (measured: 6 to 12 MiB more on the benchmark's trees). */
+ * whole, in 2 MiB pages (measured: 3 to 24 MiB more on the benchmark's trees, the most
+ * on its 500k tiny files: 226 -> 250 MiB, within 72 MiB + 512 bytes per entry). */
 GG_API int gg_image_freeze(const struct gg_freeze_opts *opts, const struct gg_image_callbacks *cb,
 			   struct gg_freeze_result *res, struct gg_err *err);
 
