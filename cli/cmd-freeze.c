@@ -212,6 +212,7 @@ struct session_src {
 	struct gg_ssh_conn *conn;
 	struct gg_ssh_stream *stream;
 	uint64_t bytes; /* received from the node */
+	char *gpus;     /* the session's GPUs for the provenance, or NULL */
 };
 
 /* 'text' for the remote shell. malloc'd. */
@@ -300,6 +301,16 @@ static char *tar_command(const char *path, const char *const *excl, size_t nexcl
 	return cmd;
 }
 
+/* The environment was developed on the session's node, with the GPUs its job was
+ * given: those are what the image records, not this machine's. Without them the
+ * image is still made, and says it records no GPU. */
+static void node_gpus(struct gg_cli *cli, struct session_src *src)
+{
+	struct gg_err err = {0};
+	if (gg_session_node_gpus(src->conn, &src->gpus, &err) < 0)
+		ui_warn(cli, "the image records no GPUs: %s", err.msg);
+}
+
 static int start_session_tar(struct gg_cli *cli, const char *name, const char *path,
 			     const char *const *excl, size_t nexcl, const char *link, int *fd,
 			     struct session_src *src)
@@ -339,6 +350,8 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 		rc = gg_ssh_connect(rt.hops, rt.n, 20000, &src->conn, NULL, &err);
 		gg_ssh_route_clear(&rt);
 	}
+	if (rc == 0)
+		node_gpus(cli, src);
 	if (rc == 0)
 		rc = gg_ssh_stream_start(src->conn, cmd, fd, &src->stream, &err);
 	free(cmd);
@@ -709,7 +722,8 @@ static int run_freeze(struct gg_cli *cli, struct freeze_job *j)
 	cli_interrupt_push(&save);
 	struct gg_freeze_result res;
 	struct gg_err err = {0};
-	j->gpus = gpu_provenance(cli);
+	j->gpus = j->session ? j->src.gpus : gpu_provenance(cli);
+	j->src.gpus = NULL;
 	j->o.gpus_json = j->gpus;
 	int frc = gg_image_freeze(&j->o, &cb, &res, &err);
 	clear_bar(&ctx);
@@ -740,6 +754,7 @@ static void job_clear(struct freeze_job *j)
 	free(j->excl);
 	free(j->labels);
 	free(j->gpus);
+	free(j->src.gpus);
 }
 
 int cmd_freeze(struct gg_cli *cli, int argc, char **argv)

@@ -110,6 +110,13 @@ json_t *gg_gpu_info_json(const struct gg_gpu_info *info);
  * no NVIDIA GPU. For image provenance. malloc'd. */
 int gg_gpu_provenance(char **json, struct gg_err *err);
 
+/* The GPUs a session's node recorded for its job (smi.c: the launcher's
+ * "# CUDA_VISIBLE_DEVICES=LIST" line, then nvidia-smi's CSV of index, uuid, name,
+ * memory.total, compute_cap, driver_version) as the provenance's "gpus" value, in
+ * the shape of gg_gpu_info_json's. *json = NULL (rc 0) for an empty record or one
+ * that names no GPU; GG_EPROTO for text that is not such a record. malloc'd. */
+int gg_gpu_smi_provenance(const char *record, char **json, struct gg_err *err);
+
 /* ---- HTCondor machine attributes (condor_gpu_discovery -properties) ------- */
 
 enum gg_classad_form {

@@ -2,6 +2,9 @@
 #include "session/sshview.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
 
 int gg_session_live(const struct gg_record *r)
 {
@@ -78,4 +81,33 @@ int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int 
 	struct gg_ssh_target t;
 	gg_record_ssh_target(r, &t);
 	return gg_ssh_probe(site, &t, timeout_ms, log, at_session, err);
+}
+
+/* Run outside the session's container (': gridgpu-node;', as freeze --session's tar):
+ * the record is in the session directory, which the sandbox does not show. */
+#define NODE_GPUS_CMD                                                                 \
+	": gridgpu-node; cat \"${GRIDGPU_SESSION_DIR:-/nonexistent}/.gridgpu/gpus\" " \
+	"2>/dev/null; exit 0"
+
+int gg_session_node_gpus(struct gg_ssh_conn *c, char **json, struct gg_err *err)
+{
+	char *out = NULL, *errtext = NULL;
+	size_t len;
+	int status;
+	*json = NULL;
+	int rc = gg_ssh_exec_capture(c, NODE_GPUS_CMD, 64 * 1024, &out, &len, &status, &errtext,
+				     err);
+	free(errtext);
+	if (rc == 0 && status != 0)
+		rc = gg_err_set(err, GG_EPROTO,
+				"the node did not say which GPUs the session has (exit %d)",
+				status);
+	if (rc == 0 && strlen(out) != len)
+		rc = gg_err_set(err, GG_EPROTO,
+				"the node's record of the session's GPUs is "
+				"not text");
+	if (rc == 0)
+		rc = gg_gpu_smi_provenance(out, json, err);
+	free(out);
+	return rc;
 }

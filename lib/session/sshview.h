@@ -36,4 +36,11 @@ int gg_session_route(const struct gg_site *site, const struct gg_record *r, stru
 int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
 		     const struct gg_log *log, int *at_session, struct gg_err *err);
 
+/* The GPUs the session's job was given, as its launcher recorded them on the node
+ * (nvidia-smi's description, read over c: a connection to the session's sshd), as
+ * an image's provenance records GPUs (gg_gpu_smi_provenance). *json = NULL (rc 0)
+ * when the node recorded none: no GPU, a MIG device, no nvidia-smi there.
+ * malloc'd. */
+int gg_session_node_gpus(struct gg_ssh_conn *c, char **json, struct gg_err *err);
+
 #endif

@@ -128,6 +128,8 @@ printf '%s' "$out" | grep -q "ID=gridgpu-test" && printf '%s' "$out" | grep -q "
 run_gg connect dev -- "echo skip >/usr/local/share/skip; mkdir -p /root/.cache && echo c >/root/.cache/c"
 run_gg freeze --session dev --exclude /usr/local/share/skip -o work.sif
 expect_eq "freeze --session dev (no --path): the sandbox" "$RC" 0
+printf '%s' "$ERR" | grep -q "records no GPUs" && not_ok "freeze --session of a session without GPUs warned: $ERR" ||
+	ok "... no warning about GPUs for a session that has none"
 off=$(grep -obUa hsqs work.sif | head -n 1 | cut -d: -f1)
 unsquashfs -l -o "$off" work.sif 2>/dev/null | sed 's|^squashfs-root||' >list
 grep -qx /usr/local/share/stamp list && grep -qx /bin/bash list && ok "the image holds what was installed in the session" || not_ok "not in the image: $(head -c 300 list)"
@@ -177,6 +179,10 @@ if [ -n "${GG_TB_GPU_RTE:-}" ]; then
 	run_gg connect gb -- "$envline"
 	expect_eq "gb, a login on the node: the same for its own GPU" "$OUT" "$VB|$VB|$VB|1|gb"
 	[ -n "$VA" ] && [ -n "$VB" ] && [ "$VA" != "$VB" ] && ok "... disjoint GPUs ($VA, $VB)" || not_ok "GPUs a=$VA b=$VB"
+	run_gg freeze --session ga -o ga.sif
+	expect_eq "freeze --session ga (inside the container): the image records the session's GPU, as nvidia-smi on the node described it" \
+		"$RC $("$GRIDGPU" --json inspect ga.sif | py 'import json,sys; g=json.load(sys.stdin)["provenance"]["gpus"]; print(g["cuda_visible_devices"], [(d["index"], d["name"]) for d in g["gpus"]])' 2>&1)" \
+		"0 $VA [($VA, 'NVIDIA A100-SXM4-40GB')]"
 	run_gg connect gb -- "$PUB" gpus --json
 	expect_eq "gb: gridgpu gpus --json in a login: 1 of the node's 4 GPUs usable, the one Slurm gave" \
 		"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], len(d["gpus"]), ",".join(str(g["index"]) for g in d["gpus"] if g.get("visible")))' 2>&1)" "1 4 $VB" ||

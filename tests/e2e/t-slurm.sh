@@ -36,7 +36,7 @@ sstate() { sl squeue -h -j "$1" -o %T 2>/dev/null; }
 # job_procs SLURMID: pids in the site whose environment says they belong to the job
 job_procs() {
 	for p in $(ip netns pids "$GG_TB_NS"); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$p"
+		{ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$p"
 	done
 }
 no_job_procs() { [ -z "$(job_procs "$1")" ]; }
@@ -117,6 +117,27 @@ expect_eq "connect -- gridgpu gpus --json: 1 device usable, that MIG device of p
 	"$(printf '%s' "$OUT" | py 'import json,sys; d=json.load(sys.stdin); print(d["visible"], [(m["uuid"], m["profile"]) for g in d["gpus"] for m in g["mig"] if m["visible"]], [g["index"] for g in d["gpus"] if g["visible"]])' 2>&1)" \
 	"1 [('$VB', '$GG_TB_MIG_PROFILE')] []"
 expect_eq "Slurm: the 3 whole GPUs and 1 MIG device allocated" "$(gres_used)" "gpu:a100:3(IDX:0-2),gpu:$GG_TB_MIG_PROFILE:1(IDX:$IB)"
+
+# --- freeze --session: the image records the session's GPUs, not this machine's ------
+# (this machine pretends to have two H100s: a fake NVML, as in t-freeze)
+FAKEGPU=$(dirname "$GRIDGPU")/../tests/fakegpu
+freeze_on() { # SESSION OUT: freeze --session of a small directory, the client on "H100s"
+	"$GRIDGPU" connect "$1" -- "mkdir -p fz && echo hi >fz/f" &&
+		env LD_LIBRARY_PATH="$FAKEGPU" GG_FAKE_NVML="$GG_TOP/tests/fakegpu/h100x2.conf" \
+			"$GRIDGPU" freeze -q --session "$1" --path fz -o "$2"
+}
+prov_gpus() { "$GRIDGPU" --json inspect "$1" | py 'import json,sys; g=json.load(sys.stdin)["provenance"]["gpus"]; print("none" if g is None else "%s %s %s" % (g["cuda_visible_devices"], g["visible"], " ".join("%s:%s:%s:%s" % (d["index"], d["name"], d["compute_capability"], d["memory_total_mb"]) for d in g["gpus"])))' 2>&1; }
+check "freeze --session of the 2-GPU session" freeze_on g2 "$T_TMP/g2.sif"
+want=""
+for i in $(printf '%s' "$V2" | tr ',' ' '); do want="$want $i:NVIDIA A100-SXM4-40GB:8.0:40960"; done
+expect_eq "its image records the session's 2 GPUs (nvidia-smi on the node), not the client's H100s" \
+	"$(prov_gpus "$T_TMP/g2.sif")" "$V2 2$want"
+run_gg --site tb submit "$T_TMP/g2.sif" --match-dev-gpu --dry-run -- true
+printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN_GPU_MEMORY_MB" "40960")' &&
+	ok "submit --match-dev-gpu of that image asks for the session's GPU (8.0, 40960 MiB)" || not_ok "--match-dev-gpu: $OUT $ERR"
+check "freeze --session of the MIG session" freeze_on b "$T_TMP/b.sif"
+expect_eq "a MIG session's image records no GPU (nvidia-smi describes whole GPUs only), not the client's" \
+	"$(prov_gpus "$T_TMP/b.sif")" "none"
 
 # --- a MIG profile the site lacks: Slurm refuses it, the user is told why --------------
 nomig_ended() { case $(state nomig) in failed | finished) return 0 ;; esac; return 1; }

@@ -6,7 +6,7 @@
  *              [-i ID[,ID...] | --id=ID[,ID...]]
  *
  * FIELD: index, uuid, name, memory.total (MiB), compute_cap (X.Y),
- * utilization.gpu (%). Like the real tool it lists every GPU of the node,
+ * utilization.gpu (%), driver_version. Like the real tool it lists every GPU of the node,
  * whatever CUDA_VISIBLE_DEVICES says, or those -i names (by index or UUID;
  * none known: "No devices were found", exit 6). Anything else: the real
  * tool's complaint and exit 2. */
@@ -81,8 +81,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "this nvidia-smi answers only --query-gpu=... --format=csv\n");
 		return 2;
 	}
-	static const char *known[] = {"index",        "uuid",        "name",
-				      "memory.total", "compute_cap", "utilization.gpu"};
+	static const char *known[] = {"index",         "uuid",        "name",
+				      "memory.total",  "compute_cap", "utilization.gpu",
+				      "driver_version"};
 	char list[256];
 	char *f[16];
 	int nf = 0;
@@ -120,6 +121,8 @@ int main(int argc, char **argv)
 		nvmlDevice_t, int *, int *))fn(lib, "nvmlDeviceGetCudaComputeCapability");
 	nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *) = (nvmlReturn_t(*)(
 		nvmlDevice_t, nvmlUtilization_t *))fn(lib, "nvmlDeviceGetUtilizationRates");
+	nvmlReturn_t (*driver)(char *, unsigned) =
+		(nvmlReturn_t(*)(char *, unsigned))fn(lib, "nvmlSystemGetDriverVersion");
 	unsigned n = 0, shown = 0;
 	if (init() != 0 || count(&n) != 0) {
 		fprintf(stderr, "Unable to determine the device handle for GPU: Unknown Error\n");
@@ -156,6 +159,8 @@ int main(int argc, char **argv)
 					printf("%llu%s", m.total >> 20, units ? " MiB" : "");
 				else
 					printf("[N/A]");
+			} else if (!strcmp(f[k], "driver_version")) {
+				printf("%s", driver(buf, sizeof buf) == 0 ? buf : "[N/A]");
 			} else if (!strcmp(f[k], "utilization.gpu")) {
 				nvmlUtilization_t ut;
 				if (util(d, &ut) == 0)

@@ -28,6 +28,7 @@
 #include "../fuzz/fuzz_http_json.c"
 #include "../fuzz/fuzz_huffman.c"
 #include "../fuzz/fuzz_launch_info.c"
+#include "../fuzz/fuzz_node_gpus.c"
 #include "../fuzz/fuzz_oci.c"
 #include "../fuzz/fuzz_pem.c"
 #include "../fuzz/fuzz_pkcs12.c"
@@ -63,6 +64,7 @@ static const struct target targets[] = {
 	{"http_json", no_init, fuzz_one_http_json},
 	{"huffman", no_init, fuzz_one_huffman},
 	{"launch_info", no_init, fuzz_one_launch_info},
+	{"node_gpus", no_init, fuzz_one_node_gpus},
 	{"oci", fuzz_init_oci, fuzz_one_oci},
 	{"pem", fuzz_init_pem, fuzz_one_pem},
 	{"pkcs12", fuzz_init_pkcs12, fuzz_one_pkcs12},

@@ -640,6 +640,72 @@ static void test_mig_profile(void **state)
 	assert_int_equal(gg_mig_profile_check(NULL, &err), GG_EUSAGE);
 }
 
+/* The launcher's record of a session's GPUs (nvidia-smi's CSV from the node) as the
+ * provenance's "gpus": the fields --match-dev-gpu and inspect read, and text that is
+ * not nvidia-smi's refused whole. */
+static json_t *smi(const char *record, int want_rc)
+{
+	char *out = (char *)"unset";
+	struct gg_err err = {0};
+	assert_int_equal(gg_gpu_smi_provenance(record, &out, &err), want_rc);
+	if (want_rc) {
+		assert_null(out);
+		assert_non_null(strstr(err.msg, "is not nvidia-smi's (line "));
+		return NULL;
+	}
+	json_t *j = out ? json_loads(out, 0, NULL) : NULL;
+	assert_true(!out || j);
+	free(out);
+	return j;
+}
+
+static void test_smi_record(void **state)
+{
+	(void)state;
+	json_t *j = smi(
+		"# CUDA_VISIBLE_DEVICES=0,2\n"
+		"0, GPU-4a6bd2c1-0e57-4c5f-9d3c-3bd4d1a8d001, NVIDIA A100-SXM4-40GB, 40960, 8.0, "
+		"550.54.15\n"
+		"2, GPU-4a6bd2c1-0e57-4c5f-9d3c-3bd4d1a8d003, NVIDIA A100-SXM4-40GB, 40960, [N/A], "
+		"550.54.15\n",
+		0);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "cuda_visible_devices")), "0,2");
+	assert_string_equal(json_string_value(json_object_get(j, "driver_version")), "550.54.15");
+	assert_int_equal(json_integer_value(json_object_get(j, "visible")), 2);
+	json_t *g = json_object_get(j, "gpus");
+	assert_int_equal(json_array_size(g), 2);
+	json_t *d = json_array_get(g, 0);
+	assert_string_equal(json_string_value(json_object_get(d, "name")), "NVIDIA A100-SXM4-40GB");
+	assert_string_equal(json_string_value(json_object_get(d, "compute_capability")), "8.0");
+	assert_int_equal(json_integer_value(json_object_get(d, "memory_total_mb")), 40960);
+	assert_int_equal(json_integer_value(json_object_get(d, "memory_total")), 40960LL << 20);
+	d = json_array_get(g, 1);
+	assert_int_equal(json_integer_value(json_object_get(d, "index")), 2);
+	assert_true(json_is_null(json_object_get(d, "compute_capability")));
+	json_decref(j);
+	/* nothing recorded: no GPU, a MIG device, no nvidia-smi on the node */
+	assert_null(smi("", 0));
+	assert_null(smi(NULL, 0));
+	assert_null(smi("# CUDA_VISIBLE_DEVICES=0\n", 0));
+	/* anything else is refused whole */
+	static const char *const bad[] = {
+		"0, GPU-4a6b, NVIDIA A100, 40960, 8.0, 550.54.15\n", /* no header */
+		"# CUDA_VISIBLE_DEVICES=0;reboot\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, GPU-4a6b, NVIDIA \x1b[2JA100, 40960, 8.0, 550.54.15\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, GPU-4a6b, NVIDIA A100, 40960, 8.0\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, GPU-4a6b, NVIDIA, A100, 40960, 8.0, 550.54.15\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, GPU-4a6b, NVIDIA A100, 40 GiB, 8.0, 550.54.15\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, GPU-4a6b, NVIDIA A100, 40960, 8.x, 550.54.15\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, MIG-4a6b, NVIDIA A100, 40960, 8.0, 550.54.15\n",
+		"# CUDA_VISIBLE_DEVICES=0\nx, GPU-4a6b, NVIDIA A100, 40960, 8.0, 550.54.15\n",
+		"# CUDA_VISIBLE_DEVICES=0\n0, GPU-4a6b, NVIDIA A100, 40960, 8.0, 550\"\n",
+		"# CUDA_VISIBLE_DEVICES=0\nNo devices were found\n",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		smi(bad[i], GG_EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -650,7 +716,7 @@ int main(void)
 		cmocka_unit_test(test_old_driver),      cmocka_unit_test(test_visible),
 		cmocka_unit_test(test_slurm_node),      cmocka_unit_test(test_classad_quoting),
 		cmocka_unit_test(test_cuda_probe),      cmocka_unit_test(test_runtime_version),
-		cmocka_unit_test(test_mig_profile),
+		cmocka_unit_test(test_mig_profile),     cmocka_unit_test(test_smi_record),
 	};
 	return cmocka_run_group_tests_name("gpu", tests, setup, teardown);
 }
