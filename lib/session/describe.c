@@ -237,6 +237,25 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 	return rc;
 }
 
+/* The device the work ran on, of the provenance's "gpus": the first one visible (a
+ * whole GPU, or a MIG device of a GPU in MIG mode: the process had that slice's
+ * memory, not the GPU's), as CUDA picks its device 0. An entry without "visible"
+ * counts as visible. NULL when none is. */
+static json_t *dev_used(json_t *g)
+{
+	size_t i, k;
+	json_t *d, *m;
+	json_array_foreach (json_is_array(g) ? g : json_object_get(g, "gpus"), i, d) {
+		json_t *v = json_object_get(d, "visible");
+		if (!v || json_is_true(v))
+			return d;
+		json_array_foreach (json_object_get(d, "mig"), k, m)
+			if (json_is_true(json_object_get(m, "visible")))
+				return m;
+	}
+	return NULL;
+}
+
 /* The development GPU recorded by freeze (the provenance's "gpus"). */
 static int dev_gpu(struct gg_sif *sif, struct gg_dev_gpu *out, struct gg_err *err)
 {
@@ -251,8 +270,7 @@ static int dev_gpu(struct gg_sif *sif, struct gg_dev_gpu *out, struct gg_err *er
 			"--match-dev-gpu: the image has no provenance (freeze it with gridgpu)");
 	json_t *j = json_loadb(text, len, 0, NULL);
 	free(text);
-	json_t *g = json_object_get(j, "gpus");
-	json_t *dev = json_array_get(json_is_array(g) ? g : json_object_get(g, "gpus"), 0);
+	json_t *dev = dev_used(json_object_get(j, "gpus"));
 	const char *cc = json_string_value(json_object_get(dev, "compute_capability"));
 	json_int_t mb = json_integer_value(json_object_get(dev, "memory_total_mb"));
 	const char *name = json_string_value(json_object_get(dev, "name"));

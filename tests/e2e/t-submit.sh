@@ -144,14 +144,22 @@ run_gg --site tbgpu submit work.sif --dry-run --walltime 1h -- /bin/cat input.tx
 printf '%s' "$ERR" | grep -q "image has no" && not_ok "submit: /bin/cat is in the image ($ERR)" ||
 	ok "submit: a command the image has is not warned about"
 
-# --match-dev-gpu: the GPU recorded by freeze on a (fake) A100 becomes the minimum.
+# --match-dev-gpu: the GPU recorded by freeze on a (fake) A100 becomes the minimum. That
+# A100 is in MIG mode: the work ran on its first MIG device (3g.20gb, 19968 MiB), not on
+# the whole GPU's 40960 MiB.
 FAKEGPU=$(dirname "$GRIDGPU")/../tests/fakegpu
 LD_LIBRARY_PATH=$FAKEGPU GG_FAKE_NVML=$GG_TOP/tests/fakegpu/a100-mig.conf \
 	"$GRIDGPU" freeze -q "$T_TMP/sandbox" -o gpu.sif
 run_gg --site tb submit gpu.sif --match-dev-gpu --dry-run -- true
-printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN_GPU_MEMORY_MB" "40960")' &&
-	printf '%s' "$ERR" | grep -q "matching the development GPU NVIDIA A100" &&
-	ok "--match-dev-gpu turns the development GPU into minimums, and says so" || not_ok "--match-dev-gpu: $OUT $ERR"
+printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN_GPU_MEMORY_MB" "19968")' &&
+	printf '%s' "$ERR" | grep -q "matching the development GPU NVIDIA A100-SXM4-40GB MIG 3g.20gb" &&
+	ok "--match-dev-gpu turns the development GPU (the MIG device used) into minimums, and says so" || not_ok "--match-dev-gpu: $OUT $ERR"
+# ... the MIG device CUDA_VISIBLE_DEVICES gave the work, not the first of the GPU's
+CUDA_VISIBLE_DEVICES=MIG-987e0eb2-08b2-55ca-9663-89eaaf68156a LD_LIBRARY_PATH=$FAKEGPU \
+	GG_FAKE_NVML=$GG_TOP/tests/fakegpu/a100-mig.conf "$GRIDGPU" freeze -q "$T_TMP/sandbox" -o gpu5.sif
+run_gg --site tb submit gpu5.sif --match-dev-gpu --dry-run -- true
+printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN_GPU_MEMORY_MB" "4864")' &&
+	ok "--match-dev-gpu of an image frozen on a 1g.5gb MIG device asks for its 4864 MiB" || not_ok "--match-dev-gpu, 1g.5gb: $OUT $ERR"
 run_gg --site tb submit gpu.sif --match-dev-gpu --min-capability 9.0 --dry-run -- true
 printf '%s' "$OUT" | grep -q '"GRIDGPU_MIN_CUDA_CAPABILITY" "9.0"' && ok "an explicit --min-capability wins" || not_ok "--min-capability: $OUT"
 expect_fail "--match-dev-gpu on an image frozen without a GPU" 2 "no GPU was visible" --site tb submit work.sif --match-dev-gpu -- true
