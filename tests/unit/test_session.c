@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gridgpu/engine.h"
+#include "gridgpu/image.h"
 #include "session/session.h"
 #include "session/sync.h"
 
@@ -399,12 +401,67 @@ static void test_apply(void **state)
 	assert_int_equal(strspn(uid, "0123456789abcdef"), 12);
 }
 
+/* An image frozen with this provenance "gpus"; what --match-dev-gpu takes from it. */
+static int dev_of(const char *gpus, struct gg_dev_gpu *dev, struct gg_err *err)
+{
+	char src[128], out[128];
+	snprintf(src, sizeof src, "%s/src", dir);
+	snprintf(out, sizeof out, "%s/dev.sif", dir);
+	mkdir(src, 0755);
+	struct gg_freeze_opts o = {
+		.source = src, .output = out, .force = 1, .jobs = 1, .gpus_json = gpus};
+	struct gg_freeze_result res;
+	assert_int_equal(gg_image_freeze(&o, NULL, &res, err), 0);
+	int64_t off;
+	return gg_job_image_check(out, &off, dev, err);
+}
+
+#define A100 "\"name\":\"A100 40GB\",\"compute_capability\":\"8.0\",\"memory_total_mb\":40960"
+#define MIG(p, m, v)                                                                         \
+	"{\"name\":\"A100 MIG " p "\",\"compute_capability\":\"8.0\",\"memory_total_mb\":" m \
+	",\"visible\":" v "}"
+
+/* The device the work ran on: the first visible one; in MIG mode, its MIG device. */
+static void test_dev_gpu(void **state)
+{
+	(void)state;
+	struct gg_dev_gpu dev;
+	struct gg_err err = {0};
+	/* GPU 0 not given to the job, GPU 1 (an H100) given */
+	assert_int_equal(dev_of("{\"gpus\":[{" A100 ",\"visible\":false,\"mig\":[]},"
+				"{\"name\":\"H100\",\"compute_capability\":\"9.0\","
+				"\"memory_total_mb\":81559,\"visible\":true}]}",
+				&dev, &err),
+			 0);
+	assert_string_equal(dev.name, "H100");
+	assert_string_equal(dev.cc, "9.0");
+	assert_int_equal(dev.memory, 81559ULL << 20);
+	/* a GPU in MIG mode: the slice given, with its own memory */
+	assert_int_equal(dev_of("{\"gpus\":[{" A100 ",\"visible\":false,\"mig\":[" MIG(
+					"3g.20gb", "19968", "false") "," MIG("1g.5gb", "4864",
+									     "true") "]}]}",
+				&dev, &err),
+			 0);
+	assert_string_equal(dev.name, "A100 MIG 1g.5gb");
+	assert_int_equal(dev.memory, 4864ULL << 20);
+	/* an entry without "visible" (an older image) counts as the one used */
+	assert_int_equal(dev_of("[{" A100 "}]", &dev, &err), 0);
+	assert_int_equal(dev.memory, 40960ULL << 20);
+	/* nothing visible, or nothing recorded: said so */
+	assert_int_equal(dev_of("{\"gpus\":[{" A100 ",\"visible\":false,\"mig\":[]}]}", &dev, &err),
+			 GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "no GPU was visible"));
+	gg_err_clear(&err);
+	assert_int_equal(dev_of(NULL, &dev, &err), GG_EUSAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record_json),      cmocka_unit_test(test_store),
-		cmocka_unit_test(test_store_concurrent), cmocka_unit_test(test_rows_cache),
-		cmocka_unit_test(test_launch_info),      cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_record_json), cmocka_unit_test(test_store),
+		cmocka_unit_test(test_dev_gpu),     cmocka_unit_test(test_store_concurrent),
+		cmocka_unit_test(test_rows_cache),  cmocka_unit_test(test_launch_info),
+		cmocka_unit_test(test_apply),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
 }
