@@ -22,6 +22,8 @@ static int all_of(const char *s, const char *set)
 
 #define DIGITS "0123456789"
 #define HEXID  DIGITS "abcdefABCDEF-"
+/* a device list: indices, GPU-/MIG- UUIDs (HTCondor sets those), as the launcher keeps it */
+#define DEVLIST DIGITS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,:_-"
 
 /* A GPU's name: printable ASCII, as NVML gives it ("NVIDIA A100-SXM4-40GB"). */
 static int name_ok(const char *s)
@@ -96,7 +98,7 @@ static int parse_lines(char *text, json_t *o, json_t *devs, int *bad)
 		int ok = 0;
 		if (line == 1) {
 			const char *h = "# CUDA_VISIBLE_DEVICES=";
-			ok = !strncmp(l, h, strlen(h)) && all_of(l + strlen(h), HEXID ",:_") &&
+			ok = !strncmp(l, h, strlen(h)) && all_of(l + strlen(h), DEVLIST) &&
 			     strlen(l) < 512;
 			if (ok)
 				json_object_set_new(o, "cuda_visible_devices",

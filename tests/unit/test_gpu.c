@@ -684,6 +684,14 @@ static void test_smi_record(void **state)
 	assert_int_equal(json_integer_value(json_object_get(d, "index")), 2);
 	assert_true(json_is_null(json_object_get(d, "compute_capability")));
 	json_decref(j);
+	/* a batch system that names the GPU by UUID (HTCondor) */
+	j = smi("# CUDA_VISIBLE_DEVICES=GPU-4a6bd2c1-0e57\n"
+		"1, GPU-4a6bd2c1-0e57, NVIDIA H100 80GB HBM3, 81559, 9.0, 550.54.15\n",
+		0);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "cuda_visible_devices")),
+			    "GPU-4a6bd2c1-0e57");
+	json_decref(j);
 	/* nothing recorded: no GPU, a MIG device, no nvidia-smi on the node */
 	assert_null(smi("", 0));
 	assert_null(smi(NULL, 0));
