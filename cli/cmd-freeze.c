@@ -304,11 +304,17 @@ static char *tar_command(const char *path, const char *const *excl, size_t nexcl
 /* The environment was developed on the session's node, with the GPUs its job was
  * given: those are what the image records, not this machine's. Without them the
  * image is still made, and says it records no GPU. */
-static void node_gpus(struct gg_cli *cli, struct session_src *src)
+static void node_gpus(struct gg_cli *cli, const struct gg_record *r, struct session_src *src)
 {
 	struct gg_err err = {0};
 	if (gg_session_node_gpus(src->conn, &src->gpus, &err) < 0)
 		ui_warn(cli, "the image records no GPUs: %s", err.msg);
+	else if (!src->gpus && r->mig)
+		ui_info(cli,
+			"(the image records no GPU: the session's is a MIG device (%s), which "
+			"nvidia-smi on the node does not describe; submit takes --min-gpu-memory "
+			"and --min-capability)",
+			r->mig);
 }
 
 static int start_session_tar(struct gg_cli *cli, const char *name, const char *path,
@@ -351,7 +357,7 @@ static int start_session_tar(struct gg_cli *cli, const char *name, const char *p
 		gg_ssh_route_clear(&rt);
 	}
 	if (rc == 0)
-		node_gpus(cli, src);
+		node_gpus(cli, &r, src);
 	if (rc == 0)
 		rc = gg_ssh_stream_start(src->conn, cmd, fd, &src->stream, &err);
 	free(cmd);

@@ -281,7 +281,8 @@ static int dev_gpu(struct gg_sif *sif, struct gg_dev_gpu *out, struct gg_err *er
 	if (!out->cc[0] && !out->memory)
 		return gg_err_set(
 			err, GG_EUSAGE,
-			"--match-dev-gpu: the image was frozen where no GPU was visible: give "
+			"--match-dev-gpu: the image records no GPU it was developed on (none was "
+			"visible where it was frozen, or the session's was a MIG device): give "
 			"--min-capability or --min-gpu-memory instead");
 	return 0;
 }

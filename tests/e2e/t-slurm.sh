@@ -124,7 +124,7 @@ FAKEGPU=$(dirname "$GRIDGPU")/../tests/fakegpu
 freeze_on() { # SESSION OUT: freeze --session of a small directory, the client on "H100s"
 	"$GRIDGPU" connect "$1" -- "mkdir -p fz && echo hi >fz/f" &&
 		env LD_LIBRARY_PATH="$FAKEGPU" GG_FAKE_NVML="$GG_TOP/tests/fakegpu/h100x2.conf" \
-			"$GRIDGPU" freeze -q --session "$1" --path fz -o "$2"
+			"$GRIDGPU" freeze --session "$1" --path fz -o "$2" 2>"$T_TMP/fz.err"
 }
 prov_gpus() { "$GRIDGPU" --json inspect "$1" | py 'import json,sys; g=json.load(sys.stdin)["provenance"]["gpus"]; print("none" if g is None else "%s %s %s" % (g["cuda_visible_devices"], g["visible"], " ".join("%s:%s:%s:%s" % (d["index"], d["name"], d["compute_capability"], d["memory_total_mb"]) for d in g["gpus"])))' 2>&1; }
 check "freeze --session of the 2-GPU session" freeze_on g2 "$T_TMP/g2.sif"
@@ -138,6 +138,8 @@ printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN
 check "freeze --session of the MIG session" freeze_on b "$T_TMP/b.sif"
 expect_eq "a MIG session's image records no GPU (nvidia-smi describes whole GPUs only), not the client's" \
 	"$(prov_gpus "$T_TMP/b.sif")" "none"
+grep -q "the image records no GPU: the session's is a MIG device ($GG_TB_MIG_PROFILE), which nvidia-smi" "$T_TMP/fz.err" &&
+	ok "... and freeze says so" || not_ok "freeze --session b said: $(cat "$T_TMP/fz.err")"
 
 # --- a MIG profile the site lacks: Slurm refuses it, the user is told why --------------
 nomig_ended() { case $(state nomig) in failed | finished) return 0 ;; esac; return 1; }

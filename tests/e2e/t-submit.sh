@@ -162,7 +162,7 @@ printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN
 	ok "--match-dev-gpu of an image frozen on a 1g.5gb MIG device asks for its 4864 MiB" || not_ok "--match-dev-gpu, 1g.5gb: $OUT $ERR"
 run_gg --site tb submit gpu.sif --match-dev-gpu --min-capability 9.0 --dry-run -- true
 printf '%s' "$OUT" | grep -q '"GRIDGPU_MIN_CUDA_CAPABILITY" "9.0"' && ok "an explicit --min-capability wins" || not_ok "--min-capability: $OUT"
-expect_fail "--match-dev-gpu on an image frozen without a GPU" 2 "no GPU was visible" --site tb submit work.sif --match-dev-gpu -- true
+expect_fail "--match-dev-gpu on an image frozen without a GPU" 2 "records no GPU it was developed on" --site tb submit work.sif --match-dev-gpu -- true
 expect_fail "--min-capability that cannot be parsed" 2 "expected X.Y" --site tb submit work.sif --min-capability eight -- true
 
 # Bad input: checked before anything is uploaded or recorded.

@@ -450,7 +450,7 @@ static void test_dev_gpu(void **state)
 	/* nothing visible, or nothing recorded: said so */
 	assert_int_equal(dev_of("{\"gpus\":[{" A100 ",\"visible\":false,\"mig\":[]}]}", &dev, &err),
 			 GG_EUSAGE);
-	assert_non_null(strstr(err.msg, "no GPU was visible"));
+	assert_non_null(strstr(err.msg, "records no GPU it was developed on"));
 	gg_err_clear(&err);
 	assert_int_equal(dev_of(NULL, &dev, &err), GG_EUSAGE);
 }
