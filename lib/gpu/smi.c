@@ -138,7 +138,7 @@ int gg_gpu_smi_provenance(const char *record, char **json, struct gg_err *err)
 	else if (strlen(text) > 64 * 1024 || parse_lines(text, o, devs, &bad) < 0)
 		rc = gg_err_set(err, GG_EPROTO,
 				"the node's record of the session's GPUs is not nvidia-smi's "
-				"(line %d): the image records no GPU",
+				"(line %d)",
 				bad);
 	free(text);
 	if (rc == 0 && json_array_size(devs)) {

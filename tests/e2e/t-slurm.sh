@@ -135,6 +135,17 @@ expect_eq "its image records the session's 2 GPUs (nvidia-smi on the node), not 
 run_gg --site tb submit "$T_TMP/g2.sif" --match-dev-gpu --dry-run -- true
 printf '%s' "$OUT" | grep -q '("GRIDGPU_MIN_CUDA_CAPABILITY" "8.0")("GRIDGPU_MIN_GPU_MEMORY_MB" "40960")' &&
 	ok "submit --match-dev-gpu of that image asks for the session's GPU (8.0, 40960 MiB)" || not_ok "--match-dev-gpu: $OUT $ERR"
+# a record on the node that is not nvidia-smi's: a warning, the image made, no GPU in it
+check "spoil g2's record of its GPUs on the node" "$GRIDGPU" connect g2 -- \
+	'printf "# CUDA_VISIBLE_DEVICES=0\\n0, GPU-1, \\033[2Jevil, 1, 8.0, 1\\n" >"$GRIDGPU_SESSION_DIR/.gridgpu/gpus"'
+rm -f "$T_TMP/bad.sif"
+freeze_on g2 "$T_TMP/bad.sif"
+RCB=$?
+[ "$RCB" = 0 ] && [ -s "$T_TMP/bad.sif" ] &&
+	grep -qx "gridgpu: warning: the image records no GPUs: the node's record of the session's GPUs is not nvidia-smi's (line 2)" "$T_TMP/fz.err" &&
+	! grep -q "evil" "$T_TMP/fz.err" && [ "$(prov_gpus "$T_TMP/bad.sif")" = none ] &&
+	ok "a spoiled record on the node: one warning line (nothing of it printed), exit 0, the image made without GPUs" ||
+	not_ok "spoiled record: exit $RCB, said: $(cat "$T_TMP/fz.err")"
 check "freeze --session of the MIG session" freeze_on b "$T_TMP/b.sif"
 expect_eq "a MIG session's image records no GPU (nvidia-smi describes whole GPUs only), not the client's" \
 	"$(prov_gpus "$T_TMP/b.sif")" "none"
