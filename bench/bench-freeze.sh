@@ -13,8 +13,9 @@
 #           files), made once in bench/cache/tree-SHAPE.
 #
 #   1. RUNS runs of each (default 1: mksquashfs takes most of the time, 100 s on the
-#      tiny tree here; RUNS=3 gives medians), alternating, page cache warm: wall time,
-#      CPU time (user + sys), peak RSS (GNU time), output size, and the ratios.
+#      tiny tree here; RUNS=3 gives medians), alternating, page cache warm (the tree is
+#      read again before every run): wall time, CPU time (user + sys), peak RSS (GNU
+#      time), output size, and the ratios.
 #   2. The compression floor: every data and fragment block of gridgpu's image
 #      compressed again on one thread (bench/freeze-floor.c), in CPU seconds: with
 #      libdeflate at level 6 over all blocks, and with freeze's own compressor (its
@@ -55,8 +56,20 @@ if [ -n "${COLD:-}" ] && ! [ -w /proc/sys/vm/drop_caches ]; then
 	echo "bench-freeze: COLD=1 drops the page cache, which needs root" >&2
 	exit 1
 fi
-# before each measured run: nothing, or (COLD=1) the page cache dropped
-prepare() { [ -z "${COLD:-}" ] || { sync && echo 3 >/proc/sys/vm/drop_caches; }; }
+# prepare TREE, before each measured run of either tool: the tree read into the page
+# cache again, or (COLD=1) the page cache dropped. Warming once per shape was not
+# enough: this machine's page cache loses about 1 MB/s of a tree nobody reads (seen on
+# the Python tree: 731 -> 632 MB cached in 106 s, 21 GB free, no reclaim in
+# /proc/vmstat), so the tool run after mksquashfs's 30 s found part of it on the disk,
+# and the one run after the other's read did not: gridgpu went first and paid for it
+# (4.8 s against 4.2 s, CPU 9.3 against 8.0 s).
+prepare() {
+	if [ -n "${COLD:-}" ]; then
+		sync && echo 3 >/proc/sys/vm/drop_caches
+	else
+		tar cf - -C "$1" . 2>/dev/null | cat >/dev/null
+	fi
+}
 mkdir -p "$CACHE"
 W=$(mktemp -d "$CACHE/run.XXXXXX") # same disk as the tree
 trap 'rm -rf "$W"' EXIT
@@ -148,7 +161,6 @@ one_shape() {
 	bytes=$(du -sb "$tree" | cut -f1)
 	entries=$(find "$tree" | wc -l)
 	echo "bench-freeze: $shape: $tree, $((bytes / 1000000)) MB, $entries entries"
-	tar cf - -C "$tree" . 2>/dev/null | cat >/dev/null # warm the page cache
 	peer_script "$tree"
 	: >"$W/ours"
 	: >"$W/peer"
@@ -157,9 +169,9 @@ one_shape() {
 	while [ $i -lt "$RUNS" ]; do
 		i=$((i + 1))
 		rm -f "$W/ours.sif" "$W/peer.sif"
-		prepare
+		prepare "$tree"
 		measure ours "$GRIDGPU" freeze -q "$tree" -o "$W/ours.sif"
-		prepare
+		prepare "$tree"
 		measure peer sh "$W/peer.sh"
 		measure sync sync "$W/peer.sif" # what freeze's fsync would cost the peer
 		echo "bench-freeze: $shape run $i: gridgpu $(tail -1 "$W/ours" | cut -d' ' -f1) s," \
@@ -263,17 +275,16 @@ if [ ! -f "$CACHE/copies/.done" ]; then
 	cp "$huge/site-packages.tar" "$CACHE/copies/b/lib.tar"
 	touch "$CACHE/copies/.done"
 fi
-tar cf - -C "$CACHE/copies" . 2>/dev/null | cat >/dev/null # warm the page cache
 for t in both one; do
 	d=$CACHE/copies
 	[ $t = one ] && d=$CACHE/copies/a
 	: >"$W/c-ours-$t"
 	: >"$W/c-peer-$t"
 	rm -f "$W/ours.sif" "$W/peer.sif"
-	prepare
+	prepare "$d"
 	measure "c-ours-$t" "$GRIDGPU" freeze -q "$d" -o "$W/ours.sif"
 	peer_script "$d"
-	prepare
+	prepare "$d"
 	measure "c-peer-$t" sh "$W/peer.sh"
 done
 rm -f "$W/ours.sif" "$W/peer.sif"
