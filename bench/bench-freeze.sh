@@ -155,6 +155,17 @@ peer_script() {
 		"rm -f '$W/peer.sqfs'" >"$W/peer.sh"
 }
 
+# disk_floor BYTES: the wall time of writing that many bytes (whole MiB) to the disk the
+# images go to, as freeze writes them (O_DIRECT, 1 MiB at a time, then fdatasync): no
+# freeze of a tree whose image is that big can take less here. Appended to $W/disk.
+disk_floor() {
+	/usr/bin/time -f "%e" -o "$W/t" dd if=/dev/zero of="$W/dd" bs=1M count=$(($1 >> 20)) \
+		oflag=direct conv=fdatasync 2>/dev/null ||
+		{ echo "bench-freeze: dd to $W failed" >&2; exit 1; }
+	cat "$W/t" >>"$W/disk"
+	rm -f "$W/dd"
+}
+
 # one_shape NAME TREE: the runs, the check of both images, the floor: a line in $W/rows
 one_shape() {
 	shape=$1 tree=$2
@@ -165,12 +176,14 @@ one_shape() {
 	: >"$W/ours"
 	: >"$W/peer"
 	: >"$W/sync"
+	: >"$W/disk"
 	i=0
 	while [ $i -lt "$RUNS" ]; do
 		i=$((i + 1))
 		rm -f "$W/ours.sif" "$W/peer.sif"
 		prepare "$tree"
 		measure ours "$GRIDGPU" freeze -q "$tree" -o "$W/ours.sif"
+		disk_floor "$(stat -c %s "$W/ours.sif")"
 		prepare "$tree"
 		measure peer sh "$W/peer.sh"
 		measure sync sync "$W/peer.sif" # what freeze's fsync would cost the peer
@@ -183,7 +196,7 @@ one_shape() {
 	echo "$shape $bytes $entries $(median "$W/ours" 1) $(median "$W/ours" 2)" \
 		"$(median "$W/ours" 3) $(stat -c %s "$W/ours.sif") $(median "$W/peer" 1)" \
 		"$(median "$W/peer" 2) $(median "$W/peer" 3) $(stat -c %s "$W/peer.sif") $floor" \
-		"$(median "$W/sync" 1)" >>"$W/rows"
+		"$(median "$W/sync" 1) $(median "$W/disk" 1)" >>"$W/rows"
 	rm -f "$W/ours.sif" "$W/peer.sif"
 }
 
@@ -198,7 +211,8 @@ echo
 echo "deboot: $(cat "$CACHE/rootfs.kind"); load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 # a row: shape bytes entries wall cpu rss size | peer wall cpu rss size |
 #        blocks N raw R deflate_all S1 deflate_needed S2 probe S3 codec S4
-#        matchless M huffman S5 Z5 level1 S6 Z6 zlib_huffman S7 Z7 | peer's sync s
+#        matchless M huffman S5 Z5 level1 S6 Z6 zlib_huffman S7 Z7 | peer's sync s |
+#        disk s
 awk -v cores="$(nproc)" '
 BEGIN {
 	printf "%-6s %5s %6s | %6s %6s %5s %5s %6s | %6s %6s %5s %5s %6s | %6s %5s %5s %6s | %6s %6s %5s\n",
@@ -215,10 +229,14 @@ BEGIN {
 		coder = coder sprintf("\n  %-6s %5d blocks: gridgpu %.3f s %.3f MB, libdeflate level 1 %.3f s %.3f MB, zlib Z_HUFFMAN_ONLY %.3f s %.3f MB",
 			$1, $25, $27, $28 / 1e6, $30, $31 / 1e6, $33, $34 / 1e6)
 	durable = durable sprintf("\n  %-6s %.2f s (%.0f MB)", $1, $35, $11 / 1e6)
+	disk = disk sprintf("\n  %-6s %.2f s of gridgpu'"'"'s %.2f s; CPU s / disk s: %.2f", $1, $36, $4, $5 / $36)
+	cpuw = $5 / $4 >= 1.8 ? "met" : "MISSED"
+	if (cpuw == "MISSED" && $5 / $36 < 1.8)
+		cpuw = cpuw sprintf(" (the disk: CPU s / disk s is %.2f)", $5 / $36)
 	budget = 72 * 1024 + $3 * 512 / 1024
 	ok = ok sprintf("\n  %-6s wall <= 0.15x: %s, CPU/wall >= 1.8: %s, size <= 1.0x: %s, RSS <= %.0f MiB: %s",
 		$1, $4 / $8 <= 0.15 ? "met" : "MISSED",
-		$2 < 500e6 ? "n/a (under 500 MB)" : ($5 / $4 >= 1.8 ? "met" : "MISSED"),
+		$2 < 500e6 ? "n/a (under 500 MB)" : cpuw,
 		$7 <= $11 ? "met" : "MISSED", budget / 1024, $6 <= budget ? "met" : "MISSED")
 }
 END {
@@ -233,6 +251,9 @@ END {
 	print "freeze fsyncs its image before it renames it into place (no half-written image after"
 	print "a crash); its wall includes that. mksquashfs and siftool do not: sync of their image"
 	print "right after them took (wall, median):" durable
+	print "the disk alone: writing as many MiB as gridgpu'"'"'s image to the same disk with O_DIRECT,"
+	print "then fdatasync (dd, median): the wall no freeze can beat there. Where CPU s / disk s"
+	print "is under 1.8, no freeze doing that CPU work reaches CPU/wall 1.8 on this disk:" disk
 	print "targets:" ok
 }' "$W/rows"
 
