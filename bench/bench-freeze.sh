@@ -23,6 +23,9 @@
 #      ones); divided by the cores, the wall time no freeze with that codec can beat.
 #      And over the blocks without repeats (float weights), gridgpu's Huffman coder beside
 #      libdeflate level 1 and zlib's Z_HUFFMAN_ONLY: CPU time and size.
+#      The disk's floor: after each of gridgpu's runs, dd writes as many MiB as its
+#      image to the same disk as freeze does (O_DIRECT, 1 MiB pieces, fdatasync); CPU s
+#      over that time is the highest CPU/wall a freeze doing that work can reach here.
 #   3. Bounded memory: peak RSS of gridgpu freeze on two trees with the same number of
 #      files and four times the data (2000 files of 64 KiB, then of 256 KiB), and the
 #      stated budget (72 MiB + 512 bytes per entry with the heap in huge pages, as the
