@@ -209,7 +209,8 @@ static int open_temp(struct run *r, struct gg_err *err)
 }
 
 /* The SIF writer on the temp file, the squashfs writer at its partition offset, the
- * empty tree; the temp file and the old output are kept out of a directory source. */
+ * empty tree; the temp file and the old output are kept out of a directory source.
+ * Their errors name the output: the temp file has no name, or loses it on failure. */
 static int start_writers(struct run *r, struct gg_err *err)
 {
 	fchmod(r->fd, 0600);
@@ -228,7 +229,7 @@ static int start_writers(struct run *r, struct gg_err *err)
 		r->so.id[6] = (uint8_t)((r->so.id[6] & 0x0F) | 0x40);
 		r->so.id[8] = (uint8_t)((r->so.id[8] & 0x3F) | 0x80);
 	}
-	if (gg_sif_writer_new(r->fd, r->tmp, &r->so, &r->sw, err) < 0)
+	if (gg_sif_writer_new(r->fd, r->o->output, &r->so, &r->sw, err) < 0)
 		return err->code;
 	r->part_off = gg_sif_writer_data_start(r->sw);
 	const struct gg_freeze_opts *o = r->o;
@@ -240,7 +241,7 @@ static int start_writers(struct run *r, struct gg_err *err)
 		.cancel = r->cb ? r->cb->cancel : NULL,
 		.cancel_ud = r->cb ? r->cb->ud : NULL,
 	};
-	if (gg_sqfs_writer_new(r->fd, r->tmp, (uint64_t)r->part_off, &r->qo, &r->sq, err) < 0)
+	if (gg_sqfs_writer_new(r->fd, r->o->output, (uint64_t)r->part_off, &r->qo, &r->sq, err) < 0)
 		return err->code;
 	if (!(r->tree = gg_image_tree_new()))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -382,14 +383,14 @@ static int write_sif(struct run *r, int64_t *image_size, struct gg_err *err)
 static int commit_file(struct run *r, struct gg_err *err)
 {
 	if (fsync(r->fd) < 0)
-		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->tmp);
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	if (fchmod(r->fd, 0755) < 0)
-		return gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", r->tmp);
+		return gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", r->o->output);
 	if (r->anon) {
 		char proc[64];
 		snprintf(proc, sizeof proc, "/proc/self/fd/%d", r->fd);
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, r->tmp, AT_SYMLINK_FOLLOW) < 0)
-			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->tmp);
+			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	}
 	gg_sqfs_writer_free(r->sq);
 	r->sq = NULL;
@@ -397,7 +398,7 @@ static int commit_file(struct run *r, struct gg_err *err)
 	int fd = r->fd;
 	r->fd = -1;
 	if (close(fd) < 0)
-		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->tmp);
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	if (gg_image_check_cancel(r->feed, err) < 0)
 		return err->code;
 	if (install(r->tmp, r->o->output, r->o->force, err) < 0)
