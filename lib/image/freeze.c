@@ -130,6 +130,7 @@ struct run {
 	struct stat ost;
 	enum gg_image_format fmt;
 	int from_stdin, reproducible, out_exists, anon, fd;
+	int named; /* tmp is a name we made: removed on failure */
 	char *source_abs, *tmp, *digest, *deffile, *inspect, *provenance;
 	const char *arch;
 	int64_t part_off, build_time, clamp;
@@ -196,12 +197,9 @@ static int open_temp(struct run *r, struct gg_err *err)
 	free(dir);
 	if (r->fd >= 0) {
 		r->anon = 1;
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		snprintf(r->tmp + strlen(r->tmp) - 6, 7, "%06lx",
-			 (unsigned long)(now.tv_nsec ^ getpid()) & 0xffffff);
 	} else {
 		r->fd = mkostemp(r->tmp, O_CLOEXEC);
+		r->named = r->fd >= 0;
 	}
 	if (r->fd < 0)
 		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
@@ -378,6 +376,27 @@ static int write_sif(struct run *r, int64_t *image_size, struct gg_err *err)
 	return gg_sif_writer_finish(sw, image_size, err);
 }
 
+/* Give the unnamed temp file a name beside the output, to rename it from: a random
+ * one not taken yet (a name that exists, another freeze's, is left alone). */
+static int name_temp(struct run *r)
+{
+	char proc[64];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", r->fd);
+	for (int i = 0; i < 16; i++) {
+		uint32_t v;
+		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+			return -1;
+		snprintf(r->tmp + strlen(r->tmp) - 6, 7, "%06lx", (unsigned long)v & 0xffffff);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, r->tmp, AT_SYMLINK_FOLLOW) == 0) {
+			r->named = 1;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1; /* errno EEXIST */
+}
+
 /* Make the temp file durable and executable, give it a name, close it and put it in
  * place of the output. */
 static int commit_file(struct run *r, struct gg_err *err)
@@ -386,12 +405,8 @@ static int commit_file(struct run *r, struct gg_err *err)
 		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	if (fchmod(r->fd, 0755) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", r->o->output);
-	if (r->anon) {
-		char proc[64];
-		snprintf(proc, sizeof proc, "/proc/self/fd/%d", r->fd);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, r->tmp, AT_SYMLINK_FOLLOW) < 0)
-			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
-	}
+	if (r->anon && name_temp(r) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	gg_sqfs_writer_free(r->sq);
 	r->sq = NULL;
 	gg_image_feed_attach(r->feed, r->tree, NULL);
@@ -464,7 +479,8 @@ int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callba
 		if (r.fd >= 0)
 			close(r.fd);
 		r.fd = -1;
-		unlink(r.tmp);
+		if (r.named)
+			unlink(r.tmp);
 	}
 	run_free(&r);
 	return rc;
