@@ -51,6 +51,11 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 			 struct gg_err *err);
 /* fsync the directory holding path (after a rename into it). */
 int gg_fsync_dir(const char *path);
+/* Name fd, an unnamed file (O_TMPFILE) in tmp's directory, tmp with its last six
+ * characters (XXXXXX) made random: a name nobody has, for renaming over path. A name
+ * that exists (another writer's) is left alone and another tried. 0, or an error
+ * naming path; tmp then names nothing of ours. */
+int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err);
 /* Read a whole file (at most max bytes, else GG_EIO "too large"); NUL-terminated.
  * *out is malloc'd, *len (may be NULL) without the NUL. */
 int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err);

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +42,28 @@ int gg_fsync_dir(const char *path)
 	return r;
 }
 
+#define NAME_TRIES 16
+
+int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err)
+{
+	char proc[64];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	for (int i = 0; i < NAME_TRIES; i++) {
+		uint32_t v;
+		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+		snprintf(tmp + strlen(tmp) - 6, 7, "%06lx", (unsigned long)v & 0xffffff);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	}
+	return gg_err_set(err, GG_EIO,
+			  "writing '%s': %d temporary names beside it were taken (remove "
+			  "stale '%s.tmp.*' files no program is writing)",
+			  path, NAME_TRIES, path);
+}
+
 int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			 struct gg_err *err)
 {
@@ -49,49 +73,31 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 	/* An unnamed file (O_TMPFILE) is named only once complete, so a SIGKILL
 	 * leaves nothing; otherwise a named temp file, removed on failure. */
 	char *dir = strdup(path);
-	int anon = 0, fd = dir ? open(dirname(dir), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+	int fd = dir ? open(dirname(dir), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+	int anon = fd >= 0, named = 0;
 	free(dir);
-	if (fd >= 0) {
-		anon = 1;
-		unsigned char rnd[3] = {0};
-		int ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-		if (ufd >= 0) {
-			if (read(ufd, rnd, sizeof rnd) < 0) {
-				/* the pid below still makes the name unlikely to clash */
-			}
-			close(ufd);
-		}
-		snprintf(tmp + strlen(tmp) - 6, 7, "%02x%02x%02x", rnd[0] ^ (getpid() & 0xff),
-			 rnd[1], rnd[2]);
-	} else {
-		fd = mkostemp(tmp, O_CLOEXEC);
-	}
+	if (!anon)
+		named = (fd = mkostemp(tmp, O_CLOEXEC)) >= 0;
 	if (fd < 0) {
 		int e = errno;
 		free(tmp);
 		return gg_err_sys(err, GG_EIO, e, "writing '%s'", path);
 	}
-	int e = 0;
+	int rc = 0;
 	if (fchmod(fd, mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0)
-		e = errno;
-	if (!e && anon) {
-		char proc[64];
-		snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0)
-			e = errno;
-	}
-	if (close(fd) < 0 && !e)
-		e = errno;
-	if (!e && rename(tmp, path) < 0)
-		e = errno;
-	if (e) {
+		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	if (rc == 0 && anon)
+		named = (rc = gg_file_name_unnamed(fd, tmp, path, err)) == 0;
+	if (close(fd) < 0 && rc == 0)
+		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	if (rc < 0 && named)
 		unlink(tmp);
-		free(tmp);
-		return gg_err_sys(err, GG_EIO, e, "writing '%s'", path);
-	}
 	free(tmp);
-	gg_fsync_dir(path); /* best effort: the rename is done */
-	return 0;
+	if (rc == 0)
+		gg_fsync_dir(path); /* best effort: the rename is done */
+	return rc;
 }
 
 int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err)

@@ -376,27 +376,6 @@ static int write_sif(struct run *r, int64_t *image_size, struct gg_err *err)
 	return gg_sif_writer_finish(sw, image_size, err);
 }
 
-/* Give the unnamed temp file a name beside the output, to rename it from: a random
- * one not taken yet (a name that exists, another freeze's, is left alone). */
-static int name_temp(struct run *r)
-{
-	char proc[64];
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", r->fd);
-	for (int i = 0; i < 16; i++) {
-		uint32_t v;
-		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
-			return -1;
-		snprintf(r->tmp + strlen(r->tmp) - 6, 7, "%06lx", (unsigned long)v & 0xffffff);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, r->tmp, AT_SYMLINK_FOLLOW) == 0) {
-			r->named = 1;
-			return 0;
-		}
-		if (errno != EEXIST)
-			return -1;
-	}
-	return -1; /* errno EEXIST */
-}
-
 /* Make the temp file durable and executable, give it a name, close it and put it in
  * place of the output. */
 static int commit_file(struct run *r, struct gg_err *err)
@@ -405,8 +384,9 @@ static int commit_file(struct run *r, struct gg_err *err)
 		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	if (fchmod(r->fd, 0755) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", r->o->output);
-	if (r->anon && name_temp(r) < 0)
-		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
+	if (r->anon && gg_file_name_unnamed(r->fd, r->tmp, r->o->output, err) < 0)
+		return err->code;
+	r->named = 1;
 	gg_sqfs_writer_free(r->sq);
 	r->sq = NULL;
 	gg_image_feed_attach(r->feed, r->tree, NULL);

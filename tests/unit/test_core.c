@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "squat.h"
 
 UNIT_TMPDIR("gg-unit")
 
@@ -384,6 +385,23 @@ static void test_atomic_write(void **state)
 	snprintf(path, sizeof path, "%s/no/such/f", tmpdir);
 	assert_int_equal(gg_file_write_atomic(path, "x", 1, 0600, &err), GG_EIO);
 	assert_non_null(strstr(err.msg, "No such file"));
+	/* the temp file's name taken by another program: that file is left alone */
+	if (!squat_unnamed_works(tmpdir))
+		return;
+	snprintf(path, sizeof path, "%s/g", tmpdir);
+	squat = 3;
+	assert_int_equal(gg_file_write_atomic(path, "mine", 4, 0600, &err), 0);
+	assert_int_equal(squat_intact(), 3);
+	assert_int_equal(gg_file_read(path, 10, &data, &len, &err), 0);
+	assert_string_equal(data, "mine");
+	free(data);
+	squat = 1000;
+	assert_int_equal(gg_file_write_atomic(path, "next", 4, 0600, &err), GG_EIO);
+	assert_non_null(strstr(err.msg, "/g': 16 temporary names beside it were taken"));
+	assert_int_equal(squat_intact(), 16);
+	assert_int_equal(gg_file_read(path, 10, &data, &len, &err), 0);
+	assert_string_equal(data, "mine"); /* untouched */
+	free(data);
 }
 
 static void test_private_and_shred(void **state)

@@ -18,7 +18,6 @@
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
@@ -30,6 +29,7 @@
 #include <openssl/evp.h>
 
 #include "image/internal.h"
+#include "squat.h"
 
 static char tmpdir[64];
 
@@ -267,69 +267,28 @@ static void test_output_handling(void **state)
 	gg_sif_close(s);
 }
 
-/* linkat, interposed: while squat > 0, the name freeze is about to give its unnamed
- * temp file is taken first (another program's file, as a concurrent freeze's could
- * be), so the real linkat finds it there. */
-static int squat;
-static char squatted[16][600];
-static int nsquatted;
-
-int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags)
-{
-	if (squat > 0 && newdirfd == AT_FDCWD && nsquatted < 16) {
-		squat--;
-		snprintf(squatted[nsquatted++], sizeof squatted[0], "%s", newpath);
-		put(newpath, "someone else's");
-	}
-	return (int)syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
-}
-
-static int unnamed_temp_works(void)
-{
-	int fd = open(tmpdir, O_TMPFILE | O_RDWR, 0600);
-	if (fd >= 0)
-		close(fd);
-	return fd >= 0;
-}
-
-static void assert_squatted_intact(void)
-{
-	for (int i = 0; i < nsquatted; i++) {
-		unsigned char *b;
-		size_t l;
-		assert_int_equal(read_all(squatted[i], &b, &l), 0);
-		assert_memory_equal(b, "someone else's", l);
-		free(b);
-		unlink(squatted[i]);
-	}
-	nsquatted = 0;
-}
-
 /* The name the temp file takes to be renamed from is one nobody has: a name that is
  * taken is left alone, another tried; when every try finds one taken, freeze fails
  * naming the output and removes only what it made. */
 static void test_temp_name_taken(void **state)
 {
 	(void)state;
-	if (!unnamed_temp_works())
+	if (!squat_unnamed_works(tmpdir))
 		skip();
 	make_sandbox(P("%s", "sbt"));
 	struct gg_err err = {0};
 	squat = 2;
 	assert_int_equal(freeze(P("%s", "sbt"), P("%s", "t.sif"), NULL, &err), 0);
-	assert_int_equal(nsquatted, 2);
+	assert_int_equal(squat_intact(), 2);
 	struct stat st;
 	assert_int_equal(stat(P("%s", "t.sif"), &st), 0);
-	assert_squatted_intact();
 	assert_int_equal(unlink(P("%s", "t.sif")), 0);
 	assert_clean(tmpdir, "t.sif");
 	squat = 1000;
 	assert_int_equal(freeze(P("%s", "sbt"), P("%s", "t.sif"), NULL, &err), GG_EIO);
-	squat = 0;
-	assert_non_null(strstr(err.msg, "t.sif': File exists"));
-	assert_null(strstr(err.msg, ".tmp."));
-	assert_int_equal(nsquatted, 16);
-	assert_squatted_intact();
+	assert_non_null(strstr(err.msg, "t.sif': 16 temporary names beside it were taken"));
+	assert_non_null(strstr(err.msg, "remove stale"));
+	assert_int_equal(squat_intact(), 16);
 	assert_clean(tmpdir, "t.sif");
 }
 
