@@ -72,6 +72,8 @@ poll() {
 		sleep 0.05
 	done
 }
+# sl CMD...: a Slurm command in the test site (its namespace and slurm.conf)
+sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # The CE, asked directly with curl and the test user's key (the peer's view).

@@ -113,7 +113,6 @@ if [ -n "${GG_TB_SLURM_CONF:-}" ] && [ -n "${GG_TB_GPU_RTE:-}" ]; then
 	# Another user's job holds every whole GPU of the node for 130 s: a
 	# 'request --gpus 1' waits in Slurm's queue through three of the agent's
 	# 40-second tokens, polling the CE all along, then its sshd answers.
-	sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
 	HOLD=$(sl sbatch --parsable -p gpu --gres=gpu:a100:3 --time=5 -o /dev/null -J holder --wrap 'sleep 130' 2>&1)
 	case $HOLD in '' | *[!0-9]*) not_ok "sbatch of the job that holds the GPUs: $HOLD" ;; esac
 	t1=$(date +%s)

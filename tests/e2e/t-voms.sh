@@ -172,7 +172,6 @@ job_users() { # JOBID: the owners of the processes working in the job's session 
 	done | sort -u | tr '\n' ' '
 }
 seen=""
-sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
 sjob_state() { # JOBID: the state of the Slurm job A-REX made of it ("-" on a site without Slurm)
 	[ -n "$GG_TB_SLURM_CONF" ] || { echo -; return; }
 	_l=$(sed -n 's/^localid=//p' "$GG_TB_CONTROL_DIR/job.$1.local" 2>/dev/null)
