@@ -336,6 +336,94 @@ static void test_launch_info(void **state)
 	assert_int_equal(parse_li("{\"state\":\"ready\",\"started\":-5}", &li), GG_EPROTO);
 }
 
+/* The launcher's own writer of its session file (json_object in
+ * libexec/gridgpu/session-launcher, run with /bin/sh and the awk named: a
+ * directory whose "awk" it is comes first in PATH), given "s active_reason
+ * VALUE n logins NUM"; its output in out (NUL-terminated). */
+static void launcher_json(const char *awk, const char *value, const char *num, char *out,
+			  size_t size)
+{
+	char fn[128], bin[128], awkpath[160], path[512];
+	snprintf(fn, sizeof fn, "%s/json_object.sh", dir);
+	snprintf(bin, sizeof bin, "%s/bin-%s", dir, awk);
+	snprintf(awkpath, sizeof awkpath, "%s/awk", bin);
+	char *sh = gg_strdup_printf("sed -n '/^json_object() {/,/^}/p' "
+				    "libexec/gridgpu/session-launcher >%s && mkdir -p %s && "
+				    "ln -sf /usr/bin/%s %s",
+				    fn, bin, awk, awkpath);
+	assert_int_equal(system(sh), 0);
+	free(sh);
+	snprintf(path, sizeof path, "%s:/usr/bin:/bin", bin);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		setenv("PATH", path, 1);
+		execl("/bin/sh", "sh", "-c",
+		      ". \"$0\" && json_object s state starting s active_reason \"$1\" n logins "
+		      "\"$2\"",
+		      fn, value, num, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t k;
+	while (n + 1 < size && (k = read(p[0], out + n, size - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = '\0';
+	close(p[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Every value the launcher publishes is escaped: each byte a shell value can
+ * hold (control characters, quotes, backslashes, bytes that are not UTF-8)
+ * makes a file that parses, with the value as it was (a byte that is not
+ * UTF-8 as U+FFFD); a number is its digits or 0. The regression: a process
+ * named ad"v made the file invalid JSON and the session failed for good. */
+static void test_launcher_escapes(void **state)
+{
+	(void)state;
+	static const char *const awks[] = {"gawk", "mawk", "original-awk"};
+	char ascii[128], out[4096];
+	for (int i = 1; i < 128; i++)
+		ascii[i - 1] = (char)i;
+	ascii[127] = '\0';
+	for (size_t a = 0; a < sizeof awks / sizeof awks[0]; a++) {
+		char exe[64];
+		snprintf(exe, sizeof exe, "/usr/bin/%s", awks[a]);
+		if (access(exe, X_OK) != 0)
+			continue; /* the awks this machine has */
+		struct gg_launch_info li;
+		launcher_json(awks[a], "process ad\"v", "007", out, sizeof out);
+		assert_int_equal(parse_li(out, &li), 0);
+		assert_string_equal(li.active_reason, "process ad\"v");
+		assert_int_equal(li.logins, 7);
+		gg_launch_info_clear(&li);
+		/* every ASCII byte, and bytes that are not UTF-8 among UTF-8 */
+		const char *mixed = "\xc3\xa9 \xff\xc0\x80\xed\xa0\x80 \xf0\x9f\x98\x80 \xe2\x82";
+		const char *want = "\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef"
+				   "\xbf\xbd\xef\xbf\xbd \xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd";
+		const char *values[] = {ascii, mixed};
+		const char *wants[] = {ascii, want};
+		for (int v = 0; v < 2; v++) {
+			launcher_json(awks[a], values[v], "x1", out, sizeof out);
+			assert_int_equal(parse_li(out, &li), 0);
+			assert_int_equal(li.logins, 0);
+			gg_launch_info_clear(&li);
+			json_t *j = json_loads(out, 0, NULL);
+			assert_non_null(j);
+			assert_string_equal(json_string_value(json_object_get(j, "active_reason")),
+					    wants[v]);
+			json_decref(j);
+			assert_null(memchr(out, '\n', strlen(out) - 1)); /* one line */
+		}
+	}
+}
+
 static void test_apply(void **state)
 {
 	(void)state;
@@ -458,9 +546,13 @@ static void test_dev_gpu(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record_json), cmocka_unit_test(test_store),
-		cmocka_unit_test(test_dev_gpu),     cmocka_unit_test(test_store_concurrent),
-		cmocka_unit_test(test_rows_cache),  cmocka_unit_test(test_launch_info),
+		cmocka_unit_test(test_record_json),
+		cmocka_unit_test(test_store),
+		cmocka_unit_test(test_dev_gpu),
+		cmocka_unit_test(test_store_concurrent),
+		cmocka_unit_test(test_rows_cache),
+		cmocka_unit_test(test_launch_info),
+		cmocka_unit_test(test_launcher_escapes),
 		cmocka_unit_test(test_apply),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
