@@ -237,8 +237,9 @@ static void show_wait(void *ud, const struct gg_record *r, int64_t waited)
 	char d[32];
 	if (cli->wait_tty)
 		fputs("\r\033[K", stderr);
-	ui_err("  %s: %s%s (CE: %s), waited %s", r->name, gg_sess_state_name(r->state),
-	       gg_session_published(r) ? ", sshd not answering yet" : "", ces,
+	ui_err("  %s: %s%s%s (CE: %s), waited %s", r->name, gg_sess_state_name(r->state),
+	       gg_session_published(r) ? ", sshd not answering yet" : "",
+	       gg_launch_unreadable(r) ? ", its session file unreadable (read again)" : "", ces,
 	       gg_duration_format(waited, d, sizeof d));
 	if (!cli->wait_tty) /* ours: a line end is not an argument (it would be escaped) */
 		fputc('\n', stderr);

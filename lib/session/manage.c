@@ -192,6 +192,11 @@ int gg_engine_sync(struct gg_engine *e, struct gg_record *recs, size_t n, int on
 
 /* ---- kill ---- */
 
+static int live(const struct gg_record *r)
+{
+	return !gg_sess_state_ended(r->state);
+}
+
 struct mark_ud {
 	const char *cancelled; /* the job id this kill cancelled (NULL: none) */
 	char *late;            /* a job id the record gained meanwhile, not cancelled */
@@ -281,7 +286,14 @@ static int kill_on_ce(struct gg_engine *e, struct gg_record *recs, const struct 
 	}
 	struct gg_ce_result *res = NULL;
 	if (rc == 0 && nid && (rc = gg_ce_kill(ce, ids, nid, &res, err)) == 0) {
-		warn_results(e, ids, nid, res, 505);
+		/* what the CE says of a job whose record had ended is no failure
+		 * of this kill (it has ended there too, mostly) */
+		for (size_t k = 0, m = 0; k < g->n; k++) {
+			const struct gg_record *r = &recs[g->idx[k]];
+			if (r->job_id && m < nid && live(r))
+				warn_results(e, &ids[m], 1, &res[m], 505);
+			m += r->job_id != NULL;
+		}
 		gg_ce_results_free(res, nid);
 	}
 	gg_ce_free(ce);
@@ -294,6 +306,8 @@ static void mark_group_killed(struct gg_engine *e, struct gg_record *recs,
 {
 	for (size_t k = 0; k < g->n; k++) {
 		struct gg_record *r = &recs[g->idx[k]];
+		if (!live(r))
+			continue; /* ended here: its job was asked to end, the record stays */
 		struct gg_err e2 = {0};
 		struct mark_ud m = {r->job_id, NULL};
 		if (gg_store_update(e->st, r->name, mark_killed, &m, NULL, &e2) < 0 &&
@@ -308,9 +322,20 @@ static void mark_group_killed(struct gg_engine *e, struct gg_record *recs,
 	}
 }
 
-static int live(const struct gg_record *r)
+/* kill asks the CE to end a record's job whatever the record says: one marked
+ * failed or finished here (a node's file misread by an older gridgpu, a CE
+ * that answered wrongly) may have its job still running, holding a GPU. */
+static int to_cancel(const struct gg_record *r)
 {
-	return !gg_sess_state_ended(r->state);
+	return live(r) || (r->ce && r->job_id);
+}
+
+static int group_live(const struct gg_record *recs, const struct gg_rec_group *g)
+{
+	for (size_t k = 0; k < g->n; k++)
+		if (live(&recs[g->idx[k]]))
+			return 1;
+	return 0;
 }
 
 int gg_engine_kill(struct gg_engine *e, struct gg_record *recs, size_t n)
@@ -321,15 +346,23 @@ int gg_engine_kill(struct gg_engine *e, struct gg_record *recs, size_t n)
 	struct gg_err err = {0};
 	for (size_t i = 0; i < n; i++)
 		if (!live(&recs[i]))
-			gg_engine_notef(e, GG_NOTE_INFO, "%s %s already", recs[i].name,
-					gg_sess_state_phrase(recs[i].state));
-	if (gg_records_by_endpoint(recs, n, live, &gs, &ng, &err) < 0)
+			gg_engine_notef(
+				e, GG_NOTE_INFO, "%s %s already%s", recs[i].name,
+				gg_sess_state_phrase(recs[i].state),
+				to_cancel(&recs[i]) && recs[i].state != GG_S_KILLED
+					? " (its job is asked to end on the CE all the same)"
+					: "");
+	if (gg_records_by_endpoint(recs, n, to_cancel, &gs, &ng, &err) < 0)
 		return gg_engine_failf(e, &err, "kill");
 	for (size_t i = 0; i < ng; i++) {
-		if (kill_on_ce(e, recs, &gs[i], &err) < 0)
-			first(&code, gg_engine_failf(e, &err, "kill")); /* records kept */
-		else
+		if (kill_on_ce(e, recs, &gs[i], &err) == 0)
 			mark_group_killed(e, recs, &gs[i]);
+		else if (group_live(recs, &gs[i]))
+			first(&code, gg_engine_failf(e, &err, "kill")); /* records kept */
+		else /* records that had ended here: not a failure of the kill */
+			gg_engine_notef(e, GG_NOTE_WARN,
+					"the CE could not be asked to end %s's job: %s",
+					recs[gs[i].idx[0]].name, err.msg);
 	}
 	gg_rec_groups_free(gs, ng);
 	gg_engine_write_ssh_config(e, NULL);

@@ -186,6 +186,10 @@ static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
 	return 1;
 }
 
+/* The launcher's file, folded into the record. One that does not parse (a
+ * node's hostile text, a launcher of another version) changes nothing but the
+ * reason, which says so until a good one is read: the session is not failed,
+ * the next refresh reads the file again. */
 static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 {
 	char *text = NULL;
@@ -195,16 +199,26 @@ static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 		return; /* not published yet */
 	struct gg_launch_info li;
 	if (gg_launch_info_parse(text, len, &li, &e) < 0) {
-		r->state = GG_S_FAILED;
-		free(r->error);
-		r->error = gg_strdup_printf("the session file published on the node is invalid "
-					    "(%s): refusing it",
-					    e.msg);
+		char *why = gg_strdup_printf("%s: %s (the session is kept; read again at each "
+					     "refresh)",
+					     GG_LAUNCH_UNREADABLE, e.msg);
+		if (why) {
+			free(r->error);
+			r->error = why;
+		}
 	} else {
+		/* the launcher's own word replaces a reason of ours it had */
+		if (strcmp(li.state, "ended") != 0 && gg_launch_unreadable(r))
+			set_str(&r->error, NULL);
 		apply_launch(r, &li);
 		gg_launch_info_clear(&li);
 	}
 	free(text);
+}
+
+int gg_launch_unreadable(const struct gg_record *r)
+{
+	return r->error && !strncmp(r->error, GG_LAUNCH_UNREADABLE, strlen(GG_LAUNCH_UNREADABLE));
 }
 
 int gg_session_published(const struct gg_record *r)
@@ -280,6 +294,8 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 	case GG_CE_GONE:
 		if (ce && r->kind == GG_REC_SESSION)
 			fetch_launch(ce, r); /* why it ended */
+		if (gg_launch_unreadable(r))
+			set_str(&r->error, NULL); /* ended: nothing more to read */
 		if (r->state != GG_S_FAILED)
 			r->state = GG_S_FINISHED;
 		return;

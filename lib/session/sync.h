@@ -24,6 +24,11 @@
  * gg_session_published() tells, and the caller makes it "ready" once the sshd
  * has answered (gg_session_probe). */
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res);
+/* The reason a record has while the launcher's file cannot be read (a
+ * transient state: the record is kept as it was, the file read again at each
+ * refresh); gg_launch_unreadable() tells whether r->error is that one. */
+#define GG_LAUNCH_UNREADABLE "the session file the node published cannot be read"
+int gg_launch_unreadable(const struct gg_record *r);
 /* 1 for a live session whose sshd is published (host key pinned) but not yet
  * seen to answer. */
 int gg_session_published(const struct gg_record *r);

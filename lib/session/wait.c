@@ -114,10 +114,12 @@ int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record
 			return rc < 0 ? rc : 0;
 		if (timeout > 0 && waited >= timeout) {
 			char d[32];
-			return gg_err_set(err, GG_ENET, "not ready after %s (state %s, CE: %s)",
+			return gg_err_set(err, GG_ENET, "not ready after %s (state %s, CE: %s)%s%s",
 					  gg_duration_format(timeout, d, sizeof d),
 					  gg_sess_state_name(r->state),
-					  r->ce_state ? r->ce_state : "?");
+					  r->ce_state ? r->ce_state : "?",
+					  gg_launch_unreadable(r) ? ": " : "",
+					  gg_launch_unreadable(r) ? r->error : "");
 		}
 		/* Waiting on the CE: poll at 2 Hz; a signal cuts the sleep short. */
 		nanosleep(&tick, NULL);

@@ -32,8 +32,9 @@ struct fjob {
 	char id[32], name[64], killed_with[8];
 	enum gg_ce_state state;
 	int cleaned;
-	int lrms_queued;    /* the batch system holds it (the CE says running) */
-	const char *failed; /* A-REX's diagnose/failed */
+	int lrms_queued;          /* the batch system holds it (the CE says running) */
+	const char *failed;       /* A-REX's diagnose/failed */
+	const char *session_file; /* what the launcher published (NULL: nothing yet) */
 };
 
 /* In shared memory: a child process that dies in the middle of a submission
@@ -212,8 +213,13 @@ static int f_put_file(struct gg_ce *ce, const char *id, const char *name, const 
 static int f_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
 		 size_t *len, struct gg_err *err)
 {
-	(void)ce, (void)id, (void)max, (void)data, (void)len;
-	return gg_err_set(err, GG_ENOTFOUND, "no %s", name);
+	(void)ce, (void)max;
+	struct fjob *j = find(id);
+	if (!j || strcmp(name, GG_SESSION_FILE) || !j->session_file)
+		return gg_err_set(err, GG_ENOTFOUND, "no %s", name);
+	*len = strlen(j->session_file);
+	*data = strdup(j->session_file);
+	return 0;
 }
 
 static int f_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
@@ -752,6 +758,84 @@ static void test_sync_walltime(void **state)
 	gg_record_clear(&r);
 }
 
+static int set_state(struct gg_record *r, void *ud)
+{
+	r->state = *(enum gg_sess_state *)ud;
+	return 0;
+}
+
+/* A session file that does not parse (what a launcher that did not escape a
+ * process named ad"v wrote) is transient: the session keeps its state, the
+ * reason says why, and a good file later clears it. The regression: the
+ * session was marked failed for good. */
+static void test_session_file_unreadable(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("sess", "proxy");
+	s.rec.kind = GG_REC_SESSION;
+	s.make_key = 1;
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_RUNNING;
+	F.jobs[0].session_file = "{\"version\":1,\"state\":\"ready\",\"idle_since\":0,"
+				 "\"active_reason\":\"process ad\"v\"}\n";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	struct gg_record q = load("sess");
+	assert_int_equal(q.state, GG_S_STARTING);
+	assert_true(gg_launch_unreadable(&q));
+	assert_non_null(strstr(q.error, "not valid JSON"));
+	gg_record_clear(&q);
+	/* a ready session stays ready (connect goes by its pinned key) */
+	enum gg_sess_state ready = GG_S_READY;
+	assert_int_equal(gg_store_update(E.st, "sess", set_state, &ready, NULL, &err), 0);
+	gg_record_clear(&r);
+	r = load("sess");
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	q = load("sess");
+	assert_int_equal(q.state, GG_S_READY);
+	assert_true(gg_launch_unreadable(&q));
+	gg_record_clear(&q);
+	/* the next good file: the reason is gone, its activity taken */
+	F.jobs[0].session_file = "{\"version\":1,\"state\":\"starting\",\"logins\":2}";
+	gg_record_clear(&r);
+	r = load("sess");
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	q = load("sess");
+	assert_int_equal(q.state, GG_S_READY);
+	assert_null(q.error);
+	gg_record_clear(&q);
+	gg_record_clear(&r);
+}
+
+/* kill asks the CE to end the job of a record marked failed or finished here
+ * (its job may still run); what the CE says of it is no failure of the kill,
+ * and the record keeps its state. The regression: such a job was left to run
+ * until its walltime. */
+static void test_kill_ended_record(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("gone", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_RUNNING;
+	enum gg_sess_state failed = GG_S_FAILED;
+	assert_int_equal(gg_store_update(E.st, "gone", set_state, &failed, NULL, &err), 0);
+	gg_record_clear(&r);
+	r = load("gone");
+	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(F.jobs[0].state, GG_CE_KILLED);
+	assert_non_null(strstr(notes, "gone has failed already"));
+	struct gg_record q = load("gone");
+	assert_int_equal(q.state, GG_S_FAILED);
+	gg_record_clear(&q);
+	/* again, the job now unknown to the CE (404): still no failure */
+	F.jobs[0].cleaned = 1;
+	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	gg_record_clear(&r);
+}
+
 /* ---- what the user asked for, as a submission (submission.c) ---- */
 
 static struct gg_site site_named(const char *name, const char *ce)
@@ -955,6 +1039,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kill_before_submit_not_undone, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_session_key_made, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_session_file_unreadable, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_kill_ended_record, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_kill_own_credential, each_setup,
 						each_teardown),
 		cmocka_unit_test(test_groups),
