@@ -41,7 +41,7 @@ static const char enter_body[] =
 	"\tbwrap) add --bind \"$1\" \"$2\" ;;\n"
 	"\t*) add --bind \"$1:$2\" ;;\n"
 	"\tesac\n"
-	"\tmounts=\"$mounts $2\"\n"
+	"\tmounts=\"$mounts\n$2\"\n"
 	"}\n"
 	"mounts=\"\"\n"
 	"session_binds() {\n"
@@ -118,11 +118,14 @@ static const char enter_body[] =
 	"\tdone\n"
 	"\treturn 1\n"
 	"}\n"
-	"# the highest directory of path $1 the image does not have (\"./home\")\n"
+	"# the highest directory of path $1 the image does not have (\"./home\"); the\n"
+	"# walk up ends at / (or ., for a path that is not absolute) and after 256 steps\n"
 	"top_new() {\n"
-	"\tp=$1 t=\"\"\n"
-	"\twhile [ \"$p\" != / ] && [ ! -e \"$SB$p\" ]; do t=$p; p=$(dirname \"$p\"); done\n"
-	"\t[ -z \"$t\" ] || echo \".$t\"\n"
+	"\tp=$1 t=\"\" n=0\n"
+	"\twhile [ \"$p\" != / ] && [ \"$p\" != . ] && [ \"$n\" -lt 256 ] && [ ! -e \"$SB$p\" ]; do\n"
+	"\t\tt=$p; p=$(dirname \"$p\"); n=$((n + 1))\n"
+	"\tdone\n"
+	"\tcase $t in /?*) echo \".$t\" ;; esac\n"
 	"}\n"
 	"do_make() {\n"
 	"\tRT=$(find_rt) || no_rt\n"
@@ -142,7 +145,9 @@ static const char enter_body[] =
 	"\timage_sftp >/dev/null || pack_sftp\n"
 	"\t# the mount points the runtime makes in the sandbox: the session's, not the image's\n"
 	"\tquiet=1 runtime_args\n"
-	"\tfor m in $mounts; do top_new \"$m\"; done | sort -u >\"$G/sandbox-mounts\"\n"
+	"\t# one a line (a path may hold blanks; line ends are refused at the client)\n"
+	"\tprintf '%s\\n' \"$mounts\" | while IFS= read -r m; do [ -z \"$m\" ] || top_new \"$m\"; done |\n"
+	"\t\tsort -u >\"$G/sandbox-mounts\"\n"
 	"\t[ \"$src\" = \"$SD/$IMAGE\" ] && rm -f \"$src\"\n"
 	"\techo \"$(basename \"$RT\") $IMAGE (writable sandbox $SB)\"\n"
 	"}\n"
@@ -198,12 +203,34 @@ static void head_line(FILE *f, const char *name, const char *value)
 	fputc('\n', f);
 }
 
+/* A "." or ".." part of a path (or of SRC:DST) */
+static int dot_part(const char *b)
+{
+	for (const char *p = b; *p;) {
+		size_t n = strcspn(p, "/:");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 1;
+		p += n + (p[n] != '\0');
+	}
+	return 0;
+}
+
 int gg_session_bind_check(const char *what, const char *b, struct gg_err *err)
 {
 	const char *colon = strchr(b, ':');
-	if (b[0] != '/' || (colon && colon[1] != '/') || strchr(b, '\n') ||
-	    (colon && strchr(colon + 1, ':')))
+	for (const char *p = b; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return gg_err_set(err, GG_EUSAGE,
+					  "%s '%s': a control character (a line end, a tab...) "
+					  "cannot be carried to the node",
+					  what, b);
+	if (b[0] != '/' || (colon && colon[1] != '/') || (colon && strchr(colon + 1, ':')))
 		return gg_err_set(err, GG_EUSAGE, "%s '%s': expected SRC[:DST], absolute paths",
+				  what, b);
+	if (dot_part(b))
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s '%s': a path with '.' or '..' in it (name the directory "
+				  "itself)",
 				  what, b);
 	return 0;
 }
@@ -216,8 +243,16 @@ static int binds_fn(FILE *f, const struct gg_enter_opts *o, struct gg_err *err)
 	for (int i = 0; i < o->nsite_binds + o->nbinds; i++) {
 		int site = i < o->nsite_binds;
 		const char *s = site ? o->site_binds[i] : o->binds[i - o->nsite_binds];
-		if (gg_session_bind_check(site ? "the site's bind" : "--bind", s, err) < 0)
+		const char *what = site ? "the site's bind" : "--bind";
+		if (gg_session_bind_check(what, s, err) < 0)
 			return GG_EUSAGE;
+		if (strcmp(o->runtime && *o->runtime ? o->runtime : "apptainer", "bwrap") &&
+		    strchr(s, ','))
+			return gg_err_set(err, GG_EUSAGE,
+					  "%s '%s': apptainer takes a ',' as the end of a bind: a "
+					  "path with one cannot be bound (the site's runtime bwrap "
+					  "can)",
+					  what, s);
 		const char *colon = strchr(s, ':'), *dst = colon ? colon + 1 : s;
 		fputs("\tbind ", f);
 		sh_quote(f, s, colon ? (size_t)(colon - s) : strlen(s));

@@ -1,9 +1,12 @@
 #!/bin/sh
-# What a node says, at the test site (issue 45): a process of the session named
-# ad"v, then one with control characters and a line end in its name, keeps the
-# session ready (the launcher's session file stays valid JSON with the name
-# escaped, status says ready, connect works) and kill cancels its Slurm job; a
-# record marked failed here still has its job cancelled by kill.
+# What a node says and holds, at the test site (issue 45): a process of the
+# session named ad"v, then one with control characters and a line end in its
+# name, keeps the session ready (the launcher's session file stays valid JSON
+# with the name escaped, status says ready, connect works) and kill cancels its
+# Slurm job; a record marked failed here still has its job cancelled by kill;
+# --bind with blanks in its paths works in the container, and the forms that
+# cannot be carried to the node are refused at the client (exit 2, nothing
+# submitted).
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ "${GRIDGPU_TESTBED_LRMS:-slurm}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
@@ -94,4 +97,23 @@ poll 60 slurm_state_in "$SJF" CANCELLED && ok "Slurm cancelled f's job ($SJF)" |
 run_gg kill f
 expect_eq "kill f again (its job ended on the CE): exit 0" "$RC" 0
 
+# --- --bind with blanks; forms that cannot be carried ---------------------------
+sh "$top/tests/e2e/mkrootfs.sh" rootfs mkfifo rm >/dev/null 2>&1
+"$GRIDGPU" freeze -q rootfs -o img.sif
+mkdir -p "bind me" && echo "with a blank" >"bind me/note" && chmod -R a+rX "bind me"
+nrec() { ls "$XDG_STATE_HOME/gridgpu/records" | grep -c '\.json$'; }
+before=$(nrec)
+for b in "$(printf '%s:/a\nb' "$T_TMP/bind me")" "$T_TMP/bind me:rel" "$T_TMP/bind me:/a/../etc" \
+	"$(printf '%s:/a\033[2Jb' "$T_TMP/bind me")" "$T_TMP/bind me/..:/x"; do
+	expect_fail "request --bind '$(printf '%s' "$b" | od -An -c | tr -s ' \n' ' ')': refused (exit 2)" 2 "--bind" \
+		request --name bad --no-wait --image img.sif --bind "$b" --walltime 10m
+done
+expect_eq "nothing submitted for the refused binds" "$(nrec)" "$before"
+run_gg request --name b --image img.sif --bind "$T_TMP/bind me:/my dir" --walltime 30m --timeout 4m
+expect_eq "request --bind '$T_TMP/bind me:/my dir': ready" "$RC" 0
+run_gg connect b -- 'cat "/my dir/note"'
+expect_eq "the bound directory, with its blanks, in the container" "$OUT" "with a blank"
+
+run_gg kill b
+expect_eq "kill b" "$RC" 0
 done_testing

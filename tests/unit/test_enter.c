@@ -123,14 +123,26 @@ static void test_refused(void **state)
 	(void)state;
 	char *text = (char *)"x";
 	struct gg_err err = {0};
-	const char *bad[] = {"relative/path", "/a:b", "/a:/b:/c", "/a\n/b"};
-	for (int i = 0; i < 4; i++) {
+	/* what cannot be carried to the node as it is, or is not a plain path:
+	 * a line end or another control character, '.' and '..' parts */
+	const char *bad[] = {"relative/path", "/a:b",       "/a:/b:/c",     "/a\n/b",
+			     "/tmp:/a\033b",  "/tmp:/a\tb", "/tmp:/a/../b", "/tmp/..:/b",
+			     "/tmp:/./b",     "/tmp:/b/..", "/a\x7f:/b"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct gg_enter_opts o = {
 			.runtime = "bwrap", .image = "i", .binds = &bad[i], .nbinds = 1};
 		assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
 		assert_null(text);
 		assert_non_null(strstr(err.msg, "--bind"));
 	}
+	/* apptainer ends a bind at a ',': refused for it, bwrap takes it */
+	const char *comma[] = {"/data/a,b:/mnt/x"};
+	struct gg_enter_opts oc = {.runtime = NULL, .image = "i", .binds = comma, .nbinds = 1};
+	assert_int_equal(gg_session_enter_script(&oc, &text, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "apptainer takes a ','"));
+	oc.runtime = "bwrap";
+	assert_int_equal(gg_session_enter_script(&oc, &text, &err), 0);
+	free(text);
 	struct gg_enter_opts o = {.runtime = "docker", .image = "i"};
 	assert_int_equal(gg_session_enter_script(&o, &text, &err), GG_EUSAGE);
 	o.runtime = "bwrap";
@@ -143,13 +155,60 @@ static void test_refused(void **state)
 	free(text);
 }
 
+/* "make" with binds whose paths hold blanks (a directory image, a bwrap that
+ * is only a name in PATH: make does not run it): it ends, and the mount points
+ * the sandbox gets are listed whole, one a line. The regression: the list was
+ * split at blanks and the walk up from "dir" never ended (dirname . is .). */
+static void test_make_blanks(void **state)
+{
+	(void)state;
+	char img[160], src[160], b1[200], b2[200], sd[160], cmd[1024];
+	snprintf(img, sizeof img, "%s/img", tmpdir);
+	snprintf(src, sizeof src, "%s/bind me", tmpdir);
+	snprintf(sd, sizeof sd, "%s/sd", tmpdir);
+	snprintf(cmd, sizeof cmd,
+		 "mkdir -p '%s/bin' '%s/etc' '%s' '%s/.gridgpu' '%s/fakebin' && "
+		 "printf '#!/bin/sh\\n' >'%s/fakebin/bwrap' && chmod +x '%s/fakebin/bwrap'",
+		 img, img, src, sd, tmpdir, tmpdir, tmpdir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(b1, sizeof b1, "%s:/my dir/sub", src);
+	snprintf(b2, sizeof b2, "%s:/opt/a b", src);
+	const char *binds[] = {b1, b2};
+	struct gg_enter_opts o = {.runtime = "bwrap", .image = img, .binds = binds, .nbinds = 2};
+	char *text = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_enter_script(&o, &text, &err), 0);
+	char path[200];
+	snprintf(path, sizeof path, "%s/gridgpu-enter", sd);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	snprintf(cmd, sizeof cmd,
+		 "cd '%s' && env -u HOME GRIDGPU_SESSION_DIR='%s' PATH='%s/fakebin:/usr/bin:/bin' "
+		 "timeout 60 /bin/sh ./gridgpu-enter make >/dev/null 2>&1",
+		 sd, sd, tmpdir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof path, "%s/.gridgpu/sandbox-mounts", sd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	char list[512] = "";
+	size_t n = fread(list, 1, sizeof list - 1, f);
+	list[n] = '\0';
+	fclose(f);
+	/* the image has /etc and /bin, not /my dir nor /opt: those whole */
+	assert_non_null(strstr(list, "./my dir\n"));
+	assert_non_null(strstr(list, "./opt\n"));
+	assert_null(strstr(list, "./my\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bwrap),
-		cmocka_unit_test(test_site_binds),
-		cmocka_unit_test(test_apptainer),
-		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_bwrap),       cmocka_unit_test(test_site_binds),
+		cmocka_unit_test(test_apptainer),   cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_make_blanks),
 	};
 	return cmocka_run_group_tests_name("enter", tests, setup_tmp, teardown_tmp);
 }
