@@ -42,5 +42,8 @@ int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int 
  * when the node recorded none: no GPU, a MIG device, no nvidia-smi there.
  * malloc'd. */
 int gg_session_node_gpus(struct gg_ssh_conn *c, char **json, struct gg_err *err);
+/* The command it runs on the node (sh): the record's bytes on stdout, when the
+ * record is a regular file (64 KiB at most); nothing otherwise, never blocking. */
+extern const char gg_session_node_gpus_cmd[];
 
 #endif

@@ -6,7 +6,8 @@
 # Slurm job; a record marked failed here still has its job cancelled by kill;
 # --bind with blanks in its paths works in the container, and the forms that
 # cannot be carried to the node are refused at the client (exit 2, nothing
-# submitted).
+# submitted); a FIFO in place of the node's GPU record does not block freeze
+# --session, nor leave a process on the node waiting on it.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ "${GRIDGPU_TESTBED_LRMS:-slurm}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
@@ -114,6 +115,18 @@ expect_eq "request --bind '$T_TMP/bind me:/my dir': ready" "$RC" 0
 run_gg connect b -- 'cat "/my dir/note"'
 expect_eq "the bound directory, with its blanks, in the container" "$OUT" "with a blank"
 
+# --- a FIFO for the node's GPU record: freeze --session does not block ----------
+run_gg connect b -- 'g=$GRIDGPU_SESSION_DIR/.gridgpu; rm -f "$g/gpus" && mkfifo "$g/gpus" && ls -l "$g/gpus"'
+printf '%s' "$OUT" | grep -q '^p' && ok "the session's GPU record is a FIFO now" || not_ok "no FIFO: $RC $OUT $ERR"
+timeout 300 "$GRIDGPU" freeze -q --session b -o fz.sif >"$T_TMP/fz.out" 2>&1
+RCF=$?
+[ "$RCF" = 0 ] && [ -s fz.sif ] && ok "freeze --session with a FIFO there: done, the image made" ||
+	not_ok "freeze --session with a FIFO (exit $RCF): $(cat "$T_TMP/fz.out")"
+waiting=""
+for p in $(ip netns pids "$GG_TB_NS"); do
+	tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '\.gridgpu/gpus' && waiting="$waiting $p"
+done
+expect_eq "no process on the node left reading the FIFO" "$waiting" ""
 run_gg kill b
 expect_eq "kill b" "$RC" 0
 done_testing

@@ -13,6 +13,7 @@
 #include "gridgpu/engine.h"
 #include "gridgpu/image.h"
 #include "session/session.h"
+#include "session/sshview.h"
 #include "session/sync.h"
 
 static char dir[64];
@@ -424,6 +425,71 @@ static void test_launcher_escapes(void **state)
 	}
 }
 
+/* What freeze --session runs on the node to read the session's GPU record, run
+ * here (sh, under timeout 30) in a session dir whose record is `kind`; its exit
+ * status and the bytes it printed. */
+static int node_gpus_read(const char *sd, char *out, size_t size, size_t *len)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		setenv("GRIDGPU_SESSION_DIR", sd, 1);
+		execl("/usr/bin/timeout", "timeout", "30", "/bin/sh", "-c",
+		      gg_session_node_gpus_cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ssize_t k;
+	*len = 0;
+	while ((k = read(p[0], out + *len, size - *len)) > 0)
+		*len += (size_t)k;
+	close(p[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The node's record of the session's GPUs is read only when it is a regular
+ * file: a FIFO (or a link to one) in its place is not opened, nothing blocks.
+ * The regression: `cat` of a FIFO there blocked on the node, and freeze with it. */
+static void test_node_gpus_cmd(void **state)
+{
+	(void)state;
+	char sd[128], g[160], rec[192], cmd[512];
+	static char out[80 * 1024];
+	size_t len;
+	snprintf(sd, sizeof sd, "%s/node-sd", dir);
+	snprintf(g, sizeof g, "%s/.gridgpu", sd);
+	snprintf(rec, sizeof rec, "%s/gpus", g);
+	snprintf(cmd, sizeof cmd,
+		 "mkdir -p '%s' && printf '# CUDA_VISIBLE_DEVICES=0\\n0, x\\n' >'%s'", g, rec);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(node_gpus_read(sd, out, sizeof out, &len), 0);
+	assert_int_equal(len, 30);
+	assert_memory_equal(out, "# CUDA_VISIBLE_DEVICES=0\n0, x\n", 30);
+	/* a FIFO: nothing read, no wait (timeout's 124 if it blocked) */
+	assert_int_equal(unlink(rec), 0);
+	assert_int_equal(mkfifo(rec, 0600), 0);
+	assert_int_equal(node_gpus_read(sd, out, sizeof out, &len), 0);
+	assert_int_equal(len, 0);
+	/* a link to a FIFO, to a file: not followed */
+	char fifo[200];
+	snprintf(fifo, sizeof fifo, "%s/fifo", g);
+	assert_int_equal(rename(rec, fifo), 0);
+	assert_int_equal(symlink(fifo, rec), 0);
+	assert_int_equal(node_gpus_read(sd, out, sizeof out, &len), 0);
+	assert_int_equal(len, 0);
+	/* a record larger than 64 KiB: its first 64 KiB */
+	assert_int_equal(unlink(rec), 0);
+	snprintf(cmd, sizeof cmd, "head -c 70000 /dev/zero | tr '\\0' a >'%s'", rec);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(node_gpus_read(sd, out, sizeof out, &len), 0);
+	assert_int_equal(len, 65536);
+}
+
 static void test_apply(void **state)
 {
 	(void)state;
@@ -553,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_rows_cache),
 		cmocka_unit_test(test_launch_info),
 		cmocka_unit_test(test_launcher_escapes),
+		cmocka_unit_test(test_node_gpus_cmd),
 		cmocka_unit_test(test_apply),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
