@@ -200,6 +200,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIBA)
 $(B)/tests/test_fuzz_regress: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
 $(B)/tests/test_fuzz_regress: ALLCFLAGS += -DGG_FUZZ_DIR='"$(abspath tests/fuzz)"'
 $(B)/tests/test_voms: ALLCFLAGS += -DGG_FUZZ_DIR='"$(abspath tests/fuzz)"'
+# launch_file runs the launcher's own writer of its session file
+$(B)/fuzz/fuzz_launch_file $(B)/tests/test_fuzz_regress: \
+	ALLCFLAGS += -DGG_LAUNCHER='"$(abspath libexec/gridgpu/session-launcher)"'
 
 fuzz-build: $(FUZZ_BIN)
 

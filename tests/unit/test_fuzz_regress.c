@@ -27,6 +27,7 @@
 #include "../fuzz/fuzz_csr.c"
 #include "../fuzz/fuzz_http_json.c"
 #include "../fuzz/fuzz_huffman.c"
+#include "../fuzz/fuzz_launch_file.c"
 #include "../fuzz/fuzz_launch_info.c"
 #include "../fuzz/fuzz_node_gpus.c"
 #include "../fuzz/fuzz_oci.c"
@@ -63,6 +64,7 @@ static const struct target targets[] = {
 	{"csr", fuzz_init_csr, fuzz_one_csr},
 	{"http_json", no_init, fuzz_one_http_json},
 	{"huffman", no_init, fuzz_one_huffman},
+	{"launch_file", fuzz_init_launch_file, fuzz_one_launch_file},
 	{"launch_info", no_init, fuzz_one_launch_info},
 	{"node_gpus", no_init, fuzz_one_node_gpus},
 	{"oci", fuzz_init_oci, fuzz_one_oci},
