@@ -112,21 +112,25 @@ done
 expect_eq "nothing submitted for the refused binds" "$(nrec)" "$before"
 run_gg request --name b --image img.sif --bind "$T_TMP/bind me:/my dir" --walltime 30m --timeout 4m
 expect_eq "request --bind '$T_TMP/bind me:/my dir': ready" "$RC" 0
-run_gg connect b -- 'cat "/my dir/note"'
+run_gg connect b --timeout 1m -- 'cat "/my dir/note"'
 expect_eq "the bound directory, with its blanks, in the container" "$OUT" "with a blank"
+run_gg kill b
+expect_eq "kill b" "$RC" 0
 
 # --- a FIFO for the node's GPU record: freeze --session does not block ----------
-run_gg connect b -- 'g=$GRIDGPU_SESSION_DIR/.gridgpu; rm -f "$g/gpus" && mkfifo "$g/gpus" && ls -l "$g/gpus"'
+run_gg request --name fz --image img.sif --walltime 30m --timeout 4m
+expect_eq "request fz (an image, no bind): ready" "$RC" 0
+run_gg connect fz --timeout 1m -- 'g=$GRIDGPU_SESSION_DIR/.gridgpu; rm -f "$g/gpus" && mkfifo "$g/gpus" && ls -l "$g/gpus"'
 printf '%s' "$OUT" | grep -q '^p' && ok "the session's GPU record is a FIFO now" || not_ok "no FIFO: $RC $OUT $ERR"
-timeout 300 "$GRIDGPU" freeze -q --session b -o fz.sif >"$T_TMP/fz.out" 2>&1
+timeout 120 "$GRIDGPU" freeze -q --session fz -o fz.sif >"$T_TMP/fz.out" 2>&1
 RCF=$?
 [ "$RCF" = 0 ] && [ -s fz.sif ] && ok "freeze --session with a FIFO there: done, the image made" ||
 	not_ok "freeze --session with a FIFO (exit $RCF): $(cat "$T_TMP/fz.out")"
 waiting=""
 for p in $(ip netns pids "$GG_TB_NS"); do
-	tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '\.gridgpu/gpus' && waiting="$waiting $p"
+	{ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q '\.gridgpu/gpus' && waiting="$waiting $p"
 done
 expect_eq "no process on the node left reading the FIFO" "$waiting" ""
-run_gg kill b
-expect_eq "kill b" "$RC" 0
+run_gg kill fz
+expect_eq "kill fz" "$RC" 0
 done_testing
