@@ -102,7 +102,7 @@ expect_eq "kill f again (its job ended on the CE): exit 0" "$RC" 0
 sh "$top/tests/e2e/mkrootfs.sh" rootfs mkfifo rm >/dev/null 2>&1
 "$GRIDGPU" freeze -q rootfs -o img.sif
 mkdir -p "bind me" && echo "with a blank" >"bind me/note" && chmod -R a+rX "bind me"
-nrec() { ls "$XDG_STATE_HOME/gridgpu/records" | grep -c '\.json$'; }
+nrec() { set -- "$XDG_STATE_HOME"/gridgpu/records/*.json; [ -e "$1" ] && echo $# || echo 0; }
 before=$(nrec)
 for b in "$(printf '%s:/a\nb' "$T_TMP/bind me")" "$T_TMP/bind me:rel" "$T_TMP/bind me:/a/../etc" \
 	"$(printf '%s:/a\033[2Jb' "$T_TMP/bind me")" "$T_TMP/bind me/..:/x"; do
@@ -120,6 +120,7 @@ expect_eq "kill b" "$RC" 0
 # --- a FIFO for the node's GPU record: freeze --session does not block ----------
 run_gg request --name fz --image img.sif --walltime 30m --timeout 4m
 expect_eq "request fz (an image, no bind): ready" "$RC" 0
+# shellcheck disable=SC2016 # $GRIDGPU_SESSION_DIR is the session's, on the node
 run_gg connect fz --timeout 1m -- 'g=$GRIDGPU_SESSION_DIR/.gridgpu; rm -f "$g/gpus" && mkfifo "$g/gpus" && ls -l "$g/gpus"'
 printf '%s' "$OUT" | grep -q '^p' && ok "the session's GPU record is a FIFO now" || not_ok "no FIFO: $RC $OUT $ERR"
 timeout 120 "$GRIDGPU" freeze -q --session fz -o fz.sif >"$T_TMP/fz.out" 2>&1
