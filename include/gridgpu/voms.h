@@ -18,10 +18,16 @@ struct gg_voms_server {
 	int port;
 };
 
+/* The longest vomses line read: a longer one (a line names one server, in a
+ * few hundred bytes) is refused, never read in pieces. */
+#define GG_VOMSES_LINE_MAX 16384
+
 /* The servers of vo (matched by alias or VO name), in the order voms-proxy-init
  * reads them: $VOMS_USERCONF alone when set, else ~/.voms/vomses,
  * ~/.glite/vomses, /etc/vomses; each a file or a directory of files. GG_EUSAGE
- * when none names vo. Free with gg_voms_servers_free. */
+ * when none names vo, or a file has a malformed line, a line longer than
+ * GG_VOMSES_LINE_MAX or a NUL byte (its name and line number). Free with
+ * gg_voms_servers_free. */
 GG_API int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
 				struct gg_err *err);
 GG_API void gg_voms_servers_free(struct gg_voms_server *s, size_t n);

@@ -79,30 +79,52 @@ struct found {
 	struct gg_err *err;
 };
 
+/* One server of the VO found, or the line dropped. */
+static void keep(struct found *f, struct gg_voms_server *s)
+{
+	if ((strcmp(s->alias, f->vo) == 0 || strcmp(s->vo, f->vo) == 0) && f->n < MAX_SERVERS) {
+		f->s[f->n++] = *s;
+		return;
+	}
+	free(s->alias);
+	free(s->host);
+	free(s->dn);
+	free(s->vo);
+}
+
+/* Whole lines (getline): one longer than GG_VOMSES_LINE_MAX, or holding a NUL
+ * byte, is refused with its number, never read in pieces (the tail of a long
+ * comment would be a line of its own). */
 static int read_file(const char *path, struct found *f)
 {
 	FILE *fp = fopen(path, "r");
 	if (!fp)
 		return errno == ENOENT ? 0
 				       : gg_err_sys(f->err, GG_EUSAGE, errno, "vomses '%s'", path);
-	char line[4096];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
 	int rc = 0, no = 0;
-	while (rc == 0 && fgets(line, sizeof line, fp)) {
+	while (rc == 0 && (len = getline(&line, &cap, fp)) >= 0) {
 		no++;
 		struct gg_voms_server s;
-		int r = gg_voms_server_parse(line, &s, f->err);
-		if (r < 0) {
+		if ((size_t)len > GG_VOMSES_LINE_MAX)
+			rc = gg_err_set(f->err, GG_EUSAGE,
+					"vomses '%s' line %d: longer than %d bytes (a vomses line "
+					"names one server): shorten or remove it",
+					path, no, GG_VOMSES_LINE_MAX);
+		else if (memchr(line, '\0', (size_t)len))
+			rc = gg_err_set(f->err, GG_EUSAGE,
+					"vomses '%s' line %d: a NUL byte: remove it", path, no);
+		else if ((rc = gg_voms_server_parse(line, &s, f->err)) < 0)
 			rc = gg_err_prefix(f->err, "vomses '%s' line %d", path, no);
-		} else if (r == 0 && (strcmp(s.alias, f->vo) == 0 || strcmp(s.vo, f->vo) == 0) &&
-			   f->n < MAX_SERVERS) {
-			f->s[f->n++] = s;
-		} else if (r == 0) {
-			free(s.alias);
-			free(s.host);
-			free(s.dn);
-			free(s.vo);
-		}
+		else if (rc == 0)
+			keep(f, &s);
+		rc = rc < 0 ? rc : 0;
 	}
+	if (rc == 0 && ferror(fp))
+		rc = gg_err_sys(f->err, GG_EUSAGE, errno, "vomses '%s' line %d", path, no + 1);
+	free(line);
 	fclose(fp);
 	return rc;
 }

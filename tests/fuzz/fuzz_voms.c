@@ -1,14 +1,45 @@
 /* The VOMS server's XML answer (gg_voms_answer_parse) and the attribute
  * certificates it carries (gg_ac_seq_parse, gg_ac_parse): an input that starts
- * with '<' is an answer, any other the DER of the proxy extension and of one AC. */
+ * with '<' is an answer; '"' or '#' vomses lines (gg_voms_server_parse); any
+ * other the DER of the proxy extension and of one AC. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "voms/voms.h"
 
+/* Each line as the vomses reader gives it to the parser. */
+static void vomses_lines(const char *text)
+{
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		char *line = strndup(p, n + (p[n] == '\n'));
+		struct gg_voms_server s;
+		struct gg_err err = {0};
+		int rc = line ? gg_voms_server_parse(line, &s, &err) : 1;
+		FUZZ_CHECK(rc == 0 || rc == 1 || (rc == GG_EUSAGE && err.msg[0]),
+			   "a vomses line refused without a message");
+		if (rc == 0) {
+			FUZZ_CHECK(*s.alias && *s.host && s.dn && s.vo && s.port >= 1 &&
+					   s.port <= 65535,
+				   "a vomses server without alias, host, DN, VO or port");
+			free(s.alias), free(s.host), free(s.dn), free(s.vo);
+		}
+		free(line);
+		p += n + (p[n] == '\n');
+	}
+}
+
 FUZZ_TARGET(voms)
 {
 	struct gg_err err = {0};
+	if (size && (data[0] == '"' || data[0] == '#')) {
+		char *text = strndup((const char *)data, size);
+		if (text)
+			vomses_lines(text);
+		free(text);
+		return 0;
+	}
 	if (size && data[0] == '<') {
 		struct gg_voms_answer a;
 		int rc = gg_voms_answer_parse((const char *)data, size, &a, &err);

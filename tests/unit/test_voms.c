@@ -15,6 +15,8 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
+UNIT_TMPDIR("gg-voms")
+
 #ifndef GG_FUZZ_DIR
 #define GG_FUZZ_DIR "tests/fuzz"
 #endif
@@ -386,12 +388,73 @@ static void test_rest_answers(void **state)
 	tvoms_free(&v);
 }
 
+/* ---- vomses files ---- */
+
+static void write_file(const char *path, const char *a, size_t an, const char *b)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(a, 1, an, f), an);
+	fputs(b, f);
+	fclose(f);
+}
+
+/* A comment line longer than the 4 KiB fgets read: its tail, shaped as a
+ * server of the VO, was read as a line of its own (failed before: two servers,
+ * evil.example first). Now whole lines: a comment is a comment; a line longer
+ * than GG_VOMSES_LINE_MAX, or with a NUL byte, refused with its number. */
+static void test_vomses_long_lines(void **state)
+{
+	(void)state;
+	char path[128], *line = malloc(GG_VOMSES_LINE_MAX + 2);
+	struct gg_voms_server *sv = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	snprintf(path, sizeof path, "%s/vomses", tmpdir);
+	setenv("VOMS_USERCONF", path, 1);
+	const char *evil = "\"testvo\" \"evil.example\" \"15000\" \"/CN=evil\" \"testvo\"\n",
+		   *good = "\"testvo\" \"good.example\" \"15000\" \"/CN=good\" \"testvo\"\n";
+	line[0] = '#';
+	memset(line + 1, 'x', 4094);
+	memcpy(line + 4095, evil, strlen(evil) + 1);
+	write_file(path, line, strlen(line), good);
+	assert_int_equal(gg_voms_servers_find("testvo", &sv, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(sv[0].host, "good.example");
+	gg_voms_servers_free(sv, n);
+
+	/* one byte more than the bound: refused, not split */
+	memset(line + 1, 'x', GG_VOMSES_LINE_MAX - 1);
+	memcpy(line + GG_VOMSES_LINE_MAX - strlen(evil) + 1, evil, strlen(evil) + 1);
+	assert_int_equal(strlen(line), GG_VOMSES_LINE_MAX + 1);
+	write_file(path, good, strlen(good), line);
+	assert_int_equal(gg_voms_servers_find("testvo", &sv, &n, &err), GG_EUSAGE);
+	assert_null(sv);
+	assert_non_null(strstr(err.msg, "line 2: longer than 16384 bytes"));
+	/* exactly the bound: read */
+	memmove(line + 1, line + 2, GG_VOMSES_LINE_MAX);
+	write_file(path, line, strlen(line), good);
+	assert_int_equal(gg_voms_servers_find("testvo", &sv, &n, &err), 0);
+	assert_int_equal(n, 1);
+	gg_voms_servers_free(sv, n);
+	/* a NUL byte hiding the rest of a line */
+	write_file(path, "\"testvo\" \"h\" \"1\" \"/CN=x\" \"testvo\"\0junk\n", 40, "");
+	assert_int_equal(gg_voms_servers_find("testvo", &sv, &n, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 1: a NUL byte"));
+	unsetenv("VOMS_USERCONF");
+	free(line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_vomses_line), cmocka_unit_test(test_fqan_command),
-		cmocka_unit_test(test_answer),      cmocka_unit_test(test_ac),
-		cmocka_unit_test(test_clock_skew),  cmocka_unit_test(test_rest_answers),
+		cmocka_unit_test(test_vomses_line),
+		cmocka_unit_test(test_fqan_command),
+		cmocka_unit_test(test_answer),
+		cmocka_unit_test(test_ac),
+		cmocka_unit_test(test_clock_skew),
+		cmocka_unit_test(test_rest_answers),
+		cmocka_unit_test(test_vomses_long_lines),
 	};
-	return cmocka_run_group_tests_name("voms", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("voms", tests, setup_tmp, teardown_tmp);
 }
