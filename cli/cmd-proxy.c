@@ -56,7 +56,7 @@ const struct gg_opt cmd_proxy_init_opts[] = {
 	{"verify", 0, OPT_NONE, NULL, "verify the new proxy against the CA directory", O_VERIFY},
 	OPT_CA_DIR,
 	{"voms", 0, OPT_ARG, "VO[:FQAN]",
-	 "add the VO's attribute certificate (repeatable; vomses, $X509_VOMS_DIR)", O_VOMS},
+	 "add the VO's attribute certificate (VO: its name or vomses alias; repeatable)", O_VOMS},
 	{"order", 0, OPT_ARG, "FQAN", "ask the VOMS server to put FQAN first", O_ORDER},
 	{"voms-lifetime", 0, OPT_ARG, "DUR",
 	 "lifetime of the attribute certificates (default: the proxy's)", O_VOMS_LIFETIME},
@@ -355,6 +355,30 @@ static int init_option(struct gg_cli *cli, int c, struct init_args *a, struct gg
 
 #define HELP_SHOWN (-1)
 
+/* --voms VO[:FQAN] and --order FQAN, checked before anything else is done: a
+ * VO name and FQANs (of that VO unless it is a vomses alias: checked once the
+ * server is known), nothing else reaches a VOMS request. */
+static int check_voms_args(struct gg_cli *cli, const struct init_args *a)
+{
+	struct gg_err err = {0};
+	for (size_t i = 0; i < a->n_voms; i++) {
+		const char *c = strchr(a->voms[i], ':');
+		char vo[256];
+		size_t vl = c ? (size_t)(c - a->voms[i]) : strlen(a->voms[i]);
+		snprintf(vo, sizeof vo, "%.*s", (int)(vl < sizeof vo ? vl : sizeof vo - 1),
+			 a->voms[i]);
+		if (vl >= sizeof vo)
+			gg_err_set(&err, GG_EUSAGE, "the VO name is longer than %zu bytes",
+				   sizeof vo - 1);
+		if (err.code || gg_voms_vo_check(vo, &err) < 0 ||
+		    (c && gg_voms_fqan_check(NULL, c + 1, &err) < 0))
+			return ui_fail(cli, &err, "proxy init --voms '%s'", a->voms[i]);
+	}
+	if (a->order && gg_voms_fqan_check(NULL, a->order, &err) < 0)
+		return ui_fail(cli, &err, "proxy init --order");
+	return 0;
+}
+
 static int init_args_parse(struct gg_cli *cli, int argc, char **argv, struct init_args *a,
 			   struct gg_proxy_opts *po)
 {
@@ -368,7 +392,7 @@ static int init_args_parse(struct gg_cli *cli, int argc, char **argv, struct ini
 		return ui_usage(cli, "proxy init takes no arguments");
 	if (a->key && !a->cert)
 		return ui_usage(cli, "--key needs --cert");
-	return 0;
+	return check_voms_args(cli, a);
 }
 
 /* Ask for the passphrase of the user's key when it has one, and unlock it. */

@@ -21,6 +21,8 @@ struct gg_voms_server {
 /* The longest vomses line read: a longer one (a line names one server, in a
  * few hundred bytes) is refused, never read in pieces. */
 #define GG_VOMSES_LINE_MAX 16384
+/* The longest FQAN taken. */
+#define GG_VOMS_FQAN_MAX 1024
 
 /* The servers of vo (matched by alias or VO name), in the order voms-proxy-init
  * reads them: $VOMS_USERCONF alone when set, else ~/.voms/vomses,
@@ -48,8 +50,15 @@ GG_API int gg_voms_answer_parse(const char *xml, size_t len, struct gg_voms_answ
 				struct gg_err *err);
 GG_API void gg_voms_answer_clear(struct gg_voms_answer *a);
 
+/* A VO's name: 1 to 255 ASCII letters, digits, '.', '_' and '-'. 0 or GG_EUSAGE. */
+GG_API int gg_voms_vo_check(const char *vo, struct gg_err *err);
+/* An FQAN as a request names it: /vo[/group...][/Role=r][/Capability=c], each
+ * name as a VO's, at most GG_VOMS_FQAN_MAX bytes; of vo unless vo is NULL. 0 or
+ * GG_EUSAGE saying what is wrong (the FQAN as given: escape it to print it).
+ * err may be NULL. */
+GG_API int gg_voms_fqan_check(const char *vo, const char *fqan, struct gg_err *err);
 /* The FQAN as a legacy command: "/vo/g" -> "G/vo/g", "/vo/g/Role=r" -> "B/vo/g:r".
- * malloc'd; NULL when it is not an FQAN of vo. */
+ * malloc'd; NULL when it is not an FQAN of vo (gg_voms_fqan_check). */
 GG_API char *gg_voms_fqan_command(const char *vo, const char *fqan);
 
 struct gg_voms_request {
@@ -63,11 +72,15 @@ struct gg_voms_request {
 	long timeout_ms;      /* per server; 0 = 20 s */
 	const struct gg_log *log;
 };
-/* Ask the VO's servers, one after the other until one answers, for an AC for
- * user (unlocked). *ac (DER, malloc'd) is checked: signed by the server talked
- * to, for the VO. GG_EUSAGE: no server for the VO; GG_ECRED: the server said no
- * (its message), its certificate does not match the .lsc; GG_ENET: none could be
- * reached; GG_EPROTO: garbage. */
+/* Ask the VO's servers (r->vo: a vomses alias or VO name), one after the other
+ * until one answers, for an AC for user (unlocked). The request is checked
+ * before anything is sent (GG_EUSAGE: r->vo not a VO name, an FQAN or the
+ * order not an FQAN (gg_voms_fqan_check), an FQAN not of the server's VO).
+ * *ac (DER, malloc'd) is checked: signed by the server talked to, for the VO;
+ * the server's .lsc file is vomsdir/<VO name>/<host>.lsc. GG_EUSAGE: no
+ * server for the VO; GG_ECRED: the server said no (its message), its
+ * certificate does not match the .lsc; GG_ENET: none could be reached;
+ * GG_EPROTO: garbage. */
 GG_API int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r,
 			 unsigned char **ac, size_t *ac_len, struct gg_err *err);
 

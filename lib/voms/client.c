@@ -165,10 +165,14 @@ static int exchange(struct conn *k, const struct gg_voms_server *s, const char *
 	return 0;
 }
 
-/* The server's certificate is the one vomses names, and the VO's .lsc agrees. */
-static int check_lsc(X509 *peer, const struct gg_voms_server *s, const char *vo,
-		     const char *voms_dir, struct gg_err *err)
+/* The server's certificate is the one vomses names, and the VO's .lsc agrees:
+ * vomsdir/<the VO's name>/<host>.lsc (the name, not the vomses alias). */
+static int check_lsc(X509 *peer, const struct gg_voms_server *s, const char *voms_dir,
+		     struct gg_err *err)
 {
+	const char *vo = s->vo;
+	if (gg_voms_vo_check(vo, err) < 0)
+		return gg_err_prefix(err, "vomses entry '%s' for %s", s->alias, s->host);
 	char *subj = gg_cred_name_str(X509_get_subject_name(peer));
 	char *iss = gg_cred_name_str(X509_get_issuer_name(peer));
 	char *path = gg_strdup_printf("%s/%s/%s.lsc", voms_dir, vo, s->host);
@@ -218,19 +222,19 @@ static char *rest_request(const struct gg_voms_request *r, const struct gg_voms_
 		r->order ? r->order : "", s->host, s->port);
 }
 
-static char *legacy_request(const struct gg_voms_request *r)
+static char *legacy_request(const struct gg_voms_request *r, const struct gg_voms_server *s)
 {
 	char cmd[2048] = "";
 	size_t o = 0;
 	for (size_t i = 0; i < r->n_fqans && o < sizeof cmd; i++) {
-		char *c = gg_voms_fqan_command(r->vo, r->fqans[i]);
+		char *c = gg_voms_fqan_command(s->vo, r->fqans[i]);
 		if (!c)
 			return NULL;
 		o += (size_t)snprintf(cmd + o, sizeof cmd - o, "%s%s", i ? "," : "", c);
 		free(c);
 	}
 	if (o == 0)
-		snprintf(cmd, sizeof cmd, "G/%s", r->vo);
+		snprintf(cmd, sizeof cmd, "G/%s", s->vo);
 	else if (o >= sizeof cmd)
 		return NULL;
 	return gg_strdup_printf("<?xml version=\"1.0\" encoding = \"US-ASCII\"?><voms>"
@@ -257,17 +261,35 @@ static const char *http_body(const char *ans, size_t len, int *status)
 	return b + 4;
 }
 
+/* The FQANs are of the server's VO (vomses' VO name: --voms may name the alias). */
+static int check_fqans(const struct gg_voms_request *r, const struct gg_voms_server *s,
+		       struct gg_err *err)
+{
+	for (size_t i = 0; i < r->n_fqans; i++) {
+		int rc = gg_voms_fqan_check(s->vo, r->fqans[i], err);
+		if (rc < 0)
+			return strcmp(s->alias, s->vo) == 0
+				       ? rc
+				       : gg_err_prefix(err, "vomses alias %s", s->alias);
+	}
+	return 0;
+}
+
 /* One protocol with one server: 0 and what the server sent in *ans. */
 static int ask(struct conn *k, const struct gg_voms_server *s, const struct gg_voms_request *r,
 	       const char *ca_dir, const char *voms_dir, int rest, char **ans, size_t *len,
 	       struct gg_err *err)
 {
-	char *req = rest ? rest_request(r, s) : legacy_request(r);
+	int rc = check_fqans(r, s, err);
+	if (rc < 0)
+		return rc;
+	char *req = rest ? rest_request(r, s) : legacy_request(r, s);
 	if (!req)
-		return gg_err_set(err, GG_EUSAGE, "VO %s: bad FQANs for the VOMS request", r->vo);
-	int rc = conn_open(k, s, ca_dir, err);
+		return gg_err_set(err, GG_EUSAGE, "VO %s: the FQANs make too long a request",
+				  s->vo);
+	rc = conn_open(k, s, ca_dir, err);
 	if (rc == 0)
-		rc = check_lsc(k->peer, s, r->vo, voms_dir, err);
+		rc = check_lsc(k->peer, s, voms_dir, err);
 	if (rc == 0)
 		rc = exchange(k, s, req, ans, len, err);
 	free(req);
@@ -362,6 +384,18 @@ static int fetch_one(const struct gg_cred *user, const struct gg_voms_server *s,
 	return rc;
 }
 
+/* The request's names before any server is looked for: the VO (or alias), the
+ * FQANs and the order as FQANs (of any VO here; of the server's VO in ask). */
+static int check_request(const struct gg_voms_request *r, struct gg_err *err)
+{
+	int rc = gg_voms_vo_check(r->vo, err);
+	for (size_t i = 0; rc == 0 && i < r->n_fqans; i++)
+		rc = gg_voms_fqan_check(NULL, r->fqans[i], err);
+	if (rc == 0 && r->order && (rc = gg_voms_fqan_check(NULL, r->order, err)) < 0)
+		rc = gg_err_prefix(err, "--order");
+	return rc;
+}
+
 int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r, unsigned char **ac,
 		  size_t *ac_len, struct gg_err *err)
 {
@@ -373,7 +407,9 @@ int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r, u
 	const char *vd = r->voms_dir ? r->voms_dir : getenv("X509_VOMS_DIR");
 	if (!vd || !*vd)
 		vd = "/etc/grid-security/vomsdir";
-	int rc = gg_voms_servers_find(r->vo, &sv, &n, err);
+	int rc = check_request(r, err);
+	if (rc == 0)
+		rc = gg_voms_servers_find(r->vo, &sv, &n, err);
 	if (rc == 0)
 		rc = gg_cred_ca_dir(r->ca_dir, &ca_dir, err);
 	for (size_t i = 0; rc == 0 && i < n; i++) {

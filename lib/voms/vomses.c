@@ -199,18 +199,77 @@ int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
 	return 0;
 }
 
+/* A name in an FQAN or a VO's name: 1 to 255 ASCII letters, digits, '.', '_', '-'. */
+static int name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 255)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* The FQAN's grammar: /vo[/group...][/Role=r][/Capability=c]; 0 or -1. */
+static int fqan_grammar(const char *fqan, size_t *vo_len)
+{
+	if (fqan[0] != '/' || strlen(fqan) > GG_VOMS_FQAN_MAX)
+		return -1;
+	const char *p = fqan + 1;
+	int part = 0; /* 0: the VO, 1: groups, 2: after the role, 3: after the capability */
+	while (*p) {
+		size_t n = strcspn(p, "/");
+		if (part == 0) {
+			*vo_len = n;
+			part = 1;
+		} else if (part == 1 && strncmp(p, "Role=", 5) == 0) {
+			p += 5, n -= 5, part = 2;
+		} else if (part <= 2 && strncmp(p, "Capability=", 11) == 0) {
+			p += 11, n -= 11, part = 3;
+		} else if (part != 1) {
+			return -1;
+		}
+		if (!name_ok(p, n) || (p[n] == '/' && !p[n + 1]))
+			return -1;
+		p += n + (p[n] == '/');
+	}
+	return part ? 0 : -1;
+}
+
+/* (The names are said as given: the CLI prints errors through gg_str_printable.) */
+int gg_voms_vo_check(const char *vo, struct gg_err *err)
+{
+	if (name_ok(vo, strlen(vo)))
+		return 0;
+	return gg_err_set(err, GG_EUSAGE,
+			  "'%s' is not a VO name (letters, digits, '.', '_' and '-')", vo);
+}
+
+int gg_voms_fqan_check(const char *vo, const char *fqan, struct gg_err *err)
+{
+	size_t vl = 0;
+	if (fqan_grammar(fqan, &vl) < 0)
+		return gg_err_set(
+			err, GG_EUSAGE,
+			"FQAN '%s': expected /VO[/group...][/Role=role][/Capability=cap], "
+			"each name of letters, digits, '.', '_' and '-'",
+			fqan);
+	if (vo && (strlen(vo) != vl || strncmp(fqan + 1, vo, vl) != 0))
+		return gg_err_set(err, GG_EUSAGE,
+				  "FQAN '%s' is not of VO %s: expected /%s[/group...]", fqan, vo,
+				  vo);
+	return 0;
+}
+
 char *gg_voms_fqan_command(const char *vo, const char *fqan)
 {
-	size_t vl = strlen(vo);
-	if (fqan[0] != '/' || strncmp(fqan + 1, vo, vl) != 0 ||
-	    (fqan[vl + 1] != '\0' && fqan[vl + 1] != '/') || strpbrk(fqan, ",<>&\"' \t\r\n"))
+	if (gg_voms_fqan_check(vo, fqan, NULL) < 0)
 		return NULL;
 	const char *role = strstr(fqan, "/Role=");
 	if (!role)
 		return gg_strdup_printf("G%s", fqan);
 	const char *cap = strstr(role, "/Capability=");
 	size_t rl = cap ? (size_t)(cap - role - 6) : strlen(role + 6);
-	if (rl == 0)
-		return NULL;
 	return gg_strdup_printf("B%.*s:%.*s", (int)(role - fqan), fqan, (int)rl, role + 6);
 }

@@ -124,6 +124,28 @@ fi
 run_gg proxy info -f "$P" --valid 1m
 expect_eq "--valid checks the ACs: exit 1" "$RC" 1
 
+# FQANs and --order: the FQAN grammar, nothing else reaches a request (CR/LF
+# went into the REST request line, '<' into the legacy XML)
+CR=$(printf '\r')
+bad "CR/LF in an FQAN" 2 "expected /VO[/group...][/Role=role]" --voms "testvo:/testvo/analysis$CR
+X-Injected: 1"
+bad "CR/LF in --order" 2 "proxy init --order: FQAN '/testvo\\r\\nX-Injected: 1'" --voms testvo --order "/testvo$CR
+X-Injected: 1"
+bad "XML in --order" 2 "proxy init --order: FQAN" --voms testvo \
+	--order '/testvo</order><command>G/testvo/prod</command><order>/testvo'
+bad "not a VO name" 2 "is not a VO name" --voms '../testvo:/testvo'
+
+# a vomses alias other than the VO's name ("tv" for testvo): --voms takes the
+# alias as voms-proxy-init does, the .lsc is the VO's (vomsdir/testvo/), the AC
+# is testvo's (before: "no trust for VOMS server localhost of VO tv")
+sed 's/^"testvo" /"tv" /' "$GG_TB_VOMSES"/* >"$T_TMP/alias"
+VOMS_USERCONF=$T_TMP/alias init --voms tv:/testvo/analysis
+expect_eq "--voms by the vomses alias: exit 0, no warning" "$RC $(printf '%s\n' "$ERR" | grep -c warning)" "0 0"
+run_gg proxy info -f "$P" --acexists testvo
+expect_eq "... the proxy has an AC of VO testvo" "$RC" 0
+expect_eq "... with /testvo/analysis" "$("$GRIDGPU" proxy info -f "$P" | grep -c '^attribute : /testvo/analysis/Role=NULL/Capability=NULL$')" 1
+VOMS_USERCONF=$T_TMP/alias bad "an FQAN named after the alias" 2 "vomses alias tv: FQAN '/tv/analysis' is not of VO testvo" --voms tv:/tv/analysis
+
 # ---- A-REX authorises by FQAN and maps the role, through gridgpu --------------------------
 # The VO member's DN is admitted by nothing but its VOMS attributes: the
 # production role maps to $GG_TB_JOB_USER2, /testvo/analysis to $GG_TB_JOB_USER,

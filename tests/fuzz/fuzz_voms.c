@@ -1,7 +1,8 @@
 /* The VOMS server's XML answer (gg_voms_answer_parse) and the attribute
  * certificates it carries (gg_ac_seq_parse, gg_ac_parse): an input that starts
- * with '<' is an answer; '"' or '#' vomses lines (gg_voms_server_parse); any
- * other the DER of the proxy extension and of one AC. */
+ * with '<' is an answer; '"' or '#' vomses lines (gg_voms_server_parse); '/' an
+ * FQAN (gg_voms_fqan_check, gg_voms_fqan_command); any other the DER of the
+ * proxy extension and of one AC. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,12 +31,37 @@ static void vomses_lines(const char *text)
 	}
 }
 
+/* An FQAN taken is /vo... of the grammar's characters, and makes a legacy
+ * command of its VO; one refused makes none. */
+static void fqan(const char *f)
+{
+	struct gg_err err = {0};
+	int rc = gg_voms_fqan_check(NULL, f, &err);
+	FUZZ_CHECK(rc == 0 || (rc == GG_EUSAGE && err.msg[0]), "an FQAN refused without a message");
+	char vo[300] = "";
+	size_t vl = strcspn(f + 1, "/");
+	if (vl < sizeof vo)
+		memcpy(vo, f + 1, vl);
+	char *cmd = gg_voms_fqan_command(vo, f);
+	FUZZ_CHECK((rc == 0) == (cmd != NULL), "the command disagrees with the check");
+	if (rc == 0)
+		FUZZ_CHECK(strspn(f, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789._-/=") == strlen(f) &&
+				   strspn(cmd + 1,
+					  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					  "0123456789._-/:") == strlen(cmd + 1),
+			   "an FQAN taken with a character outside the grammar");
+	free(cmd);
+}
+
 FUZZ_TARGET(voms)
 {
 	struct gg_err err = {0};
-	if (size && (data[0] == '"' || data[0] == '#')) {
+	if (size && (data[0] == '"' || data[0] == '#' || data[0] == '/')) {
 		char *text = strndup((const char *)data, size);
-		if (text)
+		if (text && data[0] == '/')
+			fqan(text);
+		else if (text)
 			vomses_lines(text);
 		free(text);
 		return 0;

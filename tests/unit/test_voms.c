@@ -11,7 +11,15 @@
 
 #include "voms/voms.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
@@ -388,7 +396,7 @@ static void test_rest_answers(void **state)
 	tvoms_free(&v);
 }
 
-/* ---- vomses files ---- */
+/* ---- vomses files, FQANs and the request before anything is sent ---- */
 
 static void write_file(const char *path, const char *a, size_t an, const char *b)
 {
@@ -445,6 +453,147 @@ static void test_vomses_long_lines(void **state)
 	free(line);
 }
 
+static void test_fqan_check(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	const char *good[] = {"/vo",
+			      "/vo/g",
+			      "/vo/g/sub-group_1.x",
+			      "/vo/Role=production",
+			      "/vo/g/Role=NULL/Capability=NULL",
+			      "/vo/Capability=c"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		assert_int_equal(gg_voms_fqan_check("vo", good[i], &err), 0);
+		assert_int_equal(gg_voms_fqan_check(NULL, good[i], &err), 0);
+	}
+	const char *bad[] = {"",
+			     "vo",
+			     "/",
+			     "/vo/",
+			     "/vo//g",
+			     "/vo/g\r\nX-Injected: 1",
+			     "/vo/g\n",
+			     "/vo/g&order=/vo/x",
+			     "/vo/g?x",
+			     "/vo/</order><command>G/vo/prod</command>",
+			     "/vo/g h",
+			     "/vo/g,/vo/h",
+			     "/vo/Role=",
+			     "/vo/Role=r/g",
+			     "/vo/Role=r/Role=s",
+			     "/vo/Capability=c/Role=r",
+			     "/vo/g/\xc3\xa9",
+			     "/Role=r"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(gg_voms_fqan_check(NULL, bad[i], &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "expected /VO[/group...][/Role=role]"));
+		assert_null(gg_voms_fqan_command("vo", bad[i]));
+	}
+	char *long_fqan = malloc(GG_VOMS_FQAN_MAX + 2);
+	strcpy(long_fqan, "/vo");
+	for (size_t o = 3; o + 2 <= GG_VOMS_FQAN_MAX + 1; o += 2)
+		strcpy(long_fqan + o, "/g");
+	assert_int_equal(gg_voms_fqan_check(NULL, long_fqan, &err), GG_EUSAGE);
+	free(long_fqan);
+	assert_int_equal(gg_voms_fqan_check("vo", "/other/g", &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "FQAN '/other/g' is not of VO vo: expected /vo[/group...]");
+	assert_int_equal(gg_voms_vo_check("vo.example-org_1", &err), 0);
+	assert_int_equal(gg_voms_vo_check("../etc", &err), GG_EUSAGE);
+	assert_int_equal(gg_voms_vo_check("", &err), GG_EUSAGE);
+}
+
+/* A user credential for gg_voms_fetch: v's certificate and key. */
+static struct gg_cred *tvoms_cred(const struct tvoms *v)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/cred.pem", tmpdir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	assert_int_equal(PEM_write_X509(f, v->cert), 1);
+	assert_int_equal(PEM_write_PrivateKey(f, v->key, NULL, NULL, 0, NULL, NULL), 1);
+	fclose(f);
+	struct gg_cred *c = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_proxy_load(path, &c, &err), 0);
+	return c;
+}
+
+/* A listening socket nothing accepts from: a VOMS server that would see any
+ * connection made to it. */
+static int listener(int *port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(s, 8), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+/* gg_voms_fetch with the request r (vo, FQANs, order) against a server that
+ * records connections: the error code, and no connection made. */
+static int fetch_nothing_sent(struct gg_cred *user, struct gg_voms_request *r,
+			      const char *vomses_alias, struct gg_err *err)
+{
+	char path[128], line[256];
+	int port, s = listener(&port);
+	snprintf(path, sizeof path, "%s/vomses", tmpdir);
+	snprintf(line, sizeof line, "\"%s\" \"127.0.0.1\" \"%d\" \"/CN=x\" \"testvo\"\n",
+		 vomses_alias, port);
+	write_file(path, "", 0, line);
+	setenv("VOMS_USERCONF", path, 1);
+	unsigned char *ac = NULL;
+	size_t len = 0;
+	r->timeout_ms = 300;
+	r->ca_dir = tmpdir;
+	int rc = gg_voms_fetch(user, r, &ac, &len, err);
+	assert_null(ac);
+	int c = accept(s, NULL, NULL);
+	assert_int_equal(c, -1); /* nothing connected */
+	assert_int_equal(errno, EAGAIN);
+	close(s);
+	unsetenv("VOMS_USERCONF");
+	return rc;
+}
+
+/* FQANs and --order with CR/LF, '&' or XML reached the REST request line (and
+ * the order the legacy XML) before anything checked them (failed before: a
+ * connection was made, GG_ENET/GG_ECRED). Now refused, GG_EUSAGE, before any
+ * connection; an FQAN of the VO behind a vomses alias is the VO name's. */
+static void test_request_checked(void **state)
+{
+	(void)state;
+	struct tvoms v;
+	struct gg_err err = {0};
+	tvoms_init(&v);
+	struct gg_cred *user = tvoms_cred(&v);
+	const char *crlf[] = {"/testvo/g\r\nX-Injected: 1"};
+	struct gg_voms_request r = {.vo = "testvo", .fqans = crlf, .n_fqans = 1, .lifetime = 60};
+	assert_int_equal(fetch_nothing_sent(user, &r, "testvo", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "FQAN '/testvo/g\r\nX-Injected: 1': expected"));
+	struct gg_voms_request o = {
+		.vo = "testvo", .order = "/testvo\r\n\r\nGET / HTTP/1.1", .lifetime = 60};
+	assert_int_equal(fetch_nothing_sent(user, &o, "testvo", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--order: FQAN '/testvo\r\n"));
+	o.order = "/testvo</order><command>G/testvo/prod</command><order>/testvo";
+	assert_int_equal(fetch_nothing_sent(user, &o, "testvo", &err), GG_EUSAGE);
+	struct gg_voms_request bad_vo = {.vo = "test\nvo", .lifetime = 60};
+	assert_int_equal(fetch_nothing_sent(user, &bad_vo, "testvo", &err), GG_EUSAGE);
+	/* --voms tv:/tv/g with vomses alias tv of VO testvo: the FQAN names the VO */
+	const char *by_alias[] = {"/tv/g"};
+	struct gg_voms_request a = {.vo = "tv", .fqans = by_alias, .n_fqans = 1, .lifetime = 60};
+	assert_int_equal(fetch_nothing_sent(user, &a, "tv", &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "vomses alias tv: FQAN '/tv/g' is not of VO testvo: "
+				     "expected /testvo[/group...]");
+	gg_cred_free(user);
+	tvoms_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +604,8 @@ int main(void)
 		cmocka_unit_test(test_clock_skew),
 		cmocka_unit_test(test_rest_answers),
 		cmocka_unit_test(test_vomses_long_lines),
+		cmocka_unit_test(test_fqan_check),
+		cmocka_unit_test(test_request_checked),
 	};
 	return cmocka_run_group_tests_name("voms", tests, setup_tmp, teardown_tmp);
 }
