@@ -203,8 +203,9 @@ static json_t *info_json(const struct gg_proxy_info *in, int verified, const str
 	return o;
 }
 
-/* voms-proxy-info --all's shape, one block per AC. */
-static void print_acs_text(const struct gg_ac *acs, size_t n, time_t now)
+/* voms-proxy-info --all's shape, one block per AC; an AC that ends before the
+ * proxy (its server shortened it) says so. */
+static void print_acs_text(const struct gg_ac *acs, size_t n, time_t now, time_t proxy_end)
 {
 	for (size_t i = 0; i < n; i++) {
 		char b1[40], b2[40];
@@ -225,7 +226,10 @@ static void print_acs_text(const struct gg_ac *acs, size_t n, time_t now)
 			ui_out("timeleft  : %s (until %s)%s\n",
 			       hms(acs[i].time_left, b1, sizeof b1),
 			       human_time(acs[i].not_after, b2, sizeof b2),
-			       acs[i].time_left ? "" : " expired");
+			       !acs[i].time_left ? " expired"
+			       : acs[i].not_after + GG_AC_SKEW < proxy_end
+				       ? ", before the proxy's end"
+				       : "");
 	}
 }
 
@@ -454,6 +458,26 @@ static void voms_log(void *ud, int level, const char *msg)
 	ui_err("gridgpu: %s\n", msg);
 }
 
+/* What the VOMS server said beside the AC, and an AC that ends well before
+ * the lifetime asked (the server's maximum), as voms-proxy-init warns. */
+static void warn_got(struct gg_cli *cli, const struct gg_voms_got *g, int64_t asked)
+{
+	char b1[40], b2[40], b3[40];
+	if (g->warning)
+		ui_warn(cli, "VOMS server %s: %s", g->who, g->warning);
+	if (!g->shortened)
+		return;
+	time_t now = time(NULL);
+	ui_warn(cli,
+		"the attribute certificate of VO %s is valid until %s only (%s), not the %s "
+		"asked: VOMS server %s shortened it, and the proxy carries no VO attributes "
+		"after then",
+		g->vo, human_time(g->not_after, b1, sizeof b1),
+		gg_duration_format(g->not_after > now ? (int64_t)(g->not_after - now) : 0, b2,
+				   sizeof b2),
+		gg_duration_format(asked, b3, sizeof b3), g->who);
+}
+
 /* One VO's AC: the --voms arguments naming it give its FQANs. */
 static int fetch_vo(struct gg_cli *cli, const struct gg_cred *user, const struct init_args *a,
 		    const char *vo, size_t vlen, int64_t lifetime, unsigned char **ac, size_t *len,
@@ -476,7 +500,12 @@ static int fetch_vo(struct gg_cli *cli, const struct gg_cred *user, const struct
 				    .order = a->order,
 				    .lifetime = lifetime,
 				    .log = &lg};
-	return gg_voms_fetch(user, &r, ac, len, err);
+	struct gg_voms_got got;
+	int rc = gg_voms_fetch(user, &r, ac, len, &got, err);
+	if (rc == 0)
+		warn_got(cli, &got, lifetime);
+	gg_voms_got_clear(&got);
+	return rc;
 }
 
 /* The ACs of every VO named by --voms (in order, each VO once), as the proxy
@@ -604,7 +633,7 @@ static void show_info(struct gg_cli *cli, const char *path, const struct gg_prox
 		ui_json_doc("proxy-info", info_json(in, verified, t, now, acs, nacs));
 	else {
 		print_info_text(in, verified, ca_dir, t, now);
-		print_acs_text(acs, nacs, now);
+		print_acs_text(acs, nacs, now, in->end);
 	}
 	gg_token_free(t);
 }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "gridgpu/core.h"
 #include "gridgpu/cred.h"
@@ -42,6 +43,9 @@ struct gg_voms_answer {
 	size_t ac_len;
 	int code; /* the error's code or number; 0 = none */
 	char *message;
+	char *warning; /* the warnings beside the AC (REST <warning>, legacy items
+			* numbered below 1000: "shortened to N seconds"), "; "
+			* between them, as sent; or NULL */
 };
 /* Strict parser of the small XML answer: elements and text only (no DTD,
  * comments, CDATA or processing instructions but the XML declaration), the
@@ -72,16 +76,28 @@ struct gg_voms_request {
 	long timeout_ms;      /* per server; 0 = 20 s */
 	const struct gg_log *log;
 };
+/* What came with an AC besides it. */
+struct gg_voms_got {
+	char who[300];                /* the server that answered, "host:port" */
+	char vo[256];                 /* the VO (the AC's: vomses' VO name, not the alias) */
+	time_t not_before, not_after; /* the AC's validity */
+	int shortened;                /* it ends more than GG_AC_SKEW before the lifetime asked */
+	char *warning;                /* the server's warnings, as sent (escape them), or NULL */
+};
+GG_API void gg_voms_got_clear(struct gg_voms_got *g);
+
 /* Ask the VO's servers (r->vo: a vomses alias or VO name), one after the other
  * until one answers, for an AC for user (unlocked). The request is checked
  * before anything is sent (GG_EUSAGE: r->vo not a VO name, an FQAN or the
  * order not an FQAN (gg_voms_fqan_check), an FQAN not of the server's VO).
  * *ac (DER, malloc'd) is checked: signed by the server talked to, for the VO;
- * the server's .lsc file is vomsdir/<VO name>/<host>.lsc. GG_EUSAGE: no
- * server for the VO; GG_ECRED: the server said no (its message), its
- * certificate does not match the .lsc; GG_ENET: none could be reached;
- * GG_EPROTO: garbage. */
+ * the server's .lsc file is vomsdir/<VO name>/<host>.lsc. got (may be NULL;
+ * gg_voms_got_clear): the server, the AC's validity, whether it was shortened,
+ * the server's warnings. GG_EUSAGE: no server for the VO; GG_ECRED: the server
+ * said no (its message), its certificate does not match the .lsc; GG_ENET:
+ * none could be reached; GG_EPROTO: garbage. */
 GG_API int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r,
-			 unsigned char **ac, size_t *ac_len, struct gg_err *err);
+			 unsigned char **ac, size_t *ac_len, struct gg_voms_got *got,
+			 struct gg_err *err);
 
 #endif

@@ -296,36 +296,65 @@ static int ask(struct conn *k, const struct gg_voms_server *s, const struct gg_v
 	return rc;
 }
 
+/* When the AC came, the time it says: the AC ends more than GG_AC_SKEW before
+ * now + lifetime (what was asked): the server shortened it. */
+static void note(struct gg_voms_got *got, const char *who, const struct gg_ac *info, time_t now,
+		 int64_t lifetime)
+{
+	snprintf(got->who, sizeof got->who, "%s", who);
+	snprintf(got->vo, sizeof got->vo, "%s", info->vo);
+	got->not_before = info->not_before;
+	got->not_after = info->not_after;
+	got->shortened =
+		lifetime > 0 && (int64_t)info->not_after + GG_AC_SKEW < (int64_t)now + lifetime;
+}
+
+/* The AC's validity against now: "not valid yet" (the server's clock ahead),
+ * "had expired when it came" (behind). */
+static int check_validity(const struct gg_ac *info, time_t now, struct gg_err *err)
+{
+	char b1[40], b2[40];
+	if (info->not_before > now + GG_AC_SKEW)
+		return gg_err_set(
+			err, GG_ECRED,
+			"the attribute certificate is not valid yet: it starts at %s, %s "
+			"from now (is the VOMS server's clock ahead?)",
+			gg_time_iso((int64_t)info->not_before, b1, sizeof b1),
+			gg_duration_format((int64_t)(info->not_before - now), b2, sizeof b2));
+	if (info->not_after + GG_AC_SKEW <= now)
+		return gg_err_set(err, GG_ECRED,
+				  "the attribute certificate had expired when it came: it ended at "
+				  "%s (is the VOMS server's clock behind?)",
+				  gg_time_iso((int64_t)info->not_after, b1, sizeof b1));
+	return 0;
+}
+
 /* The AC as the client takes it: the server's refusal, or its signature, VO and
- * validity checked. */
+ * validity checked; what came with it in *got. */
 static int take(const char *who, struct gg_voms_answer *a, X509 *signer, const char *vo, time_t now,
-		unsigned char **ac, size_t *ac_len, struct gg_err *err)
+		unsigned char **ac, size_t *ac_len, int64_t lifetime, struct gg_voms_got *got,
+		struct gg_err *err)
 {
 	if (a->code || !a->ac)
 		return gg_err_set(err, GG_ECRED, "VOMS server %s: %s", who,
 				  a->message ? a->message : "no attribute certificate");
 	struct gg_ac info;
-	char b1[40], b2[40];
 	int rc = gg_ac_verify(a->ac, a->ac_len, signer, err);
 	if (rc == 0 && (rc = gg_ac_parse(a->ac, a->ac_len, now, &info, err)) == 0) {
 		if (strcmp(info.vo, vo) != 0)
 			rc = gg_err_set(err, GG_EPROTO, "sent an AC for VO %s", info.vo);
-		else if (info.not_before > now + GG_AC_SKEW)
-			rc = gg_err_set(err, GG_ECRED,
-					"the attribute certificate is not valid yet: it starts at "
-					"%s, %s from now (is the VOMS server's clock ahead?)",
-					gg_time_iso((int64_t)info.not_before, b1, sizeof b1),
-					gg_duration_format((int64_t)(info.not_before - now), b2,
-							   sizeof b2));
-		else if (info.not_after + GG_AC_SKEW <= now)
-			rc = gg_err_set(err, GG_ECRED,
-					"the attribute certificate had expired when it came: it "
-					"ended at %s (is the VOMS server's clock behind?)",
-					gg_time_iso((int64_t)info.not_after, b1, sizeof b1));
+		else
+			rc = check_validity(&info, now, err);
+		if (rc == 0 && got)
+			note(got, who, &info, now, lifetime);
 		gg_ac_clear(&info);
 	}
 	if (rc < 0)
 		return gg_err_prefix(err, "VOMS server %s", who);
+	if (got) {
+		got->warning = a->warning;
+		a->warning = NULL;
+	}
 	*ac = a->ac;
 	*ac_len = a->ac_len;
 	a->ac = NULL;
@@ -334,7 +363,7 @@ static int take(const char *who, struct gg_voms_answer *a, X509 *signer, const c
 
 int gg_voms_answer_take(const char *who, const char *ans, size_t len, int rest, X509 *signer,
 			const char *vo, time_t now, unsigned char **ac, size_t *ac_len,
-			struct gg_err *err)
+			int64_t lifetime, struct gg_voms_got *got, struct gg_err *err)
 {
 	*ac = NULL;
 	*ac_len = 0;
@@ -348,15 +377,24 @@ int gg_voms_answer_take(const char *who, const char *ans, size_t len, int rest, 
 		return 1; /* an HTTP error that is not a VOMS answer: not REST */
 	if (rc < 0)
 		return gg_err_prefix(err, "VOMS server %s", who);
-	rc = take(who, &a, signer, vo, now ? now : time(NULL), ac, ac_len, err);
+	rc = take(who, &a, signer, vo, now ? now : time(NULL), ac, ac_len, lifetime, got, err);
 	gg_voms_answer_clear(&a);
 	return rc;
+}
+
+void gg_voms_got_clear(struct gg_voms_got *g)
+{
+	if (!g)
+		return;
+	free(g->warning);
+	memset(g, 0, sizeof *g);
 }
 
 /* One server: REST, then legacy. */
 static int fetch_one(const struct gg_cred *user, const struct gg_voms_server *s,
 		     const struct gg_voms_request *r, const char *ca_dir, const char *voms_dir,
-		     unsigned char **ac, size_t *ac_len, struct gg_err *err)
+		     unsigned char **ac, size_t *ac_len, struct gg_voms_got *got,
+		     struct gg_err *err)
 {
 	struct conn k = {.user = user, .timeout_ms = r->timeout_ms ? r->timeout_ms : 20000};
 	clock_gettime(CLOCK_MONOTONIC, &k.deadline);
@@ -368,7 +406,8 @@ static int fetch_one(const struct gg_cred *user, const struct gg_voms_server *s,
 	const char *vo = s->vo;
 	int rc = ask(&k, s, r, ca_dir, voms_dir, 1, &ans, &len, err);
 	if (rc == 0)
-		rc = gg_voms_answer_take(who, ans, len, 1, k.peer, vo, 0, ac, ac_len, err);
+		rc = gg_voms_answer_take(who, ans, len, 1, k.peer, vo, 0, ac, ac_len, r->lifetime,
+					 got, err);
 	free(ans);
 	ans = NULL;
 	conn_close(&k);
@@ -377,7 +416,8 @@ static int fetch_one(const struct gg_cred *user, const struct gg_voms_server *s,
 			who);
 		rc = ask(&k, s, r, ca_dir, voms_dir, 0, &ans, &len, err);
 		if (rc == 0)
-			rc = gg_voms_answer_take(who, ans, len, 0, k.peer, vo, 0, ac, ac_len, err);
+			rc = gg_voms_answer_take(who, ans, len, 0, k.peer, vo, 0, ac, ac_len,
+						 r->lifetime, got, err);
 		free(ans);
 		conn_close(&k);
 	}
@@ -397,10 +437,12 @@ static int check_request(const struct gg_voms_request *r, struct gg_err *err)
 }
 
 int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r, unsigned char **ac,
-		  size_t *ac_len, struct gg_err *err)
+		  size_t *ac_len, struct gg_voms_got *got, struct gg_err *err)
 {
 	*ac = NULL;
 	*ac_len = 0;
+	if (got)
+		memset(got, 0, sizeof *got);
 	struct gg_voms_server *sv = NULL;
 	size_t n = 0;
 	char *ca_dir = NULL;
@@ -413,7 +455,7 @@ int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_request *r, u
 	if (rc == 0)
 		rc = gg_cred_ca_dir(r->ca_dir, &ca_dir, err);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		rc = fetch_one(user, &sv[i], r, ca_dir, vd, ac, ac_len, err);
+		rc = fetch_one(user, &sv[i], r, ca_dir, vd, ac, ac_len, got, err);
 		/* the next server when this one cannot be reached or answers garbage; a
 		 * server's "no" is the VO's answer */
 		if ((rc == GG_ENET || rc == GG_EPROTO) && i + 1 < n) {

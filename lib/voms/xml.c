@@ -19,7 +19,28 @@ struct px {
 	struct gg_voms_answer *a;
 	char *ac_b64;
 	int have_ac;
+	long num; /* the legacy item's number, until its message */
 };
+
+/* The legacy protocol's item numbers below this are warnings beside the AC
+ * (voms' WARN_*: 2 = the AC shortened), from it errors (ERR_*: 1001 not a
+ * member...). */
+#define VOMS_ERROR_OFFSET 1000
+
+/* Another warning, "; " after the ones before. */
+static void add_warning(struct gg_voms_answer *a, char *val)
+{
+	if (!a->warning) {
+		a->warning = val;
+		return;
+	}
+	char *w = gg_strdup_printf("%s; %s", a->warning, val);
+	if (w) {
+		free(a->warning);
+		a->warning = w;
+	}
+	free(val);
+}
 
 static void skip_ws(struct px *x)
 {
@@ -92,13 +113,20 @@ static int leaf(struct px *x, const char *name, char *val)
 	if (strcmp(name, "code") == 0 || strcmp(name, "number") == 0) {
 		char *end;
 		long v = strtol(val, &end, 10);
-		if (end == val || *end || v <= 0 || v > 1000000) {
-			/* REST codes are names ("NoSuchUser"): keep them as the message prefix */
+		x->num = end == val || *end || v <= 0 || v > 1000000 ? -1 : v;
+		/* REST codes are names ("NoSuchUser"): keep them as the message prefix;
+		 * a number below VOMS_ERROR_OFFSET is a warning, its message follows */
+		if (x->num < 0)
 			x->a->code = x->a->code ? x->a->code : 1;
-		} else if (!x->a->code || x->a->code == 1) {
+		else if (x->num >= VOMS_ERROR_OFFSET && (!x->a->code || x->a->code == 1))
 			x->a->code = (int)v;
-		}
+	} else if (strcmp(name, "warning") == 0 ||
+		   (strcmp(name, "message") == 0 && x->num > 0 && x->num < VOMS_ERROR_OFFSET)) {
+		x->num = 0;
+		add_warning(x->a, val);
+		return 0;
 	} else if (strcmp(name, "message") == 0 && !x->a->message) {
+		x->num = 0;
 		x->a->message = val;
 		return 0;
 	}
@@ -206,6 +234,7 @@ void gg_voms_answer_clear(struct gg_voms_answer *a)
 		return;
 	free(a->ac);
 	free(a->message);
+	free(a->warning);
 	memset(a, 0, sizeof *a);
 }
 
@@ -215,7 +244,7 @@ int gg_voms_answer_parse(const char *xml, size_t len, struct gg_voms_answer *out
 	memset(out, 0, sizeof *out);
 	if (len > XML_MAX)
 		return gg_err_set(err, GG_EPROTO, "the VOMS server's answer is too large");
-	struct px x = {xml, xml + len, out, NULL, 0};
+	struct px x = {xml, xml + len, out, NULL, 0, 0};
 	int rc = decl(&x);
 	skip_ws(&x);
 	if (rc == 0)

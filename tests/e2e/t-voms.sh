@@ -112,6 +112,35 @@ if poll 10 sh -c "ss -Hltn 'sport = :$SKEW' | grep -q ."; then
 else
 	not_ok "a VOMS server under faketime did not listen: $(cat "$T_TMP/voms-skew.out" "$T_TMP/voms-skew.log" 2>/dev/null | tail -n 3)"
 fi
+# a VOMS server of the VO whose ACs last 2 min at most (its --timeout): the AC
+# is taken, and proxy init says the server shortened it (before: refused, exit 3,
+# the server's warning read as an error)
+SHORT=$(free_port)
+sed -e "s/^--port=.*/--port=$SHORT/" -e "s/^--uri=.*/--uri=localhost:$SHORT/" -e "s/^--timeout=.*/--timeout=120/" \
+	-e "s|^--logfile=.*|--logfile=$T_TMP/voms-short.log|" "$GG_TB_DIR/voms/voms.conf" >"$T_TMP/voms-short.conf"
+chmod 0600 "$T_TMP/voms-short.conf"
+/usr/sbin/voms -conf "$T_TMP/voms-short.conf" </dev/null >"$T_TMP/voms-short.out" 2>&1 &
+if poll 10 sh -c "ss -Hltn 'sport = :$SHORT' | grep -q ."; then
+	short_pid=$(ss -Hltnp "sport = :$SHORT" | sed -n 's/.*pid=\([0-9]*\),.*/\1/p' | head -n 1)
+	printf '"testvo" "localhost" "%s" "%s" "testvo"\n' "$SHORT" "$GG_TB_VOMS_DN" >"$T_TMP/short"
+	VOMS_USERCONF=$T_TMP/short init --voms testvo:/testvo/analysis
+	expect_eq "an AC shortened by its server to 2 min: proxy init exit 0" "$RC" 0
+	printf '%s\n' "$ERR" | grep -q "^gridgpu: warning: the attribute certificate of VO testvo is valid until .* only (.*), not the 12h asked: VOMS server localhost:$SHORT shortened it" &&
+		ok "proxy init warns that the AC is shorter than the proxy" || not_ok "no warning of the short AC: $ERR"
+	printf '%s\n' "$ERR" | grep -qF "gridgpu: warning: VOMS server localhost:$SHORT: localhost:$SHORT: The validity of this VOMS AC in your proxy is shortened to 120 seconds!" &&
+		ok "... and shows the server's warning" || not_ok "the server's warning not shown: $ERR"
+	"$GRIDGPU" proxy info -f "$P" >"$T_TMP/short.txt"
+	grep -q "^timeleft  : 0:0[0-2]:[0-9][0-9] (until .*), before the proxy's end\$" "$T_TMP/short.txt" &&
+		ok "proxy info: the AC's end, before the proxy's" || not_ok "proxy info: $(cat "$T_TMP/short.txt")"
+	"$GRIDGPU" proxy info -f "$P" --json >"$T_TMP/short.json"
+	expect_eq "proxy info: the AC ends 2 min after it starts, the proxy 12 h after" \
+		"$(python3 -c 'import json,sys,datetime as d; j=json.load(open(sys.argv[1])); t=lambda s: d.datetime.fromisoformat(s.replace("Z","+00:00")); a=j["acs"][0]; print(int((t(a["not_after"])-t(a["not_before"])).total_seconds()), j["time_left"] > 11*3600)' "$T_TMP/short.json")" "120 True"
+	VOMS_USERCONF=$T_TMP/short init --voms testvo:/testvo/analysis --valid 2m
+	expect_eq "2 min asked of it: exit 0, no warning" "$RC $(printf '%s\n' "$ERR" | grep -c warning)" "0 0"
+	[ -z "$short_pid" ] || kill "$short_pid" 2>/dev/null
+else
+	not_ok "a VOMS server with 2 min ACs did not listen: $(cat "$T_TMP/voms-short.out" "$T_TMP/voms-short.log" 2>/dev/null | tail -n 3)"
+fi
 init --voms testvo --voms-lifetime 2s
 expect_eq "a proxy with a 2 s AC" "$RC" 0
 if poll 10 sh -c "! '$GRIDGPU' proxy info -q -f '$P' --acexists testvo"; then

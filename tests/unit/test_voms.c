@@ -258,7 +258,7 @@ static void test_clock_skew(void **state)
 	unsigned char *der = tvoms_ac(&v, now + 3600, now + 3600 + 12 * 3600, &n);
 	char *x = legacy_answer(der, n);
 	assert_int_equal(gg_voms_answer_take("voms.example:15000", x, strlen(x), 0, v.cert,
-					     "testvo", now, &ac, &got_len, &err),
+					     "testvo", now, &ac, &got_len, 0, NULL, &err),
 			 GG_ECRED);
 	assert_null(ac);
 	assert_non_null(strstr(err.msg, "VOMS server voms.example:15000: the attribute "
@@ -277,7 +277,7 @@ static void test_clock_skew(void **state)
 	der = tvoms_ac(&v, now + GG_AC_SKEW + 1, now + 12 * 3600, &n);
 	x = legacy_answer(der, n);
 	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 0, v.cert, "testvo", now, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_ECRED);
 	free(x);
 	free(der);
@@ -285,7 +285,7 @@ static void test_clock_skew(void **state)
 		der = tvoms_ac(&v, now + skew, now + 12 * 3600, &n);
 		x = legacy_answer(der, n);
 		assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 0, v.cert, "testvo", now,
-						     &ac, &got_len, &err),
+						     &ac, &got_len, 0, NULL, &err),
 				 0);
 		assert_int_equal(got_len, n);
 		assert_memory_equal(ac, der, n);
@@ -299,7 +299,7 @@ static void test_clock_skew(void **state)
 	der = tvoms_ac(&v, now - 86400 - 3600, now - 86400 + 3600, &n);
 	x = legacy_answer(der, n);
 	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 0, v.cert, "testvo", now, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_ECRED);
 	assert_non_null(strstr(err.msg, "had expired when it came"));
 	free(x);
@@ -335,7 +335,7 @@ static void test_rest_answers(void **state)
 		"%zu\r\nConnection: close\r\n\r\n%s",
 		strlen(body), body);
 	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 1, v.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 0);
 	assert_int_equal(got_len, n);
 	assert_memory_equal(ac, der, n);
@@ -344,12 +344,12 @@ static void test_rest_answers(void **state)
 	/* the same answer from a server whose key did not sign it, or for another VO */
 	tvoms_init(&other);
 	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 1, other.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_ECRED);
 	assert_non_null(strstr(err.msg, "signature is not the VOMS server's"));
 	tvoms_free(&other);
 	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 1, v.cert, "atlas", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_EPROTO);
 	assert_non_null(strstr(err.msg, "sent an AC for VO testvo"));
 	assert_null(ac);
@@ -360,13 +360,13 @@ static void test_rest_answers(void **state)
 			 "<voms><error><code>NoSuchUser</code><message>User unknown to this VO."
 			 "</message></error></voms>\n";
 	assert_int_equal(gg_voms_answer_take("h:1", no, strlen(no), 1, v.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_ECRED);
 	assert_string_equal(err.msg, "VOMS server h:1: User unknown to this VO.");
 	const char *bad = "HTTP/1.1 400 Bad Request\r\n\r\n<voms><error><code>BadRequest</code>"
 			  "<message>Unknown attribute: /testvo/x</message></error></voms>";
 	assert_int_equal(gg_voms_answer_take("h:1", bad, strlen(bad), 1, v.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_ECRED);
 	assert_non_null(strstr(err.msg, "Unknown attribute: /testvo/x"));
 
@@ -375,18 +375,19 @@ static void test_rest_answers(void **state)
 	const char *html = "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\n\r\n"
 			   "<html><body>no</body></html>";
 	assert_int_equal(gg_voms_answer_take("h:1", html, strlen(html), 1, v.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 1);
 	char *leg = legacy_answer(der, n);
 	assert_int_equal(gg_voms_answer_take("h:1", leg, strlen(leg), 1, v.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 1);
-	assert_int_equal(
-		gg_voms_answer_take("h:1", "", 0, 1, v.cert, "testvo", 0, &ac, &got_len, &err), 1);
+	assert_int_equal(gg_voms_answer_take("h:1", "", 0, 1, v.cert, "testvo", 0, &ac, &got_len, 0,
+					     NULL, &err),
+			 1);
 	/* a 200 whose body is not a VOMS answer: garbage, not a fall back */
 	const char *junk = "HTTP/1.1 200 OK\r\n\r\n<html>hi</html>";
 	assert_int_equal(gg_voms_answer_take("h:1", junk, strlen(junk), 1, v.cert, "testvo", 0, &ac,
-					     &got_len, &err),
+					     &got_len, 0, NULL, &err),
 			 GG_EPROTO);
 	free(leg);
 	free(body);
@@ -551,7 +552,7 @@ static int fetch_nothing_sent(struct gg_cred *user, struct gg_voms_request *r,
 	size_t len = 0;
 	r->timeout_ms = 300;
 	r->ca_dir = tmpdir;
-	int rc = gg_voms_fetch(user, r, &ac, &len, err);
+	int rc = gg_voms_fetch(user, r, &ac, &len, NULL, err);
 	assert_null(ac);
 	int c = accept(s, NULL, NULL);
 	assert_int_equal(c, -1); /* nothing connected */
@@ -594,6 +595,88 @@ static void test_request_checked(void **state)
 	tvoms_free(&v);
 }
 
+/* The server gave an AC shorter than asked (its maximum, 2 min for 12 h): it
+ * was refused on the legacy protocol (its warning, number 2, read as an error:
+ * failed before) and taken without a word on REST. Now taken, with the
+ * server's warning and "shortened" in got; an AC as long as asked (give or take
+ * GG_AC_SKEW) is not shortened. */
+static void test_ac_shortened(void **state)
+{
+	(void)state;
+	struct tvoms v;
+	struct gg_err err = {0};
+	unsigned char *ac = NULL;
+	size_t n, got_len;
+	time_t now = time(NULL);
+	tvoms_init(&v);
+	unsigned char *der = tvoms_ac(&v, now, now + 120, &n);
+	char *b = b64(der, n), *x = malloc(strlen(b) + 400);
+	sprintf(x,
+		"<?xml version=\"1.0\" encoding = \"US-ASCII\"?><vomsans><version>3</version>"
+		"<error><item><number>2</number><message>h:1: The validity of this VOMS AC in "
+		"your proxy is shortened to 120 seconds!</message></item></error><ac>%s</ac>"
+		"</vomsans>",
+		b);
+	struct gg_voms_got got;
+	memset(&got, 0, sizeof got);
+	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 0, v.cert, "testvo", now, &ac,
+					     &got_len, 12 * 3600, &got, &err),
+			 0);
+	assert_int_equal(got_len, n);
+	assert_true(got.shortened);
+	assert_int_equal((int64_t)got.not_after, (int64_t)now + 120);
+	assert_string_equal(got.vo, "testvo");
+	assert_string_equal(got.who, "h:1");
+	assert_string_equal(got.warning,
+			    "h:1: The validity of this VOMS AC in your proxy is shortened to 120 "
+			    "seconds!");
+	gg_voms_got_clear(&got);
+	free(ac);
+	ac = NULL;
+	/* the same AC for 2 min asked: not shortened */
+	assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 0, v.cert, "testvo", now, &ac,
+					     &got_len, 120, &got, &err),
+			 0);
+	assert_false(got.shortened);
+	gg_voms_got_clear(&got);
+	free(ac);
+	ac = NULL;
+	free(x);
+	free(der);
+	/* REST: 12 h less 4 min (the server's clock behind) is not shortened; 1 h is,
+	 * with the <warning> */
+	for (int hours = 12; hours >= 1; hours -= 11) {
+		der = tvoms_ac(&v, now, now + hours * 3600 - (hours == 12 ? 240 : 0), &n);
+		free(b);
+		b = b64(der, n);
+		x = malloc(strlen(b) + 400);
+		sprintf(x,
+			"HTTP/1.1 200 OK\r\n\r\n<voms><ac>%s</ac><warning>shortened</warning>"
+			"</voms>",
+			b);
+		assert_int_equal(gg_voms_answer_take("h:1", x, strlen(x), 1, v.cert, "testvo", now,
+						     &ac, &got_len, 12 * 3600, &got, &err),
+				 0);
+		assert_int_equal(got.shortened, hours == 1);
+		assert_string_equal(got.warning, "shortened");
+		gg_voms_got_clear(&got);
+		free(ac);
+		ac = NULL;
+		free(x);
+		free(der);
+	}
+	/* a real error (1001 and up) beside a warning stays an error */
+	const char *no = "<vomsans><version>3</version><error><item><number>2</number><message>"
+			 "w</message></item><item><number>1001</number><message>not a member"
+			 "</message></item></error><ac>QQ==</ac></vomsans>";
+	assert_int_equal(gg_voms_answer_take("h:1", no, strlen(no), 0, v.cert, "testvo", now, &ac,
+					     &got_len, 60, &got, &err),
+			 GG_ECRED);
+	assert_string_equal(err.msg, "VOMS server h:1: not a member");
+	free(b);
+	tvoms_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_vomses_long_lines),
 		cmocka_unit_test(test_fqan_check),
 		cmocka_unit_test(test_request_checked),
+		cmocka_unit_test(test_ac_shortened),
 	};
 	return cmocka_run_group_tests_name("voms", tests, setup_tmp, teardown_tmp);
 }
