@@ -266,10 +266,12 @@ char *gg_voms_fqan_command(const char *vo, const char *fqan)
 {
 	if (gg_voms_fqan_check(vo, fqan, NULL) < 0)
 		return NULL;
-	const char *role = strstr(fqan, "/Role=");
+	/* the group is what comes before the role or, without one, the capability
+	 * (which the legacy commands do not carry) */
+	const char *role = strstr(fqan, "/Role="), *cap = strstr(fqan, "/Capability=");
+	size_t gl = role ? (size_t)(role - fqan) : cap ? (size_t)(cap - fqan) : strlen(fqan);
 	if (!role)
-		return gg_strdup_printf("G%s", fqan);
-	const char *cap = strstr(role, "/Capability=");
+		return gg_strdup_printf("G%.*s", (int)gl, fqan);
 	size_t rl = cap ? (size_t)(cap - role - 6) : strlen(role + 6);
-	return gg_strdup_printf("B%.*s:%.*s", (int)(role - fqan), fqan, (int)rl, role + 6);
+	return gg_strdup_printf("B%.*s:%.*s", (int)gl, fqan, (int)rl, role + 6);
 }

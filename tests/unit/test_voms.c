@@ -61,6 +61,10 @@ static void test_fqan_command(void **state)
 	assert_string_equal(c = gg_voms_fqan_command("vo", "/vo/g/Role=r"), "B/vo/g:r"), free(c);
 	assert_string_equal(c = gg_voms_fqan_command("vo", "/vo/Role=r/Capability=NULL"), "B/vo:r"),
 		free(c);
+	/* a capability without a role is not part of the group (found by fuzz_voms:
+	 * "G/vo/g/Capability=NULL" before) */
+	assert_string_equal(c = gg_voms_fqan_command("vo", "/vo/g/Capability=NULL"), "G/vo/g"),
+		free(c);
 	assert_null(gg_voms_fqan_command("vo", "/other/g"));
 	assert_null(gg_voms_fqan_command("vo", "/vox"));
 	assert_null(gg_voms_fqan_command("vo", "/vo/g,/vo/h"));
