@@ -31,6 +31,7 @@ enum {
 	O_TOKEN_SCOPES,
 	O_OUTPUT_BASE,
 	O_CACHE,
+	O_ALLOW,
 	O_FORCE,
 };
 
@@ -43,6 +44,8 @@ const struct gg_opt cmd_site_add_opts[] = {
 	 O_KNOWN_HOSTS},
 	{"worker-address", 0, OPT_ARG, "ADDR", "address the last jump host reaches workers by",
 	 O_WORKER},
+	{"allow-from", 0, OPT_ARG, "ADDR[/BITS]",
+	 "sessions admit ssh only from ADDR: the last jump host's (repeat for more)", O_ALLOW},
 	{"queue", 0, OPT_ARG, "QUEUE", "default queue", O_QUEUE},
 	{"gpu-queue", 0, OPT_ARG, "QUEUE", "queue for GPU jobs", O_GPU_QUEUE},
 	{"gpu-rte", 0, OPT_ARG, "RTE", "runtime environment that requests GPUs", O_GPU_RTE},
@@ -77,7 +80,8 @@ const struct gg_opt cmd_site_add_opts[] = {
 
 static json_t *site_json(const struct gg_site *s, int is_default)
 {
-	json_t *o = json_object(), *jumps = json_array(), *binds = json_array();
+	json_t *o = json_object(), *jumps = json_array(), *binds = json_array(),
+	       *allow = json_array();
 	json_object_set_new(o, "name", json_string(s->name));
 	json_object_set_new(o, "default", json_boolean(is_default));
 	if (s->ce)
@@ -88,6 +92,9 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 	for (int i = 0; i < s->nbinds; i++)
 		json_array_append_new(binds, json_string(s->binds[i]));
 	json_object_set_new(o, "binds", binds);
+	for (int i = 0; i < s->nallow; i++)
+		json_array_append_new(allow, json_string(s->allow_from[i]));
+	json_object_set_new(o, "allow_from", allow);
 	const struct {
 		const char *k;
 		const char *v;
@@ -225,6 +232,9 @@ static int apply_opt(struct gg_cli *cli, struct gg_site *s, int id, const char *
 		if (s->nbinds == GG_MAX_BINDS)
 			return ui_usage(cli, "at most %d bind paths", GG_MAX_BINDS);
 		s->binds[s->nbinds++] = strdup(v);
+	} else if (id == O_ALLOW) {
+		if (gg_site_allow_add(s, v, &err) < 0)
+			return ui_usage(cli, "--allow-from %s", err.msg);
 	} else if (id == O_DEADLINE || id == O_IDLE) {
 		int64_t *d = id == O_DEADLINE ? &s->connect_deadline : &s->idle_limit;
 		if (gg_duration_parse_unit(v, d, &err) < 0)
@@ -413,10 +423,15 @@ static void clear_opt(struct gg_site *s, int id)
 			free(s->binds[i]);
 		s->nbinds = 0;
 	}
+	if (id == O_ALLOW) {
+		for (int i = 0; i < s->nallow; i++)
+			free(s->allow_from[i]);
+		s->nallow = 0;
+	}
 }
 
-/* Set KEY to VALUE in s: "jump" and "bind" take their values separated by
- * ',', "" clears. */
+/* Set KEY to VALUE in s: "jump", "bind" and "allow-from" take their values
+ * separated by ',', "" clears. */
 static int set_value(struct gg_cli *cli, struct gg_site *s, const struct gg_opt *o,
 		     const char *value)
 {

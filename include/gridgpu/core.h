@@ -115,6 +115,7 @@ GG_API int gg_xdg_dir(enum gg_xdg kind, char **out, struct gg_err *err);
 
 #define GG_MAX_JUMPS 8
 #define GG_MAX_BINDS 16
+#define GG_MAX_ALLOW 32
 
 struct gg_site {
 	char *name;
@@ -142,6 +143,10 @@ struct gg_site {
 	int64_t token_refresh;    /* refresh margin, seconds, 0 = default (5 minutes) */
 	int64_t connect_deadline; /* seconds, 0 = default */
 	int64_t idle_limit;       /* seconds, 0 = default */
+	/* ADDR or ADDR/BITS: the only addresses a session's sshd admits
+	 * connections from (its jump hosts); none: any */
+	char *allow_from[GG_MAX_ALLOW];
+	int nallow;
 };
 
 /* The credential a site's CE calls take by default: its auth, else "token"
@@ -176,6 +181,14 @@ GG_API int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct g
 #define GG_CONFIG_VALUE_MAX 180
 /* Can v be written to the INI file and read back unchanged? */
 GG_API int gg_config_value_ok(const char *v);
+/* One allow_from entry: an IPv4 or IPv6 address, or a CIDR range ADDR/BITS
+ * with no bits set past the mask, in its plain form (no names, wildcards,
+ * '!', zone or IPv4-mapped IPv6 address). 0, or GG_EUSAGE naming it. */
+GG_API int gg_addr_range_check(const char *s, struct gg_err *err);
+/* Add the entries of list (separated by ',') to site->allow_from: each is
+ * checked first, nothing is added unless all are good (GG_EUSAGE naming the
+ * bad one, an empty one, or more than GG_MAX_ALLOW in all). */
+GG_API int gg_site_allow_add(struct gg_site *site, const char *list, struct gg_err *err);
 /* Validate a site name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 GG_API int gg_site_name_valid(const char *name);
 

@@ -40,6 +40,8 @@ void gg_site_clear(struct gg_site *s)
 		free(s->jumps[i]);
 	for (int i = 0; i < s->nbinds; i++)
 		free(s->binds[i]);
+	for (int i = 0; i < s->nallow; i++)
+		free(s->allow_from[i]);
 	free(s->queue);
 	free(s->gpu_queue);
 	free(s->gpu_rte);
@@ -116,8 +118,8 @@ static int strv_add(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* A section given twice, or a key twice in a section (but 'jump', which is a
- * list), would be merged without a word: refused. */
+/* A section given twice, or a key twice in a section (but the lists 'jump',
+ * 'bind' and 'allow_from'), would be merged without a word: refused. */
 static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 {
 	char section[256]; /* "site NAME", however many blanks were between */
@@ -135,7 +137,8 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 		if (strv_add(&c->sections, &c->nsections, section) < 0)
 			return gg_err_set(c->err, GG_ENOMEM, "out of memory");
 	}
-	if (!name || strcmp(name, "jump") == 0 || strcmp(name, "bind") == 0)
+	if (!name || strcmp(name, "jump") == 0 || strcmp(name, "bind") == 0 ||
+	    strcmp(name, "allow_from") == 0)
 		return 0; /* repeatable */
 	if (strv_has(c->keys, c->nkeys, name))
 		return gg_err_set(c->err, GG_EUSAGE, "[%s]: '%s' given a second time", section,
@@ -254,6 +257,8 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 		return list_add(s->jumps, &s->njumps, GG_MAX_JUMPS, value, "jump hosts", err);
 	if (strcmp(key, "bind") == 0)
 		return list_add(s->binds, &s->nbinds, GG_MAX_BINDS, value, "bind paths", err);
+	if (strcmp(key, "allow_from") == 0) /* checked: it goes into sshd's configuration */
+		return gg_site_allow_add(s, value, err) < 0 ? gg_err_prefix(err, "allow_from") : 0;
 	int64_t *d = strcmp(key, "connect_deadline") == 0 ? &s->connect_deadline
 		     : strcmp(key, "idle_limit") == 0     ? &s->idle_limit
 		     : strcmp(key, "token_refresh") == 0  ? &s->token_refresh
@@ -439,6 +444,10 @@ int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *
 	for (int i = 0; i < src->nbinds; i++)
 		if (list_add(dst->binds, &dst->nbinds, GG_MAX_BINDS, src->binds[i], "", err) < 0)
 			goto oom;
+	for (int i = 0; i < src->nallow; i++)
+		if (list_add(dst->allow_from, &dst->nallow, GG_MAX_ALLOW, src->allow_from[i], "",
+			     err) < 0)
+			goto oom;
 	dst->connect_deadline = src->connect_deadline;
 	dst->idle_limit = src->idle_limit;
 	dst->token_refresh = src->token_refresh;
@@ -472,6 +481,9 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 					  "%s '%s': cannot be stored in the configuration",
 					  i < site->njumps ? "jump" : "bind", v);
 	}
+	for (int i = 0; i < site->nallow; i++)
+		if (gg_addr_range_check(site->allow_from[i], err) < 0)
+			return gg_err_prefix(err, "allow_from");
 	struct gg_site copy;
 	int rc = gg_site_copy(&copy, site, err);
 	if (rc < 0)
@@ -537,6 +549,8 @@ char *gg_config_format(const struct gg_config *cfg)
 		}
 		for (int j = 0; j < s->nbinds; j++)
 			fprintf(f, "bind = %s\n", s->binds[j]);
+		for (int j = 0; j < s->nallow; j++)
+			fprintf(f, "allow_from = %s\n", s->allow_from[j]);
 		char d[32];
 		if (s->connect_deadline)
 			fprintf(f, "connect_deadline = %s\n",

@@ -1,7 +1,9 @@
 /* The INI configuration ($XDG_CONFIG_HOME/gridgpu/config, edited by hand and by
  * `gridgpu site add`): gg_config_load from a file. A configuration that loads must
  * load again, the same, after gg_config_format (what gg_config_save writes), and
- * its sites feed the SSH config writer (jump host parsing). */
+ * its sites feed the SSH config writer (jump host parsing). A site's
+ * allow_from, written into the session sshd's configuration on the node,
+ * holds only addresses. */
 #include <string.h>
 
 #include "core/core.h"
@@ -45,6 +47,12 @@ static void config_same(const struct gg_config *a, const struct gg_config *b, co
 			FUZZ_CHECK(config_str_eq(x->jumps[k], y->jumps[k]),
 				   "[site %s] jump %d changed on a round trip\n%s", x->name, k + 1,
 				   text);
+		FUZZ_CHECK(x->nallow == y->nallow, "[site %s] %d allow_from became %d\n%s", x->name,
+			   x->nallow, y->nallow, text);
+		for (int k = 0; k < x->nallow; k++)
+			FUZZ_CHECK(config_str_eq(x->allow_from[k], y->allow_from[k]),
+				   "[site %s] allow_from %d changed on a round trip\n%s", x->name,
+				   k + 1, text);
 		FUZZ_CHECK(x->connect_deadline == y->connect_deadline,
 			   "[site %s] connect_deadline %lld became %lld on a round trip\n%s",
 			   x->name, (long long)x->connect_deadline, (long long)y->connect_deadline,
@@ -75,6 +83,15 @@ FUZZ_TARGET(config)
 			   "site '%s' is there twice", cfg->sites[i].name);
 		FUZZ_CHECK(cfg->sites[i].njumps >= 0 && cfg->sites[i].njumps <= GG_MAX_JUMPS,
 			   "%d jumps", cfg->sites[i].njumps);
+		/* allow_from goes into the session sshd's configuration: nothing
+		 * but an address's characters, and what sshd takes */
+		for (int k = 0; k < cfg->sites[i].nallow; k++) {
+			const char *a = cfg->sites[i].allow_from[k];
+			FUZZ_CHECK(a[0] && !a[strspn(a, "0123456789abcdefABCDEF:./")],
+				   "allow_from '%s' has other characters", a);
+			FUZZ_CHECK(gg_addr_range_check(a, &err) == 0, "allow_from '%s' loaded: %s",
+				   a, err.msg);
+		}
 	}
 
 	/* saved (formatted) and loaded again */

@@ -469,6 +469,123 @@ static void write_file(const char *path, const char *text)
 	assert_int_equal(gg_file_write_atomic(path, text, strlen(text), 0600, &err), 0);
 }
 
+/* allow_from entries: what sshd takes as an address or a CIDR range, in its
+ * plain form; nothing that could carry other sshd_config syntax. */
+static void test_allow_from(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	const char *good[] = {"192.0.2.10",    "192.0.2.0/24", "0.0.0.0/0", "10.0.0.0/8",
+			      "2001:db8::/32", "2001:db8::1",  "::1",       "::/0",
+			      "fd00::/128",    "127.0.0.1/32"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+		assert_int_equal(gg_addr_range_check(good[i], &err), 0);
+	const char *bad[] = {"",
+			     "/24",
+			     "192.0.2.0/",
+			     "192.0.2.0/33",
+			     "::/129",
+			     "192.0.2.0/024",
+			     "192.0.2.0/+8",
+			     "192.0.2.0/8/8",
+			     "gw.example",
+			     "192.0.2.*",
+			     "!192.0.2.1",
+			     "192.0.2.1 ",
+			     " 192.0.2.1",
+			     "192.0.2.1\nMatch all",
+			     "192.0.2.1,10.0.0.1",
+			     "fe80::1%eth0",
+			     "::ffff:192.0.2.1",
+			     "010.0.0.1",
+			     "192.0.2",
+			     "1.2.3.4.5",
+			     "2001:db8::/32\"",
+			     "2001:db8:::1"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err.msg[0] = '\0';
+		assert_int_equal(gg_addr_range_check(bad[i], &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, bad[i])); /* the entry is named */
+	}
+	/* bits past the mask: sshd would not start; the network is suggested */
+	assert_int_equal(gg_addr_range_check("10.1.2.3/8", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "did you mean 10.0.0.0/8?"));
+	assert_int_equal(gg_addr_range_check("2001:db8::1/32", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "did you mean 2001:db8::/32?"));
+	assert_int_equal(gg_addr_range_check("192.0.2.129/25", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "did you mean 192.0.2.128/25?"));
+
+	/* a list: all or nothing */
+	struct gg_site s = {0};
+	assert_int_equal(gg_site_allow_add(&s, "192.0.2.10,2001:db8::/32", &err), 0);
+	assert_int_equal(s.nallow, 2);
+	assert_string_equal(s.allow_from[1], "2001:db8::/32");
+	const char *badlists[] = {"",
+				  ",",
+				  "192.0.2.1,",
+				  ",192.0.2.1",
+				  "192.0.2.1,,192.0.2.2",
+				  "192.0.2.1, 192.0.2.2",
+				  "192.0.2.1,x"};
+	for (size_t i = 0; i < sizeof badlists / sizeof badlists[0]; i++)
+		assert_int_equal(gg_site_allow_add(&s, badlists[i], &err), GG_EUSAGE);
+	assert_int_equal(s.nallow, 2);
+	char many[GG_MAX_ALLOW * 16] = "";
+	size_t n = 0;
+	for (int i = 0; i < GG_MAX_ALLOW - 1; i++)
+		n += (size_t)snprintf(many + n, sizeof many - n, "%s10.0.0.%d", i ? "," : "", i);
+	assert_int_equal(gg_site_allow_add(&s, many, &err), GG_EUSAGE); /* 2 + 31 */
+	assert_non_null(strstr(err.msg, "more than 32"));
+	assert_int_equal(s.nallow, 2);
+	assert_int_equal(gg_site_allow_add(&s, many + strlen("10.0.0.0,"), &err), 0);
+	assert_int_equal(s.nallow, GG_MAX_ALLOW);
+	gg_site_clear(&s);
+}
+
+static void test_config_allow_from(void **state)
+{
+	(void)state;
+	char path[128];
+	struct gg_err err = {0};
+	struct gg_config *cfg;
+	snprintf(path, sizeof path, "%s/config-allow", tmpdir);
+	/* repeatable, and a line may hold a list */
+	write_file(path, "[site a]\nce = https://a/arex\nallow_from = 192.0.2.10\n"
+			 "jump = u@gw\nallow_from = 198.51.100.0/24,2001:db8::/32\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), 0);
+	const struct gg_site *s = gg_config_site(cfg, "a");
+	assert_int_equal(s->nallow, 3);
+	assert_string_equal(s->allow_from[2], "2001:db8::/32");
+	/* saved one a line, read back the same; copied with the site */
+	char *text = gg_config_format(cfg);
+	assert_non_null(strstr(text, "allow_from = 192.0.2.10\nallow_from = 198.51.100.0/24\n"
+				     "allow_from = 2001:db8::/32\n"));
+	write_file(path, text);
+	free(text);
+	struct gg_site copy;
+	assert_int_equal(gg_site_copy(&copy, s, &err), 0);
+	assert_int_equal(copy.nallow, 3);
+	assert_string_equal(copy.allow_from[0], "192.0.2.10");
+	/* a site made by a program: checked before it is kept */
+	char *evil = copy.allow_from[1];
+	copy.allow_from[1] = (char *)"10.0.0.1\nMatch all";
+	assert_int_equal(gg_config_set_site(cfg, &copy, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "allow_from"));
+	copy.allow_from[1] = evil;
+	gg_site_clear(&copy);
+	gg_config_free(cfg);
+	assert_int_equal(gg_config_load(path, &cfg, &err), 0);
+	assert_int_equal(gg_config_site(cfg, "a")->nallow, 3);
+	gg_config_free(cfg);
+	/* a bad entry fails the load, naming the line and the entry */
+	write_file(path, "[site a]\nce = https://a/arex\nallow_from = 192.0.2.10 192.0.2.11\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "line 3"));
+	assert_non_null(strstr(err.msg, "allow_from: '192.0.2.10 192.0.2.11'"));
+	write_file(path, "[site a]\nce = https://a/arex\nallow_from = *\n");
+	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
+}
+
 static void test_config(void **state)
 {
 	(void)state;
@@ -707,6 +824,8 @@ int main(void)
 		cmocka_unit_test(test_mkdir_p),
 		cmocka_unit_test(test_xdg),
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_allow_from),
+		cmocka_unit_test(test_config_allow_from),
 		cmocka_unit_test(test_config_values),
 		cmocka_unit_test(test_site_name),
 		cmocka_unit_test(test_wipe),
