@@ -1,6 +1,7 @@
 /* The job descriptions of gridgpu's two kinds of work: an interactive session
  * (the launcher, its sshd's key, the session file it publishes) and a batch
  * job (the wrapper running a command in the SIF image). */
+#include <arpa/inet.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,24 @@ int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site, struct 
 	return rc;
 }
 
+/* -A LIST: the site's allow_from, each entry checked again (a site made by a
+ * program, not loaded from a file), for the launcher's sshd configuration. */
+static int allow_arg(struct gg_jobdesc *jd, const struct gg_site *site, struct gg_err *err)
+{
+	if (!site || !site->nallow)
+		return 0;
+	char list[GG_MAX_ALLOW * (INET6_ADDRSTRLEN + 5)] = "";
+	size_t n = 0;
+	for (int i = 0; i < site->nallow && i < GG_MAX_ALLOW; i++) {
+		if (gg_addr_range_check(site->allow_from[i], err) < 0)
+			return gg_err_prefix(err, "site '%s' allow_from", site->name);
+		n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? "," : "",
+				      site->allow_from[i]);
+	}
+	int rc = gg_jd_arg(jd, "-A", err);
+	return rc ? rc : gg_jd_arg(jd, list, err);
+}
+
 int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
 			const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
 			struct gg_err *err)
@@ -67,6 +86,8 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_jd_arg(jd, buf, err);
 	if (rc == 0 && site && site->worker_address && (rc = gg_jd_arg(jd, "-a", err)) == 0)
 		rc = gg_jd_arg(jd, site->worker_address, err);
+	if (rc == 0)
+		rc = allow_arg(jd, site, err);
 	if (rc == 0 && q->image && q->enter && (rc = gg_jd_arg(jd, "-e", err)) == 0)
 		rc = gg_jd_arg(jd, GG_ENTER_NAME, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)q->res.walltime);

@@ -609,6 +609,43 @@ static void test_dev_gpu(void **state)
 	assert_int_equal(dev_of(NULL, &dev, &err), GG_EUSAGE);
 }
 
+/* The site's allow_from reaches the launcher as -A LIST (its sshd's
+ * AllowUsers), checked again; no -A without it (sshd as before). */
+static void test_describe_allow(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.deadline = 600, .launcher = "/nonexistent/launcher"};
+	struct gg_record r = {.uid = (char *)"0123456789ab", .name = (char *)"s1"};
+	struct gg_site site = {.name = (char *)"gla", .ce = (char *)"https://ce/arex"};
+	struct gg_err err = {0};
+	struct gg_jobdesc jd = {0};
+	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err), 0);
+	for (int i = 0; i < jd.nargs; i++)
+		assert_string_not_equal(jd.args[i], "-A");
+	gg_jd_clear(&jd);
+	assert_int_equal(gg_site_allow_add(&site, "192.0.2.10,2001:db8::/32", &err), 0);
+	memset(&jd, 0, sizeof jd);
+	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err), 0);
+	int at = -1;
+	for (int i = 0; i < jd.nargs; i++)
+		if (!strcmp(jd.args[i], "-A"))
+			at = i;
+	assert_true(at > 0 && at + 1 < jd.nargs);
+	assert_string_equal(jd.args[at + 1], "192.0.2.10,2001:db8::/32");
+	gg_jd_clear(&jd);
+	/* an entry a program put there unchecked: refused, nothing described */
+	char *kept = site.allow_from[1];
+	site.allow_from[1] = (char *)"2001:db8::/32\nPermitRootLogin yes";
+	memset(&jd, 0, sizeof jd);
+	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err),
+			 GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "site 'gla' allow_from"));
+	gg_jd_clear(&jd);
+	site.allow_from[1] = kept;
+	for (int i = 0; i < site.nallow; i++)
+		free(site.allow_from[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_launcher_escapes),
 		cmocka_unit_test(test_node_gpus_cmd),
 		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_describe_allow),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
 }
