@@ -26,9 +26,9 @@ char *gg_site_output_base(const struct gg_site *site)
 	if (gg_data_output_parse("x", site->output_base, user, &name, &url, &e) < 0) {
 		/* not a storage URL: expanded anyway, the caller's check says why */
 		free(name);
-		return gg_strdup_printf(
-			"%s%s", site->output_base,
-			site->output_base[strlen(site->output_base) - 1] == '/' ? "" : "/");
+		size_t n = strlen(site->output_base); /* "" too: not read before it */
+		return gg_strdup_printf("%s%s", site->output_base,
+					n && site->output_base[n - 1] == '/' ? "" : "/");
 	}
 	url[strlen(url) - 1] = '\0'; /* drop the "x" */
 	free(name);

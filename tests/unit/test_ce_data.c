@@ -9,6 +9,7 @@
 
 #include "ce/ce.h"
 #include "session/engine.h"
+#include "session/engine_int.h"
 
 static void test_url_parse(void **state)
 {
@@ -261,13 +262,32 @@ static void test_storage_outputs(void **state)
 	gg_record_clear(&r);
 }
 
+/* An empty output_base (a site profile's "output_base =") is expanded without
+ * reading before it (ASan: a heap under-read of one byte) and gives a base the
+ * job's check refuses, naming the setting. */
+static void test_empty_output_base(void **state)
+{
+	(void)state;
+	struct gg_site s = {.name = (char *)"tb", .output_base = strdup("")};
+	assert_non_null(s.output_base);
+	char *base = gg_site_output_base(&s);
+	assert_string_equal(base, "/");
+	free(base);
+	const char *outs[] = {"res.txt"};
+	struct gg_job_spec q = {.outputs = outs, .noutputs = 1};
+	char *dest = gg_job_output_dest(&q, &s, 0);
+	assert_string_equal(dest, "/res.txt");
+	free(dest);
+	free(s.output_base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_parse),       cmocka_unit_test(test_input_output),
 		cmocka_unit_test(test_cache_and_http),  cmocka_unit_test(test_xrsl_storage),
 		cmocka_unit_test(test_staging_state),   cmocka_unit_test(test_staging_failure),
-		cmocka_unit_test(test_storage_outputs),
+		cmocka_unit_test(test_storage_outputs), cmocka_unit_test(test_empty_output_base),
 	};
 	return cmocka_run_group_tests_name("ce_data", tests, NULL, NULL);
 }
