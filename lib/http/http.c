@@ -1,5 +1,6 @@
 /* lib/http: libcurl set-up, keep-alive, retries, TLS, auth. */
 #include "http/http.h"
+#include "http/version.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -38,10 +39,12 @@ struct xfer {
 	void *ud;
 	int cancelled;
 	int too_large;
-	int write_errno; /* writing the body to out failed (disk full) */
-	int64_t offset;  /* resumed: bytes already there (progress counts them) */
-	int restart;     /* resumed, but the server sent it all (200): start over */
+	int write_errno;     /* writing the body to out failed (disk full) */
+	int64_t offset;      /* resumed: bytes already there (progress counts them) */
+	struct fetch *fetch; /* a resumed download: its first bytes decide (begin_body) */
 };
+
+static int begin_body(struct xfer *x);
 
 /* libcurl's buffers hold the bearer token and request headers: it gets an
  * allocator that wipes every block before it is freed or moved. */
@@ -166,6 +169,10 @@ void gg_http_resp_clear(struct gg_http_resp *r)
 	free(r->body);
 	free(r->content_type);
 	free(r->location);
+	free(r->etag);
+	free(r->last_modified);
+	free(r->digest);
+	free(r->content_range);
 	memset(r, 0, sizeof *r);
 }
 
@@ -173,15 +180,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
-	if (x->out && x->offset && x->status_line == 200 && !x->restart) {
-		/* the Range was ignored: the whole file comes again */
-		x->restart = 1;
-		x->offset = 0;
-		if (fflush(x->out) != 0 || ftruncate(fileno(x->out), 0) != 0) {
-			x->write_errno = errno ? errno : EIO;
-			return 0;
-		}
-	}
+	if (x->fetch && x->status_line >= 200 && x->status_line < 300 && begin_body(x) < 0)
+		return 0; /* aborts the transfer: not the bytes asked */
 	if (x->out && x->status_line >= 200 && x->status_line < 300) {
 		if (fwrite(p, 1, len, x->out) == len)
 			return len;
@@ -240,6 +240,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		r->content_type = NULL;
 		free(r->location);
 		r->location = NULL;
+		char **v[] = {&r->etag, &r->last_modified, &r->digest, &r->content_range};
+		for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+			free(*v[i]);
+			*v[i] = NULL;
+		}
 		if (sp) {
 			const char *rs = memchr(sp + 1, ' ', len - (size_t)(sp + 1 - p));
 			if (rs)
@@ -256,6 +261,14 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		slot = &r->content_type;
 	else if (klen == 8 && strncasecmp(p, "location", 8) == 0)
 		slot = &r->location;
+	else if (klen == 4 && strncasecmp(p, "etag", 4) == 0)
+		slot = &r->etag;
+	else if (klen == 13 && strncasecmp(p, "last-modified", 13) == 0)
+		slot = &r->last_modified;
+	else if (klen == 6 && strncasecmp(p, "digest", 6) == 0)
+		slot = &r->digest;
+	else if (klen == 13 && strncasecmp(p, "content-range", 13) == 0)
+		slot = &r->content_range;
 	if (slot) {
 		free(*slot);
 		*slot = dup_trim(colon + 1, len - klen - 1);
@@ -421,7 +434,8 @@ static int on_debug(CURL *c, curl_infotype type, char *data, size_t size, void *
 
 /* The common set-up of one transfer. */
 static struct curl_slist *setup(struct gg_http *h, struct xfer *x, const char *method,
-				const char *url, const char *content_type, const char *accept)
+				const char *url, const char *content_type, const char *accept,
+				const char *const *extra)
 {
 	CURL *c = h->curl;
 	curl_easy_reset(c); /* keeps the connection cache */
@@ -480,6 +494,9 @@ static struct curl_slist *setup(struct gg_http *h, struct xfer *x, const char *m
 		if ((t = curl_slist_append(hdr, line)))
 			hdr = t;
 	}
+	for (size_t i = 0; extra && extra[i]; i++)
+		if ((t = curl_slist_append(hdr, extra[i])))
+			hdr = t;
 	if (h->auth_header && (t = curl_slist_append(hdr, h->auth_header)))
 		hdr = t;
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
@@ -578,9 +595,10 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 	return 0;
 }
 
-int gg_http_request(struct gg_http *h, const char *method, const char *url,
-		    const char *content_type, const void *body, size_t len, const char *accept,
-		    int idempotent, struct gg_http_resp *resp, struct gg_err *err)
+/* gg_http_request with more header lines (NULL-terminated, or NULL). */
+static int request(struct gg_http *h, const char *method, const char *url, const char *content_type,
+		   const void *body, size_t len, const char *accept, const char *const *extra,
+		   int idempotent, struct gg_http_resp *resp, struct gg_err *err)
 {
 	int tries = 1 + h->o.retries;
 	long backoff = h->o.retry_base_ms;
@@ -591,7 +609,7 @@ int gg_http_request(struct gg_http *h, const char *method, const char *url,
 		if ((rc = refresh_auth(h, err)) < 0)
 			return rc;
 		struct xfer x = {.h = h, .resp = resp};
-		struct curl_slist *hdr = setup(h, &x, method, url, content_type, accept);
+		struct curl_slist *hdr = setup(h, &x, method, url, content_type, accept, extra);
 		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
 		if (body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS,
@@ -622,6 +640,14 @@ int gg_http_request(struct gg_http *h, const char *method, const char *url,
 	return rc;
 }
 
+int gg_http_request(struct gg_http *h, const char *method, const char *url,
+		    const char *content_type, const void *body, size_t len, const char *accept,
+		    int idempotent, struct gg_http_resp *resp, struct gg_err *err)
+{
+	return request(h, method, url, content_type, body, len, accept, NULL, idempotent, resp,
+		       err);
+}
+
 int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
 		     struct gg_err *err)
@@ -644,7 +670,7 @@ int gg_http_put_file(struct gg_http *h, const char *url, const char *path,
 		return arc;
 	}
 	struct xfer x = {.h = h, .resp = resp, .progress = progress, .ud = ud};
-	struct curl_slist *hdr = setup(h, &x, "PUT", url, "application/octet-stream", NULL);
+	struct curl_slist *hdr = setup(h, &x, "PUT", url, "application/octet-stream", NULL, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(h->curl, CURLOPT_READDATA, f);
 	curl_easy_setopt(h->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
@@ -686,7 +712,7 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 	gg_http_resp_clear(resp);
 	h->unsent = 1;
 	struct xfer x = {.h = h, .resp = resp, .out = f, .progress = progress, .ud = ud};
-	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL);
+	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
 	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
 	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
@@ -709,114 +735,273 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 	return rc;
 }
 
-/* PATH.part opened for appending (made 0600 when new); its size in *have. */
-static FILE *open_part(const char *part, int64_t *have, struct gg_err *err)
+/* One resumed download: the part, the file beside it that names the version
+ * its bytes are of, and what the server says of the file. */
+struct fetch {
+	const char *url;
+	char *part, *vfile;     /* PATH.part, PATH.part.validator */
+	FILE *f;                /* the part, appended to */
+	int64_t from;           /* bytes of the part kept: the Range starts there */
+	struct gg_version want; /* the file as HEAD describes it */
+	struct gg_version got;  /* the version the answer's bytes are of */
+	int begun;              /* the answer's first bytes were looked at */
+	const char *refused;    /* why the answer's bytes were not taken */
+	int again;              /* ... and the part is started over */
+	int done;               /* the part is named path */
+	struct gg_err verr;     /* writing the validator file */
+};
+
+/* Nothing of the part is kept: emptied, its validator file removed. */
+static int part_restart(struct fetch *fe)
 {
-	int fd = open(part, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	unlink(fe->vfile);
+	fe->from = 0;
+	if (fflush(fe->f) != 0 || ftruncate(fileno(fe->f), 0) != 0)
+		return -1;
+	return 0;
+}
+
+/* A 206 must be the bytes asked of the version the part is of. */
+static int begin_partial(struct xfer *x, struct fetch *fe)
+{
+	if (!gg_content_range_is(x->resp->content_range, fe->from, fe->want.size - 1,
+				 fe->want.size))
+		fe->refused = "other bytes than those asked (Content-Range)";
+	else if (!gg_version_agree(&fe->want, &fe->got))
+		fe->refused = "bytes of another version of the file";
+	fe->again = fe->refused != NULL;
+	fe->got.size = fe->want.size;
+	return fe->refused ? -1 : 0;
+}
+
+/* The answer's first bytes: taken (0) or not (-1, the transfer stops). A 200
+ * is the whole file: the part starts over, with the validators of this
+ * answer written beside it before its first byte. */
+static int begin_body(struct xfer *x)
+{
+	struct fetch *fe = x->fetch;
+	if (fe->begun)
+		return 0;
+	fe->begun = 1;
+	if (gg_version_of(x->resp, &fe->got) < 0) {
+		x->write_errno = ENOMEM;
+		return -1;
+	}
+	if (x->status_line == 206 && fe->from > 0)
+		return begin_partial(x, fe);
+	if (x->status_line != 200) {
+		fe->refused = x->status_line == 206 ? "a part of the file when all of it was asked"
+						    : "an answer without the file";
+		return -1;
+	}
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(x->h->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK)
+		cl = -1;
+	fe->got.size = cl >= 0                                 ? (int64_t)cl
+		       : gg_version_agree(&fe->want, &fe->got) ? fe->want.size
+							       : -1;
+	if ((fe->from && part_restart(fe) < 0) ||
+	    gg_version_save(fe->vfile, fe->url, &fe->got, &fe->verr) < 0) {
+		x->write_errno = errno ? errno : EIO;
+		return -1;
+	}
+	x->offset = 0;
+	return 0;
+}
+
+/* The file as the server describes it (HEAD, with its checksum asked): an
+ * empty want when it does not answer. */
+static int ask_version(struct gg_http *h, struct fetch *fe, struct gg_err *err)
+{
+	static const char *const extra[] = {GG_WANT_DIGEST, NULL};
+	struct gg_http_resp r = {0};
+	struct gg_err e = {0};
+	int rc = 0;
+	if (request(h, "HEAD", fe->url, NULL, NULL, 0, NULL, extra, 1, &r, &e) == 0 &&
+	    r.status >= 200 && r.status < 300) {
+		fe->want.size = r.length;
+		rc = gg_version_of(&r, &fe->want) < 0 ? gg_err_set(err, GG_ENOMEM, "out of memory")
+						      : 0;
+	} else if (e.code == GG_EINTR) {
+		rc = gg_err_set(err, GG_EINTR, "interrupted");
+	}
+	gg_http_resp_clear(&r);
+	return rc;
+}
+
+/* One GET of the file into the part: from fe->from (a Range, If-Range the
+ * part's validator) to its end, or all of it. */
+static int get_part(struct gg_http *h, struct fetch *fe, gg_http_progress_fn progress, void *ud,
+		    struct gg_http_resp *resp, struct gg_err *err)
+{
+	char range[64], ifr[640]; /* validators are at most 512 bytes */
+	const char *extra[3] = {GG_WANT_DIGEST, NULL, NULL};
+	const char *v = fe->want.etag ? fe->want.etag : fe->want.modified;
+	if (fe->from > 0 && v && snprintf(ifr, sizeof ifr, "If-Range: %s", v) < (int)sizeof ifr)
+		extra[1] = ifr;
+	gg_http_resp_clear(resp);
+	gg_version_clear(&fe->got);
+	fe->begun = 0;
+	fe->refused = NULL;
+	fe->again = 0;
+	h->unsent = 1;
+	struct xfer x = {.h = h,
+			 .resp = resp,
+			 .out = fe->f,
+			 .progress = progress,
+			 .ud = ud,
+			 .offset = fe->from,
+			 .fetch = fe};
+	struct curl_slist *hdr = setup(h, &x, "GET", fe->url, NULL, NULL, extra);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	if (fe->from > 0) {
+		snprintf(range, sizeof range, "%lld-%lld", (long long)fe->from,
+			 (long long)fe->want.size - 1);
+		curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
+	}
+	int rc = perform(h, &x, fe->url, err);
+	free_headers(hdr);
+	if (fe->verr.code)
+		*err = fe->verr;
+	else if (fe->refused && rc < 0 && rc != GG_EINTR)
+		rc = 0; /* not an error of the transfer: the caller decides */
+	if (rc == 0 && !fe->begun && resp->status == 200) /* no body: an empty file */
+		fe->got.size = resp->length;
+	return rc;
+}
+
+/* The part, whole: the size the server said, the checksum it gave; then
+ * named path. An error keeps a short part (to resume), removes a wrong one. */
+static int part_finish(struct fetch *fe, const char *path, mode_t mode, struct gg_err *err)
+{
+	int e = 0;
+	if (fflush(fe->f) != 0 || fsync(fileno(fe->f)) != 0 || fchmod(fileno(fe->f), mode) != 0)
+		e = errno;
+	struct stat st;
+	int64_t got = fstat(fileno(fe->f), &st) == 0 ? (int64_t)st.st_size : -1;
+	int64_t size = fe->got.size;
+	const struct gg_version *sum = fe->got.digest                          ? &fe->got
+				       : gg_version_agree(&fe->want, &fe->got) ? &fe->want
+									       : &fe->got;
+	if (e)
+		return gg_err_sys(err, GG_EIO, e, "writing '%s'", fe->part);
+	if (size >= 0 && got < size)
+		return gg_err_set(err, GG_ENET, "%s: %lld of %lld bytes came (kept to resume)",
+				  fe->url, (long long)got, (long long)size);
+	int rc = size >= 0 && got > size
+			 ? gg_err_set(err, GG_EPROTO,
+				      "%s: %lld bytes came of a file of %lld: removed", fe->url,
+				      (long long)got, (long long)size)
+			 : gg_version_check(sum, fe->part, err);
+	if (rc < 0) {
+		part_restart(fe);
+		return rc == GG_EPROTO ? gg_err_prefix(err, "%s", fe->url) : rc;
+	}
+	if (rename(fe->part, path) != 0)
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	fe->done = 1;
+	unlink(fe->vfile);
+	return 0;
+}
+
+/* The GET and the checks, and once more from byte 0 when the answer to the
+ * Range was not the rest of the part's version or the resumed file fails the
+ * checksum. */
+static int fetch_file(struct gg_http *h, struct fetch *fe, const char *path, mode_t mode,
+		      gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
+		      struct gg_err *err)
+{
+	for (int round = 0;; round++) {
+		int64_t from = fe->from;
+		int rc = from > 0 && from == fe->want.size
+				 ? 0 /* all there */
+				 : get_part(h, fe, progress, ud, resp, err);
+		if (rc == 0 && from > 0 && from == fe->want.size) {
+			resp->status = 200;
+			fe->got = fe->want;
+			fe->want = (struct gg_version){.size = -1};
+		}
+		int again = rc == 0 && fe->again && round == 0;
+		if (rc == 0 && fe->refused && !again)
+			rc = gg_err_set(err, GG_EPROTO, "%s: the storage answered %s", fe->url,
+					fe->refused);
+		else if (rc == 0 && resp->status >= 200 && resp->status < 300 && !again)
+			rc = part_finish(fe, path, mode, err);
+		else if (rc == 0 && !again)
+			part_restart(fe); /* an error answer: nothing of the file to keep */
+		again |= rc == GG_EPROTO && from > 0 && round == 0;
+		if (!again)
+			return rc;
+		gg_logf(h->o.log, 1, "%s: %s: starting over from byte 0", fe->url,
+			fe->refused ? fe->refused : err->msg);
+		if (part_restart(fe) < 0)
+			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", fe->part);
+		*err = (struct gg_err){0};
+	}
+}
+
+/* PATH.part opened for appending (made 0600 when new): the bytes of it kept
+ * when its validator file names the version HEAD describes, else none. */
+static int part_open(struct fetch *fe, const char *path, struct gg_err *err)
+{
+	fe->part = gg_strdup_printf("%s.part", path);
+	fe->vfile = gg_strdup_printf("%s.part.validator", path);
+	if (!fe->part || !fe->vfile)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int fd = open(fe->part, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		int e = errno ? errno : EINVAL;
 		if (fd >= 0)
 			close(fd);
-		gg_err_sys(err, GG_EIO, e, "writing '%s'", part);
-		return NULL;
+		return gg_err_sys(err, GG_EIO, e, "writing '%s'", fe->part);
 	}
-	*have = (int64_t)st.st_size;
-	FILE *f = fdopen(fd, "ab");
-	if (!f) {
+	if (!(fe->f = fdopen(fd, "ab"))) {
 		close(fd);
-		gg_err_set(err, GG_ENOMEM, "out of memory");
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	return f;
-}
-
-/* One GET of url appended to f, bytes have..last (a Range when have > 0). */
-static int get_range(struct gg_http *h, const char *url, FILE *f, int64_t have, int64_t last,
-		     gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
-		     struct gg_err *err)
-{
-	char range[64];
-	gg_http_resp_clear(resp);
-	h->unsent = 1;
-	struct xfer x = {
-		.h = h, .resp = resp, .out = f, .progress = progress, .ud = ud, .offset = have};
-	struct curl_slist *hdr = setup(h, &x, "GET", url, NULL, NULL);
-	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, 0L);
-	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-	curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 60L);
-	if (have > 0) {
-		snprintf(range, sizeof range, "%lld-%lld", (long long)have, (long long)last);
-		curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
-	}
-	int rc = perform(h, &x, url, err);
-	free_headers(hdr);
-	return rc;
-}
-
-/* The file's size (HEAD), or -1 when the server does not say. */
-static int64_t remote_size(struct gg_http *h, const char *url, struct gg_err *err)
-{
-	struct gg_http_resp r = {0};
-	int64_t size = -1;
-	if (gg_http_request(h, "HEAD", url, NULL, NULL, 0, NULL, 1, &r, err) == 0 &&
-	    r.status >= 200 && r.status < 300)
-		size = r.length;
-	gg_http_resp_clear(&r);
-	return size;
-}
-
-/* Fetch what is missing of the part f (have bytes) from a file of size
- * bytes: the rest, or all of it again when the part cannot be its start. */
-static int fetch_rest(struct gg_http *h, const char *url, FILE *f, int64_t *have, int64_t size,
-		      gg_http_progress_fn progress, void *ud, struct gg_http_resp *resp,
-		      struct gg_err *err)
-{
-	if (*have && (size < 0 || *have > size)) {
-		if (fflush(f) != 0 || ftruncate(fileno(f), 0) != 0)
-			return gg_err_sys(err, GG_EIO, errno, "writing the part of %s", url);
-		*have = 0;
-	}
-	if (*have && *have == size) { /* all there: what a 200 would have said */
-		gg_http_resp_clear(resp);
-		resp->status = 200;
-		resp->length = 0;
-		return 0;
-	}
-	return get_range(h, url, f, *have, size - 1, progress, ud, resp, err);
+	struct gg_version kept = {.size = -1};
+	gg_version_load(fe->vfile, fe->url, &kept);
+	int64_t have = (int64_t)st.st_size;
+	if (have > 0 && have <= fe->want.size && gg_version_same(&kept, &fe->want))
+		fe->from = have;
+	gg_version_clear(&kept);
+	if (fe->from != have && part_restart(fe) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", fe->part);
+	return 0;
 }
 
 int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
 		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
 		       struct gg_http_resp *resp, struct gg_err *err)
 {
-	char *part = gg_strdup_printf("%s.part", path);
-	int64_t have = 0, size = -1;
-	int rc = part ? refresh_auth(h, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
-	FILE *f = rc == 0 ? open_part(part, &have, err) : NULL;
-	if (!f) {
-		free(part);
-		return rc < 0 ? rc : err->code;
+	struct fetch fe = {.url = url, .want.size = -1, .got.size = -1};
+	*resumed = 0;
+	int rc = refresh_auth(h, err);
+	if (rc == 0)
+		rc = ask_version(h, &fe, err);
+	if (rc == 0)
+		rc = part_open(&fe, path, err);
+	if (rc == 0 && fe.from > 0)
+		gg_logf(h->o.log, 1, "%s: resuming at byte %lld of %lld", url, (long long)fe.from,
+			(long long)fe.want.size);
+	if (rc == 0)
+		rc = fetch_file(h, &fe, path, mode, progress, ud, resp, err);
+	*resumed = fe.from;
+	struct stat st; /* an empty part has nothing to resume */
+	if (fe.f && !fe.done && fflush(fe.f) == 0 && fstat(fileno(fe.f), &st) == 0 &&
+	    st.st_size == 0) {
+		unlink(fe.part);
+		unlink(fe.vfile);
 	}
-	if (have > 0)
-		size = remote_size(h, url, err);
-	rc = fetch_rest(h, url, f, &have, size, progress, ud, resp, err);
-	*resumed = have;
-	int e = 0;
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fchmod(fileno(f), mode) != 0)
-		e = errno;
-	struct stat st;
-	int64_t got = fstat(fileno(f), &st) == 0 ? (int64_t)st.st_size : -1;
-	if (fclose(f) != 0 && !e)
-		e = errno;
-	int ok = rc == 0 && resp->status >= 200 && resp->status < 300;
-	if (ok && size >= 0 && got != size)
-		rc = gg_err_set(err, GG_ENET, "%s: %lld of %lld bytes came (kept to resume)", url,
-				(long long)got, (long long)size);
-	else if (ok && (e || rename(part, path) != 0))
-		rc = gg_err_sys(err, GG_EIO, e ? e : errno, "writing '%s'", path);
-	else if (rc == 0 && !ok)
-		unlink(part); /* an error answer: nothing of the file to keep */
-	free(part);
+	if (fe.f && fclose(fe.f) != 0 && rc == 0)
+		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	gg_version_clear(&fe.want);
+	gg_version_clear(&fe.got);
+	free(fe.part);
+	free(fe.vfile);
 	return rc;
 }
 

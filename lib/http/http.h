@@ -46,6 +46,9 @@ struct gg_http_resp {
 	char *content_type; /* or NULL */
 	char *location;     /* Location header or NULL */
 	int64_t length;     /* Content-Length, -1 when not given */
+	/* What says which version of the file the answer is of, and which
+	 * bytes of it: those headers, or NULL. */
+	char *etag, *last_modified, *digest, *content_range;
 };
 
 int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg_err *err);
@@ -68,12 +71,19 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 		     struct gg_err *err);
 /* GET into path, resuming: the bytes go to PATH.part (0600), which a broken
  * transfer leaves behind so that the next call asks only for the rest (a
- * Range; *resumed says from which byte); PATH.part becomes path (mode) when
- * the answer is complete. The size is asked first (HEAD), and the Range names
- * the last byte: XRootD's HTTP door (5.5) answers an open-ended "N-" with
- * nothing. A server that ignores the Range sends the whole file again and the
- * part is started over; a part no shorter than the file is started over too.
- * An error answer removes the part; a broken or short transfer keeps it. */
+ * Range; *resumed says from which byte), and only when the server still
+ * describes the file as it did when the part began: its size and a validator
+ * (a strong ETag, Last-Modified or the checksum of a Digest header, asked with
+ * Want-Digest), kept in PATH.part.validator and sent back as If-Range. A part
+ * without one, or of another version, is started over, never spliced. The
+ * size is asked first (HEAD), and the Range names the last byte: XRootD's
+ * HTTP door (5.5) answers an open-ended "N-" with nothing. An answer to the
+ * Range that is not those bytes of that version (another Content-Range, other
+ * validators, the whole file) starts over from byte 0. At the end the size is
+ * checked against what the server said, and the checksum when it gave one
+ * (a resumed file that fails it is fetched again whole, once); PATH.part
+ * becomes path (mode) only then. A short or broken transfer keeps the part
+ * (GG_ENET); an error answer or bytes that fail the checksum remove it. */
 int gg_http_get_resume(struct gg_http *h, const char *url, const char *path, mode_t mode,
 		       gg_http_progress_fn progress, void *ud, int64_t *resumed,
 		       struct gg_http_resp *resp, struct gg_err *err);
