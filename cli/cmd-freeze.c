@@ -58,8 +58,11 @@ const struct gg_opt cmd_freeze_opts[] = {
 	OPT_END,
 };
 
+struct freeze_job;
+
 struct ctx {
 	struct gg_cli *cli;
+	struct freeze_job *job;
 	int bar;   /* draw the progress bar */
 	int drawn; /* a bar is on the line */
 	struct timespec start;
@@ -398,8 +401,10 @@ struct freeze_job {
 	const char **excl;           /* the defaults, then --exclude */
 	size_t nexcl;
 	char *excl_label;
-	const char *final_output; /* with --session: -o, written under tmp_out first */
-	char *tmp_out, *session_label, *gpus;
+	char *session_label, *gpus;
+	int src_done; /* with --session: the remote tar was waited for */
+	int src_rc;   /* ... its result (an error in src_err) */
+	struct gg_err src_err;
 	struct session_src src;
 };
 
@@ -541,14 +546,16 @@ static int session_excludes(struct freeze_job *j)
 }
 
 /* The sandbox stays on the node: stream it as a tar over ssh (through the jump hosts,
- * host key pinned) into the same pipeline. Written under another name, renamed only
- * once ssh and tar said the stream was whole. */
+ * host key pinned) into the same pipeline. The image is installed as plain freeze's is
+ * (an unnamed temp file, an existing output replaced only with --force), and only once
+ * ssh and tar said the stream was whole (session_end). An output that exists is refused
+ * before the node is asked, as the library would. */
 static int open_session_source(struct gg_cli *cli, struct freeze_job *j)
 {
 	struct gg_freeze_opts *o = &j->o;
 	if (access(o->output, F_OK) == 0 && !o->force) {
 		struct gg_err e = {0};
-		gg_err_set(&e, GG_EUSAGE, "'%s' exists: use --force to replace it", o->output);
+		gg_err_set(&e, GG_EFAIL, "'%s' exists (use --force to replace it)", o->output);
 		return ui_fail(cli, &e, "freeze");
 	}
 	int fd = -1;
@@ -560,15 +567,11 @@ static int open_session_source(struct gg_cli *cli, struct freeze_job *j)
 		return rc;
 	o->input_fd = fd;
 	o->format = GG_IMAGE_TAR;
-	j->tmp_out = gg_strdup_printf("%s.session.%ld", o->output, (long)getpid());
 	j->session_label = gg_strdup_printf(SOURCE_LABEL "session %s:%s", j->session,
 					    j->rpath ? j->rpath : "sandbox");
-	if (!j->tmp_out || !j->session_label || add_label(j, j->session_label) < 0 ||
+	if (!j->session_label || add_label(j, j->session_label) < 0 ||
 	    (j->excl_label && add_label(j, j->excl_label) < 0))
 		return EXIT_FAIL;
-	j->final_output = o->output;
-	o->output = j->tmp_out;
-	o->force = 1;
 	return 0;
 }
 
@@ -604,21 +607,22 @@ static int check_settings(struct gg_cli *cli, struct freeze_job *j)
 	return 0;
 }
 
-/* After the freeze of a session's sandbox: what the remote tar said, then the image
- * under its name. Returns the freeze's result, err set on failure. */
-static int end_session_source(struct freeze_job *j, int frc, struct gg_err *err)
+/* What the remote tar said once its stream was read (abort: given up before; its exit
+ * status still says why when it ended by itself). 0 when it sent the whole sandbox,
+ * else the error. */
+static int session_tar_result(struct freeze_job *j, int abort, struct gg_err *err)
 {
 	close(j->o.input_fd);
-	int st = -1;
+	int st = -1, frc = 0;
 	char *said = NULL;
 	struct gg_err serr = {0};
-	int src_rc = finish_session_tar(&j->src, frc < 0, &st, &said, &serr);
-	if (frc == 0 && src_rc < 0) {
+	int src_rc = finish_session_tar(&j->src, abort, &st, &said, &serr);
+	if (!abort && src_rc < 0) {
 		*err = serr;
 		gg_err_prefix(err, "reading '%s' on the session's node",
 			      j->rpath ? j->rpath : "the sandbox");
 		frc = src_rc;
-	} else if (frc != GG_EINTR && src_rc == 0 && st != 0) {
+	} else if (src_rc == 0 && (abort ? st > 0 : st != 0)) {
 		/* What went wrong on the node says more than an empty stream. */
 		if (said) /* its first complaint: tar's last line is a summary */
 			said[strcspn(said, "\r\n")] = '\0';
@@ -637,13 +641,35 @@ static int end_session_source(struct freeze_job *j, int frc, struct gg_err *err)
 		frc = err->code;
 	}
 	free(said);
-	if (frc == 0 && rename(j->tmp_out, j->final_output) < 0) {
-		gg_err_sys(err, GG_EIO, errno, "writing '%s'", j->final_output);
-		frc = GG_EIO;
+	return frc;
+}
+
+/* The library's source_end: the image is written, the remote tar is asked how it
+ * ended; an error keeps the image from being installed. */
+static int session_end(void *ud, struct gg_err *err)
+{
+	struct freeze_job *j = ((struct ctx *)ud)->job;
+	clear_bar(ud);
+	j->src_done = 1;
+	j->src_rc = session_tar_result(j, 0, &j->src_err);
+	if (j->src_rc < 0)
+		*err = j->src_err;
+	return j->src_rc;
+}
+
+/* After the freeze of a session's sandbox: the remote tar given up when the freeze
+ * failed before session_end; its error when it failed the freeze. */
+static int end_session_source(struct freeze_job *j, int frc, struct gg_err *err)
+{
+	if (!j->src_done) { /* the freeze failed first: what went wrong on the node says more */
+		struct gg_err serr = {0};
+		if (session_tar_result(j, 1, &serr) < 0 && frc < 0 && frc != GG_EINTR) {
+			*err = serr;
+			frc = serr.code;
+		}
 	}
-	if (frc < 0)
-		unlink(j->tmp_out);
-	j->o.output = j->final_output;
+	if (j->src_rc < 0 && frc < 0)
+		*err = j->src_err;
 	return frc;
 }
 
@@ -722,8 +748,12 @@ static int run_freeze(struct gg_cli *cli, struct freeze_job *j)
 {
 	struct ctx ctx;
 	bar_init(&ctx, cli);
-	struct gg_image_callbacks cb = {
-		.progress = progress_cb, .warn = warn_cb, .cancel = cli_cancel_cb, .ud = &ctx};
+	ctx.job = j;
+	struct gg_image_callbacks cb = {.progress = progress_cb,
+					.warn = warn_cb,
+					.cancel = cli_cancel_cb,
+					.ud = &ctx,
+					.source_end = j->session ? session_end : NULL};
 	struct cli_sigsave save;
 	cli_interrupt_push(&save);
 	struct gg_freeze_result res;
@@ -752,7 +782,6 @@ static void job_clear(struct freeze_job *j)
 		finish_session_tar(&j->src, 1, &st, &said, NULL);
 		free(said);
 	}
-	free(j->tmp_out);
 	free(j->session_label);
 	free(j->excl_label);
 	for (size_t i = 0; i < j->nexcl; i++)

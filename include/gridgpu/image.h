@@ -51,6 +51,11 @@ struct gg_image_callbacks {
 	void (*warn)(void *ud, const char *msg);
 	int (*cancel)(void *ud);
 	void *ud;
+	/* Called once the source has been read to its end and the image written, before
+	 * the image gets the output's name (or replaces it): non-zero, with err set, fails
+	 * the freeze and nothing is installed. A tar stream from another program (a
+	 * session's sandbox over ssh) checks that program's exit status here. */
+	int (*source_end)(void *ud, struct gg_err *err);
 };
 
 struct gg_freeze_opts {

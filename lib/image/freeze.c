@@ -384,6 +384,8 @@ static int commit_file(struct run *r, struct gg_err *err)
 		return gg_err_sys(err, GG_EIO, errno, "writing '%s'", r->o->output);
 	if (fchmod(r->fd, 0755) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "setting the mode of '%s'", r->o->output);
+	if (r->cb && r->cb->source_end && r->cb->source_end(r->cb->ud, err) != 0)
+		return err->code ? err->code : gg_err_set(err, GG_EFAIL, "the source failed");
 	if (r->anon && gg_file_name_unnamed(r->fd, r->tmp, r->o->output, err) < 0)
 		return err->code;
 	r->named = 1;

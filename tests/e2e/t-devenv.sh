@@ -152,6 +152,19 @@ lsq() { unsquashfs -lln -o "$(grep -obUa hsqs "$1" | head -n 1 | cut -d: -f1)" "
 lsq plain.sif >plain.ls && lsq packed.sif >packed.ls && [ "$(wc -l <plain.ls)" -gt 10 ] && cmp -s plain.ls packed.ls &&
 	ok "... the same files in both images (modes, owners, sizes, times, $(wc -l <plain.ls) entries)" || not_ok "plain.sif and packed.sif hold other files: $(diff plain.ls packed.ls | head -5)"
 expect_fail "--link-comp without --session" 2 "--link-comp goes with --session" freeze --link-comp none rootfs -o x.sif
+# the image is installed as plain freeze installs it: an output that exists is
+# refused the same way (exit 1) and left as it was; the temp file has no name
+# another program could know: the name the old code used, OUTPUT.session.PID
+# (the pid of the exec'd gridgpu), is someone else's file, left alone
+printf 'mine\n' >ex.sif
+expect_fail "freeze --session onto an existing output: refused as plain freeze refuses it" 1 \
+	"'ex.sif' exists (use --force to replace it)" freeze --session dev -o ex.sif
+expect_eq "... the existing output is untouched" "$(cat ex.sif)" mine
+sh -c 'printf "theirs\n" >"sq.sif.session.$$"; echo $$ >sq.pid; exec "$GRIDGPU" freeze -q --session dev -o sq.sif' 2>sq.err
+SQ=sq.sif.session.$(cat sq.pid)
+[ "$(cat "$SQ" 2>&1)" = theirs ] && [ -s sq.sif ] && [ -z "$(ls sq.sif.* 2>/dev/null | grep -v "^$SQ\$")" ] &&
+	ok "freeze --session: a file at its old predictable temp name ($SQ) is left alone, the image made" ||
+	not_ok "the file at $SQ: '$(cat "$SQ" 2>&1)', sq.sif: $(ls -l sq.sif* 2>&1 | tr '\n' ' ') $(head -c 300 sq.err)"
 run_gg inspect work.sif
 printf '%s\n' "$OUT" | grep -q 'org.gridgpu.excluded.*\./tmp/\*.*\./usr/local/share/skip' &&
 	ok "inspect shows what was excluded" || not_ok "inspect: $OUT"

@@ -292,6 +292,48 @@ static void test_temp_name_taken(void **state)
 	assert_clean(tmpdir, "t.sif");
 }
 
+/* source_end is called once the image is written and before it is installed: an output
+ * another program made meanwhile is not replaced without force (freeze --session relies
+ * on it: its stream's end is checked there), and an error from it installs nothing. */
+static int made_meanwhile(void *ud, struct gg_err *err)
+{
+	(void)err;
+	put(ud, "theirs");
+	return 0;
+}
+
+static int source_failed(void *ud, struct gg_err *err)
+{
+	(void)ud;
+	return gg_err_set(err, GG_EFAIL, "the remote tar failed");
+}
+
+static void test_source_end(void **state)
+{
+	(void)state;
+	make_sandbox(P("%s", "sbe"));
+	char *src = strdup(P("%s", "sbe")), *out = strdup(P("%s", "srcend.sif"));
+	struct gg_err err = {0};
+	struct gg_image_callbacks cb = {.source_end = made_meanwhile, .ud = out};
+	struct gg_freeze_opts o = {.source = src, .output = out, .jobs = 2};
+	assert_int_equal(gg_image_freeze(&o, &cb, NULL, &err), GG_EFAIL);
+	assert_non_null(strstr(err.msg, "exists (use --force to replace it)"));
+	unsigned char *b;
+	size_t l;
+	assert_int_equal(read_all(out, &b, &l), 0);
+	assert_int_equal(l, 6);
+	assert_memory_equal(b, "theirs", 6);
+	free(b);
+	assert_int_equal(unlink(out), 0);
+	assert_clean(tmpdir, "srcend.sif");
+	cb.source_end = source_failed;
+	assert_int_equal(gg_image_freeze(&o, &cb, NULL, &err), GG_EFAIL);
+	assert_string_equal(err.msg, "the remote tar failed");
+	assert_clean(tmpdir, "srcend.sif");
+	free(src);
+	free(out);
+}
+
 /* ---- tars ------------------------------------------------------------------------ */
 
 struct tent {
@@ -1808,6 +1850,7 @@ int main(void)
 		cmocka_unit_test(test_dir_reproducible),
 		cmocka_unit_test(test_output_handling),
 		cmocka_unit_test(test_temp_name_taken),
+		cmocka_unit_test(test_source_end),
 		cmocka_unit_test(test_tar),
 		cmocka_unit_test(test_tar_bounds),
 		cmocka_unit_test(test_tar_endless),
