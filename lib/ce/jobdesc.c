@@ -32,8 +32,32 @@ int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err)
 	return push(jd->args, &jd->nargs, arg, "arguments", err);
 }
 
+int gg_jd_name_has_control(const char *name)
+{
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* A file name in the job's directory that the CE can take. */
+static int check_jd_name(const char *what, const char *name, struct gg_err *err)
+{
+	if (!name[0] || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
+		return gg_err_set(err, GG_EUSAGE, "%s file name '%s' must be a plain file name",
+				  what, name);
+	if (gg_jd_name_has_control(name))
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s file name with a control character: the CE cannot take "
+				  "it (rename the file)",
+				  what);
+	return 0;
+}
+
 int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err)
 {
+	if (gg_jd_name_has_control(name))
+		return check_jd_name("output", name, err);
 	for (int i = 0; i < jd->noutputs; i++)
 		if (strcmp(jd->outputs[i], name) == 0)
 			return 0;
@@ -42,6 +66,8 @@ int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err)
 
 int gg_jd_output_url(struct gg_jobdesc *jd, const char *name, const char *url, struct gg_err *err)
 {
+	if (check_jd_name("output", name, err) < 0)
+		return err->code;
 	for (int i = 0; i < jd->noutputs; i++)
 		if (strcmp(jd->outputs[i], name) == 0)
 			return gg_err_set(err, GG_EUSAGE, "output '%s' is named twice", name);
@@ -76,9 +102,8 @@ int gg_jd_input(struct gg_jobdesc *jd, const char *name, const char *source, con
 {
 	if (jd->ninputs >= GG_JD_MAX)
 		return gg_err_set(err, GG_EUSAGE, "too many input files (at most %d)", GG_JD_MAX);
-	if (!name[0] || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
-		return gg_err_set(err, GG_EUSAGE, "input file name '%s' must be a plain file name",
-				  name);
+	if (check_jd_name("input", name, err) < 0)
+		return err->code;
 	struct gg_jd_file *f = &jd->inputs[jd->ninputs];
 	memset(f, 0, sizeof *f);
 	if (gg_jd_set(&f->name, name, err) < 0 || gg_jd_set(&f->source, source, err) < 0 ||

@@ -158,10 +158,36 @@ static int check_data_names(const struct gg_job_spec *q, struct gg_err *err)
 	return 0;
 }
 
+/* A name in the job's directory with a control character: the CE takes the
+ * job and then waits for a file by a name that never comes. Refused (the
+ * message is escaped where it is printed). */
+static int control_in_name(const char *what, const char *arg, const char *name, struct gg_err *err)
+{
+	if (!gg_jd_name_has_control(name))
+		return 0;
+	return gg_err_set(err, GG_EUSAGE,
+			  "%s '%s': a control character in the name, which the CE cannot take: "
+			  "rename it",
+			  what, arg);
+}
+
+/* --image-url: a URL the CE's data staging fetches (root://, davs://, https://). */
+static int check_image_url(const char *url, struct gg_err *err)
+{
+	struct gg_data_url u;
+	if (!url || gg_data_url_parse(url, &u, err) == 0)
+		return 0;
+	return gg_err_prefix(err, "--image-url");
+}
+
 int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)
 {
+	if (check_image_url(q->image_url, err) < 0)
+		return err->code;
 	for (int i = 0; i < q->ninputs; i++) {
 		const char *b = base_name(q->inputs[i]);
+		if (control_in_name("--input", q->inputs[i], b, err) < 0)
+			return err->code;
 		if (own_file(b))
 			return gg_err_set(err, GG_EUSAGE,
 					  "--input '%s': '%s' is the job's own file in its "
@@ -179,6 +205,8 @@ int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)
 		return rc;
 	for (int i = 0; i < q->noutputs; i++) {
 		const char *v = q->outputs[i];
+		if (control_in_name("--output", v, v, err) < 0)
+			return err->code;
 		if (strchr(v, '/') || !strcmp(v, "..") || !strcmp(v, ".") || !*v)
 			return gg_err_set(err, GG_EUSAGE,
 					  "--output '%s': a file name (or pattern) in the job's "

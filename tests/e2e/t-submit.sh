@@ -189,6 +189,20 @@ expect_fail "--input named like the job's image is refused" 2 "the job's own fil
 expect_fail "--input named like the job's wrapper is refused" 2 "the job's own file" --site tb submit work.sif --input in1/gridgpu-wrapper -- true
 expect_fail "two --input with one name are refused" 2 "both would be 'data.txt'" --site tb submit work.sif -i in1/data.txt -i in2/data.txt -- true
 expect_fail "--input of a directory is refused" 2 "not a regular file" --site tb submit work.sif --input in1 -- true
+# what the CE would take and then wait on forever (a URL its data staging cannot
+# fetch, a name with a control character): refused here, exit 2, saying what to do
+expect_fail "--image-url file:// is refused: the CE cannot fetch it" 2 \
+	"--image-url: 'file:///tmp/x.sif': the CE cannot stage this URL (a local file: give its path" \
+	--site tb submit work.sif --image-url file:///tmp/x.sif -- true
+expect_fail "--image-url that is not a URL is refused" 2 "use root://, davs:// or https://" \
+	--site tb submit work.sif --image-url /store/x.sif -- true
+TAB=$(printf 'a\tb')
+mkdir -p in3 && echo x >"in3/$TAB"
+expect_fail "--input whose name has a control character is refused" 2 \
+	"--input 'in3/a\\tb': a control character in the name, which the CE cannot take: rename it" \
+	--site tb submit work.sif --input "in3/$TAB" -- true
+expect_fail "--output with a control character is refused (shown escaped)" 2 \
+	"--output 'r\\x1b[2J': a control character" --site tb submit work.sif --output "$(printf 'r\033[2J')" -- true
 expect_fail "the CE refuses the job: its reason" 6 "refused the job" --site tb submit work.sif --queue nosuchqueue -- true
 expect_eq "refused submissions leave no record" "$(recs)" "$r0"
 expect_eq "refused submissions leave no job on the CE" "$(ce_jobs)" "$n0"

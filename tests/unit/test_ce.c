@@ -21,6 +21,12 @@ static void test_xrsl(void **state)
 	assert_int_equal(gg_jd_input(&jd, "data", "https://x/y", NULL, &err), 0);
 	assert_int_equal(gg_jd_input(&jd, "../evil", NULL, NULL, &err), GG_EUSAGE);
 	assert_int_equal(gg_jd_input(&jd, "a/b", NULL, NULL, &err), GG_EUSAGE);
+	/* a name with a control character: the CE would wait for it forever */
+	assert_int_equal(gg_jd_input(&jd, "a\nb", NULL, "/tmp/l", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "control character"));
+	assert_int_equal(gg_jd_input(&jd, "a\x1b[0m", NULL, "/tmp/l", &err), GG_EUSAGE);
+	assert_int_equal(gg_jd_output(&jd, "r\tx", &err), GG_EUSAGE);
+	assert_int_equal(gg_jd_output_url(&jd, "r\x7f", "https://se/r", &err), GG_EUSAGE);
 	gg_jd_output(&jd, "result.txt", &err);
 	gg_jd_output(&jd, "result.txt", &err); /* once */
 	gg_jd_set(&jd.stdout_name, "out.txt", &err);

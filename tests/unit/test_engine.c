@@ -900,6 +900,37 @@ static void test_job_spec_check(void **state)
 	q.ninputs = 0, q.noutputs = 2;
 	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "--output '../x'"));
+	/* names with control characters (the CE would wait for them forever): refused;
+	 * other bytes are names */
+	const char *ctl_in[] = {"data/a\nb.root"}, *ctl_out[] = {"r\x1b[2Jx", "r\x7f"};
+	const char *fine[] = {"r\xc3\xa9sum\xc3\xa9 1.txt"};
+	q = (struct gg_job_spec){.inputs = ctl_in, .ninputs = 1};
+	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "control character"));
+	for (int i = 0; i < 2; i++) {
+		q = (struct gg_job_spec){.outputs = ctl_out + i, .noutputs = 1};
+		assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "--output"));
+	}
+	q = (struct gg_job_spec){.inputs = fine, .ninputs = 1, .outputs = fine, .noutputs = 1};
+	assert_int_equal(gg_job_spec_check(&q, &err), 0);
+	/* --image-url: only what the CE's data staging fetches */
+	const char *bad_url[] = {"file:///tmp/x.sif", "http://se/x.sif", "/tmp/x.sif",
+				 "https://se/x\n.sif"};
+	for (size_t i = 0; i < sizeof bad_url / sizeof bad_url[0]; i++) {
+		q = (struct gg_job_spec){.image_url = bad_url[i]};
+		assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "--image-url"));
+	}
+	q = (struct gg_job_spec){.image_url = "file:///tmp/x.sif"};
+	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "a local file: give its path"));
+	const char *good_url[] = {"https://se.example/store/x.sif", "davs://se:2880/x.sif",
+				  "root://se.example:1094//store/x.sif"};
+	for (size_t i = 0; i < sizeof good_url / sizeof good_url[0]; i++) {
+		q = (struct gg_job_spec){.image_url = good_url[i]};
+		assert_int_equal(gg_job_spec_check(&q, &err), 0);
+	}
 }
 
 /* Copies of a job whose outputs go to storage would all write the same URLs. */
