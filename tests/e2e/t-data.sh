@@ -91,13 +91,22 @@ run_gg get --urls ja
 expect_eq "get --urls prints where the output is" "$OUT" "res.txt $DOOR/store/user/$RUN/a/res.txt"
 run_gg --json get --urls ja
 json_valid get
-# resume: a get that broke after 40 bytes left res.txt.part; the next asks for the rest
+# a stale part: res.txt.part of other bytes, without the validator a broken
+# get keeps beside it (res.txt.part.validator), is not completed with a Range
+# but fetched again from byte 0 (the storage's adler32 checks the file)
 rm -f ja/res.txt
+printf 'not the bytes of res.txt, 40 of them...' >ja/res.txt.part
+run_gg get ja --force
+expect_eq "get does not splice a stale .part of other bytes: the file is whole" \
+	"$RC $(cut -d' ' -f1 ja/res.txt 2>&1) $(printf '%s' "$ERR" | grep -c 'resumed at byte')" "0 $SUM 0"
+[ ! -e ja/res.txt.part ] && [ ! -e ja/res.txt.part.validator ] && ok "no .part left after the fetch" ||
+	not_ok "a .part was left"
+# a part with the right first bytes but nothing to say which version of the
+# file they are of is not trusted either
 head -c 40 "$GG_TB_SE_DATA/store/user/$RUN/a/res.txt" >ja/res.txt.part
 run_gg get ja --force
-expect_eq "get resumes a broken fetch (Range from byte 40): the file is whole" \
-	"$RC $(cut -d' ' -f1 ja/res.txt 2>&1) $(printf '%s' "$ERR" | grep -c 'resumed at byte 40')" "0 $SUM 1"
-[ ! -e ja/res.txt.part ] && ok "no .part left after the resumed fetch" || not_ok "a .part was left"
+expect_eq "a .part without its validator is started over, not resumed" \
+	"$RC $(cut -d' ' -f1 ja/res.txt 2>&1) $(printf '%s' "$ERR" | grep -c 'resumed at byte')" "0 $SUM 0"
 # cleaned on the CE: its files are gone from there, the output at storage is not
 JA=$("$GRIDGPU" --json status ja --no-sync | field job_id)
 ce_post clean "{\"job\":[{\"id\":\"$JA\"}]}" >/dev/null
