@@ -68,7 +68,10 @@ static void freeze_one(const char *src, enum gg_image_format fmt, const char *di
 	o.source_date_epoch = 1700000000;
 	o.tool_version = "fuzz";
 	struct freeze_bound b = {0, 0, 0};
-	struct gg_image_callbacks cb = {freeze_progress, freeze_warn, freeze_cancel, &b};
+	struct gg_image_callbacks cb = {.progress = freeze_progress,
+					.warn = freeze_warn,
+					.cancel = freeze_cancel,
+					.ud = &b};
 	struct gg_freeze_result res;
 	memset(&res, 0, sizeof res);
 	struct gg_err err = {0};

@@ -26,6 +26,7 @@
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_csr.c"
 #include "../fuzz/fuzz_http_json.c"
+#include "../fuzz/fuzz_http_version.c"
 #include "../fuzz/fuzz_huffman.c"
 #include "../fuzz/fuzz_launch_file.c"
 #include "../fuzz/fuzz_launch_info.c"
@@ -63,6 +64,7 @@ static const struct target targets[] = {
 	{"config", no_init, fuzz_one_config},
 	{"csr", fuzz_init_csr, fuzz_one_csr},
 	{"http_json", no_init, fuzz_one_http_json},
+	{"http_version", no_init, fuzz_one_http_version},
 	{"huffman", no_init, fuzz_one_huffman},
 	{"launch_file", fuzz_init_launch_file, fuzz_one_launch_file},
 	{"launch_info", no_init, fuzz_one_launch_info},
