@@ -249,6 +249,8 @@ int gg_version_check(const struct gg_version *v, const char *path, struct gg_err
 int gg_content_range_is(const char *cr, int64_t first, int64_t last, int64_t total)
 {
 	char want[96];
+	if (first < 0 || last < first || total <= last)
+		return 0; /* no such range: nothing names it */
 	snprintf(want, sizeof want, "bytes %lld-%lld/%lld", (long long)first, (long long)last,
 		 (long long)total);
 	return cr && !strcasecmp(cr, want);

@@ -40,7 +40,8 @@ void gg_version_load(const char *file, const char *url, struct gg_version *v);
 /* The checksum of path against v->digest: 0 equal (or no digest), GG_EPROTO
  * different (err says both), GG_EIO when path cannot be read. */
 int gg_version_check(const struct gg_version *v, const char *path, struct gg_err *err);
-/* "bytes FIRST-LAST/TOTAL" (Content-Range) naming exactly these: 1, else 0. */
+/* "bytes FIRST-LAST/TOTAL" (Content-Range) naming exactly these, a range that can
+ * be (0 <= FIRST <= LAST < TOTAL): 1, else 0. */
 int gg_content_range_is(const char *cr, int64_t first, int64_t last, int64_t total);
 
 #endif
