@@ -11,8 +11,12 @@
 
 #include "http/http.h"
 
-/* What a request asks for: the checksums gg_version_check can verify. */
-#define GG_WANT_DIGEST "Want-Digest: sha-256, md5;q=0.8, adler32;q=0.5"
+/* What a request asks for: the checksums gg_version_check can verify, the strongest
+ * preferred. adler32 comes first all the same: XrdHttp 5.5 ignores the q values and
+ * labels the checksum it has (adler32) with the first name asked ("SHA-256=" and
+ * 4 bytes), which would then validate nothing (a value of the wrong length is no
+ * checksum); every WLCG storage has adler32. */
+#define GG_WANT_DIGEST "Want-Digest: adler32;q=0.3, sha-256, md5;q=0.6"
 
 struct gg_version {
 	int64_t size;   /* bytes of the whole file, -1 when not said */

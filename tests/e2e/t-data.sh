@@ -53,7 +53,7 @@ expect_fail "site add: a cache that is not root://HOST:PORT refused" 2 "--cache"
 	site add bad --ce "$GG_TB_CE_URL" --cache "https://localhost:1/x"
 expect_fail "site add: an output base the CE cannot stage to refused" 2 "cannot stage" \
 	site add bad --ce "$GG_TB_CE_URL" --output-base "gsiftp://se.example/store/"
-sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" sha256sum cp >/dev/null
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" sha256sum cp head >/dev/null
 check "freeze the test image" "$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
 cd "$T_TMP" || exit 1
 SIF=$(stat -c %s work.sif)
@@ -69,7 +69,8 @@ IN=$SE//store/data/$RUN/in100.bin
 
 # --- job a: a 100 MiB root:// input, its result to a davs:// URL -------------
 run_gg -v --site tb submit work.sif --name ja --walltime 20m --input "$IN" \
-	--output "res.txt=$DOOR/store/user/$RUN/a/res.txt" -- sh -c 'sha256sum /srv/in100.bin > res.txt'
+	--output "res.txt=$DOOR/store/user/$RUN/a/res.txt" --output "big.bin=$DOOR/store/user/$RUN/a/big.bin" -- \
+	sh -c 'sha256sum /srv/in100.bin > res.txt; head -c 2097152 /srv/in100.bin > big.bin'
 expect_eq "submit with a root:// input and a davs:// output" "$RC" 0
 SENT_A=$(sent)
 [ -n "$SENT_A" ] && [ "$SENT_A" -lt $((SIF + MiB)) ] && [ "$SENT_A" -lt $((100 * MiB / 20)) ] &&
@@ -88,7 +89,8 @@ expect_eq "the result is at the storage element (the CE put it there over davs:/
 [ ! -e ja/in100.bin ] && ok "the input did not come back through the CE" || not_ok "the input came back through the CE"
 printf '%s\n' "$OUT" | grep -qx 'ja/res.txt' && ok "get names the file it fetched from storage" || not_ok "get: $OUT"
 run_gg get --urls ja
-expect_eq "get --urls prints where the output is" "$OUT" "res.txt $DOOR/store/user/$RUN/a/res.txt"
+expect_eq "get --urls prints where the outputs are" "$OUT" "res.txt $DOOR/store/user/$RUN/a/res.txt
+big.bin $DOOR/store/user/$RUN/a/big.bin"
 run_gg --json get --urls ja
 json_valid get
 # a stale part: res.txt.part of other bytes, without the validator a broken
@@ -107,6 +109,21 @@ head -c 40 "$GG_TB_SE_DATA/store/user/$RUN/a/res.txt" >ja/res.txt.part
 run_gg get ja --force
 expect_eq "a .part without its validator is started over, not resumed" \
 	"$RC $(cut -d' ' -f1 ja/res.txt 2>&1) $(printf '%s' "$ERR" | grep -c 'resumed at byte')" "0 $SUM 0"
+# a fetch that really broke resumes: big.bin (2 MiB) cut at 512 KiB by a file size
+# limit (SIGXFSZ ignored: the write fails, get stops), then fetched again: the part
+# and its validator (the storage's adler32) were kept, the rest comes with a Range
+BIGSUM=$(head -c 2097152 "$GG_TB_SE_DATA/store/data/$RUN/in100.bin" | sha256sum | cut -d' ' -f1)
+rm -f ja/big.bin
+(trap '' XFSZ; ulimit -f 1024 && exec "$GRIDGPU" get ja --force) >/dev/null 2>ja-cut.err
+CUT=$(stat -c %s ja/big.bin.part 2>/dev/null)
+[ -n "$CUT" ] && [ "$CUT" -gt 0 ] && [ "$CUT" -lt 2097152 ] && grep -q adler32= ja/big.bin.part.validator &&
+	ok "a get cut short keeps big.bin.part ($CUT bytes) and the storage's checksum beside it" ||
+	not_ok "after the cut get: part '$CUT', validator '$(cat ja/big.bin.part.validator 2>&1)', $(head -c 300 ja-cut.err)"
+run_gg get ja --force
+expect_eq "the next get resumes it where it broke: the file is whole" \
+	"$RC $(sha256sum <ja/big.bin 2>&1 | cut -d' ' -f1) $(printf '%s' "$ERR" | grep -c "big.bin: resumed at byte $CUT")" "0 $BIGSUM 1"
+[ ! -e ja/big.bin.part ] && [ ! -e ja/big.bin.part.validator ] && ok "... no .part or validator left" ||
+	not_ok "a .part or its validator was left"
 # cleaned on the CE: its files are gone from there, the output at storage is not
 JA=$("$GRIDGPU" --json status ja --no-sync | field job_id)
 ce_post clean "{\"job\":[{\"id\":\"$JA\"}]}" >/dev/null
