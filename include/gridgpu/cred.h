@@ -314,7 +314,11 @@ struct gg_token {
  * $XDG_RUNTIME_DIR/bt_u<euid>, else /tmp/bt_u<euid>; an empty or missing one
  * is skipped. GG_ENOTFOUND when there is none; GG_ECRED when the first one
  * found is not a valid RFC 6750 token (discovery stops there, as the
- * specification says). The JWT claims are read without verifying anything. */
+ * specification says), and when a token file is refused as ssh refuses a key:
+ * not owned by the user (euid), open to group or others (mode above 600), or
+ * a symbolic link another user made; checked on the opened file. The process
+ * is made undumpable first (gg_cred_disable_core_dumps). The JWT claims are
+ * read without verifying anything. */
 GG_API int gg_token_find(struct gg_token **out, struct gg_err *err);
 /* Make a token from a value (stripped and validated) and read its JWT claims. */
 GG_API int gg_token_new(const char *value, const char *source, struct gg_token **out,

@@ -30,6 +30,13 @@ char *gg_cred_time_str(time_t t, char *buf, size_t len);
  * free with gg_cred_secret_free. GG_ECRED on failure, naming what. */
 int gg_cred_read_file(const char *path, const char *what, unsigned char **out, size_t *len,
 		      struct gg_err *err);
+/* The same for a file that holds a secret found where others could write (a
+ * bearer token): checked on the opened file, it must be the user's (euid) and
+ * closed to group and others (mode 600 or less), and a symbolic link to it
+ * the user's or root's. GG_ENOTFOUND when there is none, GG_ECRED with one
+ * line saying why and what to do. */
+int gg_cred_read_own(const char *path, const char *what, unsigned char **out, size_t *len,
+		     struct gg_err *err);
 void gg_cred_secret_free(void *p, size_t len);
 /* A new, empty credential (chain allocated). */
 struct gg_cred *gg_cred_alloc(void);

@@ -41,25 +41,17 @@ void gg_cred_secret_free(void *p, size_t len)
 		OPENSSL_clear_free(p, len);
 }
 
-int gg_cred_read_file(const char *path, const char *what, unsigned char **out, size_t *len,
-		      struct gg_err *err)
+/* Read the regular file open on fd (closed here), sized from st. */
+static int read_fd(int fd, const struct stat *st, const char *path, const char *what,
+		   unsigned char **out, size_t *len, struct gg_err *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return gg_err_sys(err, GG_ECRED, errno, "reading %s '%s'", what, path);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return gg_err_sys(err, GG_ECRED, e, "reading %s '%s'", what, path);
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > CRED_FILE_MAX) {
+	if (!S_ISREG(st->st_mode) || st->st_size > CRED_FILE_MAX) {
 		close(fd);
 		return gg_err_set(err, GG_ECRED, "reading %s '%s': %s", what, path,
-				  S_ISREG(st.st_mode) ? "file too large" : "not a regular file");
+				  S_ISREG(st->st_mode) ? "file too large" : "not a regular file");
 	}
 	/* Sized once from fstat, so no stale copies are left by reallocation. */
-	size_t cap = (size_t)st.st_size, n = 0;
+	size_t cap = (size_t)st->st_size, n = 0;
 	unsigned char *buf = OPENSSL_malloc(cap + 1);
 	if (!buf) {
 		close(fd);
@@ -84,6 +76,83 @@ int gg_cred_read_file(const char *path, const char *what, unsigned char **out, s
 	*out = buf;
 	*len = n;
 	return 0;
+}
+
+/* O_NONBLOCK: a FIFO put in the file's place is refused by fstat, not waited on. */
+#define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+
+int gg_cred_read_file(const char *path, const char *what, unsigned char **out, size_t *len,
+		      struct gg_err *err)
+{
+	int fd = open(path, READ_FLAGS);
+	if (fd < 0)
+		return gg_err_sys(err, GG_ECRED, errno, "reading %s '%s'", what, path);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return gg_err_sys(err, GG_ECRED, e, "reading %s '%s'", what, path);
+	}
+	return read_fd(fd, &st, path, what, out, len, err);
+}
+
+/* Open path, following a symbolic link only when it is the user's (or
+ * root's): one that another user made (in /tmp, say) is refused. */
+static int open_own(const char *path, const char *what, int *fd, struct gg_err *err)
+{
+	*fd = open(path, READ_FLAGS | O_NOFOLLOW);
+	if (*fd >= 0 || errno != ELOOP)
+		return 0;
+	struct stat ln;
+	if (lstat(path, &ln) == 0 && S_ISLNK(ln.st_mode) && ln.st_uid != geteuid() &&
+	    ln.st_uid != 0)
+		return gg_err_set(err, GG_ECRED,
+				  "%s '%s' is a symbolic link made by uid %u, not by you: not "
+				  "used (someone else may have put it there; keep yours in a "
+				  "file of your own, mode 600)",
+				  what, path, (unsigned)ln.st_uid);
+	*fd = open(path, READ_FLAGS);
+	return 0;
+}
+
+/* Whether the file open on fd is the user's own and closed to others. */
+static int check_own(const struct stat *st, const char *path, const char *what, struct gg_err *err)
+{
+	if (st->st_uid != geteuid())
+		return gg_err_set(err, GG_ECRED,
+				  "%s '%s' is owned by uid %u, not by you: not used (someone "
+				  "else may have put it there; keep yours in a file of your "
+				  "own, mode 600)",
+				  what, path, (unsigned)st->st_uid);
+	if (st->st_mode & 077)
+		return gg_err_set(err, GG_ECRED,
+				  "%s '%s' is open to others (mode %04o): not used; run chmod "
+				  "600 '%s'",
+				  what, path, (unsigned)(st->st_mode & 07777), path);
+	return 0;
+}
+
+int gg_cred_read_own(const char *path, const char *what, unsigned char **out, size_t *len,
+		     struct gg_err *err)
+{
+	int fd = -1, rc = open_own(path, what, &fd, err);
+	if (rc < 0)
+		return rc;
+	if (fd < 0)
+		return gg_err_sys(err,
+				  errno == ENOENT || errno == ENOTDIR ? GG_ENOTFOUND : GG_ECRED,
+				  errno, "reading %s '%s'", what, path);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return gg_err_sys(err, GG_ECRED, e, "reading %s '%s'", what, path);
+	}
+	if (S_ISREG(st.st_mode) && (rc = check_own(&st, path, what, err)) < 0) {
+		close(fd);
+		return rc;
+	}
+	return read_fd(fd, &st, path, what, out, len, err);
 }
 
 struct gg_cred *gg_cred_alloc(void)

@@ -2,10 +2,8 @@
  * claims shown by `gridgpu proxy info` (read, never verified). */
 #include "cred/internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -147,18 +145,15 @@ static int blank(const char *s)
 	return *s == '\0';
 }
 
-/* Try one file: 1 found (*out set), 0 absent or empty, < 0 error. */
+/* Try one file: 1 found (*out set), 0 absent or empty, < 0 error (refused:
+ * not the user's, open to others, a link someone else made). */
 static int try_file(const char *path, struct gg_token **out, struct gg_err *err)
 {
-	struct stat st;
-	if (stat(path, &st) < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;
-		return gg_err_sys(err, GG_ECRED, errno, "token file '%s'", path);
-	}
 	unsigned char *data = NULL;
 	size_t len = 0;
-	int rc = gg_cred_read_file(path, "token file", &data, &len, err);
+	int rc = gg_cred_read_own(path, "token file", &data, &len, err);
+	if (rc == GG_ENOTFOUND)
+		return 0;
 	if (rc < 0)
 		return rc;
 	if (strlen((char *)data) != len) {
@@ -178,6 +173,8 @@ static int try_file(const char *path, struct gg_token **out, struct gg_err *err)
 int gg_token_find(struct gg_token **out, struct gg_err *err)
 {
 	*out = NULL;
+	/* The token is about to be in this process's memory. */
+	gg_cred_disable_core_dumps(NULL);
 	const char *env = getenv("BEARER_TOKEN");
 	if (env && !blank(env)) {
 		int rc = gg_token_new(env, "BEARER_TOKEN", out, err);

@@ -161,5 +161,66 @@ bad_source "unknown oidc-agent account" unknown "oidc-agent account 'no-such-acc
 OIDC_SOCK='' bad_source "oidc-agent not running" ta "oidc-agent is not running"
 env -u OIDC_SOCK "$GRIDGPU" --site ta request --name bad-ta --no-wait >/dev/null 2>"$T_TMP/nosock"
 expect_eq "no OIDC_SOCK at all: exit 3" "$?" 3
+
+# --- (d) a token file another user wrote: refused with the reason, not sent ---
+# /tmp/bt_u<uid> is the last place of the WLCG discovery; another local user
+# (nobody) can write it first. The victim is uid 65533, used by no other test,
+# so that this /tmp/bt_u<uid> is this test's alone.
+if [ "$(id -u)" = 0 ]; then
+	V=65533 VH=$T_TMP/victim PLANT=/tmp/bt_u65533 VTAG=planted$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+	trap 'stop_agent; rm -f "$PLANT" /tmp/bt-target-$V; t_cleanup' EXIT
+	mkdir -p "$VH/.config/gridgpu"
+	printf '[site tv]\nce = %s\nauth = token\n' "$GG_TB_CE_URL" >"$VH/.config/gridgpu/config"
+	cp "$GG_TB_USER_CERT" "$VH/cert.pem"
+	cp "$GG_TB_USER_KEY_PLAIN" "$VH/key.pem"
+	chown -R $V:$V "$VH"
+	chmod 600 "$VH/key.pem"
+	VGG=$(gridgpu_for_others)
+	as_victim() {
+		setpriv --reuid=$V --regid=$V --clear-groups env HOME="$VH" XDG_CONFIG_HOME="$VH/.config" \
+			XDG_STATE_HOME="$VH/.state" X509_USER_PROXY="$VH/x509up" X509_CERT_DIR="$GG_TB_CA_DIR" \
+			"$VGG" "$@" >"$T_TMP/.stdout" 2>"$T_TMP/.stderr"
+		RC=$?
+		OUT=$(cat "$T_TMP/.stdout") ERR=$(cat "$T_TMP/.stderr")
+	}
+	# nobody's valid token, readable by all, where the victim's gridgpu looks
+	rm -f "$PLANT"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'umask 022; printf "%s\n" "$1" >"$2"' sh \
+		"$("$GG_TB_MINT_TOKEN")" "$PLANT"
+	expect_eq "nobody planted $PLANT (nobody's, mode 644)" "$(stat -c '%u %a' "$PLANT")" "65534 644"
+	as_victim request --site tv --name "$VTAG" --no-wait --walltime 10m
+	if [ "$RC" = 3 ] && printf '%s' "$ERR" | grep -qF "token file '$PLANT' is owned by uid 65534, not by you" &&
+		[ "$(printf '%s\n' "$ERR" | wc -l)" = 1 ] && [ -z "$(ls -A "$VH/.state/gridgpu/records" 2>/dev/null)" ] &&
+		[ -z "$(ce_jobs_with "$VTAG")" ]; then
+		ok "request: a token in $PLANT written by another user is refused (one line, exit 3), not sent: no job, no record"
+	else
+		not_ok "request with another user's $PLANT (exit $RC; stderr: $ERR; jobs: $(ce_jobs_with "$VTAG"))"
+	fi
+	# doctor asks the CE with the token it found: the CE would accept this one
+	as_victim doctor --site tv
+	printf '%s' "$OUT$ERR" | grep -q "bearer token.*owned by uid 65534, not by you" &&
+		! printf '%s' "$OUT$ERR" | grep -q "accepts your token" && [ "$RC" != 0 ] &&
+		ok "doctor says why the token was refused, and does not send it to the CE" ||
+		not_ok "doctor says why the token was refused, and does not send it ($RC: $OUT $ERR)"
+	as_victim proxy init --cert "$VH/cert.pem" --key "$VH/key.pem" --out "$VH/x509up"
+	as_victim proxy info
+	[ "$RC" = 0 ] && printf '%s' "$ERR" | grep -qF "token file '$PLANT' is owned by uid 65534, not by you" &&
+		! printf '%s' "$OUT" | grep -q "^token" && ok "proxy info says why the token was refused, and shows none" ||
+		not_ok "proxy info says why the token was refused ($RC: $OUT / $ERR)"
+	# a symbolic link nobody made, to nobody's token
+	rm -f "$PLANT"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'umask 022; printf "%s\n" "$1" >"$2"; ln -s "$2" "$3"' sh \
+		"$("$GG_TB_MINT_TOKEN")" /tmp/bt-target-$V "$PLANT"
+	as_victim request --site tv --name "$VTAG" --no-wait --walltime 10m
+	if [ "$RC" = 3 ] && printf '%s' "$ERR" | grep -qF "token file '$PLANT' is a symbolic link made by uid 65534" &&
+		[ -z "$(ce_jobs_with "$VTAG")" ]; then
+		ok "request: a symbolic link another user made at $PLANT is refused, nothing sent"
+	else
+		not_ok "request with another user's link at $PLANT (exit $RC; stderr: $ERR; jobs: $(ce_jobs_with "$VTAG"))"
+	fi
+	# shellcheck disable=SC2046 # job ids
+	ce_forget $(ce_jobs_with "$VTAG")
+	rm -f "$PLANT" /tmp/bt-target-$V
+fi
 stop_agent
 done_testing

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -248,6 +250,155 @@ static void test_jwt_claims(void **state)
 	gg_token_free(t);
 }
 
+/* gg_token_find's answer with BEARER_TOKEN_FILE=path: rc, message in msg. */
+static int find_file(const char *path, char *msg, size_t n)
+{
+	struct gg_token *t = NULL;
+	struct gg_err err = {0};
+	setenv("BEARER_TOKEN_FILE", path, 1);
+	int rc = gg_token_find(&t, &err);
+	snprintf(msg, n, "%s", err.msg);
+	if (rc == 0) {
+		snprintf(msg, n, "%s", t->value);
+		gg_token_free(t);
+	}
+	return rc;
+}
+
+#define NOBODY 65534
+
+/* A token file not the user's, or open to others, is refused (as ssh refuses
+ * such a key): one line saying why and what to do, the token not used. */
+static void test_file_owner_mode(void **state)
+{
+	(void)state;
+	char msg[GG_ERR_MSG_MAX], want[600];
+	write_text(file, "the-users-own\n");
+	assert_int_equal(find_file(file, msg, sizeof msg), 0);
+	assert_string_equal(msg, "the-users-own");
+	/* group- or other-writable, or readable: refused, with the chmod to run */
+	const mode_t loose[] = {0620, 0602, 0640, 0604, 0660, 0666, 0610};
+	for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
+		chmod(file, loose[i]);
+		assert_int_equal(find_file(file, msg, sizeof msg), GG_ECRED);
+		snprintf(want, sizeof want, "token file '%s' is open to others (mode %04o)", file,
+			 (unsigned)loose[i]);
+		if (!strstr(msg, want) || !strstr(msg, "chmod 600"))
+			fail_msg("mode %04o: %s", (unsigned)loose[i], msg);
+	}
+	chmod(file, 0400);
+	assert_int_equal(find_file(file, msg, sizeof msg), 0);
+	/* another user's file (root here: nobody's) */
+	if (geteuid() != 0)
+		skip();
+	chmod(file, 0600);
+	assert_int_equal(chown(file, NOBODY, NOBODY), 0);
+	assert_int_equal(find_file(file, msg, sizeof msg), GG_ECRED);
+	snprintf(want, sizeof want, "token file '%s' is owned by uid %u, not by you", file, NOBODY);
+	assert_non_null(strstr(msg, want));
+	assert_null(strstr(msg, "the-users-own"));
+	assert_null(strchr(msg, '\n'));
+	/* BEARER_TOKEN still comes first */
+	setenv("BEARER_TOKEN", "from-env", 1);
+	assert_int_equal(find_file(file, msg, sizeof msg), 0);
+	assert_string_equal(msg, "from-env");
+}
+
+/* Symbolic links: to another user's file, refused (the file opened is
+ * checked); one another user made, refused even to the user's own file; the
+ * user's own link to the user's own file, read; a dangling one, absent. */
+static void test_file_links(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	char msg[GG_ERR_MSG_MAX], want[600], other[400], mine[400], link[400];
+	snprintf(other, sizeof other, "%s/others-token", dir);
+	snprintf(mine, sizeof mine, "%s/my-token", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	write_text(other, "planted-token\n");
+	assert_int_equal(chown(other, NOBODY, NOBODY), 0);
+	write_text(mine, "my-token\n");
+	assert_int_equal(symlink(other, link), 0);
+	assert_int_equal(find_file(link, msg, sizeof msg), GG_ECRED);
+	snprintf(want, sizeof want, "token file '%s' is owned by uid %u, not by you", link, NOBODY);
+	assert_non_null(strstr(msg, want));
+	unlink(link);
+	assert_int_equal(symlink(mine, link), 0);
+	assert_int_equal(find_file(link, msg, sizeof msg), 0);
+	assert_string_equal(msg, "my-token");
+	assert_int_equal(lchown(link, NOBODY, NOBODY), 0);
+	assert_int_equal(find_file(link, msg, sizeof msg), GG_ECRED);
+	snprintf(want, sizeof want, "token file '%s' is a symbolic link made by uid %u", link,
+		 NOBODY);
+	assert_non_null(strstr(msg, want));
+	unlink(link);
+	unlink(mine);
+	assert_int_equal(symlink(mine, link), 0);
+	unsetenv("XDG_RUNTIME_DIR");
+	if (access("/tmp/bt_u0", F_OK) != 0)
+		assert_int_equal(find_file(link, msg, sizeof msg), GG_ENOTFOUND);
+	unlink(link);
+	unlink(other);
+}
+
+/* A FIFO in the file's place is refused at once, not waited on. */
+static void test_file_fifo(void **state)
+{
+	(void)state;
+	char msg[GG_ERR_MSG_MAX];
+	assert_int_equal(mkfifo(file, 0600), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		_exit(find_file(file, msg, sizeof msg) == GG_ECRED &&
+				      strstr(msg, "not a regular file")
+			      ? 0
+			      : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* /tmp/bt_u<uid> that another user wrote (the file discovery ends at) is
+ * refused, and so is one in $XDG_RUNTIME_DIR: discovery stops there, it does
+ * not go on to the next place. */
+static void test_tmp_planted(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	char tmp[64], msg[GG_ERR_MSG_MAX];
+	snprintf(tmp, sizeof tmp, "/tmp/bt_u%u", (unsigned)geteuid());
+	if (access(tmp, F_OK) == 0)
+		skip();
+	struct gg_token *t = NULL;
+	struct gg_err err = {0};
+	write_text(tmp, "planted-in-tmp\n");
+	assert_int_equal(chown(tmp, NOBODY, NOBODY), 0);
+	int rc = gg_token_find(&t, &err);
+	snprintf(msg, sizeof msg, "%s", err.msg);
+	unlink(tmp);
+	assert_int_equal(rc, GG_ECRED);
+	assert_null(t);
+	assert_non_null(strstr(msg, "is owned by uid 65534, not by you"));
+	assert_non_null(strstr(msg, tmp));
+	/* the file in $XDG_RUNTIME_DIR, refused: /tmp's is not tried */
+	char xp[400];
+	snprintf(xp, sizeof xp, "%s/bt_u%u", xdg, (unsigned)geteuid());
+	xdg_token("xdg-token\n");
+	chmod(xp, 0644);
+	write_text(tmp, "tmp-token\n");
+	rc = gg_token_find(&t, &err);
+	unlink(tmp);
+	assert_int_equal(rc, GG_ECRED);
+	assert_null(t);
+	assert_non_null(strstr(err.msg, xp));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +406,10 @@ int main(void)
 		cmocka_unit_test_setup(test_discovery_order, reset),
 		cmocka_unit_test_setup(test_invalid_stops, reset),
 		cmocka_unit_test_setup(test_jwt_claims, reset),
+		cmocka_unit_test_setup(test_file_owner_mode, reset),
+		cmocka_unit_test_setup(test_file_links, reset),
+		cmocka_unit_test_setup(test_file_fifo, reset),
+		cmocka_unit_test_setup(test_tmp_planted, reset),
 	};
 	return cmocka_run_group_tests_name("cred-token", tests, setup, teardown);
 }
