@@ -936,6 +936,9 @@ int cmd_doctor(struct gg_cli *cli, int argc, char **argv)
 	if (argc - cli->optind)
 		return ui_usage(cli, "doctor takes no arguments");
 	cli_catch_interrupt();
+	/* The proxy's key and the bearer token are read below: no core dumps. */
+	if (gg_cred_disable_core_dumps(&err) < 0)
+		ui_warn(cli, "%s", err.msg);
 
 	struct doctor d = {0};
 	check_config(&d, &x);

@@ -799,6 +799,10 @@ int cmd_proxy_info(struct gg_cli *cli, int argc, char **argv)
 	char *path = NULL, *ca_dir = NULL;
 	struct gg_cred *cred = NULL;
 	struct gg_err err = {0};
+	/* The proxy file holds the proxy's key, and a bearer token is read: no
+	 * core dumps, as for proxy init. */
+	if (gg_cred_disable_core_dumps(&err) < 0)
+		ui_warn(cli, "%s", err.msg);
 	if (gg_proxy_path(o.file, &path, &err) < 0 ||
 	    (o.verify && gg_cred_ca_dir(o.ca_opt, &ca_dir, &err) < 0)) {
 		rc = info_fail(cli, check, &err);

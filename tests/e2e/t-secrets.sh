@@ -426,6 +426,43 @@ EOF
 		not_ok "gdb dumps status at exit ($(tail -3 "$T_TMP/gdb.log"))"
 	fi
 	rm -f "$T_TMP/core3"
+	# proxy info and doctor read the proxy file (its key) and a token file: each
+	# read happens in a process already undumpable with core limit 0 (gdb stops
+	# at every credential file read and asks the process itself).
+	cat >"$T_TMP/gdb.dump" <<'EOF2'
+set pagination off
+set confirm off
+set breakpoint pending on
+define probe
+  printf "READ %s dumpable=%d ", $arg0, (int)prctl(3, 0, 0, 0, 0)
+  python print("core=" + [l.split()[4] for l in open("/proc/%d/limits" % gdb.selected_inferior().pid) if l.startswith("Max core file size")][0])
+end
+break gg_cred_read_file
+commands
+silent
+probe "file"
+continue
+end
+break gg_cred_read_own
+commands
+silent
+probe "own"
+continue
+end
+EOF2
+	for cmd in "proxy info" "doctor"; do
+		{ cat "$T_TMP/gdb.dump"; echo "run $cmd </dev/null >/dev/null 2>&1"; echo quit; } >"$T_TMP/gdb.cmds"
+		# shellcheck disable=SC3045 # dash and bash have ulimit -S
+		(ulimit -S -c unlimited 2>/dev/null; BEARER_TOKEN_FILE=$T_TMP/token gdb -q -batch -x "$T_TMP/gdb.cmds" "$GRIDGPU") \
+			>"$T_TMP/gdb.log" 2>&1
+		reads=$(grep -c "^READ " "$T_TMP/gdb.log")
+		bad=$(grep "^READ " "$T_TMP/gdb.log" | grep -v "dumpable=0 core=0$" | sort -u | tr '\n' ' ')
+		if [ "$reads" -ge 2 ] && [ -z "$bad" ]; then
+			ok "$cmd: undumpable, core limit 0, before each of its $reads credential file reads (proxy, token)"
+		else
+			not_ok "$cmd: undumpable before reading the proxy and the token ($reads reads; $bad$(grep -v '^READ' "$T_TMP/gdb.log" | tail -2))"
+		fi
+	done
 else
 	T_N=$((T_N + 1))
 	echo "ok $T_N - # SKIP memory probes: gdb is not installed"
