@@ -347,8 +347,10 @@ GG_API void gg_tsource_free(struct gg_tsource *ts);
 /* The token to send now, fetched when the one held is missing or has less
  * than the margin left (*tok stays valid until the next call). GG_ECRED with
  * one line naming the source when it cannot be had (the command missing,
- * failing - its stderr escaped -, printing no token; the agent not running,
- * the account unknown); never the token itself. */
+ * failing or past its 60 s - its stderr, anything that looks like a token
+ * masked, escaped by whoever shows it -, printing no token; the agent not
+ * running, the account unknown); never the token itself. A command runs in a
+ * process group of its own, stopped as a whole when the run ends. */
 GG_API int gg_tsource_token(struct gg_tsource *ts, const struct gg_token **tok, struct gg_err *err);
 /* gg_tsource_token's value, in the shape of an HTTP token callback. */
 GG_API int gg_tsource_current(void *ts, const char **token, struct gg_err *err);

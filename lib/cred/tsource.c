@@ -3,6 +3,7 @@
  * liboidc-agent) and the refresh before a token runs out. */
 #include "cred/tsource.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@ extern char **environ;
 #define TS_ERR_MAX            4096
 #define TS_DEFAULT_MARGIN     300
 #define TS_DEFAULT_TIMEOUT_MS 60000
+#define TS_GRACE_MS           500 /* from SIGTERM to SIGKILL */
 
 static int64_t real_now(void *ud)
 {
@@ -121,71 +124,283 @@ static int fresh_enough(const struct gg_tsource *ts, int64_t now)
 
 /* ---- the command ---------------------------------------------------------- */
 
-/* Read both pipes until the child closes them or the deadline passes:
- * 0, or GG_ECRED (too much output, timeout: the caller kills). */
-static int drain(struct gg_tsource *ts, int fds[2], char *out, size_t *nout, char *errb,
-		 size_t *nerr, struct gg_err *err)
+/* One run of the command. It runs in a process group of its own (its pid),
+ * stopped as a whole at the end of the run, whatever it left behind. */
+struct run {
+	pid_t pid;
+	int fd[2];           /* its stdout, stderr (non-blocking); -1 once closed */
+	int pidfd;           /* readable when it has ended; -1 without pidfd_open */
+	struct timespec end; /* the deadline of the whole run */
+	char *out;           /* TS_OUT_MAX + 1, OPENSSL_zalloc'd */
+	size_t nout, nerr;
+	int err_cut; /* more stderr than errb holds */
+	char errb[TS_ERR_MAX];
+};
+
+/* now + ms on the monotonic clock */
+static void deadline_in(struct timespec *end, long ms)
 {
-	struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
-	struct timespec start;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (p[0].fd >= 0 || p[1].fd >= 0) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		long spent =
-			(t.tv_sec - start.tv_sec) * 1000 + (t.tv_nsec - start.tv_nsec) / 1000000;
-		if (spent >= ts->timeout_ms)
-			return gg_err_set(err, GG_ECRED, "%s gave no token within %d s", ts->what,
-					  (ts->timeout_ms + 999) / 1000);
-		int r = poll(p, 2, (int)(ts->timeout_ms - spent));
-		if (r < 0 && errno == EINTR)
+	clock_gettime(CLOCK_MONOTONIC, end);
+	end->tv_sec += ms / 1000;
+	end->tv_nsec += (ms % 1000) * 1000000;
+	if (end->tv_nsec >= 1000000000) {
+		end->tv_sec++;
+		end->tv_nsec -= 1000000000;
+	}
+}
+
+static long ms_left(const struct timespec *end)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long)(end->tv_sec - t.tv_sec) * 1000 + (end->tv_nsec - t.tv_nsec) / 1000000;
+}
+
+/* Whether the command itself has ended (left unreaped: its pid stays the
+ * group's id, nobody else's, until finish). */
+static int ended(const struct run *r)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == r->pid;
+}
+
+/* Read what pipe i holds now (a bounded number of reads): 0, or GG_ECRED
+ * when stdout is longer than a token can be. */
+static int take(struct gg_tsource *ts, struct run *r, int i, struct gg_err *err)
+{
+	char *buf = i ? r->errb : r->out;
+	size_t *n = i ? &r->nerr : &r->nout, cap = i ? TS_ERR_MAX : TS_OUT_MAX;
+	for (int k = 0; r->fd[i] >= 0 && k < 64; k++) {
+		char scratch[512];
+		ssize_t got = *n < cap ? read(r->fd[i], buf + *n, cap - *n)
+				       : read(r->fd[i], scratch, sizeof scratch);
+		if (got < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			return gg_err_sys(err, GG_ECRED, errno, "%s", ts->what);
-		for (int i = 0; i < 2; i++) {
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			char *buf = i ? errb : out;
-			size_t *n = i ? nerr : nout, cap = i ? TS_ERR_MAX : TS_OUT_MAX;
-			char scratch[512];
-			ssize_t k = *n < cap ? read(p[i].fd, buf + *n, cap - *n)
-					     : read(p[i].fd, scratch, sizeof scratch);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				p[i].fd = -1;
-			else if (*n < cap)
-				*n += (size_t)k;
-			else if (!i)
-				return gg_err_set(err, GG_ECRED, "%s printed more than %d KiB",
-						  ts->what, TS_OUT_MAX / 1024);
+		if (got < 0 && errno == EAGAIN)
+			return 0;
+		if (got <= 0) {
+			close(r->fd[i]);
+			r->fd[i] = -1;
+		} else if (*n < cap) {
+			*n += (size_t)got;
+		} else if (!i) {
+			return gg_err_set(err, GG_ECRED, "%s printed more than %d KiB", ts->what,
+					  TS_OUT_MAX / 1024);
+		} else {
+			r->err_cut = 1;
 		}
 	}
 	return 0;
 }
 
+/* Whether b64token character c (RFC 6750) may be part of a token. */
+static int tokchar(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("-._~+/=", c));
+}
+
+/* Whether the run [s, s+n) of token characters looks like a token: a JWT
+ * ("eyJ" - a JSON object's start in base64 - and a dot), or 32 characters
+ * or more with letters and digits. */
+static int tokenish(const char *s, size_t n)
+{
+	if (n >= 4 && !strncmp(s, "eyJ", 3) && memchr(s, '.', n))
+		return 1;
+	int digit = 0, alpha = 0;
+	for (size_t i = 0; i < n; i++) {
+		digit |= s[i] >= '0' && s[i] <= '9';
+		alpha |= (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z');
+	}
+	return n >= 32 && digit && alpha;
+}
+
+#define TS_HIDDEN "[token hidden]"
+#define TS_SHOWN  300 /* bytes of stderr in an error */
+
+/* The command's stderr for an error line, into out (TS_SHOWN + 4 bytes):
+ * every run of token characters that looks like a token replaced by
+ * TS_HIDDEN (a failing command may print the token it has), trailing blanks
+ * dropped, "..." when there was more. The control characters are kept:
+ * whoever shows the error escapes it (the CLI does, once, gg_str_printable). */
+static void shown_stderr(const struct run *r, char *out)
+{
+	size_t n = r->nerr, w = 0, i = 0;
+	while (n && (r->errb[n - 1] == '\n' || r->errb[n - 1] == '\r' || r->errb[n - 1] == '\t' ||
+		     r->errb[n - 1] == ' '))
+		n--;
+	while (i < n && w < TS_SHOWN) {
+		size_t j = i;
+		while (j < n && tokchar(r->errb[j]))
+			j++;
+		const char *src = r->errb + i;
+		size_t len = j - i;
+		if (len && tokenish(src, len)) {
+			src = TS_HIDDEN;
+			len = sizeof TS_HIDDEN - 1;
+		}
+		if (len > TS_SHOWN - w) {
+			len = TS_SHOWN - w;
+			j = n; /* cut: the rest is not shown */
+		}
+		memcpy(out + w, src, len);
+		w += len;
+		if (j < n && w < TS_SHOWN)
+			out[w++] = r->errb[j++];
+		i = j;
+	}
+	if (i < n || r->err_cut) {
+		memcpy(out + w, "...", 3);
+		w += 3;
+	}
+	out[w] = '\0';
+}
+
+/* Read both pipes until the command ends or the deadline passes: 0, or
+ * GG_ECRED (too much output, the deadline). A child left holding a pipe is
+ * not waited for: what the command wrote is in the pipe when it ends. */
+static int drain(struct gg_tsource *ts, struct run *r, struct gg_err *err)
+{
+	for (;;) {
+		int done = ended(r), rc = take(ts, r, 0, err);
+		if (rc < 0 || (rc = take(ts, r, 1, err)) < 0)
+			return rc;
+		if (done)
+			return 0;
+		long left = ms_left(&r->end);
+		if (left <= 0) {
+			char shown[TS_SHOWN + 4];
+			shown_stderr(r, shown);
+			return gg_err_set(err, GG_ECRED,
+					  "%s gave no token within %d s: stopped%s%s", ts->what,
+					  (ts->timeout_ms + 999) / 1000, *shown ? ": " : "", shown);
+		}
+		/* Without a pidfd (Linux < 5.3) the end is looked for every 20 ms. */
+		struct pollfd p[3] = {{.fd = r->fd[0], .events = POLLIN},
+				      {.fd = r->fd[1], .events = POLLIN},
+				      {.fd = r->pidfd, .events = POLLIN}};
+		if (poll(p, 3, (int)(r->pidfd < 0 && left > 20 ? 20 : left)) < 0 && errno != EINTR)
+			return gg_err_sys(err, GG_ECRED, errno, "%s", ts->what);
+	}
+}
+
+/* Whether a process of group pg still runs (zombies do not count). */
+static int group_runs(pid_t pg)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return kill(-pg, 0) == 0;
+	struct dirent *e;
+	int found = 0;
+	while (!found && (e = readdir(d))) {
+		char path[64], buf[1024];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid pgrp ...": comm may hold anything */
+		char *c = strrchr(buf, ')'), state;
+		int ppid, pgrp;
+		found = c && sscanf(c + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pg &&
+			state != 'Z' && state != 'X';
+	}
+	closedir(d);
+	return found;
+}
+
+/* Until no process of group pg runs, at most ms: whether none does. */
+static int group_ends(pid_t pg, long ms)
+{
+	struct timespec end;
+	deadline_in(&end, ms);
+	while (group_runs(pg)) {
+		if (ms_left(&end) <= 0)
+			return 0;
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);
+	}
+	return 1;
+}
+
+/* The end of every run: the command's process group is stopped - SIGTERM,
+ * then SIGKILL for what is left after a grace - and the command reaped (only
+ * now: until then its pid, the group's id, cannot be anyone else's). 1 when
+ * reaped (*status set); 0 when it could not be (stuck in the kernel). */
+static int finish(struct run *r, int *status)
+{
+	kill(-r->pid, SIGTERM);
+	kill(-r->pid, SIGCONT); /* a stopped one gets the SIGTERM too */
+	if (!group_ends(r->pid, TS_GRACE_MS)) {
+		kill(-r->pid, SIGKILL);
+		group_ends(r->pid, TS_GRACE_MS);
+	}
+	pid_t w;
+	while ((w = waitpid(r->pid, status, WNOHANG)) < 0 && errno == EINTR)
+		;
+	return w == r->pid;
+}
+
+/* Our ends of two pipes, non-blocking and close-on-exec. */
+static int open_pipes(int po[2], int pe[2])
+{
+	if (pipe2(po, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(pe, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(po[0]);
+		close(po[1]);
+		errno = e;
+		return -1;
+	}
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* posix_spawn's attributes: a process group of its own, no signal blocked,
+ * the usual ones back to their defaults (gridgpu may ignore some). */
+static void spawn_attr(posix_spawnattr_t *at)
+{
+	sigset_t none, def;
+	sigemptyset(&none);
+	sigemptyset(&def);
+	const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaddset(&def, sigs[i]);
+	posix_spawnattr_init(at);
+	posix_spawnattr_setpgroup(at, 0);
+	posix_spawnattr_setsigmask(at, &none);
+	posix_spawnattr_setsigdefault(at, &def);
+	posix_spawnattr_setflags(at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+					     POSIX_SPAWN_SETSIGDEF);
+}
+
 /* Start the command with stdin from /dev/null, stdout and stderr to pipes. */
-static int spawn(struct gg_tsource *ts, pid_t *pid, int fds[2], struct gg_err *err)
+static int spawn(struct gg_tsource *ts, struct run *r, struct gg_err *err)
 {
 	/* A path is checked first: whether a failed exec shows as an error of
 	 * posix_spawnp or as the child's exit 127 depends on how it is run. */
 	if (strchr(ts->argv[0], '/') && access(ts->argv[0], X_OK) < 0)
 		return gg_err_set(err, GG_ECRED, "%s cannot be run: %s", ts->what, strerror(errno));
 	int po[2], pe[2];
-	if (pipe2(po, O_CLOEXEC) < 0)
+	if (open_pipes(po, pe) < 0)
 		return gg_err_sys(err, GG_ECRED, errno, "%s", ts->what);
-	if (pipe2(pe, O_CLOEXEC) < 0) {
-		int e = errno;
-		close(po[0]);
-		close(po[1]);
-		return gg_err_sys(err, GG_ECRED, e, "%s", ts->what);
-	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, po[1], STDOUT_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, pe[1], STDERR_FILENO);
-	int e = posix_spawnp(pid, ts->argv[0], &fa, NULL, ts->argv, environ);
+	posix_spawnattr_t at;
+	spawn_attr(&at);
+	int e = posix_spawnp(&r->pid, ts->argv[0], &fa, &at, ts->argv, environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	close(po[1]);
 	close(pe[1]);
@@ -194,15 +409,17 @@ static int spawn(struct gg_tsource *ts, pid_t *pid, int fds[2], struct gg_err *e
 		close(pe[0]);
 		return gg_err_set(err, GG_ECRED, "%s cannot be run: %s", ts->what, strerror(e));
 	}
-	fds[0] = po[0];
-	fds[1] = pe[0];
+	r->fd[0] = po[0];
+	r->fd[1] = pe[0];
+#ifdef SYS_pidfd_open
+	r->pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0);
+#endif
 	return 0;
 }
 
-/* "failed (exit status 3): <stderr>" for a failed command. The text is
- * kept as it was (at most 300 bytes): whoever shows the error escapes it
- * (the CLI does, once). */
-static int command_failed(struct gg_tsource *ts, int status, const char *errb, size_t nerr,
+/* "failed (exit status 3): <stderr>" for a failed command: its stderr with
+ * anything that looks like a token masked, at most 300 bytes. */
+static int command_failed(struct gg_tsource *ts, int status, const struct run *r,
 			  struct gg_err *err)
 {
 	char how[48];
@@ -210,42 +427,41 @@ static int command_failed(struct gg_tsource *ts, int status, const char *errb, s
 		snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
 	else
 		snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
-	while (nerr && (errb[nerr - 1] == '\n' || errb[nerr - 1] == ' '))
-		nerr--;
-	int shown = nerr > 300 ? 300 : (int)nerr;
-	gg_err_set(err, GG_ECRED, "%s failed (%s)%s%.*s%s", ts->what, how, nerr ? ": " : "", shown,
-		   errb, nerr > 300 ? "..." : "");
+	char shown[TS_SHOWN + 4];
+	shown_stderr(r, shown);
+	gg_err_set(err, GG_ECRED, "%s failed (%s)%s%s", ts->what, how, *shown ? ": " : "", shown);
+	OPENSSL_cleanse(shown, sizeof shown);
 	return GG_ECRED;
 }
 
 int gg_tsource_run_command(struct gg_tsource *ts, char **value, struct gg_err *err)
 {
 	*value = NULL;
-	pid_t pid;
-	int fds[2] = {-1, -1};
-	int rc = spawn(ts, &pid, fds, err);
-	if (rc < 0)
-		return rc;
-	char *out = OPENSSL_zalloc(TS_OUT_MAX + 1), errb[TS_ERR_MAX];
-	size_t nout = 0, nerr = 0;
-	rc = out ? drain(ts, fds, out, &nout, errb, &nerr, err)
-		 : gg_err_set(err, GG_ENOMEM, "out of memory");
-	close(fds[0]);
-	close(fds[1]);
-	if (rc < 0)
-		kill(pid, SIGKILL);
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	struct run r = {.fd = {-1, -1}, .pidfd = -1};
+	deadline_in(&r.end, ts->timeout_ms);
+	if (!(r.out = OPENSSL_zalloc(TS_OUT_MAX + 1)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = spawn(ts, &r, err), status = 0;
+	if (rc == 0) {
+		rc = drain(ts, &r, err);
+		for (int i = 0; i < 2; i++)
+			if (r.fd[i] >= 0)
+				close(r.fd[i]);
+		if (r.pidfd >= 0)
+			close(r.pidfd);
+		if (!finish(&r, &status) && rc == 0)
+			rc = gg_err_set(err, GG_ECRED, "%s could not be stopped", ts->what);
+	}
 	if (rc == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
-		rc = command_failed(ts, status, errb, nerr, err);
-	else if (rc == 0 && memchr(out, '\0', nout))
+		rc = command_failed(ts, status, &r, err);
+	else if (rc == 0 && memchr(r.out, '\0', r.nout))
 		rc = gg_err_set(err, GG_ECRED, "%s printed binary data, not a token", ts->what);
+	OPENSSL_cleanse(r.errb, sizeof r.errb);
 	if (rc < 0) {
-		OPENSSL_clear_free(out, TS_OUT_MAX + 1);
+		OPENSSL_clear_free(r.out, TS_OUT_MAX + 1);
 		return rc;
 	}
-	*value = out;
+	*value = r.out;
 	return 0;
 }
 

@@ -11,7 +11,7 @@ struct gg_tsource {
 	char *account; /* oidc_account; or NULL */
 	char *audience, *scopes;
 	int64_t margin; /* refresh when less than this is left (seconds) */
-	int timeout_ms; /* the command's time to answer */
+	int timeout_ms; /* the deadline of the command's whole run (tests shorten it) */
 	char what[160]; /* "token_command 'x'" / "oidc-agent account 'x'" */
 	struct gg_token *cur;
 	int64_t fetched_at;

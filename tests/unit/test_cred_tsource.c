@@ -6,7 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -206,6 +211,189 @@ static void test_command(void **state)
 	assert_non_null(strstr(msg, "token_command: a single quote is not closed"));
 }
 
+/* ---- a command that does not end as it should ---------------------------------- */
+
+/* Whether a process of group pg still runs (zombies, which init reaps when
+ * it can, do not). */
+static int group_runs(pid_t pg)
+{
+	DIR *d = opendir("/proc");
+	assert_non_null(d);
+	struct dirent *e;
+	int found = 0;
+	while (!found && (e = readdir(d))) {
+		char path[300], buf[1024], st;
+		int ppid, pgrp;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		char *c = strrchr(buf, ')');
+		found = c && sscanf(c + 1, " %c %d %d", &st, &ppid, &pgrp) == 3 && pgrp == pg &&
+			st != 'Z' && st != 'X';
+	}
+	closedir(d);
+	return found;
+}
+
+static pid_t read_pid(const char *name)
+{
+	char p[400];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "r");
+	int pid = 0;
+	if (f) {
+		if (fscanf(f, "%d", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	return pid;
+}
+
+struct outcome {
+	int rc;
+	long ms; /* how long gridgpu took */
+	char msg[GG_ERR_MSG_MAX];
+	char value[256];
+};
+
+/* Run a token command with that deadline in a child (a hang fails the test,
+ * it does not stop it: the child has 20 s). */
+static void run_child(const char *cmdline, int timeout_ms, struct outcome *o)
+{
+	int p[2]; /* close-on-exec: the command must not hold it */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		alarm(20);
+		struct outcome c = {0};
+		struct gg_site s = {.name = "t", .token_command = (char *)cmdline};
+		struct gg_tsource *ts = NULL;
+		struct gg_err err = {0};
+		c.rc = gg_tsource_new(&s, &ts, &err);
+		const struct gg_token *t = NULL;
+		ts->timeout_ms = timeout_ms;
+		if ((c.rc = gg_tsource_token(ts, &t, &err)) == 0)
+			snprintf(c.value, sizeof c.value, "%s", t->value);
+		snprintf(c.msg, sizeof c.msg, "%s", err.msg);
+		gg_tsource_free(ts);
+		_exit(write(p[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
+	}
+	close(p[1]);
+	int status = 0;
+	memset(o, 0, sizeof *o);
+	ssize_t n = read(p[0], o, sizeof *o);
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	o->ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	if (!WIFEXITED(status) || n != (ssize_t)sizeof *o)
+		fail_msg("the token command hung gridgpu (killed after %ld ms)", o->ms);
+}
+
+/* It closes its output and goes on running: gridgpu stops it at the deadline
+ * and its whole process group is gone. */
+static void test_command_keeps_running(void **state)
+{
+	(void)state;
+	char p[400];
+	struct outcome o;
+	write_script("closes",
+		     "echo $$ >\"$(dirname \"$0\")/closes.pid\"; exec >&- 2>&-; sleep 600", p,
+		     sizeof p);
+	run_child(p, 300, &o);
+	assert_int_equal(o.rc, GG_ECRED);
+	assert_non_null(strstr(o.msg, "gave no token within 1 s: stopped"));
+	if (o.ms > 4000)
+		fail_msg("took %ld ms with a deadline of 300 ms", o.ms);
+	pid_t pg = read_pid("closes.pid");
+	assert_true(pg > 0);
+	assert_false(group_runs(pg));
+	/* one that ignores SIGTERM (and so does its child) is killed */
+	write_script("stubborn",
+		     "echo $$ >\"$(dirname \"$0\")/stubborn.pid\"; trap '' TERM; exec >&- 2>&-; "
+		     "sleep 600",
+		     p, sizeof p);
+	run_child(p, 300, &o);
+	assert_int_equal(o.rc, GG_ECRED);
+	if (o.ms > 5000)
+		fail_msg("took %ld ms with a deadline of 300 ms", o.ms);
+	pg = read_pid("stubborn.pid");
+	assert_true(pg > 0);
+	assert_false(group_runs(pg));
+}
+
+/* It prints the token and ends, a child it left behind holding the pipe:
+ * the token is taken at once and the child is gone. */
+static void test_command_child_holds_pipe(void **state)
+{
+	(void)state;
+	char p[400];
+	struct outcome o;
+	write_script("leaves",
+		     "sleep 600 & echo $! >\"$(dirname \"$0\")/leaves.pid\"; echo tok.en-2", p,
+		     sizeof p);
+	run_child(p, 8000, &o);
+	if (o.rc != 0)
+		fail_msg("%s (after %ld ms)", o.msg, o.ms);
+	assert_string_equal(o.value, "tok.en-2");
+	if (o.ms > 4000)
+		fail_msg("took %ld ms: waited for the child", o.ms);
+	pid_t child = read_pid("leaves.pid");
+	assert_true(child > 0);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)child);
+	FILE *f = fopen(path, "r");
+	char buf[512] = "", st = 'Z';
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		char *c = strrchr(buf, ')');
+		if (c)
+			sscanf(c + 1, " %c", &st);
+	}
+	if (st != 'Z' && st != 'X')
+		fail_msg("the child %d left behind still runs (%c)", (int)child, st);
+}
+
+/* A failing command that prints its token to stderr: the error says what it
+ * said, the token masked. */
+static void test_command_stderr_masked(void **state)
+{
+	(void)state;
+	char p[400], msg[GG_ERR_MSG_MAX];
+	const char *jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJlLXNlY3JldA";
+	const char *opaque = "hvs.CAESIAbCdEfGh1234567890XyZaBcDeFgHiJkLmNoPq";
+	char body[600];
+	snprintf(body, sizeof body,
+		 "echo 'htgettoken: the token %s was refused' >&2\n"
+		 "echo 'Authorization: Bearer %s' >&2\necho 'see /etc/htgettoken.conf' >&2\nexit 2",
+		 jwt, opaque);
+	write_script("leaks", body, p, sizeof p);
+	assert_int_equal(command_err(p, 0, msg, sizeof msg), GG_ECRED);
+	assert_non_null(strstr(msg, "failed (exit status 2): htgettoken: the token [token hidden] "
+				    "was refused\nAuthorization: Bearer [token hidden]\nsee "
+				    "/etc/htgettoken.conf"));
+	const char *parts[] = {"eyJhbGci", "eyJzdWIi", "c2lnbmF0", "CAESIA", "XyZaBcDe"};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		if (strstr(msg, parts[i]))
+			fail_msg("'%s' in: %s", parts[i], msg);
+	/* at the deadline too, what it printed is shown masked */
+	snprintf(body, sizeof body, "echo 'waiting with %s' >&2; exec sleep 600", jwt);
+	write_script("leaks", body, p, sizeof p);
+	assert_int_equal(command_err(p, 200, msg, sizeof msg), GG_ECRED);
+	assert_non_null(strstr(msg, "stopped: waiting with [token hidden]"));
+	assert_null(strstr(msg, "c2lnbmF0"));
+}
+
 static void test_argv_split(void **state)
 {
 	(void)state;
@@ -293,7 +481,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	const char *names[] = {"ok", "fail", "garbage", "empty", "slow", "src"};
+	const char *names[] = {"ok",     "fail",       "garbage",    "empty",    "slow",
+			       "src",    "closes",     "closes.pid", "stubborn", "stubborn.pid",
+			       "leaves", "leaves.pid", "leaks"};
 	char p[400];
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -309,6 +499,9 @@ int main(void)
 		cmocka_unit_test(test_short_tokens_scaled),
 		cmocka_unit_test(test_fetch_failure),
 		cmocka_unit_test(test_command),
+		cmocka_unit_test(test_command_keeps_running),
+		cmocka_unit_test(test_command_child_holds_pipe),
+		cmocka_unit_test(test_command_stderr_masked),
 		cmocka_unit_test(test_argv_split),
 		cmocka_unit_test(test_sites_and_auth),
 		cmocka_unit_test(test_agent_not_running),
