@@ -220,6 +220,12 @@ has "token     : BEARER_TOKEN (JWT)" && has "token exp : 2033-05-18 03:33 UTC" &
 	ok "info shows the bearer token and its exp" || not_ok "info shows the bearer token ($OUT)"
 mkdir -p "$D/run"
 printf '%s.%s.c2ln\n' "$H" "$B" >"$D/run/bt_u$(id -u)"
+chmod 644 "$D/run/bt_u$(id -u)"
+run_env "XDG_RUNTIME_DIR=$D/run" -- proxy info
+[ "$RC" = 0 ] && printf '%s' "$ERR" | grep -qF "token file '$D/run/bt_u$(id -u)' is open to others (mode 0644): not used; run chmod 600" &&
+	! printf '%s' "$OUT" | grep -q "^token" && ok "a token file others can read: info says why it is not used" ||
+	not_ok "a token file others can read is refused in info ($RC $OUT $ERR)"
+chmod 600 "$D/run/bt_u$(id -u)"
 run_env "XDG_RUNTIME_DIR=$D/run" -- --json proxy info
 expect_eq "info --json: token from \$XDG_RUNTIME_DIR/bt_u<uid>" "$(json 'd["token"]["source"].endswith("/bt_u'"$(id -u)"'"), d["token"]["exp"], d["token"]["jwt"]')" \
 	"True 2033-05-18T03:33:20Z True"
