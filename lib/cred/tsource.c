@@ -218,44 +218,40 @@ static int tokenish(const char *s, size_t n)
 }
 
 #define TS_HIDDEN "[token hidden]"
-#define TS_SHOWN  300 /* bytes of stderr in an error */
 
-/* The command's stderr for an error line, into out (TS_SHOWN + 4 bytes):
- * every run of token characters that looks like a token replaced by
- * TS_HIDDEN (a failing command may print the token it has), trailing blanks
- * dropped, "..." when there was more. The control characters are kept:
- * whoever shows the error escapes it (the CLI does, once, gg_str_printable). */
-static void shown_stderr(const struct run *r, char *out)
+size_t gg_tsource_shown_stderr(const char *in, size_t n, int cut, char *out)
 {
-	size_t n = r->nerr, w = 0, i = 0;
-	while (n && (r->errb[n - 1] == '\n' || r->errb[n - 1] == '\r' || r->errb[n - 1] == '\t' ||
-		     r->errb[n - 1] == ' '))
+	size_t w = 0, i = 0;
+	while (n &&
+	       (in[n - 1] == '\n' || in[n - 1] == '\r' || in[n - 1] == '\t' || in[n - 1] == ' '))
 		n--;
-	while (i < n && w < TS_SHOWN) {
+	while (i < n && w < GG_TS_SHOWN) {
 		size_t j = i;
-		while (j < n && tokchar(r->errb[j]))
+		while (j < n && tokchar(in[j]))
 			j++;
-		const char *src = r->errb + i;
+		const char *src = in + i;
 		size_t len = j - i;
 		if (len && tokenish(src, len)) {
 			src = TS_HIDDEN;
 			len = sizeof TS_HIDDEN - 1;
 		}
-		if (len > TS_SHOWN - w) {
-			len = TS_SHOWN - w;
+		if (len > GG_TS_SHOWN - w) {
+			len = GG_TS_SHOWN - w;
 			j = n; /* cut: the rest is not shown */
 		}
 		memcpy(out + w, src, len);
 		w += len;
-		if (j < n && w < TS_SHOWN)
-			out[w++] = r->errb[j++];
+		if (j < n && w < GG_TS_SHOWN)
+			out[w++] = in[j++];
 		i = j;
 	}
-	if (i < n || r->err_cut) {
-		memcpy(out + w, "...", 3);
-		w += 3;
+	/* apart from the text: "..." would lengthen its last word */
+	if (i < n || cut) {
+		memcpy(out + w, " ...", 4);
+		w += 4;
 	}
 	out[w] = '\0';
+	return w;
 }
 
 /* Read both pipes until the command ends or the deadline passes: 0, or
@@ -271,8 +267,8 @@ static int drain(struct gg_tsource *ts, struct run *r, struct gg_err *err)
 			return 0;
 		long left = ms_left(&r->end);
 		if (left <= 0) {
-			char shown[TS_SHOWN + 4];
-			shown_stderr(r, shown);
+			char shown[GG_TS_SHOWN + 5];
+			gg_tsource_shown_stderr(r->errb, r->nerr, r->err_cut, shown);
 			return gg_err_set(err, GG_ECRED,
 					  "%s gave no token within %d s: stopped%s%s", ts->what,
 					  (ts->timeout_ms + 999) / 1000, *shown ? ": " : "", shown);
@@ -427,8 +423,8 @@ static int command_failed(struct gg_tsource *ts, int status, const struct run *r
 		snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
 	else
 		snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
-	char shown[TS_SHOWN + 4];
-	shown_stderr(r, shown);
+	char shown[GG_TS_SHOWN + 5];
+	gg_tsource_shown_stderr(r->errb, r->nerr, r->err_cut, shown);
 	gg_err_set(err, GG_ECRED, "%s failed (%s)%s%s", ts->what, how, *shown ? ": " : "", shown);
 	OPENSSL_cleanse(shown, sizeof shown);
 	return GG_ECRED;

@@ -28,6 +28,14 @@ struct gg_tsource {
 int64_t gg_tsource_margin(const struct gg_tsource *ts, int64_t lifetime);
 /* Run the command: its stdout (OPENSSL_malloc'd, NUL-terminated) or GG_ECRED. */
 int gg_tsource_run_command(struct gg_tsource *ts, char **value, struct gg_err *err);
+/* A command's stderr (n bytes; cut: there was more) as an error shows it, into
+ * out (GG_TS_SHOWN + 5 bytes, NUL-terminated): every run of RFC 6750 token
+ * characters that looks like a token - a JWT ("eyJ" and a dot), or 32 or more
+ * with letters and digits - replaced by "[token hidden]", trailing blanks
+ * dropped, at most GG_TS_SHOWN bytes of it, " ..." when there was more. Control
+ * characters are kept: whoever shows the error escapes it. The length. */
+#define GG_TS_SHOWN 300
+size_t gg_tsource_shown_stderr(const char *in, size_t n, int cut, char *out);
 /* Ask oidc-agent (liboidc-agent, dlopen'd) for a token valid min_valid seconds. */
 int gg_tsource_run_agent(struct gg_tsource *ts, int64_t min_valid, char **value, int64_t *exp,
 			 struct gg_err *err);
