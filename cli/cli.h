@@ -159,15 +159,17 @@ void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 /* The --json error object on stdout, {"error":{"what","message","kind","exit"}};
  * what and msg must be printable already (ui_format). */
 void ui_json_error(const char *what, const char *msg, int code);
-/* A JSON string of text that may not be valid UTF-8 (a path, a CE's words):
- * kept as it is when valid, else escaped as gg_str_printable does, so it is
- * never dropped; json null for NULL. */
-json_t *ui_json_text(const char *s);
+/* Every string in a --json document goes in by gg_json_text, every member by
+ * gg_json_set / gg_json_append / gg_json_object (lib/core/json.h): text that is
+ * not valid UTF-8 is kept, escaped, never dropped. */
 /* Print a JSON value on stdout (pretty when a TTY), steals the reference. */
 int ui_json(json_t *v);
 /* The --json document of command cmd ("list", "proxy-info"): doc (an object,
  * or an array that becomes its "items") with "schema": "gridgpu.<cmd>/<N>",
- * printed as ui_json does (steals doc). doc/json/<cmd>.schema.json describes it. */
+ * printed as ui_json does (steals doc). doc/json/<cmd>.schema.json describes it.
+ * A document that lost a member while it was built (gg_json_losses: out of
+ * memory) is not printed: the error object is, and EXIT_FAIL returned (main
+ * exits 1 then too). */
 #define GG_JSON_VERSION 1
 int ui_json_doc(const char *cmd, json_t *doc);
 /* A session or batch job as every --json document shows it (list, status,

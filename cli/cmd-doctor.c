@@ -913,13 +913,16 @@ static json_t *to_json(const struct doctor *d, const struct ctx *x)
 	for (size_t i = 0; i < d->n; i++) {
 		const struct check *c = &d->c[i];
 		n[c->st]++;
-		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s?,s:s?}", "id", c->id, "name",
-						   c->title, "status", status_name[c->st], "detail",
-						   c->detail, "fix", c->fix));
+		gg_json_append(a, gg_json_object("id", gg_json_text(c->id), "name",
+						 gg_json_text(c->title), "status",
+						 gg_json_text(status_name[c->st]), "detail",
+						 gg_json_text(c->detail), "fix",
+						 gg_json_text(c->fix), NULL));
 	}
-	return json_pack("{s:s?,s:o,s:i,s:i,s:i}", "site", x->site ? x->site->name : NULL, "checks",
-			 a, "passed", (int)n[ST_OK], "failed", (int)n[ST_FAIL], "skipped",
-			 (int)n[ST_SKIP]);
+	return gg_json_object("site", gg_json_text(x->site ? x->site->name : NULL), "checks", a,
+			      "passed", json_integer((json_int_t)n[ST_OK]), "failed",
+			      json_integer((json_int_t)n[ST_FAIL]), "skipped",
+			      json_integer((json_int_t)n[ST_SKIP]), NULL);
 }
 
 int cmd_doctor(struct gg_cli *cli, int argc, char **argv)

@@ -682,28 +682,27 @@ static void report_json(const struct freeze_job *j, const struct gg_freeze_resul
 {
 	const struct gg_freeze_opts *o = &j->o;
 	json_t *r = json_object();
-	json_object_set_new(r, "output", ui_json_text(o->output));
-	json_object_set_new(r, "source", ui_json_text(source_name(j)));
-	json_object_set_new(r, "format", json_string(gg_image_format_name(res->format)));
-	json_object_set_new(r, "size", json_integer((json_int_t)res->image_size));
-	json_object_set_new(r, "squashfs_size", json_integer((json_int_t)res->squashfs_size));
-	json_object_set_new(r, "data_bytes", json_integer((json_int_t)res->data_bytes));
-	json_object_set_new(r, "files", json_integer((json_int_t)res->files));
-	json_object_set_new(r, "dirs", json_integer((json_int_t)res->dirs));
-	json_object_set_new(r, "symlinks", json_integer((json_int_t)res->symlinks));
-	json_object_set_new(r, "specials", json_integer((json_int_t)res->specials));
-	json_object_set_new(r, "hardlinks", json_integer((json_int_t)res->hardlinks));
-	json_object_set_new(r, "duplicates", json_integer((json_int_t)res->duplicates));
-	json_object_set_new(r, "arch", json_string(res->arch));
-	json_object_set_new(
-		r, "compression",
-		json_string(gg_image_comp_name(o->comp ? o->comp : GG_IMAGE_COMP_GZIP)));
-	json_object_set_new(r, "reproducible", json_boolean(!o->no_reproducible));
-	json_object_set_new(r, "build_time", ui_json_time(res->build_time));
-	json_object_set_new(r, "warnings", json_integer(res->warnings));
-	json_object_set_new(r, "seconds", json_real(secs));
+	gg_json_set_text(r, "output", o->output);
+	gg_json_set_text(r, "source", source_name(j));
+	gg_json_set_text(r, "format", gg_image_format_name(res->format));
+	gg_json_set(r, "size", json_integer((json_int_t)res->image_size));
+	gg_json_set(r, "squashfs_size", json_integer((json_int_t)res->squashfs_size));
+	gg_json_set(r, "data_bytes", json_integer((json_int_t)res->data_bytes));
+	gg_json_set(r, "files", json_integer((json_int_t)res->files));
+	gg_json_set(r, "dirs", json_integer((json_int_t)res->dirs));
+	gg_json_set(r, "symlinks", json_integer((json_int_t)res->symlinks));
+	gg_json_set(r, "specials", json_integer((json_int_t)res->specials));
+	gg_json_set(r, "hardlinks", json_integer((json_int_t)res->hardlinks));
+	gg_json_set(r, "duplicates", json_integer((json_int_t)res->duplicates));
+	gg_json_set_text(r, "arch", res->arch);
+	gg_json_set(r, "compression",
+		    gg_json_text(gg_image_comp_name(o->comp ? o->comp : GG_IMAGE_COMP_GZIP)));
+	gg_json_set(r, "reproducible", json_boolean(!o->no_reproducible));
+	gg_json_set(r, "build_time", ui_json_time(res->build_time));
+	gg_json_set(r, "warnings", json_integer(res->warnings));
+	gg_json_set(r, "seconds", json_real(secs));
 	if (j->session)
-		json_object_set_new(r, "received_bytes", json_integer((json_int_t)j->src.bytes));
+		gg_json_set(r, "received_bytes", json_integer((json_int_t)j->src.bytes));
 	ui_json_doc("freeze", r);
 }
 

@@ -121,7 +121,7 @@ static int download(struct gg_cli *cli, struct gg_ce *ce, const struct gg_record
 			free(p);
 			return gg_err_prefix(err, "%s", files[i]);
 		}
-		json_array_append_new(got, ui_json_text(p));
+		gg_json_append(got, gg_json_text(p));
 		if (!cli->json)
 			ui_out("%s\n", p);
 		free(p);
@@ -152,7 +152,7 @@ static int from_storage(struct gg_cli *cli, struct gg_engine *e, const struct gg
 		else if (resumed)
 			ui_info(cli, "%s: resumed at byte %lld", so[i].name, (long long)resumed);
 		if (rc == 0)
-			json_array_append_new(got, ui_json_text(p));
+			gg_json_append(got, gg_json_text(p));
 		if (rc == 0 && !cli->json)
 			ui_out("%s\n", p);
 		free(p);
@@ -178,14 +178,15 @@ static int print_urls(struct gg_cli *cli, const struct gg_record *r)
 	}
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(a,
-				      json_pack("{s:s,s:s}", "name", so[i].name, "url", so[i].url));
+		gg_json_append(a, gg_json_object("name", gg_json_text(so[i].name), "url",
+						 gg_json_text(so[i].url), NULL));
 		if (!cli->json)
 			ui_out("%s %s\n", so[i].name, so[i].url);
 	}
 	if (cli->json)
-		ui_json_doc("get", json_pack("{s:s,s:s,s:o}", "name", r->name, "state",
-					     gg_sess_state_name(r->state), "urls", a));
+		ui_json_doc("get", gg_json_object("name", gg_json_text(r->name), "state",
+						  gg_json_text(gg_sess_state_name(r->state)),
+						  "urls", a, NULL));
 	else
 		json_decref(a);
 	gg_storage_outputs_free(so, n);
@@ -237,8 +238,9 @@ static int fetch(struct gg_cli *cli, struct gg_engine *e, struct gg_ce *ce,
 		rc = from_storage(cli, e, r, target, so, ns, got, err);
 	gg_storage_outputs_free(so, ns);
 	if (rc == 0 && cli->json)
-		ui_json_doc("get", json_pack("{s:s,s:s,s:O}", "name", r->name, "state",
-					     gg_sess_state_name(r->state), "files", got));
+		ui_json_doc("get", gg_json_object("name", gg_json_text(r->name), "state",
+						  gg_json_text(gg_sess_state_name(r->state)),
+						  "files", json_incref(got), NULL));
 	json_decref(got);
 	for (size_t i = 0; i < n; i++)
 		free(files[i]);

@@ -160,10 +160,11 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct gpus_opt
 static void print_none(struct gg_cli *cli, const struct gpus_opts *o, const char *why)
 {
 	if (cli->json) {
-		json_t *j = json_pack("{s:[],s:i,s:s,s:n,s:n}", "gpus", "visible", 0, "reason", why,
-				      "nvml", "driver_version");
+		json_t *j = gg_json_object("gpus", json_array(), "visible", json_integer(0),
+					   "reason", gg_json_text(why), "nvml", json_null(),
+					   "driver_version", json_null(), NULL);
 		if (j && o->have_rt)
-			json_object_set_new(j, "cuda_runtime_version", json_string(o->rt));
+			gg_json_set_text(j, "cuda_runtime_version", o->rt);
 		ui_json_doc("gpus", j);
 	} else if (o->classad) {
 		ui_out("DetectedGPUs=0\n");
@@ -195,9 +196,9 @@ static int print_info(struct gg_cli *cli, const struct gpus_opts *o, const struc
 	if (cli->json) {
 		json_t *j = gg_gpu_info_json(info);
 		if (j && o->have_rt)
-			json_object_set_new(j, "cuda_runtime_version", json_string(o->rt));
+			gg_json_set_text(j, "cuda_runtime_version", o->rt);
 		if (j && info->ndevs == 0)
-			json_object_set_new(j, "reason", json_string("NVML reports no device"));
+			gg_json_set_text(j, "reason", "NVML reports no device");
 		ui_json_doc("gpus", j);
 	} else if (o->classad) {
 		char *ad = gg_gpu_classad(info,

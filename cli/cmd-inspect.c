@@ -128,34 +128,34 @@ static json_t *header_json(const struct inspected *in)
 {
 	const struct gg_sif *s = in->s;
 	json_t *hdr = json_object();
-	json_object_set_new(hdr, "version", json_string("01"));
-	json_object_set_new(hdr, "arch", json_string(in->arch));
-	json_object_set_new(hdr, "id", json_string(in->uuid));
-	json_object_set_new(hdr, "created", ui_json_time(s->hdr.created));
-	json_object_set_new(hdr, "modified", ui_json_time(s->hdr.modified));
-	json_object_set_new(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
-	json_object_set_new(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
-	json_object_set_new(hdr, "data_offset", json_integer(s->hdr.data_offset));
-	json_object_set_new(hdr, "data_size", json_integer(s->hdr.data_size));
+	gg_json_set_text(hdr, "version", "01");
+	gg_json_set_text(hdr, "arch", in->arch);
+	gg_json_set_text(hdr, "id", in->uuid);
+	gg_json_set(hdr, "created", ui_json_time(s->hdr.created));
+	gg_json_set(hdr, "modified", ui_json_time(s->hdr.modified));
+	gg_json_set(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
+	gg_json_set(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
+	gg_json_set(hdr, "data_offset", json_integer(s->hdr.data_offset));
+	gg_json_set(hdr, "data_size", json_integer(s->hdr.data_size));
 	return hdr;
 }
 
 static json_t *descr_json(const struct gg_sif_descr *d)
 {
 	json_t *j = json_object();
-	json_object_set_new(j, "id", json_integer(d->id));
-	json_object_set_new(j, "group", json_integer(d->group & ~GG_SIF_GROUP_MASK));
-	json_object_set_new(j, "link", json_integer(d->link));
-	json_object_set_new(j, "type", json_string(gg_sif_type_name(d->type)));
-	json_object_set_new(j, "name", json_stringn(d->name, strnlen(d->name, sizeof d->name)));
-	json_object_set_new(j, "offset", json_integer(d->offset));
-	json_object_set_new(j, "size", json_integer(d->size));
+	gg_json_set(j, "id", json_integer(d->id));
+	gg_json_set(j, "group", json_integer(d->group & ~GG_SIF_GROUP_MASK));
+	gg_json_set(j, "link", json_integer(d->link));
+	gg_json_set_text(j, "type", gg_sif_type_name(d->type));
+	gg_json_set(j, "name", gg_json_textn(d->name, sizeof d->name));
+	gg_json_set(j, "offset", json_integer(d->offset));
+	gg_json_set(j, "size", json_integer(d->size));
 	int32_t fs, pt;
 	char pa[3];
 	if (gg_sif_partition_info(d, &fs, &pt, pa) == 0) {
-		json_object_set_new(j, "fstype", json_string(gg_sif_fstype_name(fs)));
-		json_object_set_new(j, "parttype", json_string(gg_sif_parttype_name(pt)));
-		json_object_set_new(j, "arch", json_string(gg_image_arch_name(pa)));
+		gg_json_set_text(j, "fstype", gg_sif_fstype_name(fs));
+		gg_json_set_text(j, "parttype", gg_sif_parttype_name(pt));
+		gg_json_set_text(j, "arch", gg_image_arch_name(pa));
 	}
 	return j;
 }
@@ -163,12 +163,11 @@ static json_t *descr_json(const struct gg_sif_descr *d)
 static json_t *squashfs_json(const struct gg_sif_verify_report *rep)
 {
 	json_t *q = json_object();
-	json_object_set_new(q, "compression",
-			    json_string(gg_image_comp_name((enum gg_image_comp)rep->sqfs_comp)));
-	json_object_set_new(q, "inodes", json_integer(rep->sqfs_inodes));
-	json_object_set_new(q, "block_size", json_integer(rep->sqfs_block_size));
-	json_object_set_new(q, "bytes_used", json_integer((json_int_t)rep->sqfs_bytes_used));
-	json_object_set_new(q, "mkfs_time", json_integer(rep->sqfs_mkfs_time));
+	gg_json_set_text(q, "compression", gg_image_comp_name((enum gg_image_comp)rep->sqfs_comp));
+	gg_json_set(q, "inodes", json_integer(rep->sqfs_inodes));
+	gg_json_set(q, "block_size", json_integer(rep->sqfs_block_size));
+	gg_json_set(q, "bytes_used", json_integer((json_int_t)rep->sqfs_bytes_used));
+	gg_json_set(q, "mkfs_time", json_integer(rep->sqfs_mkfs_time));
 	return q;
 }
 
@@ -176,18 +175,18 @@ static json_t *squashfs_json(const struct gg_sif_verify_report *rep)
 static void print_json(struct inspected *in)
 {
 	json_t *o = json_object(), *objs = json_array();
-	json_object_set_new(o, "path", ui_json_text(in->path));
-	json_object_set_new(o, "size", json_integer((json_int_t)in->s->file_size));
-	json_object_set_new(o, "header", header_json(in));
+	gg_json_set_text(o, "path", in->path);
+	gg_json_set(o, "size", json_integer((json_int_t)in->s->file_size));
+	gg_json_set(o, "header", header_json(in));
 	for (size_t i = 0; i < in->s->ndescr; i++)
 		if (in->s->descr[i].used)
-			json_array_append_new(objs, descr_json(&in->s->descr[i]));
-	json_object_set_new(o, "objects", objs);
+			gg_json_append(objs, descr_json(&in->s->descr[i]));
+	gg_json_set(o, "objects", objs);
 	if (in->have_sqfs)
-		json_object_set_new(o, "squashfs", squashfs_json(&in->rep));
-	json_object_set_new(o, "labels", in->labels ? in->labels : json_object());
+		gg_json_set(o, "squashfs", squashfs_json(&in->rep));
+	gg_json_set(o, "labels", in->labels ? in->labels : json_object());
 	in->labels = NULL;
-	json_object_set_new(o, "provenance", in->prov ? in->prov : json_null());
+	gg_json_set(o, "provenance", in->prov ? in->prov : json_null());
 	in->prov = NULL;
 	ui_json_doc("inspect", o);
 }
@@ -330,16 +329,16 @@ int cmd_verify(struct gg_cli *cli, int argc, char **argv)
 			first = rep.checks[i].detail;
 	if (cli->json) {
 		json_t *o = json_object(), *a = json_array();
-		json_object_set_new(o, "path", ui_json_text(path));
-		json_object_set_new(o, "ok", json_boolean(rep.ok));
+		gg_json_set_text(o, "path", path);
+		gg_json_set(o, "ok", json_boolean(rep.ok));
 		for (size_t i = 0; i < rep.nchecks; i++) {
 			json_t *c = json_object();
-			json_object_set_new(c, "check", json_string(rep.checks[i].what));
-			json_object_set_new(c, "ok", json_boolean(rep.checks[i].ok));
-			json_object_set_new(c, "detail", json_string(rep.checks[i].detail));
-			json_array_append_new(a, c);
+			gg_json_set_text(c, "check", rep.checks[i].what);
+			gg_json_set(c, "ok", json_boolean(rep.checks[i].ok));
+			gg_json_set_text(c, "detail", rep.checks[i].detail);
+			gg_json_append(a, c);
 		}
-		json_object_set_new(o, "checks", a);
+		gg_json_set(o, "checks", a);
 		ui_json_doc("verify", o);
 	} else if (!cli->quiet) {
 		for (size_t i = 0; i < rep.nchecks; i++)

@@ -59,7 +59,7 @@ int cmd_kill(struct gg_cli *cli, int argc, char **argv)
 		if (cli->json) {
 			json_t *a = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(a, cli_record_json(&recs[i]));
+				gg_json_append(a, cli_record_json(&recs[i]));
 			ui_json_doc("kill", a);
 		}
 		gg_records_free(recs, n);
@@ -128,9 +128,9 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 		json_t *names = json_array();
 		for (size_t i = 0; i < n; i++)
 			if (cleaned[i])
-				json_array_append_new(names, json_string(recs[i].name));
+				gg_json_append(names, gg_json_text(recs[i].name));
 		if (cli->json)
-			ui_json_doc("clean", json_pack("{s:o}", "cleaned", names));
+			ui_json_doc("clean", gg_json_object("cleaned", names, NULL));
 		else
 			json_decref(names);
 	}

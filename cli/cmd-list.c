@@ -153,7 +153,7 @@ static json_t *rows_json(const struct gg_record_row *rows, size_t n, int only)
 		json_t *j = json_loads(rows[i].json, 0, NULL);
 		struct gg_record r;
 		if (j && gg_record_from_json(j, &r, NULL) == 0) {
-			json_array_append_new(a, cli_record_json(&r));
+			gg_json_append(a, cli_record_json(&r));
 			gg_record_clear(&r);
 		}
 		json_decref(j);
@@ -408,9 +408,9 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *j = cli_record_json(&r);
 		if (diag)
-			json_object_set_new(j, "ce_errors", ui_json_text(diag));
+			gg_json_set_text(j, "ce_errors", diag);
 		if (gg_session_published(&r) && probe_why[0])
-			json_object_set_new(j, "ssh_check", json_string(probe_why));
+			gg_json_set_text(j, "ssh_check", probe_why);
 		ui_json_doc("status", j);
 	} else {
 		print_status(&r, diag, probe_why, all_errors);

@@ -128,18 +128,18 @@ static json_t *token_json(const struct gg_token *t, time_t now)
 	if (!t)
 		return json_null();
 	json_t *o = json_object();
-	json_object_set_new(o, "source", json_string(t->source));
-	json_object_set_new(o, "jwt", json_boolean(t->jwt));
+	gg_json_set_text(o, "source", t->source);
+	gg_json_set(o, "jwt", json_boolean(t->jwt));
 	if (t->exp) {
 		char b[40];
-		json_object_set_new(o, "exp", json_string(iso_time((time_t)t->exp, b, sizeof b)));
-		json_object_set_new(o, "time_left",
-				    json_integer(t->exp > now ? (json_int_t)(t->exp - now) : 0));
+		gg_json_set_text(o, "exp", iso_time((time_t)t->exp, b, sizeof b));
+		gg_json_set(o, "time_left",
+			    json_integer(t->exp > now ? (json_int_t)(t->exp - now) : 0));
 	}
 	if (t->sub)
-		json_object_set_new(o, "sub", json_string(t->sub));
+		gg_json_set_text(o, "sub", t->sub);
 	if (t->iss)
-		json_object_set_new(o, "iss", json_string(t->iss));
+		gg_json_set_text(o, "iss", t->iss);
 	return o;
 }
 
@@ -159,18 +159,16 @@ static json_t *acs_json(const struct gg_ac *acs, size_t n, time_t now)
 		char b1[40], b2[40];
 		json_t *o = json_object(), *f = json_array();
 		for (size_t j = 0; j < acs[i].n_fqans; j++)
-			json_array_append_new(f, json_string(acs[i].fqans[j]));
-		json_object_set_new(o, "vo", json_string(acs[i].vo));
-		json_object_set_new(o, "fqans", f);
-		json_object_set_new(o, "issuer", json_string(acs[i].issuer));
-		json_object_set_new(o, "uri", ui_json_text(acs[i].uri));
-		json_object_set_new(o, "not_before",
-				    json_string(iso_time(acs[i].not_before, b1, sizeof b1)));
-		json_object_set_new(o, "not_after",
-				    json_string(iso_time(acs[i].not_after, b2, sizeof b2)));
-		json_object_set_new(o, "time_left", json_integer((json_int_t)acs[i].time_left));
-		json_object_set_new(o, "state", json_string(ac_state(&acs[i], now)));
-		json_array_append_new(a, o);
+			gg_json_append(f, gg_json_text(acs[i].fqans[j]));
+		gg_json_set_text(o, "vo", acs[i].vo);
+		gg_json_set(o, "fqans", f);
+		gg_json_set_text(o, "issuer", acs[i].issuer);
+		gg_json_set_text(o, "uri", acs[i].uri);
+		gg_json_set_text(o, "not_before", iso_time(acs[i].not_before, b1, sizeof b1));
+		gg_json_set_text(o, "not_after", iso_time(acs[i].not_after, b2, sizeof b2));
+		gg_json_set(o, "time_left", json_integer((json_int_t)acs[i].time_left));
+		gg_json_set_text(o, "state", ac_state(&acs[i], now));
+		gg_json_append(a, o);
 	}
 	return a;
 }
@@ -180,26 +178,26 @@ static json_t *info_json(const struct gg_proxy_info *in, int verified, const str
 {
 	char b1[40], b2[40];
 	json_t *o = json_object();
-	json_object_set_new(o, "path", ui_json_text(in->path));
-	json_object_set_new(o, "subject", json_string(in->subject));
-	json_object_set_new(o, "issuer", json_string(in->issuer));
-	json_object_set_new(o, "identity", json_string(in->identity));
-	json_object_set_new(o, "type", json_string(in->type));
-	json_object_set_new(o, "kind", json_string(kind_name(in->kind)));
-	json_object_set_new(o, "key_type", json_string(in->key_type));
-	json_object_set_new(o, "bits", json_integer(in->bits));
-	json_object_set_new(o, "signature", json_string(in->signature));
-	json_object_set_new(o, "serial", json_string(in->serial));
-	json_object_set_new(o, "path_length",
-			    in->path_length >= 0 ? json_integer(in->path_length) : json_null());
-	json_object_set_new(o, "chain_length", json_integer(in->chain_length));
-	json_object_set_new(o, "not_before", json_string(iso_time(in->not_before, b1, sizeof b1)));
-	json_object_set_new(o, "not_after", json_string(iso_time(in->not_after, b2, sizeof b2)));
-	json_object_set_new(o, "time_left", json_integer((json_int_t)in->time_left));
+	gg_json_set_text(o, "path", in->path);
+	gg_json_set_text(o, "subject", in->subject);
+	gg_json_set_text(o, "issuer", in->issuer);
+	gg_json_set_text(o, "identity", in->identity);
+	gg_json_set_text(o, "type", in->type);
+	gg_json_set_text(o, "kind", kind_name(in->kind));
+	gg_json_set_text(o, "key_type", in->key_type);
+	gg_json_set(o, "bits", json_integer(in->bits));
+	gg_json_set_text(o, "signature", in->signature);
+	gg_json_set_text(o, "serial", in->serial);
+	gg_json_set(o, "path_length",
+		    in->path_length >= 0 ? json_integer(in->path_length) : json_null());
+	gg_json_set(o, "chain_length", json_integer(in->chain_length));
+	gg_json_set_text(o, "not_before", iso_time(in->not_before, b1, sizeof b1));
+	gg_json_set_text(o, "not_after", iso_time(in->not_after, b2, sizeof b2));
+	gg_json_set(o, "time_left", json_integer((json_int_t)in->time_left));
 	if (verified >= 0)
-		json_object_set_new(o, "verified", json_boolean(verified));
-	json_object_set_new(o, "token", token_json(t, now));
-	json_object_set_new(o, "acs", acs_json(acs, nacs, now));
+		gg_json_set(o, "verified", json_boolean(verified));
+	gg_json_set(o, "token", token_json(t, now));
+	gg_json_set(o, "acs", acs_json(acs, nacs, now));
 	return o;
 }
 

@@ -82,19 +82,19 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 {
 	json_t *o = json_object(), *jumps = json_array(), *binds = json_array(),
 	       *allow = json_array();
-	json_object_set_new(o, "name", json_string(s->name));
-	json_object_set_new(o, "default", json_boolean(is_default));
+	gg_json_set_text(o, "name", s->name);
+	gg_json_set(o, "default", json_boolean(is_default));
 	if (s->ce)
-		json_object_set_new(o, "ce", json_string(s->ce));
+		gg_json_set_text(o, "ce", s->ce);
 	for (int i = 0; i < s->njumps; i++)
-		json_array_append_new(jumps, json_string(s->jumps[i]));
-	json_object_set_new(o, "jumps", jumps);
+		gg_json_append(jumps, gg_json_text(s->jumps[i]));
+	gg_json_set(o, "jumps", jumps);
 	for (int i = 0; i < s->nbinds; i++)
-		json_array_append_new(binds, json_string(s->binds[i]));
-	json_object_set_new(o, "binds", binds);
+		gg_json_append(binds, gg_json_text(s->binds[i]));
+	gg_json_set(o, "binds", binds);
 	for (int i = 0; i < s->nallow; i++)
-		json_array_append_new(allow, json_string(s->allow_from[i]));
-	json_object_set_new(o, "allow_from", allow);
+		gg_json_append(allow, gg_json_text(s->allow_from[i]));
+	gg_json_set(o, "allow_from", allow);
 	const struct {
 		const char *k;
 		const char *v;
@@ -116,11 +116,11 @@ static json_t *site_json(const struct gg_site *s, int is_default)
 		 {"cache", s->cache}};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (f[i].v)
-			json_object_set_new(o, f[i].k, json_string(f[i].v));
+			gg_json_set_text(o, f[i].k, f[i].v);
 	if (s->connect_deadline)
-		json_object_set_new(o, "connect_deadline", json_integer(s->connect_deadline));
+		gg_json_set(o, "connect_deadline", json_integer(s->connect_deadline));
 	if (s->idle_limit)
-		json_object_set_new(o, "idle_limit", json_integer(s->idle_limit));
+		gg_json_set(o, "idle_limit", json_integer(s->idle_limit));
 	return o;
 }
 
@@ -514,10 +514,10 @@ int cmd_site_list(struct gg_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < cfg->nsites; i++)
-			json_array_append_new(
-				a, site_json(&cfg->sites[i],
-					     cfg->default_site && !strcmp(cfg->default_site,
-									  cfg->sites[i].name)));
+			gg_json_append(a,
+				       site_json(&cfg->sites[i],
+						 cfg->default_site && !strcmp(cfg->default_site,
+									      cfg->sites[i].name)));
 		ui_json_doc("site-list", a);
 		return EXIT_OK;
 	}

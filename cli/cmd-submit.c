@@ -272,7 +272,7 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 					      s->token, &r, &err);
 		if (rc == 0) {
 			nok++;
-			json_array_append_new(done, cli_record_json(&r));
+			gg_json_append(done, cli_record_json(&r));
 			if (!cli->json)
 				ui_out("%s\n", r.name);
 			gg_record_clear(&r);

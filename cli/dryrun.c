@@ -7,6 +7,14 @@
 #include "ctx.h"
 #include "session/sync.h"
 
+/* "PUT /jobs/ID/session/NAME" into the list of uploads. */
+static void append_upload(json_t *up, const char *name)
+{
+	char *s = gg_strdup_printf("PUT /jobs/ID/session/%s", name);
+	gg_json_append(up, s ? gg_json_text(s) : NULL);
+	free(s);
+}
+
 int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 			const struct gg_site *site, const struct gg_record *r)
 {
@@ -19,14 +27,17 @@ int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 		return ui_fail(cli, &err, "request");
 	}
 	if (cli->json) {
-		ui_json_doc(
-			"dry-run",
-			json_pack(
-				"{s:s,s:s,s:[s,s,s,s,s]}", "endpoint", r->ce, "description", xrsl,
-				"requests", "GET /rest",
-				"POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
-				"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
-				"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME));
+		static const char *const req[] = {
+			"GET /rest",
+			"POST /delegations?action=new (proxy auth only), PUT /delegations/ID",
+			"POST /jobs?action=new", "PUT /jobs/ID/session/" GG_LAUNCHER_NAME,
+			"PUT /jobs/ID/session/" GG_AUTHKEYS_NAME};
+		json_t *reqs = json_array();
+		for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
+			gg_json_append(reqs, gg_json_text(req[i]));
+		ui_json_doc("dry-run",
+			    gg_json_object("endpoint", gg_json_text(r->ce), "description",
+					   gg_json_text(xrsl), "requests", reqs, NULL));
 	} else {
 		ui_out("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
 		       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
@@ -47,11 +58,11 @@ static void show_job(struct gg_cli *cli, const struct gg_site *site, const struc
 		json_t *up = json_array();
 		for (int k = 0; k < jd->ninputs; k++)
 			if (jd->inputs[k].local)
-				json_array_append_new(up, json_sprintf("PUT /jobs/ID/session/%s",
-								       jd->inputs[k].name));
-		json_array_append_new(all, json_pack("{s:s,s:s,s:s,s:o}", "site", site->name, "ce",
-						     site->ce ? site->ce : "", "description", xrsl,
-						     "uploads", up));
+				append_upload(up, jd->inputs[k].name);
+		gg_json_append(all,
+			       gg_json_object("site", gg_json_text(site->name), "ce",
+					      gg_json_text(site->ce ? site->ce : ""), "description",
+					      gg_json_text(xrsl), "uploads", up, NULL));
 		return;
 	}
 	ui_out("# job %d of %d → site %s, CE %s\n# requests: POST delegations?action=new + PUT "

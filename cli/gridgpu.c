@@ -488,9 +488,9 @@ static int print_version(const struct gg_cli *cli)
 	if (cli->json) {
 		json_t *libs = json_object();
 		for (size_t i = 0; i < n; i++)
-			json_object_set_new(libs, v[i].name, json_string(v[i].version));
-		return ui_json_doc("version", json_pack("{s:s,s:o}", "version", GG_VERSION,
-							"libraries", libs));
+			gg_json_set_text(libs, v[i].name, v[i].version);
+		return ui_json_doc("version", gg_json_object("version", gg_json_text(GG_VERSION),
+							     "libraries", libs, NULL));
 	}
 	printf("gridgpu %s\n", GG_VERSION);
 	for (size_t i = 0; i < n; i++)
@@ -539,6 +539,8 @@ int main(int argc, char **argv)
 	int rc = cmd->fn(&cli, sub_argc, sub_argv);
 	cli_free(&cli);
 	if (fflush(stdout) != 0 && rc == 0)
+		rc = EXIT_FAIL;
+	if (gg_json_losses() && rc == 0) /* ui_json_doc printed the error instead */
 		rc = EXIT_FAIL;
 	return rc;
 }

@@ -14,7 +14,7 @@
 json_t *ui_json_time(int64_t t)
 {
 	char b[40];
-	return t > 0 ? json_string(gg_time_iso(t, b, sizeof b)) : json_null();
+	return t > 0 ? gg_json_text(gg_time_iso(t, b, sizeof b)) : json_null();
 }
 
 /* key: the time t as ISO 8601 UTC, left out when there is none. */
@@ -22,19 +22,19 @@ static void set_time(json_t *o, const char *key, int64_t t)
 {
 	char b[40];
 	if (t > 0)
-		json_object_set_new(o, key, json_string(gg_time_iso(t, b, sizeof b)));
+		gg_json_set_text(o, key, gg_time_iso(t, b, sizeof b));
 }
 
 static void set_str(json_t *o, const char *key, const char *v)
 {
 	if (v)
-		json_object_set_new(o, key, json_string(v));
+		gg_json_set_text(o, key, v);
 }
 
 static void set_int(json_t *o, const char *key, int64_t v)
 {
 	if (v)
-		json_object_set_new(o, key, json_integer((json_int_t)v));
+		gg_json_set(o, key, json_integer((json_int_t)v));
 }
 
 /* Which deadline applies now: the connect deadline until the first login,
@@ -47,9 +47,9 @@ static void set_deadline(json_t *o, const struct gg_record *r)
 	int connect = !connected && r->deadline_at;
 	int64_t at = connect ? r->deadline_at : r->started + r->walltime;
 	json_t *d = json_object();
-	json_object_set_new(d, "kind", json_string(connect ? "connect" : "walltime"));
+	gg_json_set_text(d, "kind", connect ? "connect" : "walltime");
 	set_time(d, "at", at);
-	json_object_set_new(o, "deadline", d);
+	gg_json_set(o, "deadline", d);
 }
 
 /* What the session launcher published: its sshd and its activity. */
@@ -66,9 +66,9 @@ static void set_session(json_t *o, const struct gg_record *r)
 	set_time(o, "connect_by", r->deadline_at);
 	set_time(o, "first_login", r->first_login);
 	if (r->started)
-		json_object_set_new(o, "logins", json_integer((json_int_t)r->logins));
+		gg_json_set(o, "logins", json_integer((json_int_t)r->logins));
 	if (r->state == GG_S_READY)
-		json_object_set_new(o, "connections", json_integer((json_int_t)r->connections));
+		gg_json_set(o, "connections", json_integer((json_int_t)r->connections));
 	set_time(o, "last_activity", r->last_activity);
 	set_time(o, "activity_as_of", r->activity_at);
 	set_time(o, "idle_since", r->idle_since);
@@ -85,9 +85,9 @@ static void set_storage(json_t *o, const struct gg_record *r)
 		return;
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a,
-				      json_pack("{s:s,s:s}", "name", so[i].name, "url", so[i].url));
-	json_object_set_new(o, "storage_outputs", a);
+		gg_json_append(a, gg_json_object("name", gg_json_text(so[i].name), "url",
+						 gg_json_text(so[i].url), NULL));
+	gg_json_set(o, "storage_outputs", a);
 	gg_storage_outputs_free(so, n);
 }
 

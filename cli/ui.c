@@ -184,15 +184,21 @@ void ui_err(const char *fmt, ...)
 /* The --json error object; a fixed one when even that cannot be made. */
 void ui_json_error(const char *what, const char *msg, int code)
 {
-	json_t *o = json_pack("{s:{s:s,s:s,s:s,s:i}}", "error", "what", what ? what : "", "message",
-			      msg ? msg : "", "kind", gg_err_kind(code), "exit",
-			      gg_err_exit_code(code));
-	if (o)
-		ui_json_doc("error", o);
-	else
+	size_t lost = gg_json_losses();
+	json_t *o = gg_json_object("error",
+				   gg_json_object("what", gg_json_text(what ? what : ""), "message",
+						  gg_json_text(msg ? msg : ""), "kind",
+						  gg_json_text(gg_err_kind(code)), "exit",
+						  json_integer(gg_err_exit_code(code)), NULL),
+				   "schema", gg_json_text("gridgpu.error/1"), NULL);
+	if (gg_json_losses() == lost)
+		ui_json(o);
+	else {
+		json_decref(o);
 		printf("{\"error\":{\"exit\":%d,\"kind\":\"%s\",\"message\":\"\",\"what\":\"\"},"
 		       "\"schema\":\"gridgpu.error/1\"}\n",
 		       gg_err_exit_code(code), gg_err_kind(code));
+	}
 	fflush(stdout);
 }
 
@@ -251,19 +257,6 @@ void ui_warn(struct gg_cli *cli, const char *fmt, ...)
 	va_end(ap);
 }
 
-json_t *ui_json_text(const char *s)
-{
-	if (!s)
-		return json_null();
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	char *p = gg_str_printable(s, strlen(s));
-	j = p ? json_string(p) : NULL;
-	free(p);
-	return j ? j : json_null();
-}
-
 int ui_json(json_t *v)
 {
 	size_t flags = JSON_SORT_KEYS | (isatty(STDOUT_FILENO) ? JSON_INDENT(2) : JSON_COMPACT);
@@ -274,17 +267,23 @@ int ui_json(json_t *v)
 }
 
 /* One --json document: {"schema": "gridgpu.<cmd>/N", ...} (a list becomes its
- * "items"). */
+ * "items"). A document that lost a member while it was built (gg_json_losses)
+ * is not printed: the error object is, and gridgpu exits 1 (main). */
 int ui_json_doc(const char *cmd, json_t *doc)
 {
-	if (!json_is_object(doc)) {
-		json_t *o = json_object();
-		json_object_set_new(o, "items", doc ? doc : json_array());
-		doc = o;
-	}
+	if (doc && !json_is_object(doc))
+		doc = gg_json_object("items", doc, NULL);
 	char *s = gg_strdup_printf("gridgpu.%s/%d", cmd, GG_JSON_VERSION);
-	json_object_set_new(doc, "schema", json_string(s ? s : ""));
+	gg_json_set(doc, "schema", s ? gg_json_text(s) : NULL);
 	free(s);
+	if (!doc || gg_json_losses()) {
+		json_decref(doc);
+		ui_err("gridgpu: --json: a value could not be put in the document (out of "
+		       "memory); nothing printed\n");
+		ui_json_error("--json", "a value could not be put in the document (out of memory)",
+			      GG_ENOMEM);
+		return EXIT_FAIL;
+	}
 	return ui_json(doc);
 }
 

@@ -328,9 +328,9 @@ int gg_arc_version(struct arc *ce, const char **version, struct gg_err *err)
 	}
 	*version = ce->version;
 	if (ce->cache_path && cache) {
-		json_object_set_new(cache, ce->endpoint,
-				    json_pack("{s:s,s:I}", "rest", ce->version, "checked",
-					      (json_int_t)time(NULL)));
+		gg_json_set(cache, ce->endpoint,
+			    gg_json_object("rest", gg_json_text(ce->version), "checked",
+					   json_integer((json_int_t)time(NULL)), NULL));
 		gg_ce_cache_save(ce->cache_path, cache);
 	}
 out:
@@ -522,14 +522,16 @@ int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **result
 	return 0;
 }
 
-/* The body of a bulk call: {"job":[{"id":ID},...]} (NULL when out of memory). */
+/* The body of a bulk call: {"job":[{"id":ID},...]} (NULL when out of memory:
+ * never one without some of the ids). */
 static char *bulk_body(const char *const *ids, size_t n)
 {
+	size_t lost = gg_json_losses();
 	json_t *list = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(list, json_pack("{s:s}", "id", ids[i]));
-	json_t *body = json_pack("{s:o}", "job", list);
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+		gg_json_append(list, gg_json_object("id", gg_json_text(ids[i]), NULL));
+	json_t *body = gg_json_object("job", list, NULL);
+	char *text = gg_json_losses() == lost ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	return text;
 }

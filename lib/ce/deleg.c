@@ -166,8 +166,9 @@ int arc_delegate(struct gg_ce *g, const char *proxy_path, int64_t min_left, cons
 	if (rc == 0 && !newid)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0 && cache_path && key) {
-		json_object_set_new(cache, key,
-				    json_pack("{s:s,s:I}", "id", newid, "end", (json_int_t)pi.end));
+		gg_json_set(cache, key,
+			    gg_json_object("id", gg_json_text(newid), "end",
+					   json_integer((json_int_t)pi.end), NULL));
 		gg_ce_cache_save(cache_path, cache);
 	}
 done:

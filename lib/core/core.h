@@ -4,6 +4,7 @@
 #define GG_LIB_CORE_H
 
 #include "gridgpu/core.h"
+#include "core/json.h"
 
 /* ---- strings ----------------------------------------------------------- */
 
@@ -23,6 +24,11 @@ char *gg_strstrip(char *s);
  * valid UTF-8 with none of those code points.
  * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
 char *gg_str_printable(const char *s, size_t len);
+/* The inverse of gg_str_printable: "\\", "\n", "\r", "\t" and "\xHH" back to
+ * their bytes, other text as it is, so gg_str_unprintable(gg_str_printable(s))
+ * is s whatever its bytes. NULL (err: GG_EPROTO) for any other backslash
+ * sequence or a "\x00", which a C string cannot hold; GG_ENOMEM. malloc'd. */
+char *gg_str_unprintable(const char *s, struct gg_err *err);
 /* Split a command line into words as the configuration's token_command is:
  * blanks separate words; '...' keeps everything literally; "..." keeps
  * everything but \" and \\ (a backslash before them escapes them); a

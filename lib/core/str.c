@@ -144,6 +144,53 @@ char *gg_str_printable(const char *s, size_t len)
 	return out;
 }
 
+/* The value of the hex digit c, or -1. */
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The byte the escape at p (after its backslash) stands for, and its length
+ * in *k; -1 when it is not one gg_str_printable writes. */
+static int unescape_one(const char *p, size_t *k)
+{
+	*k = 1;
+	switch (p[0]) {
+	case '\\': return '\\';
+	case 'n': return '\n';
+	case 'r': return '\r';
+	case 't': return '\t';
+	case 'x': {
+		int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+		*k = 3;
+		return hi < 0 || lo < 0 || (hi | lo) == 0 ? -1 : hi << 4 | lo;
+	}
+	default: return -1;
+	}
+}
+
+char *gg_str_unprintable(const char *s, struct gg_err *err)
+{
+	char *out = malloc(strlen(s) + 1), *o = out;
+	if (!out) {
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (const char *p = s; *p;) {
+		size_t k;
+		int c = *p == '\\' ? unescape_one(p + 1, &k) : (unsigned char)*p;
+		if (c < 0) {
+			free(out);
+			gg_err_set(err, GG_EPROTO, "a bad escape at byte %zu", (size_t)(p - s));
+			return NULL;
+		}
+		*o++ = (char)c;
+		p += *p == '\\' ? k + 1 : 1;
+	}
+	*o = '\0';
+	return out;
+}
+
 void gg_argv_free(char **argv)
 {
 	for (size_t i = 0; argv && argv[i]; i++)

@@ -16,21 +16,20 @@ static json_t *cc_json(int maj, int min)
 		return json_null();
 	char b[32];
 	snprintf(b, sizeof b, "%d.%d", maj, min);
-	return json_string(b);
+	return gg_json_text(b);
 }
 
 static void set_mem(json_t *o, int have, uint64_t total, uint64_t free_)
 {
-	json_object_set_new(o, "memory_total",
-			    have ? json_integer((json_int_t)total) : json_null());
-	json_object_set_new(o, "memory_free", have ? json_integer((json_int_t)free_) : json_null());
-	json_object_set_new(o, "memory_total_mb",
-			    have ? json_integer((json_int_t)(total / (1024 * 1024))) : json_null());
+	gg_json_set(o, "memory_total", have ? json_integer((json_int_t)total) : json_null());
+	gg_json_set(o, "memory_free", have ? json_integer((json_int_t)free_) : json_null());
+	gg_json_set(o, "memory_total_mb",
+		    have ? json_integer((json_int_t)(total / (1024 * 1024))) : json_null());
 }
 
 static json_t *str_or_null(const char *s)
 {
-	return s && *s ? json_string(s) : json_null();
+	return s && *s ? gg_json_text(s) : json_null();
 }
 
 static json_t *mig_json(const struct gg_gpu_mig *m)
@@ -38,20 +37,18 @@ static json_t *mig_json(const struct gg_gpu_mig *m)
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "index", json_integer(m->index));
-	json_object_set_new(o, "uuid", str_or_null(m->uuid));
-	json_object_set_new(o, "name", str_or_null(m->name));
-	json_object_set_new(o, "profile", str_or_null(m->profile));
-	json_object_set_new(o, "gpu_instance",
-			    m->gi_id >= 0 ? json_integer(m->gi_id) : json_null());
-	json_object_set_new(o, "compute_instance",
-			    m->ci_id >= 0 ? json_integer(m->ci_id) : json_null());
-	json_object_set_new(o, "compute_capability", cc_json(m->cc_major, m->cc_minor));
-	json_object_set_new(o, "ecc", tristate(m->ecc));
+	gg_json_set(o, "index", json_integer(m->index));
+	gg_json_set(o, "uuid", str_or_null(m->uuid));
+	gg_json_set(o, "name", str_or_null(m->name));
+	gg_json_set(o, "profile", str_or_null(m->profile));
+	gg_json_set(o, "gpu_instance", m->gi_id >= 0 ? json_integer(m->gi_id) : json_null());
+	gg_json_set(o, "compute_instance", m->ci_id >= 0 ? json_integer(m->ci_id) : json_null());
+	gg_json_set(o, "compute_capability", cc_json(m->cc_major, m->cc_minor));
+	gg_json_set(o, "ecc", tristate(m->ecc));
 	set_mem(o, m->have_mem, m->mem_total, m->mem_free);
-	json_object_set_new(o, "visible", json_boolean(m->visible));
+	gg_json_set(o, "visible", json_boolean(m->visible));
 	if (m->error)
-		json_object_set_new(o, "error", json_string(m->error));
+		gg_json_set_text(o, "error", m->error);
 	return o;
 }
 
@@ -63,27 +60,26 @@ static json_t *dev_json(const struct gg_gpu_dev *d)
 		json_decref(migs);
 		return NULL;
 	}
-	json_object_set_new(o, "index", json_integer(d->index));
-	json_object_set_new(o, "uuid", str_or_null(d->uuid));
-	json_object_set_new(o, "name", str_or_null(d->name));
-	json_object_set_new(o, "compute_capability", cc_json(d->cc_major, d->cc_minor));
+	gg_json_set(o, "index", json_integer(d->index));
+	gg_json_set(o, "uuid", str_or_null(d->uuid));
+	gg_json_set(o, "name", str_or_null(d->name));
+	gg_json_set(o, "compute_capability", cc_json(d->cc_major, d->cc_minor));
 	set_mem(o, d->have_mem, d->mem_total, d->mem_free);
-	json_object_set_new(o, "ecc", tristate(d->ecc));
-	json_object_set_new(o, "mig_mode",
-			    d->mig == GG_GPU_UNKNOWN
-				    ? json_null()
-				    : json_string(d->mig == GG_GPU_ON ? "enabled" : "disabled"));
-	json_object_set_new(
-		o, "mig_mode_pending",
-		d->mig_pending == GG_GPU_UNKNOWN
-			? json_null()
-			: json_string(d->mig_pending == GG_GPU_ON ? "enabled" : "disabled"));
+	gg_json_set(o, "ecc", tristate(d->ecc));
+	gg_json_set(o, "mig_mode",
+		    d->mig == GG_GPU_UNKNOWN
+			    ? json_null()
+			    : gg_json_text(d->mig == GG_GPU_ON ? "enabled" : "disabled"));
+	gg_json_set(o, "mig_mode_pending",
+		    d->mig_pending == GG_GPU_UNKNOWN
+			    ? json_null()
+			    : gg_json_text(d->mig_pending == GG_GPU_ON ? "enabled" : "disabled"));
 	for (size_t k = 0; k < d->nmigs; k++)
-		json_array_append_new(migs, mig_json(&d->migs[k]));
-	json_object_set_new(o, "mig", migs);
-	json_object_set_new(o, "visible", json_boolean(d->visible));
+		gg_json_append(migs, mig_json(&d->migs[k]));
+	gg_json_set(o, "mig", migs);
+	gg_json_set(o, "visible", json_boolean(d->visible));
 	if (d->error)
-		json_object_set_new(o, "error", json_string(d->error));
+		gg_json_set_text(o, "error", d->error);
 	return o;
 }
 
@@ -96,29 +92,28 @@ json_t *gg_gpu_info_json(const struct gg_gpu_info *info)
 		return NULL;
 	}
 	char cv[16];
-	json_object_set_new(o, "nvml", str_or_null(info->library));
-	json_object_set_new(o, "driver_version", str_or_null(info->driver));
-	json_object_set_new(o, "cuda_driver_version",
-			    str_or_null(gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv)));
-	json_object_set_new(o, "cuda_driver_version_int",
-			    info->cuda_driver ? json_integer(info->cuda_driver) : json_null());
-	json_object_set_new(o, "cuda_visible_devices",
-			    info->cvd ? json_string(info->cvd) : json_null());
+	gg_json_set(o, "nvml", str_or_null(info->library));
+	gg_json_set(o, "driver_version", str_or_null(info->driver));
+	gg_json_set(o, "cuda_driver_version",
+		    str_or_null(gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv)));
+	gg_json_set(o, "cuda_driver_version_int",
+		    info->cuda_driver ? json_integer(info->cuda_driver) : json_null());
+	gg_json_set(o, "cuda_visible_devices", info->cvd ? gg_json_text(info->cvd) : json_null());
 	if (info->cvd_note)
-		json_object_set_new(o, "cuda_visible_devices_note", json_string(info->cvd_note));
+		gg_json_set_text(o, "cuda_visible_devices_note", info->cvd_note);
 	if (info->missing) {
 		json_t *m = json_array();
 		char *copy = strdup(info->missing), *save = NULL;
 		for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t;
 		     t = strtok_r(NULL, ", ", &save))
-			json_array_append_new(m, json_string(t));
+			gg_json_append(m, gg_json_text(t));
 		free(copy);
-		json_object_set_new(o, "nvml_missing", m);
+		gg_json_set(o, "nvml_missing", m);
 	}
-	json_object_set_new(o, "visible", json_integer((json_int_t)info->nvisible));
+	gg_json_set(o, "visible", json_integer((json_int_t)info->nvisible));
 	for (size_t i = 0; i < info->ndevs; i++)
-		json_array_append_new(devs, dev_json(&info->devs[i]));
-	json_object_set_new(o, "gpus", devs);
+		gg_json_append(devs, dev_json(&info->devs[i]));
+	gg_json_set(o, "gpus", devs);
 	return o;
 }
 

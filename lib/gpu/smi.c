@@ -43,7 +43,7 @@ static json_t *cc_value(const char *s, int *ok)
 		return json_null();
 	*ok = dot && dot > s && dot - s < 4 && strspn(s, DIGITS) == (size_t)(dot - s) &&
 	      all_of(dot + 1, DIGITS) && strlen(dot + 1) < 4;
-	return *ok ? json_string(s) : NULL;
+	return *ok ? gg_json_text(s) : NULL;
 }
 
 /* One GPU's line, split in place into f[SMI_FIELDS]; 0 when it is not nvidia-smi's. */
@@ -75,14 +75,14 @@ static json_t *gpu_json(char *f[SMI_FIELDS], int *ok)
 		return NULL;
 	}
 	long long mb = atoll(f[3]);
-	json_object_set_new(o, "index", json_integer(atoi(f[0])));
-	json_object_set_new(o, "uuid", json_string(f[1]));
-	json_object_set_new(o, "name", json_string(f[2]));
-	json_object_set_new(o, "compute_capability", cc);
-	json_object_set_new(o, "memory_total", json_integer(mb << 20));
-	json_object_set_new(o, "memory_total_mb", json_integer(mb));
-	json_object_set_new(o, "mig", json_array());
-	json_object_set_new(o, "visible", json_true());
+	gg_json_set(o, "index", json_integer(atoi(f[0])));
+	gg_json_set_text(o, "uuid", f[1]);
+	gg_json_set_text(o, "name", f[2]);
+	gg_json_set(o, "compute_capability", cc);
+	gg_json_set(o, "memory_total", json_integer(mb << 20));
+	gg_json_set(o, "memory_total_mb", json_integer(mb));
+	gg_json_set(o, "mig", json_array());
+	gg_json_set(o, "visible", json_true());
 	return o;
 }
 
@@ -101,19 +101,17 @@ static int parse_lines(char *text, json_t *o, json_t *devs, int *bad)
 			ok = !strncmp(l, h, strlen(h)) && all_of(l + strlen(h), DEVLIST) &&
 			     strlen(l) < 512;
 			if (ok)
-				json_object_set_new(o, "cuda_visible_devices",
-						    json_string(l + strlen(h)));
+				gg_json_set_text(o, "cuda_visible_devices", l + strlen(h));
 		} else if (json_array_size(devs) < SMI_MAX_GPUS && split(l, f)) {
 			const char *drv = f[5];
 			json_t *g = gpu_json(f, &ok);
 			ok = ok && g && (all_of(drv, DIGITS ".") || !strcmp(drv, SMI_NA)) &&
 			     strlen(drv) < 32;
 			if (ok && line == 2)
-				json_object_set_new(o, "driver_version",
-						    strcmp(drv, SMI_NA) ? json_string(drv)
-									: json_null());
+				gg_json_set(o, "driver_version",
+					    strcmp(drv, SMI_NA) ? gg_json_text(drv) : json_null());
 			if (ok)
-				json_array_append_new(devs, g);
+				gg_json_append(devs, g);
 			else
 				json_decref(g);
 		}
@@ -142,9 +140,9 @@ int gg_gpu_smi_provenance(const char *record, char **json, struct gg_err *err)
 				bad);
 	free(text);
 	if (rc == 0 && json_array_size(devs)) {
-		json_object_set_new(o, "source", json_string("nvidia-smi on the session's node"));
-		json_object_set_new(o, "visible", json_integer((json_int_t)json_array_size(devs)));
-		json_object_set_new(o, "gpus", json_incref(devs));
+		gg_json_set_text(o, "source", "nvidia-smi on the session's node");
+		gg_json_set(o, "visible", json_integer((json_int_t)json_array_size(devs)));
+		gg_json_set(o, "gpus", json_incref(devs));
 		*json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 		if (!*json)
 			rc = gg_err_set(err, GG_ENOMEM, "out of memory");

@@ -186,8 +186,8 @@ static const struct gg_inode *captured(const struct gg_tree *t, const char *path
 	return n->inode;
 }
 
-/* A JSON string of a captured file without its trailing newlines, as apptainer shows it;
- * NULL when absent or not UTF-8. */
+/* A JSON string of a captured file without its trailing newlines, as apptainer shows it
+ * (escaped when it is not UTF-8); NULL when absent. */
 static json_t *captured_str(const struct gg_tree *t, const char *path)
 {
 	const struct gg_inode *ino = captured(t, path);
@@ -196,13 +196,14 @@ static json_t *captured_str(const struct gg_tree *t, const char *path)
 	size_t len = ino->capture_len;
 	while (len && ino->capture[len - 1] == '\n')
 		len--;
-	return json_stringn(ino->capture, len);
+	return gg_json_textn(ino->capture, len);
 }
 
+/* k: v, left out when v is NULL (a file the image does not have). */
 static void set_new(json_t *o, const char *k, json_t *v)
 {
 	if (v)
-		json_object_set_new(o, k, v);
+		gg_json_set(o, k, v);
 }
 
 static void fmt_time(int64_t t, char *rfc, size_t rlen, char *schema, size_t slen)
@@ -262,15 +263,17 @@ static int add_user_labels(const struct gg_meta_in *in, json_t *labels, struct g
 			return gg_err_set(err, GG_EUSAGE, "label '%s': expected KEY=VALUE",
 					  in->labels[i]);
 		char *k = strndup(in->labels[i], (size_t)(eq - in->labels[i]));
-		json_t *v = json_string(eq + 1);
-		if (!k || !v) {
-			free(k);
-			json_decref(v);
+		if (!k)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		/* a label is refused, not escaped: it must read back as given */
+		int ok = gg_json_text_exact(k) && gg_json_text_exact(eq + 1);
+		int rc = ok ? gg_json_set(labels, k, gg_json_text(eq + 1)) : 0;
+		free(k);
+		if (!ok)
 			return gg_err_set(err, GG_EUSAGE, "label '%s': not valid UTF-8",
 					  in->labels[i]);
-		}
-		json_object_set_new(labels, k, v);
-		free(k);
+		if (rc < 0)
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -284,20 +287,18 @@ static int build_labels(const struct gg_meta_in *in, const struct meta_ctx *m, j
 		merge_string_labels(labels, json_loadb(lj->capture, lj->capture_len, 0, NULL));
 	if (in->oci && in->oci->labels_json)
 		merge_string_labels(labels, json_loads(in->oci->labels_json, 0, NULL));
-	set_new(labels, "org.label-schema.schema-version", json_string("1.0"));
-	set_new(labels, "org.label-schema.build-date", json_string(m->schema));
-	set_new(labels, "org.opencontainers.image.created", json_string(m->rfc));
-	set_new(labels, "org.label-schema.usage.singularity.deffile.bootstrap",
-		json_string(m->boot));
-	set_new(labels, "org.label-schema.usage.singularity.deffile.from", json_string(in->source));
-	set_new(labels, "org.opencontainers.image.architecture", json_string(m->archname));
-	set_new(labels, "org.label-schema.build-arch", json_string(m->archname));
-	set_new(labels, "org.label-schema.usage.gridgpu.version", json_string(in->tool_version));
+	gg_json_set_text(labels, "org.label-schema.schema-version", "1.0");
+	gg_json_set_text(labels, "org.label-schema.build-date", m->schema);
+	gg_json_set_text(labels, "org.opencontainers.image.created", m->rfc);
+	gg_json_set_text(labels, "org.label-schema.usage.singularity.deffile.bootstrap", m->boot);
+	gg_json_set_text(labels, "org.label-schema.usage.singularity.deffile.from", in->source);
+	gg_json_set_text(labels, "org.opencontainers.image.architecture", m->archname);
+	gg_json_set_text(labels, "org.label-schema.build-arch", m->archname);
+	gg_json_set_text(labels, "org.label-schema.usage.gridgpu.version", in->tool_version);
 	if (in->source_digest)
-		set_new(labels, "org.opencontainers.image.base.digest",
-			json_string(in->source_digest));
+		gg_json_set_text(labels, "org.opencontainers.image.base.digest", in->source_digest);
 	if (in->oci && in->oci->ref)
-		set_new(labels, "org.opencontainers.image.base.name", json_string(in->oci->ref));
+		gg_json_set_text(labels, "org.opencontainers.image.base.name", in->oci->ref);
 	return add_user_labels(in, labels, err);
 }
 
@@ -314,7 +315,7 @@ static void build_env(const struct gg_tree *t, json_t *env)
 		char *abs = gg_strdup_printf("/.singularity.d/env/%s", envdir->kids[i]->name);
 		json_t *v = rel ? captured_str(t, rel) : NULL;
 		if (v && abs)
-			json_object_set_new(env, abs, v);
+			gg_json_set(env, abs, v);
 		else
 			json_decref(v);
 		free(rel);
@@ -344,10 +345,10 @@ static json_t *build_inspect(const struct gg_meta_in *in, const char *def, json_
 	size_t dl = strlen(def);
 	while (dl && def[dl - 1] == '\n')
 		dl--;
-	set_new(attrs, "deffile", json_stringn(def, dl)); /* as apptainer shows it */
-	json_object_set_new(data, "attributes", attrs);
-	json_object_set_new(top, "data", data);
-	set_new(top, "type", json_string("container"));
+	set_new(attrs, "deffile", gg_json_textn(def, dl)); /* as apptainer shows it */
+	gg_json_set(data, "attributes", attrs);
+	gg_json_set(top, "data", data);
+	gg_json_set_text(top, "type", "container");
 	return top;
 }
 
@@ -356,13 +357,13 @@ static json_t *provenance_source(const struct gg_meta_in *in)
 	json_t *src = json_object();
 	if (!src)
 		return NULL;
-	set_new(src, "kind", json_string(gg_image_format_name(in->format)));
-	set_new(src, "path", json_string(in->source_abs));
-	set_new(src, "given", json_string(in->source));
+	gg_json_set_text(src, "kind", gg_image_format_name(in->format));
+	gg_json_set_text(src, "path", in->source_abs);
+	gg_json_set_text(src, "given", in->source);
 	if (in->source_digest)
-		set_new(src, "digest", json_string(in->source_digest));
+		gg_json_set_text(src, "digest", in->source_digest);
 	if (in->oci && in->oci->ref)
-		set_new(src, "ref", json_string(in->oci->ref));
+		gg_json_set_text(src, "ref", in->oci->ref);
 	return src;
 }
 
@@ -371,11 +372,11 @@ static json_t *provenance_squashfs(const struct gg_meta_in *in)
 	json_t *comp = json_object();
 	if (!comp)
 		return NULL;
-	set_new(comp, "algorithm", json_string(gg_image_comp_name((enum gg_image_comp)in->comp)));
+	set_new(comp, "algorithm", gg_json_text(gg_image_comp_name((enum gg_image_comp)in->comp)));
 	if (in->comp == GG_IMAGE_COMP_GZIP)
-		set_new(comp, "encoder", json_string("libdeflate"));
-	set_new(comp, "level", json_integer(in->level));
-	set_new(comp, "block_size", json_integer(in->block_size));
+		gg_json_set_text(comp, "encoder", "libdeflate");
+	gg_json_set(comp, "level", json_integer(in->level));
+	gg_json_set(comp, "block_size", json_integer(in->block_size));
 	return comp;
 }
 
@@ -389,24 +390,24 @@ static int build_provenance(const struct gg_meta_in *in, const struct meta_ctx *
 		json_decref(comp);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	set_new(prov, "schema", json_string("gridgpu-provenance/1"));
-	set_new(prov, "gridgpu_version", json_string(in->tool_version));
-	set_new(prov, "build_time", json_string(m->rfc));
-	set_new(prov, "reproducible", json_boolean(in->reproducible));
-	set_new(prov, "arch", json_string(m->archname));
-	json_object_set_new(prov, "source", src);
-	json_object_set_new(prov, "squashfs", comp);
+	gg_json_set_text(prov, "schema", "gridgpu-provenance/1");
+	gg_json_set_text(prov, "gridgpu_version", in->tool_version);
+	gg_json_set_text(prov, "build_time", m->rfc);
+	gg_json_set(prov, "reproducible", json_boolean(in->reproducible));
+	gg_json_set_text(prov, "arch", m->archname);
+	gg_json_set(prov, "source", src);
+	gg_json_set(prov, "squashfs", comp);
 	if (in->oci && in->oci->config_json)
 		set_new(prov, "oci_config", json_loads(in->oci->config_json, 0, NULL));
 	if (!in->gpus_json || !*in->gpus_json) {
-		json_object_set_new(prov, "gpus", json_null());
+		gg_json_set(prov, "gpus", json_null());
 		return 0;
 	}
 	json_error_t je;
 	json_t *g = json_loads(in->gpus_json, JSON_DECODE_ANY, &je);
 	if (!g)
 		return gg_err_set(err, GG_EUSAGE, "GPU description: not valid JSON: %s", je.text);
-	json_object_set_new(prov, "gpus", g);
+	gg_json_set(prov, "gpus", g);
 	return 0;
 }
 

@@ -70,27 +70,42 @@ void gg_record_clear(struct gg_record *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* A string member: as it is when valid UTF-8, else escaped (gg_str_printable)
+ * and its name added to esc, for the reader to undo: what is written reads back
+ * as the same bytes, and an older reader shows the escaped text. */
+static void set_field(json_t *o, json_t *esc, const char *key, const char *v)
+{
+	if (!v)
+		return;
+	if (!gg_json_text_exact(v))
+		gg_json_append(esc, gg_json_text(key));
+	gg_json_set_text(o, key, v);
+}
+
 json_t *gg_record_to_json(const struct gg_record *r)
 {
-	json_t *o = json_object();
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "version", json_integer(1));
-	json_object_set_new(o, "kind", json_string(r->kind == GG_REC_JOB ? "job" : "session"));
-	json_object_set_new(o, "state", json_string(gg_sess_state_name(r->state)));
+	size_t lost = gg_json_losses();
+	json_t *o = json_object(), *esc = json_array();
+	gg_json_set(o, "version", json_integer(1));
+	gg_json_set_text(o, "kind", r->kind == GG_REC_JOB ? "job" : "session");
+	gg_json_set_text(o, "state", gg_sess_state_name(r->state));
 	if (r->state == GG_S_UNKNOWN)
-		json_object_set_new(o, "last_known",
-				    json_string(gg_sess_state_name(r->last_known)));
-#define X(f)      \
-	if (r->f) \
-		json_object_set_new(o, #f, json_string(r->f));
+		gg_json_set_text(o, "last_known", gg_sess_state_name(r->last_known));
+#define X(f) set_field(o, esc, #f, r->f);
 	GG_RECORD_STR_FIELDS(X)
 #undef X
 #define X(f)      \
 	if (r->f) \
-		json_object_set_new(o, #f, json_integer((json_int_t)r->f));
+		gg_json_set(o, #f, json_integer((json_int_t)r->f));
 	GG_RECORD_INT_FIELDS(X)
 #undef X
+	if (json_array_size(esc))
+		gg_json_set(o, "escaped", json_incref(esc));
+	json_decref(esc);
+	if (gg_json_losses() != lost) { /* a record without a value is not written */
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -98,6 +113,38 @@ json_t *gg_record_to_json(const struct gg_record *r)
 static int fits(json_int_t v, size_t size)
 {
 	return size >= sizeof(int64_t) || v <= INT_MAX;
+}
+
+/* Is name in the record's "escaped" list? */
+static int listed(json_t *esc, const char *name)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach (esc, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), name))
+			return 1;
+	return 0;
+}
+
+/* Undo the escaping of the string fields the writer named in "escaped". */
+static int unescape_fields(json_t *j, struct gg_record *r, struct gg_err *err)
+{
+	json_t *esc = json_object_get(j, "escaped");
+	if (!esc)
+		return 0;
+	if (!json_is_array(esc))
+		return gg_err_set(err, GG_EPROTO, "'escaped' is not a list");
+	char *u;
+#define X(f)                                                   \
+	if (r->f && listed(esc, #f)) {                         \
+		if (!(u = gg_str_unprintable(r->f, err)))      \
+			return gg_err_prefix(err, "'%s'", #f); \
+		free(r->f);                                    \
+		r->f = u;                                      \
+	}
+	GG_RECORD_STR_FIELDS(X)
+#undef X
+	return 0;
 }
 
 int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
@@ -130,6 +177,11 @@ int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *err)
 	}
 	GG_RECORD_STR_FIELDS(X)
 #undef X
+	int rc = unescape_fields(j, r, err);
+	if (rc < 0) {
+		gg_record_clear(r);
+		return rc;
+	}
 #define X(f)                                                                                     \
 	v = json_object_get(j, #f);                                                              \
 	if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||                            \

@@ -274,6 +274,73 @@ static void check_printable(const char *in, size_t len, const char *want)
 }
 #define PRINTABLE(lit, want) check_printable(lit, sizeof lit - 1, want)
 
+/* gg_str_unprintable(gg_str_printable(s)) is s, for every byte 1..255 in
+ * every neighbourhood, and for what a hostile value holds. */
+static void roundtrip(const char *s)
+{
+	struct gg_err err = {0};
+	char *p = gg_str_printable(s, strlen(s));
+	assert_non_null(p);
+	char *u = gg_str_unprintable(p, &err);
+	assert_non_null(u);
+	assert_string_equal(u, s);
+	free(u);
+	free(p);
+}
+
+static void test_unprintable(void **state)
+{
+	(void)state;
+	char b[4] = {0};
+	for (int c = 1; c < 256; c++) {
+		b[0] = 'a', b[1] = (char)c, b[2] = '\\';
+		roundtrip(b);
+	}
+	roundtrip("root://h//x\xff\nb root://h//\x1b[2J\\x41\\\\\r\t\xc2\x9b\xe2\x80\xae");
+	roundtrip("");
+	/* what gg_str_printable never writes is refused, not guessed at */
+	const char *bad[] = {"\\", "a\\q", "\\x", "\\x4", "\\xg0", "\\x00", "\\X41"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct gg_err err = {0};
+		assert_null(gg_str_unprintable(bad[i], &err));
+		assert_int_equal(err.code, GG_EPROTO);
+	}
+}
+
+/* gg_json_text keeps valid UTF-8 (controls and all: jansson escapes them),
+ * escapes the rest; a NULL member is counted, never skipped in silence. */
+static void test_json_text(void **state)
+{
+	(void)state;
+	json_t *j = gg_json_text("caf\xc3\xa9 \x1b[2J\n");
+	assert_string_equal(json_string_value(j), "caf\xc3\xa9 \x1b[2J\n");
+	json_decref(j);
+	j = gg_json_text("url\xff/\x1b\\");
+	assert_string_equal(json_string_value(j), "url\\xff/\\x1b\\\\");
+	json_decref(j);
+	j = gg_json_textn("a\0b\xfe", 4);
+	assert_string_equal(json_string_value(j), "a\\x00b\\xfe");
+	json_decref(j);
+	j = gg_json_text(NULL);
+	assert_true(json_is_null(j));
+	assert_true(gg_json_text_exact("\x1b"));
+	assert_false(gg_json_text_exact("\xff"));
+	/* members: set, or counted as lost */
+	size_t lost = gg_json_losses();
+	json_t *o = gg_json_object("a", gg_json_text("x\xff"), "n", json_integer(1), NULL);
+	assert_int_equal(gg_json_losses(), lost);
+	assert_string_equal(json_string_value(json_object_get(o, "a")), "x\\xff");
+	assert_int_equal(gg_json_set(o, "b", NULL), GG_ENOMEM);
+	assert_int_equal(gg_json_losses(), lost + 1);
+	assert_int_equal(gg_json_set(o, "bad\xff", json_integer(1)), GG_ENOMEM);
+	assert_int_equal(gg_json_append(o, json_integer(1)), GG_ENOMEM);
+	assert_int_equal(gg_json_losses(), lost + 3);
+	assert_int_equal(gg_json_set_text(o, "c", NULL), 0);
+	assert_null(json_object_get(o, "c"));
+	assert_int_equal(json_object_size(o), 2);
+	json_decref(o);
+}
+
 static void test_printable(void **state)
 {
 	(void)state;
@@ -818,6 +885,8 @@ int main(void)
 		cmocka_unit_test(test_err_table),
 		cmocka_unit_test(test_err_table_man),
 		cmocka_unit_test(test_printable),
+		cmocka_unit_test(test_unprintable),
+		cmocka_unit_test(test_json_text),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_private_and_shred),
