@@ -120,6 +120,12 @@ int gg_data_url_parse(const char *url, struct gg_data_url *u, struct gg_err *err
 		return gg_err_set(err, GG_EUSAGE, "'%s': the path is too long", url);
 	if ((rc = check_path(url, p, err)) < 0)
 		return rc;
+	/* a URL is sent, recorded and fetched exactly as given: bytes that are
+	 * not UTF-8 could not be (a record keeps them escaped, xRSL and HTTP
+	 * would carry them raw); percent-encode them */
+	if (!gg_str_utf8_valid(url))
+		return gg_err_set(err, GG_EUSAGE,
+				  "'%s': not valid UTF-8 (percent-encode such bytes: %%FF)", url);
 	snprintf(u->path, sizeof u->path, "%s", p);
 	return 0;
 }

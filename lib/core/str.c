@@ -99,6 +99,15 @@ static size_t put_escape(char *o, unsigned char c)
 	return 4;
 }
 
+int gg_str_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t n = strlen(s), i = 0, k; i < n; i += k)
+		if (!(k = p[i] < 0x80 ? 1 : utf8_seq(p + i, n - i)))
+			return 0;
+	return 1;
+}
+
 /* The code point of the valid sequence of k bytes at p. */
 static uint32_t utf8_cp(const unsigned char *p, size_t k)
 {

@@ -55,6 +55,17 @@ static void test_url_parse(void **state)
 	assert_int_equal(gg_data_url_parse("root://se//a;cache=no", &u, &err), GG_EUSAGE);
 	assert_int_equal(gg_data_url_parse("root://se//a\nb", &u, &err), GG_EUSAGE);
 	assert_int_equal(gg_data_url_parse("https://se?x=1", &u, &err), GG_EUSAGE);
+	/* bytes that are not UTF-8: refused (a URL must be kept exactly), UTF-8 kept */
+	assert_int_equal(gg_data_url_parse("root://se//data/a\xff.root", &u, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "not valid UTF-8"));
+	assert_int_equal(gg_data_url_parse("davs://se/d/caf\xc3\xa9\xc3", &u, &err), GG_EUSAGE);
+	assert_int_equal(gg_data_url_parse("davs://se/d/caf\xc3\xa9", &u, &err), 0);
+	char *n = NULL, *url = NULL;
+	assert_int_equal(
+		gg_data_output_parse("a.out=root://se//d/a\xff", NULL, NULL, &n, &url, &err),
+		GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--output a.out"));
+	assert_null(n);
 	assert_true(gg_data_url_is_remote("root://x//y"));
 	assert_false(gg_data_url_is_remote("data/x.root"));
 }

@@ -298,6 +298,10 @@ static void test_unprintable(void **state)
 	}
 	roundtrip("root://h//x\xff\nb root://h//\x1b[2J\\x41\\\\\r\t\xc2\x9b\xe2\x80\xae");
 	roundtrip("");
+	assert_true(gg_str_utf8_valid("caf\xc3\xa9 \xf0\x9f\x98\x80 \x1b"));
+	assert_false(gg_str_utf8_valid("a\xff"));
+	assert_false(gg_str_utf8_valid("\xc0\xaf"));
+	assert_false(gg_str_utf8_valid("\xe2\x82"));
 	/* what gg_str_printable never writes is refused, not guessed at */
 	const char *bad[] = {"\\", "a\\q", "\\x", "\\x4", "\\xg0", "\\x00", "\\X41"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
