@@ -153,6 +153,12 @@ char *ui_format(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
 /* Results on stdout / text on stderr, as printf (no line end added). */
 void ui_out(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
 void ui_err(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
+/* Text of several lines on stdout, each through gg_str_printable: a line it
+ * would change only by escaping backslashes and tabs is printed as it is (a
+ * snippet of configuration, a script read back), any other escaped whole, so a
+ * value inside (a site profile's, a job description's) cannot reach the
+ * terminal raw. */
+void ui_out_lines(const char *text);
 /* A note on stderr unless -q. */
 void ui_info(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);

@@ -230,7 +230,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		rc = cli_dry_run_session(cli, &q.spec, site, &s.rec);
 		if (rc == 0 && stage.enter_text && !cli->json) {
 			ui_out("\n# %s, staged beside the launcher:\n", GG_ENTER_NAME);
-			fputs(stage.enter_text, stdout); /* ours: the values are quoted */
+			ui_out_lines(stage.enter_text); /* the image's and binds' values */
 		}
 	} else {
 		rc = submit(cli, &q, &s);

@@ -579,7 +579,7 @@ static int site_show_or_remove(struct gg_cli *cli, int argc, char **argv, int re
 	char *text = gg_config_format(&one);
 	if (!text)
 		return EXIT_FAIL;
-	fputs(strchr(text, '\n') + 2, stdout); /* drop the header comment line and blank */
+	ui_out_lines(strchr(text, '\n') + 2); /* without the header comment line and blank */
 	free(text);
 	return EXIT_OK;
 }

@@ -43,7 +43,7 @@ int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 		       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
 		       "jobs/ID/session/%s and %s\n",
 		       r->ce, r->ce, GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME);
-		fputs(xrsl, stdout); /* ours: the values are quoted */
+		ui_out_lines(xrsl); /* its values are the user's, the site's */
 	}
 	free(xrsl);
 	gg_jd_clear(&jd);
@@ -72,7 +72,7 @@ static void show_job(struct gg_cli *cli, const struct gg_site *site, const struc
 		if (jd->inputs[k].local)
 			ui_out(" PUT jobs/ID/session/%s", jd->inputs[k].name);
 	putchar('\n');
-	fputs(xrsl, stdout); /* ours: the values are quoted */
+	ui_out_lines(xrsl); /* its values are the user's, the site's */
 }
 
 int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,

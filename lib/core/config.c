@@ -215,6 +215,25 @@ int gg_config_value_ok(const char *v)
 	return 1;
 }
 
+/* A site profile's value is plain text: a control character (C0 with ESC,
+ * CR, LF and TAB, DEL, or a C1 such as CSI, U+009B) is refused, naming the key
+ * and the character, whether it comes from site add/set or from a file edited
+ * by hand: such a value, printed by site show or a dry run or sent in a job
+ * description, could clear the screen or fake a line. */
+static int value_text_ok(const char *key, const char *v, struct gg_err *err)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	for (size_t i = 0; p[i]; i++) {
+		int c1 = p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;
+		if (c1 || p[i] < 0x20 || p[i] == 0x7f)
+			return gg_err_set(err, GG_EUSAGE,
+					  "%s: the value has a control character (U+%04X): a site "
+					  "profile value is plain text, remove it",
+					  key, c1 ? p[i + 1] : p[i]);
+	}
+	return 0;
+}
+
 /* Append a copy of v to a repeatable key's values (jump, bind). */
 static int list_add(char **list, int *n, int max, const char *v, const char *what,
 		    struct gg_err *err)
@@ -244,6 +263,8 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 			"characters, no line breaks, no leading or trailing blanks, no ';' "
 			"after a blank or ';'/'#' first%s)",
 			key, GG_CONFIG_VALUE_MAX, value_advice(key));
+	if (value_text_ok(key, value, err) < 0)
+		return GG_EUSAGE;
 	char **f = site_str_field(s, key);
 	if (f) {
 		char *v = strdup(value);
@@ -473,6 +494,8 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 				"';' after a blank or ';'/'#' first%s)",
 				site_str_keys[i], v, GG_CONFIG_VALUE_MAX,
 				value_advice(site_str_keys[i]));
+		if (v && value_text_ok(site_str_keys[i], v, err) < 0)
+			return GG_EUSAGE;
 	}
 	for (int i = 0; i < site->njumps + site->nbinds; i++) {
 		const char *v = i < site->njumps ? site->jumps[i] : site->binds[i - site->njumps];
@@ -480,6 +503,8 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 			return gg_err_set(err, GG_EUSAGE,
 					  "%s '%s': cannot be stored in the configuration",
 					  i < site->njumps ? "jump" : "bind", v);
+		if (value_text_ok(i < site->njumps ? "jump" : "bind", v, err) < 0)
+			return GG_EUSAGE;
 	}
 	for (int i = 0; i < site->nallow; i++)
 		if (gg_addr_range_check(site->allow_from[i], err) < 0)

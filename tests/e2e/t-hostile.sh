@@ -90,4 +90,50 @@ for c in inspect verify; do
 	printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; sys.exit(not d["path"].endswith("sb\\xffx.sif"))' &&
 		ok "$c --json: a path that is not UTF-8 is kept, escaped" || not_ok "$c --json non-UTF-8 path ($RC '$(printf '%s' "$OUT" | head -c 300)' $ERR)"
 done
+# ---- Site profiles: plain text. A value with a terminal escape, in a file
+# edited by hand or given to site add/set, is refused (exit 2, one line naming
+# the key, nothing raw); other odd text (not UTF-8, a bidi override) is shown
+# escaped by site show, site list and a dry run, never raw. ----
+CFG=$XDG_CONFIG_HOME/gridgpu/config
+mkdir -p "$(dirname "$CFG")"
+printf '[site evil]\nce = https://ce.invalid/arex\njump = u@jump.invalid\nqueue = gpu\033[2J\n' >"$CFG"
+# refused_key KEY DESCRIPTION: the last run_gg failed with exit 2, one line on
+# stderr naming KEY and the control character, no raw byte, nothing on stdout
+refused_key() {
+	printf '%s' "$OUT$ERR" >"$T_TMP/r.out"
+	if [ "$RC" = 2 ] && [ -z "$OUT" ] && [ "$(printf '%s\n' "$ERR" | wc -l)" = 1 ] &&
+		printf '%s' "$ERR" | grep -q "$1: the value has a control character (U+001B)" &&
+		! raw_controls "$T_TMP/r.out" >/dev/null; then ok "$2"; else not_ok "$2 ($RC '$OUT' '$ERR')"; fi
+}
+for c in "site show evil" "site list" "request --dry-run --site evil" "ssh-config"; do
+	# shellcheck disable=SC2086 # the words of the command
+	run_gg $c
+	refused_key queue "$c: a profile edited to hold ESC[2J is refused, naming the key"
+done
+printf '[site evil]\nce = https://ce.invalid/arex\njump = u@jump.invalid\n' >"$CFG"
+cp "$CFG" "$T_TMP/cfg.before"
+run_gg site set evil queue "$(printf 'gpu\033]0;pwned\007')"
+refused_key queue "site set: a value with a terminal escape is refused"
+run_gg site add evil2 --ce https://ce.invalid/arex --image "$(printf 'i\033[2J')"
+refused_key image "site add: a value with a terminal escape is refused"
+cmp -s "$CFG" "$T_TMP/cfg.before" && ok "the refused values left the configuration as it was" || not_ok "configuration changed by a refused value"
+# valid but odd: not UTF-8 (CE, image) and a right-to-left override (queue)
+X=$(printf '\377')
+RLO=$(printf '\342\200\256')
+run_gg site add odd --ce "https://ce.invalid/ar${X}ex" --jump u@jump.invalid --image "/img${X}.sif" --queue "q${RLO}x"
+expect_eq "site add: text that is not UTF-8 or hides a bidi override is taken" "$RC" 0
+# no_raw DESCRIPTION TEXT: the last output has no raw control (but the tabs of
+# the script a dry run shows), no invalid UTF-8, no raw RLO, and holds TEXT
+no_raw() {
+	printf '%s\n%s' "$OUT" "$ERR" | tr -d '\t' >"$T_TMP/o.out"
+	if [ "$RC" = 0 ] && ! raw_controls "$T_TMP/o.out" >/dev/null && ! grep -qF "$RLO" "$T_TMP/o.out" &&
+		grep -qF "$2" "$T_TMP/o.out"; then ok "$1"; else not_ok "$1 ($RC $(head -c 300 "$T_TMP/o.out"))"; fi
+}
+run_gg site show odd
+no_raw "site show: the values are printed escaped, never raw" 'queue = q\xe2\x80\xaex'
+run_gg site list
+no_raw "site list: the CE is printed escaped" 'https://ce.invalid/ar\xffex'
+run_gg request --dry-run --site odd
+no_raw "request --dry-run: the job description and script show the values escaped" "IMAGE='/img\\xff.sif'"
+
 done_testing

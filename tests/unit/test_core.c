@@ -847,6 +847,43 @@ static void test_config_values(void **state)
 	free(cfg.sites);
 }
 
+/* A site profile's values are plain text: ESC (a terminal escape), another C0
+ * control, DEL and a C1 control (CSI as UTF-8) are refused, by site add/set
+ * (gg_config_set_site) and in a file edited by hand (gg_config_load), with
+ * an error naming the key; other text, UTF-8 or not, is taken. */
+static void test_config_controls(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {"https://x/\x1b[2J", "q\x07", "a\tb", "a\x7f",
+					  "a\xc2\x9b[2J"};
+	struct gg_config cfg = {.path = NULL};
+	struct gg_err err = {0};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct gg_site s = {.name = (char *)"a", .ce = (char *)"https://x/arex"};
+		s.queue = (char *)bad[i];
+		assert_int_equal(gg_config_set_site(&cfg, &s, &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "queue: the value has a control character (U+00"));
+		assert_null(strchr(err.msg, 0x1b));
+		s = (struct gg_site){.name = (char *)"a", .jumps = {(char *)bad[i]}, .njumps = 1};
+		assert_int_equal(gg_config_set_site(&cfg, &s, &err), GG_EUSAGE);
+		assert_non_null(strstr(err.msg, "jump: the value has a control character"));
+		/* the same value in a file */
+		char path[128], text[256];
+		snprintf(path, sizeof path, "%s/controls.conf", tmpdir);
+		snprintf(text, sizeof text, "[site a]\nce = https://x/arex\nimage = %s\n", bad[i]);
+		write_file(path, text);
+		struct gg_config *back = NULL;
+		assert_int_equal(gg_config_load(path, &back, &err), GG_EUSAGE);
+		assert_null(back);
+		assert_non_null(strstr(err.msg, "image: the value has a control character"));
+	}
+	assert_int_equal(cfg.nsites, 0);
+	struct gg_site s = {.name = (char *)"a", .ce = (char *)"https://x/caf\xc3\xa9\xff"};
+	assert_int_equal(gg_config_set_site(&cfg, &s, &err), 0);
+	gg_site_clear(&cfg.sites[0]);
+	free(cfg.sites);
+}
+
 static void test_wipe(void **state)
 {
 	(void)state;
@@ -900,6 +937,7 @@ int main(void)
 		cmocka_unit_test(test_allow_from),
 		cmocka_unit_test(test_config_allow_from),
 		cmocka_unit_test(test_config_values),
+		cmocka_unit_test(test_config_controls),
 		cmocka_unit_test(test_site_name),
 		cmocka_unit_test(test_wipe),
 	};
