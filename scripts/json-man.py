@@ -65,6 +65,14 @@ def render():
         "say is left out, or null where the schema says so. A failed command prints "
         "\\fBgridgpu.error/1\\fR instead, with the same exit code as without \\-\\-json.",
         ".PP",
+        "Text is kept as it is when it is valid UTF\\-8 (control characters are written "
+        "\\fB\\eu001b\\fR, as JSON has them). Text that is not (a Latin\\-1 path, a "
+        "node's or a CE's bytes) is kept too, escaped as gridgpu shows it on a terminal: "
+        "\\fB\\exff\\fR for the byte, \\fB\\ex1b\\fR, \\fB\\en\\fR for the controls "
+        "beside it, \\fB\\e\\e\\fR for a backslash. No member and no item is ever "
+        "left out for its bytes; a document that could not be made whole (out of "
+        "memory) is not printed: \\fBgridgpu.error/1\\fR is, and the exit code is 1.",
+        ".PP",
         "Each document is described by a JSON Schema (draft 2020\\-12) in "
         "\\fIdoc/json/\\fR of the source, \\fICOMMAND\\fR\\fB.schema.json\\fR; the tests "
         "validate every \\-\\-json output against it. This page is made from them.",

@@ -2,7 +2,9 @@
 # Text from outside (a CE's answer kept in a record, an image's labels) reaches
 # the terminal escaped: no ESC, CR, LF, DEL, C1 control or invalid UTF-8 from it,
 # so a hostile CE or image cannot clear the screen, set the window title or print
-# a line of ours such as "session ready, host key ... (pinned)". Needs no test site.
+# a line of ours such as "session ready, host key ... (pinned)"; site profiles hold
+# plain text; every --json document keeps a value that is not UTF-8, escaped.
+# Needs no test site.
 . "$(dirname "$0")/lib.sh"
 REC=$XDG_STATE_HOME/gridgpu/records
 mkdir -p "$REC"
@@ -136,4 +138,120 @@ no_raw "site list: the CE is printed escaped" 'https://ce.invalid/ar\xffex'
 run_gg request --dry-run --site odd
 no_raw "request --dry-run: the job description and script show the values escaped" "IMAGE='/img\\xff.sif'"
 
+# ---- Every --json producer: a value that is not UTF-8 (\xff) or that holds
+# control characters is kept, escaped, in a valid document; an input that must
+# be exact is refused (exit 2, one line). Never a member or an item dropped. ----
+C=$(printf '\033[2J\007')
+covered=""
+# json_has EXPR WHAT SCHEMA CMD: the last run_gg's stdout validates against
+# SCHEMA and the Python expression EXPR (d: the document) holds; CMD is covered
+json_has() {
+	json_valid "$3"
+	if /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+		"$T_TMP/.stdout" "$1" 2>"$T_TMP/.py"; then ok "$2"; else
+		not_ok "$2 ($RC $(head -c 400 "$T_TMP/.stdout") $ERR $(cat "$T_TMP/.py"))"; fi
+	covered="$covered|$4|"
+}
+run_gg --json site add odd2 --ce "https://ce.invalid/x${X}" --jump "u@jump.invalid" --bind "/data${X}:/d" --gpu-rte "R$C"
+[ "$RC" = 2 ] && ok "site add --json: a control character in a value is refused (exit 2)" || not_ok "site add --json control ($RC $OUT)"
+run_gg --json site add odd2 --ce "https://ce.invalid/x${X}" --jump "u@jump.invalid" --bind "/data${X}:/d"
+json_has 'd["ce"] == "https://ce.invalid/x\\xff" and d["binds"] == ["/data\\xff:/d"]' "site add --json: the CE and a bind that are not UTF-8 are kept, escaped" site "site add"
+run_gg --json site set odd2 image "/i${X}.sif"
+json_has 'd["image"] == "/i\\xff.sif" and d["ce"] == "https://ce.invalid/x\\xff"' "site set --json: values that are not UTF-8 are kept, escaped" site "site set"
+run_gg --json site show odd
+json_has 'd["ce"] == "https://ce.invalid/ar\\xffex" and d["image"] == "/img\\xff.sif" and d["queue"] == "q\u202ex"' "site show --json: every value kept, escaped" site "site show"
+run_gg --json site list
+json_has '{s["name"]: s["ce"] for s in d["items"]} == {"evil": "https://ce.invalid/arex", "odd": "https://ce.invalid/ar\\xffex", "odd2": "https://ce.invalid/x\\xff"}' "site list --json: every profile there, values escaped" site-list "site list"
+run_gg --json request --dry-run --site odd
+json_has 'd["endpoint"] == "https://ce.invalid/ar\\xffex" and "q\u202ex" in d["description"]' "request --dry-run --json: the CE kept, escaped (not an empty document)" dry-run request
+run_gg --json submit "$T_TMP/$bad.sif" --dry-run --site odd -- echo "a${X}b$C"
+json_has 'len(d["items"]) == 1 and d["items"][0]["ce"] == "https://ce.invalid/ar\\xffex"' "submit --dry-run --json: the job is there, its CE escaped (was {\"items\":[]})" dry-run submit
+run_gg --json submit "$T_TMP/$bad.sif" --dry-run --site odd --output "o=root://se.invalid//d/o${X}" -- true
+[ "$RC" = 2 ] && [ "$(printf '%s\n' "$ERR" | grep -c '^gridgpu: --output o: .*not valid UTF-8')" = 1 ] &&
+	ok "submit: an --output URL that is not UTF-8 is refused at input (exit 2, naming --output)" || not_ok "submit --output not UTF-8 ($RC '$ERR')"
+json_valid error
+
+# proxy init / info: the proxy's path and the token's source not UTF-8, the
+# token's subject and issuer with control characters
+mkdir -p "$HOME/.globus"
+if openssl req -x509 -newkey rsa:2048 -nodes -keyout "$HOME/.globus/userkey.pem" -out "$HOME/.globus/usercert.pem" \
+	-days 2 -subj "/DC=org/DC=example/CN=Hostile Tester" >/dev/null 2>&1; then
+	chmod 600 "$HOME/.globus/userkey.pem"
+	b64() { printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }
+	printf '%s.%s.sig' "$(b64 '{"alg":"none"}')" "$(b64 '{"sub":"a\u001b[2J\u0007","iss":"https://i\u001b.example"}')" >"$T_TMP/tok$X"
+	chmod 600 "$T_TMP/tok$X"
+	export BEARER_TOKEN_FILE="$T_TMP/tok$X"
+	run_gg --json proxy init --out "$T_TMP/px$X" </dev/null
+	json_has 'd["path"].endswith("px\\xff") and d["token"]["source"].endswith("tok\\xff") and d["token"]["sub"] == "a\x1b[2J\x07"' \
+		"proxy init --json: the path and the token source kept, escaped; the token subject's controls kept" proxy-init "proxy init"
+	run_gg --json proxy info --file "$T_TMP/px$X"
+	json_has 'd["path"].endswith("px\\xff") and d["token"]["source"].endswith("tok\\xff") and d["token"]["iss"] == "https://i\x1b.example"' \
+		"proxy info --json: the path and the token source kept, escaped" proxy-info "proxy info"
+	unset BEARER_TOKEN_FILE
+else
+	not_ok "openssl could not make a test certificate"
+fi
+
+# doctor: a failing check whose detail is not UTF-8 (a proxy path) is there
+X509_USER_PROXY="$T_TMP/none$X" run_gg --json doctor --site odd
+json_has 'any(c["id"] == "proxy" and c["status"] == "fail" and "none\\xff" in c["detail"] for c in d["checks"]) and any(c["id"] == "ce" and "ar\\xffex" in c["detail"] for c in d["checks"])' \
+	"doctor --json: the failing check and the CE, not UTF-8, are kept, escaped" doctor doctor
+
+# records: a job whose strings are not UTF-8 or hold controls (in the store's
+# own format: escaped and named in "escaped"), shown by every record producer
+/usr/bin/python3 - "$REC/hj.json" <<'PY'
+import json, sys
+rec = {"version": 1, "kind": "job", "state": "finished", "name": "hj", "uid": "0123456789ac",
+       "site": "odd", "ce": "https://ce.invalid/arex", "job_id": "abc124", "image": "img\u001b[2J",
+       "image_path": "/x/\\xff\\x1b[2J.sif", "command": "echo \\xff\\x1b]0;t\\x07",
+       "outputs_dir": "/o/\\xff", "error": "bad \\xff",
+       "storage_outputs": "a.out root://se.invalid//d/a\\xff.out\nb.out root://se.invalid//d/b.out",
+       "created": 1700000000, "walltime": 3600,
+       "escaped": ["image_path", "command", "outputs_dir", "storage_outputs", "error"]}
+json.dump(rec, open(sys.argv[1], "w"))
+PY
+rec_ok='[o["url"] for o in j["storage_outputs"]] == ["root://se.invalid//d/a\\xff.out", "root://se.invalid//d/b.out"] and j["image_path"] == "/x/\\xff\\x1b[2J.sif" and j["image"] == "img\x1b[2J" and j["reason"] == "bad \\xff"'
+for c in list jobs; do
+	run_gg --json "$c"
+	json_has "[j for j in d['items'] if j['name'] == 'hj'] and all($rec_ok for j in d['items'] if j['name'] == 'hj')" \
+		"$c --json: both storage outputs and every odd value kept, escaped" "$c" "$c"
+done
+run_gg --json status --no-sync hj
+json_has "(lambda j: $rec_ok)(d)" "status --json: both storage outputs and every odd value kept, escaped" status status
+run_gg --json get --urls hj
+json_has '[(u["name"], u["url"]) for u in d["urls"]] == [("a.out", "root://se.invalid//d/a\\xff.out"), ("b.out", "root://se.invalid//d/b.out")]' \
+	"get --urls --json: both outputs, the odd URL escaped" get get
+cp "$REC/hj.json" "$T_TMP/hj.json"
+run_gg --json kill hj
+json_has "len(d['items']) == 1 and (lambda j: $rec_ok)(d['items'][0])" "kill --json: the record kept whole, escaped" kill kill
+run_gg --json clean --keep-remote hj
+json_has 'd["cleaned"] == ["hj"]' "clean --json: the record named (names are plain by rule)" clean clean
+
+# gpus: a GPU name (what NVML says) that is not UTF-8 and holds controls
+FAKE=$(cd "$(dirname "$GRIDGPU")/.." && pwd)/tests/fakegpu
+if [ -e "$FAKE/libnvidia-ml.so.1" ]; then
+	printf 'driver 550.54.15\ncuda 12040\ngpu name="NVIDIA \377\033[2J X" uuid=GPU-c4a646d7-aa14-1dd1-f1b0-57288cda864d cc=8.9 mem=24564 free=23000 ecc=na mig=na\n' >"$T_TMP/gpu.conf"
+	GG_FAKE_NVML="$T_TMP/gpu.conf" LD_LIBRARY_PATH="$FAKE" run_gg --json gpus
+	json_has 'd["gpus"][0]["name"] == "NVIDIA \\xff\\x1b[2J X"' "gpus --json: a GPU name that is not UTF-8 kept, escaped" gpus gpus
+else
+	not_ok "gpus --json: the fake NVML is not built ($FAKE)"
+fi
+# freeze, inspect, verify: above (paths that are not UTF-8); version: no outside text
+covered="$covered|freeze||inspect||verify|"
+run_gg --json --version
+json_valid version
+# Every command, each sub-command: its --json document is checked above, or it
+# prints none (help, ssh-config, connect: text or ssh; proxy destroy, site
+# remove: nothing but errors, which are JSON documents, checked above).
+nodoc="|help||ssh-config||connect||proxy destroy||site remove|"
+missing=""
+for c in $("$GRIDGPU" __complete commands); do
+	subs=$("$GRIDGPU" __complete subcommands "$c")
+	for s in ${subs:-""}; do
+		n=${s:+$c $s}
+		n=${n:-$c}
+		case "$covered$nodoc" in *"|$n|"*) ;; *) missing="$missing '$n'" ;; esac
+	done
+done
+[ -z "$missing" ] && ok "every command's --json document was fed odd values" || not_ok "commands whose --json was not fed odd values:$missing"
 done_testing
