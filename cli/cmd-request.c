@@ -227,6 +227,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	if (q.dry_run) {
 		if (!s.rec.name)
 			s.rec.name = gg_strdup_printf("%s-N", s.prefix);
+		if (!s.rec.uid) /* given at submission, as submit's dry run shows it */
+			s.rec.uid = gg_strdup_printf("UID");
 		rc = cli_dry_run_session(cli, &q.spec, site, &s.rec);
 		if (rc == 0 && stage.enter_text && !cli->json) {
 			ui_out("\n# %s, staged beside the launcher:\n", GG_ENTER_NAME);

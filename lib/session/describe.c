@@ -71,6 +71,9 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 {
 	char buf[64];
 	int rc = 0;
+	if (!r->uid) /* the record names the job: one without is not described */
+		return gg_err_set(err, GG_EUSAGE, "session '%s' has no uid to name its job",
+				  r->name ? r->name : "");
 	char *jobname = gg_strdup_printf("gridgpu-%s", r->uid);
 	rc = gg_jd_set(&jd->name, jobname, err);
 	free(jobname);
@@ -216,6 +219,9 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		    const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err)
 {
 	char buf[64];
+	if (!r->uid) /* the record names the job: one without is not described */
+		return gg_err_set(err, GG_EUSAGE, "job '%s' has no uid to name it",
+				  r->name ? r->name : "");
 	char *jobname = gg_strdup_printf("gridgpu-%s", r->uid);
 	int rc = gg_jd_set(&jd->name, jobname, err);
 	free(jobname);

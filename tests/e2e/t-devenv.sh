@@ -53,6 +53,8 @@ printf '%s\n' "$OUT" | grep -q '"-e" "gridgpu-enter"' && printf '%s\n' "$OUT" | 
 	printf '%s\n' "$OUT" | grep -A1 "bind '$T_TMP/sitedata' '/site'" | grep -q "bind '$T_TMP/bindme' '/mnt/b'" &&
 	printf '%s\n' "$OUT" | grep -q 'add "$RT" --bind "$SB" / ' &&
 	ok "request --dry-run --image: the launcher gets gridgpu-enter (bwrap, the site's bind then --bind), shown" || not_ok "dry-run: $OUT $ERR"
+printf '%s\n' "$OUT" | grep -q '(jobname="gridgpu-UID")' &&
+	ok "request --dry-run: the job's name is gridgpu-UID (the uid comes at submission), not gridgpu-(null)" || not_ok "dry-run jobname: $OUT"
 
 t0=$(now_ms)
 run_gg request --name dev --image dev.tar --bind "$T_TMP/bindme:/mnt/b" --walltime 30m

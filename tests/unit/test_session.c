@@ -702,6 +702,23 @@ static void test_describe_allow(void **state)
 		free(site.allow_from[i]);
 }
 
+/* A record without a uid (a dry run's, say) names no job "gridgpu-(null)":
+ * it is refused, with the session named. */
+static void test_describe_no_uid(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.deadline = 600, .launcher = "/nonexistent/launcher"};
+	struct gg_record r = {.name = (char *)"s1"};
+	struct gg_site site = {.name = (char *)"gla", .ce = (char *)"https://ce/arex"};
+	struct gg_err err = {0};
+	struct gg_jobdesc jd = {0};
+	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err),
+			 GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "'s1' has no uid"));
+	assert_null(jd.name);
+	gg_jd_clear(&jd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -716,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_node_gpus_cmd),
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_describe_allow),
+		cmocka_unit_test(test_describe_no_uid),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
 }
