@@ -190,6 +190,24 @@ static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
  * node's hostile text, a launcher of another version) changes nothing but the
  * reason, which says so until a good one is read: the session is not failed,
  * the next refresh reads the file again. */
+#define KEPT " (the session is kept; read again at each refresh)"
+
+/* A session that ended while its file could not be read: the reason says so
+ * for good ("it ended before ...: why"), no longer as something to retry. */
+static void unreadable_ended(struct gg_record *r)
+{
+	size_t n = strlen(r->error), pl = strlen(GG_LAUNCH_UNREADABLE), kl = strlen(KEPT);
+	if (n >= pl + kl && !strcmp(r->error + n - kl, KEPT))
+		r->error[n - kl] = '\0';
+	char *t = gg_strdup_printf("it ended while the session file the node published could "
+				   "not be read%s",
+				   r->error + pl);
+	if (t) {
+		free(r->error);
+		r->error = t;
+	}
+}
+
 static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 {
 	char *text = NULL;
@@ -199,9 +217,7 @@ static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 		return; /* not published yet */
 	struct gg_launch_info li;
 	if (gg_launch_info_parse(text, len, &li, &e) < 0) {
-		char *why = gg_strdup_printf("%s: %s (the session is kept; read again at each "
-					     "refresh)",
-					     GG_LAUNCH_UNREADABLE, e.msg);
+		char *why = gg_strdup_printf("%s: %s%s", GG_LAUNCH_UNREADABLE, e.msg, KEPT);
 		if (why) {
 			free(r->error);
 			r->error = why;
@@ -295,7 +311,7 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		if (ce && r->kind == GG_REC_SESSION)
 			fetch_launch(ce, r); /* why it ended */
 		if (gg_launch_unreadable(r))
-			set_str(&r->error, NULL); /* ended: nothing more to read */
+			unreadable_ended(r); /* nothing more to read: why, for good */
 		if (r->state != GG_S_FAILED)
 			r->state = GG_S_FINISHED;
 		return;

@@ -196,12 +196,18 @@ GRIDGPU_LIBEXEC_DIR=$T_TMP/fake1 run_gg request --name s5 --walltime 10m
 [ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "sshd is not installed" && ok "launcher failure: the node's reason in the error (exit 6)" || not_ok "launcher failure: exit $RC: $ERR"
 run_gg status s5 --no-sync
 printf '%s' "$OUT" | grep -q "state: *failed" && ok "the failed session is marked failed" || not_ok "the failed session is marked failed"
-printf '#!/bin/sh\necho "{not json" > gridgpu-session.json\nsleep 60\n' >"$T_TMP/fake2/session-launcher"
+# A session file that does not parse is read again while the job runs (issue
+# 45: it is never a final state); the job ending with it so, the error says why.
+printf '#!/bin/sh\necho "{not json" > gridgpu-session.json\nsleep 15\n' >"$T_TMP/fake2/session-launcher"
 GRIDGPU_LIBEXEC_DIR=$T_TMP/fake2 run_gg request --name s6 --walltime 10m
-[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "session file published on the node is invalid" && ok "malformed session file refused, session failed" || not_ok "malformed session file: $RC $ERR"
-printf '#!/bin/sh\necho "{\\"state\\":\\"ready\\",\\"node\\":\\"127.0.0.1\\",\\"port\\":22,\\"user\\":\\"gguser\\",\\"host_key\\":\\"ssh-ed25519 AAAAnotakey\\"}" > gridgpu-session.json\nsleep 60\n' >"$T_TMP/fake3/session-launcher"
+[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "ended while the session file the node published could not be read: not valid JSON" &&
+	! printf '%s' "$ERR" | grep -q "session s6: failed" &&
+	ok "malformed session file: not final while the job runs; its end says why" || not_ok "malformed session file: $RC $ERR"
+run_gg status s6 --no-sync
+printf '%s' "$OUT" | grep -q "state: *finished" && ok "the session with a malformed file is finished, not failed" || not_ok "malformed session file, status: $OUT"
+printf '#!/bin/sh\necho "{\\"state\\":\\"ready\\",\\"node\\":\\"127.0.0.1\\",\\"port\\":22,\\"user\\":\\"gguser\\",\\"host_key\\":\\"ssh-ed25519 AAAAnotakey\\"}" > gridgpu-session.json\nsleep 15\n' >"$T_TMP/fake3/session-launcher"
 GRIDGPU_LIBEXEC_DIR=$T_TMP/fake3 run_gg request --name s7 --walltime 10m
-[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "host key" && ok "a host key that does not parse is refused" || not_ok "bad host key: $RC $ERR"
+[ "$RC" -eq 6 ] && printf '%s' "$ERR" | grep -q "could not be read: host key" && ok "a host key that does not parse is never taken (the session does not become ready)" || not_ok "bad host key: $RC $ERR"
 # "ready" means the sshd answered through both jump hosts with the key pinned
 # from the CE (libssh2 probe). A launcher that publishes a well-formed key that
 # is not the sshd's: the sshd behind the hops (the worker's own) answers with

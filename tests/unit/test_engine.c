@@ -805,6 +805,21 @@ static void test_session_file_unreadable(void **state)
 	assert_int_equal(q.state, GG_S_READY);
 	assert_null(q.error);
 	gg_record_clear(&q);
+	/* the job ends while the file cannot be read: finished, and the reason
+	 * says why for good, no longer that it is read again */
+	F.jobs[0].session_file = "{not json";
+	F.jobs[0].state = GG_CE_FINISHED;
+	gg_record_clear(&r);
+	r = load("sess");
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	q = load("sess");
+	assert_int_equal(q.state, GG_S_FINISHED);
+	assert_false(gg_launch_unreadable(&q));
+	assert_non_null(q.error);
+	assert_non_null(strstr(q.error, "it ended while the session file the node published "
+					"could not be read: not valid JSON"));
+	assert_null(strstr(q.error, "read again"));
+	gg_record_clear(&q);
 	gg_record_clear(&r);
 }
 
