@@ -82,13 +82,19 @@ def render():
     props(schemas["record"], out)
     out.append(".SH DOCUMENTS")
     for name, s in schemas.items():
-        if name == "record":
+        if name in ("record", "session-file"):
             continue
         out.append(f".SS gridgpu.{esc(name)}/1")
         out.append(esc(s.get("description", s.get("title", ""))) + ".")
         if s.get("allOf"):
             out.append("The members of a RECORD, and:")
         props(s, out)
+    node = schemas["session-file"]
+    out.append(".SH THE SESSION FILE ON THE NODE")
+    out.append(esc(node["description"]) + ". Its schema is "
+               "\\fIdoc/json/session\\-file.schema.json\\fR; the tests validate the files "
+               "a running session writes against it.")
+    props(node, out)
     out += [".SH EXAMPLES",
             "The names of the ready sessions, the time each must be connected or ends by:",
             ".PP", ".nf",

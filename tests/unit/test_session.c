@@ -393,6 +393,113 @@ static void test_launch_info(void **state)
 	assert_int_equal(parse_li("{\"state\":\"ready\",\"started\":-5}", &li), GG_EPROTO);
 }
 
+/* A good value of each member of the session file, for
+ * test_session_file_schema (NULL: no value here for it). */
+static json_t *session_file_value(const char *name)
+{
+	static const char *const strs[][2] = {
+		{"launcher", "0.1.0"},    {"reason", ""},
+		{"node", "wn01.example"}, {"user", "gguser"},
+		{"host_key", KEY},        {"sessiondir", "/s/d"},
+		{"container", "none"},    {"cuda_visible_devices", "0,1"},
+		{"batch_job_id", "42"},   {"active_reason", "ssh"},
+		{"state", "ready"},
+	};
+	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+		if (!strcmp(strs[i][0], name))
+			return json_string(strs[i][1]);
+	static const char *const ints[] = {
+		"version",     "port",          "started",     "connect_deadline",
+		"idle_limit",  "last_activity", "first_login", "logins",
+		"connections", "updated",       "walltime",    "idle_since",
+	};
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+		if (!strcmp(ints[i], name))
+			return json_integer(strcmp(name, "port") ? 1 : 22001);
+	return NULL;
+}
+
+/* Does the schema require NAME of a file in STATE (its "required", and its
+ * allOf's if state is X then required)? */
+static int schema_requires(json_t *schema, const char *state, const char *name)
+{
+	json_t *req = json_object_get(schema, "required"), *v, *cond;
+	size_t i, k;
+	json_array_foreach (req, i, v)
+		if (!strcmp(json_string_value(v), name))
+			return 1;
+	json_array_foreach (json_object_get(schema, "allOf"), k, cond) {
+		json_t *when = json_object_get(
+			json_object_get(json_object_get(json_object_get(cond, "if"), "properties"),
+					"state"),
+			"const");
+		assert_non_null(when);
+		if (strcmp(json_string_value(when), state))
+			continue;
+		json_array_foreach (json_object_get(json_object_get(cond, "then"), "required"), i,
+				    v)
+			if (!strcmp(json_string_value(v), name))
+				return 1;
+	}
+	return 0;
+}
+
+/* The schema of the session file (doc/json/session-file.schema.json, which
+ * the e2e tests validate the launcher's files against) and the client's parser
+ * agree: a file with every member the schema names parses in each state the
+ * schema allows; without one member it fails exactly when the schema requires
+ * that member in that state; a state outside the schema's list is refused. */
+static void test_session_file_schema(void **state)
+{
+	(void)state;
+	json_error_t je;
+	json_t *schema = json_load_file("doc/json/session-file.schema.json", 0, &je);
+	assert_non_null(schema);
+	json_t *props = json_object_get(schema, "properties"), *st, *p;
+	json_t *states = json_object_get(json_object_get(props, "state"), "enum");
+	assert_true(json_array_size(states) >= 3);
+	size_t i, nreq = 0;
+	const char *name;
+	json_array_foreach (states, i, st) {
+		json_t *good = json_object();
+		json_object_foreach (props, name, p) {
+			json_t *v = session_file_value(name);
+			if (!v)
+				fail_msg("the schema's member '%s' has no value in this test",
+					 name);
+			json_object_set_new(good, name, v);
+		}
+		json_object_set_new(good, "state", json_copy(st));
+		const char *sv = json_string_value(st);
+		struct gg_launch_info li;
+		char *text = json_dumps(good, 0);
+		assert_int_equal(parse_li(text, &li), 0);
+		assert_string_equal(li.state, sv);
+		gg_launch_info_clear(&li);
+		free(text);
+		json_object_foreach (props, name, p) {
+			json_t *less = json_deep_copy(good);
+			json_object_del(less, name);
+			text = json_dumps(less, 0);
+			int req = schema_requires(schema, sv, name), rc = parse_li(text, &li);
+			nreq += (size_t)req;
+			if (rc != (req ? GG_EPROTO : 0))
+				fail_msg("state %s without '%s': the parser says %d, the schema %s",
+					 sv, name, rc, req ? "requires it" : "does not");
+			gg_launch_info_clear(&li);
+			free(text);
+			json_decref(less);
+		}
+		json_object_set_new(good, "state", json_string("paused"));
+		text = json_dumps(good, 0);
+		assert_int_equal(parse_li(text, &li), GG_EPROTO);
+		free(text);
+		json_decref(good);
+	}
+	assert_int_equal(nreq, 3 + 4); /* state in each, node port user host_key when ready */
+	json_decref(schema);
+}
+
 /* The launcher's own writer of its session file (json_object in
  * libexec/gridgpu/session-launcher, run with /bin/sh and the awk named: a
  * directory whose "awk" it is comes first in PATH), given "s active_reason
@@ -730,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_rows_cache),
 		cmocka_unit_test(test_launch_info),
 		cmocka_unit_test(test_launcher_escapes),
+		cmocka_unit_test(test_session_file_schema),
 		cmocka_unit_test(test_node_gpus_cmd),
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_describe_allow),
