@@ -57,6 +57,20 @@ json_valid() {
 		not_ok "--json output validates against gridgpu.$1/1: $(head -c 300 "$_f"): $(cat "$T_TMP/.jv")"
 	fi
 }
+# session_file_valid DESC FILE: one test that FILE, a gridgpu-session.json the
+# launcher wrote, validates against doc/json/session-file.schema.json and has
+# no member the schema does not name (the schema lists all the launcher writes).
+session_file_valid() {
+	if /usr/bin/python3 "$GG_TOP/tests/e2e/json-valid.py" "$GG_TOP/doc/json/session-file.schema.json" "$2" 2>"$T_TMP/.jv" &&
+		/usr/bin/python3 -c 'import json,sys
+extra = set(json.load(open(sys.argv[2]))) - set(json.load(open(sys.argv[1]))["properties"])
+sys.exit("members the schema does not name: %s" % sorted(extra) if extra else 0)' \
+			"$GG_TOP/doc/json/session-file.schema.json" "$2" 2>>"$T_TMP/.jv"; then
+		ok "$1: the session file validates against session-file.schema.json"
+	else
+		not_ok "$1: the session file validates against session-file.schema.json: $(head -c 300 "$2"): $(cat "$T_TMP/.jv")"
+	fi
+}
 done_testing() { echo "1..$T_N"; [ "$T_FAIL" -eq 0 ]; }
 # Source the test site's variables when a site is up.
 if [ -n "${GG_TB_DIR:-}" ] && [ -f "$GG_TB_DIR/env.sh" ]; then . "$GG_TB_DIR/env.sh"; fi

@@ -1,5 +1,8 @@
 #!/bin/sh
-# What a node says and holds, at the test site (issue 45): a process of the
+# What a node says and holds, at the test site (issue 45): the launcher's
+# writer of its session file, given hostile values, and the files a session
+# writes (ready, ready with a hostile process name, ended after kill) validate
+# against doc/json/session-file.schema.json (issue 48); a process of the
 # session named ad"v, then one with control characters and a line end in its
 # name, keeps the session ready (the launcher's session file stays valid JSON
 # with the name escaped, status says ready, connect works) and kill cancels its
@@ -19,6 +22,26 @@ export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$T_TMP" || exit 1
 chmod 711 "$T_TMP"
+
+# --- the launcher's writer of its session file, on hostile values ---------------
+# publish() and json_object() of the launcher, run with values a node could hold
+# (quotes, backslashes, control characters, bytes that are not UTF-8, numbers
+# that are not): each file, starting, ready and ended, validates against
+# doc/json/session-file.schema.json (the real files of a session are checked below).
+sed -n '/^json_object() {/,/^}/p; /^publish() {/,/^}/p' "$top/libexec/gridgpu/session-launcher" >writer.sh
+hostile=$(printf 'a"b\\c\033[2J\n\001\377\300\200 \360\237\230\200 e\303\251')
+mkdir -p "sd$hostile"
+key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJcJ5QRxpucacLuUiCNcTHY0PL5THI9wD7nZOVoJq+3C"
+writer() { # STATE NODE PORT USER HOST_KEY: publish STATE, the other values hostile
+	SD="$T_TMP/sd$hostile" sh -c '. ./writer.sh; node=$2 port=$3 user=$4 hostkey=$5 VERSION=$6
+		started=007 deadline_at=-5 idle=99999999999999999999 last=1.5 first_login= seen=x
+		nconn=3 container=$6 visible=$6 batchid=$6 walltime=" 1" act=$6 && publish "$1" "$6"' \
+		sh "$@" "$hostile" || { not_ok "the launcher's writer, $1: it failed"; return; }
+	session_file_valid "the launcher's writer, $1, hostile values" "$T_TMP/sd$hostile/gridgpu-session.json"
+}
+writer starting "$hostile" x1 "$hostile" "$hostile"
+writer ready wn01.example 22001 gguser "$key"
+writer ended "$hostile" -1 "$hostile" "$hostile"
 
 py() { python3 -c "$@"; }
 ce_id() { "$GRIDGPU" --json status "$1" --no-sync 2>/dev/null | py 'import json,sys; print(json.load(sys.stdin).get("job_id",""))'; }
@@ -60,10 +83,12 @@ run_gg request --name h --walltime 30m --timeout 5m
 expect_eq "request h: ready" "$RC" 0
 SJ=$(slurm_id h)
 SF=$(sfile h)
+session_file_valid "session h, ready" "$SF"
 run_gg connect h -- "sh $T_TMP/node/busy.sh 1"
 expect_eq "connect h: a process named ad\"v started" "$RC" 0
 poll 120 file_says "$SF" '"active_reason":"process ad' || not_ok "the launcher never saw ad\"v: $(cat "$SF")"
 expect_eq "the session file on the node is valid JSON, the name escaped" "$(areason "$SF")" "'process ad\"v'"
+session_file_valid "session h, ready, a process named ad\"v" "$SF"
 expect_eq "status h: still ready" "$(state h)" ready
 run_gg connect h -- echo still
 expect_eq "connect h works" "$RC:$OUT" "0:still"
@@ -78,6 +103,11 @@ printf '%s' "$OUT" | grep -q "$(printf '\033')" && not_ok "status prints a raw E
 run_gg connect h -- "kill \$(cat \$GRIDGPU_SESSION_DIR/busy2/pid)"
 run_gg kill h
 expect_eq "kill h" "$RC" 0
+if poll 60 file_says "$SF" '"state":"ended"'; then
+	session_file_valid "session h, ended" "$SF"
+else
+	not_ok "session h's file says ended after kill: $(cat "$SF" 2>&1)"
+fi
 poll 60 slurm_state_in "$SJ" CANCELLED && ok "Slurm cancelled h's job ($SJ)" ||
 	not_ok "h's job: $(sl scontrol show job "$SJ" | grep -o 'JobState=[A-Z]*')"
 
