@@ -6,6 +6,8 @@
 # activity) and before the walltime.  The lead times are scaled with the
 # GRIDGPU_WARN_LEADS test hook (request hands it to the job's environment).
 # The four sessions run side by side: the run takes about four minutes.
+# The node's session file of ia validates against
+# doc/json/session-file.schema.json, ready (idle, a connection open) and ended.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
@@ -87,6 +89,9 @@ poll_ce 60 status_says ia '^connections: *[1-9]' && ok "ia: the master's connect
 	not_ok "ia: connections: $("$GRIDGPU" status ia 2>&1 | grep connections)"
 poll_ce 60 idle_connected ia && ok "ia: ... not taken for activity: status says it is idle since when, the master open" ||
 	not_ok "ia: status: $("$GRIDGPU" status ia 2>&1 | grep -e activity -e idle -e connections)"
+# the node's session file of a ready session, a connection open, idle
+IA_SF=$GG_TB_SESSION_DIR/$("$GRIDGPU" --json status ia --no-sync 2>/dev/null | jf job_id)/gridgpu-session.json
+session_file_valid "ia: ready, a connection open, idle" "$IA_SF"
 # (b) a busy process a login left running, no terminal ('yes', niced)
 run_gg request --name ib --idle-limit 2m --walltime 30m
 expect_eq "ib: ready (idle limit 2m)" "$RC" 0
@@ -125,6 +130,8 @@ poll_ce 240 state_is ia finished && ok "ia: the session with only a ControlPersi
 	not_ok "ia: still $(sfield ia state) $(($(date +%s) - t_a)) s after the master opened"
 [ $(($(date +%s) - t_a)) -ge 115 ] && ok "ia: ... not before its idle limit" || not_ok "ia: ended after $(($(date +%s) - t_a)) s"
 expect_eq "ia: ... for idleness" "$(sfield ia reason)" "idle for longer than the idle limit"
+grep -q '"state":"ended"' "$IA_SF" && session_file_valid "ia: ended for idleness" "$IA_SF" ||
+	not_ok "ia: the node's session file says ended: $(cat "$IA_SF" 2>&1)"
 ssh -F "$CFG" -o ControlPath="$T_TMP/cm-ia" -O exit ia 2>/dev/null
 # ib: past its idle limit too (the master's session ended at >= 2 min)
 poll 60 sh -c "[ \$((\$(date +%s) - $t_b)) -ge 135 ]"
