@@ -66,10 +66,11 @@ expect_eq "gridgpu(1)'s short options table matches every command's options" "${
 # starts with "gridgpu" (up to a "--" that ends the options, or a comment, pipe
 # or redirection) is one of the command's (or sub-command's) or a global one.
 # "__complete options" ends the name of an option that takes a value with '='.
+# bad_words LABEL <LINES: " LABEL:CMD[ SUB]:--OPT" for each such option that is
+# not, " LABEL:CMD?" for a command gridgpu does not have.
 global=$("$GRIDGPU" __complete global-options)
-bad=""
-for f in "$man"/*.1; do
-	sed -n '/^\.SH EXAMPLES/,/^\.SH SEE/p' "$f" | sed 's/\\-/-/g; s/\\e$//' | grep '^ *gridgpu ' >"$T_TMP/ex"
+commands=$("$GRIDGPU" __complete commands)
+bad_words() {
 	while read -r line; do
 		# shellcheck disable=SC2086 # the words of the line
 		set -- $line
@@ -85,6 +86,7 @@ for f in "$man"/*.1; do
 			-*) ;;
 			*) if [ -z "$cmd" ]; then
 				cmd=$w
+				printf '%s\n' "$commands" | grep -qx -- "$cmd" || { printf ' %s:%s?' "$label" "$cmd"; cmd=""; break; }
 			   elif [ -z "$sub" ] && "$GRIDGPU" __complete subcommands "$cmd" | grep -qx -- "$w"; then
 				sub=$w
 			   else
@@ -97,9 +99,101 @@ for f in "$man"/*.1; do
 		[ -n "$cmd" ] || continue
 		for o in $opts; do
 			printf '%s\n' "$known" | sed 's/=$//' | grep -qx -- "$o" ||
-				bad="$bad $(basename "$f"):$cmd${sub:+ $sub}:$o"
+				printf ' %s:%s:%s' "$label" "$cmd${sub:+ $sub}" "$o"
 		done
-	done <"$T_TMP/ex"
+	done
+}
+bad=""
+for f in "$man"/*.1; do
+	sed -n '/^\.SH EXAMPLES/,/^\.SH SEE/p' "$f" | sed 's/\\-/-/g; s/\\e$//' | grep '^ *gridgpu ' >"$T_TMP/ex"
+	label=$(basename "$f")
+	bad="$bad$(bad_words <"$T_TMP/ex")"
 done
 expect_eq "every option in the EXAMPLES exists for its command" "${bad:-none}" none
+# ---- the documents for three readers (issue 48) ----------------------------
+# The physicist's README stays short; the site's, the contributor's and the
+# benchmarks' documents exist.
+n=$(wc -l <"$top/README.md")
+[ "$n" -lt 250 ] && ok "README.md is under 250 lines ($n)" || not_ok "README.md is under 250 lines ($n)"
+docs="$top/README.md $top/doc/site-admin.md $top/doc/architecture.md $top/bench/README.md"
+for d in $docs; do
+	[ -s "$d" ] && ok "${d#"$top"/} exists" || not_ok "${d#"$top"/} exists"
+done
+
+# The include graph of doc/architecture.md: the command shown under its
+# docs:include-graph marker runs from the top of the tree and prints
+# "from -> to" edges, among them the ones every build has, and none going up
+# (into cli, or from core into another module of lib/).
+awk '/^<!-- docs:include-graph -->/ { s = 1; next } s && /^```/ { if (++f == 2) exit; next } s && f == 1' \
+	"$top/doc/architecture.md" >"$T_TMP/graph.sh"
+(cd "$top" && sh "$T_TMP/graph.sh") >"$T_TMP/graph" 2>"$T_TMP/graph.err"
+edges=$(grep -cE '^[a-z]+ -> [a-z]+$' "$T_TMP/graph")
+others=$(grep -cvE '^[a-z]+ -> [a-z]+$' "$T_TMP/graph")
+[ -s "$T_TMP/graph.sh" ] && [ ! -s "$T_TMP/graph.err" ] && [ "$edges" -ge 10 ] && [ "$others" = 0 ] &&
+	ok "architecture.md's include-graph command runs and prints $edges edges" ||
+	not_ok "architecture.md's include-graph command runs and prints edges (got $edges, $others other lines: $(head -3 "$T_TMP/graph.err"))"
+for e in "cli -> session" "session -> ce" "ce -> http" "cred -> core"; do
+	grep -qx -- "$e" "$T_TMP/graph" && ok "the include graph has $e" || not_ok "the include graph has $e"
+done
+up=$(grep -E -e '-> cli$' -e '^core -> (ce|cred|voms|http|ssh|gpu|image|session)$' "$T_TMP/graph" | tr '\n' ';')
+expect_eq "no include goes up the layers" "${up:-none}" none
+
+# Every gridgpu command line the documents show (in their code blocks, lines
+# joined at a trailing backslash) names a command gridgpu has and only options
+# that command has; every `gridgpu WORD` in their text names a command.
+bad=""
+for d in $docs; do
+	label=${d#"$top"/}
+	awk '/^ *```/ { s = !s; next } s' "$d" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' |
+		sed -n 's/^ *\(gridgpu .*\)/\1/p; s/.*|| *\(gridgpu .*\)/\1/p' >"$T_TMP/doclines"
+	bad="$bad$(bad_words <"$T_TMP/doclines")"
+	for c in $(grep -o '`gridgpu [a-z][a-z-]*' "$d" | sed 's/.* //' | sort -u); do
+		printf '%s\n' "$commands" | grep -qx -- "$c" || bad="$bad $label:$c?"
+	done
+done
+expect_eq "every gridgpu command and option the documents show exists" "${bad:-none}" none
+
+# Every make target the documents name (`make TARGET ...` in their text, make
+# TARGET in their code blocks) is a target of the Makefile.
+bad=""
+for d in $docs; do
+	for t in $( (grep -o '`[^`]*`' "$d"; awk '/^ *```/ { s = !s; next } s' "$d") |
+		grep -oE '(^|[^a-z-])make [a-z][a-z-]*' | sed 's/.*make //' | sort -u); do
+		grep -qE "^$t:" "$top/Makefile" || bad="$bad ${d#"$top"/}:$t"
+	done
+done
+expect_eq "every make target the documents name exists" "${bad:-none}" none
+
+# Every bench/bench-*.sh is in bench/README.md, and every file or anchor the
+# documents link to is there (an anchor: a heading's GitHub slug).
+bad=""
+for b in "$top"/bench/bench-*.sh; do
+	grep -qF "$(basename "$b")" "$top/bench/README.md" || bad="$bad $(basename "$b")"
+done
+expect_eq "bench/README.md names every benchmark" "${bad:-none}" none
+bad=$(/usr/bin/python3 - "$top" $docs <<'PY'
+import os, re, sys
+top = sys.argv[1]
+def slugs(path):
+    out = set()
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"#+ (.*)", line)
+        if m:
+            s = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            out.add(s)
+    return out
+bad = []
+for doc in sys.argv[2:]:
+    text = open(doc, encoding="utf-8").read()
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(doc), path)) if path else doc
+        if not os.path.exists(dest) or (anchor and anchor not in slugs(dest)):
+            bad.append(os.path.relpath(doc, top) + ":" + target)
+print(" ".join(bad))
+PY
+)
+expect_eq "every link and anchor in the documents resolves" "${bad:-none}" none
 done_testing
