@@ -29,12 +29,8 @@ const struct gg_opt cmd_get_opts[] = {
  * not "." or "..", no control character. */
 static int plain_name(const char *n)
 {
-	if (!n[0] || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, ".."))
-		return 0;
-	for (const unsigned char *p = (const unsigned char *)n; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			return 0;
-	return 1;
+	return n[0] && !strchr(n, '/') && strcmp(n, ".") && strcmp(n, "..") &&
+	       !gg_str_has_control(n);
 }
 
 /* Keep the names that can be written inside DIR: the others are skipped with a

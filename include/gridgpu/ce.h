@@ -45,7 +45,6 @@ struct gg_jobdesc {
 /* Builders copy their arguments. Each returns 0 or GG_ENOMEM/GG_EUSAGE. A file name
  * with a control character is GG_EUSAGE: the CE accepts the job, then waits for a file
  * by that name that never arrives. */
-GG_API int gg_jd_name_has_control(const char *name);
 GG_API int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err);
 GG_API int gg_jd_input(struct gg_jobdesc *jd, const char *name, const char *source,
 		       const char *local, struct gg_err *err);

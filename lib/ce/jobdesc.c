@@ -32,12 +32,15 @@ int gg_jd_arg(struct gg_jobdesc *jd, const char *arg, struct gg_err *err)
 	return push(jd->args, &jd->nargs, arg, "arguments", err);
 }
 
-int gg_jd_name_has_control(const char *name)
+/* A name in the job's directory with a control character: the CE cannot take it. */
+static int check_control(const char *what, const char *name, struct gg_err *err)
 {
-	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-		if (*c < 0x20 || *c == 0x7f)
-			return 1;
-	return 0;
+	if (!gg_str_has_control(name))
+		return 0;
+	return gg_err_set(err, GG_EUSAGE,
+			  "%s file name with a control character: the CE cannot take it (rename "
+			  "the file)",
+			  what);
 }
 
 /* A file name in the job's directory that the CE can take. */
@@ -46,18 +49,13 @@ static int check_jd_name(const char *what, const char *name, struct gg_err *err)
 	if (!name[0] || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
 		return gg_err_set(err, GG_EUSAGE, "%s file name '%s' must be a plain file name",
 				  what, name);
-	if (gg_jd_name_has_control(name))
-		return gg_err_set(err, GG_EUSAGE,
-				  "%s file name with a control character: the CE cannot take "
-				  "it (rename the file)",
-				  what);
-	return 0;
+	return check_control(what, name, err);
 }
 
 int gg_jd_output(struct gg_jobdesc *jd, const char *name, struct gg_err *err)
 {
-	if (gg_jd_name_has_control(name))
-		return check_jd_name("output", name, err);
+	if (check_control("output", name, err) < 0)
+		return err->code;
 	for (int i = 0; i < jd->noutputs; i++)
 		if (strcmp(jd->outputs[i], name) == 0)
 			return 0;

@@ -26,6 +26,8 @@ char *gg_strstrip(char *s);
 char *gg_str_printable(const char *s, size_t len);
 /* 1 when s is valid UTF-8 (no overlong form, surrogate or truncated sequence). */
 int gg_str_utf8_valid(const char *s);
+/* 1 when s holds an ASCII control character (below 0x20, or DEL). */
+int gg_str_has_control(const char *s);
 /* The inverse of gg_str_printable: "\\", "\n", "\r", "\t" and "\xHH" back to
  * their bytes, other text as it is, so gg_str_unprintable(gg_str_printable(s))
  * is s whatever its bytes. NULL (err: GG_EPROTO) for any other backslash

@@ -99,6 +99,14 @@ static size_t put_escape(char *o, unsigned char c)
 	return 4;
 }
 
+int gg_str_has_control(const char *s)
+{
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return 1;
+	return 0;
+}
+
 int gg_str_utf8_valid(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;

@@ -218,12 +218,11 @@ static int dot_part(const char *b)
 int gg_session_bind_check(const char *what, const char *b, struct gg_err *err)
 {
 	const char *colon = strchr(b, ':');
-	for (const char *p = b; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return gg_err_set(err, GG_EUSAGE,
-					  "%s '%s': a control character (a line end, a tab...) "
-					  "cannot be carried to the node",
-					  what, b);
+	if (gg_str_has_control(b))
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s '%s': a control character (a line end, a tab...) cannot be "
+				  "carried to the node",
+				  what, b);
 	if (b[0] != '/' || (colon && colon[1] != '/') || (colon && strchr(colon + 1, ':')))
 		return gg_err_set(err, GG_EUSAGE, "%s '%s': expected SRC[:DST], absolute paths",
 				  what, b);

@@ -163,7 +163,7 @@ static int check_data_names(const struct gg_job_spec *q, struct gg_err *err)
  * message is escaped where it is printed). */
 static int control_in_name(const char *what, const char *arg, const char *name, struct gg_err *err)
 {
-	if (!gg_jd_name_has_control(name))
+	if (!gg_str_has_control(name))
 		return 0;
 	return gg_err_set(err, GG_EUSAGE,
 			  "%s '%s': a control character in the name, which the CE cannot take: "

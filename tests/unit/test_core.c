@@ -301,6 +301,13 @@ static void test_unprintable(void **state)
 	assert_true(gg_str_utf8_valid("caf\xc3\xa9 \xf0\x9f\x98\x80 \x1b"));
 	assert_false(gg_str_utf8_valid("a\xff"));
 	assert_false(gg_str_utf8_valid("\xc0\xaf"));
+	/* a control character: C0 and DEL, not UTF-8 text nor a byte that is not UTF-8 */
+	assert_false(gg_str_has_control("plain name.root caf\xc3\xa9 \xff"));
+	assert_true(gg_str_has_control("a\nb"));
+	assert_true(gg_str_has_control("\x1b[2J"));
+	assert_true(gg_str_has_control("x\x7f"));
+	assert_true(gg_str_has_control("tab\t"));
+	assert_false(gg_str_has_control(""));
 	assert_false(gg_str_utf8_valid("\xe2\x82"));
 	/* what gg_str_printable never writes is refused, not guessed at */
 	const char *bad[] = {"\\", "a\\q", "\\x", "\\x4", "\\xg0", "\\x00", "\\X41"};
