@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/core.h"
+#define GG_JSON_POISON 1 /* jansson's silent constructors refused (gridgpu/json.h) */
+#include "gridgpu/core.h"
+#include "gridgpu/json.h"
 
 /* Exit codes (gridgpu(1)). */
 enum {

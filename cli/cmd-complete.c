@@ -14,7 +14,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "session/session.h"
+#include "gridgpu/session.h"
 
 static int starts_with(const char *s, const char *prefix)
 {

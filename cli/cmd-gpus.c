@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "gpu/gpu.h"
+#include "gridgpu/gpu.h"
 
 enum { O_CLASSAD = 256, O_NOT_NESTED };
 

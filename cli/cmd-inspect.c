@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "ctx.h"
 #include "commands.h"
-#include "image/image.h"
+#include "gridgpu/image.h"
 
 const struct gg_opt cmd_inspect_opts[] = {OPT_END};
 const struct gg_opt cmd_verify_opts[] = {OPT_END};

@@ -6,8 +6,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
-#include "session/sync.h"
-#include "ssh/ssh.h"
+#include "gridgpu/session.h"
+#include "gridgpu/ssh.h"
 
 enum { O_ALL = 256, O_KEEP_REMOTE };
 

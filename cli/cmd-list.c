@@ -7,8 +7,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
-#include "session/sync.h"
-#include "ssh/ssh.h"
+#include "gridgpu/session.h"
+#include "gridgpu/ssh.h"
 
 enum { O_SYNC = 256, O_JOBS, O_SESSIONS, O_NO_SYNC, O_ALL_ERRORS };
 

@@ -8,8 +8,8 @@
 #include "ctx.h"
 #include "resopt.h"
 #include "stage.h"
-#include "session/sync.h"
-#include "ssh/ssh.h"
+#include "gridgpu/session.h"
+#include "gridgpu/ssh.h"
 
 enum {
 	O_CE = 256,

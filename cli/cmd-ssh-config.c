@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
-#include "ssh/ssh.h"
+#include "gridgpu/ssh.h"
 
 enum { O_INSTALL = 256, O_WINDOWS, O_PATH };
 

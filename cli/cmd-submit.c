@@ -8,8 +8,8 @@
 #include "commands.h"
 #include "ctx.h"
 #include "resopt.h"
-#include "image/image.h"
-#include "session/sync.h"
+#include "gridgpu/image.h"
+#include "gridgpu/session.h"
 
 enum {
 	O_INPUT = 256,

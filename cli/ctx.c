@@ -10,10 +10,10 @@
 
 #include "cli.h"
 #include "ctx.h"
-#include "cred/cred.h"
-#include "session/engine.h"
-#include "session/sync.h"
-#include "ssh/ssh.h"
+#include "gridgpu/cred.h"
+#include "gridgpu/engine.h"
+#include "gridgpu/session.h"
+#include "gridgpu/ssh.h"
 
 struct gg_config *cli_config(struct gg_cli *cli)
 {

@@ -2,12 +2,12 @@
 #ifndef GG_CLI_CTX_H
 #define GG_CLI_CTX_H
 
-#include "ce/ce.h"
 #include "cli.h"
-#include "cred/cred.h"
+#include "gridgpu/ce.h"
+#include "gridgpu/cred.h"
+#include "gridgpu/engine.h"
+#include "gridgpu/session.h"
 #include "interrupt.h"
-#include "session/engine.h"
-#include "session/session.h"
 
 /* The site from --site or the default one; NULL (error printed when required,
  * or when --site names no site; cli->cfg_exit set) when none. */

@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "ctx.h"
-#include "session/sync.h"
+#include "gridgpu/session.h"
 
 /* "PUT /jobs/ID/session/NAME" into the list of uploads. */
 static void append_upload(json_t *up, const char *name)

@@ -9,9 +9,9 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
-#include "cred/cred.h"
-#include "gpu/gpu.h"
-#include "image/image.h"
+#include "gridgpu/cred.h"
+#include "gridgpu/gpu.h"
+#include "gridgpu/image.h"
 
 static const struct gg_cmd commands[] = {
 #define GG_COMMAND(name, fn, summary, usage, opts, operand, flags) \

@@ -7,9 +7,8 @@
 #include <time.h>
 
 #include "cli.h"
-#include "session/session.h"
-#include "session/engine.h"
-#include "session/sync.h"
+#include "gridgpu/session.h"
+#include "gridgpu/engine.h"
 
 json_t *ui_json_time(int64_t t)
 {

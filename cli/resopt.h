@@ -4,7 +4,7 @@
 #ifndef GG_CLI_RESOPT_H
 #define GG_CLI_RESOPT_H
 
-#include "ce/ce.h"
+#include "gridgpu/ce.h"
 #include "cli.h"
 
 enum {

@@ -1,5 +1,6 @@
-/* gridgpu/core.h (lib/core): the error type, durations and sizes, XDG paths,
- * and the INI configuration. Everything else in libgridgpu is built on this. */
+/* gridgpu/core.h (lib/core): the error type, durations and sizes, strings from
+ * outside made printable, XDG paths, and the INI configuration. Everything else
+ * in libgridgpu is built on this. */
 #ifndef GRIDGPU_CORE_H
 #define GRIDGPU_CORE_H
 
@@ -103,6 +104,39 @@ GG_API char *gg_size_format(uint64_t bytes, char *buf, size_t len);
  * "2026-11-26 11:20 CET". buf >= 40 bytes; t <= 0 gives "-". */
 GG_API char *gg_time_iso(int64_t t, char *buf, size_t len);
 GG_API char *gg_time_local(int64_t t, char *buf, size_t len);
+
+/* ---- strings ----------------------------------------------------------- */
+
+/* malloc'd printf; NULL on allocation failure. */
+GG_API char *gg_strdup_printf(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
+/* Damerau-Levenshtein distance (a transposition counts 1), for "did you mean". */
+GG_API size_t gg_edit_distance(const char *a, const char *b);
+/* Text from outside (a CE, a node, an image, a file name), made safe to print on
+ * a terminal: every control character (C0 incl. ESC, CR, LF and TAB, DEL, the
+ * C1 controls U+0080-U+009F), every bidirectional control and invisible format
+ * character (U+061C, U+200B-U+200F, U+2028-U+202E, U+2060-U+2064,
+ * U+2066-U+2069, U+FEFF) and every byte that is not valid UTF-8 is escaped
+ * visibly, byte by byte ("\n", "\r", "\t", "\x1b", "\xc2\x9b", "\xe2\x80\xae",
+ * "\xff"), a backslash is doubled; other valid UTF-8 text is kept. The result is
+ * valid UTF-8 with none of those code points.
+ * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
+GG_API char *gg_str_printable(const char *s, size_t len);
+
+/* ---- durations and sizes typed by a user ------------------------------- */
+
+/* gg_duration_parse and gg_size_parse for what a user types (an option, a
+ * configuration value): a bare number other than 0 is refused (GG_EUSAGE, "'4'
+ * needs a unit: 4h, 4m or 4d") instead of being read as seconds or bytes, which
+ * turned "--walltime 4" into a minute and "--memory 16" into 16 bytes. A bare 0
+ * stays valid: it means none or the default wherever the option takes it. */
+GG_API int gg_duration_parse_unit(const char *s, int64_t *out, struct gg_err *err);
+GG_API int gg_size_parse_unit(const char *s, uint64_t *out, struct gg_err *err);
+
+/* ---- files ------------------------------------------------------------- */
+
+/* Read a whole file (at most max bytes, else GG_EIO "too large"); NUL-terminated.
+ * *out is malloc'd, *len (may be NULL) without the NUL. */
+GG_API int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err);
 
 /* ---- XDG paths --------------------------------------------------------- */
 

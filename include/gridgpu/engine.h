@@ -57,6 +57,13 @@ GG_API int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record 
 
 /* ---- the descriptions (describe.c) ---- */
 
+/* The files a session's job is given in its session dir (what --dry-run shows
+ * it would upload): the launcher, the sshd's authorized keys, and with an
+ * image the script that enters its container. */
+#define GG_LAUNCHER_NAME "gridgpu-launcher"
+#define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
+#define GG_ENTER_NAME    "gridgpu-enter"
+
 /* An interactive session: its resources, connect deadline and idle limit
  * (seconds; 0 = none), the container image its logins run in (or NULL), and
  * the local path of the launcher staged into the job. With an image: enter,
@@ -75,6 +82,9 @@ struct gg_session_spec {
 	 * the job's GRIDGPU_WARN_LEADS); NULL: its default, 10 and 1 min */
 	const char *warn_leads;
 };
+/* Is b a bind as --bind and a site's bind take it: SRC[:DST], both absolute,
+ * one line? 0, or GG_EUSAGE saying what is expected (what: "--bind"). */
+GG_API int gg_session_bind_check(const char *what, const char *b, struct gg_err *err);
 /* The job description of a session whose record is r (its uid names the job;
  * pubkey, the session key's .pub, is staged as the sshd's authorized key). */
 GG_API int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,

@@ -122,6 +122,8 @@ GG_API int gg_image_heap_huge_pages(void);
 GG_API const char *gg_image_comp_name(enum gg_image_comp comp);
 GG_API enum gg_image_comp gg_image_comp_parse(const char *name);
 GG_API const char *gg_image_format_name(enum gg_image_format f);
+/* "amd64" for "02", "unknown" for anything else unknown. */
+GG_API const char *gg_image_arch_name(const char *code);
 
 /* ---- SIF ---------------------------------------------------------------------- */
 

@@ -27,6 +27,9 @@ enum gg_sess_state {
 GG_API const char *gg_sess_state_name(enum gg_sess_state s);
 GG_API int gg_sess_state_parse(const char *name, enum gg_sess_state *out);
 GG_API int gg_sess_state_ended(enum gg_sess_state s);
+/* The state as the end of a sentence about a session or job: "was killed",
+ * "has finished", "has failed", "is ready", "is queued"... (static). */
+GG_API const char *gg_sess_state_phrase(enum gg_sess_state s);
 
 struct gg_record {
 	int version;
@@ -99,6 +102,15 @@ GG_API int gg_record_from_json(json_t *j, struct gg_record *r, struct gg_err *er
 /* Validate a user-given name: [A-Za-z][A-Za-z0-9._-]{0,62}. */
 GG_API int gg_record_name_valid(const char *name);
 
+/* 1 for a live session whose sshd is published (host key pinned) but not yet
+ * seen to answer. */
+GG_API int gg_session_published(const struct gg_record *r);
+/* The reason a record has while the launcher's file cannot be read (a
+ * transient state: the record is kept as it was, the file read again at each
+ * refresh); gg_launch_unreadable() tells whether r->error is that one. */
+#define GG_LAUNCH_UNREADABLE "the session file the node published cannot be read"
+GG_API int gg_launch_unreadable(const struct gg_record *r);
+
 struct gg_store;
 
 /* Open (creating with 0700) the store at dir, or at $XDG_STATE_HOME/gridgpu/records
@@ -145,5 +157,14 @@ struct gg_record_row {
 GG_API int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_t *n, size_t *bad,
 			 struct gg_err *err);
 GG_API void gg_record_rows_free(struct gg_record_row *rows, size_t n);
+
+/* A library libgridgpu uses and its version (static strings). */
+struct gg_libversion {
+	const char *name, *version;
+};
+/* Fill out with up to max entries: OpenSSL, libcurl, jansson, libarchive,
+ * libssh2 (as they report themselves at run time), libdeflate, libsquashfs,
+ * inih. Returns how many. */
+GG_API size_t gg_library_versions(struct gg_libversion *out, size_t max);
 
 #endif

@@ -1,5 +1,5 @@
-/* lib/core: the public part is include/gridgpu/core.h; here what only the
- * library and the gridgpu command use (strings, files, wiped memory). */
+/* lib/core: the public part is include/gridgpu/core.h (and gridgpu/json.h);
+ * here what only the library and its tests use (strings, files, wiped memory). */
 #ifndef GG_LIB_CORE_H
 #define GG_LIB_CORE_H
 
@@ -8,22 +8,8 @@
 
 /* ---- strings ----------------------------------------------------------- */
 
-/* malloc'd printf; NULL on allocation failure. */
-char *gg_strdup_printf(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
-/* Damerau-Levenshtein distance (a transposition counts 1), for "did you mean". */
-size_t gg_edit_distance(const char *a, const char *b);
 /* Strip ASCII whitespace at both ends in place; returns s. */
 char *gg_strstrip(char *s);
-/* Text from outside (a CE, a node, an image, a file name), made safe to print on
- * a terminal: every control character (C0 incl. ESC, CR, LF and TAB, DEL, the
- * C1 controls U+0080-U+009F), every bidirectional control and invisible format
- * character (U+061C, U+200B-U+200F, U+2028-U+202E, U+2060-U+2064,
- * U+2066-U+2069, U+FEFF) and every byte that is not valid UTF-8 is escaped
- * visibly, byte by byte ("\n", "\r", "\t", "\x1b", "\xc2\x9b", "\xe2\x80\xae",
- * "\xff"), a backslash is doubled; other valid UTF-8 text is kept. The result is
- * valid UTF-8 with none of those code points.
- * malloc'd (at most 4 * len + 1 bytes); NULL when out of memory. */
-char *gg_str_printable(const char *s, size_t len);
 /* 1 when s is valid UTF-8 (no overlong form, surrogate or truncated sequence). */
 int gg_str_utf8_valid(const char *s);
 /* 1 when s holds an ASCII control character (below 0x20, or DEL). */
@@ -42,16 +28,6 @@ char *gg_str_unprintable(const char *s, struct gg_err *err);
 int gg_argv_split(const char *s, char ***argv, struct gg_err *err);
 void gg_argv_free(char **argv);
 
-/* ---- durations and sizes typed by a user ------------------------------- */
-
-/* gg_duration_parse and gg_size_parse for what a user types (an option, a
- * configuration value): a bare number other than 0 is refused (GG_EUSAGE, "'4'
- * needs a unit: 4h, 4m or 4d") instead of being read as seconds or bytes, which
- * turned "--walltime 4" into a minute and "--memory 16" into 16 bytes. A bare 0
- * stays valid: it means none or the default wherever the option takes it. */
-int gg_duration_parse_unit(const char *s, int64_t *out, struct gg_err *err);
-int gg_size_parse_unit(const char *s, uint64_t *out, struct gg_err *err);
-
 /* ---- files ------------------------------------------------------------- */
 
 /* Write data to path atomically: a temp file in the same directory created with
@@ -66,9 +42,6 @@ int gg_fsync_dir(const char *path);
  * that exists (another writer's) is left alone and another tried. 0, or an error
  * naming path; tmp then names nothing of ours. */
 int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err);
-/* Read a whole file (at most max bytes, else GG_EIO "too large"); NUL-terminated.
- * *out is malloc'd, *len (may be NULL) without the NUL. */
-int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err);
 /* mkdir -p with the given mode for directories it creates. */
 int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err);
 /* mkdir -p of the directory holding path (mode for those it creates). */

@@ -20,8 +20,6 @@ int gg_image_path_clean(const char *in, char *out, struct gg_err *err);
 /* SIF architecture code ("02") of an ELF header (at least 20 bytes), or NULL when the
  * buffer is not an ELF header or the machine is not one SIF knows. */
 const char *gg_image_elf_arch(const unsigned char *hdr, size_t len);
-/* "amd64" for "02", "unknown" for anything else unknown. */
-const char *gg_image_arch_name(const char *code);
 /* The SIF code of the machine gridgpu was built for. */
 const char *gg_image_host_arch(void);
 

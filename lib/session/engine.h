@@ -25,8 +25,5 @@ struct gg_enter_opts {
 /* The script's text (malloc'd in *out); GG_EUSAGE for a bind or runtime it
  * cannot take. */
 int gg_session_enter_script(const struct gg_enter_opts *o, char **out, struct gg_err *err);
-/* Is b a bind as --bind and a site's bind take it: SRC[:DST], both absolute,
- * one line? 0, or GG_EUSAGE saying what is expected (what: "--bind"). */
-int gg_session_bind_check(const char *what, const char *b, struct gg_err *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* lib/session: the public part is include/gridgpu/session.h (records and the
- * store); here what only the library, the gridgpu command and the tests use. */
+ * store); here what only the library and the tests use. */
 #ifndef GG_LIB_SESSION_H
 #define GG_LIB_SESSION_H
 
@@ -8,19 +8,6 @@
 
 #include "core/core.h"
 #include "gridgpu/session.h"
-
-/* The state as the end of a sentence about a session or job: "was killed",
- * "has finished", "has failed", "is ready", "is queued"... (static). */
-const char *gg_sess_state_phrase(enum gg_sess_state s);
-
-/* A library libgridgpu uses and its version (static strings). */
-struct gg_libversion {
-	const char *name, *version;
-};
-/* Fill out with up to max entries: OpenSSL, libcurl, jansson, libarchive,
- * libssh2 (as they report themselves at run time), libdeflate, libsquashfs,
- * inih. Returns how many. */
-size_t gg_library_versions(struct gg_libversion *out, size_t max);
 
 /* A random id of 12 lowercase hex digits. */
 int gg_random_uid(char out[13], struct gg_err *err);

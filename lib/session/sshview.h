@@ -29,21 +29,12 @@ int gg_session_write_ssh_config(const struct gg_ssh_paths *p, const struct gg_co
 char *gg_session_format_ssh_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 				   const struct gg_record *recs, size_t n, int windows);
 
-/* The way to a session's sshd (gg_ssh_session_route). */
-int gg_session_route(const struct gg_site *site, const struct gg_record *r, struct gg_ssh_route *rt,
-		     struct gg_err *err);
 /* Is the session's sshd there? (gg_ssh_probe) */
 int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
 		     const struct gg_log *log, int *at_session, struct gg_err *err);
 
-/* The GPUs the session's job was given, as its launcher recorded them on the node
- * (nvidia-smi's description, read over c: a connection to the session's sshd), as
- * an image's provenance records GPUs (gg_gpu_smi_provenance). *json = NULL (rc 0)
- * when the node recorded none: no GPU, a MIG device, no nvidia-smi there.
- * malloc'd. */
-int gg_session_node_gpus(struct gg_ssh_conn *c, char **json, struct gg_err *err);
-/* The command it runs on the node (sh): the record's bytes on stdout, when the
- * record is a regular file (64 KiB at most); nothing otherwise, never blocking. */
+/* The command gg_session_node_gpus (gridgpu/ssh.h) runs on the node (sh): the record's bytes on
+ * stdout, when the record is a regular file (64 KiB at most); nothing otherwise, never blocking. */
 extern const char gg_session_node_gpus_cmd[];
 
 #endif

@@ -8,10 +8,8 @@
 /* Names of the files the session launcher uses in the session dir. */
 #define GG_SESSION_FILE       "gridgpu-session.json"
 #define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
-#define GG_LAUNCHER_NAME      "gridgpu-launcher"
-#define GG_AUTHKEYS_NAME      "gridgpu-authorized_keys"
-#define GG_ENTER_NAME         "gridgpu-enter"
 #define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
+/* and GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME, GG_ENTER_NAME (gridgpu/engine.h) */
 /* Names of a batch job's own files in its directory. */
 #define GG_JOB_IMAGE_NAME "image.sif"
 #define GG_WRAPPER_NAME   "gridgpu-wrapper"
@@ -24,14 +22,6 @@
  * gg_session_published() tells, and the caller makes it "ready" once the sshd
  * has answered (gg_session_probe). */
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res);
-/* The reason a record has while the launcher's file cannot be read (a
- * transient state: the record is kept as it was, the file read again at each
- * refresh); gg_launch_unreadable() tells whether r->error is that one. */
-#define GG_LAUNCH_UNREADABLE "the session file the node published cannot be read"
-int gg_launch_unreadable(const struct gg_record *r);
-/* 1 for a live session whose sshd is published (host key pinned) but not yet
- * seen to answer. */
-int gg_session_published(const struct gg_record *r);
 /* Refresh records that all live on ce with one bulk status call. When the CE
  * cannot be reached the records become "unknown" (kept) and the error is
  * returned. */
