@@ -34,17 +34,15 @@ static void fmt_dur(int64_t s, char *b, size_t n)
 		gg_duration_format(s, b, n);
 }
 
-/* A session's time left: the connect deadline until the first login, then
- * the walltime; -1 when it does not run. */
-static int64_t time_left(enum gg_sess_state st, int64_t started, int64_t walltime,
-			 int64_t deadline_at, int64_t first_login, int64_t last_activity,
-			 int64_t now)
+/* A session's time left until the deadline that applies now
+ * (gg_record_row_deadline); -1 when it does not run. */
+static int64_t time_left(const struct gg_record_row *r, int64_t now)
 {
-	if (gg_sess_state_ended(st) || !started)
+	enum gg_deadline kind;
+	int64_t at = gg_record_row_deadline(r, &kind);
+	if (kind == GG_DEADLINE_NONE)
 		return -1;
-	int connected = first_login || last_activity > started;
-	int64_t l = connected || !deadline_at ? started + walltime - now : deadline_at - now;
-	return l < 0 ? 0 : l;
+	return at > now ? at - now : 0;
 }
 
 enum { C_NAME, C_SITE, C_KIND, C_STATE, C_GPU, C_AGE, C_LEFT, C_IDLE, NCOL };
@@ -82,9 +80,7 @@ static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x
 	else
 		snprintf(x->gpu, sizeof x->gpu, "-");
 	fmt_dur((int64_t)now - r->created, x->age, sizeof x->age);
-	fmt_dur(time_left(r->state, r->started, r->walltime, r->deadline_at, r->first_login,
-			  r->last_activity, (int64_t)now),
-		x->left, sizeof x->left);
+	fmt_dur(time_left(r, (int64_t)now), x->left, sizeof x->left);
 	int live = !gg_sess_state_ended(r->state);
 	fmt_dur(live && r->state == GG_S_READY && r->last_activity ? (int64_t)now - r->last_activity
 								   : -1,
@@ -286,14 +282,13 @@ static void print_activity(const struct gg_record *r, int64_t now)
 static void print_deadlines(const struct gg_record *r, int64_t now)
 {
 	char b[96], d[32];
-	int live = !gg_sess_state_ended(r->state) && r->started;
-	int connected = r->first_login || r->last_activity > r->started;
-	if (live && !connected && r->deadline_at)
-		ui_out("connect by:  %s, or the session ends\n",
-		       when(r->deadline_at, now, b, sizeof b));
-	else if (live && r->walltime)
-		ui_out("ends by:     %s (walltime)\n",
-		       when(r->started + r->walltime, now, b, sizeof b));
+	enum gg_deadline kind;
+	int64_t at = gg_record_deadline(r, &kind);
+	int live = kind != GG_DEADLINE_NONE, connected = gg_record_connected(r);
+	if (kind == GG_DEADLINE_CONNECT)
+		ui_out("connect by:  %s, or the session ends\n", when(at, now, b, sizeof b));
+	else if (kind == GG_DEADLINE_WALLTIME && r->walltime)
+		ui_out("ends by:     %s (walltime)\n", when(at, now, b, sizeof b));
 	if (r->idle_limit)
 		ui_out("idle limit:  %s%s\n", gg_duration_format(r->idle_limit, d, sizeof d),
 		       live && !connected ? " (after the first login)" : "");

@@ -36,17 +36,15 @@ static void set_int(json_t *o, const char *key, int64_t v)
 		gg_json_set(o, key, json_integer((json_int_t)v));
 }
 
-/* Which deadline applies now: the connect deadline until the first login,
- * then the walltime (and the idle limit beside it). */
+/* Which deadline applies now (gg_record_deadline). */
 static void set_deadline(json_t *o, const struct gg_record *r)
 {
-	if (gg_sess_state_ended(r->state) || !r->started)
+	enum gg_deadline kind;
+	int64_t at = gg_record_deadline(r, &kind);
+	if (kind == GG_DEADLINE_NONE)
 		return;
-	int connected = r->first_login || r->last_activity > r->started;
-	int connect = !connected && r->deadline_at;
-	int64_t at = connect ? r->deadline_at : r->started + r->walltime;
 	json_t *d = json_object();
-	gg_json_set_text(d, "kind", connect ? "connect" : "walltime");
+	gg_json_set_text(d, "kind", kind == GG_DEADLINE_CONNECT ? "connect" : "walltime");
 	set_time(d, "at", at);
 	gg_json_set(o, "deadline", d);
 }

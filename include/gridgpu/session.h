@@ -158,6 +158,26 @@ GG_API int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_
 			 struct gg_err *err);
 GG_API void gg_record_rows_free(struct gg_record_row *rows, size_t n);
 
+/* ---- the deadline rule ---- */
+
+/* A session may end at the first of two deadlines the launcher enforces: until
+ * the user first logs in, the connect deadline (when the launcher published
+ * one); from then on, the walltime counted from its start (the idle limit runs
+ * beside it). */
+enum gg_deadline {
+	GG_DEADLINE_NONE,     /* not started yet, or ended */
+	GG_DEADLINE_CONNECT,  /* log in by then, or the session ends */
+	GG_DEADLINE_WALLTIME, /* started + walltime */
+};
+/* 1 once the user has logged in: a first login recorded, or activity seen
+ * after the start. */
+GG_API int gg_record_connected(const struct gg_record *r);
+/* The deadline that applies now: its kind in *kind (may be NULL) and when it
+ * falls, seconds since the epoch (0 for GG_DEADLINE_NONE). Of a record, and of
+ * a row of the listing (the same rule on the same fields). */
+GG_API int64_t gg_record_deadline(const struct gg_record *r, enum gg_deadline *kind);
+GG_API int64_t gg_record_row_deadline(const struct gg_record_row *r, enum gg_deadline *kind);
+
 /* A library libgridgpu uses and its version (static strings). */
 struct gg_libversion {
 	const char *name, *version;

@@ -42,6 +42,44 @@ int gg_sess_state_ended(enum gg_sess_state s)
 	return s == GG_S_FINISHED || s == GG_S_FAILED || s == GG_S_KILLED;
 }
 
+/* Logged in: a first login recorded, or activity after the start. */
+static int connected_of(int64_t first_login, int64_t last_activity, int64_t started)
+{
+	return first_login || last_activity > started;
+}
+
+/* The deadline rule on what a record and its listing row both hold. */
+static int64_t deadline_of(enum gg_sess_state st, int64_t started, int64_t walltime,
+			   int64_t deadline_at, int connected, enum gg_deadline *kind)
+{
+	enum gg_deadline k = GG_DEADLINE_NONE;
+	int64_t at = 0;
+	if (!gg_sess_state_ended(st) && started) {
+		k = !connected && deadline_at ? GG_DEADLINE_CONNECT : GG_DEADLINE_WALLTIME;
+		at = k == GG_DEADLINE_CONNECT ? deadline_at : started + walltime;
+	}
+	if (kind)
+		*kind = k;
+	return at;
+}
+
+int gg_record_connected(const struct gg_record *r)
+{
+	return connected_of(r->first_login, r->last_activity, r->started);
+}
+
+int64_t gg_record_deadline(const struct gg_record *r, enum gg_deadline *kind)
+{
+	return deadline_of(r->state, r->started, r->walltime, r->deadline_at,
+			   gg_record_connected(r), kind);
+}
+
+int64_t gg_record_row_deadline(const struct gg_record_row *r, enum gg_deadline *kind)
+{
+	return deadline_of(r->state, r->started, r->walltime, r->deadline_at,
+			   connected_of(r->first_login, r->last_activity, r->started), kind);
+}
+
 int gg_record_name_valid(const char *name)
 {
 	if (!name || !isalpha((unsigned char)name[0]))

@@ -826,6 +826,74 @@ static void test_describe_no_uid(void **state)
 	gg_jd_clear(&jd);
 }
 
+/* The row of the listing holding what the deadline rule reads of r. */
+static struct gg_record_row row_of(const struct gg_record *r)
+{
+	struct gg_record_row w = {.state = r->state,
+				  .started = r->started,
+				  .walltime = r->walltime,
+				  .deadline_at = r->deadline_at,
+				  .first_login = r->first_login,
+				  .last_activity = r->last_activity};
+	return w;
+}
+
+/* The deadline that applies now, of a record and of its row alike. */
+static void check_deadline(const struct gg_record *r, enum gg_deadline want, int64_t at)
+{
+	enum gg_deadline kind = (enum gg_deadline) - 1, rkind = (enum gg_deadline) - 1;
+	struct gg_record_row w = row_of(r);
+	assert_int_equal(gg_record_deadline(r, &kind), at);
+	assert_int_equal(kind, want);
+	assert_int_equal(gg_record_row_deadline(&w, &rkind), at);
+	assert_int_equal(rkind, want);
+	assert_int_equal(gg_record_deadline(r, NULL), at);
+}
+
+static void test_deadline(void **state)
+{
+	(void)state;
+	struct gg_record r = {.kind = GG_REC_SESSION,
+			      .state = GG_S_READY,
+			      .started = 1000,
+			      .walltime = 3600,
+			      .deadline_at = 1600,
+			      .last_activity = 1000};
+	/* started, nobody logged in yet: log in by the connect deadline */
+	assert_int_equal(gg_record_connected(&r), 0);
+	check_deadline(&r, GG_DEADLINE_CONNECT, 1600);
+	/* logged in: the walltime from the start */
+	r.first_login = 1200;
+	assert_int_equal(gg_record_connected(&r), 1);
+	check_deadline(&r, GG_DEADLINE_WALLTIME, 4600);
+	/* activity after the start counts as logged in (an older launcher) */
+	r.first_login = 0;
+	r.last_activity = 1001;
+	assert_int_equal(gg_record_connected(&r), 1);
+	check_deadline(&r, GG_DEADLINE_WALLTIME, 4600);
+	/* no connect deadline published: the walltime, logged in or not */
+	r.last_activity = 1000;
+	r.deadline_at = 0;
+	check_deadline(&r, GG_DEADLINE_WALLTIME, 4600);
+	r.state = GG_S_STARTING;
+	check_deadline(&r, GG_DEADLINE_WALLTIME, 4600);
+	/* not started yet: none, whatever else the record holds */
+	r.deadline_at = 1600;
+	r.started = 0;
+	r.state = GG_S_QUEUED;
+	check_deadline(&r, GG_DEADLINE_NONE, 0);
+	/* ended: none, though it had started and had a connect deadline */
+	r.started = 1000;
+	enum gg_sess_state ended[] = {GG_S_FINISHED, GG_S_FAILED, GG_S_KILLED};
+	for (size_t i = 0; i < sizeof ended / sizeof ended[0]; i++) {
+		r.state = ended[i];
+		check_deadline(&r, GG_DEADLINE_NONE, 0);
+	}
+	/* an unknown state is not an end: the rule still applies */
+	r.state = GG_S_UNKNOWN;
+	check_deadline(&r, GG_DEADLINE_CONNECT, 1600);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -842,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_describe_allow),
 		cmocka_unit_test(test_describe_no_uid),
+		cmocka_unit_test(test_deadline),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
 }
