@@ -20,10 +20,13 @@ B        ?= build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith \
             $(if $(findstring clang,$(CC)),-Wno-unknown-warning-option)
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Iinclude -Ilib $(WARN) -DGG_VERSION='"$(VERSION)"' \
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -DGG_VERSION='"$(VERSION)"' \
             -DGG_LIBEXECDIR='"$(libexecdir)/gridgpu"'
 CFLAGS   ?= -O2 -g
-ALLCFLAGS = $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS)
+# Where headers are looked for: the library (and its tests) see lib/'s own
+# headers; cli/ is meant to see the public ones only (CLI_INCFLAGS below).
+INCFLAGS  = -Iinclude -Ilib
+ALLCFLAGS = $(INCFLAGS) $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS)
 LIBS      = $(DEP_LIBS) -lpthread -ldl
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c))
@@ -40,7 +43,7 @@ LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
-        sanitize clang-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
+        sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
 
 all: $(BIN) $(LIBSO)
 
@@ -66,6 +69,12 @@ $(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h cli/*.h) config.mk
 
 # The library exports only what include/gridgpu/ declares GG_API.
 $(LIB_OBJ): ALLCFLAGS += -fvisibility=hidden
+
+# cli/ as a client of the public API: `make CLI_INCFLAGS=-Iinclude` compiles it
+# without lib/'s headers (the default still has -Ilib while some commands use
+# internal functions); `make cli-public-check` says which files and calls do.
+CLI_INCFLAGS ?= -Iinclude -Ilib
+$(CLI_OBJ): INCFLAGS = $(CLI_INCFLAGS)
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -166,6 +175,17 @@ example-check: $(BIN) $(LIBSO)
 	 { echo "example-check: FAILED: the example did not load the installed library" >&2; exit 1; }
 	@scripts/check-exports.sh $(EX_DIR)/destdir/usr/lib/$(SONAME)
 	@echo "example-check: the example built against the installed library and ran"
+
+# Which cli/ files do not compile with the public headers alone, and which of
+# the library functions cli/ calls include/gridgpu/ does not declare GG_API
+# (by file). Exit 1 when there is any.
+cli-public-check: $(CLI_OBJ)
+	@rc=0; for c in $(CLI_SRC); do \
+	  $(CC) -Iinclude $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS) -fsyntax-only $$c >$(B)/cli-public.out 2>&1 || { \
+	    rc=1; echo "cli-public-check: $$c needs lib/'s headers:" >&2; \
+	    grep -o "fatal error: [^ ]*\|.[A-Za-z_0-9]*. undeclared\|implicit declaration of function .[a-z_0-9]*." \
+	      $(B)/cli-public.out | sort -u | sed 's/^/  /' >&2; }; done; \
+	rm -f $(B)/cli-public.out; scripts/check-cli-public.sh $(CLI_OBJ) || rc=1; exit $$rc
 
 clang-check:
 	$(MAKE) B=build-clang CC=clang all $(patsubst $(B)/%,build-clang/%,$(UNIT_BIN))
