@@ -54,6 +54,10 @@ GG_API int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const st
  * whether it owns the job). */
 GG_API int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r,
 				    struct gg_ce **ce, struct gg_err *err);
+/* The CE's errors log of a failed job (what status shows), malloc'd in *out;
+ * *out = NULL (rc 0) when r has not failed or has no job at a CE. */
+GG_API int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, char **out,
+			       struct gg_err *err);
 
 /* ---- the descriptions (describe.c) ---- */
 

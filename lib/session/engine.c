@@ -99,6 +99,20 @@ int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r, str
 	return rc;
 }
 
+int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, char **out,
+			struct gg_err *err)
+{
+	*out = NULL;
+	if (r->state != GG_S_FAILED || !r->ce || !r->job_id)
+		return 0;
+	struct gg_ce *ce = NULL;
+	int rc = gg_engine_open_record_ce(e, r, &ce, err);
+	if (rc == 0)
+		rc = gg_ce_diagnose(ce, r->job_id, "errors", out, err);
+	gg_ce_free(ce);
+	return rc;
+}
+
 static const char *auth_kind(const struct gg_record *r)
 {
 	return r->auth && !strcmp(r->auth, "token") ? "token" : "proxy";

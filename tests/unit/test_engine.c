@@ -34,6 +34,7 @@ struct fjob {
 	int cleaned;
 	int lrms_queued;          /* the batch system holds it (the CE says running) */
 	const char *failed;       /* A-REX's diagnose/failed */
+	const char *errors;       /* A-REX's diagnose/errors */
 	const char *session_file; /* what the launcher published (NULL: nothing yet) */
 };
 
@@ -227,9 +228,13 @@ static int f_diagnose(struct gg_ce *ce, const char *id, const char *item, char *
 {
 	(void)ce;
 	struct fjob *j = find(id);
-	if (!j || strcmp(item, "failed") || !j->failed)
+	const char *t = !j                        ? NULL
+			: !strcmp(item, "failed") ? j->failed
+			: !strcmp(item, "errors") ? j->errors
+						  : NULL;
+	if (!t)
 		return gg_err_set(err, GG_ENOTFOUND, "no %s", item);
-	*text = strdup(j->failed);
+	*text = strdup(t);
 	return 0;
 }
 
@@ -758,6 +763,33 @@ static void test_sync_walltime(void **state)
 	gg_record_clear(&r);
 }
 
+/* status's CE diagnostics: the errors log of a failed job, nothing for one
+ * that has not failed (the CE is not asked), the CE's error when it has none. */
+static void test_ce_errors(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("broken", "proxy");
+	struct gg_record r;
+	struct gg_err err = {0};
+	char *text = (char *)"unset";
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	int opens = F.opens;
+	assert_int_equal(gg_engine_ce_errors(&K, &r, &text, &err), 0);
+	assert_null(text);
+	assert_int_equal(F.opens, opens);
+	F.jobs[0].state = GG_CE_FAILED;
+	F.jobs[0].failed = "LRMS error: (1) Job failed";
+	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	assert_int_equal(r.state, GG_S_FAILED);
+	assert_int_equal(gg_engine_ce_errors(&K, &r, &text, &err), GG_ENOTFOUND);
+	assert_null(text);
+	F.jobs[0].errors = "DTR 1: staging in of data.h5 failed\nline 2\n";
+	assert_int_equal(gg_engine_ce_errors(&K, &r, &text, &err), 0);
+	assert_string_equal(text, "DTR 1: staging in of data.h5 failed\nline 2\n");
+	free(text);
+	gg_record_clear(&r);
+}
+
 static int set_state(struct gg_record *r, void *ud)
 {
 	r->state = *(enum gg_sess_state *)ud;
@@ -1095,6 +1127,7 @@ int main(void)
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_ce_errors, each_setup, each_teardown),
 		cmocka_unit_test(test_session_submission),
 		cmocka_unit_test(test_job_spec_check),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
