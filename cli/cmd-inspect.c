@@ -12,8 +12,6 @@
 const struct gg_opt cmd_inspect_opts[] = {OPT_END};
 const struct gg_opt cmd_verify_opts[] = {OPT_END};
 
-#define JSON_OBJ_MAX (16u << 20)
-
 static int keycmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -42,20 +40,6 @@ static int one_operand(struct gg_cli *cli, int argc, char **argv, const struct g
 	return 0;
 }
 
-static void uuid_str(const uint8_t id[16], char out[37])
-{
-	static const int dash[] = {4, 6, 8, 10};
-	size_t o = 0;
-	for (int i = 0; i < 16; i++) {
-		for (size_t d = 0; d < 4; d++)
-			if (dash[d] == i)
-				out[o++] = '-';
-		snprintf(out + o, 3, "%02x", id[i]);
-		o += 2;
-	}
-	out[o] = '\0';
-}
-
 static void time_str(int64_t t, char *buf, size_t len)
 {
 	if (t == GG_SIF_GO_ZERO_TIME) {
@@ -63,21 +47,6 @@ static void time_str(int64_t t, char *buf, size_t len)
 		return;
 	}
 	gg_time_local(t, buf, len);
-}
-
-static json_t *read_json_object(const struct gg_sif *s, const char *name)
-{
-	const struct gg_sif_descr *d = gg_sif_find(s, GG_SIF_GENERIC_JSON, name);
-	if (!d)
-		return NULL;
-	char *buf;
-	size_t len;
-	struct gg_err err = {0};
-	if (gg_sif_read_object(s, d, JSON_OBJ_MAX, &buf, &len, &err) < 0)
-		return NULL;
-	json_t *v = json_loadb(buf, len, 0, NULL);
-	free(buf);
-	return v;
 }
 
 static char *link_str(uint32_t link, char *buf, size_t len)
@@ -119,75 +88,21 @@ struct inspected {
 	struct gg_sif *s;
 	struct gg_sif_verify_report rep;
 	int have_sqfs;
-	json_t *labels, *prov, *meta;
+	json_t *labels, *prov;
 	char uuid[37], created[64];
 	const char *arch;
 };
 
-static json_t *header_json(const struct inspected *in)
-{
-	const struct gg_sif *s = in->s;
-	json_t *hdr = json_object();
-	gg_json_set_text(hdr, "version", "01");
-	gg_json_set_text(hdr, "arch", in->arch);
-	gg_json_set_text(hdr, "id", in->uuid);
-	gg_json_set(hdr, "created", ui_json_time(s->hdr.created));
-	gg_json_set(hdr, "modified", ui_json_time(s->hdr.modified));
-	gg_json_set(hdr, "descriptors_total", json_integer(s->hdr.descr_total));
-	gg_json_set(hdr, "descriptors_free", json_integer(s->hdr.descr_free));
-	gg_json_set(hdr, "data_offset", json_integer(s->hdr.data_offset));
-	gg_json_set(hdr, "data_size", json_integer(s->hdr.data_size));
-	return hdr;
-}
-
-static json_t *descr_json(const struct gg_sif_descr *d)
-{
-	json_t *j = json_object();
-	gg_json_set(j, "id", json_integer(d->id));
-	gg_json_set(j, "group", json_integer(d->group & ~GG_SIF_GROUP_MASK));
-	gg_json_set(j, "link", json_integer(d->link));
-	gg_json_set_text(j, "type", gg_sif_type_name(d->type));
-	gg_json_set(j, "name", gg_json_textn(d->name, sizeof d->name));
-	gg_json_set(j, "offset", json_integer(d->offset));
-	gg_json_set(j, "size", json_integer(d->size));
-	int32_t fs, pt;
-	char pa[3];
-	if (gg_sif_partition_info(d, &fs, &pt, pa) == 0) {
-		gg_json_set_text(j, "fstype", gg_sif_fstype_name(fs));
-		gg_json_set_text(j, "parttype", gg_sif_parttype_name(pt));
-		gg_json_set_text(j, "arch", gg_image_arch_name(pa));
-	}
-	return j;
-}
-
-static json_t *squashfs_json(const struct gg_sif_verify_report *rep)
-{
-	json_t *q = json_object();
-	gg_json_set_text(q, "compression", gg_image_comp_name((enum gg_image_comp)rep->sqfs_comp));
-	gg_json_set(q, "inodes", json_integer(rep->sqfs_inodes));
-	gg_json_set(q, "block_size", json_integer(rep->sqfs_block_size));
-	gg_json_set(q, "bytes_used", json_integer((json_int_t)rep->sqfs_bytes_used));
-	gg_json_set(q, "mkfs_time", json_integer(rep->sqfs_mkfs_time));
-	return q;
-}
-
 /* Takes the labels and the provenance. */
 static void print_json(struct inspected *in)
 {
-	json_t *o = json_object(), *objs = json_array();
-	gg_json_set_text(o, "path", in->path);
-	gg_json_set(o, "size", json_integer((json_int_t)in->s->file_size));
-	gg_json_set(o, "header", header_json(in));
-	for (size_t i = 0; i < in->s->ndescr; i++)
-		if (in->s->descr[i].used)
-			gg_json_append(objs, descr_json(&in->s->descr[i]));
-	gg_json_set(o, "objects", objs);
-	if (in->have_sqfs)
-		gg_json_set(o, "squashfs", squashfs_json(&in->rep));
-	gg_json_set(o, "labels", in->labels ? in->labels : json_object());
-	in->labels = NULL;
-	gg_json_set(o, "provenance", in->prov ? in->prov : json_null());
-	in->prov = NULL;
+	json_t *o = gg_sif_json(in->s, in->have_sqfs ? &in->rep : NULL);
+	if (o) {
+		gg_json_set_text(o, "path", in->path);
+		gg_json_set(o, "labels", in->labels ? in->labels : json_object());
+		gg_json_set(o, "provenance", in->prov ? in->prov : json_null());
+		in->labels = in->prov = NULL;
+	}
 	ui_json_doc("inspect", o);
 }
 
@@ -291,12 +206,9 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 		return ui_fail(cli, &err, "inspect %s", in.path);
 	struct gg_err verr = {0};
 	in.have_sqfs = gg_sif_verify(in.path, &in.rep, &verr) == 0 && in.rep.sqfs_inodes;
-	in.prov = read_json_object(in.s, "gridgpu-provenance.json");
-	in.meta = read_json_object(in.s, "inspect-metadata.json");
-	if (in.meta)
-		in.labels = json_incref(json_object_get(
-			json_object_get(json_object_get(in.meta, "data"), "attributes"), "labels"));
-	uuid_str(in.s->hdr.id, in.uuid);
+	in.prov = gg_sif_read_json(in.s, "gridgpu-provenance.json");
+	in.labels = gg_sif_labels(in.s);
+	gg_sif_id_str(in.s->hdr.id, in.uuid, sizeof in.uuid);
 	time_str(in.s->hdr.created, in.created, sizeof in.created);
 	in.arch = gg_image_arch_name(in.s->hdr.arch);
 	if (cli->json) {
@@ -308,7 +220,6 @@ int cmd_inspect(struct gg_cli *cli, int argc, char **argv)
 	}
 	json_decref(in.labels);
 	json_decref(in.prov);
-	json_decref(in.meta);
 	gg_sif_close(in.s);
 	return EXIT_OK;
 }

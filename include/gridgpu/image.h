@@ -7,6 +7,7 @@
 #ifndef GRIDGPU_IMAGE_H
 #define GRIDGPU_IMAGE_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -247,5 +248,23 @@ struct gg_sif_verify_report {
  * ID table readable. Returns 0 when the file could be examined (report->ok says whether
  * it passed), an error when it could not be opened or is not a SIF at all. */
 GG_API int gg_sif_verify(const char *path, struct gg_sif_verify_report *report, struct gg_err *err);
+
+/* ---- what inspect shows -------------------------------------------------------- */
+
+/* The image's id as a UUID ("8f1c...-..."); out >= 37 bytes. */
+GG_API char *gg_sif_id_str(const uint8_t id[16], char *out, size_t len);
+/* The JSON object named name (a GG_SIF_GENERIC_JSON one, at most 16 MiB), parsed;
+ * NULL when there is none or it is not JSON. New reference. */
+GG_API json_t *gg_sif_read_json(const struct gg_sif *s, const char *name);
+/* The image's labels (data.attributes.labels of inspect-metadata.json), or NULL.
+ * New reference. */
+GG_API json_t *gg_sif_labels(const struct gg_sif *s);
+/* What `gridgpu inspect --json` shows of the file: {"size", "header" (version,
+ * arch, id, created, modified as ISO 8601 or null, descriptor counts, data
+ * offset and size), "objects" (each used descriptor: id, group, link, type, name,
+ * offset, size, and fstype, parttype, arch for a partition), and "squashfs"
+ * (compression, inodes, block_size, bytes_used, mkfs_time) when rep is not
+ * NULL}. New reference; NULL when out of memory. */
+GG_API json_t *gg_sif_json(const struct gg_sif *s, const struct gg_sif_verify_report *rep);
 
 #endif

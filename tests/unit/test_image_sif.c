@@ -211,6 +211,64 @@ static void test_roundtrip(void **state)
 	gg_sif_close(s);
 }
 
+/* What inspect shows (lib/image/inspect.c): the id, the JSON objects, the labels
+ * and the description of header, objects and squashfs. */
+static void test_inspect_json(void **state)
+{
+	(void)state;
+	char path[128], id[37];
+	snprintf(path, sizeof path, "%s/insp.sif", tmpdir);
+	write_sample(path, 0);
+	struct gg_sif *s;
+	struct gg_err err = {0};
+	assert_int_equal(gg_sif_open(path, &s, &err), 0);
+	assert_string_equal(gg_sif_id_str(s->hdr.id, id, sizeof id),
+			    "11111111-1111-1111-1111-111111111111");
+	json_t *meta = gg_sif_read_json(s, "inspect-metadata.json");
+	assert_true(json_is_object(meta) && json_object_size(meta) == 0);
+	json_decref(meta);
+	assert_null(gg_sif_read_json(s, "nope.json"));
+	assert_null(gg_sif_labels(s)); /* "{}": no labels */
+	json_t *o = gg_sif_json(s, NULL);
+	assert_int_equal(json_integer_value(json_object_get(o, "size")), (json_int_t)s->file_size);
+	json_t *h = json_object_get(o, "header");
+	assert_string_equal(json_string_value(json_object_get(h, "arch")), "arm64");
+	assert_string_equal(json_string_value(json_object_get(h, "id")),
+			    "11111111-1111-1111-1111-111111111111");
+	assert_string_equal(json_string_value(json_object_get(h, "created")),
+			    "2023-11-14T22:13:20Z");
+	assert_int_equal(json_integer_value(json_object_get(h, "descriptors_free")), 45);
+	json_t *objs = json_object_get(o, "objects");
+	assert_int_equal(json_array_size(objs), 3);
+	json_t *part = NULL, *d;
+	size_t i;
+	json_array_foreach (objs, i, d)
+		if (json_integer_value(json_object_get(d, "id")) == 3)
+			part = d;
+	assert_string_equal(json_string_value(json_object_get(part, "type")), "FS");
+	assert_string_equal(json_string_value(json_object_get(part, "fstype")), "Squashfs");
+	assert_string_equal(json_string_value(json_object_get(part, "arch")), "arm64");
+	assert_int_equal(json_integer_value(json_object_get(part, "size")), 10000);
+	assert_null(json_object_get(o, "squashfs"));
+	json_decref(o);
+	struct gg_sif_verify_report rep = {.sqfs_inodes = 7, .sqfs_block_size = 131072};
+	o = gg_sif_json(s, &rep);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(o, "squashfs"), "inodes")), 7);
+	json_decref(o);
+	gg_sif_close(s);
+	/* a deterministic image: nil UUID, no creation time */
+	write_sample(path, 1);
+	assert_int_equal(gg_sif_open(path, &s, &err), 0);
+	o = gg_sif_json(s, NULL);
+	h = json_object_get(o, "header");
+	assert_string_equal(json_string_value(json_object_get(h, "id")),
+			    "00000000-0000-0000-0000-000000000000");
+	assert_true(json_is_null(json_object_get(h, "created")));
+	json_decref(o);
+	gg_sif_close(s);
+}
+
 static void expect_open_fails(const char *path, const char *msg)
 {
 	struct gg_sif *s = (struct gg_sif *)1;
@@ -581,9 +639,10 @@ static void test_verify_tree(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_header_layout),    cmocka_unit_test(test_descriptor_layout),
-		cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_reject_bad),
-		cmocka_unit_test(test_verify_structure), cmocka_unit_test(test_verify_tree),
+		cmocka_unit_test(test_header_layout), cmocka_unit_test(test_descriptor_layout),
+		cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_reject_bad),
+		cmocka_unit_test(test_inspect_json),  cmocka_unit_test(test_verify_structure),
+		cmocka_unit_test(test_verify_tree),
 	};
 	return cmocka_run_group_tests_name("image_sif", tests, setup_tmp, teardown_tmp);
 }
