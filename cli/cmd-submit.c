@@ -60,26 +60,11 @@ struct sub {
 static void match_dev_gpu(struct gg_cli *cli, const struct gg_dev_gpu *dev, struct sub *s)
 {
 	struct gg_jd_resources *res = &s->spec.res;
-	if (dev->cc[0] && !s->min_cc[0])
-		snprintf(s->min_cc, sizeof s->min_cc, "%s", dev->cc);
-	if (dev->memory && !res->min_gpu_memory)
-		res->min_gpu_memory = dev->memory;
+	gg_job_match_dev(res, dev, s->min_cc, sizeof s->min_cc);
 	char m[32];
 	ui_info(cli, "matching the development GPU%s%s: --min-capability %s --min-gpu-memory %s",
 		dev->name[0] ? " " : "", dev->name, s->min_cc[0] ? s->min_cc : "-",
 		res->min_gpu_memory ? gg_size_format(res->min_gpu_memory, m, sizeof m) : "-");
-}
-
-/* Each input is a readable local file; then what no site could take. */
-static int check_inputs(struct gg_cli *cli, const struct sub *s)
-{
-	struct gg_err err = {0};
-	for (int i = 0; i < s->spec.ninputs; i++)
-		if (cli_local_file(s->inputs[i], &err) < 0)
-			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
-	if (gg_job_spec_check(&s->spec, &err) < 0)
-		return ui_usage(cli, "%s", err.msg);
-	return 0;
 }
 
 /* --input and --output: the next of up to GG_JD_MAX - 2. */
@@ -134,6 +119,7 @@ static void sub_clear(struct sub *s)
 static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 {
 	const char *v = cli->optarg;
+	struct gg_err err = {0};
 	int rc = cli_res_opt(cli, c, &s->spec.res, &s->token);
 	if (rc != 1)
 		return rc;
@@ -151,38 +137,13 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	case O_IMAGE_URL: s->spec.image_url = v; break;
 	case O_DRY_RUN: s->dry_run = 1; break;
 	case O_MATCH_DEV: s->match_dev = 1; break;
-	case O_MIN_CC: {
-		unsigned a, b;
-		char extra;
-		if (sscanf(v, "%u.%u%c", &a, &b, &extra) != 2 || a > 99 || b > 99)
-			return ui_usage(cli, "--min-capability '%s': expected X.Y, e.g. 8.0", v);
-		snprintf(s->min_cc, sizeof s->min_cc, "%u.%u", a, b);
+	case O_MIN_CC:
+		if (gg_capability_parse(v, s->min_cc, sizeof s->min_cc, &err) < 0)
+			return ui_usage(cli, "--min-capability %s", err.msg);
 		break;
-	}
 	case O_MIN_MEM: return cli_opt_size(cli, &s->spec.res.min_gpu_memory);
 	}
 	return 0;
-}
-
-/* A command the image does not have fails the job once it has waited in the queue:
- * said now. A warning, since the site's container may bind it in (/cvmfs). */
-static void warn_no_program(struct gg_cli *cli, const struct gg_job_spec *q)
-{
-	struct gg_err err = {0};
-	const char *cmd = q->cmd[0];
-	int rc = gg_image_has_program(q->image, cmd, &err);
-	if (rc < 0)
-		ui_warn(cli, "could not look for '%s' in the image: %s", cmd, err.msg);
-	else if (rc == 0 && cmd[0] == '/')
-		ui_warn(cli,
-			"the image has no program '%s': the job will fail unless the site "
-			"binds it in (as it may /cvmfs)",
-			cmd);
-	else if (rc == 0)
-		ui_warn(cli,
-			"the image has no '%s' on its PATH (" GG_IMAGE_DEFAULT_PATH
-			"): the job will fail unless the site binds it in",
-			cmd);
 }
 
 /* The local image, checked before anything is uploaded (and its development
@@ -199,7 +160,8 @@ static int check_image(struct gg_cli *cli, struct sub *s)
 		return ui_fail(cli, &err, "image '%s'", q->image);
 	if (s->match_dev)
 		match_dev_gpu(cli, &dev, s);
-	warn_no_program(cli, q);
+	if (gg_job_program_check(q, &err) < 0) /* a warning: the site may bind it in */
+		ui_warn(cli, "%s", err.msg);
 	return 0;
 }
 
@@ -215,8 +177,12 @@ static int check_sub(struct gg_cli *cli, struct sub *s)
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				s->name);
-	if ((rc = check_inputs(cli, s)))
-		return rc;
+	struct gg_err err = {0}; /* each input a readable local file, then what no site takes */
+	for (int i = 0; i < s->spec.ninputs; i++)
+		if (cli_local_file(s->inputs[i], &err) < 0)
+			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
+	if (gg_job_spec_check(&s->spec, &err) < 0)
+		return ui_usage(cli, "%s", err.msg);
 	return check_image(cli, s);
 }
 

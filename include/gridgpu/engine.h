@@ -209,6 +209,21 @@ GG_API void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_
  * files (image.sif, the wrapper, its out and err) or like each other, output
  * patterns that are not a name in the job's directory (GG_EUSAGE). */
 GG_API int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err);
+/* A CUDA compute capability as --min-capability takes it, "X.Y" (each at most
+ * 99), written to out as "%u.%u"; GG_EUSAGE ("'8x': expected X.Y, e.g. 8.0"). */
+GG_API int gg_capability_parse(const char *s, char *out, size_t len, struct gg_err *err);
+/* Does the local image have the program the job runs (q->cmd[0], looked up as the
+ * container does: gg_image_has_program)? 0 when it has, or when there is nothing to
+ * look in (an --image-url); GG_ENOTFOUND saying the job will fail unless the site
+ * binds it in; another error (GG_EIO when it is not there) when the image could not
+ * be read. A command missing fails the job only once it has waited in the queue,
+ * but the site's container may bind it in (/cvmfs): callers warn, not refuse. */
+GG_API int gg_job_program_check(const struct gg_job_spec *q, struct gg_err *err);
+/* --match-dev-gpu: the development GPU (gg_job_image_check's dev) as the job's
+ * minimums where none was given: its compute capability into min_cc (len bytes)
+ * when that is "", its memory into res->min_gpu_memory when that is 0. */
+GG_API void gg_job_match_dev(struct gg_jd_resources *res, const struct gg_dev_gpu *dev,
+			     char *min_cc, size_t len);
 /* count copies of the job: refused (GG_EUSAGE) when its outputs go to storage
  * (--output NAME=URL, or a site's output_base), since every copy would write
  * the same URLs. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gridgpu/image.h"
 #include "session/engine_int.h"
 #include "session/sync.h"
 
@@ -178,6 +179,48 @@ static int check_image_url(const char *url, struct gg_err *err)
 	if (!url || gg_data_url_parse(url, &u, err) == 0)
 		return 0;
 	return gg_err_prefix(err, "--image-url");
+}
+
+int gg_capability_parse(const char *s, char *out, size_t len, struct gg_err *err)
+{
+	unsigned a, b;
+	char extra;
+	if (!s || sscanf(s, "%u.%u%c", &a, &b, &extra) != 2 || a > 99 || b > 99)
+		return gg_err_set(err, GG_EUSAGE, "'%s': expected X.Y, e.g. 8.0", s ? s : "");
+	snprintf(out, len, "%u.%u", a, b);
+	return 0;
+}
+
+void gg_job_match_dev(struct gg_jd_resources *res, const struct gg_dev_gpu *dev, char *min_cc,
+		      size_t len)
+{
+	if (dev->cc[0] && !min_cc[0])
+		snprintf(min_cc, len, "%s", dev->cc);
+	if (dev->memory && !res->min_gpu_memory)
+		res->min_gpu_memory = dev->memory;
+}
+
+int gg_job_program_check(const struct gg_job_spec *q, struct gg_err *err)
+{
+	if (q->image_url || !q->image || q->ncmd < 1)
+		return 0;
+	const char *cmd = q->cmd[0];
+	struct gg_err e = {0};
+	int rc = gg_image_has_program(q->image, cmd, &e);
+	if (rc < 0)
+		return gg_err_set(err, e.code == GG_ENOTFOUND ? GG_EIO : e.code,
+				  "could not look for '%s' in the image: %s", cmd, e.msg);
+	if (rc == 0 && cmd[0] == '/')
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "the image has no program '%s': the job will fail unless the "
+				  "site binds it in (as it may /cvmfs)",
+				  cmd);
+	if (rc == 0)
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "the image has no '%s' on its PATH (" GG_IMAGE_DEFAULT_PATH
+				  "): the job will fail unless the site binds it in",
+				  cmd);
+	return 0;
 }
 
 int gg_job_spec_check(const struct gg_job_spec *q, struct gg_err *err)

@@ -981,6 +981,44 @@ static void test_job_spec_check(void **state)
 }
 
 /* Copies of a job whose outputs go to storage would all write the same URLs. */
+/* --min-capability's X.Y, and --match-dev-gpu filling what was not given. */
+static void test_capability_and_dev(void **state)
+{
+	(void)state;
+	char cc[16] = "";
+	struct gg_err err = {0};
+	assert_int_equal(gg_capability_parse("8.0", cc, sizeof cc, &err), 0);
+	assert_string_equal(cc, "8.0");
+	assert_int_equal(gg_capability_parse("09.06", cc, sizeof cc, &err), 0);
+	assert_string_equal(cc, "9.6");
+	const char *bad[] = {"8", "8.", "8.0x", "x.0", "100.0", "8.100", ""};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(gg_capability_parse(bad[i], cc, sizeof cc, &err), GG_EUSAGE);
+		char want[64];
+		snprintf(want, sizeof want, "'%s': expected X.Y, e.g. 8.0", bad[i]);
+		assert_string_equal(err.msg, want);
+	}
+	struct gg_dev_gpu dev = {.cc = "8.6", .memory = 24ull << 30, .name = "RTX"};
+	struct gg_jd_resources res = {0};
+	char min_cc[16] = "";
+	gg_job_match_dev(&res, &dev, min_cc, sizeof min_cc);
+	assert_string_equal(min_cc, "8.6");
+	assert_int_equal(res.min_gpu_memory, 24ull << 30);
+	/* what was given explicitly stays */
+	strcpy(min_cc, "7.0");
+	res.min_gpu_memory = 1ull << 30;
+	gg_job_match_dev(&res, &dev, min_cc, sizeof min_cc);
+	assert_string_equal(min_cc, "7.0");
+	assert_int_equal(res.min_gpu_memory, 1ull << 30);
+	/* a development GPU that says nothing changes nothing */
+	struct gg_dev_gpu none = {0};
+	min_cc[0] = '\0';
+	res.min_gpu_memory = 0;
+	gg_job_match_dev(&res, &none, min_cc, sizeof min_cc);
+	assert_string_equal(min_cc, "");
+	assert_int_equal(res.min_gpu_memory, 0);
+}
+
 static void test_job_count(void **state)
 {
 	(void)state;
@@ -1106,6 +1144,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_job_words),
 		cmocka_unit_test(test_job_count),
+		cmocka_unit_test(test_capability_and_dev),
 		cmocka_unit_test_setup_teardown(test_record_before_submit, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_lost_answer_adopted, each_setup,

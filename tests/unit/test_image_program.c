@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gridgpu/engine.h"
 #include "gridgpu/image.h"
 
 UNIT_TMPDIR("gg-unit-program")
@@ -144,12 +145,43 @@ static void test_errors(void **state)
 	assert_true(gg_image_has_program(at("junk.sif"), "sh", &err) < 0);
 }
 
+/* gg_job_program_check: submit's warning about a command the image lacks. */
+static void test_job_program(void **state)
+{
+	(void)state;
+	make_root("r4");
+	freeze("r4", "r4.sif");
+	char *cmd[] = {(char *)"tool", NULL};
+	struct gg_job_spec q = {.image = at("r4.sif"), .cmd = cmd, .ncmd = 1};
+	struct gg_err err = {0};
+	assert_int_equal(gg_job_program_check(&q, &err), 0);
+	cmd[0] = (char *)"nosuch";
+	assert_int_equal(gg_job_program_check(&q, &err), GG_ENOTFOUND);
+	assert_string_equal(err.msg, "the image has no 'nosuch' on its PATH (" GG_IMAGE_DEFAULT_PATH
+				     "): the job will fail unless the site binds it in");
+	cmd[0] = (char *)"/cvmfs/sft.cern.ch/run";
+	assert_int_equal(gg_job_program_check(&q, &err), GG_ENOTFOUND);
+	assert_string_equal(err.msg, "the image has no program '/cvmfs/sft.cern.ch/run': the job "
+				     "will fail unless the site binds it in (as it may /cvmfs)");
+	/* an image at the site (--image-url): nothing to look in */
+	q.image_url = "root://se.example.org//images/r4.sif";
+	assert_int_equal(gg_job_program_check(&q, &err), 0);
+	/* an image that cannot be read: said, with why */
+	q.image_url = NULL;
+	q.image = at("nothere.sif");
+	assert_true(gg_job_program_check(&q, &err) < 0);
+	assert_int_not_equal(err.code, GG_ENOTFOUND);
+	assert_non_null(
+		strstr(err.msg, "could not look for '/cvmfs/sft.cern.ch/run' in the image: "));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_env_path),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_job_program),
 	};
 	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
