@@ -46,32 +46,6 @@ static int pick_session(struct gg_cli *cli, struct gg_store *st, char **name)
 	return ui_fail(cli, &err, "connect");
 }
 
-/* ssh [-F config] [options from after --] NAME [command from after --] */
-static char **ssh_argv(char *config, char *name, int argc, char **argv, int dd)
-{
-	char **av = calloc((size_t)(argc - dd) + 6, sizeof *av);
-	if (!av)
-		return NULL;
-	int k = 0;
-	av[k++] = "ssh";
-	av[k++] = "-F";
-	av[k++] = config;
-	/* ssh options first (with the value of those that take one), then the
-	 * host, then the command. */
-	int i = dd + 1;
-	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		av[k++] = argv[i];
-		char last = argv[i][strlen(argv[i]) - 1];
-		if (argv[i][1] != '-' && strchr("BbcDEeFIiJLlmOoPpQRSWw", last) && i + 1 < argc)
-			av[k++] = argv[++i];
-	}
-	av[k++] = name;
-	for (; i < argc; i++)
-		av[k++] = argv[i];
-	av[k] = NULL;
-	return av;
-}
-
 /* A session not ready yet: wait for it (unless --no-wait). 0, or the exit
  * code after saying why not. */
 static int wait_ready(struct gg_cli *cli, struct gg_engine *e, struct gg_record *r, int nowait,
@@ -160,7 +134,7 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}
-	char **av = ssh_argv(sp.config, name, argc, argv, dd);
+	char **av = gg_ssh_session_argv(sp.config, name, argv + dd + 1, argc - dd - 1);
 	fflush(stdout);
 	cli_engine_free(cli);
 	if (av)

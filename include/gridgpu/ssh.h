@@ -50,6 +50,13 @@ GG_API void gg_ssh_paths_clear(struct gg_ssh_paths *p);
  * first copied to FILE.gridgpu-backup: *bak is that path (malloc'd), else NULL. */
 GG_API int gg_ssh_install_include(const char *user_config, const char *include_path, int *added,
 				  char **bak, struct gg_err *err);
+/* What `gridgpu connect NAME -- ARGS` runs: "ssh -F config", the ssh options
+ * among args (each with its value when it takes one: -L spec, -o opt), the
+ * session's Host alias name, then the rest of args (the command). NULL-terminated;
+ * free the array (not its strings, which are borrowed) with free(). NULL when out
+ * of memory. */
+GG_API char **gg_ssh_session_argv(const char *config, const char *name, char *const *args,
+				  int nargs);
 
 /* ---- values written to it ------------------------------------------------ */
 

@@ -142,6 +142,30 @@ char *gg_ssh_host_alias(const struct gg_ssh_target *t)
 	return gg_strdup_printf("gridgpu-%s", t->uid ? t->uid : t->name);
 }
 
+char **gg_ssh_session_argv(const char *config, const char *name, char *const *args, int nargs)
+{
+	char **av = calloc((size_t)(nargs > 0 ? nargs : 0) + 5, sizeof *av);
+	if (!av)
+		return NULL;
+	int k = 0, i = 0;
+	av[k++] = (char *)"ssh";
+	av[k++] = (char *)"-F";
+	av[k++] = (char *)config;
+	/* ssh's options first (with the value of those that take one), then the
+	 * host, then the command */
+	for (; i < nargs && args[i][0] == '-' && args[i][1]; i++) {
+		av[k++] = args[i];
+		char last = args[i][strlen(args[i]) - 1];
+		if (args[i][1] != '-' && strchr("BbcDEeFIiJLlmOoPpQRSWw", last) && i + 1 < nargs)
+			av[k++] = args[++i];
+	}
+	av[k++] = (char *)name;
+	for (; i < nargs; i++)
+		av[k++] = args[i];
+	av[k] = NULL;
+	return av;
+}
+
 int gg_ssh_session_name_ok(const char *name, struct gg_err *err)
 {
 	int rc = gg_ssh_cfg_check("session name", name, GG_SSHV_ALIAS, err);

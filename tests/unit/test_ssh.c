@@ -902,6 +902,37 @@ static void test_identity_check(void **state)
 	unlink(pub);
 }
 
+/* connect's ssh command line: options (and their values) before the host, the
+ * command after it. */
+static void expect_argv(char *const *args, int nargs, const char *want)
+{
+	char **av = gg_ssh_session_argv("/c/config", "s1", args, nargs);
+	assert_non_null(av);
+	char got[512] = "";
+	for (char **p = av; *p; p++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", p == av ? "" : " ",
+			 *p);
+	assert_string_equal(got, want);
+	free(av);
+}
+
+static void test_session_argv(void **state)
+{
+	(void)state;
+	expect_argv(NULL, -1, "ssh -F /c/config s1"); /* no "--" at all */
+	expect_argv(NULL, 0, "ssh -F /c/config s1");
+	char *a1[] = {"-L", "8888:localhost:8888", "-A", "nvidia-smi", "-L"};
+	expect_argv(a1, 5, "ssh -F /c/config -L 8888:localhost:8888 -A s1 nvidia-smi -L");
+	char *a2[] = {"-oServerAliveInterval=5", "-v", "--", "ls"};
+	expect_argv(a2, 4, "ssh -F /c/config -oServerAliveInterval=5 -v -- s1 ls");
+	char *a3[] = {"-t", "-o", "BatchMode=yes", "bash", "-l"};
+	expect_argv(a3, 5, "ssh -F /c/config -t -o BatchMode=yes s1 bash -l");
+	char *a4[] = {"-p"}; /* an option missing its value: kept, ssh says so */
+	expect_argv(a4, 1, "ssh -F /c/config -p s1");
+	char *a5[] = {"-", "x"}; /* "-" alone is not an option */
+	expect_argv(a5, 2, "ssh -F /c/config s1 - x");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -921,6 +952,7 @@ int main(void)
 		cmocka_unit_test(test_target_config),
 		cmocka_unit_test(test_session_live),
 		cmocka_unit_test(test_identity_check),
+		cmocka_unit_test(test_session_argv),
 	};
 	return cmocka_run_group_tests_name("ssh", tests, setup, teardown);
 }
