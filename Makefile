@@ -117,9 +117,9 @@ $(FAKEGPU_DIR)/broken/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
 $(FAKEGPU_DIR)/libcuda.so.1: tests/fakegpu/fake-cuda.c
 	@mkdir -p $(@D)
 	$(FAKEGPU_CC) -Wl,-soname,libcuda.so.1 -o $@ $<
-$(B)/tests/test_gpu: $(FAKEGPU)
-$(B)/tests/test_gpu: ALLCFLAGS += -DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"' \
-                                  -DGG_FAKEGPU_SPECS='"$(abspath tests/fakegpu)"'
+$(B)/tests/test_gpu $(B)/tests/test_doctor: $(FAKEGPU)
+$(B)/tests/test_gpu $(B)/tests/test_doctor: ALLCFLAGS += \
+	-DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"' -DGG_FAKEGPU_SPECS='"$(abspath tests/fakegpu)"'
 
 unit: $(UNIT_BIN)
 	@tests/run-unit $(UNIT_BIN)

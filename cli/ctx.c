@@ -71,12 +71,10 @@ static void cli_log(void *ud, int level, const char *msg)
 	ui_err("gridgpu: %s\n", msg);
 }
 
-int cli_open_ce(struct gg_cli *cli, const char *endpoint, const struct gg_auth *a,
-		struct gg_ce **ce, struct gg_err *err)
+void cli_ce_engine(struct gg_cli *cli, struct gg_engine *e)
 {
-	struct gg_engine e = {.cancel = cli_cancel_cb,
-			      .log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
-	return gg_engine_open_ce(&e, endpoint, a, ce, err);
+	*e = (struct gg_engine){.cancel = cli_cancel_cb,
+				.log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
 }
 
 struct gg_store *cli_store(struct gg_cli *cli)

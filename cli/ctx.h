@@ -16,10 +16,9 @@ const struct gg_site *cli_site(struct gg_cli *cli, int required);
  * one. 0, or the exit code after saying what is wrong. */
 int cli_sites(struct gg_cli *cli, const struct gg_site **sites, int max, int *nsites);
 
-/* Open endpoint with credential a (gg_auth_find), Ctrl-C stopping its calls,
- * each request shown with -v/-vv. */
-int cli_open_ce(struct gg_cli *cli, const char *endpoint, const struct gg_auth *a,
-		struct gg_ce **ce, struct gg_err *err);
+/* An engine without store or configuration, for opening CEs
+ * (gg_engine_open_ce): Ctrl-C stops its calls, -v/-vv show each request. */
+void cli_ce_engine(struct gg_cli *cli, struct gg_engine *e);
 
 /* The session engine of this run: the store and the configuration, messages
  * through ui_*, Ctrl-C as its cancel. NULL after an error was printed
