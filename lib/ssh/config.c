@@ -1,18 +1,15 @@
 /* The generated SSH configuration and per-session keys. */
 #include "ssh/ssh.h"
+#include "core/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 void gg_ssh_paths_clear(struct gg_ssh_paths *p)
 {
@@ -444,25 +441,26 @@ int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cf
 	return rc;
 }
 
+/* Run an OpenSSH tool (ssh-keygen): what it says goes into the error, not
+ * onto the user's terminal. */
 static int run(char *const argv[], struct gg_err *err)
 {
-	pid_t pid;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-	int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (e)
-		return gg_err_sys(err, GG_EFAIL, e, "running %s (install openssh-client)", argv[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return gg_err_sys(err, GG_EFAIL, errno, "waiting for %s", argv[0]);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return gg_err_set(err, GG_EFAIL, "%s failed (exit %d)", argv[0],
-				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	return 0;
+	struct gg_run r;
+	int rc = gg_run_capture(argv, 60000, 4096, &r, err);
+	if (rc == GG_ENOTFOUND)
+		return gg_err_set(err, GG_EFAIL, "%s is not installed (install openssh-client)",
+				  argv[0]);
+	if (rc < 0)
+		return rc;
+	char line[300];
+	gg_run_last_line(&r, line, sizeof line);
+	if (r.status != 0)
+		rc = gg_err_set(err, GG_EFAIL, "%s failed (%s %d)%s%s", argv[0],
+				r.status < GG_RUN_SIGNAL ? "exit" : "signal",
+				r.status < GG_RUN_SIGNAL ? r.status : r.status - GG_RUN_SIGNAL,
+				line[0] ? ": " : "", line);
+	gg_run_clear(&r);
+	return rc;
 }
 
 void gg_ssh_key_remove(const char *path)

@@ -366,6 +366,11 @@ static void test_keygen(void **state)
 	gg_ssh_key_remove(path);
 	assert_int_equal(access(path, F_OK), -1);
 	assert_int_equal(access(pub, F_OK), -1);
+	/* ssh-keygen's reason is in the error (not on the terminal) */
+	snprintf(path, sizeof path, "%s/nosuch/sk", dir);
+	assert_int_equal(gg_ssh_keygen(path, "gridgpu-test", &err), GG_EFAIL);
+	assert_non_null(strstr(err.msg, "ssh-keygen failed (exit 1): "));
+	assert_non_null(strstr(err.msg, "No such file or directory"));
 }
 
 /* Without XDG_RUNTIME_DIR: $TMPDIR/gridgpu-cm-UID, unless it is not a private
