@@ -63,13 +63,24 @@ static int not_run(const char *prog, int e, struct gg_err *err)
 
 static int spawn(char *const argv[], struct runner *x, struct gg_err *err)
 {
-	/* a path is checked first: whether a failed exec shows as an error of
-	 * posix_spawn or as the child's exit 127 depends on the C library */
-	if (strchr(argv[0], '/') && access(argv[0], X_OK) < 0)
-		return not_run(argv[0], errno, err);
+	/* the file is found and checked first: whether a failed exec shows as an
+	 * error of posix_spawn or as the child's exit 127 depends on the C
+	 * library (and on valgrind) */
+	char *file = strchr(argv[0], '/') ? strdup(argv[0]) : gg_which(argv[0]);
+	if (!file && strchr(argv[0], '/'))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (!file)
+		return not_run(argv[0], ENOENT, err);
+	if (access(file, X_OK) < 0) {
+		int e = errno;
+		free(file);
+		return not_run(argv[0], e, err);
+	}
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		free(file);
 		return gg_err_sys(err, GG_EFAIL, errno, "running %s", argv[0]);
+	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -77,9 +88,10 @@ static int spawn(char *const argv[], struct runner *x, struct gg_err *err)
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
 	posix_spawnattr_t at;
 	spawn_attr(&at);
-	int e = posix_spawnp(&x->pid, argv[0], &fa, &at, argv, environ);
+	int e = posix_spawn(&x->pid, file, &fa, &at, argv, environ);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
+	free(file);
 	close(p[1]);
 	if (e) {
 		close(p[0]);

@@ -22,7 +22,7 @@ struct gg_run {
 	int timed_out; /* it (or its group) still ran at the deadline: killed */
 };
 
-/* Run argv (argv[0] a path, or a name looked up on $PATH) for at most
+/* Run argv (argv[0] a path, or a name looked up on $PATH by gg_which) for at most
  * timeout_ms (<= 0: no deadline), keeping at most cap bytes of its output.
  * 0 when it ran (r filled, free with gg_run_clear), whatever its status;
  * GG_ENOTFOUND when there is no such program, GG_EFAIL when it could not be
