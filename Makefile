@@ -93,7 +93,7 @@ $(BIN): $(CLI_OBJ) $(LIBA)
 # ---- tests --------------------------------------------------------------------
 # Unit tests link the library objects statically so they can be built with
 # sanitizers in their own tree (make sanitize B=build-san).
-$(B)/tests/%: tests/unit/%.c $(LIBA) tests/unit/unit.h tests/unit/squat.h
+$(B)/tests/%: tests/unit/%.c $(LIBA) tests/unit/unit.h tests/unit/squat.h tests/unit/https_srv.h
 	@mkdir -p $(@D)
 	$(CC) $(ALLCFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LIBS)
 

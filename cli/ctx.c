@@ -165,12 +165,12 @@ static void cli_engine_fail(void *ud, const struct gg_err *err, const char *what
 	ui_fail(ud, err, "%s", what);
 }
 
-static void *upload_begin(void *ud, const char *label)
+static void *progress_begin(void *ud, const char *label)
 {
 	return ui_progress_new(ud, label);
 }
 
-static void upload_end(void *p)
+static void progress_end(void *p)
 {
 	ui_progress_end(p);
 }
@@ -195,9 +195,12 @@ struct gg_engine *cli_engine(struct gg_cli *cli)
 				.note = cli_note,
 				.fail = cli_engine_fail,
 				.cancel = cli_cancel_cb,
-				.upload_begin = upload_begin,
+				.upload_begin = progress_begin,
 				.upload_progress = ui_progress_cb,
-				.upload_end = upload_end,
+				.upload_end = progress_end,
+				.download_begin = progress_begin,
+				.download_progress = ui_progress_cb,
+				.download_end = progress_end,
 				.log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
 	return cli->eng = e;
 }

@@ -32,6 +32,12 @@ struct gg_engine {
 	void *(*upload_begin)(void *ud, const char *label);
 	gg_http_progress_fn upload_progress;
 	void (*upload_end)(void *progress_ud);
+	/* Download progress (gg_engine_fetch), as for uploads. */
+	void *(*download_begin)(void *ud, const char *label);
+	gg_http_progress_fn download_progress;
+	void (*download_end)(void *progress_ud);
+	/* A file gg_engine_fetch has written whole: its path. */
+	void (*fetched)(void *ud, const char *path);
 	/* How a CE is opened (default: gg_ce_open with the REST-version cache in
 	 * the state directory); tests give a fake backend here. */
 	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
@@ -166,6 +172,33 @@ GG_API int gg_storage_fetch(const struct gg_auth *a, const char *url, const char
 GG_API int gg_storage_check(struct gg_engine *e, const struct gg_auth *a,
 			    const struct gg_job_spec *q, const struct gg_site *site,
 			    struct gg_err *err);
+
+/* ---- a job's outputs (fetch.c) ---- */
+
+#define GG_FETCH_FORCE 1u /* replace files that are already there */
+#define GG_FETCH_WAIT  2u /* wait until the job has ended (timeout seconds; 0 = none) */
+#define GG_FETCH_CLEAN 4u /* then clean the job on its CE and forget it */
+/* Fetch the outputs of r's job into dir (NULL: ./NAME; made when missing).
+ * The record is refreshed from its CE first (and saved: r->state then says
+ * how the job ended, for the caller to report); a job that has not ended is
+ * GG_EFAIL (with GG_FETCH_WAIT it is waited for: GG_EINTR when e->cancel says
+ * so, GG_ENET after timeout), one never submitted GG_ENOTFOUND. Then the CE's
+ * files (a name that is not a plain file name is skipped with a
+ * GG_NOTE_WARN, a hidden one silently), each written whole or not at all, and
+ * those the CE put at storage (only when the job finished: else a
+ * GG_NOTE_WARN), over HTTPS with the record's credential, resuming what a
+ * broken fetch left in PATH.part (a GG_NOTE_INFO says from which byte). When
+ * the CE no longer has the job's files, those at storage are still fetched.
+ * Without GG_FETCH_FORCE nothing is fetched when one of the files is already
+ * there (GG_EFAIL). Each file written is told through e->fetched, progress
+ * through e->download_*. GG_FETCH_CLEAN, once all is fetched, cleans the job
+ * as gg_engine_clean does (an error keeps the record). *paths (paths may be
+ * NULL) gets the files written, even after an error (those written before
+ * it): free with gg_fetched_free. */
+GG_API int gg_engine_fetch(struct gg_engine *e, struct gg_record *r, const char *dir,
+			   unsigned flags, int64_t timeout, char ***paths, size_t *npaths,
+			   struct gg_err *err);
+GG_API void gg_fetched_free(char **paths, size_t n);
 
 /* ---- submitting (submit.c) ---- */
 

@@ -13,6 +13,10 @@ int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *f
 /* 1 when the stored record is killed, or gone (killed and cleaned). */
 int gg_engine_killed(struct gg_engine *e, const char *name);
 
+/* gg_engine_clean of one ended record, its CE's error in err (not told to
+ * e->fail): the record is kept when the CE could not clean the job. */
+int gg_engine_clean_one(struct gg_engine *e, struct gg_record *r, struct gg_err *err);
+
 /* Where a job's plain output i (s->outputs[i]) goes at site: under the site's
  * output_base (a name, not a pattern, and the site has one): the URL,
  * malloc'd; NULL when it stays in the CE's session directory. */

@@ -400,22 +400,25 @@ static int ended(const struct gg_record *r)
 	return gg_sess_state_ended(r->state);
 }
 
-int gg_engine_clean(struct gg_engine *e, struct gg_record *recs, size_t n, int keep_remote,
-		    char *cleaned)
+/* gg_engine_clean's work. An error of a CE goes to e->fail, or with out (not
+ * NULL) into out instead; the first error's code is returned. */
+static int clean_records(struct gg_engine *e, struct gg_record *recs, size_t n, int keep_remote,
+			 char *cleaned, struct gg_err *out)
 {
 	int code = 0;
 	struct gg_rec_group *gs = NULL;
 	size_t ng = 0;
 	struct gg_err err = {0};
-	if (gg_records_by_endpoint(recs, n, ended, &gs, &ng, &err) < 0)
-		return gg_engine_failf(e, &err, "clean");
+	if (gg_records_by_endpoint(recs, n, ended, &gs, &ng, out ? out : &err) < 0)
+		return out ? out->code : gg_engine_failf(e, &err, "clean");
 	for (size_t i = 0; i < ng; i++) {
-		if (!keep_remote && clean_on_ce(e, recs, &gs[i], &err) < 0) {
+		if (!keep_remote && clean_on_ce(e, recs, &gs[i], out ? out : &err) < 0) {
 			/* Never forget a record because the CE could not be reached. */
-			first(&code, gg_engine_failf(e, &err,
-						     "cleaning on %s (records kept; --keep-remote "
-						     "forgets them anyway)",
-						     gs[i].ce));
+			first(&code, out ? out->code
+					 : gg_engine_failf(e, &err,
+							   "cleaning on %s (records kept; "
+							   "--keep-remote forgets them anyway)",
+							   gs[i].ce));
 			continue;
 		}
 		for (size_t k = 0; k < gs[i].n; k++) {
@@ -430,4 +433,16 @@ int gg_engine_clean(struct gg_engine *e, struct gg_record *recs, size_t n, int k
 	gg_rec_groups_free(gs, ng);
 	gg_engine_write_ssh_config(e, NULL);
 	return code;
+}
+
+int gg_engine_clean(struct gg_engine *e, struct gg_record *recs, size_t n, int keep_remote,
+		    char *cleaned)
+{
+	return clean_records(e, recs, n, keep_remote, cleaned, NULL);
+}
+
+int gg_engine_clean_one(struct gg_engine *e, struct gg_record *r, struct gg_err *err)
+{
+	char cleaned = 0;
+	return clean_records(e, r, 1, 0, &cleaned, err);
 }

@@ -5,6 +5,7 @@
  * each killed with their own credential. */
 #include "unit.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 
 #include "ce/backend.h"
 #include "cred/cred.h"
+#include "http/http.h"
+#include "https_srv.h"
 #include "session/engine.h"
 #include "session/sync.h"
 
@@ -36,6 +39,8 @@ struct fjob {
 	const char *failed;       /* A-REX's diagnose/failed */
 	const char *errors;       /* A-REX's diagnose/errors */
 	const char *session_file; /* what the launcher published (NULL: nothing yet) */
+	const char *files;        /* its directory's listing, one name a line */
+	int files_gone;           /* the listing: 404 (the CE no longer has them) */
 };
 
 /* In shared memory: a child process that dies in the middle of a submission
@@ -50,7 +55,9 @@ static struct fake {
 	int unsent;
 	void (*on_submit)(void); /* runs while the POST is "on the wire" */
 	int delegations;
-	int lrms_asked; /* jobs the batch system's view was asked for */
+	int lrms_asked;  /* jobs the batch system's view was asked for */
+	int clean_fails; /* the clean call cannot reach the CE */
+	int files_got;   /* files the CE sent */
 } * FP;
 #define F (*FP)
 
@@ -169,7 +176,8 @@ static int f_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_
 static int f_clean(struct gg_ce *ce, const char *const *ids, size_t n,
 		   struct gg_ce_result **results, struct gg_err *err)
 {
-	(void)err;
+	if (F.clean_fails)
+		return gg_err_set(err, GG_ENET, "cannot connect to the CE");
 	return f_bulk(ce, ids, n, results, "clean");
 }
 
@@ -238,6 +246,37 @@ static int f_diagnose(struct gg_ce *ce, const char *id, const char *item, char *
 	return 0;
 }
 
+static int f_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err)
+{
+	(void)ce;
+	struct fjob *j = find(id);
+	*names = calloc(32, sizeof **names);
+	*n = 0;
+	if (!j || j->files_gone)
+		return gg_err_set(err, GG_ENOTFOUND, "job %s: no session directory", id);
+	for (const char *p = j->files ? j->files : ""; *p && *n < 32;) {
+		size_t len = strcspn(p, "\n");
+		(*names)[(*n)++] = strndup(p, len);
+		p += len + (p[len] == '\n');
+	}
+	return 0;
+}
+
+/* A file of the job's directory: "NAME of JOB\n". */
+static int f_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+		      gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	(void)ce;
+	if (!find(id))
+		return gg_err_set(err, GG_ENOTFOUND, "no job %s", id);
+	char text[160];
+	snprintf(text, sizeof text, "%s of %s\n", name, id);
+	if (progress)
+		progress(ud, strlen(text), strlen(text));
+	F.files_got++;
+	return gg_file_write_atomic(path, text, strlen(text), 0644, err);
+}
+
 static const struct gg_ce_ops fake_ops = {
 	.name = "fake",
 	.open = f_open,
@@ -254,6 +293,8 @@ static const struct gg_ce_ops fake_ops = {
 	.put = f_put,
 	.put_file = f_put_file,
 	.get = f_get,
+	.get_file = f_get_file,
+	.ls = f_ls,
 	.diagnose = f_diagnose,
 };
 
@@ -1139,6 +1180,277 @@ static void test_job_words(void **state)
 	gg_jd_clear(&jd);
 }
 
+/* ---- fetching a job's outputs (fetch.c) ---- */
+
+static char fetched[1024]; /* what e->fetched was told, one path a line */
+
+static void on_fetched(void *ud, const char *p)
+{
+	(void)ud;
+	snprintf(fetched + strlen(fetched), sizeof fetched - strlen(fetched), "%s\n", p);
+}
+
+/* A job submitted to the fake CE, ended in state, its directory listing files;
+ * its outputs at storage (may be NULL: none) as the record's "NAME URL" lines.
+ * Made with a token (BEARER_TOKEN): the test's proxy has a key too small for
+ * the storage's TLS, which the fake CE never sees. */
+static struct gg_record ended_job(const char *name, enum gg_ce_state state, const char *files,
+				  const char *storage)
+{
+	struct gg_submission s = job(name, "token");
+	s.rec.storage_outputs = storage ? strdup(storage) : NULL;
+	struct gg_record r;
+	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, NULL), 0);
+	F.jobs[F.njobs - 1].state = state;
+	F.jobs[F.njobs - 1].files = files;
+	fetched[0] = '\0';
+	E.fetched = on_fetched;
+	return r;
+}
+
+/* The text of file name in directory d ("" when it cannot be read). */
+static const char *file_text(const char *d, const char *name)
+{
+	static char text[4096];
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", d, name);
+	FILE *f = fopen(p, "r");
+	size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	text[n] = '\0';
+	if (f)
+		fclose(f);
+	return text;
+}
+
+static int entries(const char *d)
+{
+	DIR *dh = opendir(d);
+	int n = 0;
+	for (struct dirent *de; dh && (de = readdir(dh));)
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	if (dh)
+		closedir(dh);
+	return dh ? n : -1;
+}
+
+/* The storage's file: 3000 bytes served by a local HTTPS server whose
+ * certificate is the only CA (X509_CERT_DIR) while it runs. */
+#define SLEN 3000
+static unsigned char sbody[SLEN];
+static char storage_line[128], cert_dir[256];
+
+static void storage_start(struct srv *sv)
+{
+	for (size_t i = 0; i < SLEN; i++)
+		sbody[i] = (unsigned char)(i * 7 + 1);
+	srv_start(sv, sbody, SLEN);
+	sv->etag = "\"v1\"";
+	snprintf(storage_line, sizeof storage_line, "res.txt https://127.0.0.1:%d/store/res.txt",
+		 sv->port);
+	snprintf(cert_dir, sizeof cert_dir, "%s", getenv("X509_CERT_DIR"));
+	setenv("X509_CERT_DIR", sv->cadir, 1);
+}
+
+static void storage_stop(struct srv *sv)
+{
+	setenv("X509_CERT_DIR", cert_dir, 1);
+	srv_stop(sv);
+}
+
+static int storage_file_whole(const char *d)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/res.txt", d);
+	unsigned char b[SLEN + 1];
+	FILE *f = fopen(p, "rb");
+	size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+	if (f)
+		fclose(f);
+	return n == SLEN && memcmp(b, sbody, SLEN) == 0;
+}
+
+/* The CE's files and the storage's into one directory: names from the CE's
+ * listing that are not plain file names (a control character, a '/', "..")
+ * skipped with a warning and nothing made of them, hidden ones silently. */
+static void test_fetch_ce_and_storage(void **state)
+{
+	(void)state;
+	struct srv sv;
+	storage_start(&sv);
+	struct gg_record r = ended_job("fa", GG_CE_FINISHED,
+				       "gridgpu-job.out\nresult.txt\n.arex\n..\na/b\nred\x1b[31m\n",
+				       storage_line);
+	char out[256], want[1024];
+	snprintf(out, sizeof out, "%s", sub("fa-out"));
+	char **paths = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_fetch(&E, &r, out, 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(n, 3);
+	snprintf(want, sizeof want, "%s/gridgpu-job.out\n%s/result.txt\n%s/res.txt\n", out, out,
+		 out);
+	assert_string_equal(fetched, want);
+	for (size_t i = 0; i < n; i++)
+		assert_non_null(strstr(want, paths[i]));
+	gg_fetched_free(paths, n);
+	assert_string_equal(file_text(out, "result.txt"), "result.txt of job0\n");
+	assert_true(storage_file_whole(out));
+	assert_int_equal(entries(out), 3); /* nothing of ".arex", "..", "a/b", "red\e[31m" */
+	assert_non_null(strstr(notes, "skipping '..' from the CE's listing"));
+	assert_non_null(strstr(notes, "skipping 'a/b' from the CE's listing"));
+	assert_non_null(strstr(notes, "skipping 'red\x1b[31m' from the CE's listing"));
+	assert_null(strstr(notes, ".arex"));
+	assert_int_equal(r.state, GG_S_FINISHED);
+	gg_record_clear(&r);
+	r = load("fa"); /* kept: no clean asked */
+	assert_int_equal(r.state, GG_S_FINISHED);
+	gg_record_clear(&r);
+	storage_stop(&sv);
+}
+
+/* A file already there stops the fetch before anything is written; with
+ * GG_FETCH_FORCE it is replaced. */
+static void test_fetch_existing(void **state)
+{
+	(void)state;
+	struct gg_record r = ended_job("fb", GG_CE_FINISHED, "gridgpu-job.out\nresult.txt\n", NULL);
+	char out[256];
+	snprintf(out, sizeof out, "%s", sub("fb-out"));
+	mkdir(out, 0755);
+	assert_int_equal(
+		gg_file_write_atomic(sub("fb-out/result.txt"), "local edit", 10, 0644, NULL), 0);
+	char **paths = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_fetch(&E, &r, out, 0, 0, &paths, &n, &err), GG_EFAIL);
+	assert_non_null(strstr(err.msg, "result.txt' is already there: use --force to replace it"));
+	assert_int_equal(n, 0);
+	assert_int_equal(F.files_got, 0);
+	assert_int_equal(entries(out), 1);
+	assert_string_equal(file_text(out, "result.txt"), "local edit");
+	gg_fetched_free(paths, n);
+	assert_int_equal(gg_engine_fetch(&E, &r, out, GG_FETCH_FORCE, 0, NULL, NULL, &err), 0);
+	assert_string_equal(file_text(out, "result.txt"), "result.txt of job0\n");
+	gg_record_clear(&r);
+}
+
+/* A fetch from storage that broke leaves PATH.part and its validator: the
+ * next fetch asks only for the rest and says from which byte it resumed. */
+static void test_fetch_resume(void **state)
+{
+	(void)state;
+	struct srv sv;
+	storage_start(&sv);
+	struct gg_record r = ended_job("fc", GG_CE_FINISHED, "gridgpu-job.out\n", storage_line);
+	char out[256], part[300], url[128];
+	snprintf(out, sizeof out, "%s", sub("fc-out"));
+	mkdir(out, 0755);
+	snprintf(part, sizeof part, "%s/res.txt", out);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/store/res.txt", sv.port);
+	struct gg_http *h;
+	struct gg_http_opts o = {.ca_dir = sv.cadir, .retries = -1};
+	struct gg_http_resp hr = {0};
+	int64_t resumed = -1;
+	struct gg_err err = {0};
+	assert_int_equal(gg_http_new(&o, &h, &err), 0);
+	sv.cut = 1000;
+	assert_int_equal(gg_http_get_resume(h, url, part, 0644, NULL, NULL, &resumed, &hr, &err),
+			 GG_ENET);
+	gg_http_resp_clear(&hr);
+	gg_http_free(h);
+	sv.cut = 0;
+	assert_int_equal(access(sub("fc-out/res.txt.part"), F_OK), 0);
+	char **paths = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_engine_fetch(&E, &r, out, 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(n, 2);
+	gg_fetched_free(paths, n);
+	assert_non_null(strstr(notes, "res.txt: resumed at byte 1000\n"));
+	assert_string_equal(sv.last_range, "bytes=1000-2999");
+	assert_true(storage_file_whole(out));
+	assert_int_equal(entries(out), 2); /* no part, no validator left */
+	gg_record_clear(&r);
+	storage_stop(&sv);
+}
+
+/* GG_FETCH_CLEAN: once fetched, the job is cleaned on its CE and the record
+ * forgotten; when the CE cannot clean it, the files stay and so does the
+ * record, and the error says so. */
+static void test_fetch_clean(void **state)
+{
+	(void)state;
+	struct gg_record r = ended_job("fd", GG_CE_FINISHED, "gridgpu-job.out\n", NULL);
+	struct gg_err err = {0};
+	F.clean_fails = 1;
+	assert_int_equal(gg_engine_fetch(&E, &r, sub("fd-1"), GG_FETCH_CLEAN, 0, NULL, NULL, &err),
+			 GG_ENET);
+	assert_string_equal(err.msg, "cleaning on the CE (the record is kept): cannot connect to "
+				     "the CE");
+	assert_int_equal(access(sub("fd-1/gridgpu-job.out"), F_OK), 0);
+	gg_record_clear(&r);
+	r = load("fd");
+	F.clean_fails = 0;
+	/* no directory given: ./NAME */
+	char cwd[512];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(dir), 0);
+	int rc = gg_engine_fetch(&E, &r, NULL, GG_FETCH_CLEAN, 0, NULL, NULL, &err);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(F.jobs[0].cleaned, 1);
+	assert_non_null(strstr(notes, "cleaned fd\n"));
+	gg_record_clear(&r);
+	assert_int_equal(gg_store_load(E.st, "fd", &r, NULL), GG_ENOTFOUND);
+	assert_string_equal(file_text(sub("fd"), "gridgpu-job.out"), "gridgpu-job.out of job0\n");
+}
+
+/* A job that has not ended: nothing fetched, no directory made; one never
+ * submitted: not found. */
+static void test_fetch_not_ended(void **state)
+{
+	(void)state;
+	struct gg_record r = ended_job("fe", GG_CE_RUNNING, "gridgpu-job.out\n", NULL);
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_fetch(&E, &r, sub("fe-out"), 0, 0, NULL, NULL, &err), GG_EFAIL);
+	assert_string_equal(err.msg, "the job is running: its outputs come when it ends "
+				     "('gridgpu get --wait fe')");
+	assert_int_equal(access(sub("fe-out"), F_OK), -1);
+	gg_record_clear(&r);
+	struct gg_record never = {.name = "ff", .state = GG_S_FAILED, .error = "no such queue"};
+	assert_int_equal(gg_engine_fetch(&E, &never, NULL, 0, 0, NULL, NULL, &err), GG_ENOTFOUND);
+	assert_string_equal(err.msg, "was never submitted (no such queue)");
+}
+
+/* The CE no longer has the job's files: those at storage still come; a job
+ * that failed has its CE files fetched but not those at storage. */
+static void test_fetch_storage_only(void **state)
+{
+	(void)state;
+	struct srv sv;
+	storage_start(&sv);
+	struct gg_record r = ended_job("fg", GG_CE_FINISHED, "gridgpu-job.out\n", storage_line);
+	F.jobs[0].files_gone = 1;
+	struct gg_err err = {0};
+	char **paths = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_engine_fetch(&E, &r, sub("fg-out"), 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(n, 1);
+	gg_fetched_free(paths, n);
+	assert_non_null(strstr(notes, "the CE no longer has fg's files: fetching its outputs at "
+				      "storage only"));
+	assert_true(storage_file_whole(sub("fg-out")));
+	gg_record_clear(&r);
+	r = ended_job("fh", GG_CE_FAILED, "gridgpu-job.err\n", storage_line);
+	assert_int_equal(gg_engine_fetch(&E, &r, sub("fh-out"), 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(n, 1);
+	gg_fetched_free(paths, n);
+	assert_int_equal(r.state, GG_S_FAILED);
+	assert_non_null(strstr(notes, "fh did not finish: its outputs at storage are not fetched"));
+	assert_int_equal(entries(sub("fh-out")), 1);
+	gg_record_clear(&r);
+	storage_stop(&sv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1170,6 +1482,13 @@ int main(void)
 		cmocka_unit_test(test_session_submission),
 		cmocka_unit_test(test_job_spec_check),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_ce_and_storage, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_existing, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_resume, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_clean, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_not_ended, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_fetch_storage_only, each_setup, each_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
