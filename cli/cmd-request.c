@@ -7,9 +7,9 @@
 #include "commands.h"
 #include "ctx.h"
 #include "resopt.h"
-#include "stage.h"
 #include "gridgpu/session.h"
 #include "gridgpu/ssh.h"
+#include "session/sync.h"
 
 enum {
 	O_CE = 256,
@@ -197,6 +197,19 @@ static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission 
 	return code;
 }
 
+/* The image and the enter script staged with the session (--image). */
+static int stage_image(struct gg_cli *cli, struct req *q, const struct gg_site *site,
+		       struct gg_session_stage **s)
+{
+	struct gg_err err = {0};
+	struct gg_engine *e = q->dry_run ? NULL : cli_engine(cli); /* a dry run makes nothing */
+	if (!e && !q->dry_run)
+		return cli->cfg_exit;
+	if (gg_session_stage(e, &q->spec, site, q->dry_run, s, &err) < 0)
+		return ui_fail(cli, &err, "request");
+	return 0;
+}
+
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
 	struct req q = {.wait = 1, .spec.res.walltime = 4 * 3600};
@@ -219,8 +232,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		return EXIT_FAIL;
 	q.spec.launcher = launcher;
 	q.spec.warn_leads = getenv("GRIDGPU_WARN_LEADS"); /* a test hook */
-	struct stage stage = {0};
-	if (q.spec.image && (rc = stage_image(cli, &q.spec, site, q.dry_run, &stage)) != 0)
+	struct gg_session_stage *stage = NULL;
+	if (q.spec.image && (rc = stage_image(cli, &q, site, &stage)) != 0)
 		goto out;
 	struct gg_submission s;
 	gg_session_submission(&s, &q.spec, site, endpoint, q.name, q.identity, q.token);
@@ -230,16 +243,17 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 		if (!s.rec.uid) /* given at submission, as submit's dry run shows it */
 			s.rec.uid = gg_strdup_printf("UID");
 		rc = cli_dry_run_session(cli, &q.spec, site, &s.rec);
-		if (rc == 0 && stage.enter_text && !cli->json) {
+		if (rc == 0 && stage && !cli->json) {
 			ui_out("\n# %s, staged beside the launcher:\n", GG_ENTER_NAME);
-			ui_out_lines(stage.enter_text); /* the image's and binds' values */
+			/* the image's and binds' values */
+			ui_out_lines(gg_session_stage_script(stage));
 		}
 	} else {
 		rc = submit(cli, &q, &s);
 	}
 	gg_record_clear(&s.rec);
 out:
-	stage_clear(&stage);
+	gg_session_stage_free(stage);
 	free(launcher);
 	return rc;
 }

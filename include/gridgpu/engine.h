@@ -101,6 +101,23 @@ GG_API int gg_session_describe(const struct gg_session_spec *q, const struct gg_
 			       const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
 			       struct gg_err *err);
 
+/* What is staged with a session that works in an image (request --image):
+ * q->image a SIF here (staged as it is), another kind of image here (a
+ * directory, tar, docker-archive or OCI: frozen into a SIF first, told as a
+ * GG_NOTE_INFO, e->cancel stopping it) or an absolute path on the node (not
+ * staged; GG_EUSAGE for a relative path that is not here), and the script
+ * that enters the container, made for site's runtime with q's binds (GG_EUSAGE
+ * for a bind it cannot take). Sets q->enter and q->image_file, which point
+ * into *out: free it (its files are removed) once the session is submitted.
+ * With dry_run nothing is frozen or written (e may be NULL). */
+struct gg_session_stage;
+GG_API int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q,
+			    const struct gg_site *site, int dry_run, struct gg_session_stage **out,
+			    struct gg_err *err);
+/* The enter script's text (for a dry run to show). */
+GG_API const char *gg_session_stage_script(const struct gg_session_stage *s);
+GG_API void gg_session_stage_free(struct gg_session_stage *s);
+
 /* A batch job: the SIF image (a local file, or a URL the CE fetches), the
  * offset of its squashfs partition, local inputs staged beside it, output
  * patterns left for 'get', the command, and the wrapper that runs it. */

@@ -4,22 +4,30 @@
  * the node, compressed); an absolute path that is not here is a path on the
  * node. Then the script that enters the container (gridgpu-enter), made for
  * the site's runtime. Both are written to files under the cache dir, removed
- * by stage_clear once the uploads are done. */
+ * by gg_session_stage_free once the uploads are done. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "ctx.h"
 #include "image/image.h"
-#include "session/engine.h"
+#include "session/engine_int.h"
 #include "session/sync.h"
-#include "stage.h"
 
-void stage_clear(struct stage *s)
+struct gg_session_stage {
+	const char *image_file; /* the local SIF staged (the user's, or sif_tmp) */
+	char *sif_tmp;          /* a SIF made of another kind of image */
+	char *enter_tmp;        /* gridgpu-enter, written for the upload */
+	char *enter_text;       /* its text */
+	int64_t offset;         /* the staged SIF's squashfs partition */
+	int node_path;          /* the image is a path on the node */
+};
+
+void gg_session_stage_free(struct gg_session_stage *s)
 {
+	if (!s)
+		return;
 	if (s->sif_tmp)
 		unlink(s->sif_tmp);
 	if (s->enter_tmp)
@@ -27,12 +35,18 @@ void stage_clear(struct stage *s)
 	free(s->sif_tmp);
 	free(s->enter_tmp);
 	free(s->enter_text);
-	memset(s, 0, sizeof *s);
+	free(s);
+}
+
+const char *gg_session_stage_script(const struct gg_session_stage *s)
+{
+	return s ? s->enter_text : NULL;
 }
 
 /* A temp file's name in $XDG_CACHE_HOME/gridgpu/stage (0700). */
-static char *stage_path(const char *what, struct gg_err *err)
+static char *stage_path(struct gg_session_stage *s, const char *what, struct gg_err *err)
 {
+	(void)s;
 	char *cache = NULL;
 	if (gg_xdg_dir(GG_XDG_CACHE, &cache, err) < 0)
 		return NULL;
@@ -60,17 +74,26 @@ static int sif_offset(const char *path, int64_t *off)
 	return 1;
 }
 
-/* Any other image, frozen into a SIF to stage. */
-static int freeze_to_sif(struct gg_cli *cli, const char *src, struct stage *s, struct gg_err *err)
+static int stage_cancel(void *ud)
 {
-	s->sif_tmp = stage_path("image.sif", err);
+	struct gg_engine *e = ud;
+	return e && e->cancel && e->cancel(e->ud);
+}
+
+/* Any other image, frozen into a SIF to stage. */
+static int freeze_to_sif(struct gg_engine *e, const char *src, struct gg_session_stage *s,
+			 struct gg_err *err)
+{
+	s->sif_tmp = stage_path(s, "image.sif", err);
 	if (!s->sif_tmp)
 		return err->code ? err->code : gg_err_set(err, GG_ENOMEM, "out of memory");
 	struct gg_freeze_opts o = {
 		.source = src, .output = s->sif_tmp, .force = 1, .tool_version = GG_VERSION};
-	struct gg_image_callbacks cb = {.cancel = cli_cancel_cb};
+	struct gg_image_callbacks cb = {.cancel = stage_cancel, .ud = e};
 	struct gg_freeze_result res;
-	ui_info(cli, "making a SIF of %s to stage with the session", src);
+	if (e)
+		gg_engine_notef(e, GG_NOTE_INFO, "making a SIF of %s to stage with the session",
+				src);
 	int rc = gg_image_freeze(&o, &cb, &res, err);
 	if (rc < 0) {
 		gg_err_prefix(err, "--image %s", src);
@@ -83,8 +106,8 @@ static int freeze_to_sif(struct gg_cli *cli, const char *src, struct stage *s, s
 	return 0;
 }
 
-static int pick_image(struct gg_cli *cli, const char *image, int dry_run, struct stage *s,
-		      struct gg_err *err)
+static int pick_image(struct gg_engine *e, const char *image, int dry_run,
+		      struct gg_session_stage *s, struct gg_err *err)
 {
 	struct stat st;
 	if (stat(image, &st) < 0) {
@@ -103,14 +126,14 @@ static int pick_image(struct gg_cli *cli, const char *image, int dry_run, struct
 		s->image_file = image;
 		return 0;
 	}
-	return freeze_to_sif(cli, image, s, err);
+	return freeze_to_sif(e, image, s, err);
 }
 
-int stage_image(struct gg_cli *cli, struct gg_session_spec *q, const struct gg_site *site,
-		int dry_run, struct stage *s)
+/* The enter script for q at site, its text in s (and, unless dry_run, in a
+ * file of the stage's directory). */
+static int enter_script(const struct gg_session_spec *q, const struct gg_site *site, int dry_run,
+			struct gg_session_stage *s, struct gg_err *err)
 {
-	struct gg_err err = {0};
-	int rc = pick_image(cli, q->image, dry_run, s, &err);
 	struct gg_enter_opts eo = {.runtime = site ? site->runtime : NULL,
 				   .image = s->node_path ? q->image : GG_SESSION_IMAGE_NAME,
 				   .offset = s->offset,
@@ -119,18 +142,32 @@ int stage_image(struct gg_cli *cli, struct gg_session_spec *q, const struct gg_s
 				   .nsite_binds = site ? site->nbinds : 0,
 				   .binds = q->binds,
 				   .nbinds = q->nbinds};
+	int rc = gg_session_enter_script(&eo, &s->enter_text, err);
+	if (rc < 0 || dry_run)
+		return rc;
+	s->enter_tmp = stage_path(s, "enter", err);
+	if (!s->enter_tmp)
+		return err->code ? err->code : gg_err_set(err, GG_ENOMEM, "out of memory");
+	return gg_file_write_atomic(s->enter_tmp, s->enter_text, strlen(s->enter_text), 0600, err);
+}
+
+int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q, const struct gg_site *site,
+		     int dry_run, struct gg_session_stage **out, struct gg_err *err)
+{
+	*out = NULL;
+	struct gg_session_stage *s = calloc(1, sizeof *s);
+	if (!s)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = q->image ? pick_image(e, q->image, dry_run, s, err)
+			  : gg_err_set(err, GG_EUSAGE, "no image to stage");
 	if (rc == 0)
-		rc = gg_session_enter_script(&eo, &s->enter_text, &err);
-	if (rc == 0 && !dry_run) {
-		s->enter_tmp = stage_path("enter", &err);
-		rc = s->enter_tmp ? gg_file_write_atomic(s->enter_tmp, s->enter_text,
-							 strlen(s->enter_text), 0600, &err)
-		     : err.code   ? err.code
-				  : gg_err_set(&err, GG_ENOMEM, "out of memory");
+		rc = enter_script(q, site, dry_run, s, err);
+	if (rc < 0) {
+		gg_session_stage_free(s);
+		return rc;
 	}
-	if (rc < 0)
-		return ui_fail(cli, &err, "request");
 	q->enter = dry_run ? "(gridgpu-enter, below)" : s->enter_tmp;
 	q->image_file = s->image_file;
+	*out = s;
 	return 0;
 }

@@ -1,0 +1,239 @@
+/* What request --image stages with a session (lib/session/stage.c): a SIF as it
+ * is, another image frozen into a SIF first, a path on the node not staged;
+ * the enter script written beside them; every file removed when the stage is
+ * freed, and nothing made by a dry run or a failure. */
+#include "unit.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "session/engine.h"
+
+UNIT_TMPDIR("gg-stage")
+
+static char stagedir[256], rootfs[256], sif[256];
+static char notes[1024];
+static int cancel_now;
+
+static void note(void *ud, enum gg_note kind, const char *msg)
+{
+	(void)ud, (void)kind;
+	snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "%s\n", msg);
+}
+
+static int cancel(void *ud)
+{
+	(void)ud;
+	return cancel_now;
+}
+
+static struct gg_engine E = {.note = note, .cancel = cancel};
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The files under the stage directory (-1 when it is not there), counted to
+ * the depth of two. */
+static int staged_files(void)
+{
+	DIR *d = opendir(stagedir);
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof p, "%s/%s", stagedir, de->d_name);
+		DIR *sub = stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(p) : NULL;
+		for (struct dirent *e2; sub && (e2 = readdir(sub));)
+			n += strcmp(e2->d_name, ".") && strcmp(e2->d_name, "..");
+		n += !sub;
+		if (sub)
+			closedir(sub);
+	}
+	closedir(d);
+	return n;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *b = calloc(1, 65536);
+	size_t n = fread(b, 1, 65535, f);
+	b[n] = '\0';
+	fclose(f);
+	return b;
+}
+
+static int setup(void **state)
+{
+	if (setup_tmp(state))
+		return -1;
+	char cache[128];
+	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	snprintf(stagedir, sizeof stagedir, "%s/gridgpu/stage", cache);
+	snprintf(rootfs, sizeof rootfs, "%s/rootfs", tmpdir);
+	char p[300];
+	mkdir(rootfs, 0755);
+	snprintf(p, sizeof p, "%s/bin", rootfs);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/bin/hello", rootfs);
+	put(p, "#!/bin/sh\necho hello\n");
+	snprintf(sif, sizeof sif, "%s/work.sif", tmpdir);
+	struct gg_freeze_opts o = {.source = rootfs, .output = sif, .jobs = 1};
+	struct gg_freeze_result res;
+	return gg_image_freeze(&o, NULL, &res, NULL) == 0 ? 0 : -1;
+}
+
+static int each(void **state)
+{
+	(void)state;
+	notes[0] = '\0';
+	cancel_now = 0;
+	return 0;
+}
+
+/* The squashfs offset of a SIF (0 when it is not one). */
+static int64_t sif_part(const char *path)
+{
+	struct gg_sif *s;
+	if (gg_sif_open(path, &s, NULL) < 0)
+		return 0;
+	const struct gg_sif_descr *d = gg_sif_primary(s);
+	int64_t off = d ? d->offset : 0;
+	gg_sif_close(s);
+	return off;
+}
+
+/* A SIF goes as it is; the enter script names the staged image and its
+ * partition, written (0600) where q->enter says, removed with the stage. */
+static void test_stage_sif(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.image = sif};
+	struct gg_session_stage *s = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), 0);
+	assert_string_equal(q.image_file, sif);
+	assert_non_null(q.enter);
+	assert_int_equal(strncmp(q.enter, stagedir, strlen(stagedir)), 0);
+	struct stat st;
+	assert_int_equal(stat(q.enter, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	char *text = slurp(q.enter);
+	assert_non_null(text);
+	assert_string_equal(text, gg_session_stage_script(s));
+	assert_non_null(strstr(text, "\nIMAGE='gridgpu-image.sif'\n"));
+	char off[64];
+	snprintf(off, sizeof off, "\nOFFSET='%lld'\n", (long long)sif_part(sif));
+	assert_true(sif_part(sif) > 0);
+	assert_non_null(strstr(text, off));
+	free(text);
+	assert_int_equal(staged_files(), 1); /* the script; no SIF made */
+	assert_string_equal(notes, "");
+	gg_session_stage_free(s);
+	assert_int_equal(staged_files(), 0);
+}
+
+/* A directory is frozen into a SIF first (and says so); both files go with
+ * the stage. */
+static void test_stage_freeze(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.image = rootfs, .res.gpus = 1};
+	struct gg_session_stage *s = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), 0);
+	char want[512];
+	snprintf(want, sizeof want, "making a SIF of %s to stage with the session\n", rootfs);
+	assert_string_equal(notes, want);
+	assert_non_null(q.image_file);
+	assert_int_equal(strncmp(q.image_file, stagedir, strlen(stagedir)), 0);
+	assert_true(sif_part(q.image_file) > 0);
+	assert_non_null(strstr(gg_session_stage_script(s), "\nGPUS='1'\n"));
+	assert_int_equal(staged_files(), 2);
+	gg_session_stage_free(s);
+	assert_int_equal(staged_files(), 0);
+}
+
+/* Interrupted while freezing: GG_EINTR, nothing left behind. */
+static void test_stage_cancel(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.image = rootfs};
+	struct gg_session_stage *s = NULL;
+	struct gg_err err = {0};
+	cancel_now = 1;
+	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), GG_EINTR);
+	assert_null(s);
+	char want[300];
+	snprintf(want, sizeof want, "--image %s: ", rootfs);
+	assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
+	assert_int_equal(staged_files(), 0);
+}
+
+/* An absolute path that is not here is the node's: not staged, named in the
+ * script; a relative one that is not here is a mistake. */
+static void test_stage_node_path(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.image = "/cvmfs/unpacked.example/img.sif"};
+	struct gg_session_stage *s = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), 0);
+	assert_null(q.image_file);
+	assert_non_null(strstr(gg_session_stage_script(s),
+			       "\nIMAGE='/cvmfs/unpacked.example/img.sif'\nOFFSET='0'\n"));
+	gg_session_stage_free(s);
+	q = (struct gg_session_spec){.image = "no-such.sif"};
+	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), GG_EUSAGE);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "--image 'no-such.sif' (a path on the node must be "
+					"absolute)"));
+	assert_int_equal(staged_files(), 0);
+}
+
+/* A dry run freezes and writes nothing; the script is there to show. A bind
+ * the script cannot take is refused, nothing left either. */
+static void test_stage_dry_run_and_bad_bind(void **state)
+{
+	(void)state;
+	struct gg_session_spec q = {.image = rootfs};
+	struct gg_session_stage *s = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_stage(NULL, &q, NULL, 1, &s, &err), 0);
+	assert_string_equal(q.enter, "(gridgpu-enter, below)");
+	assert_string_equal(q.image_file, rootfs);
+	assert_non_null(strstr(gg_session_stage_script(s), "gridgpu-enter"));
+	assert_int_equal(staged_files() <= 0, 1);
+	gg_session_stage_free(s);
+	const char *binds[] = {"relative/path"};
+	q = (struct gg_session_spec){.image = sif, .binds = binds, .nbinds = 1};
+	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), GG_EUSAGE);
+	assert_null(s);
+	assert_int_equal(staged_files() <= 0, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_stage_sif, each),
+		cmocka_unit_test_setup(test_stage_freeze, each),
+		cmocka_unit_test_setup(test_stage_cancel, each),
+		cmocka_unit_test_setup(test_stage_node_path, each),
+		cmocka_unit_test_setup(test_stage_dry_run_and_bad_bind, each),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown_tmp);
+}
