@@ -3,8 +3,9 @@
  * first (gridgpu's own readers, whiteouts applied: one kind of image reaches
  * the node, compressed); an absolute path that is not here is a path on the
  * node. Then the script that enters the container (gridgpu-enter), made for
- * the site's runtime. Both are written to files under the cache dir, removed
- * by gg_session_stage_free once the uploads are done. */
+ * the site's runtime. Both are written to files in a directory of the stage's
+ * own under the cache dir, removed by gg_session_stage_free once the uploads
+ * are done. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 struct gg_session_stage {
 	const char *image_file; /* the local SIF staged (the user's, or sif_tmp) */
+	char *dir;              /* the stage's own directory (NULL: none made) */
 	char *sif_tmp;          /* a SIF made of another kind of image */
 	char *enter_tmp;        /* gridgpu-enter, written for the upload */
 	char *enter_text;       /* its text */
@@ -32,6 +34,9 @@ void gg_session_stage_free(struct gg_session_stage *s)
 		unlink(s->sif_tmp);
 	if (s->enter_tmp)
 		unlink(s->enter_tmp);
+	if (s->dir)
+		rmdir(s->dir);
+	free(s->dir);
 	free(s->sif_tmp);
 	free(s->enter_tmp);
 	free(s->enter_text);
@@ -43,21 +48,37 @@ const char *gg_session_stage_script(const struct gg_session_stage *s)
 	return s ? s->enter_text : NULL;
 }
 
-/* A temp file's name in $XDG_CACHE_HOME/gridgpu/stage (0700). */
-static char *stage_path(struct gg_session_stage *s, const char *what, struct gg_err *err)
+/* The stage's own directory, $XDG_CACHE_HOME/gridgpu/stage/PID-XXXXXX (0700),
+ * made at the first call: two stages of one process never share a file. */
+static int stage_dir(struct gg_session_stage *s, struct gg_err *err)
 {
-	(void)s;
+	if (s->dir)
+		return 0;
 	char *cache = NULL;
 	if (gg_xdg_dir(GG_XDG_CACHE, &cache, err) < 0)
-		return NULL;
-	char *dir = gg_strdup_printf("%s/stage", cache);
+		return err->code;
+	char *top = gg_strdup_printf("%s/stage", cache);
 	free(cache);
-	if (!dir || gg_mkdir_p(dir, 0700, err) < 0) {
-		free(dir);
-		return NULL;
+	int rc = top ? gg_mkdir_p(top, 0700, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0 && !(s->dir = gg_strdup_printf("%s/%ld-XXXXXX", top, (long)getpid())))
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0 && !mkdtemp(s->dir)) {
+		rc = gg_err_sys(err, GG_EIO, errno, "making a directory in %s", top);
+		free(s->dir);
+		s->dir = NULL;
 	}
-	char *p = gg_strdup_printf("%s/%ld-%s", dir, (long)getpid(), what);
-	free(dir);
+	free(top);
+	return rc;
+}
+
+/* A file's name in the stage's directory. */
+static char *stage_path(struct gg_session_stage *s, const char *what, struct gg_err *err)
+{
+	if (stage_dir(s, err) < 0)
+		return NULL;
+	char *p = gg_strdup_printf("%s/%s", s->dir, what);
+	if (!p)
+		gg_err_set(err, GG_ENOMEM, "out of memory");
 	return p;
 }
 

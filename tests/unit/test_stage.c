@@ -226,6 +226,34 @@ static void test_stage_dry_run_and_bad_bind(void **state)
 	assert_int_equal(staged_files() <= 0, 1);
 }
 
+/* Two stages at once (a front end that stages sessions before it submits
+ * them): each has its own files, and freeing one leaves the other's. */
+static void test_stage_two_at_once(void **state)
+{
+	(void)state;
+	const char *binds[] = {"/data"};
+	struct gg_session_spec q1 = {.image = rootfs},
+			       q2 = {.image = rootfs, .binds = binds, .nbinds = 1};
+	struct gg_session_stage *s1 = NULL, *s2 = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_stage(&E, &q1, NULL, 0, &s1, &err), 0);
+	assert_int_equal(gg_session_stage(&E, &q2, NULL, 0, &s2, &err), 0);
+	assert_string_not_equal(q1.enter, q2.enter);
+	assert_string_not_equal(q1.image_file, q2.image_file);
+	char *t1 = slurp(q1.enter);
+	assert_non_null(t1);
+	assert_string_equal(t1, gg_session_stage_script(s1));
+	free(t1);
+	gg_session_stage_free(s1);
+	char *t2 = slurp(q2.enter);
+	assert_non_null(t2);
+	assert_string_equal(t2, gg_session_stage_script(s2));
+	free(t2);
+	assert_true(sif_part(q2.image_file) > 0);
+	gg_session_stage_free(s2);
+	assert_int_equal(staged_files(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +262,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stage_cancel, each),
 		cmocka_unit_test_setup(test_stage_node_path, each),
 		cmocka_unit_test_setup(test_stage_dry_run_and_bad_bind, each),
+		cmocka_unit_test_setup(test_stage_two_at_once, each),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown_tmp);
 }
