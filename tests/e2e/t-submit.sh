@@ -41,6 +41,14 @@ expect_fail "get does not overwrite without --force" 1 "use --force" get j1
 expect_eq "the local file is untouched" "$(cat j1/result.txt)" "local edit"
 run_gg get --force j1
 expect_eq "get --force replaces it" "$(cat j1/result.txt)" computed
+# --clean: once its outputs are fetched the job is cleaned on the CE and
+# forgotten here (gg_engine_fetch cleans as 'gridgpu clean' does)
+run_gg --json get --force --clean j1
+json_valid get
+expect_eq "get --json --clean: the outputs listed, then the job cleaned" \
+	"$RC $(printf '%s' "$OUT" | python3 -c 'import json,sys; print("j1/result.txt" in json.load(sys.stdin)["files"])') $(printf '%s\n' "$ERR" | grep -cx 'cleaned j1')" \
+	"0 True 1"
+expect_fail "get --clean: the record is gone" 5 "j1" status j1
 # A full disk during get, in the middle of a download: exit 1 (a local
 # failure, not the CE's), the message says why, and no partial file is left
 # under the output's name (root: a 64 KiB tmpfs, a 512 KiB output).
