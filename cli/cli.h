@@ -164,6 +164,9 @@ void ui_out_lines(const char *text);
 /* A note on stderr unless -q. */
 void ui_info(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
+/* A library's note (a gg_note_fn, ud the cli): a warning, a note unless -q,
+ * a verbose one with -v. */
+void cli_note(void *ud, enum gg_note kind, const char *msg);
 /* The --json error object on stdout, {"error":{"what","message","kind","exit"}};
  * what and msg must be printable already (ui_format). */
 void ui_json_error(const char *what, const char *msg, int code);
@@ -184,6 +187,9 @@ int ui_json_doc(const char *cmd, json_t *doc);
  * request, submit, kill): stable names, ISO 8601 times, no store internals. */
 struct gg_record;
 json_t *cli_record_json(const struct gg_record *r);
+/* A proxy as proxy info and proxy init --json show it (cmd-proxy-info.c). */
+struct gg_proxy_report;
+json_t *cli_proxy_json(const struct gg_proxy_report *r);
 /* A time for --json: ISO 8601 in UTC, or null for none (t <= 0). */
 json_t *ui_json_time(int64_t t);
 /* Colour on stdout: only when a TTY and NO_COLOR is unset. */

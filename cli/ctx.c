@@ -149,7 +149,7 @@ int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, s
 	return ui_fail(cli, &err, "'%s'", name);
 }
 
-static void cli_note(void *ud, enum gg_note kind, const char *msg)
+void cli_note(void *ud, enum gg_note kind, const char *msg)
 {
 	struct gg_cli *cli = ud;
 	if (kind == GG_NOTE_WARN)

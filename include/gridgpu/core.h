@@ -76,6 +76,15 @@ struct gg_log {
 /* Tell log->fn at level when log wants that level (log may be NULL). */
 GG_API void gg_logf(const struct gg_log *log, int level, const char *fmt, ...) GG_ATTR_PRINTF(3, 4);
 
+/* What a workflow tells its caller beside its result (the engine, proxy
+ * making): the caller shows it or not (the library never prints). */
+enum gg_note {
+	GG_NOTE_INFO,    /* "submitted ...", "adopted ...", "killed ...", "cleaned ..." */
+	GG_NOTE_WARN,    /* the CE refused one job of a bulk call, ... */
+	GG_NOTE_VERBOSE, /* for -v */
+};
+typedef void (*gg_note_fn)(void *ud, enum gg_note kind, const char *msg);
+
 /* ---- progress ---------------------------------------------------------- */
 
 /* Progress of an upload or download: return non-zero to abort (GG_EINTR). */

@@ -3,7 +3,8 @@
  * directory, sign a delegation request for a CE, and find bearer tokens by the
  * WLCG discovery order. Built on OpenSSL 3; never prints, prompts or exits.
  *
- * The usual sequence (what `gridgpu proxy init` does):
+ * What `gridgpu proxy init` and `proxy info` do, in one call each, is
+ * gg_proxy_make and gg_proxy_inspect (gridgpu/voms.h); the sequence they run:
  *
  *   gg_cred_locate(cert_opt, key_opt, &src, err);        which files
  *   gg_proxy_check_target(out_path, err);                 may we write there?
@@ -165,6 +166,9 @@ GG_API int gg_proxy_write(const struct gg_cred *proxy, const char *path, struct 
 /* Overwrite and remove a proxy file; refuses one owned by someone else.
  * GG_ENOTFOUND when there is none. */
 GG_API int gg_proxy_destroy(const char *path, struct gg_err *err);
+/* The same for the proxy file gg_proxy_path(file) names: *path (malloc'd, NULL
+ * when it could not be found out) says which. */
+GG_API int gg_proxy_destroy_at(const char *file, char **path, struct gg_err *err);
 
 /* ---- inspection ------------------------------------------------------------ */
 
@@ -231,6 +235,9 @@ GG_API int gg_ac_parse(const unsigned char *der, size_t len, time_t now, struct 
 GG_API int gg_ac_verify(const unsigned char *der, size_t len, X509 *signer, struct gg_err *err);
 GG_API void gg_ac_clear(struct gg_ac *ac);
 GG_API void gg_ac_list_free(struct gg_ac *acs, size_t n);
+/* An AC's state at now: "valid", "expired", or "not valid yet" when it starts
+ * more than GG_AC_SKEW after now (its server's clock is ahead). Static text. */
+GG_API const char *gg_ac_state(const struct gg_ac *ac, time_t now);
 /* The value of the proxy extension: a SEQUENCE of n ACs (DER each). *out malloc'd. */
 GG_API int gg_ac_seq_encode(const unsigned char *const *acs, const size_t *lens, size_t n,
 			    unsigned char **out, size_t *out_len, struct gg_err *err);

@@ -10,12 +10,6 @@
 #include "gridgpu/cred.h"
 #include "gridgpu/session.h"
 
-enum gg_note {
-	GG_NOTE_INFO,    /* "submitted ...", "adopted ...", "killed ...", "cleaned ..." */
-	GG_NOTE_WARN,    /* the CE refused one job of a bulk call, ... */
-	GG_NOTE_VERBOSE, /* for -v */
-};
-
 struct gg_engine {
 	struct gg_store *st;
 	const struct gg_config *cfg; /* the sites (jump hosts, credentials); may be NULL */

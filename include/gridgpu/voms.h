@@ -100,4 +100,103 @@ GG_API int gg_voms_fetch(const struct gg_cred *user, const struct gg_voms_reques
 			 unsigned char **ac, size_t *ac_len, struct gg_voms_got *got,
 			 struct gg_err *err);
 
+/* ---- the proxy workflow: gridgpu proxy init and info, one call each ---------- */
+
+/* Making a proxy (gg_proxy_make) is: the new key made in the background
+ * meanwhile, the proxy file checked, the user's credential found and read, its
+ * pass phrase asked of the caller (once) and the key unlocked, the ACs of each
+ * VO asked of its VOMS server, the proxy signed, verified when asked and
+ * written atomically (nothing is written on any failure). Inspecting one
+ * (gg_proxy_inspect) reads it, its ACs, verifies it when asked and answers
+ * voms-proxy-info's questions. Core dumps are turned off first (the key, the
+ * pass phrase, a token). Neither prints: warnings and notes go to the note
+ * callback, VOMS traffic to the log. */
+
+/* At most this many VOs in one proxy. */
+#define GG_PROXY_VOMS_MAX 16
+/* The largest pass phrase buffer the callback is given (bytes). */
+#define GG_PASSPHRASE_MAX 4096
+
+/* Opaque: what to make or inspect and whom to tell. Strings given to the
+ * setters are borrowed: they must outlive the calls that use q. */
+struct gg_proxy_req;
+/* Defaults: the usual files, 12 h, 2048 bits, impersonation, no path length,
+ * no VOMS, no verification, nothing shown beside the proxy. NULL: no memory. */
+GG_API struct gg_proxy_req *gg_proxy_req_new(void);
+GG_API void gg_proxy_req_free(struct gg_proxy_req *q);
+/* The user's certificate and key (gg_cred_locate's arguments, NULL = found as
+ * it finds them) and the proxy file (gg_proxy_path's: NULL = the usual). */
+GG_API void gg_proxy_req_set_cred(struct gg_proxy_req *q, const char *cert, const char *key);
+GG_API void gg_proxy_req_set_file(struct gg_proxy_req *q, const char *path);
+/* The proxy made: lifetime (seconds, 0 = GG_PROXY_DEFAULT_LIFETIME), RSA
+ * bits (0 = 2048) and key making threads (0 = as gg_keygen_start chooses),
+ * policy, path length (-1 = none). */
+GG_API void gg_proxy_req_set_lifetime(struct gg_proxy_req *q, int64_t secs);
+GG_API void gg_proxy_req_set_key(struct gg_proxy_req *q, int bits, int threads);
+GG_API void gg_proxy_req_set_policy(struct gg_proxy_req *q, enum gg_proxy_policy policy);
+GG_API void gg_proxy_req_set_path_length(struct gg_proxy_req *q, int path_length);
+/* Verify the proxy against the CA directory (gg_cred_ca_dir's: NULL = the usual). */
+GG_API void gg_proxy_req_set_verify(struct gg_proxy_req *q, const char *ca_dir);
+/* One VO whose AC the proxy carries: "VO[:FQAN]", VO a name or a vomses
+ * alias; the VO checked, the FQAN too (GG_EUSAGE saying what is wrong; more
+ * than GG_PROXY_VOMS_MAX). Each VO is asked once with all the FQANs given
+ * for it, however it is named (an alias and its VO's name are one VO). */
+GG_API int gg_proxy_req_add_voms(struct gg_proxy_req *q, const char *vo_fqan, struct gg_err *err);
+/* The FQAN the VOMS servers put first (checked: GG_EUSAGE), and the ACs'
+ * lifetime (0 = the proxy's; never longer than it). */
+GG_API int gg_proxy_req_set_order(struct gg_proxy_req *q, const char *fqan, struct gg_err *err);
+GG_API void gg_proxy_req_set_voms_lifetime(struct gg_proxy_req *q, int64_t secs);
+
+/* What the report carries beside the proxy (or'ed). */
+#define GG_PROXY_SHOW_TOKEN                                                        \
+	1u                    /* the bearer token found (WLCG discovery): one that \
+				 is not valid is a warning */
+#define GG_PROXY_SHOW_MODE 2u /* (inspect) a warning when others may read the file */
+GG_API void gg_proxy_req_set_show(struct gg_proxy_req *q, unsigned what);
+/* Inspect for an answer (voms-proxy-info --exists, --valid, --acexists): is
+ * the proxy valid now (not expired, not yet valid, verified when asked) for at
+ * least need seconds (0: any), its ACs valid as long, one of VO vo among them
+ * (NULL: any)? A chain that does not verify is then a "no", not an error. */
+GG_API void gg_proxy_req_set_answer(struct gg_proxy_req *q, int64_t need, const char *vo);
+
+/* The pass phrase of the key file key_path, written into buf (size bytes):
+ * its length, or a negative GG_E* code with err set (no terminal, end of
+ * input, interrupted). Called at most once per gg_proxy_make, only when the
+ * key is encrypted; buf is wiped after use. */
+typedef int (*gg_passphrase_fn)(void *ud, const char *key_path, char *buf, size_t size,
+				struct gg_err *err);
+GG_API void gg_proxy_req_on_passphrase(struct gg_proxy_req *q, gg_passphrase_fn fn, void *ud);
+/* Warnings (an AC shortened, the proxy clipped to its signer's end, core
+ * dumps left on, a bad token, an open proxy file) and verbose notes (timing). */
+GG_API void gg_proxy_req_on_note(struct gg_proxy_req *q, gg_note_fn fn, void *ud);
+/* Each VOMS server tried (borrowed). */
+GG_API void gg_proxy_req_set_log(struct gg_proxy_req *q, const struct gg_log *log);
+
+/* Opaque: a proxy made or read, what it says, and the answer asked. */
+struct gg_proxy_report;
+/* Make the proxy q asks for (see above) and write it to its file. GG_ECRED for
+ * the credential (none, expired, wrong pass phrase, the file refused), the
+ * VOMS errors of gg_voms_fetch; nothing is written then. */
+GG_API int gg_proxy_make(const struct gg_proxy_req *q, struct gg_proxy_report **out,
+			 struct gg_err *err);
+/* Read the proxy file q names (GG_ECRED "no proxy at ..." when there is
+ * none), its ACs, verify it when asked (failing: GG_ECRED, unless an answer is
+ * asked), and answer when asked (gg_proxy_report_answer). */
+GG_API int gg_proxy_inspect(const struct gg_proxy_req *q, struct gg_proxy_report **out,
+			    struct gg_err *err);
+/* Borrowed from r. info->path is the proxy file. */
+GG_API const struct gg_proxy_info *gg_proxy_report_info(const struct gg_proxy_report *r);
+GG_API const struct gg_ac *gg_proxy_report_acs(const struct gg_proxy_report *r, size_t *n);
+/* 1 verified, 0 not (an answer was asked), -1 not asked; against which directory. */
+GG_API int gg_proxy_report_verified(const struct gg_proxy_report *r);
+GG_API const char *gg_proxy_report_ca_dir(const struct gg_proxy_report *r);
+/* The token found (GG_PROXY_SHOW_TOKEN), or NULL. */
+GG_API const struct gg_token *gg_proxy_report_token(const struct gg_proxy_report *r);
+/* The time the report describes the proxy at. */
+GG_API time_t gg_proxy_report_time(const struct gg_proxy_report *r);
+/* The answer: 0 yes, GG_ECRED no with one line saying why ("proxy '...' has
+ * expired"). 0 when none was asked. */
+GG_API int gg_proxy_report_answer(const struct gg_proxy_report *r, struct gg_err *err);
+GG_API void gg_proxy_report_free(struct gg_proxy_report *r);
+
 #endif

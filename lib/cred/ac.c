@@ -216,6 +216,13 @@ ASN1_SEQUENCE(GG_AC_IS) =
 	memset(ac, 0, sizeof *ac);
 }
 
+const char *gg_ac_state(const struct gg_ac *ac, time_t now)
+{
+	if (ac->not_before > now + GG_AC_SKEW)
+		return "not valid yet";
+	return ac->time_left > 0 ? "valid" : "expired";
+}
+
 void gg_ac_list_free(struct gg_ac *acs, size_t n)
 {
 	for (size_t i = 0; acs && i < n; i++)

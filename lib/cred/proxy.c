@@ -407,3 +407,11 @@ int gg_proxy_destroy(const char *path, struct gg_err *err)
 		err->code = rc = GG_ECRED;
 	return rc;
 }
+
+int gg_proxy_destroy_at(const char *file, char **path, struct gg_err *err)
+{
+	*path = NULL;
+	if (gg_proxy_path(file, path, err) < 0)
+		return err->code;
+	return gg_proxy_destroy(*path, err);
+}
