@@ -232,19 +232,35 @@ int gg_proxy_make(const struct gg_proxy_req *q, struct gg_proxy_report **out, st
 
 /* ---- the VOMS requests of the --voms words ---- */
 
+/* The VO a word's VO part names: the vomses' VO name of its first server,
+ * else the word itself. */
+static void vo_of(const char *word, size_t len, char *out, size_t size)
+{
+	struct gg_voms_server *sv = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	snprintf(out, size, "%.*s", (int)len, word);
+	if (gg_voms_servers_find(out, &sv, &n, &err) == 0 && n && sv[0].vo)
+		snprintf(out, size, "%s", sv[0].vo);
+	gg_voms_servers_free(sv, n);
+}
+
 int gg_proxy_voms_plan(const struct gg_proxy_req *q, struct gg_voms_ask *asks, size_t *n,
 		       struct gg_err *err)
 {
+	char vos[GG_PROXY_VOMS_MAX][256];
 	*n = 0;
 	for (size_t i = 0; i < q->n_voms; i++) {
 		const char *w = q->voms[i], *c = strchr(w, ':');
 		size_t vl = c ? (size_t)(c - w) : strlen(w), j;
 		if (vl == 0 || vl >= sizeof asks[0].vo)
 			return gg_err_set(err, GG_EUSAGE, "--voms '%s': expected VO[:FQAN]", w);
-		for (j = 0;
-		     j < *n && !(strlen(asks[j].vo) == vl && strncmp(asks[j].vo, w, vl) == 0); j++)
+		char vo[256];
+		vo_of(w, vl, vo, sizeof vo);
+		for (j = 0; j < *n && strcmp(vos[j], vo) != 0; j++)
 			;
-		if (j == *n) { /* a VO not asked yet */
+		if (j == *n) { /* a VO not asked yet: asked by the name it is given first */
+			memcpy(vos[j], vo, sizeof vo);
 			memset(&asks[j], 0, sizeof asks[j]);
 			snprintf(asks[j].vo, sizeof asks[j].vo, "%.*s", (int)vl, w);
 			(*n)++;

@@ -39,15 +39,17 @@ void gg_proxy_no_core_dumps(const struct gg_proxy_req *q);
 /* The bearer token into r when q asks for it; a warning when it is not valid. */
 void gg_proxy_report_find_token(const struct gg_proxy_req *q, struct gg_proxy_report *r);
 
-/* One VOMS request of a proxy: a VO as --voms names it, and the FQANs of
- * every --voms naming it so. */
+/* One VOMS request of a proxy: a VO as its first --voms names it, and the
+ * FQANs of every --voms naming that VO (by its name or an alias). */
 struct gg_voms_ask {
 	char vo[128];
 	const char *fqans[GG_PROXY_VOMS_MAX];
 	size_t n_fqans;
 };
-/* The requests q's --voms words make, in order, each VO once. GG_EUSAGE for
- * a word whose VO is empty or longer than 127 bytes. */
+/* The requests q's --voms words make, in order, each VO once: words naming
+ * the same VO (the vomses' fifth field, found by gg_voms_servers_find; a word
+ * no vomses names is its own VO) are one request. GG_EUSAGE for a word whose
+ * VO is empty or longer than 127 bytes. */
 int gg_proxy_voms_plan(const struct gg_proxy_req *q, struct gg_voms_ask *asks, size_t *n,
 		       struct gg_err *err);
 

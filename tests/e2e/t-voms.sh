@@ -174,6 +174,15 @@ run_gg proxy info -f "$P" --acexists testvo
 expect_eq "... the proxy has an AC of VO testvo" "$RC" 0
 expect_eq "... with /testvo/analysis" "$("$GRIDGPU" proxy info -f "$P" | grep -c '^attribute : /testvo/analysis/Role=NULL/Capability=NULL$')" 1
 VOMS_USERCONF=$T_TMP/alias bad "an FQAN named after the alias" 2 "vomses alias tv: FQAN '/tv/analysis' is not of VO testvo" --voms tv:/tv/analysis
+# the alias and the VO's name are one VO: asked once, one AC with the FQAN
+# either named (before: two requests, two ACs of testvo in the proxy)
+VOMS_USERCONF=$T_TMP/alias init --voms tv --voms testvo:/testvo/analysis
+expect_eq "--voms tv --voms testvo: exit 0" "$RC" 0
+run_gg proxy info -f "$P" --json
+expect_eq "... one AC, of testvo, with /testvo/analysis" "$(printf '%s' "$OUT" | python3 -c '
+import json, sys
+a = json.load(sys.stdin)["acs"]
+print(len(a), a[0]["vo"], "/testvo/analysis/Role=NULL/Capability=NULL" in a[0]["fqans"])')" "1 testvo True"
 
 # ---- A-REX authorises by FQAN and maps the role, through gridgpu --------------------------
 # The VO member's DN is admitted by nothing but its VOMS attributes: the

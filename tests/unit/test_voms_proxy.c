@@ -319,8 +319,9 @@ static void test_make_voms_failure_writes_nothing(void **state)
 	gg_proxy_req_free(q);
 }
 
-/* --voms words: checked as they are added; one request per VO, with every
- * FQAN given for it. */
+/* --voms words: checked as they are added; a vomses alias and its VO's name
+ * are one request, asked by the first name given, with every FQAN (before:
+ * two requests, two ACs of one VO). */
 static void test_voms_words_and_plan(void **state)
 {
 	(void)state;
@@ -330,20 +331,27 @@ static void test_voms_words_and_plan(void **state)
 	assert_err(gg_proxy_req_add_voms(q, "testvo:/testvo\r\nX: 1", &err), &err, GG_EUSAGE,
 		   "FQAN");
 	assert_err(gg_proxy_req_set_order(q, "/testvo</order>", &err), &err, GG_EUSAGE, "FQAN");
-	const char *words[] = {"testvo", "testvo:/testvo/g", "other:/other/x", "testvo:/testvo/h"};
-	for (size_t i = 0; i < 4; i++)
+	char vomses[200];
+	snprintf(vomses, sizeof vomses, "%s/vomses-alias", tmpdir);
+	write_text(vomses, "\"tv\" \"localhost\" \"15000\" \"/CN=localhost\" \"testvo\"\n"
+			   "\"other\" \"localhost\" \"15001\" \"/CN=localhost\" \"other\"\n");
+	setenv("VOMS_USERCONF", vomses, 1);
+	const char *words[] = {"tv", "testvo:/testvo/g", "other:/other/x", "tv:/testvo/h",
+			       "testvo"};
+	for (size_t i = 0; i < 5; i++)
 		assert_int_equal(gg_proxy_req_add_voms(q, words[i], &err), 0);
 	struct gg_voms_ask asks[GG_PROXY_VOMS_MAX];
 	size_t n = 0;
 	assert_int_equal(gg_proxy_voms_plan(q, asks, &n, &err), 0);
 	assert_int_equal(n, 2);
-	assert_string_equal(asks[0].vo, "testvo");
+	assert_string_equal(asks[0].vo, "tv");
 	assert_int_equal(asks[0].n_fqans, 2);
 	assert_string_equal(asks[0].fqans[0], "/testvo/g");
 	assert_string_equal(asks[0].fqans[1], "/testvo/h");
 	assert_string_equal(asks[1].vo, "other");
 	assert_int_equal(asks[1].n_fqans, 1);
-	for (size_t i = 4; i < GG_PROXY_VOMS_MAX; i++)
+	unsetenv("VOMS_USERCONF");
+	for (size_t i = 5; i < GG_PROXY_VOMS_MAX; i++)
 		assert_int_equal(gg_proxy_req_add_voms(q, "testvo", &err), 0);
 	assert_err(gg_proxy_req_add_voms(q, "testvo", &err), &err, GG_EUSAGE, "at most 16");
 	gg_proxy_req_free(q);
