@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "voms/voms.h"
+#include "gridgpu/voms.h"
 
 enum {
 	O_FILE = 256,

@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "voms/voms.h"
+#include "gridgpu/voms.h"
 
 enum {
 	O_CERT = 256,
@@ -57,7 +57,6 @@ const struct gg_opt cmd_proxy_destroy_opts[] = {
 /* ---- init ----------------------------------------------------------------------- */
 
 struct init_args {
-	struct gg_cli *cli;
 	struct gg_proxy_req *q;
 	const char *cert, *key, *order, *ca_dir;
 	const char *voms[GG_PROXY_VOMS_MAX];
@@ -196,7 +195,7 @@ static void init_print(struct gg_cli *cli, const struct gg_proxy_report *r)
 
 int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv)
 {
-	struct init_args a = {.cli = cli, .bits = GG_PROXY_DEFAULT_BITS, .path_length = -1};
+	struct init_args a = {.bits = GG_PROXY_DEFAULT_BITS, .path_length = -1};
 	struct gg_log lg = {.fn = voms_log, .ud = cli, .level = cli->verbose};
 	struct gg_proxy_report *r = NULL;
 	struct gg_err err = {0};

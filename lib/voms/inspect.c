@@ -65,9 +65,11 @@ static int answer_acs(const struct gg_proxy_report *r, const char *vo, int64_t n
 	return 0;
 }
 
-/* The proxy file read, described at r->now, verified when asked. */
+/* The proxy file read, described at r->now, verified when asked: when an
+ * answer is asked, a chain that does not verify is not an error, *why says
+ * what is wrong with it. */
 static int read_proxy(const struct gg_proxy_req *q, const char *path, struct gg_proxy_report *r,
-		      struct gg_err *err)
+		      struct gg_err *why, struct gg_err *err)
 {
 	struct gg_cred *cred = NULL;
 	int rc = gg_cred_load_public(path, &cred, err);
@@ -79,13 +81,10 @@ static int read_proxy(const struct gg_proxy_req *q, const char *path, struct gg_
 	if (rc == 0 && gg_cred_acs(cred, r->now, &r->acs, &r->n_acs, err) < 0)
 		rc = err->code = GG_ECRED;
 	if (rc == 0 && q->verify) {
-		struct gg_err why = {0};
-		r->verified = gg_cred_verify(cred, r->ca_dir, 0, &why) == 0;
+		r->verified = gg_cred_verify(cred, r->ca_dir, 0, why) == 0;
 		if (!r->verified && !q->answer) {
-			*err = why;
-			rc = why.code;
-		} else if (!r->verified) {
-			r->answer = why;
+			*err = *why;
+			rc = why->code;
 		}
 	}
 	gg_cred_free(cred);
@@ -100,6 +99,7 @@ int gg_proxy_inspect(const struct gg_proxy_req *q, struct gg_proxy_report **out,
 	gg_proxy_no_core_dumps(q);
 	struct gg_proxy_report *r = calloc(1, sizeof *r);
 	char *path = NULL;
+	struct gg_err why = {0}, perm = {0};
 	if (!r)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	r->verified = -1;
@@ -108,19 +108,14 @@ int gg_proxy_inspect(const struct gg_proxy_req *q, struct gg_proxy_report **out,
 	if (rc == 0 && q->verify)
 		rc = gg_cred_ca_dir(q->ca_dir, &r->ca_dir, err);
 	if (rc == 0)
-		rc = read_proxy(q, path, r, err);
+		rc = read_proxy(q, path, r, &why, err);
 	if (rc == 0 && !r->info.path) {
 		r->info.path = path;
 		path = NULL;
 	}
-	if (rc == 0 && q->answer) {
-		const char *unverified = r->answer.code ? r->answer.msg : NULL;
-		char why[GG_ERR_MSG_MAX];
-		snprintf(why, sizeof why, "%s", unverified ? unverified : "");
-		if (answer_proxy(r, unverified ? why : NULL, q->need, &r->answer) == 0)
-			answer_acs(r, q->answer_vo, q->need, &r->answer);
-	}
-	struct gg_err perm = {0};
+	if (rc == 0 && q->answer &&
+	    answer_proxy(r, why.code ? why.msg : NULL, q->need, &r->answer) == 0)
+		answer_acs(r, q->answer_vo, q->need, &r->answer);
 	if (rc == 0 && (q->show & GG_PROXY_SHOW_MODE) &&
 	    gg_file_check_private(r->info.path, "proxy", &perm) < 0)
 		gg_proxy_note(q, GG_NOTE_WARN, "%s", perm.msg);

@@ -134,8 +134,9 @@ static int fetch_acs(struct make *m, int64_t proxy_life, struct gg_err *err)
 	return rc;
 }
 
-/* The proxy signed with the new key, verified when asked, written. */
-static int sign_and_write(struct make *m, struct gg_err *err)
+/* The ACs fetched, the proxy signed with the new key, verified when asked,
+ * written. */
+static int make_proxy(struct make *m, struct gg_err *err)
 {
 	const struct gg_proxy_req *q = m->q;
 	struct gg_proxy_opts po;
@@ -219,7 +220,7 @@ int gg_proxy_make(const struct gg_proxy_req *q, struct gg_proxy_report **out, st
 	if (rc == 0)
 		rc = unlock_user(&m, err);
 	if (rc == 0)
-		rc = sign_and_write(&m, err);
+		rc = make_proxy(&m, err);
 	if (rc == 0) {
 		gg_proxy_note(q, GG_NOTE_VERBOSE,
 			      "timing: key ready after %.1f ms, the rest took %.1f ms",
