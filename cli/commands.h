@@ -28,7 +28,10 @@ int cmd_complete(struct gg_cli *cli, int argc, char **argv);
 int cmd_gpus(struct gg_cli *cli, int argc, char **argv);
 int cmd_doctor(struct gg_cli *cli, int argc, char **argv);
 
-extern const struct gg_opt cmd_site_add_opts[];
+/* site add's options, made from the library's site keys by cli_site_opts_init
+ * (main calls it first). */
+extern struct gg_opt cmd_site_add_opts[];
+void cli_site_opts_init(void);
 extern const struct gg_opt cmd_freeze_opts[];
 extern const struct gg_opt cmd_inspect_opts[];
 extern const struct gg_opt cmd_verify_opts[];

@@ -503,6 +503,7 @@ int main(int argc, char **argv)
 	/* First, before libcurl or OpenSSL allocate: what OpenSSL frees is wiped. */
 	gg_cred_wipe_on_free();
 	struct gg_cli cli = {.prog = "gridgpu"};
+	cli_site_opts_init();
 	/* Global options before the command; stop at the first operand. */
 	static const struct gg_cmd top = {NULL, "", NULL, "", "", version_opt, OPT_NONE, 0};
 	cli.cmd = &top;

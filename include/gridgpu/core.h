@@ -160,37 +160,122 @@ GG_API int gg_xdg_dir(enum gg_xdg kind, char **out, struct gg_err *err);
 #define GG_MAX_BINDS 16
 #define GG_MAX_ALLOW 32
 
+/* What a site key's value is: how struct gg_site holds it, how the file, site
+ * show --json and site add take and show it, what completion offers. */
+enum gg_site_kind {
+	GG_SK_TEXT,     /* char *: one line of text */
+	GG_SK_FILE,     /* char *: a local file */
+	GG_SK_DIR,      /* char *: a local directory */
+	GG_SK_CHOICE,   /* char *: one of the words of argname ("proxy|token") */
+	GG_SK_DURATION, /* int64_t seconds, 0: none (the default); written exact, "1h30m" */
+	GG_SK_LIST,     /* char *[max] and a count: one value a line in the file */
+	GG_SK_ADDRS,    /* a list of addresses or ranges, several a value with ','
+			   between (gg_site_allow_add) */
+};
+#define GG_SKF_REQUIRED 1u /* a site has it (the CE): site set cannot clear it */
+
+/* Every key of a site profile, once. A row makes the member of struct gg_site,
+ * the INI key (read, written, in this order), site add's option and site set's
+ * KEY, its help, completion, site show's text and --json member, the man page
+ * check, and the check site add and site set make:
+ *   S(kind, field, option, short, argname, default, flags, check, help)  char *
+ *   L(kind, field, count, max, noun, key, option, short, argname, check, help)
+ *                                                        char *field[max]; int count
+ *   D(field, option, default, help)                      int64_t, a duration
+ * field: the member, the INI key (but a list's, key) and the --json member;
+ * option: the key with '-' for '_'; default: the value that applies unset, as
+ * help shows it, or NULL; check: check_<check> in lib/session/site.c (none:
+ * what the kind takes). Adding a key is one row here and its lines in
+ * man/gridgpu-site.1 (tests/unit/test_site.c checks both). */
+#define GG_SITE_KEYS(S, L, D)                                                                    \
+	S(GG_SK_TEXT, ce, "ce", 0, "URL", NULL, GG_SKF_REQUIRED, ce_url,                         \
+	  "CE endpoint, e.g. https://ce.example.org:443/arex")                                   \
+	L(GG_SK_LIST, jumps, njumps, GG_MAX_JUMPS, "jump hosts", "jump", "jump", 'J',            \
+	  "USER@HOST[:PORT]", jump, "a jump host, in order (repeat for more hops)")              \
+	S(GG_SK_FILE, identity, "identity", 'i', "FILE", NULL, 0, ssh_path,                      \
+	  "your ssh key for the jump hosts")                                                     \
+	S(GG_SK_FILE, known_hosts, "known-hosts", 0, "FILE", NULL, 0, ssh_path,                  \
+	  "known_hosts file with the jump hosts' keys")                                          \
+	S(GG_SK_TEXT, worker_address, "worker-address", 0, "ADDR", NULL, 0, none,                \
+	  "address the last jump host reaches workers by")                                       \
+	S(GG_SK_TEXT, queue, "queue", 0, "QUEUE", NULL, 0, none, "default queue")                \
+	S(GG_SK_TEXT, gpu_queue, "gpu-queue", 0, "QUEUE", NULL, 0, none, "queue for GPU jobs")   \
+	S(GG_SK_TEXT, gpu_rte, "gpu-rte", 0, "RTE", NULL, 0, none,                               \
+	  "runtime environment that requests GPUs")                                              \
+	S(GG_SK_TEXT, image, "image", 0, "IMAGE", NULL, 0, none, "default container image")      \
+	S(GG_SK_DIR, ca_dir, "ca-dir", 0, "DIR", NULL, 0, none, "CA directory for this site")    \
+	S(GG_SK_CHOICE, auth, "auth", 0, "proxy|token", "proxy", 0, choice,                      \
+	  "credential the CE takes")                                                             \
+	S(GG_SK_CHOICE, runtime, "runtime", 0, "apptainer|bwrap", "apptainer", 0, choice,        \
+	  "how batch jobs run images")                                                           \
+	S(GG_SK_TEXT, token_command, "token-command", 0, "CMD", NULL, 0, command,                \
+	  "get tokens by running CMD (split into words, no shell; stdout: the token)")           \
+	S(GG_SK_TEXT, oidc_account, "oidc-account", 0, "NAME", NULL, 0, none,                    \
+	  "get tokens from this oidc-agent account")                                             \
+	S(GG_SK_TEXT, token_audience, "token-audience", 0, "AUD", NULL, 0, none,                 \
+	  "the audience asked of oidc-agent")                                                    \
+	S(GG_SK_TEXT, token_scopes, "token-scopes", 0, "SCOPES", NULL, 0, none,                  \
+	  "the scopes asked of oidc-agent (space separated)")                                    \
+	S(GG_SK_TEXT, output_base, "output-base", 0, "URL", NULL, 0, output_base,                \
+	  "storage URL outputs go under, e.g. davs://se.example:1094/store/user/$USER/")         \
+	S(GG_SK_TEXT, cache, "cache", 0, "URL", NULL, 0, cache,                                  \
+	  "the site's XCache (root://HOST:PORT): inputs are read through it")                    \
+	L(GG_SK_LIST, binds, nbinds, GG_MAX_BINDS, "bind paths", "bind", "bind", 0, "SRC[:DST]", \
+	  bind, "a path of the node in every session's container (repeat for more)")             \
+	L(GG_SK_ADDRS, allow_from, nallow, GG_MAX_ALLOW, "allow_from addresses", "allow_from",   \
+	  "allow-from", 0, "ADDR[/BITS]", none,                                                  \
+	  "sessions admit ssh only from ADDR: the last jump host's (repeat for more)")           \
+	D(connect_deadline, "connect-deadline", NULL,                                            \
+	  "end a session nobody connected to after DUR")                                         \
+	D(idle_limit, "idle-limit", NULL, "end a session idle for longer than DUR")              \
+	D(token_refresh, "token-refresh", "5m",                                                  \
+	  "renew a site's token when it has less than DUR left")
+
+#define GG_SITE_FIELD_S(kind, field, ...) char *field;
+#define GG_SITE_FIELD_L(kind, field, count, max, ...) \
+	char *field[max];                             \
+	int count;
+#define GG_SITE_FIELD_D(field, ...) int64_t field;
+#define GG_SITE_ONE(...)            +1
+
+/* A site profile: the members are the rows of GG_SITE_KEYS (ce, jumps and
+ * njumps, identity, ..., connect_deadline), read and set by key with the
+ * functions below and those of gridgpu/site.h. */
 struct gg_site {
 	char *name;
-	char *ce;                  /* CE endpoint URL, https://host:port/arex */
-	char *jumps[GG_MAX_JUMPS]; /* user@host[:port], in order */
-	int njumps;
-	char *queue;               /* default queue */
-	char *gpu_queue;           /* queue for GPU jobs */
-	char *gpu_rte;             /* runtime environment to ask for GPUs */
-	char *image;               /* default image */
-	char *binds[GG_MAX_BINDS]; /* SRC[:DST]: node paths in every session's container */
-	int nbinds;
-	char *ca_dir;             /* CA dir for this site, overrides X509_CERT_DIR */
-	char *auth;               /* "proxy" (default) or "token" */
-	char *identity;           /* ssh key for the jump hosts (the user's site key) */
-	char *known_hosts;        /* known_hosts file with the jump hosts' keys */
-	char *worker_address;     /* address the last jump host reaches workers by */
-	char *runtime;            /* batch runtime: "apptainer" (default) or "bwrap" */
-	char *token_command;      /* token source: a command, split into words (no shell) */
-	char *oidc_account;       /* token source: an oidc-agent account */
-	char *token_audience;     /* the audience asked of oidc-agent, or NULL */
-	char *token_scopes;       /* the scopes asked of oidc-agent (space separated) */
-	char *output_base;        /* storage URL outputs go under ($USER: the local user) */
-	char *cache;              /* the site's XCache, root://HOST:PORT: inputs read through it */
-	int64_t token_refresh;    /* refresh margin, seconds, 0 = default (5 minutes) */
-	int64_t connect_deadline; /* seconds, 0 = default */
-	int64_t idle_limit;       /* seconds, 0 = default */
-	/* ADDR or ADDR/BITS: the only addresses a session's sshd admits
-	 * connections from (its jump hosts); none: any */
-	char *allow_from[GG_MAX_ALLOW];
-	int nallow;
+	GG_SITE_KEYS(GG_SITE_FIELD_S, GG_SITE_FIELD_L, GG_SITE_FIELD_D)
 };
+/* How many rows GG_SITE_KEYS has (gg_site_key_count() at run time). */
+enum { GG_SITE_NKEYS = 0 GG_SITE_KEYS(GG_SITE_ONE, GG_SITE_ONE, GG_SITE_ONE) };
+
+/* One row of GG_SITE_KEYS. Only ever seen through the pointers below: rows may
+ * get members at the end. */
+struct gg_site_key {
+	const char *key;    /* in the INI file: "gpu_queue", "jump" */
+	const char *field;  /* the member of struct gg_site and of site --json: "jumps" */
+	const char *option; /* site add's --OPTION, site set's KEY: "gpu-queue" */
+	int shortopt;       /* site add's -X, or 0 */
+	enum gg_site_kind kind;
+	const char *argname; /* "URL"; a choice's words, "proxy|token" */
+	const char *help;    /* one line, for site add --help */
+	const char *dflt;    /* what applies when unset, as help shows it; NULL */
+	unsigned flags;      /* GG_SKF_* */
+};
+GG_API size_t gg_site_key_count(void);
+/* Row i (NULL past the end), in GG_SITE_KEYS's order. */
+GG_API const struct gg_site_key *gg_site_key_at(size_t i);
+/* The row whose key or option is name ("gpu_queue", "gpu-queue", "--gpu-queue"),
+ * or NULL. */
+GG_API const struct gg_site_key *gg_site_key_find(const char *name);
+/* k's value in s: the text of a TEXT, FILE, DIR or CHOICE key (NULL: unset); the
+ * values of a LIST or ADDRS key (*n of them); a DURATION's seconds (0: unset). */
+GG_API const char *gg_site_get_text(const struct gg_site *s, const struct gg_site_key *k);
+GG_API char *const *gg_site_get_list(const struct gg_site *s, const struct gg_site_key *k, int *n);
+GG_API int64_t gg_site_get_duration(const struct gg_site *s, const struct gg_site_key *k);
+/* k's value as site add --force and site set show it: the text, a list's values
+ * with ", " between, a duration exact ("1h30m"); NULL when unset (or out of
+ * memory: *oom set). malloc'd. */
+GG_API char *gg_site_value_text(const struct gg_site *s, const struct gg_site_key *k, int *oom);
 
 /* The credential a site's CE calls take by default: its auth, else "token"
  * when it names a token source (token_command, oidc_account), else "proxy". */

@@ -30,37 +30,6 @@ const char *gg_site_auth_kind(const struct gg_site *site)
 	return site && (site->token_command || site->oidc_account) ? "token" : "proxy";
 }
 
-void gg_site_clear(struct gg_site *s)
-{
-	if (!s)
-		return;
-	free(s->name);
-	free(s->ce);
-	for (int i = 0; i < s->njumps; i++)
-		free(s->jumps[i]);
-	for (int i = 0; i < s->nbinds; i++)
-		free(s->binds[i]);
-	for (int i = 0; i < s->nallow; i++)
-		free(s->allow_from[i]);
-	free(s->queue);
-	free(s->gpu_queue);
-	free(s->gpu_rte);
-	free(s->image);
-	free(s->ca_dir);
-	free(s->auth);
-	free(s->identity);
-	free(s->known_hosts);
-	free(s->worker_address);
-	free(s->runtime);
-	free(s->token_command);
-	free(s->oidc_account);
-	free(s->token_audience);
-	free(s->token_scopes);
-	free(s->output_base);
-	free(s->cache);
-	memset(s, 0, sizeof *s);
-}
-
 void gg_config_free(struct gg_config *cfg)
 {
 	if (!cfg)
@@ -118,8 +87,8 @@ static int strv_add(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* A section given twice, or a key twice in a section (but the lists 'jump',
- * 'bind' and 'allow_from'), would be merged without a word: refused. */
+/* A section given twice, or a key twice in a section (but a list's: 'jump',
+ * 'bind', 'allow_from'), would be merged without a word: refused. */
 static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 {
 	char section[256]; /* "site NAME", however many blanks were between */
@@ -137,8 +106,8 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 		if (strv_add(&c->sections, &c->nsections, section) < 0)
 			return gg_err_set(c->err, GG_ENOMEM, "out of memory");
 	}
-	if (!name || strcmp(name, "jump") == 0 || strcmp(name, "bind") == 0 ||
-	    strcmp(name, "allow_from") == 0)
+	const struct gg_site_key *k = gg_site_key_find(name);
+	if (!name || (k && (k->kind == GG_SK_LIST || k->kind == GG_SK_ADDRS)))
 		return 0; /* repeatable */
 	if (strv_has(c->keys, c->nkeys, name))
 		return gg_err_set(c->err, GG_EUSAGE, "[%s]: '%s' given a second time", section,
@@ -146,43 +115,6 @@ static int check_dup(struct parse_ctx *c, const char *raw, const char *name)
 	return strv_add(&c->keys, &c->nkeys, name) < 0
 		       ? gg_err_set(c->err, GG_ENOMEM, "out of memory")
 		       : 0;
-}
-
-/* The string keys of a site that are copied and saved as they are. */
-static const char *const site_str_keys[] = {
-	"ce",          "queue",         "gpu_queue",    "gpu_rte",        "image",
-	"ca_dir",      "auth",          "identity",     "known_hosts",    "worker_address",
-	"runtime",     "token_command", "oidc_account", "token_audience", "token_scopes",
-	"output_base", "cache"};
-
-static char **site_str_field(struct gg_site *s, const char *key)
-{
-	static const struct {
-		const char *key;
-		size_t off;
-	} tab[] = {
-		{"ce", offsetof(struct gg_site, ce)},
-		{"queue", offsetof(struct gg_site, queue)},
-		{"gpu_queue", offsetof(struct gg_site, gpu_queue)},
-		{"gpu_rte", offsetof(struct gg_site, gpu_rte)},
-		{"image", offsetof(struct gg_site, image)},
-		{"ca_dir", offsetof(struct gg_site, ca_dir)},
-		{"auth", offsetof(struct gg_site, auth)},
-		{"identity", offsetof(struct gg_site, identity)},
-		{"known_hosts", offsetof(struct gg_site, known_hosts)},
-		{"worker_address", offsetof(struct gg_site, worker_address)},
-		{"runtime", offsetof(struct gg_site, runtime)},
-		{"token_command", offsetof(struct gg_site, token_command)},
-		{"oidc_account", offsetof(struct gg_site, oidc_account)},
-		{"token_audience", offsetof(struct gg_site, token_audience)},
-		{"token_scopes", offsetof(struct gg_site, token_scopes)},
-		{"output_base", offsetof(struct gg_site, output_base)},
-		{"cache", offsetof(struct gg_site, cache)},
-	};
-	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-		if (strcmp(tab[i].key, key) == 0)
-			return (char **)((char *)s + tab[i].off);
-	return NULL;
 }
 
 static int set_str(char **field, const char *value, struct parse_ctx *c)
@@ -234,18 +166,6 @@ static int value_text_ok(const char *key, const char *v, struct gg_err *err)
 	return 0;
 }
 
-/* Append a copy of v to a repeatable key's values (jump, bind). */
-static int list_add(char **list, int *n, int max, const char *v, const char *what,
-		    struct gg_err *err)
-{
-	if (*n == max)
-		return gg_err_set(err, GG_EUSAGE, "more than %d %s", max, what);
-	if (!(list[*n] = strdup(v)))
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	(*n)++;
-	return 0;
-}
-
 /* The way on for a value too long to be stored, where there is one. */
 static const char *value_advice(const char *key)
 {
@@ -254,6 +174,20 @@ static const char *value_advice(const char *key)
 		       : "; put a longer command in a script and name the script";
 }
 
+/* What a value of key must be to be stored (as the file and gg_config_set_site
+ * take it): 0, or GG_EUSAGE naming key. */
+static int value_storable(const char *key, const char *value, struct gg_err *err)
+{
+	if (!gg_config_value_ok(value))
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s '%s': cannot be stored in the configuration (at most %d "
+				  "characters, one line, no leading or trailing blanks, no "
+				  "';' after a blank or ';'/'#' first%s)",
+				  key, value, GG_CONFIG_VALUE_MAX, value_advice(key));
+	return value_text_ok(key, value, err);
+}
+
+/* One line of a [site NAME] section. */
 static int site_set(struct gg_site *s, const char *key, const char *value, struct gg_err *err)
 {
 	if (!gg_config_value_ok(value))
@@ -265,34 +199,17 @@ static int site_set(struct gg_site *s, const char *key, const char *value, struc
 			key, GG_CONFIG_VALUE_MAX, value_advice(key));
 	if (value_text_ok(key, value, err) < 0)
 		return GG_EUSAGE;
-	char **f = site_str_field(s, key);
-	if (f) {
-		char *v = strdup(value);
-		if (!v)
-			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		free(*f);
-		*f = v;
-		return 0;
-	}
-	if (strcmp(key, "jump") == 0)
-		return list_add(s->jumps, &s->njumps, GG_MAX_JUMPS, value, "jump hosts", err);
-	if (strcmp(key, "bind") == 0)
-		return list_add(s->binds, &s->nbinds, GG_MAX_BINDS, value, "bind paths", err);
-	if (strcmp(key, "allow_from") == 0) /* checked: it goes into sshd's configuration */
-		return gg_site_allow_add(s, value, err) < 0 ? gg_err_prefix(err, "allow_from") : 0;
-	int64_t *d = strcmp(key, "connect_deadline") == 0 ? &s->connect_deadline
-		     : strcmp(key, "idle_limit") == 0     ? &s->idle_limit
-		     : strcmp(key, "token_refresh") == 0  ? &s->token_refresh
-							  : NULL;
-	if (d && gg_duration_parse_unit(value, d, err) < 0)
-		return gg_err_prefix(err, "%s", key);
-	if (d)
-		return 0;
+	const struct gg_site_key *k = gg_site_key_find(key);
 	/* "user" (the account on the nodes) was stored by older versions and never
 	 * used: the launcher publishes the account the job runs as */
-	if (strcmp(key, "user") == 0)
+	if (!k && strcmp(key, "user") == 0)
 		return 0;
-	return gg_err_set(err, GG_EUSAGE, "unknown key '%s'", key);
+	if (!k || strcmp(k->key, key) != 0) /* the file has keys, not options */
+		return gg_err_set(err, GG_EUSAGE, "unknown key '%s'", key);
+	int rc = gg_site_store(s, k, value, err);
+	if (rc < 0 && k->kind != GG_SK_LIST) /* "more than 8 jump hosts" says which */
+		gg_err_prefix(err, "%s", key);
+	return rc;
 }
 
 static struct gg_site *site_get_or_add(struct gg_config *cfg, const char *name)
@@ -449,33 +366,24 @@ int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
 	return 0;
 }
 
-int gg_site_copy(struct gg_site *dst, const struct gg_site *src, struct gg_err *err)
+/* Every value of site as the file can hold it, allow_from's addresses too. */
+static int site_storable(const struct gg_site *site, struct gg_err *err)
 {
-	memset(dst, 0, sizeof *dst);
-	if (!(dst->name = strdup(src->name)))
-		goto oom;
-	for (size_t i = 0; i < sizeof site_str_keys / sizeof site_str_keys[0]; i++) {
-		char *v = *site_str_field((struct gg_site *)src, site_str_keys[i]);
-		if (v && !(*site_str_field(dst, site_str_keys[i]) = strdup(v)))
-			goto oom;
+	for (size_t i = 0; i < gg_site_key_count(); i++) {
+		const struct gg_site_key *k = gg_site_key_at(i);
+		int n = 0;
+		char *const *v = gg_site_get_list(site, k, &n);
+		const char *t = gg_site_get_text(site, k);
+		if (t && value_storable(k->key, t, err) < 0)
+			return GG_EUSAGE;
+		for (int j = 0; j < n; j++) {
+			if (value_storable(k->key, v[j], err) < 0)
+				return GG_EUSAGE;
+			if (k->kind == GG_SK_ADDRS && gg_addr_range_check(v[j], err) < 0)
+				return gg_err_prefix(err, "%s", k->key);
+		}
 	}
-	for (int i = 0; i < src->njumps; i++)
-		if (list_add(dst->jumps, &dst->njumps, GG_MAX_JUMPS, src->jumps[i], "", err) < 0)
-			goto oom;
-	for (int i = 0; i < src->nbinds; i++)
-		if (list_add(dst->binds, &dst->nbinds, GG_MAX_BINDS, src->binds[i], "", err) < 0)
-			goto oom;
-	for (int i = 0; i < src->nallow; i++)
-		if (list_add(dst->allow_from, &dst->nallow, GG_MAX_ALLOW, src->allow_from[i], "",
-			     err) < 0)
-			goto oom;
-	dst->connect_deadline = src->connect_deadline;
-	dst->idle_limit = src->idle_limit;
-	dst->token_refresh = src->token_refresh;
 	return 0;
-oom:
-	gg_site_clear(dst);
-	return gg_err_set(err, GG_ENOMEM, "out of memory");
 }
 
 int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct gg_err *err)
@@ -484,33 +392,13 @@ int gg_config_set_site(struct gg_config *cfg, const struct gg_site *site, struct
 		return gg_err_set(err, GG_EUSAGE,
 				  "invalid site name '%s': use letters, digits, '.', '_', '-'",
 				  site->name ? site->name : "");
-	for (size_t i = 0; i < sizeof site_str_keys / sizeof site_str_keys[0]; i++) {
-		const char *v = *site_str_field((struct gg_site *)site, site_str_keys[i]);
-		if (v && !gg_config_value_ok(v))
-			return gg_err_set(
-				err, GG_EUSAGE,
-				"%s '%s': cannot be stored in the configuration (at most "
-				"%d characters, one line, no leading or trailing blanks, no "
-				"';' after a blank or ';'/'#' first%s)",
-				site_str_keys[i], v, GG_CONFIG_VALUE_MAX,
-				value_advice(site_str_keys[i]));
-		if (v && value_text_ok(site_str_keys[i], v, err) < 0)
-			return GG_EUSAGE;
-	}
-	for (int i = 0; i < site->njumps + site->nbinds; i++) {
-		const char *v = i < site->njumps ? site->jumps[i] : site->binds[i - site->njumps];
-		if (!gg_config_value_ok(v))
-			return gg_err_set(err, GG_EUSAGE,
-					  "%s '%s': cannot be stored in the configuration",
-					  i < site->njumps ? "jump" : "bind", v);
-		if (value_text_ok(i < site->njumps ? "jump" : "bind", v, err) < 0)
-			return GG_EUSAGE;
-	}
-	for (int i = 0; i < site->nallow; i++)
-		if (gg_addr_range_check(site->allow_from[i], err) < 0)
-			return gg_err_prefix(err, "allow_from");
+	int rc = site_storable(site, err);
+	if (rc < 0)
+		return rc;
+	if (!site->ce || !site->ce[0])
+		return gg_err_set(err, GG_EUSAGE, "site '%s': --ce URL is required", site->name);
 	struct gg_site copy;
-	int rc = gg_site_copy(&copy, site, err);
+	rc = gg_site_copy(&copy, site, err);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < cfg->nsites; i++) {
@@ -544,6 +432,22 @@ int gg_config_remove_site(struct gg_config *cfg, const char *name)
 	return 0;
 }
 
+/* "key = value" lines of k in s, none when unset. */
+static void write_key(FILE *f, const struct gg_site *s, const struct gg_site_key *k)
+{
+	char d[32];
+	int n;
+	char *const *v = gg_site_get_list(s, k, &n);
+	const char *t = gg_site_get_text(s, k);
+	int64_t secs = gg_site_get_duration(s, k);
+	if (t)
+		fprintf(f, "%s = %s\n", k->key, t);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s = %s\n", k->key, v[i]);
+	if (secs)
+		fprintf(f, "%s = %s\n", k->key, gg_duration_format_exact(secs, d, sizeof d));
+}
+
 char *gg_config_format(const struct gg_config *cfg)
 {
 	char *buf = NULL;
@@ -557,35 +461,8 @@ char *gg_config_format(const struct gg_config *cfg)
 	for (size_t i = 0; i < cfg->nsites; i++) {
 		const struct gg_site *s = &cfg->sites[i];
 		fprintf(f, "\n[site %s]\n", s->name);
-		if (s->ce)
-			fprintf(f, "ce = %s\n", s->ce);
-		for (int j = 0; j < s->njumps; j++)
-			fprintf(f, "jump = %s\n", s->jumps[j]);
-		/* the order a saved file has always had */
-		static const char *keys[] = {
-			"identity",       "known_hosts",  "worker_address", "queue",
-			"gpu_queue",      "gpu_rte",      "image",          "ca_dir",
-			"auth",           "runtime",      "token_command",  "oidc_account",
-			"token_audience", "token_scopes", "output_base",    "cache"};
-		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-			char *v = *site_str_field((struct gg_site *)s, keys[k]);
-			if (v)
-				fprintf(f, "%s = %s\n", keys[k], v);
-		}
-		for (int j = 0; j < s->nbinds; j++)
-			fprintf(f, "bind = %s\n", s->binds[j]);
-		for (int j = 0; j < s->nallow; j++)
-			fprintf(f, "allow_from = %s\n", s->allow_from[j]);
-		char d[32];
-		if (s->connect_deadline)
-			fprintf(f, "connect_deadline = %s\n",
-				gg_duration_format_exact(s->connect_deadline, d, sizeof d));
-		if (s->idle_limit)
-			fprintf(f, "idle_limit = %s\n",
-				gg_duration_format_exact(s->idle_limit, d, sizeof d));
-		if (s->token_refresh)
-			fprintf(f, "token_refresh = %s\n",
-				gg_duration_format_exact(s->token_refresh, d, sizeof d));
+		for (size_t k = 0; k < gg_site_key_count(); k++)
+			write_key(f, s, gg_site_key_at(k));
 	}
 	if (fclose(f) != 0) {
 		free(buf);

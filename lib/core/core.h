@@ -28,6 +28,22 @@ char *gg_str_unprintable(const char *s, struct gg_err *err);
 int gg_argv_split(const char *s, char ***argv, struct gg_err *err);
 void gg_argv_free(char **argv);
 
+/* ---- site keys (sitekey.c) --------------------------------------------- */
+
+/* The position of k in GG_SITE_KEYS (what gg_site_key_at(i) gave). */
+size_t gg_site_key_index(const struct gg_site_key *k);
+/* text as k's value in s, as the file gives it: a duration parsed (a bare
+ * number other than 0 refused), an ADDRS value's addresses checked and added
+ * (gg_site_allow_add), a LIST's appended (GG_EUSAGE past its room), other text
+ * replacing what was there. What text may hold is the caller's check
+ * (gg_config_value_ok, control characters); the key's own check is site.c's. */
+int gg_site_store(struct gg_site *s, const struct gg_site_key *k, const char *text,
+		  struct gg_err *err);
+/* k unset in s (a list emptied). */
+void gg_site_unset(struct gg_site *s, const struct gg_site_key *k);
+/* k's value moved from src (left unset) to dst (what it had freed). */
+void gg_site_move_key(struct gg_site *dst, struct gg_site *src, const struct gg_site_key *k);
+
 /* ---- files ------------------------------------------------------------- */
 
 /* Write data to path atomically: a temp file in the same directory created with
