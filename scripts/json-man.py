@@ -61,7 +61,8 @@ def render():
         ".PP",
         "Times are ISO 8601 in UTC (\\fB2026\\-11\\-26T10:20:49Z\\fR); durations are whole "
         "seconds, in members whose name ends in \\fB_seconds\\fR (and \\fBtime_left\\fR, "
-        "\\fBconnect_deadline\\fR, \\fBidle_limit\\fR of sites); a member with nothing to "
+        "\\fBconnect_deadline\\fR, \\fBidle_limit\\fR, \\fBtoken_refresh\\fR of sites); a member "
+        "with nothing to "
         "say is left out, or null where the schema says so. A failed command prints "
         "\\fBgridgpu.error/1\\fR instead, with the same exit code as without \\-\\-json.",
         ".PP",

@@ -92,6 +92,13 @@ expect_eq "site set jump takes the hops separated by ','" "$(printf '%s\n' "$OUT
 run_gg site set glasgow gpu-queue ""
 run_gg site show glasgow
 printf '%s' "$OUT" | grep -q gpu_queue && not_ok "site set KEY '' clears it" || ok "site set KEY '' clears it"
+# token_refresh could be set only in the file: it is a KEY (and an option) as every key is
+run_gg --json site set glasgow token-refresh 10m
+json_valid site
+expect_eq "site set token-refresh: in --json, in seconds" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("token_refresh"))')" 600
+run_gg site show glasgow
+printf '%s\n' "$OUT" | grep -q '^token_refresh = 10m$' && ok "site set token-refresh writes token_refresh" || not_ok "site set token-refresh: $OUT"
+run_gg site set glasgow token-refresh ""
 expect_fail "site set an unknown key suggests the nearest" 2 "unknown KEY 'gpuqueue'; did you mean 'gpu-queue'?" site set glasgow gpuqueue x
 expect_fail "site set a bad value" 2 "must start with https://" site set glasgow ce http://x
 expect_fail "site set an unknown site" 5 "no such site" site set nosuch queue q

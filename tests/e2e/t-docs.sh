@@ -26,6 +26,13 @@ for cmd in $("$GRIDGPU" __complete commands); do
 	ecmd=$(printf '%s' "$cmd" | sed 's/-/\\\\-/g')
 	grep -q -e "^\.B $ecmd\b" -e "\\\\fB$ecmd\b" "$man/gridgpu.1" && ok "gridgpu(1) lists $cmd" || not_ok "gridgpu(1) lists $cmd"
 done
+# site set's KEYs: gridgpu-site(1) lists exactly what completion offers after
+# "site set NAME" (site add's value options, made from the library's list of
+# site keys, GG_SITE_KEYS; tests/unit/test_site.c checks the page against it too).
+keys_page=$(sed -n '/is the name of a value option of/,/the value is checked/p' "$man/gridgpu-site.1" |
+	sed -n 's/^\.\(RB\|BR\) \(( \)\{0,1\}\([a-z\\-]*\) .*/\3/p' | sed 's/\\-/-/g' | sort | tr '\n' ' ')
+keys_cmd=$("$GRIDGPU" __complete line -- gridgpu site set x '' | tail -n +2 | sort | tr '\n' ' ')
+expect_eq "gridgpu-site(1) lists every site set KEY completion offers" "$keys_page" "$keys_cmd"
 # gridgpu-json(7) is made from the JSON Schemas the tests validate --json against.
 check "gridgpu-json(7) is what doc/json/*.schema.json give (scripts/json-man.py)" /usr/bin/python3 "$top/scripts/json-man.py" --check
 bad=""
