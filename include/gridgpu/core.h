@@ -274,7 +274,7 @@ GG_API char *const *gg_site_get_list(const struct gg_site *s, const struct gg_si
 GG_API int64_t gg_site_get_duration(const struct gg_site *s, const struct gg_site_key *k);
 /* k's value as site add --force and site set show it: the text, a list's values
  * with ", " between, a duration exact ("1h30m"); NULL when unset (or out of
- * memory: *oom set). malloc'd. */
+ * memory: *oom set, when oom is not NULL). malloc'd. */
 GG_API char *gg_site_value_text(const struct gg_site *s, const struct gg_site_key *k, int *oom);
 
 /* The credential a site's CE calls take by default: its auth, else "token"

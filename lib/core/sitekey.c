@@ -100,8 +100,9 @@ char *gg_site_value_text(const struct gg_site *s, const struct gg_site_key *k, i
 {
 	char d[32], *out = NULL;
 	size_t len = 0;
-	int n;
+	int n, none;
 	char *const *v = gg_site_get_list(s, k, &n);
+	oom = oom ? oom : &none;
 	*oom = 0;
 	if (k->kind == GG_SK_DURATION && gg_site_get_duration(s, k))
 		out = strdup(gg_duration_format_exact(gg_site_get_duration(s, k), d, sizeof d));

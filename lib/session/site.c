@@ -123,7 +123,7 @@ static int add(struct gg_site *s, const struct gg_site_key *k, const char *value
 		return rc;
 	if ((rc = gg_site_store(s, k, value, err)) < 0 && k->kind == GG_SK_DURATION)
 		gg_err_prefix(err, "--%s", k->option);
-	if (rc < 0 && k->kind == GG_SK_ADDRS) { /* "--allow-from '10.1.2.3/8': ..." */
+	if (rc < 0 && k->kind == GG_SK_ADDRS && err) { /* "--allow-from '10.1.2.3/8': ..." */
 		char msg[GG_ERR_MSG_MAX];
 		memcpy(msg, err->msg, sizeof msg);
 		gg_err_set(err, rc, "--%s %s", k->option, msg);
@@ -141,10 +141,10 @@ int gg_site_add_value(struct gg_site *s, const char *name, const char *value, st
 	return add(s, k, value, err);
 }
 
+/* k of s, unset, set to value (a LIST's values separated by ','). */
 static int set(struct gg_site *s, const struct gg_site_key *k, const char *value,
 	       struct gg_err *err)
 {
-	gg_site_unset(s, k);
 	if (!value[0])
 		return 0;
 	if (k->kind != GG_SK_LIST)
@@ -165,7 +165,8 @@ int gg_site_set_key(struct gg_site *s, const char *name, const char *value, stru
 		return GG_EUSAGE;
 	if (!value[0] && (k->flags & GG_SKF_REQUIRED))
 		return gg_err_set(err, GG_EUSAGE, "site set: %s cannot be empty", k->option);
-	/* set apart, then moved into s: s is unchanged on failure */
+	/* set apart, then moved into s (what it had freed): s is unchanged on
+	 * failure */
 	struct gg_site tmp = {0};
 	int rc = set(&tmp, k, value, err);
 	if (rc == 0)

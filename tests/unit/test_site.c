@@ -214,6 +214,10 @@ static void test_add_value(void **state)
 	assert_int_equal(gg_site_add_value(&s, "idle-limit", "2h", &err), 0);
 	assert_int_equal(gg_site_add_value(&s, "idle-limit", "2", &err), GG_EUSAGE);
 	assert_int_equal(s.idle_limit, 7200);
+	/* no err to fill: refused all the same */
+	assert_int_equal(gg_site_add_value(&s, "allow-from", "10.1.2.3/8", NULL), GG_EUSAGE);
+	assert_int_equal(gg_site_add_value(&s, "ce", "http://x", NULL), GG_EUSAGE);
+	assert_null(gg_site_value_text(&s, gg_site_key_find("queue"), NULL));
 	gg_site_clear(&s);
 }
 
