@@ -43,7 +43,8 @@ LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
-        sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools
+        sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
+        abi-check abi-dump
 
 all: $(BIN) $(LIBSO)
 
@@ -52,6 +53,8 @@ help:
 	@echo "make deps       install the Debian packages needed (apt-get, as root)"
 	@echo "make check      unit tests (ASan+UBSan), the example against the installed library, e2e tests"
 	@echo "make example-check  build and run examples/ against make install DESTDIR=build/example/destdir"
+	@echo "make abi-check  fail when $(SONAME) breaks the ABI of abi/$(SONAME).abi (added functions are fine)"
+	@echo "make abi-dump   write abi/$(SONAME).abi anew from this build (at a release: abi/README)"
 	@echo "make demo       the user's loop end to end against the local test site"
 	@echo "make bench      benchmarks beside the peer tools"
 	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
@@ -186,6 +189,14 @@ cli-public-check: $(CLI_OBJ)
 	    grep -o "fatal error: [^ ]*\|.[A-Za-z_0-9]*. undeclared\|implicit declaration of function .[a-z_0-9]*." \
 	      $(B)/cli-public.out | sort -u | sed 's/^/  /' >&2; }; done; \
 	rm -f $(B)/cli-public.out; scripts/check-cli-public.sh $(CLI_OBJ) || rc=1; exit $$rc
+# The ABI of the library against the last release's (abi/README): libabigail's
+# abidiff of the public types and functions; removing or changing a function or
+# the layout of a public struct fails, adding a function does not.
+ABI_BASE := abi/$(SONAME).abi
+abi-check: $(LIBSO)
+	@scripts/abi-check.sh check $(LIBSO) $(ABI_BASE)
+abi-dump: $(LIBSO)
+	@scripts/abi-check.sh dump $(LIBSO) $(ABI_BASE)
 
 clang-check:
 	$(MAKE) B=build-clang CC=clang all $(patsubst $(B)/%,build-clang/%,$(UNIT_BIN))
