@@ -96,7 +96,7 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 	struct gg_engine *e = cli_engine(cli);
 	if (!e)
 		return cli->cfg_exit;
-	struct gg_store *st = e->st;
+	struct gg_store *st = gg_engine_store(e);
 	char *name = nargs ? strdup(argv[cli->optind]) : NULL;
 	struct gg_record r = {0};
 	int rc = 0;

@@ -76,13 +76,14 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, int64_t *valid)
 
 /* The doctor's settings: the configuration, the site, the proxy's lifetime,
  * the CE opened as every command opens it (-v's log, Ctrl-C). */
-static int setup(struct gg_cli *cli, struct gg_doctor *d, int64_t valid, struct gg_engine *e,
+static int setup(struct gg_cli *cli, struct gg_doctor *d, int64_t valid, struct gg_engine **e,
 		 struct gg_err *err)
 {
 	const char *cfg = cli->config_path ? cli->config_path : getenv("GRIDGPU_CONFIG");
-	cli_ce_engine(cli, e);
+	if (!(*e = cli_ce_engine(cli, err)))
+		return -1;
 	gg_doctor_set_valid(d, valid);
-	gg_doctor_set_engine(d, e);
+	gg_doctor_set_engine(d, *e);
 	if (gg_doctor_set_config(d, cfg, err) < 0 || gg_doctor_set_site(d, cli->site, err) < 0)
 		return -1;
 	return 0;
@@ -100,10 +101,11 @@ int cmd_doctor(struct gg_cli *cli, int argc, char **argv)
 	if (gg_cred_disable_core_dumps(&err) < 0)
 		ui_warn(cli, "%s", err.msg);
 	struct gg_doctor *d = NULL;
-	struct gg_engine e;
+	struct gg_engine *e = NULL;
 	if (gg_doctor_new(&d, &err) < 0 || setup(cli, d, valid, &e, &err) < 0 ||
 	    gg_doctor_run(d, &err) < 0) {
 		gg_doctor_free(d);
+		gg_engine_free(e);
 		return ui_fail(cli, &err, "doctor");
 	}
 	if (cli->json)
@@ -112,5 +114,6 @@ int cmd_doctor(struct gg_cli *cli, int argc, char **argv)
 		print(cli, d);
 	int failed = gg_doctor_tally(d, GG_DOCTOR_FAIL) > 0;
 	gg_doctor_free(d);
+	gg_engine_free(e);
 	return failed ? EXIT_FAIL : EXIT_OK;
 }

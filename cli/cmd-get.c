@@ -89,14 +89,6 @@ static int print_urls(struct gg_cli *cli, const struct gg_record *r)
 	return EXIT_OK;
 }
 
-/* A file written whole: its path on stdout (--json: in the document). */
-static void show_fetched(void *ud, const char *path)
-{
-	struct gg_cli *cli = ud;
-	if (!cli->json)
-		ui_out("%s\n", path);
-}
-
 /* The job's outcome, once its outputs are fetched: exit 6 when it failed. */
 static int outcome(struct gg_cli *cli, const struct gg_record *r)
 {
@@ -121,9 +113,7 @@ static int get(struct gg_cli *cli, struct gg_engine *e, struct gg_record *r,
 	unsigned flags = (o->force ? GG_FETCH_FORCE : 0) | (o->wait ? GG_FETCH_WAIT : 0) |
 			 (o->clean ? GG_FETCH_CLEAN : 0);
 	cli_catch_interrupt();
-	e->fetched = show_fetched;
 	int rc = gg_engine_fetch(e, r, o->dir, flags, o->timeout, &paths, &n, &err);
-	e->fetched = NULL;
 	if (rc == 0 && cli->json) {
 		json_t *got = json_array();
 		for (size_t i = 0; i < n; i++)
@@ -148,7 +138,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv)
 	if (!e)
 		return cli->cfg_exit;
 	struct gg_record r = {0};
-	if ((rc = cli_find_record(cli, e->st, argv[cli->optind], &r)))
+	if ((rc = cli_find_record(cli, gg_engine_store(e), argv[cli->optind], &r)))
 		return rc;
 	rc = o.urls ? print_urls(cli, &r) : get(cli, e, &r, &o);
 	gg_record_clear(&r);

@@ -51,7 +51,7 @@ int cmd_kill(struct gg_cli *cli, int argc, char **argv)
 		return cli->cfg_exit;
 	struct gg_record *recs;
 	size_t n;
-	int rc = load_named(cli, e->st, argc, argv, cli->optind, &recs, &n);
+	int rc = load_named(cli, gg_engine_store(e), argc, argv, cli->optind, &recs, &n);
 	if (rc == 0) {
 		cli_catch_interrupt();
 		cli->notes_off = cli->json;
@@ -112,7 +112,7 @@ int cmd_clean(struct gg_cli *cli, int argc, char **argv)
 	struct gg_record *recs = NULL;
 	size_t n = 0;
 	int named = argc - cli->optind > 0;
-	int rc = load_records(cli, e->st, argc, argv, &recs, &n);
+	int rc = load_records(cli, gg_engine_store(e), argc, argv, &recs, &n);
 	if (rc)
 		return rc;
 	cli_catch_interrupt();

@@ -177,7 +177,7 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	if (!strcmp(argv[0], "jobs"))
 		jobs = 1;
 	struct gg_engine *e = sync ? cli_engine(cli) : NULL;
-	struct gg_store *own = sync ? NULL : cli_store(cli), *st = e ? e->st : own;
+	struct gg_store *own = sync ? NULL : cli_store(cli), *st = e ? gg_engine_store(e) : own;
 	if (!st)
 		return cli->cfg_exit;
 	struct gg_err err = {0};

@@ -176,11 +176,15 @@ static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission 
 	if (!e)
 		return cli->cfg_exit;
 	struct gg_err err = {0};
-	struct gg_record r;
+	struct gg_record r = {0};
 	struct gg_ce *ce = NULL;
 	cli_catch_interrupt();
-	e->upload_begin = NULL; /* two small files: no progress bars */
-	int rc = gg_engine_submit(e, s, &r, &ce, &err);
+	struct gg_engine_callbacks cb;
+	cli_engine_callbacks(cli, &cb);
+	cb.upload_begin = NULL; /* two small files: no progress bars */
+	int rc = gg_engine_set_callbacks(e, &cb, &err);
+	if (rc == 0)
+		rc = gg_engine_submit(e, s, &r, &ce, &err);
 	int code = EXIT_OK;
 	if (rc < 0)
 		code = ui_fail(cli, &err, "request%s%s", r.name ? " " : "", r.name ? r.name : "");

@@ -173,7 +173,7 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 	if (argc - cli->optind != 1)
 		return ui_usage(cli, "status: expected one NAME");
 	struct gg_engine *e = nosync ? NULL : cli_engine(cli);
-	struct gg_store *own = nosync ? cli_store(cli) : NULL, *st = e ? e->st : own;
+	struct gg_store *own = nosync ? cli_store(cli) : NULL, *st = e ? gg_engine_store(e) : own;
 	if (!st)
 		return cli->cfg_exit;
 	struct gg_record r;
@@ -182,7 +182,7 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		gg_store_free(own);
 		return rc;
 	}
-	const char *probe_why = e ? e->probe_why : "";
+	const char *probe_why = e ? gg_engine_probe_why(e) : "";
 	int exit_code = EXIT_OK;
 	char *diag = NULL;
 	if (!nosync && r.job_id) {

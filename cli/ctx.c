@@ -71,10 +71,17 @@ static void cli_log(void *ud, int level, const char *msg)
 	ui_err("gridgpu: %s\n", msg);
 }
 
-void cli_ce_engine(struct gg_cli *cli, struct gg_engine *e)
+struct gg_engine *cli_ce_engine(struct gg_cli *cli, struct gg_err *err)
 {
-	*e = (struct gg_engine){.cancel = cli_cancel_cb,
-				.log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
+	struct gg_engine *e = NULL;
+	struct gg_engine_callbacks cb = {
+		.size = sizeof cb, .ud = cli, .cancel = cli_cancel_cb, .log = cli_log};
+	cb.log_level = cli->verbose;
+	if (gg_engine_new(NULL, NULL, &e, err) < 0 || gg_engine_set_callbacks(e, &cb, err) < 0) {
+		gg_engine_free(e);
+		return NULL;
+	}
+	return e;
 }
 
 struct gg_store *cli_store(struct gg_cli *cli)
@@ -175,6 +182,33 @@ static void progress_end(void *p)
 	ui_progress_end(p);
 }
 
+/* A file gg_engine_fetch wrote whole: its path on stdout (--json: in get's
+ * document). */
+static void show_fetched(void *ud, const char *path)
+{
+	struct gg_cli *cli = ud;
+	if (!cli->json)
+		ui_out("%s\n", path);
+}
+
+void cli_engine_callbacks(struct gg_cli *cli, struct gg_engine_callbacks *cb)
+{
+	*cb = (struct gg_engine_callbacks){.size = sizeof *cb,
+					   .ud = cli,
+					   .note = cli_note,
+					   .fail = cli_engine_fail,
+					   .cancel = cli_cancel_cb,
+					   .upload_begin = progress_begin,
+					   .upload_progress = ui_progress_cb,
+					   .upload_end = progress_end,
+					   .download_begin = progress_begin,
+					   .download_progress = ui_progress_cb,
+					   .download_end = progress_end,
+					   .fetched = show_fetched,
+					   .log = cli_log,
+					   .log_level = cli->verbose};
+}
+
 struct gg_engine *cli_engine(struct gg_cli *cli)
 {
 	if (cli->eng)
@@ -183,26 +217,17 @@ struct gg_engine *cli_engine(struct gg_cli *cli)
 	struct gg_store *st = cfg ? cli_store(cli) : NULL;
 	if (!st)
 		return NULL;
-	struct gg_engine *e = calloc(1, sizeof *e);
-	if (!e) {
+	struct gg_engine_callbacks cb;
+	cli_engine_callbacks(cli, &cb);
+	struct gg_err err = {0};
+	if (gg_engine_new(st, cfg, &cli->eng, &err) < 0 ||
+	    gg_engine_set_callbacks(cli->eng, &cb, &err) < 0) {
+		cli->cfg_exit = ui_fail(cli, &err, "engine");
+		gg_engine_free(cli->eng);
+		cli->eng = NULL;
 		gg_store_free(st);
-		cli->cfg_exit = EXIT_FAIL;
-		return NULL;
 	}
-	*e = (struct gg_engine){.st = st,
-				.cfg = cfg,
-				.ud = cli,
-				.note = cli_note,
-				.fail = cli_engine_fail,
-				.cancel = cli_cancel_cb,
-				.upload_begin = progress_begin,
-				.upload_progress = ui_progress_cb,
-				.upload_end = progress_end,
-				.download_begin = progress_begin,
-				.download_progress = ui_progress_cb,
-				.download_end = progress_end,
-				.log = {.fn = cli_log, .ud = cli, .level = cli->verbose}};
-	return cli->eng = e;
+	return cli->eng;
 }
 
 void cli_free(struct gg_cli *cli)
@@ -216,8 +241,9 @@ void cli_engine_free(struct gg_cli *cli)
 {
 	if (!cli->eng)
 		return;
-	gg_store_free(cli->eng->st);
-	free(cli->eng);
+	struct gg_store *st = gg_engine_store(cli->eng);
+	gg_engine_free(cli->eng);
+	gg_store_free(st);
 	cli->eng = NULL;
 }
 
@@ -253,11 +279,16 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, in
 		   struct gg_err *err)
 {
 	struct gg_engine *e = cli_engine(cli);
+	struct gg_engine_callbacks cb;
+	cli_engine_callbacks(cli, &cb);
 	cli->wait_tty = isatty(STDERR_FILENO) && !cli->quiet;
 	cli->wait_shown = 0;
-	e->waiting = show_wait;
-	int rc = gg_engine_wait_ready(e, ce, r, timeout, err);
-	e->waiting = NULL;
+	cb.waiting = show_wait;
+	int rc = gg_engine_set_callbacks(e, &cb, err);
+	if (rc == 0)
+		rc = gg_engine_wait_ready(e, ce, r, timeout, err);
+	cb.waiting = NULL;
+	gg_engine_set_callbacks(e, &cb, NULL);
 	if (cli->wait_tty && cli->wait_shown)
 		fputc('\n', stderr);
 	return rc;

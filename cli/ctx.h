@@ -18,12 +18,14 @@ int cli_sites(struct gg_cli *cli, const struct gg_site **sites, int max, int *ns
 
 /* An engine without store or configuration, for opening CEs
  * (gg_engine_open_ce): Ctrl-C stops its calls, -v/-vv show each request. */
-void cli_ce_engine(struct gg_cli *cli, struct gg_engine *e);
+struct gg_engine *cli_ce_engine(struct gg_cli *cli, struct gg_err *err);
 
 /* The session engine of this run: the store and the configuration, messages
  * through ui_*, Ctrl-C as its cancel. NULL after an error was printed
  * (cli->cfg_exit set). Freed by cli_engine_free at the end of the run. */
 struct gg_engine *cli_engine(struct gg_cli *cli);
+/* Those callbacks, for a command that changes one of them for a while. */
+void cli_engine_callbacks(struct gg_cli *cli, struct gg_engine_callbacks *cb);
 void cli_engine_free(struct gg_cli *cli);
 /* At the end of the run: the engine, the configuration. */
 void cli_free(struct gg_cli *cli);

@@ -5,7 +5,10 @@
 #                            when a function was removed or changed or a public
 #                            type it reaches changed (size, members, offsets);
 #                            functions added are listed and allowed
-# Uses libabigail (Debian: abigail-tools). SO must have debug info (-g).
+# Uses libabigail (Debian: abigail-tools) and python3. SO must have debug info
+# (-g). A struct named in abi/grow-at-end carries its own size (a callbacks
+# struct the caller fills): members may be added at its end, and nothing else
+# about it may change.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
@@ -34,6 +37,40 @@ dump() {
 		--type-id-style hash --out-file "$2" "$1"
 }
 
+# abidiff's suppression of the grow-at-end structs (it hides any change of
+# theirs: members_kept checks them instead).
+suppressions() {
+	grep -v '^#' "$top/abi/grow-at-end" | while read -r t; do
+		[ -n "$t" ] && printf '[suppress_type]\n  type_kind = struct\n  name = %s\n  has_data_member_inserted_at = end\n' "$t"
+	done
+}
+
+# Each grow-at-end struct of BASE has the same members at the same offsets, of
+# the same types, at the start of CURRENT's.
+members_kept() {
+	python3 - "$top/abi/grow-at-end" "$1" "$2" <<'PY'
+import sys, xml.etree.ElementTree as ET
+names = [l.strip() for l in open(sys.argv[1]) if l.strip() and not l.startswith('#')]
+def members(path):
+    out = {}
+    for c in ET.parse(path).iter('class-decl'):
+        if c.get('name') in names and c.get('is-declaration-only') != 'yes':
+            out[c.get('name')] = [(m.get('layout-offset-in-bits'), v.get('name'), v.get('type-id'))
+                                  for m in c.findall('data-member') for v in m.findall('var-decl')]
+    return out
+old, new = members(sys.argv[2]), members(sys.argv[3])
+bad = 0
+for n, was in old.items():
+    now = new.get(n)
+    if now is None or now[:len(was)] != was:
+        print(f"abi-check: struct {n}: members changed, not only added at the end:")
+        print(f"  was: {[m[1] for m in was]}")
+        print(f"  now: {[m[1] for m in now] if now else 'gone'}")
+        bad = 1
+sys.exit(bad)
+PY
+}
+
 case $mode in
 dump)
 	dump "$so" "$3"
@@ -48,8 +85,13 @@ check)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	dump "$so" "$tmp/current.abi"
+	suppressions >"$tmp/supp"
 	rc=0
-	abidiff --no-added-syms --no-show-locs "$base" "$tmp/current.abi" >"$tmp/diff" || rc=$?
+	abidiff --no-added-syms --no-show-locs --suppressions "$tmp/supp" "$base" \
+		"$tmp/current.abi" >"$tmp/diff" || rc=$?
+	if [ $rc -eq 0 ] && ! members_kept "$base" "$tmp/current.abi" >"$tmp/diff"; then
+		rc=4
+	fi
 	if [ $rc -ne 0 ]; then
 		cat "$tmp/diff"
 		if [ $((rc & 3)) -ne 0 ]; then

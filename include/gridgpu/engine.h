@@ -2,7 +2,7 @@
  * status, kill and clean do with records and CEs, in one place. The record is written before
  * anything is sent; a kill at any moment wins; a job whose submission was cut off is found again by
  * its name and adopted; bulk calls go to each CE once per kind of credential. The engine never
- * prints: it reports through the callbacks of struct gg_engine. */
+ * prints: it reports through the callbacks of struct gg_engine_callbacks. */
 #ifndef GRIDGPU_ENGINE_H
 #define GRIDGPU_ENGINE_H
 
@@ -10,11 +10,24 @@
 #include "gridgpu/cred.h"
 #include "gridgpu/session.h"
 
-struct gg_engine {
-	struct gg_store *st;
-	const struct gg_config *cfg; /* the sites (jump hosts, credentials); may be NULL */
-	void *ud;                    /* given to every callback */
-	/* All optional. */
+/* The engine is an opaque handle: what it holds (the store, the sites, the
+ * callbacks, what its last probe found) can grow without an ABI change, which
+ * a struct the caller allocates would freeze under SONAME 0. Made with
+ * gg_engine_new, told how to report with gg_engine_set_callbacks, freed with
+ * gg_engine_free. */
+struct gg_engine;
+
+/* How the engine reports (it never prints) and what a caller may put in place
+ * of its own; every member is optional (NULL: not told, or the default).
+ * size is sizeof(struct gg_engine_callbacks) as the caller's header has it
+ * (GG_ENGINE_CALLBACKS_INIT sets it): members are only ever added at the end
+ * (make abi-check holds that), so a program built against an older, smaller
+ * struct keeps working (what it does not know is NULL), and one built against
+ * a newer header runs on an older library as long as the members that library
+ * does not know are NULL. */
+struct gg_engine_callbacks {
+	size_t size;
+	void *ud; /* given to every callback */
 	void (*note)(void *ud, enum gg_note kind, const char *msg);
 	/* An error of one part of a bulk operation (one CE of a sync, of a kill):
 	 * the operation goes on with the others. what says which part. */
@@ -26,25 +39,47 @@ struct gg_engine {
 	void *(*upload_begin)(void *ud, const char *label);
 	gg_http_progress_fn upload_progress;
 	void (*upload_end)(void *progress_ud);
+	/* How a CE is opened (default: gg_ce_open with the REST-version cache in
+	 * the state directory); tests give a fake backend here. */
+	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
+		       struct gg_ce **ce, struct gg_err *err);
+	/* What it does, for -v/-vv (each HTTP request, each ssh hop): log is
+	 * told what is at log_level or below (struct gg_log). */
+	void (*log)(void *ud, int level, const char *msg);
+	int log_level;
 	/* Download progress (gg_engine_fetch), as for uploads. */
 	void *(*download_begin)(void *ud, const char *label);
 	gg_http_progress_fn download_progress;
 	void (*download_end)(void *progress_ud);
 	/* A file gg_engine_fetch has written whole: its path. */
 	void (*fetched)(void *ud, const char *path);
-	/* How a CE is opened (default: gg_ce_open with the REST-version cache in
-	 * the state directory); tests give a fake backend here. */
-	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
-		       struct gg_ce **ce, struct gg_err *err);
-	/* What it does, for -v/-vv (each HTTP request, each ssh hop). */
-	struct gg_log log;
-	/* Filled by the engine: why the last sshd probe failed ("" when it did
-	 * not), and a site whose jump hosts failed in this run (not probed again). */
-	char probe_why[GG_ERR_MSG_MAX];
-	char probe_down_site[64];
 };
+#define GG_ENGINE_CALLBACKS_INIT                           \
+	{                                                  \
+		.size = sizeof(struct gg_engine_callbacks) \
+	}
 
-/* The site a record names, in e->cfg (NULL when none). */
+/* An engine on the store st and the sites of cfg (may be NULL: no sites),
+ * which both must outlive it; st may be NULL for an engine that only opens
+ * CEs (gg_engine_open_ce). No callbacks yet. GG_ENOMEM. */
+GG_API int gg_engine_new(struct gg_store *st, const struct gg_config *cfg, struct gg_engine **out,
+			 struct gg_err *err);
+/* Free the engine (not its store or configuration). NULL is fine. */
+GG_API void gg_engine_free(struct gg_engine *e);
+/* Report through cb from now on (a copy is kept; NULL: through nothing).
+ * GG_EUSAGE, the engine unchanged, when cb->size is not the size of a
+ * struct gg_engine_callbacks of this library or an older one, or when it is
+ * larger and sets members this library does not know. */
+GG_API int gg_engine_set_callbacks(struct gg_engine *e, const struct gg_engine_callbacks *cb,
+				   struct gg_err *err);
+/* The store and the configuration the engine was made with. */
+GG_API struct gg_store *gg_engine_store(const struct gg_engine *e);
+GG_API const struct gg_config *gg_engine_config(const struct gg_engine *e);
+/* Why the last sshd probe (gg_engine_probe, gg_engine_sync) left a session
+ * starting: "" when it did not. */
+GG_API const char *gg_engine_probe_why(const struct gg_engine *e);
+
+/* The site a record names, in the engine's configuration (NULL when none). */
 GG_API const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name);
 /* Open endpoint with credential a (GG_ECRED when it has none). */
 GG_API int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg_auth *a,
@@ -299,18 +334,18 @@ GG_API int gg_engine_save(struct gg_engine *e, struct gg_record *r, struct gg_er
 /* A session whose sshd is published but not yet seen to answer: probe it
  * through the hops. It becomes "ready" when the sshd answers with the pinned
  * key, "failed" when another key answers; else it stays "starting" and the
- * reason is in e->probe_why. When a jump host on the way failed, that error is
+ * reason is in gg_engine_probe_why(e). When a jump host on the way failed, that error is
  * returned (in way too, when not NULL): waiting will not mend it. */
 GG_API int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms,
 			   struct gg_err *way);
-/* Refresh from ce until the session is ready or ended (e->waiting told at each
- * turn, 2 Hz); GG_EINTR when e->cancel says so, GG_ENET after timeout seconds
- * (0 = none). */
+/* Refresh from ce until the session is ready or ended (the waiting callback
+ * told at each turn, 2 Hz); GG_EINTR when the cancel callback says so, GG_ENET after timeout
+ * seconds (0 = none). */
 GG_API int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
 				int64_t timeout, struct gg_err *err);
 
 /* Refresh a job from ce (and save it); with wait, until it has ended (1 Hz):
- * GG_EINTR when e->cancel says so, GG_ENET after timeout seconds (0 = none). */
+ * GG_EINTR when the cancel callback says so, GG_ENET after timeout seconds (0 = none). */
 GG_API int gg_engine_wait_ended(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
 				int wait, int64_t timeout, struct gg_err *err);
 
@@ -332,7 +367,7 @@ GG_API void gg_rec_groups_free(struct gg_rec_group *g, size_t n);
 
 /* Refresh records from their CEs (adopting orphans first), probe published
  * sshds, save them, rewrite the SSH configuration. only_live skips ended
- * records. A CE that cannot be asked is reported through e->fail and its
+ * records. A CE that cannot be asked is reported through the fail callback and its
  * records kept; returns 0 or the first error's code. */
 GG_API int gg_engine_sync(struct gg_engine *e, struct gg_record *recs, size_t n, int only_live);
 /* Kill live records on their CEs and mark them killed (a record already ended

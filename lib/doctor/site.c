@@ -49,8 +49,10 @@ void gg_doctor_check_ce(struct gg_doctor *d)
 	struct gg_ce_result *res = NULL;
 	size_t nres = 0;
 	double t0 = now_ms();
-	struct gg_engine plain = {0};
-	int rc = gg_engine_open_ce(d->engine ? d->engine : &plain, d->site->ce, &a, &ce, &err);
+	struct gg_engine *plain = NULL;
+	int rc = d->engine ? 0 : gg_engine_new(NULL, NULL, &plain, &err);
+	if (rc == 0)
+		rc = gg_engine_open_ce(d->engine ? d->engine : plain, d->site->ce, &a, &ce, &err);
 	if (rc == 0)
 		rc = gg_ce_version(ce, &version, &err);
 	if (rc == 0)
@@ -78,6 +80,7 @@ void gg_doctor_check_ce(struct gg_doctor *d)
 	}
 	gg_ce_results_free(res, nres);
 	gg_ce_free(ce);
+	gg_engine_free(plain); /* after the CE, which logs through it */
 	gg_auth_clear(&a);
 }
 

@@ -1,6 +1,7 @@
 /* The engine's context: sites, credentials and CEs for records; reporting;
  * records grouped for bulk calls; the SSH configuration of live sessions. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,106 @@
 #include "session/engine_int.h"
 #include "session/sshview.h"
 #include "ssh/ssh.h"
+
+int gg_engine_new(struct gg_store *st, const struct gg_config *cfg, struct gg_engine **out,
+		  struct gg_err *err)
+{
+	*out = calloc(1, sizeof **out);
+	if (!*out)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	(*out)->st = st;
+	(*out)->cfg = cfg;
+	return 0;
+}
+
+void gg_engine_free(struct gg_engine *e)
+{
+	free(e);
+}
+
+struct gg_store *gg_engine_store(const struct gg_engine *e)
+{
+	return e->st;
+}
+
+const struct gg_config *gg_engine_config(const struct gg_engine *e)
+{
+	return e->cfg;
+}
+
+const char *gg_engine_probe_why(const struct gg_engine *e)
+{
+	return e->probe_why;
+}
+
+/* Where each member of struct gg_engine_callbacks ends: a caller's size is one
+ * of these (its header was this one or an older one), or more. */
+#define CB_END(m) \
+	(offsetof(struct gg_engine_callbacks, m) + sizeof(((struct gg_engine_callbacks *)0)->m))
+static const size_t cb_ends[] = {CB_END(ud),
+				 CB_END(note),
+				 CB_END(fail),
+				 CB_END(cancel),
+				 CB_END(waiting),
+				 CB_END(upload_begin),
+				 CB_END(upload_progress),
+				 CB_END(upload_end),
+				 CB_END(open_ce),
+				 CB_END(log),
+				 CB_END(log_level),
+				 CB_END(download_begin),
+				 CB_END(download_progress),
+				 CB_END(download_end),
+				 CB_END(fetched),
+				 sizeof(struct gg_engine_callbacks)};
+
+/* cb as this library's struct: what an older caller's lacks is NULL. */
+static int callbacks_read(const struct gg_engine_callbacks *cb, struct gg_engine_callbacks *c,
+			  struct gg_err *err)
+{
+	size_t n = cb->size, have = sizeof *c;
+	int known = 0;
+	for (size_t i = 0; i < sizeof cb_ends / sizeof cb_ends[0]; i++)
+		known |= n == cb_ends[i];
+	const unsigned char *extra = (const unsigned char *)cb + have;
+	for (size_t i = 0; n > have && i < n - have; i++)
+		if (extra[i])
+			return gg_err_set(err, GG_EUSAGE,
+					  "engine callbacks: members this library does not know "
+					  "are set (it is older than the program's header)");
+	if (!known && n <= have)
+		return gg_err_set(err, GG_EUSAGE,
+				  "engine callbacks: size %zu is not a struct "
+				  "gg_engine_callbacks' (set it to sizeof the struct)",
+				  n);
+	memset(c, 0, sizeof *c);
+	memcpy(c, cb, n < have ? n : have);
+	return 0;
+}
+
+int gg_engine_set_callbacks(struct gg_engine *e, const struct gg_engine_callbacks *cb,
+			    struct gg_err *err)
+{
+	struct gg_engine_callbacks c = {0};
+	int rc = cb ? callbacks_read(cb, &c, err) : 0;
+	if (rc < 0)
+		return rc;
+	e->ud = c.ud;
+	e->note = c.note;
+	e->fail = c.fail;
+	e->cancel = c.cancel;
+	e->waiting = c.waiting;
+	e->upload_begin = c.upload_begin;
+	e->upload_progress = c.upload_progress;
+	e->upload_end = c.upload_end;
+	e->open_ce = c.open_ce;
+	e->download_begin = c.download_begin;
+	e->download_progress = c.download_progress;
+	e->download_end = c.download_end;
+	e->fetched = c.fetched;
+	e->log = (struct gg_log){.fn = c.log, .ud = c.ud, .level = c.log_level};
+	return 0;
+}
 
 void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)
 {

@@ -4,6 +4,33 @@
 
 #include "session/engine.h"
 
+/* The engine behind the opaque handle of gridgpu/engine.h: the callbacks as
+ * gg_engine_set_callbacks left them (a member the caller's struct did not have
+ * is NULL), each where the engine's files use it. */
+struct gg_engine {
+	struct gg_store *st;
+	const struct gg_config *cfg; /* may be NULL */
+	void *ud;
+	void (*note)(void *ud, enum gg_note kind, const char *msg);
+	void (*fail)(void *ud, const struct gg_err *err, const char *what);
+	int (*cancel)(void *ud);
+	void (*waiting)(void *ud, const struct gg_record *r, int64_t waited);
+	void *(*upload_begin)(void *ud, const char *label);
+	gg_http_progress_fn upload_progress;
+	void (*upload_end)(void *progress_ud);
+	void *(*download_begin)(void *ud, const char *label);
+	gg_http_progress_fn download_progress;
+	void (*download_end)(void *progress_ud);
+	void (*fetched)(void *ud, const char *path);
+	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
+		       struct gg_ce **ce, struct gg_err *err);
+	struct gg_log log; /* the callbacks' log, ud and log_level */
+	/* why the last sshd probe failed ("" when it did not), and a site whose
+	 * jump hosts failed in this run (not probed again) */
+	char probe_why[GG_ERR_MSG_MAX];
+	char probe_down_site[64];
+};
+
 /* Tell e->note, formatted. */
 void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

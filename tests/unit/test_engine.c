@@ -308,8 +308,8 @@ static int open_fake(void *ud, const char *endpoint, const struct gg_ce_auth *au
 /* ---- the engine under test ---- */
 
 static char dir[64], path[256];
-static struct gg_engine E; /* the command under test */
-static struct gg_engine K; /* another gridgpu process: kill, list */
+static struct gg_engine *E; /* the command under test */
+static struct gg_engine *K; /* another gridgpu process: kill, list */
 static char notes[4096];
 
 static void note(void *ud, enum gg_note kind, const char *msg)
@@ -402,16 +402,21 @@ static int each_setup(void **state)
 	snprintf(d, sizeof d, "records-%d", n++);
 	assert_int_equal(gg_store_open(sub(d), &st, NULL), 0);
 	assert_int_equal(gg_store_open(path, &st2, NULL), 0);
-	E = (struct gg_engine){.st = st, .note = note, .open_ce = open_fake};
-	K = (struct gg_engine){.st = st2, .note = note, .open_ce = open_fake};
+	struct gg_engine_callbacks cb = {.size = sizeof cb, .note = note, .open_ce = open_fake};
+	assert_int_equal(gg_engine_new(st, NULL, &E, NULL), 0);
+	assert_int_equal(gg_engine_new(st2, NULL, &K, NULL), 0);
+	assert_int_equal(gg_engine_set_callbacks(E, &cb, NULL), 0);
+	assert_int_equal(gg_engine_set_callbacks(K, &cb, NULL), 0);
 	return 0;
 }
 
 static int each_teardown(void **state)
 {
 	(void)state;
-	gg_store_free(E.st);
-	gg_store_free(K.st);
+	gg_store_free(gg_engine_store(E));
+	gg_store_free(gg_engine_store(K));
+	gg_engine_free(E);
+	gg_engine_free(K);
 	return 0;
 }
 
@@ -443,7 +448,7 @@ static struct gg_submission job(const char *name, const char *auth)
 static struct gg_record load(const char *name)
 {
 	struct gg_record r = {0};
-	assert_int_equal(gg_store_load(E.st, name, &r, NULL), 0);
+	assert_int_equal(gg_store_load(gg_engine_store(E), name, &r, NULL), 0);
 	return r;
 }
 
@@ -454,7 +459,7 @@ static void look_at_store(void)
 {
 	struct gg_record *recs = NULL;
 	size_t n = 0;
-	assert_int_equal(gg_store_list(K.st, &recs, &n, NULL, NULL), 0);
+	assert_int_equal(gg_store_list(gg_engine_store(K), &recs, &n, NULL, NULL), 0);
 	assert_int_equal(n, 1);
 	snprintf(seen_state, sizeof seen_state, "%s%s", gg_sess_state_name(recs[0].state),
 		 recs[0].job_id ? "+job" : "");
@@ -471,7 +476,7 @@ static void test_record_before_submit(void **state)
 	struct gg_record r;
 	struct gg_err err = {0};
 	F.on_submit = look_at_store;
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	/* while the CE made the job, the store already held the record, without
 	 * a job id: the job can be found by its name */
 	assert_string_equal(seen_state, "requested");
@@ -492,14 +497,14 @@ static void test_lost_answer_adopted(void **state)
 	struct gg_record r;
 	struct gg_err err = {0};
 	F.submit_mode = M_LOST_ANSWER;
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_ENET);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), GG_ENET);
 	assert_non_null(strstr(err.msg, "list --sync"));
 	assert_string_equal(r.name, "lost");
 	gg_record_clear(&r);
 	struct gg_record kept = load("lost");
 	assert_null(kept.job_id);
 	assert_int_equal(kept.state, GG_S_REQUESTED);
-	assert_int_equal(gg_engine_sync(&K, &kept, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &kept, 1, 1), 0);
 	assert_string_equal(kept.job_id, "job0");
 	assert_non_null(strstr(notes, "adopted lost"));
 	gg_record_clear(&kept);
@@ -526,7 +531,7 @@ static void test_sigkill_after_submit_adopted(void **state)
 		struct gg_submission s = job("crashed", "proxy");
 		struct gg_record r;
 		F.on_submit = die;
-		gg_engine_submit(&E, &s, &r, NULL, NULL);
+		gg_engine_submit(E, &s, &r, NULL, NULL);
 		_exit(0); /* not reached */
 	}
 	int status = 0;
@@ -536,7 +541,7 @@ static void test_sigkill_after_submit_adopted(void **state)
 	struct gg_record r = load("crashed");
 	assert_null(r.job_id);
 	assert_int_equal(r.state, GG_S_REQUESTED);
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	assert_string_equal(r.job_id, F.jobs[0].id);
 	assert_int_equal(r.state, GG_S_QUEUED);
 	gg_record_clear(&r);
@@ -552,24 +557,24 @@ static void test_unsent_forgotten(void **state)
 	struct gg_record r, gone;
 	struct gg_err err = {0};
 	F.submit_mode = M_UNSENT;
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_ENET);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), GG_ENET);
 	assert_non_null(strstr(err.msg, "nothing was sent"));
 	gg_record_clear(&r);
-	assert_int_equal(gg_store_load(E.st, "never", &gone, NULL), GG_ENOTFOUND);
+	assert_int_equal(gg_store_load(gg_engine_store(E), "never", &gone, NULL), GG_ENOTFOUND);
 	/* a refusal: the record is forgotten too, the CE's reason is the error */
 	s = job("refused", "proxy");
 	F.submit_mode = M_REFUSE;
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_EJOB);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), GG_EJOB);
 	assert_non_null(strstr(err.msg, "no such queue"));
 	gg_record_clear(&r);
-	assert_int_equal(gg_store_load(E.st, "refused", &gone, NULL), GG_ENOTFOUND);
+	assert_int_equal(gg_store_load(gg_engine_store(E), "refused", &gone, NULL), GG_ENOTFOUND);
 }
 
 static void kill_it(void)
 {
 	struct gg_record r = {0};
-	assert_int_equal(gg_store_load(K.st, "victim", &r, NULL), 0);
-	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(gg_store_load(gg_engine_store(K), "victim", &r, NULL), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
 	assert_int_equal(r.state, GG_S_KILLED);
 	gg_record_clear(&r);
 }
@@ -581,7 +586,7 @@ static void test_kill_during_submit(void **state)
 	struct gg_record r;
 	struct gg_err err = {0};
 	F.on_submit = kill_it; /* the kill finds no job id yet: it only marks */
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_EJOB);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), GG_EJOB);
 	assert_non_null(strstr(err.msg, "killed while it was being submitted"));
 	gg_record_clear(&r);
 	/* the job it made is cancelled, the record stays killed */
@@ -612,7 +617,7 @@ static void test_kill_before_submit_not_undone(void **state)
 	s.describe = kill_then_fail;
 	struct gg_record r;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), GG_EIO);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), GG_EIO);
 	gg_record_clear(&r);
 	assert_int_equal(F.njobs, 0);
 	struct gg_record now = load("victim");
@@ -635,7 +640,7 @@ static void test_session_key_made(void **state)
 	struct gg_record r;
 	struct gg_ce *ce = NULL;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, &ce, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, &ce, &err), 0);
 	assert_non_null(ce);
 	assert_string_equal(r.name, "tb-1");
 	assert_non_null(strstr(r.key, "/gridgpu/ssh/keys/"));
@@ -643,14 +648,108 @@ static void test_session_key_made(void **state)
 	assert_int_equal(F.delegations, 0); /* a token: nothing to delegate */
 	gg_ce_free(ce);
 	/* kill removes the key, clean forgets the record */
-	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
 	assert_int_equal(access(r.key, F_OK), -1);
 	char cleaned[1] = {0};
-	assert_int_equal(gg_engine_clean(&K, &r, 1, 0, cleaned), 0);
+	assert_int_equal(gg_engine_clean(K, &r, 1, 0, cleaned), 0);
 	assert_int_equal(cleaned[0], 1);
 	assert_int_equal(F.jobs[0].cleaned, 1);
 	struct gg_record gone;
-	assert_int_equal(gg_store_load(E.st, "tb-1", &gone, NULL), GG_ENOTFOUND);
+	assert_int_equal(gg_store_load(gg_engine_store(E), "tb-1", &gone, NULL), GG_ENOTFOUND);
+	gg_record_clear(&r);
+}
+
+/* ---- the handle and its callbacks ---- */
+
+static char fails[1024];
+static void fail_cb(void *ud, const struct gg_err *err, const char *what)
+{
+	(void)ud;
+	snprintf(fails + strlen(fails), sizeof fails - strlen(fails), "%s: %s\n", what, err->msg);
+}
+
+/* A queued job whose CE no backend of the library takes (only the fake). */
+static struct gg_record queued_nowhere(const char *name)
+{
+	struct gg_submission s = job(name, "proxy");
+	free(s.rec.ce);
+	s.rec.ce = strdup("gsiftp://ce.example.org/jobs");
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
+	return r;
+}
+
+static void test_engine_defaults(void **state)
+{
+	(void)state;
+	struct gg_engine *e = NULL;
+	assert_int_equal(gg_engine_new(gg_engine_store(K), NULL, &e, NULL), 0);
+	assert_ptr_equal(gg_engine_store(e), gg_engine_store(K));
+	assert_null(gg_engine_config(e));
+	assert_string_equal(gg_engine_probe_why(e), "");
+	assert_null(gg_engine_site(e, "east"));
+	/* no callbacks: nothing told, CEs opened by the library's backends */
+	struct gg_record r = queued_nowhere("plain");
+	notes[0] = '\0';
+	assert_int_equal(gg_engine_kill(e, &r, 1), GG_EUSAGE);
+	assert_int_equal(r.state, GG_S_QUEUED);
+	assert_string_equal(notes, "");
+	assert_int_equal(gg_engine_set_callbacks(e, NULL, NULL), 0);
+	gg_engine_free(e);
+	gg_engine_free(NULL);
+	gg_record_clear(&r);
+}
+
+static void test_engine_callbacks_older(void **state)
+{
+	(void)state;
+	/* A program built when the struct ended before open_ce: its open_ce
+	 * member is not read (here it is set, as if it were the bytes after a
+	 * smaller struct), the ones it had are used. */
+	struct gg_engine_callbacks cb = {.size = offsetof(struct gg_engine_callbacks, open_ce),
+					 .note = note,
+					 .fail = fail_cb,
+					 .open_ce = open_fake};
+	struct gg_record r = queued_nowhere("old");
+	fails[0] = '\0';
+	assert_int_equal(gg_engine_set_callbacks(K, &cb, NULL), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), GG_EUSAGE);
+	assert_non_null(strstr(fails, "must start with https://"));
+	assert_int_equal(r.state, GG_S_QUEUED);
+	/* the whole struct: the fake CE opens it and the job is killed */
+	cb.size = sizeof cb;
+	assert_int_equal(gg_engine_set_callbacks(K, &cb, NULL), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
+	assert_int_equal(r.state, GG_S_KILLED);
+	gg_record_clear(&r);
+}
+
+static void test_engine_callbacks_checked(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	struct gg_engine_callbacks cb = {.size = 0, .note = note, .open_ce = open_fake};
+	assert_int_equal(gg_engine_set_callbacks(K, &cb, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "size 0"));
+	/* a size that ends inside a member */
+	cb.size = offsetof(struct gg_engine_callbacks, note) + 4;
+	assert_int_equal(gg_engine_set_callbacks(K, &cb, &err), GG_EUSAGE);
+	/* a newer program's, larger struct: fine while what it adds is unset */
+	struct {
+		struct gg_engine_callbacks cb;
+		void *newer[2];
+	} big = {.cb = {.note = note, .fail = fail_cb}};
+	big.cb.size = sizeof big;
+	assert_int_equal(gg_engine_set_callbacks(K, &big.cb, &err), 0);
+	big.newer[1] = (void *)fail_cb;
+	assert_int_equal(gg_engine_set_callbacks(K, &big.cb, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "does not know"));
+	/* a refusal leaves the engine as it was: fail_cb still told */
+	struct gg_record r = queued_nowhere("kept");
+	fails[0] = '\0';
+	assert_int_equal(gg_engine_kill(K, &r, 1), GG_EUSAGE);
+	assert_non_null(strstr(fails, "must start with https://"));
 	gg_record_clear(&r);
 }
 
@@ -662,11 +761,11 @@ static void test_kill_own_credential(void **state)
 	struct gg_record recs[2];
 	struct gg_err err = {0};
 	struct gg_submission s = job("with-token", "token");
-	assert_int_equal(gg_engine_submit(&E, &s, &recs[0], NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &recs[0], NULL, &err), 0);
 	s = job("with-proxy", "proxy");
-	assert_int_equal(gg_engine_submit(&E, &s, &recs[1], NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &recs[1], NULL, &err), 0);
 	F.opens = 0;
-	assert_int_equal(gg_engine_kill(&K, recs, 2), 0);
+	assert_int_equal(gg_engine_kill(K, recs, 2), 0);
 	assert_int_equal(F.opens, 2);
 	assert_string_equal(F.jobs[0].killed_with, "token");
 	assert_string_equal(F.jobs[1].killed_with, "proxy");
@@ -705,7 +804,7 @@ static void test_sync_unreachable_keeps(void **state)
 	struct gg_submission s = job("kept", "proxy");
 	struct gg_record r;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	/* no proxy, and no token to stand in: the CE cannot be asked, the
 	 * record stays as it was */
 	char away[300];
@@ -713,14 +812,14 @@ static void test_sync_unreachable_keeps(void **state)
 	assert_int_equal(rename(sub("proxy"), away), 0);
 	char *token = strdup(getenv("BEARER_TOKEN"));
 	unsetenv("BEARER_TOKEN");
-	int rc = gg_engine_sync(&K, &r, 1, 1);
+	int rc = gg_engine_sync(K, &r, 1, 1);
 	struct gg_record kept = load("kept");
 	assert_int_equal(kept.state, GG_S_QUEUED);
 	gg_record_clear(&kept);
 	/* with a token at hand, the token stands in for the missing proxy */
 	setenv("BEARER_TOKEN", token, 1);
 	free(token);
-	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
 	assert_int_equal(rename(away, sub("proxy")), 0);
 	assert_int_equal(rc, GG_ECRED);
 	assert_string_equal(F.jobs[0].killed_with, "token");
@@ -739,22 +838,22 @@ static void test_sync_lrms_queued(void **state)
 	struct gg_submission s = job("waits", "proxy");
 	struct gg_record r;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	F.jobs[0].state = GG_CE_RUNNING;
 	F.jobs[0].lrms_queued = 1;
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	struct gg_record q = load("waits");
 	assert_int_equal(q.state, GG_S_QUEUED);
 	assert_string_equal(q.ce_state, "INLRMS:Q");
 	assert_int_equal(F.lrms_asked, 1);
 	gg_record_clear(&q);
 	F.jobs[0].lrms_queued = 0;
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	struct gg_record run = load("waits");
 	assert_int_equal(run.state, GG_S_RUNNING);
 	assert_int_equal(F.lrms_asked, 2);
 	/* running is not asked again: one request less per sync */
-	assert_int_equal(gg_engine_sync(&K, &run, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &run, 1, 1), 0);
 	assert_int_equal(F.lrms_asked, 2);
 	gg_record_clear(&run);
 	gg_record_clear(&r);
@@ -768,10 +867,10 @@ static void test_sync_walltime(void **state)
 	struct gg_submission s = job("long", "proxy");
 	struct gg_record r;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	F.jobs[0].state = GG_CE_FAILED;
 	F.jobs[0].failed = "LRMS error: (271) Job timeout\n";
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
 	struct gg_record j = load("long");
 	assert_int_equal(j.state, GG_S_FAILED);
 	assert_string_equal(j.error, "ended by walltime: its walltime (10m) ran out and the batch "
@@ -782,10 +881,10 @@ static void test_sync_walltime(void **state)
 	struct gg_submission s2 = job("sess", "proxy");
 	s2.rec.kind = GG_REC_SESSION;
 	s2.make_key = 1;
-	assert_int_equal(gg_engine_submit(&E, &s2, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s2, &r, NULL, &err), 0);
 	F.jobs[1].state = GG_CE_FAILED;
 	F.jobs[1].failed = "LRMS error: (271) Job timeout";
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
 	struct gg_record q = load("sess");
 	assert_int_equal(q.state, GG_S_FINISHED);
 	assert_non_null(strstr(q.error, "ended by walltime"));
@@ -793,10 +892,10 @@ static void test_sync_walltime(void **state)
 	gg_record_clear(&r);
 	/* any other failure stays one, in the CE's words */
 	struct gg_submission s3 = job("bad", "proxy");
-	assert_int_equal(gg_engine_submit(&E, &s3, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s3, &r, NULL, &err), 0);
 	F.jobs[2].state = GG_CE_FAILED;
 	F.jobs[2].failed = "LRMS error: (1) Job failed";
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
 	struct gg_record b = load("bad");
 	assert_int_equal(b.state, GG_S_FAILED);
 	assert_string_equal(b.error, "LRMS error: (1) Job failed");
@@ -813,19 +912,19 @@ static void test_ce_errors(void **state)
 	struct gg_record r;
 	struct gg_err err = {0};
 	char *text = (char *)"unset";
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	int opens = F.opens;
-	assert_int_equal(gg_engine_ce_errors(&K, &r, &text, &err), 0);
+	assert_int_equal(gg_engine_ce_errors(K, &r, &text, &err), 0);
 	assert_null(text);
 	assert_int_equal(F.opens, opens);
 	F.jobs[0].state = GG_CE_FAILED;
 	F.jobs[0].failed = "LRMS error: (1) Job failed";
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 0), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
 	assert_int_equal(r.state, GG_S_FAILED);
-	assert_int_equal(gg_engine_ce_errors(&K, &r, &text, &err), GG_ENOTFOUND);
+	assert_int_equal(gg_engine_ce_errors(K, &r, &text, &err), GG_ENOTFOUND);
 	assert_null(text);
 	F.jobs[0].errors = "DTR 1: staging in of data.h5 failed\nline 2\n";
-	assert_int_equal(gg_engine_ce_errors(&K, &r, &text, &err), 0);
+	assert_int_equal(gg_engine_ce_errors(K, &r, &text, &err), 0);
 	assert_string_equal(text, "DTR 1: staging in of data.h5 failed\nline 2\n");
 	free(text);
 	gg_record_clear(&r);
@@ -849,11 +948,11 @@ static void test_session_file_unreadable(void **state)
 	s.make_key = 1;
 	struct gg_record r;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	F.jobs[0].state = GG_CE_RUNNING;
 	F.jobs[0].session_file = "{\"version\":1,\"state\":\"ready\",\"idle_since\":0,"
 				 "\"active_reason\":\"process ad\"v\"}\n";
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	struct gg_record q = load("sess");
 	assert_int_equal(q.state, GG_S_STARTING);
 	assert_true(gg_launch_unreadable(&q));
@@ -861,10 +960,11 @@ static void test_session_file_unreadable(void **state)
 	gg_record_clear(&q);
 	/* a ready session stays ready (connect goes by its pinned key) */
 	enum gg_sess_state ready = GG_S_READY;
-	assert_int_equal(gg_store_update(E.st, "sess", set_state, &ready, NULL, &err), 0);
+	assert_int_equal(gg_store_update(gg_engine_store(E), "sess", set_state, &ready, NULL, &err),
+			 0);
 	gg_record_clear(&r);
 	r = load("sess");
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	q = load("sess");
 	assert_int_equal(q.state, GG_S_READY);
 	assert_true(gg_launch_unreadable(&q));
@@ -873,7 +973,7 @@ static void test_session_file_unreadable(void **state)
 	F.jobs[0].session_file = "{\"version\":1,\"state\":\"starting\",\"logins\":2}";
 	gg_record_clear(&r);
 	r = load("sess");
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	q = load("sess");
 	assert_int_equal(q.state, GG_S_READY);
 	assert_null(q.error);
@@ -884,7 +984,7 @@ static void test_session_file_unreadable(void **state)
 	F.jobs[0].state = GG_CE_FINISHED;
 	gg_record_clear(&r);
 	r = load("sess");
-	assert_int_equal(gg_engine_sync(&K, &r, 1, 1), 0);
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	q = load("sess");
 	assert_int_equal(q.state, GG_S_FINISHED);
 	assert_false(gg_launch_unreadable(&q));
@@ -906,13 +1006,14 @@ static void test_kill_ended_record(void **state)
 	struct gg_submission s = job("gone", "proxy");
 	struct gg_record r;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	F.jobs[0].state = GG_CE_RUNNING;
 	enum gg_sess_state failed = GG_S_FAILED;
-	assert_int_equal(gg_store_update(E.st, "gone", set_state, &failed, NULL, &err), 0);
+	assert_int_equal(
+		gg_store_update(gg_engine_store(E), "gone", set_state, &failed, NULL, &err), 0);
 	gg_record_clear(&r);
 	r = load("gone");
-	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
 	assert_int_equal(F.jobs[0].state, GG_CE_KILLED);
 	assert_non_null(strstr(notes, "gone has failed already"));
 	struct gg_record q = load("gone");
@@ -920,7 +1021,7 @@ static void test_kill_ended_record(void **state)
 	gg_record_clear(&q);
 	/* again, the job now unknown to the CE (404): still no failure */
 	F.jobs[0].cleaned = 1;
-	assert_int_equal(gg_engine_kill(&K, &r, 1), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
 	gg_record_clear(&r);
 }
 
@@ -1100,24 +1201,23 @@ static void test_job_spread(void **state)
 	struct gg_err err = {0};
 	/* a refuses the first job: it goes to b, a warning names a */
 	F.refuse_next = 1;
-	assert_int_equal(gg_engine_submit_job(&E, &q, sites, 2, 0, NULL, 0, &r, &err), 0);
+	assert_int_equal(gg_engine_submit_job(E, &q, sites, 2, 0, NULL, 0, &r, &err), 0);
 	assert_string_equal(r.site, "b");
 	assert_string_equal(r.command, "python3 train.py");
 	assert_string_equal(F.submitted_to[0], "https://b.example/arex");
 	assert_non_null(strstr(notes, "site a: the CE refused the job: no GPUs here"));
 	gg_record_clear(&r);
 	/* the second job's turn starts at b */
-	assert_int_equal(gg_engine_submit_job(&E, &q, sites, 2, 1, "named", 1, &r, &err), 0);
+	assert_int_equal(gg_engine_submit_job(E, &q, sites, 2, 1, "named", 1, &r, &err), 0);
 	assert_string_equal(r.site, "b");
 	assert_string_equal(r.auth, "token");
 	gg_record_clear(&r);
 	/* nobody takes it: the last error, no record left behind */
 	F.submit_mode = M_REFUSE;
-	assert_int_equal(gg_engine_submit_job(&E, &q, sites, 2, 0, "nowhere", 0, &r, &err),
-			 GG_EJOB);
+	assert_int_equal(gg_engine_submit_job(E, &q, sites, 2, 0, "nowhere", 0, &r, &err), GG_EJOB);
 	assert_non_null(strstr(err.msg, "no such queue"));
 	struct gg_record gone = {0};
-	assert_int_equal(gg_store_load(E.st, "nowhere", &gone, NULL), GG_ENOTFOUND);
+	assert_int_equal(gg_store_load(gg_engine_store(E), "nowhere", &gone, NULL), GG_ENOTFOUND);
 }
 
 /* The arguments gg_job_describe gives the wrapper: from "--" on. */
@@ -1200,11 +1300,13 @@ static struct gg_record ended_job(const char *name, enum gg_ce_state state, cons
 	struct gg_submission s = job(name, "token");
 	s.rec.storage_outputs = storage ? strdup(storage) : NULL;
 	struct gg_record r;
-	assert_int_equal(gg_engine_submit(&E, &s, &r, NULL, NULL), 0);
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, NULL), 0);
 	F.jobs[F.njobs - 1].state = state;
 	F.jobs[F.njobs - 1].files = files;
 	fetched[0] = '\0';
-	E.fetched = on_fetched;
+	struct gg_engine_callbacks cb = {
+		.size = sizeof cb, .note = note, .open_ce = open_fake, .fetched = on_fetched};
+	assert_int_equal(gg_engine_set_callbacks(E, &cb, NULL), 0);
 	return r;
 }
 
@@ -1285,7 +1387,7 @@ static void test_fetch_ce_and_storage(void **state)
 	char **paths = NULL;
 	size_t n = 0;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_fetch(&E, &r, out, 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(gg_engine_fetch(E, &r, out, 0, 0, &paths, &n, &err), 0);
 	assert_int_equal(n, 3);
 	snprintf(want, sizeof want, "%s/gridgpu-job.out\n%s/result.txt\n%s/res.txt\n", out, out,
 		 out);
@@ -1322,14 +1424,14 @@ static void test_fetch_existing(void **state)
 	char **paths = NULL;
 	size_t n = 0;
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_fetch(&E, &r, out, 0, 0, &paths, &n, &err), GG_EFAIL);
+	assert_int_equal(gg_engine_fetch(E, &r, out, 0, 0, &paths, &n, &err), GG_EFAIL);
 	assert_non_null(strstr(err.msg, "result.txt' is already there: use --force to replace it"));
 	assert_int_equal(n, 0);
 	assert_int_equal(F.files_got, 0);
 	assert_int_equal(entries(out), 1);
 	assert_string_equal(file_text(out, "result.txt"), "local edit");
 	gg_fetched_free(paths, n);
-	assert_int_equal(gg_engine_fetch(&E, &r, out, GG_FETCH_FORCE, 0, NULL, NULL, &err), 0);
+	assert_int_equal(gg_engine_fetch(E, &r, out, GG_FETCH_FORCE, 0, NULL, NULL, &err), 0);
 	assert_string_equal(file_text(out, "result.txt"), "result.txt of job0\n");
 	gg_record_clear(&r);
 }
@@ -1362,7 +1464,7 @@ static void test_fetch_resume(void **state)
 	assert_int_equal(access(sub("fc-out/res.txt.part"), F_OK), 0);
 	char **paths = NULL;
 	size_t n = 0;
-	assert_int_equal(gg_engine_fetch(&E, &r, out, 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(gg_engine_fetch(E, &r, out, 0, 0, &paths, &n, &err), 0);
 	assert_int_equal(n, 2);
 	gg_fetched_free(paths, n);
 	assert_non_null(strstr(notes, "res.txt: resumed at byte 1000\n"));
@@ -1382,7 +1484,7 @@ static void test_fetch_clean(void **state)
 	struct gg_record r = ended_job("fd", GG_CE_FINISHED, "gridgpu-job.out\n", NULL);
 	struct gg_err err = {0};
 	F.clean_fails = 1;
-	assert_int_equal(gg_engine_fetch(&E, &r, sub("fd-1"), GG_FETCH_CLEAN, 0, NULL, NULL, &err),
+	assert_int_equal(gg_engine_fetch(E, &r, sub("fd-1"), GG_FETCH_CLEAN, 0, NULL, NULL, &err),
 			 GG_ENET);
 	assert_string_equal(err.msg, "cleaning on the CE (the record is kept): cannot connect to "
 				     "the CE");
@@ -1394,13 +1496,13 @@ static void test_fetch_clean(void **state)
 	char cwd[512];
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	assert_int_equal(chdir(dir), 0);
-	int rc = gg_engine_fetch(&E, &r, NULL, GG_FETCH_CLEAN, 0, NULL, NULL, &err);
+	int rc = gg_engine_fetch(E, &r, NULL, GG_FETCH_CLEAN, 0, NULL, NULL, &err);
 	assert_int_equal(chdir(cwd), 0);
 	assert_int_equal(rc, 0);
 	assert_int_equal(F.jobs[0].cleaned, 1);
 	assert_non_null(strstr(notes, "cleaned fd\n"));
 	gg_record_clear(&r);
-	assert_int_equal(gg_store_load(E.st, "fd", &r, NULL), GG_ENOTFOUND);
+	assert_int_equal(gg_store_load(gg_engine_store(E), "fd", &r, NULL), GG_ENOTFOUND);
 	assert_string_equal(file_text(sub("fd"), "gridgpu-job.out"), "gridgpu-job.out of job0\n");
 }
 
@@ -1411,13 +1513,13 @@ static void test_fetch_not_ended(void **state)
 	(void)state;
 	struct gg_record r = ended_job("fe", GG_CE_RUNNING, "gridgpu-job.out\n", NULL);
 	struct gg_err err = {0};
-	assert_int_equal(gg_engine_fetch(&E, &r, sub("fe-out"), 0, 0, NULL, NULL, &err), GG_EFAIL);
+	assert_int_equal(gg_engine_fetch(E, &r, sub("fe-out"), 0, 0, NULL, NULL, &err), GG_EFAIL);
 	assert_string_equal(err.msg, "the job is running: its outputs come when it ends "
 				     "('gridgpu get --wait fe')");
 	assert_int_equal(access(sub("fe-out"), F_OK), -1);
 	gg_record_clear(&r);
 	struct gg_record never = {.name = "ff", .state = GG_S_FAILED, .error = "no such queue"};
-	assert_int_equal(gg_engine_fetch(&E, &never, NULL, 0, 0, NULL, NULL, &err), GG_ENOTFOUND);
+	assert_int_equal(gg_engine_fetch(E, &never, NULL, 0, 0, NULL, NULL, &err), GG_ENOTFOUND);
 	assert_string_equal(err.msg, "was never submitted (no such queue)");
 }
 
@@ -1433,7 +1535,7 @@ static void test_fetch_storage_only(void **state)
 	struct gg_err err = {0};
 	char **paths = NULL;
 	size_t n = 0;
-	assert_int_equal(gg_engine_fetch(&E, &r, sub("fg-out"), 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(gg_engine_fetch(E, &r, sub("fg-out"), 0, 0, &paths, &n, &err), 0);
 	assert_int_equal(n, 1);
 	gg_fetched_free(paths, n);
 	assert_non_null(strstr(notes, "the CE no longer has fg's files: fetching its outputs at "
@@ -1441,7 +1543,7 @@ static void test_fetch_storage_only(void **state)
 	assert_true(storage_file_whole(sub("fg-out")));
 	gg_record_clear(&r);
 	r = ended_job("fh", GG_CE_FAILED, "gridgpu-job.err\n", storage_line);
-	assert_int_equal(gg_engine_fetch(&E, &r, sub("fh-out"), 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(gg_engine_fetch(E, &r, sub("fh-out"), 0, 0, &paths, &n, &err), 0);
 	assert_int_equal(n, 1);
 	gg_fetched_free(paths, n);
 	assert_int_equal(r.state, GG_S_FAILED);
@@ -1472,6 +1574,11 @@ int main(void)
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_kill_ended_record, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_kill_own_credential, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_engine_defaults, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_engine_callbacks_older, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_engine_callbacks_checked, each_setup,
 						each_teardown),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
-#include "session/engine.h"
+#include "session/engine_int.h"
 
 UNIT_TMPDIR("gg-stage")
 
