@@ -49,28 +49,27 @@ const struct gg_opt cmd_request_opts[] = {
 };
 
 struct req {
-	struct gg_session_spec spec;
-	const char *ce, *name, *identity;
+	struct gg_jd_resources res;
+	int64_t deadline, idle;
+	const char *image, *ce, *name, *identity;
 	int wait, dry_run, token;
 	int64_t timeout;
 	const char *binds[GG_JD_MAX];
+	int nbinds;
 };
 
 static int add_bind(struct gg_cli *cli, struct req *q)
 {
-	if (q->spec.nbinds == GG_JD_MAX)
+	if (q->nbinds == GG_JD_MAX)
 		return ui_usage(cli, "too many --bind paths");
-	q->binds[q->spec.nbinds++] = cli->optarg;
-	q->spec.binds = q->binds;
+	q->binds[q->nbinds++] = cli->optarg;
 	return 0;
 }
 
 /* A duration option of request's own. */
 static int duration_opt(struct gg_cli *cli, int c, struct req *q)
 {
-	int64_t *d = c == O_DEADLINE ? &q->spec.deadline
-		     : c == O_IDLE   ? &q->spec.idle
-				     : &q->timeout;
+	int64_t *d = c == O_DEADLINE ? &q->deadline : c == O_IDLE ? &q->idle : &q->timeout;
 	int rc = cli_opt_duration(cli, d);
 	if (rc)
 		return rc;
@@ -81,7 +80,7 @@ static int duration_opt(struct gg_cli *cli, int c, struct req *q)
 
 static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 {
-	int rc = cli_res_opt(cli, c, &q->spec.res, &q->token);
+	int rc = cli_res_opt(cli, c, &q->res, &q->token);
 	if (rc != 1)
 		return rc;
 	switch (c) {
@@ -90,7 +89,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 	case O_DEADLINE:
 	case O_IDLE:
 	case O_TIMEOUT: return duration_opt(cli, c, q);
-	case O_IMAGE: q->spec.image = cli->optarg; break;
+	case O_IMAGE: q->image = cli->optarg; break;
 	case O_WAIT: q->wait = 1; break;
 	case O_NO_WAIT: q->wait = 0; break;
 	case O_DRY_RUN: q->dry_run = 1; break;
@@ -111,9 +110,9 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		return c == -2 ? -2 : EXIT_USAGE;
 	if (argc - cli->optind > 0)
 		return ui_usage(cli, "request takes no arguments ('%s'?)", argv[cli->optind]);
-	if ((rc = cli_res_check(cli, &q->spec.res)))
+	if ((rc = cli_res_check(cli, &q->res)))
 		return rc;
-	if (q->spec.nbinds && !q->spec.image)
+	if (q->nbinds && !q->image)
 		return ui_usage(cli, "--bind goes with --image (without one, logins see the node)");
 	if (q->name && !gg_record_name_valid(q->name))
 		return ui_usage(cli, "--name: use a letter, then letters, digits, '_', '-'");
@@ -201,22 +200,70 @@ static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission 
 	return code;
 }
 
-/* The image and the enter script staged with the session (--image). */
-static int stage_image(struct gg_cli *cli, struct req *q, const struct gg_site *site,
-		       struct gg_session_stage **s)
+/* What was asked, with the site's defaults, as the library's session spec;
+ * NULL after saying what is wrong. */
+static struct gg_session_spec *make_spec(struct gg_cli *cli, const struct req *q,
+					 const struct gg_site *site, const char *launcher)
 {
 	struct gg_err err = {0};
-	struct gg_engine *e = q->dry_run ? NULL : cli_engine(cli); /* a dry run makes nothing */
-	if (!e && !q->dry_run)
+	struct gg_session_spec *spec = NULL;
+	int rc = gg_session_spec_new(&spec, &err);
+	if (rc == 0)
+		rc = gg_session_spec_set_resources(spec, &q->res, &err);
+	if (rc == 0 && q->deadline)
+		rc = gg_session_spec_set_deadline(spec, q->deadline, &err);
+	if (rc == 0)
+		rc = gg_session_spec_set_idle(spec, q->idle, &err);
+	if (rc == 0)
+		rc = gg_session_spec_set_image(spec, q->image, &err);
+	for (int i = 0; rc == 0 && i < q->nbinds; i++)
+		rc = gg_session_spec_add_bind(spec, q->binds[i], &err);
+	if (rc == 0)
+		rc = gg_session_spec_set_launcher(spec, launcher, &err);
+	if (rc == 0) /* a test hook */
+		rc = gg_session_spec_set_warn_leads(spec, getenv("GRIDGPU_WARN_LEADS"), &err);
+	if (rc == 0)
+		rc = gg_session_spec_defaults(spec, site, &err);
+	if (rc == 0)
+		return spec;
+	ui_fail(cli, &err, "request");
+	gg_session_spec_free(spec);
+	return NULL;
+}
+
+/* The image and the enter script staged with the session (--image). */
+static int stage_image(struct gg_cli *cli, int dry, struct gg_session_spec *spec,
+		       const struct gg_site *site, struct gg_session_stage **s)
+{
+	struct gg_err err = {0};
+	struct gg_engine *e = dry ? NULL : cli_engine(cli); /* a dry run makes nothing */
+	if (!e && !dry)
 		return cli->cfg_exit;
-	if (gg_session_stage(e, &q->spec, site, q->dry_run, s, &err) < 0)
+	if (gg_session_stage(e, spec, site, dry, s, &err) < 0)
 		return ui_fail(cli, &err, "request");
 	return 0;
 }
 
+/* With --dry-run: the description and the enter script, nothing sent. */
+static int dry_run(struct gg_cli *cli, const struct gg_session_spec *spec,
+		   const struct gg_site *site, struct gg_submission *s,
+		   const struct gg_session_stage *stage)
+{
+	if (!s->rec.name)
+		s->rec.name = gg_strdup_printf("%s-N", s->prefix);
+	if (!s->rec.uid) /* given at submission, as submit's dry run shows it */
+		s->rec.uid = gg_strdup_printf("UID");
+	int rc = cli_dry_run_session(cli, spec, site, &s->rec);
+	if (rc == 0 && stage && !cli->json) {
+		ui_out("\n# %s, staged beside the launcher:\n", GG_ENTER_NAME);
+		ui_out_lines(gg_session_stage_script(stage)); /* the image's and binds' values */
+	}
+	return rc;
+}
+
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
-	struct req q = {.wait = 1, .spec.res.walltime = 4 * 3600};
+	struct req q = {.wait = 1, .res.walltime = 4 * 3600};
 	int rc = parse_opts(cli, argc, argv, &q);
 	if (rc)
 		return rc == -2 ? EXIT_OK : rc;
@@ -227,37 +274,26 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	if (!endpoint)
 		return ui_usage(cli, "site '%s' has no CE URL: 'gridgpu site add %s --ce URL'",
 				site->name, site->name);
-	gg_session_spec_defaults(&q.spec, site);
 	struct gg_err err = {0};
 	if (q.identity && !q.dry_run && gg_ssh_identity_check(q.identity, &err) < 0)
 		return ui_fail(cli, &err, "request");
 	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
 	if (!launcher)
 		return EXIT_FAIL;
-	q.spec.launcher = launcher;
-	q.spec.warn_leads = getenv("GRIDGPU_WARN_LEADS"); /* a test hook */
+	struct gg_session_spec *spec = make_spec(cli, &q, site, launcher);
 	struct gg_session_stage *stage = NULL;
-	if (q.spec.image && (rc = stage_image(cli, &q, site, &stage)) != 0)
-		goto out;
-	struct gg_submission s;
-	gg_session_submission(&s, &q.spec, site, endpoint, q.name, q.identity, q.token);
-	if (q.dry_run) {
-		if (!s.rec.name)
-			s.rec.name = gg_strdup_printf("%s-N", s.prefix);
-		if (!s.rec.uid) /* given at submission, as submit's dry run shows it */
-			s.rec.uid = gg_strdup_printf("UID");
-		rc = cli_dry_run_session(cli, &q.spec, site, &s.rec);
-		if (rc == 0 && stage && !cli->json) {
-			ui_out("\n# %s, staged beside the launcher:\n", GG_ENTER_NAME);
-			/* the image's and binds' values */
-			ui_out_lines(gg_session_stage_script(stage));
-		}
-	} else {
-		rc = submit(cli, &q, &s);
+	if (!spec)
+		rc = EXIT_FAIL;
+	else if (gg_session_spec_image(spec))
+		rc = stage_image(cli, q.dry_run, spec, site, &stage);
+	if (rc == 0) {
+		struct gg_submission s;
+		gg_session_submission(&s, spec, site, endpoint, q.name, q.identity, q.token);
+		rc = q.dry_run ? dry_run(cli, spec, site, &s, stage) : submit(cli, &q, &s);
+		gg_record_clear(&s.rec);
 	}
-	gg_record_clear(&s.rec);
-out:
 	gg_session_stage_free(stage);
+	gg_session_spec_free(spec);
 	free(launcher);
 	return rc;
 }

@@ -46,7 +46,12 @@ const struct gg_opt cmd_submit_opts[] = {
 };
 
 struct sub {
-	struct gg_job_spec spec;
+	struct gg_job_spec *spec; /* made of the rest once parsed */
+	struct gg_jd_resources res;
+	const char *image, *image_url;
+	char **cmd;
+	int ncmd, ninputs, noutputs, ndata_in, ndata_out;
+	int64_t part_offset;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
 	/* storage: parsed from --input URL[:NAME] and --output NAME=URL (owned) */
 	char *in_urls[GG_JD_MAX], *in_names[GG_JD_MAX];
@@ -59,12 +64,24 @@ struct sub {
 /* The development GPU as minimums (what was not given explicitly). */
 static void match_dev_gpu(struct gg_cli *cli, const struct gg_dev_gpu *dev, struct sub *s)
 {
-	struct gg_jd_resources *res = &s->spec.res;
+	struct gg_jd_resources *res = &s->res;
 	gg_job_match_dev(res, dev, s->min_cc, sizeof s->min_cc);
 	char m[32];
 	ui_info(cli, "matching the development GPU%s%s: --min-capability %s --min-gpu-memory %s",
 		dev->name[0] ? " " : "", dev->name, s->min_cc[0] ? s->min_cc : "-",
 		res->min_gpu_memory ? gg_size_format(res->min_gpu_memory, m, sizeof m) : "-");
+}
+
+/* Each input is a readable local file; then what no site could take. */
+static int check_inputs(struct gg_cli *cli, const struct sub *s)
+{
+	struct gg_err err = {0};
+	for (int i = 0; i < s->ninputs; i++)
+		if (cli_local_file(s->inputs[i], &err) < 0)
+			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
+	if (gg_job_spec_check(s->spec, &err) < 0)
+		return ui_usage(cli, "%s", err.msg);
+	return 0;
 }
 
 /* --input and --output: the next of up to GG_JD_MAX - 2. */
@@ -80,7 +97,7 @@ static int add_file(struct gg_cli *cli, const char **list, int *n, const char *w
 static int add_data_in(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
-	int *n = &s->spec.ndata_in;
+	int *n = &s->ndata_in;
 	if (*n == GG_JD_MAX - 2)
 		return ui_usage(cli, "too many --input URLs");
 	if (gg_data_input_parse(cli->optarg, &s->in_urls[*n], &s->in_names[*n], &err) < 0)
@@ -93,7 +110,7 @@ static int add_data_in(struct gg_cli *cli, struct sub *s)
 static int add_data_out(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
-	int *n = &s->spec.ndata_out;
+	int *n = &s->ndata_out;
 	if (*n == GG_JD_MAX - 2)
 		return ui_usage(cli, "too many --output URLs");
 	if (gg_data_output_parse(cli->optarg, NULL, NULL, &s->out_names[*n], &s->out_urls[*n],
@@ -105,14 +122,38 @@ static int add_data_out(struct gg_cli *cli, struct sub *s)
 
 static void sub_clear(struct sub *s)
 {
-	for (int i = 0; i < s->spec.ndata_in; i++) {
+	for (int i = 0; i < s->ndata_in; i++) {
 		free(s->in_urls[i]);
 		free(s->in_names[i]);
 	}
-	for (int i = 0; i < s->spec.ndata_out; i++) {
+	for (int i = 0; i < s->ndata_out; i++) {
 		free(s->out_names[i]);
 		free(s->out_urls[i]);
 	}
+	gg_job_spec_free(s->spec);
+}
+
+/* The library's job spec of what was parsed (resources and the image's
+ * partition once checked); 0, or the exit code after saying what is wrong. */
+static int make_spec(struct gg_cli *cli, struct sub *s)
+{
+	struct gg_err err = {0};
+	int rc = gg_job_spec_new(&s->spec, &err);
+	if (rc == 0)
+		rc = gg_job_spec_set_image(s->spec, s->image, &err);
+	if (rc == 0)
+		rc = gg_job_spec_set_image_url(s->spec, s->image_url, &err);
+	if (rc == 0)
+		rc = gg_job_spec_set_command(s->spec, (const char *const *)s->cmd, s->ncmd, &err);
+	for (int i = 0; rc == 0 && i < s->ninputs; i++)
+		rc = gg_job_spec_add_input(s->spec, s->inputs[i], &err);
+	for (int i = 0; rc == 0 && i < s->noutputs; i++)
+		rc = gg_job_spec_add_output(s->spec, s->outputs[i], &err);
+	for (int i = 0; rc == 0 && i < s->ndata_in; i++)
+		rc = gg_job_spec_add_data_input(s->spec, s->in_urls[i], s->in_names[i], &err);
+	for (int i = 0; rc == 0 && i < s->ndata_out; i++)
+		rc = gg_job_spec_add_data_output(s->spec, s->out_names[i], s->out_urls[i], &err);
+	return rc < 0 ? ui_fail(cli, &err, "submit") : 0;
 }
 
 /* One option into s; 0, or the exit code after saying what is wrong. */
@@ -120,7 +161,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 {
 	const char *v = cli->optarg;
 	struct gg_err err = {0};
-	int rc = cli_res_opt(cli, c, &s->spec.res, &s->token);
+	int rc = cli_res_opt(cli, c, &s->res, &s->token);
 	if (rc != 1)
 		return rc;
 	switch (c) {
@@ -128,20 +169,20 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	case O_INPUT:
 		return gg_data_url_is_remote(v)
 			       ? add_data_in(cli, s)
-			       : add_file(cli, s->inputs, &s->spec.ninputs, "--input files");
+			       : add_file(cli, s->inputs, &s->ninputs, "--input files");
 	case O_OUTPUT:
 		return strchr(v, '=')
 			       ? add_data_out(cli, s)
-			       : add_file(cli, s->outputs, &s->spec.noutputs, "--output patterns");
+			       : add_file(cli, s->outputs, &s->noutputs, "--output patterns");
 	case O_NAME: s->name = v; break;
-	case O_IMAGE_URL: s->spec.image_url = v; break;
+	case O_IMAGE_URL: s->image_url = v; break;
 	case O_DRY_RUN: s->dry_run = 1; break;
 	case O_MATCH_DEV: s->match_dev = 1; break;
 	case O_MIN_CC:
 		if (gg_capability_parse(v, s->min_cc, sizeof s->min_cc, &err) < 0)
 			return ui_usage(cli, "--min-capability %s", err.msg);
 		break;
-	case O_MIN_MEM: return cli_opt_size(cli, &s->spec.res.min_gpu_memory);
+	case O_MIN_MEM: return cli_opt_size(cli, &s->res.min_gpu_memory);
 	}
 	return 0;
 }
@@ -151,16 +192,15 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 static int check_image(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
-	struct gg_job_spec *q = &s->spec;
-	if (q->image_url)
+	if (s->image_url)
 		return 0;
 	struct gg_dev_gpu dev;
-	if (cli_local_file(q->image, &err) < 0 ||
-	    gg_job_image_check(q->image, &q->part_offset, s->match_dev ? &dev : NULL, &err) < 0)
-		return ui_fail(cli, &err, "image '%s'", q->image);
+	if (cli_local_file(s->image, &err) < 0 ||
+	    gg_job_image_check(s->image, &s->part_offset, s->match_dev ? &dev : NULL, &err) < 0)
+		return ui_fail(cli, &err, "image '%s'", s->image);
 	if (s->match_dev)
 		match_dev_gpu(cli, &dev, s);
-	if (gg_job_program_check(q, &err) < 0) /* a warning: the site may bind it in */
+	if (gg_job_program_check(s->spec, &err) < 0) /* a warning: the site may bind it in */
 		ui_warn(cli, "%s", err.msg);
 	return 0;
 }
@@ -169,7 +209,7 @@ static int check_image(struct gg_cli *cli, struct sub *s)
 static int check_sub(struct gg_cli *cli, struct sub *s)
 {
 	int rc;
-	if ((rc = cli_res_check(cli, &s->spec.res)))
+	if ((rc = cli_res_check(cli, &s->res)))
 		return rc;
 	if (s->name && s->count > 1)
 		return ui_usage(cli, "--name names one job: leave it out with --count");
@@ -177,13 +217,7 @@ static int check_sub(struct gg_cli *cli, struct sub *s)
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				s->name);
-	struct gg_err err = {0}; /* each input a readable local file, then what no site takes */
-	for (int i = 0; i < s->spec.ninputs; i++)
-		if (cli_local_file(s->inputs[i], &err) < 0)
-			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
-	if (gg_job_spec_check(&s->spec, &err) < 0)
-		return ui_usage(cli, "%s", err.msg);
-	return check_image(cli, s);
+	return (rc = check_inputs(cli, s)) ? rc : check_image(cli, s);
 }
 
 /* The options, the image and the command after "--"; 0, -2 after --help, or
@@ -203,23 +237,21 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 		return c == -2 ? -2 : EXIT_USAGE;
 	if (dd - cli->optind != 1)
 		return ui_usage(cli, "submit: expected IMAGE.sif, then -- COMMAND [ARGS...]");
-	s->spec.image = argv[cli->optind];
-	s->spec.cmd = argv + dd + 1;
-	s->spec.ncmd = dd < argc ? argc - dd - 1 : 0;
-	if (s->spec.ncmd == 0)
+	s->image = argv[cli->optind];
+	s->cmd = argv + dd + 1;
+	s->ncmd = dd < argc ? argc - dd - 1 : 0;
+	if (s->ncmd == 0)
 		return ui_usage(
 			cli, "submit: no command: gridgpu submit IMAGE.sif -- COMMAND [ARGS...]");
-	s->spec.inputs = s->inputs;
-	s->spec.outputs = s->outputs;
-	s->spec.data_in_urls = (const char *const *)s->in_urls;
-	s->spec.data_in_names = (const char *const *)s->in_names;
-	s->spec.data_out_names = (const char *const *)s->out_names;
-	s->spec.data_out_urls = (const char *const *)s->out_urls;
-	if ((rc = check_sub(cli, s)))
+	if ((rc = make_spec(cli, s)) || (rc = check_sub(cli, s)))
 		return rc;
 	/* given, or the development GPU's (--match-dev-gpu) */
 	if (s->min_cc[0])
-		s->spec.res.min_capability = s->min_cc;
+		s->res.min_capability = s->min_cc;
+	struct gg_err err = {0};
+	if (gg_job_spec_set_resources(s->spec, &s->res, &err) < 0 ||
+	    gg_job_spec_set_part_offset(s->spec, s->part_offset, &err) < 0)
+		return ui_fail(cli, &err, "submit");
 	return 0;
 }
 
@@ -234,7 +266,7 @@ static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site 
 	for (int i = 0; i < s->count && !cli_interrupted(); i++) {
 		struct gg_err err = {0};
 		struct gg_record r;
-		int rc = gg_engine_submit_job(cli_engine(cli), &s->spec, sites, nsites, i, s->name,
+		int rc = gg_engine_submit_job(cli_engine(cli), s->spec, sites, nsites, i, s->name,
 					      s->token, &r, &err);
 		if (rc == 0) {
 			nok++;
@@ -270,14 +302,15 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	if ((rc = cli_sites(cli, sites, 16, &nsites)))
 		return rc;
 	struct gg_err err = {0};
-	if (gg_job_count_check(&s->spec, s->count, sites, nsites, &err) < 0)
+	if (gg_job_count_check(s->spec, s->count, sites, nsites, &err) < 0)
 		return ui_usage(cli, "%s", err.msg);
 	char *wrapper = cli_libexec(cli, "batch-wrapper", "batch wrapper", "submit");
 	if (!wrapper)
 		return EXIT_FAIL;
-	s->spec.wrapper = wrapper;
-	if (s->dry_run)
-		rc = cli_dry_run_jobs(cli, &s->spec, sites, nsites, s->count);
+	if (gg_job_spec_set_wrapper(s->spec, wrapper, &err) < 0)
+		rc = ui_fail(cli, &err, "submit");
+	else if (s->dry_run)
+		rc = cli_dry_run_jobs(cli, s->spec, sites, nsites, s->count);
 	else
 		rc = cli_engine(cli) ? spread(cli, s, sites, nsites) : cli->cfg_exit;
 	free(wrapper);
@@ -286,7 +319,7 @@ static int submit(struct gg_cli *cli, struct sub *s)
 
 int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 {
-	struct sub s = {.spec.res.walltime = 8 * 3600, .count = 1};
+	struct sub s = {.res.walltime = 8 * 3600, .count = 1};
 	int rc = parse_opts(cli, argc, argv, &s);
 	if (!rc)
 		rc = submit(cli, &s);

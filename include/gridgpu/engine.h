@@ -103,24 +103,49 @@ GG_API int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, c
 #define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
 #define GG_ENTER_NAME    "gridgpu-enter"
 
-/* An interactive session: its resources, connect deadline and idle limit
- * (seconds; 0 = none), the container image its logins run in (or NULL), and
- * the local path of the launcher staged into the job. With an image: enter,
- * the local path of the script that makes the sandbox and enters it
- * (gridgpu-enter, staged), image_file the image's local file when it is
- * staged (a SIF; NULL when image is a path on the node), binds the user's
- * --bind SRC[:DST]. */
-struct gg_session_spec {
-	struct gg_jd_resources res;
-	int64_t deadline, idle;
-	const char *image, *launcher;
-	const char *enter, *image_file;
-	const char *const *binds;
-	int nbinds;
-	/* the launcher's lead times for its notices, "SECS SECS..." (a test hook:
-	 * the job's GRIDGPU_WARN_LEADS); NULL: its default, 10 and 1 min */
-	const char *warn_leads;
-};
+/* What a session asks for: its resources, the connect deadline and idle limit
+ * (seconds; 0 = the site's or none), the container image its logins run in
+ * (or none), the local path of the launcher staged into the job. With an
+ * image: enter, the local path of the script that makes the sandbox and
+ * enters it (gridgpu-enter, staged), image_file the image's local file when
+ * it is staged (a SIF; NULL when the image is a path on the node), the
+ * user's --bind SRC[:DST]. An opaque handle, as is struct gg_job_spec: a
+ * setter per value, so that a new option is a new function, not a new member
+ * that changes the size of a struct the caller allocates. Each setter copies
+ * what it is given and returns 0, GG_EUSAGE for a value that cannot be (the
+ * spec unchanged) or GG_ENOMEM. */
+struct gg_session_spec;
+GG_API int gg_session_spec_new(struct gg_session_spec **out, struct gg_err *err);
+GG_API void gg_session_spec_free(struct gg_session_spec *q);
+/* Walltime, CPUs and GPUs not negative; whole GPUs or a MIG slice. */
+GG_API int gg_session_spec_set_resources(struct gg_session_spec *q,
+					 const struct gg_jd_resources *res, struct gg_err *err);
+/* More than 0. */
+GG_API int gg_session_spec_set_deadline(struct gg_session_spec *q, int64_t seconds,
+					struct gg_err *err);
+/* 0 (none) or more. */
+GG_API int gg_session_spec_set_idle(struct gg_session_spec *q, int64_t seconds, struct gg_err *err);
+/* NULL: none (the site's, by gg_session_spec_defaults). */
+GG_API int gg_session_spec_set_image(struct gg_session_spec *q, const char *image,
+				     struct gg_err *err);
+/* One more --bind (at most GG_JD_MAX). */
+GG_API int gg_session_spec_add_bind(struct gg_session_spec *q, const char *bind,
+				    struct gg_err *err);
+GG_API int gg_session_spec_set_launcher(struct gg_session_spec *q, const char *path,
+					struct gg_err *err);
+/* The staged enter script and image file (NULL: the image is on the node). */
+GG_API int gg_session_spec_set_enter(struct gg_session_spec *q, const char *enter,
+				     const char *image_file, struct gg_err *err);
+/* The launcher's lead times for its notices, "SECS SECS..." (a test hook: the
+ * job's GRIDGPU_WARN_LEADS); NULL: its default, 10 and 1 min. */
+GG_API int gg_session_spec_set_warn_leads(struct gg_session_spec *q, const char *leads,
+					  struct gg_err *err);
+/* What was set (the strings are the spec's). */
+GG_API const struct gg_jd_resources *gg_session_spec_resources(const struct gg_session_spec *q);
+GG_API int64_t gg_session_spec_deadline(const struct gg_session_spec *q);
+GG_API int64_t gg_session_spec_idle(const struct gg_session_spec *q);
+GG_API const char *gg_session_spec_image(const struct gg_session_spec *q);
+GG_API const char *const *gg_session_spec_binds(const struct gg_session_spec *q, int *n);
 /* Is b a bind as --bind and a site's bind take it: SRC[:DST], both absolute,
  * one line? 0, or GG_EUSAGE saying what is expected (what: "--bind"). */
 GG_API int gg_session_bind_check(const char *what, const char *b, struct gg_err *err);
@@ -149,23 +174,33 @@ GG_API void gg_session_stage_free(struct gg_session_stage *s);
 
 /* A batch job: the SIF image (a local file, or a URL the CE fetches), the
  * offset of its squashfs partition, local inputs staged beside it, output
- * patterns left for 'get', the command, and the wrapper that runs it. */
-struct gg_job_spec {
-	struct gg_jd_resources res;
-	const char *image, *image_url, *wrapper;
-	const char *const *inputs, *const *outputs;
-	int ninputs, noutputs;
-	/* storage: inputs the CE fetches (each a URL and its name in the job's
-	 * directory; root:// ones through the site's cache) and outputs it
-	 * uploads (each a name and a URL), with the delegated credential */
-	const char *const *data_in_urls, *const *data_in_names;
-	int ndata_in;
-	const char *const *data_out_names, *const *data_out_urls;
-	int ndata_out;
-	char **cmd;
-	int ncmd;
-	int64_t part_offset;
-};
+ * patterns left for 'get', the command, and the wrapper that runs it; storage:
+ * inputs the CE fetches (each a URL and its name in the job's directory;
+ * root:// ones through the site's cache) and outputs it uploads (each a name
+ * and a URL), with the delegated credential. An opaque handle with setters,
+ * as struct gg_session_spec. */
+struct gg_job_spec;
+GG_API int gg_job_spec_new(struct gg_job_spec **out, struct gg_err *err);
+GG_API void gg_job_spec_free(struct gg_job_spec *q);
+GG_API int gg_job_spec_set_resources(struct gg_job_spec *q, const struct gg_jd_resources *res,
+				     struct gg_err *err);
+/* The local SIF (NULL: none, with an image URL). */
+GG_API int gg_job_spec_set_image(struct gg_job_spec *q, const char *path, struct gg_err *err);
+GG_API int gg_job_spec_set_image_url(struct gg_job_spec *q, const char *url, struct gg_err *err);
+/* 0 or more (gg_job_image_check finds it). */
+GG_API int gg_job_spec_set_part_offset(struct gg_job_spec *q, int64_t offset, struct gg_err *err);
+GG_API int gg_job_spec_set_wrapper(struct gg_job_spec *q, const char *path, struct gg_err *err);
+/* The command and its arguments: argc 1 or more, none NULL. */
+GG_API int gg_job_spec_set_command(struct gg_job_spec *q, const char *const *argv, int argc,
+				   struct gg_err *err);
+/* One more local input, output pattern, storage input or output (at most
+ * GG_JD_MAX - 2 of each kind; what they say is checked by gg_job_spec_check). */
+GG_API int gg_job_spec_add_input(struct gg_job_spec *q, const char *path, struct gg_err *err);
+GG_API int gg_job_spec_add_output(struct gg_job_spec *q, const char *pattern, struct gg_err *err);
+GG_API int gg_job_spec_add_data_input(struct gg_job_spec *q, const char *url, const char *name,
+				      struct gg_err *err);
+GG_API int gg_job_spec_add_data_output(struct gg_job_spec *q, const char *name, const char *url,
+				       struct gg_err *err);
 /* The storage settings a job or session carries in its environment:
  * GRIDGPU_CACHE (the site's cache, root://HOST:PORT) and GRIDGPU_STORAGE
  * (its output_base, $USER replaced), when the site has them. */
@@ -282,8 +317,9 @@ GG_API void gg_session_submission(struct gg_submission *s, const struct gg_sessi
 GG_API void gg_job_submission(struct gg_submission *s, const struct gg_job_spec *q,
 			      const struct gg_site *site, const char *name, int token);
 /* The site's defaults for what a session did not ask for: the connect deadline
- * (else 20 minutes), the idle limit, the image. site may be NULL. */
-GG_API void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site);
+ * (else 20 minutes), the idle limit, the image. site may be NULL. GG_ENOMEM. */
+GG_API int gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site,
+				    struct gg_err *err);
 /* What a job asks that no site could give: inputs named like the job's own
  * files (image.sif, the wrapper, its out and err) or like each other, output
  * patterns that are not a name in the job's directory (GG_EUSAGE). */

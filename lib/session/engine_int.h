@@ -31,6 +31,33 @@ struct gg_engine {
 	char probe_down_site[64];
 };
 
+/* What a session asks for (gridgpu/engine.h): every string and list is the
+ * spec's own copy, freed by gg_session_spec_free. */
+struct gg_session_spec {
+	struct gg_jd_resources res;
+	int64_t deadline, idle;
+	const char *image, *launcher;
+	const char *enter, *image_file;
+	const char **binds;
+	int nbinds;
+	const char *warn_leads;
+};
+
+/* What a batch job asks for, the same way. */
+struct gg_job_spec {
+	struct gg_jd_resources res;
+	const char *image, *image_url, *wrapper;
+	const char **inputs, **outputs;
+	int ninputs, noutputs;
+	const char **data_in_urls, **data_in_names;
+	int ndata_in;
+	const char **data_out_names, **data_out_urls;
+	int ndata_out;
+	char **cmd;
+	int ncmd;
+	int64_t part_offset;
+};
+
 /* Tell e->note, formatted. */
 void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -19,14 +19,16 @@ static const char *auth_of(int token, const struct gg_site *site)
 	return token ? "token" : gg_site_auth_kind(site);
 }
 
-void gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site)
+int gg_session_spec_defaults(struct gg_session_spec *q, const struct gg_site *site,
+			     struct gg_err *err)
 {
 	if (!q->deadline)
 		q->deadline = site && site->connect_deadline ? site->connect_deadline : 20 * 60;
 	if (!q->idle && site && site->idle_limit)
 		q->idle = site->idle_limit;
-	if (!q->image && site && site->image)
-		q->image = site->image;
+	if (!q->image && site && site->image && !(q->image = strdup(site->image)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	return 0;
 }
 
 void gg_session_submission(struct gg_submission *s, const struct gg_session_spec *q,

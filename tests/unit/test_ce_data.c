@@ -285,11 +285,14 @@ static void test_empty_output_base(void **state)
 	assert_string_equal(base, "/");
 	free(base);
 	const char *outs[] = {"res.txt"};
-	struct gg_job_spec q = {.outputs = outs, .noutputs = 1};
-	char *dest = gg_job_output_dest(&q, &s, 0);
+	struct gg_job_spec *q = NULL;
+	assert_int_equal(gg_job_spec_new(&q, NULL), 0);
+	assert_int_equal(gg_job_spec_add_output(q, outs[0], NULL), 0);
+	char *dest = gg_job_output_dest(q, &s, 0);
 	assert_string_equal(dest, "/res.txt");
 	free(dest);
 	free(s.output_base);
+	gg_job_spec_free(q);
 }
 
 int main(void)

@@ -1032,30 +1032,45 @@ static struct gg_site site_named(const char *name, const char *ce)
 	return (struct gg_site){.name = (char *)name, .ce = (char *)ce};
 }
 
+static struct gg_session_spec *session_spec(const struct gg_jd_resources *res, int64_t deadline,
+					    const char *image)
+{
+	struct gg_session_spec *q = NULL;
+	assert_int_equal(gg_session_spec_new(&q, NULL), 0);
+	assert_int_equal(gg_session_spec_set_resources(q, res, NULL), 0);
+	if (deadline)
+		assert_int_equal(gg_session_spec_set_deadline(q, deadline, NULL), 0);
+	assert_int_equal(gg_session_spec_set_image(q, image, NULL), 0);
+	return q;
+}
+
 static void test_session_submission(void **state)
 {
 	(void)state;
 	struct gg_site site = site_named("uni.example", EP);
 	site.connect_deadline = 600;
 	site.image = (char *)"site-image";
-	struct gg_session_spec q = {.res = {.walltime = 3600, .gpus = 2}, .idle = 0};
-	gg_session_spec_defaults(&q, &site);
-	assert_int_equal(q.deadline, 600);
-	assert_string_equal(q.image, "site-image");
-	struct gg_session_spec own = {.deadline = 60, .image = "mine"};
-	gg_session_spec_defaults(&own, NULL);
-	assert_int_equal(own.deadline, 60);
-	assert_string_equal(own.image, "mine");
-	struct gg_session_spec none = {0};
-	gg_session_spec_defaults(&none, NULL);
-	assert_int_equal(none.deadline, 20 * 60);
+	struct gg_jd_resources res = {.walltime = 3600, .gpus = 2};
+	struct gg_session_spec *q = session_spec(&res, 0, NULL);
+	assert_int_equal(gg_session_spec_defaults(q, &site, NULL), 0);
+	assert_int_equal(gg_session_spec_deadline(q), 600);
+	assert_string_equal(gg_session_spec_image(q), "site-image");
+	struct gg_session_spec *own = session_spec(&(struct gg_jd_resources){0}, 60, "mine");
+	assert_int_equal(gg_session_spec_defaults(own, NULL, NULL), 0);
+	assert_int_equal(gg_session_spec_deadline(own), 60);
+	assert_string_equal(gg_session_spec_image(own), "mine");
+	struct gg_session_spec *none = session_spec(&(struct gg_jd_resources){0}, 0, NULL);
+	assert_int_equal(gg_session_spec_defaults(none, NULL, NULL), 0);
+	assert_int_equal(gg_session_spec_deadline(none), 20 * 60);
+	gg_session_spec_free(own);
+	gg_session_spec_free(none);
 
 	struct gg_submission s;
-	gg_session_submission(&s, &q, &site, EP, NULL, NULL, 0);
+	gg_session_submission(&s, q, &site, EP, NULL, NULL, 0);
 	/* SITE-N without the '.' a session name may not have */
 	assert_string_equal(s.prefix, "uni-example");
 	assert_int_equal(s.make_key, 1);
-	assert_ptr_equal(s.session, &q);
+	assert_ptr_equal(s.session, q);
 	assert_int_equal(s.rec.kind, GG_REC_SESSION);
 	assert_int_equal(s.rec.gpus, 2);
 	assert_int_equal(s.rec.connect_deadline, 600);
@@ -1063,12 +1078,49 @@ static void test_session_submission(void **state)
 	assert_string_equal(s.rec.image, "site-image");
 	gg_record_clear(&s.rec);
 	site.auth = (char *)"token";
-	gg_session_submission(&s, &q, &site, EP, "dev", "/home/u/.ssh/id", 0);
+	gg_session_submission(&s, q, &site, EP, "dev", "/home/u/.ssh/id", 0);
 	assert_int_equal(s.make_key, 0);
 	assert_string_equal(s.rec.key, "/home/u/.ssh/id");
 	assert_string_equal(s.rec.auth, "token");
 	assert_string_equal(s.rec.name, "dev");
 	gg_record_clear(&s.rec);
+	gg_session_spec_free(q);
+}
+
+/* A job spec of local inputs and output patterns (n of each). */
+static struct gg_job_spec *files_spec(const char *const *in, int nin, const char *const *out,
+				      int nout)
+{
+	struct gg_job_spec *q = NULL;
+	assert_int_equal(gg_job_spec_new(&q, NULL), 0);
+	for (int i = 0; i < nin; i++)
+		assert_int_equal(gg_job_spec_add_input(q, in[i], NULL), 0);
+	for (int i = 0; i < nout; i++)
+		assert_int_equal(gg_job_spec_add_output(q, out[i], NULL), 0);
+	return q;
+}
+
+/* gg_job_spec_check of such a spec (or of one with only an image URL). */
+static int check_files(const char *const *in, int nin, const char *const *out, int nout,
+		       const char *image_url, struct gg_err *err)
+{
+	struct gg_job_spec *q = files_spec(in, nin, out, nout);
+	assert_int_equal(gg_job_spec_set_image_url(q, image_url, NULL), 0);
+	int rc = gg_job_spec_check(q, err);
+	gg_job_spec_free(q);
+	return rc;
+}
+
+/* A job spec of an image, a wrapper and a command (walltime 10 min). */
+static struct gg_job_spec *command_spec(const char *const *cmd, int n)
+{
+	struct gg_job_spec *q = files_spec(NULL, 0, NULL, 0);
+	assert_int_equal(
+		gg_job_spec_set_resources(q, &(struct gg_jd_resources){.walltime = 600}, NULL), 0);
+	assert_int_equal(gg_job_spec_set_image(q, "/dev/null", NULL), 0);
+	assert_int_equal(gg_job_spec_set_wrapper(q, "/dev/null", NULL), 0);
+	assert_int_equal(gg_job_spec_set_command(q, cmd, n, NULL), 0);
+	return q;
 }
 
 static void test_job_spec_check(void **state)
@@ -1077,49 +1129,38 @@ static void test_job_spec_check(void **state)
 	struct gg_err err = {0};
 	const char *in[] = {"data/a.root", "b.txt", "other/a.root"};
 	const char *out[] = {"result.h5", "../x"};
-	struct gg_job_spec q = {.inputs = in, .ninputs = 2, .outputs = out, .noutputs = 1};
-	assert_int_equal(gg_job_spec_check(&q, &err), 0);
-	q.ninputs = 3;
-	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_int_equal(check_files(in, 2, out, 1, NULL, &err), 0);
+	assert_int_equal(check_files(in, 3, out, 1, NULL, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "both would be 'a.root'"));
 	const char *own[] = {"x/image.sif"};
-	q.inputs = own, q.ninputs = 1;
-	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_int_equal(check_files(own, 1, out, 1, NULL, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "the job's own file"));
-	q.ninputs = 0, q.noutputs = 2;
-	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_int_equal(check_files(NULL, 0, out, 2, NULL, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "--output '../x'"));
 	/* names with control characters (the CE would wait for them forever): refused;
 	 * other bytes are names */
 	const char *ctl_in[] = {"data/a\nb.root"}, *ctl_out[] = {"r\x1b[2Jx", "r\x7f"};
 	const char *fine[] = {"r\xc3\xa9sum\xc3\xa9 1.txt"};
-	q = (struct gg_job_spec){.inputs = ctl_in, .ninputs = 1};
-	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_int_equal(check_files(ctl_in, 1, NULL, 0, NULL, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "control character"));
 	for (int i = 0; i < 2; i++) {
-		q = (struct gg_job_spec){.outputs = ctl_out + i, .noutputs = 1};
-		assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+		assert_int_equal(check_files(NULL, 0, ctl_out + i, 1, NULL, &err), GG_EUSAGE);
 		assert_non_null(strstr(err.msg, "--output"));
 	}
-	q = (struct gg_job_spec){.inputs = fine, .ninputs = 1, .outputs = fine, .noutputs = 1};
-	assert_int_equal(gg_job_spec_check(&q, &err), 0);
+	assert_int_equal(check_files(fine, 1, fine, 1, NULL, &err), 0);
 	/* --image-url: only what the CE's data staging fetches */
 	const char *bad_url[] = {"file:///tmp/x.sif", "http://se/x.sif", "/tmp/x.sif",
 				 "https://se/x\n.sif"};
 	for (size_t i = 0; i < sizeof bad_url / sizeof bad_url[0]; i++) {
-		q = (struct gg_job_spec){.image_url = bad_url[i]};
-		assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+		assert_int_equal(check_files(NULL, 0, NULL, 0, bad_url[i], &err), GG_EUSAGE);
 		assert_non_null(strstr(err.msg, "--image-url"));
 	}
-	q = (struct gg_job_spec){.image_url = "file:///tmp/x.sif"};
-	assert_int_equal(gg_job_spec_check(&q, &err), GG_EUSAGE);
+	assert_int_equal(check_files(NULL, 0, NULL, 0, "file:///tmp/x.sif", &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "a local file: give its path"));
 	const char *good_url[] = {"https://se.example/store/x.sif", "davs://se:2880/x.sif",
 				  "root://se.example:1094//store/x.sif"};
-	for (size_t i = 0; i < sizeof good_url / sizeof good_url[0]; i++) {
-		q = (struct gg_job_spec){.image_url = good_url[i]};
-		assert_int_equal(gg_job_spec_check(&q, &err), 0);
-	}
+	for (size_t i = 0; i < sizeof good_url / sizeof good_url[0]; i++)
+		assert_int_equal(check_files(NULL, 0, NULL, 0, good_url[i], &err), 0);
 }
 
 /* Copies of a job whose outputs go to storage would all write the same URLs. */
@@ -1169,20 +1210,22 @@ static void test_job_count(void **state)
 	based.output_base = (char *)"davs://se.example:1094/store/u/";
 	const struct gg_site *one[] = {&plain}, *two[] = {&plain, &based};
 	const char *outs[] = {"result.root"};
-	struct gg_job_spec q = {.outputs = outs, .noutputs = 1};
+	struct gg_job_spec *q = files_spec(NULL, 0, outs, 1);
 	struct gg_err err = {0};
 	/* outputs back through the CE: any count */
-	assert_int_equal(gg_job_count_check(&q, 5, one, 1, &err), 0);
+	assert_int_equal(gg_job_count_check(q, 5, one, 1, &err), 0);
 	/* a site with an output base: one copy only */
-	assert_int_equal(gg_job_count_check(&q, 1, two, 2, &err), 0);
-	assert_int_equal(gg_job_count_check(&q, 3, two, 2, &err), GG_EUSAGE);
+	assert_int_equal(gg_job_count_check(q, 1, two, 2, &err), 0);
+	assert_int_equal(gg_job_count_check(q, 3, two, 2, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "--count 3: every job would upload its outputs to the same "
 					"storage URL"));
+	gg_job_spec_free(q);
 	/* --output NAME=URL */
-	q.noutputs = 0;
-	q.ndata_out = 1;
-	assert_int_equal(gg_job_count_check(&q, 2, one, 1, &err), GG_EUSAGE);
-	assert_int_equal(gg_job_count_check(&q, 1, one, 1, &err), 0);
+	q = files_spec(NULL, 0, NULL, 0);
+	assert_int_equal(gg_job_spec_add_data_output(q, "r.root", "davs://se/r.root", NULL), 0);
+	assert_int_equal(gg_job_count_check(q, 2, one, 1, &err), GG_EUSAGE);
+	assert_int_equal(gg_job_count_check(q, 1, one, 1, &err), 0);
+	gg_job_spec_free(q);
 }
 
 static void test_job_spread(void **state)
@@ -1191,33 +1234,30 @@ static void test_job_spread(void **state)
 	struct gg_site a = site_named("a", "https://a.example/arex");
 	struct gg_site b = site_named("b", "https://b.example/arex");
 	const struct gg_site *sites[] = {&a, &b};
-	char *cmd[] = {"python3", "train.py"};
-	struct gg_job_spec q = {.res = {.walltime = 600},
-				.image = "/dev/null",
-				.wrapper = "/dev/null",
-				.cmd = cmd,
-				.ncmd = 2};
+	const char *cmd[] = {"python3", "train.py"};
+	struct gg_job_spec *q = command_spec(cmd, 2);
 	struct gg_record r;
 	struct gg_err err = {0};
 	/* a refuses the first job: it goes to b, a warning names a */
 	F.refuse_next = 1;
-	assert_int_equal(gg_engine_submit_job(E, &q, sites, 2, 0, NULL, 0, &r, &err), 0);
+	assert_int_equal(gg_engine_submit_job(E, q, sites, 2, 0, NULL, 0, &r, &err), 0);
 	assert_string_equal(r.site, "b");
 	assert_string_equal(r.command, "python3 train.py");
 	assert_string_equal(F.submitted_to[0], "https://b.example/arex");
 	assert_non_null(strstr(notes, "site a: the CE refused the job: no GPUs here"));
 	gg_record_clear(&r);
 	/* the second job's turn starts at b */
-	assert_int_equal(gg_engine_submit_job(E, &q, sites, 2, 1, "named", 1, &r, &err), 0);
+	assert_int_equal(gg_engine_submit_job(E, q, sites, 2, 1, "named", 1, &r, &err), 0);
 	assert_string_equal(r.site, "b");
 	assert_string_equal(r.auth, "token");
 	gg_record_clear(&r);
 	/* nobody takes it: the last error, no record left behind */
 	F.submit_mode = M_REFUSE;
-	assert_int_equal(gg_engine_submit_job(E, &q, sites, 2, 0, "nowhere", 0, &r, &err), GG_EJOB);
+	assert_int_equal(gg_engine_submit_job(E, q, sites, 2, 0, "nowhere", 0, &r, &err), GG_EJOB);
 	assert_non_null(strstr(err.msg, "no such queue"));
 	struct gg_record gone = {0};
 	assert_int_equal(gg_store_load(gg_engine_store(E), "nowhere", &gone, NULL), GG_ENOTFOUND);
+	gg_job_spec_free(q);
 }
 
 /* The arguments gg_job_describe gives the wrapper: from "--" on. */
@@ -1245,14 +1285,13 @@ static int has_arg(const struct gg_jobdesc *jd, const char *a, int before)
 static void test_job_words(void **state)
 {
 	(void)state;
-	char *plain[] = {"python3", "train.py", "--lr=0.1", "a b"};
-	char *odd[] = {"sh", "-c", "echo \"${HOME}\\n\"`id`'x'\n", ""};
-	struct gg_job_spec q = {
-		.image = "/dev/null", .wrapper = "/dev/null", .cmd = plain, .ncmd = 4};
+	const char *plain[] = {"python3", "train.py", "--lr=0.1", "a b"};
+	const char *odd[] = {"sh", "-c", "echo \"${HOME}\\n\"`id`'x'\n", ""};
+	struct gg_job_spec *q = command_spec(plain, 4);
 	struct gg_record r = {.uid = (char *)"u1"};
 	struct gg_jobdesc jd = {0};
 	struct gg_err err = {0};
-	assert_int_equal(gg_job_describe(&q, NULL, &r, &jd, &err), 0);
+	assert_int_equal(gg_job_describe(q, NULL, &r, &jd, &err), 0);
 	int w = words_at(&jd);
 	assert_false(has_arg(&jd, "-x", w));
 	assert_int_equal(jd.nargs - w, 4);
@@ -1260,8 +1299,8 @@ static void test_job_words(void **state)
 		assert_string_equal(jd.args[w + i], plain[i]);
 	gg_jd_clear(&jd);
 
-	q.cmd = odd;
-	assert_int_equal(gg_job_describe(&q, NULL, &r, &jd, &err), 0);
+	assert_int_equal(gg_job_spec_set_command(q, odd, 4, NULL), 0);
+	assert_int_equal(gg_job_describe(q, NULL, &r, &jd, &err), 0);
 	w = words_at(&jd);
 	assert_true(has_arg(&jd, "-x", w));
 	assert_string_equal(jd.args[w - 2], GG_JOB_IMAGE_NAME); /* -x before the image */
@@ -1278,6 +1317,84 @@ static void test_job_words(void **state)
 		assert_memory_equal(dec, odd[i], len);
 	}
 	gg_jd_clear(&jd);
+	gg_job_spec_free(q);
+}
+
+/* A new session spec asks for nothing; setters copy, and refuse what cannot
+ * be with the spec unchanged. */
+static void test_session_spec_setters(void **state)
+{
+	(void)state;
+	struct gg_session_spec *q = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_session_spec_new(&q, &err), 0);
+	const struct gg_jd_resources *res = gg_session_spec_resources(q);
+	assert_int_equal(res->walltime, 0);
+	assert_int_equal(res->gpus, 0);
+	assert_null(res->mig);
+	assert_int_equal(gg_session_spec_deadline(q), 0);
+	assert_int_equal(gg_session_spec_idle(q), 0);
+	assert_null(gg_session_spec_image(q));
+	int n = -1;
+	gg_session_spec_binds(q, &n);
+	assert_int_equal(n, 0);
+	/* copies, not the caller's memory */
+	char image[] = "docker://a", mig[] = "1g.10gb";
+	struct gg_jd_resources want = {.walltime = 60, .mig = mig};
+	assert_int_equal(gg_session_spec_set_image(q, image, &err), 0);
+	assert_int_equal(gg_session_spec_set_resources(q, &want, &err), 0);
+	image[0] = mig[0] = 'X';
+	assert_string_equal(gg_session_spec_image(q), "docker://a");
+	assert_string_equal(gg_session_spec_resources(q)->mig, "1g.10gb");
+	/* refused: the spec keeps what it had */
+	assert_int_equal(gg_session_spec_set_deadline(q, 0, &err), GG_EUSAGE);
+	assert_int_equal(gg_session_spec_set_deadline(q, 90, &err), 0);
+	assert_int_equal(gg_session_spec_set_deadline(q, -5, &err), GG_EUSAGE);
+	assert_int_equal(gg_session_spec_deadline(q), 90);
+	assert_int_equal(gg_session_spec_set_idle(q, -1, &err), GG_EUSAGE);
+	struct gg_jd_resources both = {.gpus = 1, .mig = "1g.10gb"}, neg = {.walltime = -1};
+	assert_int_equal(gg_session_spec_set_resources(q, &both, &err), GG_EUSAGE);
+	assert_int_equal(gg_session_spec_set_resources(q, &neg, &err), GG_EUSAGE);
+	assert_int_equal(gg_session_spec_resources(q)->walltime, 60);
+	for (int i = 0; i < GG_JD_MAX; i++)
+		assert_int_equal(gg_session_spec_add_bind(q, "/data", &err), 0);
+	assert_int_equal(gg_session_spec_add_bind(q, "/data", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "too many --bind"));
+	assert_int_equal(gg_session_spec_add_bind(q, NULL, &err), GG_EUSAGE);
+	assert_string_equal(gg_session_spec_binds(q, &n)[GG_JD_MAX - 1], "/data");
+	assert_int_equal(n, GG_JD_MAX);
+	assert_int_equal(gg_session_spec_set_image(q, NULL, &err), 0);
+	assert_null(gg_session_spec_image(q));
+	gg_session_spec_free(q);
+	gg_session_spec_free(NULL);
+}
+
+static void test_job_spec_setters(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	const char *cmd[] = {"python3", "train.py"}, *holed[] = {"sh", NULL};
+	struct gg_job_spec *q = command_spec(cmd, 2);
+	assert_int_equal(gg_job_spec_set_command(q, cmd, 0, &err), GG_EUSAGE);
+	assert_int_equal(gg_job_spec_set_command(q, holed, 2, &err), GG_EUSAGE);
+	assert_int_equal(gg_job_spec_set_part_offset(q, -1, &err), GG_EUSAGE);
+	assert_int_equal(gg_job_spec_set_part_offset(q, 4096, &err), 0);
+	for (int i = 0; i < GG_JD_MAX - 2; i++)
+		assert_int_equal(gg_job_spec_add_data_input(q, "root://se//a", "a", &err), 0);
+	assert_int_equal(gg_job_spec_add_data_input(q, "root://se//a", "a", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "too many --input URLs"));
+	assert_int_equal(gg_job_spec_add_input(q, NULL, &err), GG_EUSAGE);
+	/* what was refused left the command and the offset as they were */
+	struct gg_record r = {.uid = (char *)"u1"};
+	struct gg_jobdesc jd = {0};
+	assert_int_equal(gg_job_describe(q, NULL, &r, &jd, &err), 0);
+	int w = words_at(&jd);
+	assert_int_equal(jd.nargs - w, 2);
+	assert_string_equal(jd.args[w + 1], "train.py");
+	assert_true(has_arg(&jd, "4096", w));
+	gg_jd_clear(&jd);
+	gg_job_spec_free(q);
+	gg_job_spec_free(NULL);
 }
 
 /* ---- fetching a job's outputs (fetch.c) ---- */
@@ -1588,6 +1705,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ce_errors, each_setup, each_teardown),
 		cmocka_unit_test(test_session_submission),
 		cmocka_unit_test(test_job_spec_check),
+		cmocka_unit_test(test_session_spec_setters),
+		cmocka_unit_test(test_job_spec_setters),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_ce_and_storage, each_setup,
 						each_teardown),

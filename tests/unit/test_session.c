@@ -772,23 +772,33 @@ static void test_dev_gpu(void **state)
 	assert_int_equal(dev_of(NULL, &dev, &err), GG_EUSAGE);
 }
 
+/* A session spec with a deadline and a launcher. */
+static struct gg_session_spec *describe_spec(void)
+{
+	struct gg_session_spec *q = NULL;
+	assert_int_equal(gg_session_spec_new(&q, NULL), 0);
+	assert_int_equal(gg_session_spec_set_deadline(q, 600, NULL), 0);
+	assert_int_equal(gg_session_spec_set_launcher(q, "/nonexistent/launcher", NULL), 0);
+	return q;
+}
+
 /* The site's allow_from reaches the launcher as -A LIST (its sshd's
  * AllowUsers), checked again; no -A without it (sshd as before). */
 static void test_describe_allow(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.deadline = 600, .launcher = "/nonexistent/launcher"};
+	struct gg_session_spec *q = describe_spec();
 	struct gg_record r = {.uid = (char *)"0123456789ab", .name = (char *)"s1"};
 	struct gg_site site = {.name = (char *)"gla", .ce = (char *)"https://ce/arex"};
 	struct gg_err err = {0};
 	struct gg_jobdesc jd = {0};
-	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err), 0);
+	assert_int_equal(gg_session_describe(q, &site, &r, "/nonexistent/key.pub", &jd, &err), 0);
 	for (int i = 0; i < jd.nargs; i++)
 		assert_string_not_equal(jd.args[i], "-A");
 	gg_jd_clear(&jd);
 	assert_int_equal(gg_site_allow_add(&site, "192.0.2.10,2001:db8::/32", &err), 0);
 	memset(&jd, 0, sizeof jd);
-	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err), 0);
+	assert_int_equal(gg_session_describe(q, &site, &r, "/nonexistent/key.pub", &jd, &err), 0);
 	int at = -1;
 	for (int i = 0; i < jd.nargs; i++)
 		if (!strcmp(jd.args[i], "-A"))
@@ -800,13 +810,14 @@ static void test_describe_allow(void **state)
 	char *kept = site.allow_from[1];
 	site.allow_from[1] = (char *)"2001:db8::/32\nPermitRootLogin yes";
 	memset(&jd, 0, sizeof jd);
-	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err),
+	assert_int_equal(gg_session_describe(q, &site, &r, "/nonexistent/key.pub", &jd, &err),
 			 GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "site 'gla' allow_from"));
 	gg_jd_clear(&jd);
 	site.allow_from[1] = kept;
 	for (int i = 0; i < site.nallow; i++)
 		free(site.allow_from[i]);
+	gg_session_spec_free(q);
 }
 
 /* A record without a uid (a dry run's, say) names no job "gridgpu-(null)":
@@ -814,16 +825,17 @@ static void test_describe_allow(void **state)
 static void test_describe_no_uid(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.deadline = 600, .launcher = "/nonexistent/launcher"};
+	struct gg_session_spec *q = describe_spec();
 	struct gg_record r = {.name = (char *)"s1"};
 	struct gg_site site = {.name = (char *)"gla", .ce = (char *)"https://ce/arex"};
 	struct gg_err err = {0};
 	struct gg_jobdesc jd = {0};
-	assert_int_equal(gg_session_describe(&q, &site, &r, "/nonexistent/key.pub", &jd, &err),
+	assert_int_equal(gg_session_describe(q, &site, &r, "/nonexistent/key.pub", &jd, &err),
 			 GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "'s1' has no uid"));
 	assert_null(jd.name);
 	gg_jd_clear(&jd);
+	gg_session_spec_free(q);
 }
 
 /* The row of the listing holding what the deadline rule reads of r. */
