@@ -62,11 +62,18 @@ old, new = members(sys.argv[2]), members(sys.argv[3])
 bad = 0
 for n, was in old.items():
     now = new.get(n)
-    if now is None or now[:len(was)] != was:
-        print(f"abi-check: struct {n}: members changed, not only added at the end:")
-        print(f"  was: {[m[1] for m in was]}")
-        print(f"  now: {[m[1] for m in now] if now else 'gone'}")
+    if now is None:
+        print(f"abi-check: struct {n} is gone")
         bad = 1
+        continue
+    for i, m in enumerate(was):
+        if i >= len(now) or now[i] != m:
+            got = f"'{now[i][1]}' at bit {now[i][0]}" if i < len(now) else "nothing"
+            print(f"abi-check: struct {n}: member {i + 1} was '{m[1]}' at bit {m[0]}, now {got}"
+                  + (" of another type" if i < len(now) and now[i][:2] == m[:2] else "")
+                  + ": members may only be added at its end")
+            bad = 1
+            break
 sys.exit(bad)
 PY
 }
