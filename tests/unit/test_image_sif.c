@@ -267,6 +267,29 @@ static void test_inspect_json(void **state)
 	assert_true(json_is_null(json_object_get(h, "created")));
 	json_decref(o);
 	gg_sif_close(s);
+	/* a frozen image: its labels and provenance, as inspect shows them */
+	char tree[128], file[160], sif[128];
+	snprintf(tree, sizeof tree, "%s/tree", tmpdir);
+	snprintf(file, sizeof file, "%s/motd", tree);
+	snprintf(sif, sizeof sif, "%s/frozen.sif", tmpdir);
+	assert_int_equal(mkdir(tree, 0755), 0);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fputs("hello\n", f);
+	fclose(f);
+	struct gg_freeze_opts fo = {.source = tree, .output = sif, .jobs = 1};
+	assert_int_equal(gg_image_freeze(&fo, NULL, NULL, &err), 0);
+	assert_int_equal(gg_sif_open(sif, &s, &err), 0);
+	json_t *labels = gg_sif_labels(s);
+	assert_string_equal(
+		json_string_value(json_object_get(labels, "org.label-schema.schema-version")),
+		"1.0");
+	json_decref(labels);
+	json_t *prov = gg_sif_read_json(s, "gridgpu-provenance.json");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(prov, "source"), "path")), tree);
+	json_decref(prov);
+	gg_sif_close(s);
 }
 
 static void expect_open_fails(const char *path, const char *msg)
