@@ -61,8 +61,7 @@ static int allow_arg(struct gg_jobdesc *jd, const struct gg_site *site, struct g
 		n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? "," : "",
 				      site->allow_from[i]);
 	}
-	int rc = gg_jd_arg(jd, "-A", err);
-	return rc ? rc : gg_jd_arg(jd, list, err);
+	return gg_node_jd_arg(jd, GG_NF_ALLOW, list, err);
 }
 
 int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
@@ -82,22 +81,22 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 	if (rc == 0)
 		rc = gg_jd_arg(jd, GG_LAUNCHER_NAME, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)q->deadline);
-	if (rc == 0 && (rc = gg_jd_arg(jd, "-d", err)) == 0)
-		rc = gg_jd_arg(jd, buf, err);
+	if (rc == 0)
+		rc = gg_node_jd_arg(jd, GG_NF_DEADLINE, buf, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)q->idle);
-	if (rc == 0 && (rc = gg_jd_arg(jd, "-i", err)) == 0)
-		rc = gg_jd_arg(jd, buf, err);
-	if (rc == 0 && site && site->worker_address && (rc = gg_jd_arg(jd, "-a", err)) == 0)
-		rc = gg_jd_arg(jd, site->worker_address, err);
+	if (rc == 0)
+		rc = gg_node_jd_arg(jd, GG_NF_IDLE, buf, err);
+	if (rc == 0 && site && site->worker_address)
+		rc = gg_node_jd_arg(jd, GG_NF_ADDR, site->worker_address, err);
 	if (rc == 0)
 		rc = allow_arg(jd, site, err);
-	if (rc == 0 && q->image && q->enter && (rc = gg_jd_arg(jd, "-e", err)) == 0)
-		rc = gg_jd_arg(jd, GG_ENTER_NAME, err);
+	if (rc == 0 && q->image && q->enter)
+		rc = gg_node_jd_arg(jd, GG_NF_ENTER, GG_ENTER_NAME, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)q->res.walltime);
-	if (rc == 0 && q->res.walltime > 0 && (rc = gg_jd_arg(jd, "-w", err)) == 0)
-		rc = gg_jd_arg(jd, buf, err);
+	if (rc == 0 && q->res.walltime > 0)
+		rc = gg_node_jd_arg(jd, GG_NF_WALLTIME, buf, err);
 	if (rc == 0 && (q->res.gpus || q->res.mig))
-		rc = gg_jd_arg(jd, "-g", err);
+		rc = gg_node_jd_arg(jd, GG_NF_GPUS, NULL, err);
 	if (rc == 0)
 		rc = gg_jd_input(jd, GG_LAUNCHER_NAME, NULL, q->launcher, err);
 	if (rc == 0)

@@ -7,14 +7,24 @@
 #include <string.h>
 
 #include "session/engine.h"
+#include "node/node.h"
 #include "session/sync.h"
+
+/* The session directory, then its files (node.def) as variables. */
+static const char enter_sd[] = "# ---- what follows is the same for every session ----\n"
+			       "SD=${" GG_NODE_SD_VAR ":-$(cd \"$(dirname \"$0\")\" && pwd)}\n"
+			       "NODE_MARK='" GG_NODE_MARK "'\n";
+static const struct {
+	const char *var;
+	enum gg_node_path path;
+} enter_paths[] = {{"G", GG_NP_DIR},
+		   {"SB", GG_NP_SANDBOX},
+		   {"MOUNTS", GG_NP_SANDBOX_MOUNTS},
+		   {"PASSWD", GG_NP_PASSWD},
+		   {"GROUP", GG_NP_GROUP}};
 
 /* The part every session shares (POSIX sh). */
 static const char enter_body[] =
-	"# ---- what follows is the same for every session ----\n"
-	"SD=${GRIDGPU_SESSION_DIR:-$(cd \"$(dirname \"$0\")\" && pwd)}\n"
-	"G=$SD/.gridgpu\n"
-	"SB=$G/sandbox\n"
 	"say() { echo \"gridgpu-enter: $*\" >&2; }\n"
 	"die() { say \"$*\"; exit 1; }\n"
 	"q() { printf \"'%s'\" \"$(printf '%s' \"$1\" | sed \"s/'/'\\\\\\\\''/g\")\"; }\n"
@@ -54,7 +64,7 @@ static const char enter_body[] =
 	"\tcase $RUNTIME in\n"
 	"\tbwrap)\n"
 	"\t\tadd \"$RT\" --bind \"$SB\" / --dev-bind /dev /dev --bind /proc /proc --ro-bind /sys /sys\n"
-	"\t\tadd --ro-bind \"$G/passwd\" /etc/passwd --ro-bind \"$G/group\" /etc/group\n"
+	"\t\tadd --ro-bind \"$PASSWD\" /etc/passwd --ro-bind \"$GROUP\" /etc/group\n"
 	"\t\tfor f in /etc/hosts /etc/resolv.conf; do [ -e \"$f\" ] && add --ro-bind \"$f\" \"$f\"; "
 	"done\n"
 	"\t\t[ -n \"${HOME:-}\" ] && [ -d \"$HOME\" ] && bind \"$HOME\" \"$HOME\"\n"
@@ -139,15 +149,15 @@ static const char enter_body[] =
 	"\tmkdir -p \"$SB/tmp\" \"$SB/etc\" && chmod 1777 \"$SB/tmp\"\n"
 	"\tu=$(id -un)\n"
 	"\t{ grep -v \"^$u:\" \"$SB/etc/passwd\" 2>/dev/null; getent passwd \"$u\" ||\n"
-	"\t\techo \"$u:x:$(id -u):$(id -g)::${HOME:-/}:/bin/sh\"; } >\"$G/passwd\"\n"
+	"\t\techo \"$u:x:$(id -u):$(id -g)::${HOME:-/}:/bin/sh\"; } >\"$PASSWD\"\n"
 	"\t{ grep -v \"^$(id -gn):\" \"$SB/etc/group\" 2>/dev/null; getent group \"$(id -g)\" ||\n"
-	"\t\techo \"$(id -gn):x:$(id -g):\"; } >\"$G/group\"\n"
+	"\t\techo \"$(id -gn):x:$(id -g):\"; } >\"$GROUP\"\n"
 	"\timage_sftp >/dev/null || pack_sftp\n"
 	"\t# the mount points the runtime makes in the sandbox: the session's, not the image's\n"
 	"\tquiet=1 runtime_args\n"
 	"\t# one a line (a path may hold blanks; line ends are refused at the client)\n"
 	"\tprintf '%s\\n' \"$mounts\" | while IFS= read -r m; do [ -z \"$m\" ] || top_new \"$m\"; done |\n"
-	"\t\tsort -u >\"$G/sandbox-mounts\"\n"
+	"\t\tsort -u >\"$MOUNTS\"\n"
 	"\t[ \"$src\" = \"$SD/$IMAGE\" ] && rm -f \"$src\"\n"
 	"\techo \"$(basename \"$RT\") $IMAGE (writable sandbox $SB)\"\n"
 	"}\n"
@@ -168,8 +178,8 @@ static const char enter_body[] =
 	"case ${1:-} in\n"
 	"make) do_make ;;\n"
 	"login)\n"
-	"\t# ': gridgpu-node;' commands (freeze --session) run on the node, outside\n"
-	"\tcase ${SSH_ORIGINAL_COMMAND:-} in ': gridgpu-node;'*) exec /bin/sh -c "
+	"\t# $NODE_MARK commands (freeze --session) run on the node, outside\n"
+	"\tcase ${SSH_ORIGINAL_COMMAND:-} in \"$NODE_MARK\"*) exec /bin/sh -c "
 	"\"$SSH_ORIGINAL_COMMAND\" ;; esac\n"
 	"\tRT=$(find_rt) || no_rt\n"
 	"\tquiet=1 runtime_args\n"
@@ -291,6 +301,10 @@ int gg_session_enter_script(const struct gg_enter_opts *o, char **out, struct gg
 	head_line(f, "OFFSET", num);
 	head_line(f, "GPUS", o->gpus ? "1" : "0");
 	int rc = binds_fn(f, o, err);
+	fputs(enter_sd, f);
+	for (size_t i = 0; i < sizeof enter_paths / sizeof *enter_paths; i++)
+		fprintf(f, "%s=\"$SD/%s\"\n", enter_paths[i].var,
+			gg_node_path(enter_paths[i].path));
 	fputs(enter_body, f);
 	if (fclose(f) != 0 && rc == 0)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
+#include "node/node.h"
 
 int gg_session_live(const struct gg_record *r)
 {
@@ -83,25 +84,16 @@ int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int 
 	return gg_ssh_probe(site, &t, timeout_ms, log, at_session, err);
 }
 
-/* Run outside the session's container (': gridgpu-node;', as freeze --session's tar):
- * the record is in the session directory, which the sandbox does not show. Only a
- * regular file is read, never a link, FIFO or device a process of the session may
- * have put there: opened without blocking (dd iflag=nonblock: a FIFO swapped in
- * after the test reads as empty), 64 KiB at most, in 20 s at most. */
-const char gg_session_node_gpus_cmd[] =
-	": gridgpu-node; f=${GRIDGPU_SESSION_DIR:-/nonexistent}/.gridgpu/gpus; "
-	"{ [ -f \"$f\" ] && [ ! -h \"$f\" ]; } || exit 0; "
-	"t=$(command -v timeout) || t=''; "
-	"${t:+\"$t\" 20} dd if=\"$f\" bs=65536 count=1 iflag=nonblock 2>/dev/null; exit 0";
-
 int gg_session_node_gpus(struct gg_ssh_conn *c, char **json, struct gg_err *err)
 {
 	char *out = NULL, *errtext = NULL;
 	size_t len;
 	int status;
 	*json = NULL;
-	int rc = gg_ssh_exec_capture(c, gg_session_node_gpus_cmd, 64 * 1024, &out, &len, &status,
-				     &errtext, err);
+	char *cmd = gg_node_gpus_command();
+	int rc = cmd ? gg_ssh_exec_capture(c, cmd, 64 * 1024, &out, &len, &status, &errtext, err)
+		     : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(cmd);
 	free(errtext);
 	if (rc == 0 && status != 0)
 		rc = gg_err_set(err, GG_EPROTO,

@@ -33,8 +33,7 @@ char *gg_session_format_ssh_config(const struct gg_ssh_paths *p, const struct gg
 int gg_session_probe(const struct gg_site *site, const struct gg_record *r, int timeout_ms,
 		     const struct gg_log *log, int *at_session, struct gg_err *err);
 
-/* The command gg_session_node_gpus (gridgpu/ssh.h) runs on the node (sh): the record's bytes on
- * stdout, when the record is a regular file (64 KiB at most); nothing otherwise, never blocking. */
-extern const char gg_session_node_gpus_cmd[];
+/* gg_session_node_gpus is gridgpu/ssh.h's; the command it runs on the node is
+ * gg_node_gpus_command's (node/node.h). */
 
 #endif

@@ -3,13 +3,10 @@
 #define GG_SESSION_SYNC_H
 
 #include "ce/ce.h"
+#include "node/node.h"
 #include "session/session.h"
 
-/* Names of the files the session launcher uses in the session dir. */
-#define GG_SESSION_FILE       "gridgpu-session.json"
-#define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
-#define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
-/* and GG_LAUNCHER_NAME, GG_AUTHKEYS_NAME, GG_ENTER_NAME (gridgpu/engine.h) */
+/* The files of a session's directory are lib/node's (node/node.h). */
 /* Names of a batch job's own files in its directory. */
 #define GG_JOB_IMAGE_NAME "image.sif"
 #define GG_WRAPPER_NAME   "gridgpu-wrapper"

@@ -600,8 +600,8 @@ static int node_gpus_read(const char *sd, char *out, size_t size, size_t *len)
 		dup2(p[1], 1);
 		close(p[0]);
 		setenv("GRIDGPU_SESSION_DIR", sd, 1);
-		execl("/usr/bin/timeout", "timeout", "30", "/bin/sh", "-c",
-		      gg_session_node_gpus_cmd, (char *)NULL);
+		execl("/usr/bin/timeout", "timeout", "30", "/bin/sh", "-c", gg_node_gpus_command(),
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);

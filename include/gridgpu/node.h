@@ -1,0 +1,71 @@
+/* gridgpu/node.h (lib/node): what runs on a session's node, seen from the client. Freeze a
+ * live session's sandbox (or a directory on its node) into a SIF image: the node writes a
+ * tar of it, through ssh and the site's jump hosts (the session's host key pinned), into
+ * gg_image_freeze.
+ *
+ * Nothing here prints, exits or prompts: errors come back in struct gg_err, warnings and
+ * progress through the freeze's callbacks (struct gg_image_callbacks), a remark through
+ * the info callback. */
+#ifndef GRIDGPU_NODE_H
+#define GRIDGPU_NODE_H
+
+#include <stdint.h>
+
+#include "gridgpu/core.h"
+#include "gridgpu/image.h"
+#include "gridgpu/session.h"
+
+/* How a session is to be frozen: made by gg_session_freeze_new, set up, run once by
+ * gg_session_freeze, freed by gg_session_freeze_free. */
+struct gg_session_freeze;
+GG_API int gg_session_freeze_new(struct gg_session_freeze **out, struct gg_err *err);
+GG_API void gg_session_freeze_free(struct gg_session_freeze *sf);
+/* Another directory on the node (as the session's login sees it) instead of the
+ * sandbox. */
+GG_API int gg_session_freeze_path(struct gg_session_freeze *sf, const char *dir,
+				  struct gg_err *err);
+/* Leave out paths of the sandbox like pattern ("/opt/data", "/home/x/.cache"; tar's
+ * wildcards), after the defaults (its temporary files and package caches) and the
+ * session's own mount points. GG_EUSAGE for one that names no path in it. */
+GG_API int gg_session_freeze_exclude(struct gg_session_freeze *sf, const char *pattern,
+				     struct gg_err *err);
+/* How the node compresses the stream: "auto" (zstd, else gzip, else none: the
+ * default), "zstd", "gzip", "none". GG_EUSAGE for another word. */
+GG_API int gg_session_freeze_link(struct gg_session_freeze *sf, const char *link,
+				  struct gg_err *err);
+/* A remark that is neither progress nor a warning (why the image records no GPU). */
+GG_API void gg_session_freeze_on_info(struct gg_session_freeze *sf,
+				      void (*info)(void *ud, const char *msg), void *ud);
+
+/* Freeze the sandbox of r (a ready session; its site in cfg) into o->output as
+ * gg_image_freeze does (o's source, input_fd and format are the stream's; its labels get
+ * the source's and the exclusions' besides); the GPUs the image records are the ones the
+ * node recorded for the session's job. The image is installed only once the node said
+ * the stream was whole. An output that exists (without o->force) is refused before the
+ * node is asked. cb->cancel is polled also between the steps on the way to the node. */
+GG_API int gg_session_freeze(struct gg_session_freeze *sf, const struct gg_config *cfg,
+			     const struct gg_record *r, const struct gg_freeze_opts *o,
+			     const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
+			     struct gg_err *err);
+
+/* Where gg_session_freeze stopped, for the caller's words around its error: at the
+ * output, on the way to the node (the session, its route, the stream's start), or in
+ * the freeze of the stream (and the node's word on it). */
+enum gg_session_freeze_step {
+	GG_SFREEZE_OUTPUT,
+	GG_SFREEZE_NODE,
+	GG_SFREEZE_IMAGE,
+};
+GG_API enum gg_session_freeze_step gg_session_freeze_step(const struct gg_session_freeze *sf);
+/* What was frozen, "session NAME:sandbox" or "session NAME:DIR" (valid until freed;
+ * "" before gg_session_freeze). */
+GG_API const char *gg_session_freeze_source(const struct gg_session_freeze *sf);
+/* The bytes received from the node (compressed, as they came). */
+GG_API uint64_t gg_session_freeze_received(const struct gg_session_freeze *sf);
+
+/* The GPUs of this machine for an image's provenance (what changes from one moment
+ * to the next, free memory, left out, so that two freezes stay byte-identical):
+ * *json = NULL (rc 0) off a GPU machine. malloc'd. */
+GG_API int gg_freeze_local_gpus(char **json, struct gg_err *err);
+
+#endif

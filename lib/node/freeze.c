@@ -1,0 +1,408 @@
+/* freeze --session: a session's sandbox (or a directory on its node), streamed as a
+ * tar over ssh through the site's jump hosts (the session's host key pinned) into
+ * gg_image_freeze. */
+#include "gridgpu/node.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "gpu/gpu.h"
+#include "node/node.h"
+#include "session/session.h"
+#include "session/sshview.h"
+#include "ssh/ssh.h"
+
+#define SOURCE_LABEL "org.gridgpu.source="
+
+/* What the session's sandbox leaves out by default: its temporary files and package
+ * caches (the session's own mount points are added on the node). */
+static const char *const default_excludes[] = {"./tmp/*", "./var/tmp/*",
+					       "./var/cache/apt/archives/*.deb", "./root/.cache"};
+#define NDEFAULT (sizeof default_excludes / sizeof *default_excludes)
+
+struct gg_session_freeze {
+	char *path;  /* --path DIR, or NULL: the sandbox */
+	char **excl; /* the defaults, then the caller's */
+	size_t nexcl;
+	enum gg_node_link link;
+	void (*info)(void *ud, const char *msg);
+	void *info_ud;
+	enum gg_session_freeze_step step;
+	char *source; /* its label: SOURCE_LABEL "session NAME:sandbox" */
+	char *excl_label, *gpus;
+	const char **labels;
+	/* the stream */
+	struct gg_ssh_conn *conn;
+	struct gg_ssh_stream *stream;
+	int fd;
+	uint64_t bytes;
+	int done, rc; /* the stream's end was read (source_end), its result */
+	struct gg_err end_err;
+	const struct gg_image_callbacks *cb;
+};
+
+int gg_session_freeze_new(struct gg_session_freeze **out, struct gg_err *err)
+{
+	struct gg_session_freeze *sf = calloc(1, sizeof *sf);
+	*out = sf;
+	if (sf)
+		sf->fd = -1;
+	for (size_t i = 0; sf && i < NDEFAULT; i++)
+		if (gg_session_freeze_exclude(sf, default_excludes[i], err) < 0) {
+			gg_session_freeze_free(sf);
+			*out = sf = NULL;
+		}
+	return sf ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+/* The node's tar, given up or waited for: its exit status, what it said. */
+static int stream_finish(struct gg_session_freeze *sf, int abort, int *status, char **said,
+			 struct gg_err *err)
+{
+	int rc = 0;
+	*status = -1;
+	*said = NULL;
+	if (sf->fd >= 0)
+		close(sf->fd); /* given up before the stream was read: the writer sees EPIPE */
+	sf->fd = -1;
+	if (sf->stream) {
+		sf->bytes = gg_ssh_stream_bytes(sf->stream);
+		rc = gg_ssh_stream_finish(sf->stream, abort, status, said, err);
+	}
+	sf->stream = NULL;
+	gg_ssh_disconnect(sf->conn);
+	sf->conn = NULL;
+	return rc;
+}
+
+void gg_session_freeze_free(struct gg_session_freeze *sf)
+{
+	if (!sf)
+		return;
+	if (sf->conn) {
+		int st;
+		char *said;
+		stream_finish(sf, 1, &st, &said, NULL);
+		free(said);
+	}
+	for (size_t i = 0; i < sf->nexcl; i++)
+		free(sf->excl[i]);
+	free(sf->excl);
+	free(sf->path);
+	free(sf->source);
+	free(sf->excl_label);
+	free(sf->gpus);
+	free(sf->labels);
+	free(sf);
+}
+
+int gg_session_freeze_path(struct gg_session_freeze *sf, const char *dir, struct gg_err *err)
+{
+	char *p = strdup(dir);
+	if (!p)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(sf->path);
+	sf->path = p;
+	return 0;
+}
+
+/* A path in the sandbox, made relative to its top ("./..."). */
+int gg_session_freeze_exclude(struct gg_session_freeze *sf, const char *pattern, struct gg_err *err)
+{
+	const char *pat = pattern;
+	while (pat[0] == '.' && pat[1] == '/')
+		pat += 2;
+	while (*pat == '/')
+		pat++;
+	if (!*pat || strchr(pat, '\n'))
+		return gg_err_set(err, GG_EUSAGE, "--exclude '%s': expected a path in the sandbox",
+				  pattern);
+	char **nx = realloc(sf->excl, (sf->nexcl + 1) * sizeof *nx);
+	if (nx)
+		sf->excl = nx;
+	char *x = nx ? gg_strdup_printf("./%s", pat) : NULL;
+	if (!x)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	sf->excl[sf->nexcl++] = x;
+	return 0;
+}
+
+int gg_session_freeze_link(struct gg_session_freeze *sf, const char *link, struct gg_err *err)
+{
+	if (gg_node_link_parse(link, &sf->link) < 0)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--link-comp '%s': expected auto, zstd, gzip or none", link);
+	return 0;
+}
+
+void gg_session_freeze_on_info(struct gg_session_freeze *sf,
+			       void (*info)(void *ud, const char *msg), void *ud)
+{
+	sf->info = info;
+	sf->info_ud = ud;
+}
+
+const char *const *gg_session_freeze_excludes(const struct gg_session_freeze *sf, size_t *n)
+{
+	*n = sf->nexcl;
+	return (const char *const *)sf->excl;
+}
+
+enum gg_session_freeze_step gg_session_freeze_step(const struct gg_session_freeze *sf)
+{
+	return sf->step;
+}
+
+const char *gg_session_freeze_source(const struct gg_session_freeze *sf)
+{
+	return sf->source ? sf->source + strlen(SOURCE_LABEL) : "";
+}
+
+uint64_t gg_session_freeze_received(const struct gg_session_freeze *sf)
+{
+	return sf->bytes;
+}
+
+/* A session that has a sandbox to freeze: ready, not a batch job. */
+static int check_record(const struct gg_record *r, struct gg_err *err)
+{
+	if (r->kind != GG_REC_SESSION)
+		return gg_err_set(err, GG_ENOTFOUND, "is a batch job, not a session");
+	if (gg_sess_state_ended(r->state))
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "the session %s: its sandbox is gone with it (freeze a live "
+				  "session; 'gridgpu request' starts one)",
+				  gg_sess_state_phrase(r->state));
+	if (r->state != GG_S_READY)
+		return gg_err_set(
+			err, GG_ENOTFOUND,
+			"the session %s, not ready yet: 'gridgpu connect %s' waits for it",
+			gg_sess_state_phrase(r->state), r->name);
+	return 0;
+}
+
+static void say(const struct gg_session_freeze *sf, int warn, const char *msg)
+{
+	if (warn && sf->cb && sf->cb->warn)
+		sf->cb->warn(sf->cb->ud, msg);
+	else if (!warn && sf->info)
+		sf->info(sf->info_ud, msg);
+}
+
+/* The environment was developed on the session's node, with the GPUs its job was
+ * given: those are what the image records, not this machine's. Without them the image
+ * is still made, and says it records no GPU. */
+static void node_gpus(struct gg_session_freeze *sf, const struct gg_record *r)
+{
+	struct gg_err err = {0};
+	char *m = NULL;
+	if (gg_session_node_gpus(sf->conn, &sf->gpus, &err) < 0)
+		m = gg_strdup_printf("the image records no GPUs: %s", err.msg);
+	else if (!sf->gpus && r->mig)
+		m = gg_strdup_printf("(the image records no GPU: the session's is a MIG device "
+				     "(%s), which nvidia-smi on the node does not describe; submit "
+				     "takes --min-gpu-memory and --min-capability)",
+				     r->mig);
+	if (m)
+		say(sf, !!err.code, m);
+	free(m);
+}
+
+static int cancelled(const struct gg_session_freeze *sf, struct gg_err *err)
+{
+	if (sf->cb && sf->cb->cancel && sf->cb->cancel(sf->cb->ud))
+		return gg_err_set(err, GG_EINTR, "interrupted");
+	return 0;
+}
+
+/* Connect to the session's sshd, read its GPU record, start the node's tar. */
+static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg,
+		       const struct gg_record *r, struct gg_err *err)
+{
+	int rc = check_record(r, err);
+	if (rc < 0)
+		return rc;
+	const struct gg_site *site = r->site && cfg ? gg_config_site(cfg, r->site) : NULL;
+	char *cmd =
+		gg_node_tar_command(sf->path, (const char *const *)sf->excl, sf->nexcl, sf->link);
+	struct gg_ssh_route rt;
+	rc = cmd ? gg_session_route(site, r, &rt, err)
+		 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0) {
+		rc = gg_ssh_connect(rt.hops, rt.n, 20000, &sf->conn, NULL, err);
+		gg_ssh_route_clear(&rt);
+	}
+	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
+		node_gpus(sf, r);
+	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
+		rc = gg_ssh_stream_start(sf->conn, cmd, &sf->fd, &sf->stream, err);
+	free(cmd);
+	if (rc < 0) {
+		gg_ssh_disconnect(sf->conn);
+		sf->conn = NULL;
+	}
+	return rc;
+}
+
+/* What the node's tar said once its stream was read (abort: given up before; its exit
+ * status still says why when it ended by itself). 0 when it sent the whole sandbox. */
+static int stream_result(struct gg_session_freeze *sf, int abort, struct gg_err *err)
+{
+	int st = -1, rc = 0;
+	char *said = NULL;
+	struct gg_err serr = {0};
+	int src_rc = stream_finish(sf, abort, &st, &said, &serr);
+	if (!abort && src_rc < 0) {
+		*err = serr;
+		rc = gg_err_prefix(err, "reading '%s' on the session's node",
+				   sf->path ? sf->path : "the sandbox");
+	} else if (src_rc == 0 && (abort ? st > 0 : st != 0)) {
+		if (said) /* its first complaint: tar's last line is a summary */
+			said[strcspn(said, "\r\n")] = '\0';
+		rc = gg_node_tar_error(sf->path, st, said, err);
+	}
+	free(said);
+	return rc;
+}
+
+/* The image's source_end: the image is written, the node's tar is asked how it
+ * ended; an error keeps the image from being installed. */
+static int source_end(void *ud, struct gg_err *err)
+{
+	struct gg_session_freeze *sf = ud;
+	sf->done = 1;
+	sf->rc = stream_result(sf, 0, &sf->end_err);
+	if (sf->rc < 0)
+		*err = sf->end_err;
+	return sf->rc;
+}
+
+static void fwd_progress(void *ud, const struct gg_image_progress *p)
+{
+	const struct gg_session_freeze *sf = ud;
+	if (sf->cb->progress)
+		sf->cb->progress(sf->cb->ud, p);
+}
+
+static void fwd_warn(void *ud, const char *msg)
+{
+	say(ud, 1, msg);
+}
+
+static int fwd_cancel(void *ud)
+{
+	const struct gg_session_freeze *sf = ud;
+	return sf->cb->cancel ? sf->cb->cancel(sf->cb->ud) : 0;
+}
+
+/* The source's label and what was left out (a label inspect shows), after o's. */
+static int make_labels(struct gg_session_freeze *sf, const struct gg_record *r,
+		       const struct gg_freeze_opts *o, struct gg_freeze_opts *out)
+{
+	char *l = sf->path ? NULL : strdup("org.gridgpu.excluded=");
+	for (size_t i = 0; l && i < sf->nexcl; i++) {
+		char *nl = gg_strdup_printf("%s%s ", l, sf->excl[i]);
+		free(l);
+		l = nl;
+	}
+	sf->excl_label = l ? gg_strdup_printf("%sand the session's mount points", l) : NULL;
+	free(l);
+	sf->source = gg_strdup_printf(SOURCE_LABEL "session %s:%s", r->name,
+				      sf->path ? sf->path : "sandbox");
+	sf->labels = calloc(o->nlabels + 2, sizeof *sf->labels);
+	if (!sf->source || !sf->labels || (!sf->path && !sf->excl_label))
+		return GG_ENOMEM;
+	size_t n = o->nlabels;
+	if (n)
+		memcpy(sf->labels, o->labels, n * sizeof *sf->labels);
+	sf->labels[n++] = sf->source;
+	if (sf->excl_label)
+		sf->labels[n++] = sf->excl_label;
+	out->labels = sf->labels;
+	out->nlabels = n;
+	return 0;
+}
+
+/* After the freeze: the node's tar given up when the freeze failed before source_end
+ * (then what went wrong on the node says more); its error when it failed the freeze. */
+static int end_stream(struct gg_session_freeze *sf, int frc, struct gg_err *err)
+{
+	if (!sf->done) {
+		struct gg_err serr = {0};
+		if (stream_result(sf, 1, &serr) < 0 && frc < 0 && frc != GG_EINTR) {
+			*err = serr;
+			frc = serr.code;
+		}
+	}
+	if (sf->rc < 0 && frc < 0)
+		*err = sf->end_err;
+	return frc;
+}
+
+int gg_session_freeze(struct gg_session_freeze *sf, const struct gg_config *cfg,
+		      const struct gg_record *r, const struct gg_freeze_opts *o,
+		      const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
+		      struct gg_err *err)
+{
+	static const struct gg_image_callbacks none = {0};
+	sf->cb = cb ? cb : &none;
+	sf->step = GG_SFREEZE_OUTPUT;
+	if (access(o->output, F_OK) == 0 && !o->force)
+		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
+				  o->output);
+	sf->step = GG_SFREEZE_NODE;
+	struct gg_freeze_opts so = *o;
+	if (make_labels(sf, r, o, &so))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = open_stream(sf, cfg, r, err);
+	if (rc < 0)
+		return rc;
+	sf->step = GG_SFREEZE_IMAGE;
+	so.source = "-";
+	so.input_fd = sf->fd;
+	so.format = GG_IMAGE_TAR;
+	so.gpus_json = sf->gpus;
+	struct gg_image_callbacks w = {.progress = fwd_progress,
+				       .warn = fwd_warn,
+				       .cancel = fwd_cancel,
+				       .ud = sf,
+				       .source_end = source_end};
+	rc = gg_image_freeze(&so, &w, res, err);
+	return end_stream(sf, rc, err);
+}
+
+/* Drop what changes from one moment to the next (free memory). */
+static void strip_volatile(json_t *v)
+{
+	size_t i;
+	const char *k;
+	json_t *x;
+	if (json_is_object(v)) {
+		json_object_del(v, "memory_free");
+		json_object_foreach (v, k, x)
+			strip_volatile(x);
+	} else if (json_is_array(v)) {
+		json_array_foreach (v, i, x)
+			strip_volatile(x);
+	}
+}
+
+int gg_freeze_local_gpus(char **json, struct gg_err *err)
+{
+	char *raw = NULL;
+	*json = NULL;
+	int rc = gg_gpu_provenance(&raw, err);
+	if (rc < 0)
+		return rc;
+	json_t *j = raw ? json_loads(raw, 0, NULL) : NULL;
+	free(raw);
+	if (!j)
+		return 0;
+	strip_volatile(j);
+	*json = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(j);
+	return 0;
+}

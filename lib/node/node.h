@@ -1,0 +1,130 @@
+/* lib/node: the node's contract in one place (node.def): the session launcher's
+ * options, the files of the session directory, the members of the session file;
+ * what is generated from it (the launcher's arguments in a job description, the
+ * commands run on the node, the stream freeze --session reads) and the session
+ * file's parser. */
+#ifndef GG_LIB_NODE_H
+#define GG_LIB_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+struct gg_jobdesc;
+
+/* The names the client stages and reads in the session directory (node.def's
+ * paths; literals for the messages and the dry run that spell them). */
+#define GG_SESSION_FILE       "gridgpu-session.json"
+#define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
+#define GG_LAUNCHER_NAME      "gridgpu-launcher"
+#define GG_AUTHKEYS_NAME      "gridgpu-authorized_keys"
+#define GG_ENTER_NAME         "gridgpu-enter"
+#define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
+
+/* A command that starts with this runs on the node, outside the session's
+ * container (the enter script's login lets it through). */
+#define GG_NODE_MARK ": gridgpu-node;"
+/* The session directory, as the launcher gives it to every login. */
+#define GG_NODE_SD_VAR                      "GRIDGPU_SESSION_DIR"
+
+#define GG_NODE_FLAG(id, letter, arg, help) GG_NF_##id,
+#define GG_NODE_PATH(id, path, help)
+#define GG_NODE_FIELD(name, type, help)
+enum gg_node_flag {
+#include "node/node.def"
+	GG_NF_COUNT
+};
+#undef GG_NODE_FLAG
+#undef GG_NODE_PATH
+#define GG_NODE_FLAG(id, letter, arg, help)
+#define GG_NODE_PATH(id, path, help) GG_NP_##id,
+enum gg_node_path {
+#include "node/node.def"
+	GG_NP_COUNT
+};
+#undef GG_NODE_FLAG
+#undef GG_NODE_PATH
+#undef GG_NODE_FIELD
+
+struct gg_node_flag_info {
+	char letter;
+	const char *arg; /* the operand's name; NULL: takes none */
+	const char *help;
+};
+struct gg_node_field_info {
+	const char *name;
+	char type; /* 's' string, 'n' whole number */
+};
+const struct gg_node_flag_info *gg_node_flag_info(enum gg_node_flag f);
+/* A file of the session directory, relative to it (static). */
+const char *gg_node_path(enum gg_node_path p);
+/* The session file's members, *n of them (static). */
+const struct gg_node_field_info *gg_node_fields(size_t *n);
+/* The launcher's getopts option string ("d:i:...g..."), malloc'd. */
+char *gg_node_optstring(void);
+
+/* The launcher's option f in a job description's arguments: "-x", then value
+ * when the option takes one (value must be given exactly then). */
+int gg_node_jd_arg(struct gg_jobdesc *jd, enum gg_node_flag f, const char *value,
+		   struct gg_err *err);
+
+/* sh for a remote shell: a path of the session directory ("${GRIDGPU_SESSION_DIR:-
+ * /nonexistent}/PATH"), for a command that starts with GG_NODE_MARK. malloc'd. */
+char *gg_node_sd_path(enum gg_node_path p);
+/* 'text' quoted for sh. malloc'd. */
+char *gg_node_sh_quote(const char *s);
+
+/* The command that reads the session's GPU record on the node: the record's bytes
+ * on stdout when it is a regular file (64 KiB at most), nothing otherwise, never
+ * blocking. malloc'd. */
+char *gg_node_gpus_command(void);
+
+/* freeze --session's stream: how the node compresses it. */
+enum gg_node_link { GG_LINK_AUTO, GG_LINK_ZSTD, GG_LINK_GZIP, GG_LINK_NONE };
+/* "auto", "zstd", "gzip", "none"; -1 for another word. */
+int gg_node_link_parse(const char *s, enum gg_node_link *out);
+/* The exit statuses of the stream command, besides tar's own. */
+#define GG_NODE_TAR_NO_DIR     3 /* no directory path */
+#define GG_NODE_TAR_NO_SANDBOX 4 /* the session has no sandbox */
+#define GG_NODE_TAR_NO_COMP    5 /* the compressor asked for is not on the node */
+/* The command that writes a tar of path (as the login sees it) or, with path NULL,
+ * of the session's sandbox less the excluded (./PATTERN, tar's --exclude) and the
+ * session's mount points (the sandbox-mounts file), through the link's compressor;
+ * its exit status is tar's or one of the above. malloc'd. */
+char *gg_node_tar_command(const char *path, const char *const *excl, size_t nexcl,
+			  enum gg_node_link link);
+/* The error of a tar command's exit status (not 0) for path (NULL: the sandbox);
+ * said: the first line of what it said on stderr, or NULL. GG_EFAIL. */
+int gg_node_tar_error(const char *path, int status, const char *said, struct gg_err *err);
+
+/* The patterns a session freeze leaves out, as tar gets them ("./PATH"). */
+struct gg_session_freeze;
+const char *const *gg_session_freeze_excludes(const struct gg_session_freeze *sf, size_t *n);
+
+/* The session file the launcher publishes (gridgpu-session.json), parsed and
+ * checked. Returns GG_EPROTO with the reason when it is malformed. */
+struct gg_launch_info {
+	char *state;  /* "starting", "ready", "ended" */
+	char *reason; /* why it ended */
+	char *node;
+	int port;
+	char *user;
+	char *host_key; /* validated "ssh-ed25519 AAAA..." */
+	char *sessiondir;
+	int64_t started, deadline_at, idle_limit, last_activity;
+	/* the activity: first login (0: none yet), logins so far, open
+	 * connections, when the launcher wrote the file */
+	int64_t first_login, logins, connections, updated;
+	/* what it last saw: idle since (0: active now), or why active (printable
+	 * ASCII, at most 63 characters; else left out) */
+	int64_t idle_since;
+	char *active_reason;
+	char *launcher_version;
+	char *container;
+};
+int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *out,
+			 struct gg_err *err);
+void gg_launch_info_clear(struct gg_launch_info *li);
+
+#endif
