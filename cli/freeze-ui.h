@@ -1,0 +1,33 @@
+/* freeze's output: its progress bar on stderr (a terminal's, without -q), its warnings,
+ * its report (text or --json). */
+#ifndef GG_CLI_FREEZE_UI_H
+#define GG_CLI_FREEZE_UI_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "cli.h"
+#include "gridgpu/image.h"
+
+struct freeze_bar {
+	struct gg_cli *cli;
+	int bar;   /* draw the progress bar */
+	int drawn; /* a bar is on the line */
+	struct timespec start;
+	int cols;
+};
+
+void freeze_bar_init(struct freeze_bar *c, struct gg_cli *cli);
+/* Take the bar off the line (before anything else is printed). */
+void freeze_bar_clear(struct freeze_bar *c);
+/* Seconds since freeze_bar_init. */
+double freeze_bar_elapsed(const struct freeze_bar *c);
+/* The callbacks (ud: the struct freeze_bar). */
+void freeze_bar_progress(void *ud, const struct gg_image_progress *p);
+void freeze_bar_warn(void *ud, const char *msg);
+void freeze_bar_info(void *ud, const char *msg);
+/* What was frozen into what (got_bytes: what came from the node, or NULL). */
+void freeze_report(struct gg_cli *cli, const struct gg_freeze_opts *o, const char *source,
+		   const uint64_t *got_bytes, const struct gg_freeze_result *res, double secs);
+
+#endif
