@@ -79,6 +79,9 @@ struct gg_record {
 	char *storage_outputs;
 	int64_t remote_inputs;
 	char *staging;
+	/* sessions: why the session file the node published cannot be read (what the
+	 * parser said), while it cannot: error then says so; NULL once it reads */
+	char *launch_error;
 };
 
 /* The record's string and whole-number fields, each as the JSON key of the same
@@ -87,7 +90,8 @@ struct gg_record {
 #define GG_RECORD_STR_FIELDS(X) \
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
-	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging)
+	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging) \
+	X(launch_error)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \

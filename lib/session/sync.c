@@ -190,22 +190,21 @@ static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
  * node's hostile text, a launcher of another version) changes nothing but the
  * reason, which says so until a good one is read: the session is not failed,
  * the next refresh reads the file again. */
-#define KEPT " (the session is kept; read again at each refresh)"
+#define UNREADABLE "the session file the node published cannot be read"
+#define KEPT       " (the session is kept; read again at each refresh)"
 
 /* A session that ended while its file could not be read: the reason says so
  * for good ("it ended before ...: why"), no longer as something to retry. */
 static void unreadable_ended(struct gg_record *r)
 {
-	size_t n = strlen(r->error), pl = strlen(GG_LAUNCH_UNREADABLE), kl = strlen(KEPT);
-	if (n >= pl + kl && !strcmp(r->error + n - kl, KEPT))
-		r->error[n - kl] = '\0';
 	char *t = gg_strdup_printf("it ended while the session file the node published could "
-				   "not be read%s",
-				   r->error + pl);
+				   "not be read: %s",
+				   r->launch_error);
 	if (t) {
 		free(r->error);
 		r->error = t;
 	}
+	set_str(&r->launch_error, NULL);
 }
 
 static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
@@ -217,16 +216,22 @@ static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 		return; /* not published yet */
 	struct gg_launch_info li;
 	if (gg_launch_info_parse(text, len, &li, &e) < 0) {
-		char *why = gg_strdup_printf("%s: %s%s", GG_LAUNCH_UNREADABLE, e.msg, KEPT);
+		char *why = gg_strdup_printf("%s: %s%s", UNREADABLE, e.msg, KEPT);
 		if (why) {
 			free(r->error);
 			r->error = why;
+			set_str(&r->launch_error, e.msg);
 		}
 	} else {
 		/* the launcher's own word replaces a reason of ours it had */
-		if (strcmp(li.state, "ended") != 0 && gg_launch_unreadable(r))
+		if (strcmp(li.state, "ended") != 0 && gg_launch_unreadable(r)) {
 			set_str(&r->error, NULL);
+			set_str(&r->launch_error, NULL);
+		}
+		const char *before = r->error;
 		apply_launch(r, &li);
+		if (r->error != before) /* its reason for the end */
+			set_str(&r->launch_error, NULL);
 		gg_launch_info_clear(&li);
 	}
 	free(text);
@@ -234,7 +239,7 @@ static void fetch_launch(struct gg_ce *ce, struct gg_record *r)
 
 int gg_launch_unreadable(const struct gg_record *r)
 {
-	return r->error && !strncmp(r->error, GG_LAUNCH_UNREADABLE, strlen(GG_LAUNCH_UNREADABLE));
+	return r->launch_error != NULL;
 }
 
 int gg_session_published(const struct gg_record *r)

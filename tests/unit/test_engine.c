@@ -930,6 +930,32 @@ static void test_ce_errors(void **state)
 	gg_record_clear(&r);
 }
 
+/* A node's reason for the end that reads like the client's own about an unreadable
+ * file is the node's word, taken as it is: the session is not marked unreadable and
+ * its reason not rewritten. The regression: the reason's words were the mark, so the
+ * node's text was taken for the client's and rewritten ("it ended while ..."). */
+static void test_session_file_reason_like_ours(void **state)
+{
+	(void)state;
+	struct gg_submission s = job("mimic", "proxy");
+	s.rec.kind = GG_REC_SESSION;
+	s.make_key = 1;
+	struct gg_record r;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_FINISHED;
+	F.jobs[0].session_file = "{\"version\":1,\"state\":\"ended\",\"reason\":\"the session "
+				 "file the node published cannot be read: x\"}";
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
+	struct gg_record q = load("mimic");
+	assert_int_equal(q.state, GG_S_FINISHED);
+	assert_false(gg_launch_unreadable(&q));
+	assert_null(q.launch_error);
+	assert_string_equal(q.error, "the session file the node published cannot be read: x");
+	gg_record_clear(&q);
+	gg_record_clear(&r);
+}
+
 static int set_state(struct gg_record *r, void *ud)
 {
 	r->state = *(enum gg_sess_state *)ud;
@@ -957,6 +983,8 @@ static void test_session_file_unreadable(void **state)
 	assert_int_equal(q.state, GG_S_STARTING);
 	assert_true(gg_launch_unreadable(&q));
 	assert_non_null(strstr(q.error, "not valid JSON"));
+	assert_non_null(q.launch_error); /* its own field, kept in the store */
+	assert_int_equal(strncmp(q.launch_error, "not valid JSON", 14), 0);
 	gg_record_clear(&q);
 	/* a ready session stays ready (connect goes by its pinned key) */
 	enum gg_sess_state ready = GG_S_READY;
@@ -1687,6 +1715,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kill_before_submit_not_undone, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_session_key_made, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_session_file_reason_like_ours, each_setup,
+						each_teardown),
 		cmocka_unit_test_setup_teardown(test_session_file_unreadable, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_kill_ended_record, each_setup, each_teardown),
