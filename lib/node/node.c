@@ -10,6 +10,7 @@
 
 #define GG_NODE_PATH(id, path, help)
 #define GG_NODE_FIELD(name, type, help)
+#define GG_NODE_ENV(id, name, help)
 #define GG_NODE_FLAG(id, letter, arg, help) [GG_NF_##id] = {letter, arg, help},
 static const struct gg_node_flag_info flags[] = {
 #include "node/node.def"
@@ -28,9 +29,17 @@ static const char *const paths[] = {
 static const struct gg_node_field_info fields[] = {
 #include "node/node.def"
 };
+#undef GG_NODE_FIELD
+#undef GG_NODE_ENV
+#define GG_NODE_FIELD(name, type, help)
+#define GG_NODE_ENV(id, name, help) [GG_NE_##id] = name,
+static const char *const envs[] = {
+#include "node/node.def"
+};
 #undef GG_NODE_FLAG
 #undef GG_NODE_PATH
 #undef GG_NODE_FIELD
+#undef GG_NODE_ENV
 
 const struct gg_node_flag_info *gg_node_flag_info(enum gg_node_flag f)
 {
@@ -40,6 +49,11 @@ const struct gg_node_flag_info *gg_node_flag_info(enum gg_node_flag f)
 const char *gg_node_path(enum gg_node_path p)
 {
 	return (unsigned)p < GG_NP_COUNT ? paths[p] : NULL;
+}
+
+const char *gg_node_env(enum gg_node_env e)
+{
+	return (unsigned)e < GG_NE_COUNT ? envs[e] : NULL;
 }
 
 const struct gg_node_field_info *gg_node_fields(size_t *n)

@@ -31,6 +31,7 @@ struct gg_jobdesc;
 #define GG_NODE_FLAG(id, letter, arg, help) GG_NF_##id,
 #define GG_NODE_PATH(id, path, help)
 #define GG_NODE_FIELD(name, type, help)
+#define GG_NODE_ENV(id, name, help)
 enum gg_node_flag {
 #include "node/node.def"
 	GG_NF_COUNT
@@ -43,9 +44,18 @@ enum gg_node_path {
 #include "node/node.def"
 	GG_NP_COUNT
 };
+#undef GG_NODE_PATH
+#undef GG_NODE_ENV
+#define GG_NODE_PATH(id, path, help)
+#define GG_NODE_ENV(id, name, help) GG_NE_##id,
+enum gg_node_env {
+#include "node/node.def"
+	GG_NE_COUNT
+};
 #undef GG_NODE_FLAG
 #undef GG_NODE_PATH
 #undef GG_NODE_FIELD
+#undef GG_NODE_ENV
 
 struct gg_node_flag_info {
 	char letter;
@@ -59,6 +69,8 @@ struct gg_node_field_info {
 const struct gg_node_flag_info *gg_node_flag_info(enum gg_node_flag f);
 /* A file of the session directory, relative to it (static). */
 const char *gg_node_path(enum gg_node_path p);
+/* A variable of the job's or the logins' environment (static). */
+const char *gg_node_env(enum gg_node_env e);
 /* The session file's members, *n of them (static). */
 const struct gg_node_field_info *gg_node_fields(size_t *n);
 /* The launcher's getopts option string ("d:i:...g..."), malloc'd. */

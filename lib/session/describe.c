@@ -39,10 +39,10 @@ int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site, struct 
 {
 	int rc = 0;
 	if (site && site->cache)
-		rc = gg_jd_env(jd, "GRIDGPU_CACHE", site->cache, err);
+		rc = gg_jd_env(jd, gg_node_env(GG_NE_CACHE), site->cache, err);
 	char *base = gg_site_output_base(site);
 	if (rc == 0 && base)
-		rc = gg_jd_env(jd, "GRIDGPU_STORAGE", base, err);
+		rc = gg_jd_env(jd, gg_node_env(GG_NE_STORAGE), base, err);
 	free(base);
 	return rc;
 }
@@ -114,7 +114,7 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &q->res, site, err);
 	if (rc == 0)
-		rc = gg_jd_env(jd, "GRIDGPU_SESSION", r->name, err);
+		rc = gg_jd_env(jd, gg_node_env(GG_NE_SESSION), r->name, err);
 	if (rc == 0)
 		rc = gg_jd_storage_env(jd, site, err);
 	if (rc == 0 && q->warn_leads) {
@@ -123,7 +123,7 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 			return gg_err_set(
 				err, GG_EUSAGE,
 				"GRIDGPU_WARN_LEADS '%s': expected seconds, e.g. \"60 10\"", w);
-		rc = gg_jd_env(jd, "GRIDGPU_WARN_LEADS", w, err);
+		rc = gg_jd_env(jd, gg_node_env(GG_NE_WARN_LEADS), w, err);
 	}
 	return rc;
 }

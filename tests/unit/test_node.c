@@ -192,6 +192,28 @@ static void test_paths_in_launcher(void **state)
 	free(src);
 }
 
+/* name in text as a whole word (not the start of a longer name) */
+static int has_word(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = text; (p = strstr(p, name)); p++)
+		if (p[n] != '_' && !(p[n] >= 'A' && p[n] <= 'Z'))
+			return 1;
+	return 0;
+}
+
+/* The environment the job description gives the launcher, and the one it gives the
+ * logins, are the variables the launcher reads and sets. */
+static void test_env_in_launcher(void **state)
+{
+	(void)state;
+	char *src = slurp(LAUNCHER);
+	for (int e = 0; e < GG_NE_COUNT; e++)
+		if (!has_word(src, gg_node_env((enum gg_node_env)e)))
+			fail_msg("the launcher does not know %s", gg_node_env((enum gg_node_env)e));
+	free(src);
+}
+
 /* cmd run by sh in session directory sd (GRIDGPU_SESSION_DIR), stdout to out: its
  * exit status. */
 static int run_node(const char *cmd, const char *sd, const char *out)
@@ -428,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_jd_arg_checked),
 		cmocka_unit_test(test_fields_match_schema_and_launcher),
 		cmocka_unit_test(test_paths_in_launcher),
+		cmocka_unit_test(test_env_in_launcher),
 		cmocka_unit_test(test_tar_command),
 		cmocka_unit_test(test_tar_command_quoting),
 		cmocka_unit_test(test_link_parse),
