@@ -65,7 +65,7 @@ help:
 deps:
 	@scripts/deps.sh
 
-$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h cli/*.h) config.mk
+$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h lib/*/*.def cli/*.h) config.mk
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALLCFLAGS) -c $< -o $@
