@@ -93,16 +93,9 @@ void gg_record_clear(struct gg_record *r)
 {
 	if (!r)
 		return;
-	char **strs[] = {&r->name,        &r->uid,           &r->site,
-			 &r->ce,          &r->job_id,        &r->ce_state,
-			 &r->error,       &r->mig,           &r->image,
-			 &r->queue,       &r->auth,          &r->node,
-			 &r->user,        &r->host_key,      &r->sessiondir,
-			 &r->key,         &r->image_path,    &r->command,
-			 &r->outputs_dir, &r->active_reason, &r->storage_outputs,
-			 &r->staging};
-	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-		free(*strs[i]);
+#define X(f) free(r->f);
+	GG_RECORD_STR_FIELDS(X)
+#undef X
 	memset(r, 0, sizeof *r);
 }
 
