@@ -9,7 +9,6 @@
 #include "resopt.h"
 #include "gridgpu/session.h"
 #include "gridgpu/ssh.h"
-#include "session/sync.h"
 
 enum {
 	O_CE = 256,

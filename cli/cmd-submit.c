@@ -46,16 +46,13 @@ const struct gg_opt cmd_submit_opts[] = {
 };
 
 struct sub {
-	struct gg_job_spec *spec; /* made of the rest once parsed */
+	struct gg_job_spec *spec; /* storage URLs as parsed, the rest once all is */
 	struct gg_jd_resources res;
 	const char *image, *image_url;
 	char **cmd;
 	int ncmd, ninputs, noutputs, ndata_in, ndata_out;
 	int64_t part_offset;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
-	/* storage: parsed from --input URL[:NAME] and --output NAME=URL (owned) */
-	char *in_urls[GG_JD_MAX], *in_names[GG_JD_MAX];
-	char *out_names[GG_JD_MAX], *out_urls[GG_JD_MAX];
 	const char *name;
 	int count, dry_run, token, match_dev;
 	char min_cc[16];
@@ -72,18 +69,6 @@ static void match_dev_gpu(struct gg_cli *cli, const struct gg_dev_gpu *dev, stru
 		res->min_gpu_memory ? gg_size_format(res->min_gpu_memory, m, sizeof m) : "-");
 }
 
-/* Each input is a readable local file; then what no site could take. */
-static int check_inputs(struct gg_cli *cli, const struct sub *s)
-{
-	struct gg_err err = {0};
-	for (int i = 0; i < s->ninputs; i++)
-		if (cli_local_file(s->inputs[i], &err) < 0)
-			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
-	if (gg_job_spec_check(s->spec, &err) < 0)
-		return ui_usage(cli, "%s", err.msg);
-	return 0;
-}
-
 /* --input and --output: the next of up to GG_JD_MAX - 2. */
 static int add_file(struct gg_cli *cli, const char **list, int *n, const char *what)
 {
@@ -93,44 +78,27 @@ static int add_file(struct gg_cli *cli, const char **list, int *n, const char *w
 	return 0;
 }
 
-/* --input URL[:NAME]: checked now, fetched by the CE. */
-static int add_data_in(struct gg_cli *cli, struct sub *s)
+/* --input URL[:NAME] (fetched by the CE) or --output NAME=URL (uploaded by
+ * it): checked now, into the spec. */
+static int add_data(struct gg_cli *cli, struct sub *s, int out)
 {
 	struct gg_err err = {0};
-	int *n = &s->ndata_in;
+	char *url = NULL, *name = NULL;
+	int *n = out ? &s->ndata_out : &s->ndata_in;
 	if (*n == GG_JD_MAX - 2)
-		return ui_usage(cli, "too many --input URLs");
-	if (gg_data_input_parse(cli->optarg, &s->in_urls[*n], &s->in_names[*n], &err) < 0)
-		return ui_usage(cli, "--input %s", err.msg);
+		return ui_usage(cli, "too many %s URLs", out ? "--output" : "--input");
+	int rc = out ? gg_data_output_parse(cli->optarg, NULL, NULL, &name, &url, &err)
+		     : gg_data_input_parse(cli->optarg, &url, &name, &err);
+	if (rc < 0)
+		return ui_usage(cli, "%s%s", out ? "" : "--input ", err.msg);
+	rc = out ? gg_job_spec_add_data_output(s->spec, name, url, &err)
+		 : gg_job_spec_add_data_input(s->spec, url, name, &err);
+	free(url);
+	free(name);
+	if (rc < 0)
+		return ui_fail(cli, &err, "submit");
 	(*n)++;
 	return 0;
-}
-
-/* --output NAME=URL: checked now, uploaded by the CE. */
-static int add_data_out(struct gg_cli *cli, struct sub *s)
-{
-	struct gg_err err = {0};
-	int *n = &s->ndata_out;
-	if (*n == GG_JD_MAX - 2)
-		return ui_usage(cli, "too many --output URLs");
-	if (gg_data_output_parse(cli->optarg, NULL, NULL, &s->out_names[*n], &s->out_urls[*n],
-				 &err) < 0)
-		return ui_usage(cli, "%s", err.msg);
-	(*n)++;
-	return 0;
-}
-
-static void sub_clear(struct sub *s)
-{
-	for (int i = 0; i < s->ndata_in; i++) {
-		free(s->in_urls[i]);
-		free(s->in_names[i]);
-	}
-	for (int i = 0; i < s->ndata_out; i++) {
-		free(s->out_names[i]);
-		free(s->out_urls[i]);
-	}
-	gg_job_spec_free(s->spec);
 }
 
 /* The library's job spec of what was parsed (resources and the image's
@@ -138,9 +106,7 @@ static void sub_clear(struct sub *s)
 static int make_spec(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
-	int rc = gg_job_spec_new(&s->spec, &err);
-	if (rc == 0)
-		rc = gg_job_spec_set_image(s->spec, s->image, &err);
+	int rc = gg_job_spec_set_image(s->spec, s->image, &err);
 	if (rc == 0)
 		rc = gg_job_spec_set_image_url(s->spec, s->image_url, &err);
 	if (rc == 0)
@@ -149,10 +115,6 @@ static int make_spec(struct gg_cli *cli, struct sub *s)
 		rc = gg_job_spec_add_input(s->spec, s->inputs[i], &err);
 	for (int i = 0; rc == 0 && i < s->noutputs; i++)
 		rc = gg_job_spec_add_output(s->spec, s->outputs[i], &err);
-	for (int i = 0; rc == 0 && i < s->ndata_in; i++)
-		rc = gg_job_spec_add_data_input(s->spec, s->in_urls[i], s->in_names[i], &err);
-	for (int i = 0; rc == 0 && i < s->ndata_out; i++)
-		rc = gg_job_spec_add_data_output(s->spec, s->out_names[i], s->out_urls[i], &err);
 	return rc < 0 ? ui_fail(cli, &err, "submit") : 0;
 }
 
@@ -168,11 +130,11 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	case O_COUNT: return cli_opt_int(cli, 1, 1000, &s->count) ? EXIT_USAGE : 0;
 	case O_INPUT:
 		return gg_data_url_is_remote(v)
-			       ? add_data_in(cli, s)
+			       ? add_data(cli, s, 0)
 			       : add_file(cli, s->inputs, &s->ninputs, "--input files");
 	case O_OUTPUT:
 		return strchr(v, '=')
-			       ? add_data_out(cli, s)
+			       ? add_data(cli, s, 1)
 			       : add_file(cli, s->outputs, &s->noutputs, "--output patterns");
 	case O_NAME: s->name = v; break;
 	case O_IMAGE_URL: s->image_url = v; break;
@@ -217,7 +179,13 @@ static int check_sub(struct gg_cli *cli, struct sub *s)
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",
 				s->name);
-	return (rc = check_inputs(cli, s)) ? rc : check_image(cli, s);
+	struct gg_err err = {0};
+	for (int i = 0; i < s->ninputs; i++) /* each input a readable local file */
+		if (cli_local_file(s->inputs[i], &err) < 0)
+			return ui_fail(cli, &err, "--input '%s'", s->inputs[i]);
+	if (gg_job_spec_check(s->spec, &err) < 0) /* what no site could take */
+		return ui_usage(cli, "%s", err.msg);
+	return check_image(cli, s);
 }
 
 /* The options, the image and the command after "--"; 0, -2 after --help, or
@@ -320,9 +288,12 @@ static int submit(struct gg_cli *cli, struct sub *s)
 int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 {
 	struct sub s = {.res.walltime = 8 * 3600, .count = 1};
+	struct gg_err err = {0};
+	if (gg_job_spec_new(&s.spec, &err) < 0)
+		return ui_fail(cli, &err, "submit");
 	int rc = parse_opts(cli, argc, argv, &s);
 	if (!rc)
 		rc = submit(cli, &s);
-	sub_clear(&s);
+	gg_job_spec_free(s.spec);
 	return rc == -2 ? EXIT_OK : rc;
 }
