@@ -15,14 +15,15 @@ t_cleanup() { [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }
 trap t_cleanup EXIT
 
 # gridgpu_for_others: the path of a copy of the build that other users (nobody)
-# can run, laid out as installed (bin/, libexec/gridgpu/; the command links the
-# library statically): the checkout may sit where only its owner can enter, as
-# /root/gridgpu does.
+# can run, laid out as installed (bin/, lib/ with libgridgpu.so.0, which the
+# command finds in ../lib, and libexec/gridgpu/): the checkout may sit where
+# only its owner can enter, as /root/gridgpu does.
 gridgpu_for_others() {
 	_pub=$T_TMP/pub
 	if [ ! -x "$_pub/bin/gridgpu" ]; then
-		mkdir -p "$_pub/bin" "$_pub/libexec/gridgpu"
+		mkdir -p "$_pub/bin" "$_pub/lib" "$_pub/libexec/gridgpu"
 		cp "$GRIDGPU" "$_pub/bin/gridgpu"
+		cp -P "${GRIDGPU%/bin/gridgpu}"/lib/libgridgpu.so* "$_pub/lib/"
 		cp "$GG_TOP"/libexec/gridgpu/* "$_pub/libexec/gridgpu/"
 		chmod -R a+rX "$_pub"
 		chmod 711 "$T_TMP"
