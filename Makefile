@@ -44,7 +44,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump
+        abi-check abi-dump example-connect
 
 all: $(BIN) $(LIBSO)
 
@@ -180,13 +180,46 @@ example-check: $(BIN) $(LIBSO)
 	@LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib ldd $(EX_DIR)/list-and-freeze | grep -q '$(EX_DIR)/destdir/usr/lib/$(SONAME)' || \
 	 { echo "example-check: FAILED: the example did not load the installed library" >&2; exit 1; }
 	@scripts/check-exports.sh $(EX_DIR)/destdir/usr/lib/$(SONAME)
-	@echo "example-check: the example built against the installed library and ran"
+	$(MAKE) --no-print-directory example-connect
+	@echo "example-check: the examples built against the installed library and ran"
 
 # Which cli/ files do not compile with the public headers alone, and which of
 # the library functions cli/ calls include/gridgpu/ does not declare GG_API
 # (by file). Exit 1 when there is any.
 cli-public-check: $(BIN)
 	@scripts/check-cli-public.sh $(BIN)
+
+# examples/list-and-connect.c, what list and connect do through the same
+# public calls: on a site with a jump host and a ready session, it lists the
+# session, prints the ssh command connect would run, and writes the SSH
+# configuration byte for byte as `gridgpu ssh-config` does.
+EXC := $(EX_DIR)/xdg
+example-connect:
+	flags=$$(PKG_CONFIG_PATH=$(EX_DIR)/destdir/usr/lib/pkgconfig \
+	  PKG_CONFIG_SYSROOT_DIR=$(EX_DIR)/destdir pkg-config --cflags --libs gridgpu) && \
+	  $(CC) -std=c11 -Wall -Wextra -Werror -o $(EX_DIR)/list-and-connect \
+	    examples/list-and-connect.c $$flags
+	rm -rf $(EXC) && mkdir -p $(EXC)/config/gridgpu $(EXC)/state/gridgpu/records
+	printf '[site east]\nce = https://ce.example.org/arex\njump = gw@login.example.org:2222\n' \
+	  >$(EXC)/config/gridgpu/config
+	printf '%s\n' '{"version":1,"kind":"session","state":"ready","name":"s1","site":"east",' \
+	  '"created":1,"node":"wn1.example.org","port":2201,"user":"alice","host_key":' \
+	  '"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"}' \
+	  | tr -d '\n' >$(EXC)/state/gridgpu/records/s1.json
+	chmod 700 $(EXC)/state/gridgpu/records && chmod 600 $(EXC)/state/gridgpu/records/s1.json
+	env HOME=$(EXC) XDG_CONFIG_HOME=$(EXC)/config XDG_STATE_HOME=$(EXC)/state \
+	  XDG_CACHE_HOME=$(EXC)/cache LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib sh -c \
+	  '$(EX_DIR)/list-and-connect && $(EX_DIR)/list-and-connect --print s1 -- hostname' \
+	  >$(EX_DIR)/connect.txt
+	@cat $(EX_DIR)/connect.txt
+	cp $(EXC)/config/gridgpu/ssh/config $(EX_DIR)/example-ssh-config
+	env HOME=$(EXC) XDG_CONFIG_HOME=$(EXC)/config XDG_STATE_HOME=$(EXC)/state \
+	  XDG_CACHE_HOME=$(EXC)/cache $(BIN) ssh-config >/dev/null
+	@grep -Eq '^s1 +session +ready +east$$' $(EX_DIR)/connect.txt && \
+	 grep -qx 'ssh -F $(EXC)/config/gridgpu/ssh/config s1 hostname' $(EX_DIR)/connect.txt && \
+	 grep -q 'ProxyJump gridgpu-hop.east.1' $(EX_DIR)/example-ssh-config && \
+	 cmp -s $(EX_DIR)/example-ssh-config $(EXC)/config/gridgpu/ssh/config || \
+	 { echo "example-check: FAILED: examples/list-and-connect did not list, connect and configure as gridgpu does" >&2; exit 1; }
 
 # The ABI of the library against the last release's (abi/README): libabigail's
 # abidiff of the public types and functions; removing or changing a function or

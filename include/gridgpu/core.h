@@ -288,8 +288,8 @@ struct gg_config {
 	size_t nsites;
 };
 
-/* Load the INI file at path; a missing file gives an empty config (rc 0).
- * Parse errors name the line. */
+/* Load the INI file at path (NULL: the user's, gg_config_default_path); a
+ * missing file gives an empty config (rc 0). Parse errors name the line. */
 GG_API int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err);
 /* Default path: $XDG_CONFIG_HOME/gridgpu/config. malloc'd. */
 GG_API int gg_config_default_path(char **out, struct gg_err *err);

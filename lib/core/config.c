@@ -322,11 +322,17 @@ static int open_config(const char *path, FILE **out, struct gg_err *err)
 
 int gg_config_load(const char *path, struct gg_config **out, struct gg_err *err)
 {
+	char *dflt = NULL;
+	int drc = path ? 0 : gg_config_default_path(&dflt, err);
+	if (drc < 0)
+		return drc;
 	struct gg_config *cfg = calloc(1, sizeof *cfg);
-	if (!cfg || !(cfg->path = strdup(path))) {
+	if (!cfg || !(cfg->path = dflt ? dflt : strdup(path))) {
 		free(cfg);
+		free(dflt);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
+	path = cfg->path;
 	FILE *f;
 	int orc = open_config(path, &f, err);
 	if (orc < 0 || !f) {

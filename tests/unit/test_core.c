@@ -1,6 +1,7 @@
 /* Unit tests of lib/core. */
 #include "unit.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -664,6 +665,31 @@ static void test_config_allow_from(void **state)
 	assert_int_equal(gg_config_load(path, &cfg, &err), GG_EUSAGE);
 }
 
+/* NULL: the user's configuration ($XDG_CONFIG_HOME/gridgpu/config), as
+ * gg_store_open(NULL) is the user's store. The regression: NULL crashed. */
+static void test_config_default(void **state)
+{
+	(void)state;
+	char home[128], path[160];
+	struct gg_err err = {0};
+	struct gg_config *cfg = NULL;
+	snprintf(home, sizeof home, "%s/xdg-config", tmpdir);
+	snprintf(path, sizeof path, "%s/gridgpu", home);
+	assert_int_equal(mkdir(home, 0700) == 0 || errno == EEXIST, 1);
+	assert_int_equal(mkdir(path, 0700) == 0 || errno == EEXIST, 1);
+	strcat(path, "/config");
+	write_file(path, "[site d]\nce = https://d/arex\n");
+	char *old = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
+	setenv("XDG_CONFIG_HOME", home, 1);
+	int rc = gg_config_load(NULL, &cfg, &err);
+	old ? setenv("XDG_CONFIG_HOME", old, 1) : unsetenv("XDG_CONFIG_HOME");
+	free(old);
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg->path, path);
+	assert_non_null(gg_config_site(cfg, "d"));
+	gg_config_free(cfg);
+}
+
 static void test_config(void **state)
 {
 	(void)state;
@@ -943,6 +969,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_allow_from),
 		cmocka_unit_test(test_config_allow_from),
+		cmocka_unit_test(test_config_default),
 		cmocka_unit_test(test_config_values),
 		cmocka_unit_test(test_config_controls),
 		cmocka_unit_test(test_site_name),
