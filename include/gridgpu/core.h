@@ -184,7 +184,7 @@ enum gg_site_kind {
  *   D(field, option, default, help)                      int64_t, a duration
  * field: the member, the INI key (but a list's, key) and the --json member;
  * option: the key with '-' for '_'; default: the value that applies unset, as
- * help shows it, or NULL; check: check_<check> in lib/session/site.c (none:
+ * help shows it, or NULL; check: check_<check> in lib/engine/site.c (none:
  * what the kind takes). Adding a key is one row here and its lines in
  * man/gridgpu-site.1 (tests/unit/test_site.c checks both). */
 #define GG_SITE_KEYS(S, L, D)                                                                    \

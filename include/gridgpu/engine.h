@@ -1,4 +1,4 @@
-/* gridgpu/engine.h (lib/session): the session and job engine: what request, submit, connect, list,
+/* gridgpu/engine.h (lib/engine): the session and job engine: what request, submit, connect, list,
  * status, kill and clean do with records and CEs, in one place. The record is written before
  * anything is sent; a kill at any moment wins; a job whose submission was cut off is found again by
  * its name and adopted; bulk calls go to each CE once per kind of credential. The engine never

@@ -1,4 +1,4 @@
-/* gridgpu/session.h (lib/session): the local store of sessions and batch jobs (one JSON record
+/* gridgpu/session.h (lib/store): the local store of sessions and batch jobs (one JSON record
  * each, written atomically, under a lock) and their state machine. */
 #ifndef GRIDGPU_SESSION_H
 #define GRIDGPU_SESSION_H

@@ -1,4 +1,4 @@
-/* gridgpu/site.h (lib/session/site.c): a site profile's keys checked and set
+/* gridgpu/site.h (lib/engine/site.c): a site profile's keys checked and set
  * as gridgpu site add and site set do, and shown as site show --json and the
  * "KEY: OLD → NEW" lines of a change. The keys themselves, and struct
  * gg_site, are GG_SITE_KEYS in gridgpu/core.h. */

@@ -1,6 +1,6 @@
 /* The keys of a site profile as data: one table made from GG_SITE_KEYS
  * (gridgpu/core.h), through which the INI reader and writer, copying and
- * clearing, site add and site set (lib/session/site.c) reach struct gg_site. */
+ * clearing, site add and site set (lib/engine/site.c) reach struct gg_site. */
 #include "core/core.h"
 
 #include <stddef.h>

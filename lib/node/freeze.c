@@ -11,8 +11,8 @@
 
 #include "gpu/gpu.h"
 #include "node/node.h"
-#include "session/session.h"
-#include "session/sshview.h"
+#include "store/store.h"
+#include "node/sshview.h"
 #include "ssh/ssh.h"
 
 #define SOURCE_LABEL "org.gridgpu.source="

@@ -1,7 +1,7 @@
 /* lib/ssh: the generated SSH configuration (one Host block per session target,
  * ProxyJump through the site's jump hosts, the session's host key pinned in its
  * own known_hosts), per-session keys, and public-key checks. It knows no
- * records: the session layer (session/sshview.h) says which sessions are live
+ * records: the session layer (node/sshview.h) says which sessions are live
  * and gives them as plain targets. What a front end calls is in
  * include/gridgpu/ssh.h; here what only the library and its tests use. */
 #ifndef GG_SSH_H

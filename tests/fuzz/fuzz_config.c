@@ -8,8 +8,8 @@
 
 #include "core/core.h"
 #include "fuzz.h"
-#include "session/session.h"
-#include "session/sshview.h"
+#include "store/store.h"
+#include "node/sshview.h"
 #include "ssh/ssh.h"
 
 static int config_str_eq(const char *a, const char *b)

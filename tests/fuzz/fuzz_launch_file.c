@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 
 #include "fuzz.h"
-#include "session/session.h"
+#include "store/store.h"
 
 #ifndef GG_LAUNCHER
 #define GG_LAUNCHER "libexec/gridgpu/session-launcher"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "session/session.h"
+#include "store/store.h"
 #include "ssh/ssh.h"
 
 FUZZ_TARGET(launch_info)

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "session/session.h"
-#include "session/sshview.h"
+#include "store/store.h"
+#include "node/sshview.h"
 #include "ssh/ssh.h"
 
 static int record_str_eq(const char *a, const char *b)

@@ -1,6 +1,6 @@
 /* Unit tests of lib/ce/data.c (storage URLs: checks, --input/--output forms,
  * the cache's URL form, the HTTPS form, what A-REX says of the staging), the
- * xRSL of storage inputs and outputs, and lib/session/storage.c's record
+ * xRSL of storage inputs and outputs, and lib/engine/storage.c's record
  * lines. */
 #include "unit.h"
 
@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "ce/ce.h"
-#include "session/engine.h"
-#include "session/engine_int.h"
+#include "engine/engine.h"
+#include "engine/engine_int.h"
 
 static void test_url_parse(void **state)
 {

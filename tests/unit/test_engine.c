@@ -1,4 +1,4 @@
-/* Unit tests of the session engine (lib/session/engine.c, submit.c, wait.c,
+/* Unit tests of the session engine (lib/engine/engine.c, submit.c, wait.c,
  * manage.c) against a fake CE backend: the record is written before the
  * submission, a submission whose answer was lost is adopted, a kill during a
  * submission wins, records of one CE made with a token and with a proxy are
@@ -24,8 +24,8 @@
 #include "cred/cred.h"
 #include "http/http.h"
 #include "https_srv.h"
-#include "session/engine.h"
-#include "session/sync.h"
+#include "engine/engine.h"
+#include "engine/sync.h"
 
 #define EP "https://ce.example.org:443/arex"
 

@@ -1,4 +1,4 @@
-/* gridgpu-enter (lib/session/enter.c): the script that puts a session's logins
+/* gridgpu-enter (lib/node/enter.c): the script that puts a session's logins
  * in its container. Its "print" mode is run with /bin/sh: the apptainer and
  * bwrap command lines a login would exec, with the binds quoted as given. */
 #include "unit.h"
@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "session/engine.h"
+#include "engine/engine.h"
 
 UNIT_TMPDIR("gg-enter")
 

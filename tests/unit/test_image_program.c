@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "gridgpu/engine.h"
-#include "session/engine_int.h" /* a spec built as the library sees it */
+#include "engine/engine_int.h" /* a spec built as the library sees it */
 #include "gridgpu/image.h"
 
 UNIT_TMPDIR("gg-unit-program")

@@ -12,7 +12,7 @@
 #include "gridgpu/engine.h"
 #include "gridgpu/node.h"
 #include "node/node.h"
-#include "session/engine_int.h" /* a spec built as the library sees it */
+#include "engine/engine_int.h" /* a spec built as the library sees it */
 
 #define LAUNCHER "libexec/gridgpu/session-launcher"
 #define SCHEMA   "doc/json/session-file.schema.json"

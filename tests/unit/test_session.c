@@ -1,4 +1,4 @@
-/* Unit tests of lib/session: records, the store (with concurrent writers), the
+/* Unit tests of lib/store and lib/node: records, the store (with concurrent writers), the
  * launcher's session file, the state machine. */
 /* builds hostile JSON by hand: jansson's constructors (core/json.h) */
 #define GG_JSON_RAW
@@ -14,9 +14,9 @@
 
 #include "gridgpu/engine.h"
 #include "gridgpu/image.h"
-#include "session/session.h"
-#include "session/sshview.h"
-#include "session/sync.h"
+#include "store/store.h"
+#include "node/sshview.h"
+#include "engine/sync.h"
 
 static char dir[64];
 static const char KEY[] =

@@ -1,4 +1,4 @@
-/* Site keys as data (GG_SITE_KEYS, lib/core/sitekey.c, lib/session/site.c):
+/* Site keys as data (GG_SITE_KEYS, lib/core/sitekey.c, lib/engine/site.c):
  * every key is whole (an option, help, its member), survives the file, shows
  * in --json and in the lines of a change, is documented on gridgpu-site(1),
  * and is checked by site add and site set as it always was. Nothing here names

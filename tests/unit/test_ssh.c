@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "session/sshview.h"
+#include "node/sshview.h"
 #include "ssh/ssh.h"
 
 static const char KEY[] =

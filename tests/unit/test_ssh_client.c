@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session/sshview.h"
+#include "node/sshview.h"
 #include "ssh/ssh.h"
 
 static char dir[64];

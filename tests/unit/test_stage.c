@@ -1,4 +1,4 @@
-/* What request --image stages with a session (lib/session/stage.c): a SIF as it
+/* What request --image stages with a session (lib/engine/stage.c): a SIF as it
  * is, another image frozen into a SIF first, a path on the node not staged;
  * the enter script written beside them; every file removed when the stage is
  * freed, and nothing made by a dry run or a failure. */
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
-#include "session/engine_int.h"
+#include "engine/engine_int.h"
 
 UNIT_TMPDIR("gg-stage")
 

@@ -1,12 +1,12 @@
 /* A session as lib/ssh sees it: the session layer decides which records are
  * live and turns them into plain ssh targets (lib/ssh knows no records). */
-#ifndef GG_SESSION_SSHVIEW_H
-#define GG_SESSION_SSHVIEW_H
+#ifndef GG_NODE_SSHVIEW_H
+#define GG_NODE_SSHVIEW_H
 
 #include <stddef.h>
 
 #include "core/core.h"
-#include "session/session.h"
+#include "store/store.h"
 #include "ssh/ssh.h"
 
 /* Does the session get a Host block in the generated config? A session not

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "session/engine_int.h"
-#include "session/sshview.h"
-#include "session/sync.h"
+#include "engine/engine_int.h"
+#include "node/sshview.h"
+#include "engine/sync.h"
 #include "ssh/ssh.h"
 
 static int copy_into(struct gg_record *stored, void *ud)

@@ -1,12 +1,12 @@
 /* The state machine: records refreshed from their CE. */
-#include "session/session.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ce/ce.h"
-#include "session/sync.h"
+#include "engine/sync.h"
 
 static void set_str(char **f, const char *v)
 {

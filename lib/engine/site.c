@@ -6,7 +6,7 @@
 
 #include "ce/ce.h"
 #include "gridgpu/site.h"
-#include "session/engine.h"
+#include "engine/engine.h"
 #include "ssh/ssh.h"
 
 typedef int (*check_fn)(const struct gg_site_key *k, const char *v, struct gg_err *err);

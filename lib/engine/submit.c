@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/engine_int.h"
+#include "engine/engine_int.h"
 #include "ssh/ssh.h"
 
 struct run {

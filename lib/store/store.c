@@ -1,7 +1,7 @@
 /* The record store: <dir>/<name>.json, 0600 in a 0700 directory, each written
  * atomically (temp, fsync, rename); read-modify-write under flock(<dir>/.lock)
  * so concurrent gridgpu processes never lose an update. */
-#include "session/session.h"
+#include "store/store.h"
 
 #include <dirent.h>
 #include <errno.h>

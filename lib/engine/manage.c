@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "session/engine_int.h"
-#include "session/sync.h"
+#include "engine/engine_int.h"
+#include "engine/sync.h"
 #include "ssh/ssh.h"
 
 /* ---- adoption ---- */

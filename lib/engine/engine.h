@@ -4,7 +4,7 @@
 
 #include "ce/ce.h"
 #include "cred/cred.h"
-#include "session/session.h"
+#include "store/store.h"
 #include "gridgpu/engine.h"
 
 /* What gridgpu-enter (the script that puts a session's logins in its

@@ -1,8 +1,8 @@
 /* What the engine's files share (not part of the engine's API). */
-#ifndef GG_SESSION_ENGINE_INT_H
-#define GG_SESSION_ENGINE_INT_H
+#ifndef GG_ENGINE_ENGINE_INT_H
+#define GG_ENGINE_ENGINE_INT_H
 
-#include "session/engine.h"
+#include "engine/engine.h"
 
 /* The engine behind the opaque handle of gridgpu/engine.h: the callbacks as
  * gg_engine_set_callbacks left them (a member the caller's struct did not have

@@ -11,8 +11,8 @@
 #include <openssl/evp.h>
 
 #include "image/image.h"
-#include "session/engine_int.h"
-#include "session/sync.h"
+#include "engine/engine_int.h"
+#include "engine/sync.h"
 
 char *gg_site_output_base(const struct gg_site *site)
 {

@@ -1,5 +1,5 @@
 /* A session as lib/ssh sees it: which records are live, and their targets. */
-#include "session/sshview.h"
+#include "node/sshview.h"
 
 #include <stdlib.h>
 #include <string.h>

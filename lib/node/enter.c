@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/engine.h"
+#include "engine/engine.h"
 #include "node/node.h"
-#include "session/sync.h"
+#include "engine/sync.h"
 
 /* The session directory, then its files (node.def) as variables. */
 static const char enter_sd[] = "# ---- what follows is the same for every session ----\n"
@@ -275,7 +275,7 @@ static int binds_fn(FILE *f, const struct gg_enter_opts *o, struct gg_err *err)
 
 static const char enter_top[] =
 	"#!/bin/sh\n"
-	"# gridgpu-enter: made by 'gridgpu request --image' (lib/session/enter.c),\n"
+	"# gridgpu-enter: made by 'gridgpu request --image' (lib/node/enter.c),\n"
 	"# staged beside the session launcher.  'make' makes the writable sandbox\n"
 	"# from the image; 'login' (sshd's ForceCommand) runs a login inside it;\n"
 	"# 'print CMD...' shows the runtime's command line.\n"

@@ -6,7 +6,7 @@
 
 #include "ce/ce.h"
 #include "http/http.h"
-#include "session/engine_int.h"
+#include "engine/engine_int.h"
 
 void gg_storage_outputs_free(struct gg_storage_output *o, size_t n)
 {

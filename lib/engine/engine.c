@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/engine_int.h"
-#include "session/sshview.h"
+#include "engine/engine_int.h"
+#include "node/sshview.h"
 #include "ssh/ssh.h"
 
 int gg_engine_new(struct gg_store *st, const struct gg_config *cfg, struct gg_engine **out,

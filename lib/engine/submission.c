@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "gridgpu/image.h"
-#include "session/engine_int.h"
-#include "session/sync.h"
+#include "engine/engine_int.h"
+#include "engine/sync.h"
 
 static char *dup_or_null(const char *s)
 {

@@ -1,5 +1,5 @@
 /* Session and job records: JSON form, states, the launcher's session file. */
-#include "session/session.h"
+#include "store/store.h"
 
 #include <ctype.h>
 #include <limits.h>

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "session/session.h"
+#include "store/store.h"
 
 /* "libarchive 3.6.2" -> "3.6.2" */
 static const char *archive_version(void)

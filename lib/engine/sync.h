@@ -1,10 +1,10 @@
-/* Records refreshed from their CE (the part of lib/session that talks to a CE). */
-#ifndef GG_SESSION_SYNC_H
-#define GG_SESSION_SYNC_H
+/* Records refreshed from their CE (the part of the engine that talks to a CE). */
+#ifndef GG_ENGINE_SYNC_H
+#define GG_ENGINE_SYNC_H
 
 #include "ce/ce.h"
 #include "node/node.h"
-#include "session/session.h"
+#include "store/store.h"
 
 /* The files of a session's directory are lib/node's (node/node.h). */
 /* Names of a batch job's own files in its directory. */

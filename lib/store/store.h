@@ -1,7 +1,7 @@
-/* lib/session: the public part is include/gridgpu/session.h (records and the
+/* lib/store: the public part is include/gridgpu/session.h (records and the
  * store); here what only the library and the tests use. */
-#ifndef GG_LIB_SESSION_H
-#define GG_LIB_SESSION_H
+#ifndef GG_LIB_STORE_H
+#define GG_LIB_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>

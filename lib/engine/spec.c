@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/engine_int.h"
+#include "engine/engine_int.h"
 
 /* Replace *field with a copy of v (NULL: unset). What a string says is
  * checked where it is used (gg_job_spec_check, the job's description). */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session/engine_int.h"
+#include "engine/engine_int.h"
 
 struct fetch {
 	struct gg_engine *e;

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "image/image.h"
-#include "session/engine_int.h"
-#include "session/sync.h"
+#include "engine/engine_int.h"
+#include "engine/sync.h"
 
 struct gg_session_stage {
 	const char *image_file; /* the local SIF staged (the user's, or sif_tmp) */
