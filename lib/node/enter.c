@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "gridgpu/engine.h" /* gg_session_bind_check */
 #include "node/node.h"
-#include "engine/sync.h"
 
 /* The session directory, then its files (node.def) as variables. */
 static const char enter_sd[] = "# ---- what follows is the same for every session ----\n"

@@ -8,7 +8,6 @@
 
 #include "core/core.h"
 #include "gridgpu/session.h"
-#include "node/node.h"
 
 /* A random id of 12 lowercase hex digits. */
 int gg_random_uid(char out[13], struct gg_err *err);

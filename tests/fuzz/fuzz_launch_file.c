@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "fuzz.h"
+#include "node/node.h"
 #include "store/store.h"
 
 #ifndef GG_LAUNCHER

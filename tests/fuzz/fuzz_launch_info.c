@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "node/node.h"
 #include "store/store.h"
 #include "ssh/ssh.h"
 
