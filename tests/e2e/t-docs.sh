@@ -139,11 +139,19 @@ others=$(grep -cvE '^[a-z]+ -> [a-z]+$' "$T_TMP/graph")
 [ -s "$T_TMP/graph.sh" ] && [ ! -s "$T_TMP/graph.err" ] && [ "$edges" -ge 10 ] && [ "$others" = 0 ] &&
 	ok "architecture.md's include-graph command runs and prints $edges edges" ||
 	not_ok "architecture.md's include-graph command runs and prints edges (got $edges, $others other lines: $(head -3 "$T_TMP/graph.err"))"
-for e in "cli -> session" "session -> ce" "ce -> http" "cred -> core"; do
+for e in "cli -> gridgpu" "engine -> ce" "engine -> node" "node -> store" "ce -> http" "cred -> core"; do
 	grep -qx -- "$e" "$T_TMP/graph" && ok "the include graph has $e" || not_ok "the include graph has $e"
 done
-up=$(grep -E -e '-> cli$' -e '^core -> (ce|cred|voms|http|ssh|gpu|image|session)$' "$T_TMP/graph" | tr '\n' ';')
+# Up: into cli; from core into another module of lib/; from the store into the
+# node or the engine, from the node into the engine, from any module into the
+# doctor (the top).
+up=$(grep -E -e '-> cli$' -e '^core -> (ce|cred|voms|http|ssh|gpu|image|store|node|engine|doctor)$' \
+	-e '^store -> (node|engine)$' -e '^node -> engine$' -e '^[a-z]+ -> doctor$' "$T_TMP/graph" |
+	grep -v '^gridgpu -> doctor$' | tr '\n' ';')
 expect_eq "no include goes up the layers" "${up:-none}" none
+# The command is a client of the public API (issue 48): it includes nothing of lib/.
+inside=$(grep -E '^cli -> ' "$T_TMP/graph" | grep -vx 'cli -> gridgpu' | tr '\n' ';')
+expect_eq "cli/ includes only include/gridgpu/" "${inside:-none}" none
 
 # Every gridgpu command line the documents show (in their code blocks, lines
 # joined at a trailing backslash) names a command gridgpu has and only options
