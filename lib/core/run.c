@@ -37,9 +37,7 @@ static long ms_left(const struct runner *x)
 	return ms > 0 ? ms : 0;
 }
 
-/* posix_spawn's attributes: a process group of its own, no signal blocked,
- * the usual ones back to their defaults (the caller may ignore some). */
-static void spawn_attr(posix_spawnattr_t *at)
+void gg_run_spawn_attr(posix_spawnattr_t *at)
 {
 	sigset_t none, def;
 	sigemptyset(&none);
@@ -87,7 +85,7 @@ static int spawn(char *const argv[], struct runner *x, struct gg_err *err)
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
 	posix_spawnattr_t at;
-	spawn_attr(&at);
+	gg_run_spawn_attr(&at);
 	int e = posix_spawn(&x->pid, file, &fa, &at, argv, environ);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);

@@ -7,6 +7,7 @@
 #ifndef GG_CORE_RUN_H
 #define GG_CORE_RUN_H
 
+#include <spawn.h>
 #include <stddef.h>
 
 #include "core/core.h"
@@ -34,6 +35,12 @@ void gg_run_clear(struct gg_run *r);
 /* The last line of r's output with text in it, leading blanks dropped, in
  * buf (len bytes; "" when none). Returns buf. */
 const char *gg_run_last_line(const struct gg_run *r, char *buf, size_t len);
+
+/* posix_spawn's attributes for a program gridgpu runs: a process group of its
+ * own, no signal blocked, the usual ones back to their defaults (the caller may
+ * ignore some). Also tsource.c's, which runs a token command its own way (its
+ * output is a secret, its stderr kept apart). */
+void gg_run_spawn_attr(posix_spawnattr_t *at);
 
 /* The executable file name would run as: found on $PATH ("/usr/bin:/bin"
  * when unset or empty; empty entries are skipped). malloc'd;

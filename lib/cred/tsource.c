@@ -2,6 +2,7 @@
  * without a shell, htgettoken-style, or an oidc-agent account through
  * liboidc-agent) and the refresh before a token runs out. */
 #include "cred/tsource.h"
+#include "core/run.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -360,24 +361,6 @@ static int open_pipes(int po[2], int pe[2])
 	return 0;
 }
 
-/* posix_spawn's attributes: a process group of its own, no signal blocked,
- * the usual ones back to their defaults (gridgpu may ignore some). */
-static void spawn_attr(posix_spawnattr_t *at)
-{
-	sigset_t none, def;
-	sigemptyset(&none);
-	sigemptyset(&def);
-	const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE};
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaddset(&def, sigs[i]);
-	posix_spawnattr_init(at);
-	posix_spawnattr_setpgroup(at, 0);
-	posix_spawnattr_setsigmask(at, &none);
-	posix_spawnattr_setsigdefault(at, &def);
-	posix_spawnattr_setflags(at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					     POSIX_SPAWN_SETSIGDEF);
-}
-
 /* Start the command with stdin from /dev/null, stdout and stderr to pipes. */
 static int spawn(struct gg_tsource *ts, struct run *r, struct gg_err *err)
 {
@@ -394,7 +377,7 @@ static int spawn(struct gg_tsource *ts, struct run *r, struct gg_err *err)
 	posix_spawn_file_actions_adddup2(&fa, po[1], STDOUT_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, pe[1], STDERR_FILENO);
 	posix_spawnattr_t at;
-	spawn_attr(&at);
+	gg_run_spawn_attr(&at);
 	int e = posix_spawnp(&r->pid, ts->argv[0], &fa, &at, ts->argv, environ);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
