@@ -183,12 +183,13 @@ int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q, const struc
 			  : gg_err_set(err, GG_EUSAGE, "no image to stage");
 	if (rc == 0)
 		rc = enter_script(q, site, dry_run, s, err);
+	if (rc == 0) /* the spec keeps copies: it is freed on its own */
+		rc = gg_session_spec_set_enter(q, dry_run ? "(gridgpu-enter, below)" : s->enter_tmp,
+					       s->image_file, err);
 	if (rc < 0) {
 		gg_session_stage_free(s);
 		return rc;
 	}
-	q->enter = dry_run ? "(gridgpu-enter, below)" : s->enter_tmp;
-	q->image_file = s->image_file;
 	*out = s;
 	return 0;
 }

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
-#include "engine/engine_int.h"
+#include "engine/engine_int.h" /* the spec's enter and image_file, read back */
 
 UNIT_TMPDIR("gg-stage")
 
@@ -117,22 +117,35 @@ static int64_t sif_part(const char *path)
 	return off;
 }
 
+/* A spec as a front end makes one: the image, GPUs, a --bind. */
+static struct gg_session_spec *spec(const char *image, int gpus, const char *bind)
+{
+	struct gg_session_spec *q = NULL;
+	struct gg_jd_resources res = {.walltime = 3600, .gpus = gpus};
+	assert_int_equal(gg_session_spec_new(&q, NULL), 0);
+	assert_int_equal(gg_session_spec_set_image(q, image, NULL), 0);
+	assert_int_equal(gg_session_spec_set_resources(q, &res, NULL), 0);
+	if (bind)
+		assert_int_equal(gg_session_spec_add_bind(q, bind, NULL), 0);
+	return q;
+}
+
 /* A SIF goes as it is; the enter script names the staged image and its
  * partition, written (0600) where q->enter says, removed with the stage. */
 static void test_stage_sif(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.image = sif};
+	struct gg_session_spec *q = spec(sif, 0, NULL);
 	struct gg_session_stage *s = NULL;
 	struct gg_err err = {0};
-	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), 0);
-	assert_string_equal(q.image_file, sif);
-	assert_non_null(q.enter);
-	assert_int_equal(strncmp(q.enter, stagedir, strlen(stagedir)), 0);
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), 0);
+	assert_string_equal(q->image_file, sif);
+	assert_non_null(q->enter);
+	assert_int_equal(strncmp(q->enter, stagedir, strlen(stagedir)), 0);
 	struct stat st;
-	assert_int_equal(stat(q.enter, &st), 0);
+	assert_int_equal(stat(q->enter, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	char *text = slurp(q.enter);
+	char *text = slurp(q->enter);
 	assert_non_null(text);
 	assert_string_equal(text, gg_session_stage_script(s));
 	assert_non_null(strstr(text, "\nIMAGE='gridgpu-image.sif'\n"));
@@ -145,6 +158,7 @@ static void test_stage_sif(void **state)
 	assert_string_equal(notes, "");
 	gg_session_stage_free(s);
 	assert_int_equal(staged_files(), 0);
+	gg_session_spec_free(q);
 }
 
 /* A directory is frozen into a SIF first (and says so); both files go with
@@ -152,36 +166,38 @@ static void test_stage_sif(void **state)
 static void test_stage_freeze(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.image = rootfs, .res.gpus = 1};
+	struct gg_session_spec *q = spec(rootfs, 1, NULL);
 	struct gg_session_stage *s = NULL;
 	struct gg_err err = {0};
-	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), 0);
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), 0);
 	char want[512];
 	snprintf(want, sizeof want, "making a SIF of %s to stage with the session\n", rootfs);
 	assert_string_equal(notes, want);
-	assert_non_null(q.image_file);
-	assert_int_equal(strncmp(q.image_file, stagedir, strlen(stagedir)), 0);
-	assert_true(sif_part(q.image_file) > 0);
+	assert_non_null(q->image_file);
+	assert_int_equal(strncmp(q->image_file, stagedir, strlen(stagedir)), 0);
+	assert_true(sif_part(q->image_file) > 0);
 	assert_non_null(strstr(gg_session_stage_script(s), "\nGPUS='1'\n"));
 	assert_int_equal(staged_files(), 2);
 	gg_session_stage_free(s);
 	assert_int_equal(staged_files(), 0);
+	gg_session_spec_free(q);
 }
 
 /* Interrupted while freezing: GG_EINTR, nothing left behind. */
 static void test_stage_cancel(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.image = rootfs};
+	struct gg_session_spec *q = spec(rootfs, 0, NULL);
 	struct gg_session_stage *s = NULL;
 	struct gg_err err = {0};
 	cancel_now = 1;
-	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), GG_EINTR);
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), GG_EINTR);
 	assert_null(s);
 	char want[300];
 	snprintf(want, sizeof want, "--image %s: ", rootfs);
 	assert_int_equal(strncmp(err.msg, want, strlen(want)), 0);
 	assert_int_equal(staged_files(), 0);
+	gg_session_spec_free(q);
 }
 
 /* An absolute path that is not here is the node's: not staged, named in the
@@ -189,20 +205,22 @@ static void test_stage_cancel(void **state)
 static void test_stage_node_path(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.image = "/cvmfs/unpacked.example/img.sif"};
+	struct gg_session_spec *q = spec("/cvmfs/unpacked.example/img.sif", 0, NULL);
 	struct gg_session_stage *s = NULL;
 	struct gg_err err = {0};
-	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), 0);
-	assert_null(q.image_file);
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), 0);
+	assert_null(q->image_file);
 	assert_non_null(strstr(gg_session_stage_script(s),
 			       "\nIMAGE='/cvmfs/unpacked.example/img.sif'\nOFFSET='0'\n"));
 	gg_session_stage_free(s);
-	q = (struct gg_session_spec){.image = "no-such.sif"};
-	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), GG_EUSAGE);
+	gg_session_spec_free(q);
+	q = spec("no-such.sif", 0, NULL);
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), GG_EUSAGE);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, "--image 'no-such.sif' (a path on the node must be "
 					"absolute)"));
 	assert_int_equal(staged_files(), 0);
+	gg_session_spec_free(q);
 }
 
 /* A dry run freezes and writes nothing; the script is there to show. A bind
@@ -210,20 +228,21 @@ static void test_stage_node_path(void **state)
 static void test_stage_dry_run_and_bad_bind(void **state)
 {
 	(void)state;
-	struct gg_session_spec q = {.image = rootfs};
+	struct gg_session_spec *q = spec(rootfs, 0, NULL);
 	struct gg_session_stage *s = NULL;
 	struct gg_err err = {0};
-	assert_int_equal(gg_session_stage(NULL, &q, NULL, 1, &s, &err), 0);
-	assert_string_equal(q.enter, "(gridgpu-enter, below)");
-	assert_string_equal(q.image_file, rootfs);
+	assert_int_equal(gg_session_stage(NULL, q, NULL, 1, &s, &err), 0);
+	assert_string_equal(q->enter, "(gridgpu-enter, below)");
+	assert_string_equal(q->image_file, rootfs);
 	assert_non_null(strstr(gg_session_stage_script(s), "gridgpu-enter"));
 	assert_int_equal(staged_files() <= 0, 1);
 	gg_session_stage_free(s);
-	const char *binds[] = {"relative/path"};
-	q = (struct gg_session_spec){.image = sif, .binds = binds, .nbinds = 1};
-	assert_int_equal(gg_session_stage(&E, &q, NULL, 0, &s, &err), GG_EUSAGE);
+	gg_session_spec_free(q);
+	q = spec(sif, 0, "relative/path");
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), GG_EUSAGE);
 	assert_null(s);
 	assert_int_equal(staged_files() <= 0, 1);
+	gg_session_spec_free(q);
 }
 
 /* Two stages at once (a front end that stages sessions before it submits
@@ -231,27 +250,27 @@ static void test_stage_dry_run_and_bad_bind(void **state)
 static void test_stage_two_at_once(void **state)
 {
 	(void)state;
-	const char *binds[] = {"/data"};
-	struct gg_session_spec q1 = {.image = rootfs},
-			       q2 = {.image = rootfs, .binds = binds, .nbinds = 1};
+	struct gg_session_spec *q1 = spec(rootfs, 0, NULL), *q2 = spec(rootfs, 0, "/data");
 	struct gg_session_stage *s1 = NULL, *s2 = NULL;
 	struct gg_err err = {0};
-	assert_int_equal(gg_session_stage(&E, &q1, NULL, 0, &s1, &err), 0);
-	assert_int_equal(gg_session_stage(&E, &q2, NULL, 0, &s2, &err), 0);
-	assert_string_not_equal(q1.enter, q2.enter);
-	assert_string_not_equal(q1.image_file, q2.image_file);
-	char *t1 = slurp(q1.enter);
+	assert_int_equal(gg_session_stage(&E, q1, NULL, 0, &s1, &err), 0);
+	assert_int_equal(gg_session_stage(&E, q2, NULL, 0, &s2, &err), 0);
+	assert_string_not_equal(q1->enter, q2->enter);
+	assert_string_not_equal(q1->image_file, q2->image_file);
+	char *t1 = slurp(q1->enter);
 	assert_non_null(t1);
 	assert_string_equal(t1, gg_session_stage_script(s1));
 	free(t1);
 	gg_session_stage_free(s1);
-	char *t2 = slurp(q2.enter);
+	char *t2 = slurp(q2->enter);
 	assert_non_null(t2);
 	assert_string_equal(t2, gg_session_stage_script(s2));
 	free(t2);
-	assert_true(sif_part(q2.image_file) > 0);
+	assert_true(sif_part(q2->image_file) > 0);
 	gg_session_stage_free(s2);
 	assert_int_equal(staged_files(), 0);
+	gg_session_spec_free(q1);
+	gg_session_spec_free(q2);
 }
 
 int main(void)
