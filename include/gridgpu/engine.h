@@ -8,6 +8,7 @@
 
 #include "gridgpu/ce.h"
 #include "gridgpu/cred.h"
+#include "gridgpu/node.h"
 #include "gridgpu/session.h"
 
 /* The engine is an opaque handle: what it holds (the store, the sites, the
@@ -95,13 +96,6 @@ GG_API int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, c
 			       struct gg_err *err);
 
 /* ---- the descriptions (describe.c) ---- */
-
-/* The files a session's job is given in its session dir (what --dry-run shows
- * it would upload): the launcher, the sshd's authorized keys, and with an
- * image the script that enters its container. */
-#define GG_LAUNCHER_NAME "gridgpu-launcher"
-#define GG_AUTHKEYS_NAME "gridgpu-authorized_keys"
-#define GG_ENTER_NAME    "gridgpu-enter"
 
 /* What a session asks for: its resources, the connect deadline and idle limit
  * (seconds; 0 = the site's or none), the container image its logins run in

@@ -15,6 +15,17 @@
 #include "gridgpu/image.h"
 #include "gridgpu/session.h"
 
+/* The files of a session's directory the client stages or reads (what --dry-run
+ * shows it would upload; lib/node/node.def has them all): the launcher, the
+ * sshd's authorized keys, with an image the script that enters its container and
+ * the image, the session file the launcher publishes, and its log. */
+#define GG_LAUNCHER_NAME      "gridgpu-launcher"
+#define GG_AUTHKEYS_NAME      "gridgpu-authorized_keys"
+#define GG_ENTER_NAME         "gridgpu-enter"
+#define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
+#define GG_SESSION_FILE       "gridgpu-session.json"
+#define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
+
 /* How a session is to be frozen: made by gg_session_freeze_new, set up, run once by
  * gg_session_freeze, freed by gg_session_freeze_free. */
 struct gg_session_freeze;

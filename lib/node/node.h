@@ -14,13 +14,8 @@
 struct gg_jobdesc;
 
 /* The names the client stages and reads in the session directory (node.def's
- * paths; literals for the messages and the dry run that spell them). */
-#define GG_SESSION_FILE       "gridgpu-session.json"
-#define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
-#define GG_LAUNCHER_NAME      "gridgpu-launcher"
-#define GG_AUTHKEYS_NAME      "gridgpu-authorized_keys"
-#define GG_ENTER_NAME         "gridgpu-enter"
-#define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
+ * paths) are gridgpu/node.h's GG_*_NAME, GG_SESSION_FILE, GG_LAUNCHER_LOG. */
+#include "gridgpu/node.h"
 
 /* A command that starts with this runs on the node, outside the session's
  * container (the enter script's login lets it through). */
