@@ -229,14 +229,14 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 	if (rc == 0)
 		rc = gg_jd_arg(jd, GG_WRAPPER_NAME, err);
 	if (rc == 0 && (s->res.gpus || s->res.mig))
-		rc = gg_jd_arg(jd, "-g", err);
+		rc = gg_node_jd_warg(jd, GG_NW_GPUS, NULL, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)s->part_offset);
-	if (rc == 0 && (rc = gg_jd_arg(jd, "-o", err)) == 0)
-		rc = gg_jd_arg(jd, buf, err);
-	if (rc == 0 && site && site->runtime && (rc = gg_jd_arg(jd, "-r", err)) == 0)
-		rc = gg_jd_arg(jd, site->runtime, err);
+	if (rc == 0)
+		rc = gg_node_jd_warg(jd, GG_NW_OFFSET, buf, err);
+	if (rc == 0 && site && site->runtime)
+		rc = gg_node_jd_warg(jd, GG_NW_RUNTIME, site->runtime, err);
 	if (rc == 0 && !command_plain(s->cmd, s->ncmd))
-		rc = gg_jd_arg(jd, "-x", err);
+		rc = gg_node_jd_warg(jd, GG_NW_B64, NULL, err);
 	if (rc == 0)
 		rc = gg_jd_arg(jd, GG_JOB_IMAGE_NAME, err);
 	if (rc == 0)

@@ -40,6 +40,24 @@ static const char *const envs[] = {
 #undef GG_NODE_PATH
 #undef GG_NODE_FIELD
 #undef GG_NODE_ENV
+#define GG_NODE_FLAG(id, letter, arg, help)
+#define GG_NODE_PATH(id, path, help)
+#define GG_NODE_FIELD(name, type, help)
+#define GG_NODE_ENV(id, name, help)
+#define GG_NODE_WFLAG(id, letter, arg, help) [GG_NW_##id] = {letter, arg, help},
+static const struct gg_node_flag_info wflags[] = {
+#include "node/node.def"
+};
+#undef GG_NODE_FLAG
+#undef GG_NODE_PATH
+#undef GG_NODE_FIELD
+#undef GG_NODE_ENV
+#undef GG_NODE_WFLAG
+
+const struct gg_node_flag_info *gg_node_wflag_info(enum gg_node_wflag f)
+{
+	return (unsigned)f < GG_NW_COUNT ? &wflags[f] : NULL;
+}
 
 const struct gg_node_flag_info *gg_node_flag_info(enum gg_node_flag f)
 {
@@ -62,12 +80,13 @@ const struct gg_node_field_info *gg_node_fields(size_t *n)
 	return fields;
 }
 
-char *gg_node_optstring(void)
+/* getopts' option string of a script's options (n of them). */
+static char *optstring(const struct gg_node_flag_info *t, size_t n)
 {
-	char *s = malloc(2 * GG_NF_COUNT + 1), *o = s;
-	for (size_t i = 0; s && i < GG_NF_COUNT; i++) {
-		*o++ = flags[i].letter;
-		if (flags[i].arg)
+	char *s = malloc(2 * n + 1), *o = s;
+	for (size_t i = 0; s && i < n; i++) {
+		*o++ = t[i].letter;
+		if (t[i].arg)
 			*o++ = ':';
 	}
 	if (s)
@@ -75,16 +94,38 @@ char *gg_node_optstring(void)
 	return s;
 }
 
-int gg_node_jd_arg(struct gg_jobdesc *jd, enum gg_node_flag f, const char *value,
-		   struct gg_err *err)
+char *gg_node_optstring(void)
 {
-	const struct gg_node_flag_info *fi = gg_node_flag_info(f);
+	return optstring(flags, GG_NF_COUNT);
+}
+
+char *gg_node_wrapper_optstring(void)
+{
+	return optstring(wflags, GG_NW_COUNT);
+}
+
+/* "-x" (then value) of a script's option fi in a job description's arguments. */
+static int jd_opt(struct gg_jobdesc *jd, const struct gg_node_flag_info *fi, const char *script,
+		  const char *value, struct gg_err *err)
+{
 	if (!fi || !fi->arg != !value)
-		return gg_err_set(err, GG_EFAIL, "the launcher's option %c %s an operand",
+		return gg_err_set(err, GG_EFAIL, "the %s's option %c %s an operand", script,
 				  fi ? fi->letter : '?', value ? "takes no" : "needs");
 	char opt[3] = {'-', fi->letter, '\0'};
 	int rc = gg_jd_arg(jd, opt, err);
 	return rc == 0 && value ? gg_jd_arg(jd, value, err) : rc;
+}
+
+int gg_node_jd_arg(struct gg_jobdesc *jd, enum gg_node_flag f, const char *value,
+		   struct gg_err *err)
+{
+	return jd_opt(jd, gg_node_flag_info(f), "launcher", value, err);
+}
+
+int gg_node_jd_warg(struct gg_jobdesc *jd, enum gg_node_wflag f, const char *value,
+		    struct gg_err *err)
+{
+	return jd_opt(jd, gg_node_wflag_info(f), "batch wrapper", value, err);
 }
 
 char *gg_node_sd_path(enum gg_node_path p)

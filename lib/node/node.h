@@ -57,6 +57,21 @@ struct gg_node_flag_info {
 	const char *arg; /* the operand's name; NULL: takes none */
 	const char *help;
 };
+#define GG_NODE_FLAG(id, letter, arg, help)
+#define GG_NODE_PATH(id, path, help)
+#define GG_NODE_FIELD(name, type, help)
+#define GG_NODE_ENV(id, name, help)
+#define GG_NODE_WFLAG(id, letter, arg, help) GG_NW_##id,
+enum gg_node_wflag {
+#include "node/node.def"
+	GG_NW_COUNT
+};
+#undef GG_NODE_FLAG
+#undef GG_NODE_PATH
+#undef GG_NODE_FIELD
+#undef GG_NODE_ENV
+#undef GG_NODE_WFLAG
+
 struct gg_node_field_info {
 	const char *name;
 	char type; /* 's' string, 'n' whole number */
@@ -70,11 +85,17 @@ const char *gg_node_env(enum gg_node_env e);
 const struct gg_node_field_info *gg_node_fields(size_t *n);
 /* The launcher's getopts option string ("d:i:...g..."), malloc'd. */
 char *gg_node_optstring(void);
+/* The batch wrapper's options, and its getopts option string (malloc'd). */
+const struct gg_node_flag_info *gg_node_wflag_info(enum gg_node_wflag f);
+char *gg_node_wrapper_optstring(void);
 
 /* The launcher's option f in a job description's arguments: "-x", then value
  * when the option takes one (value must be given exactly then). */
 int gg_node_jd_arg(struct gg_jobdesc *jd, enum gg_node_flag f, const char *value,
 		   struct gg_err *err);
+/* The same for the batch wrapper's option f. */
+int gg_node_jd_warg(struct gg_jobdesc *jd, enum gg_node_wflag f, const char *value,
+		    struct gg_err *err);
 
 /* sh for a remote shell: a path of the session directory ("${GRIDGPU_SESSION_DIR:-
  * /nonexistent}/PATH"), for a command that starts with GG_NODE_MARK. malloc'd. */

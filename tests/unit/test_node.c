@@ -16,6 +16,7 @@
 
 #define LAUNCHER "libexec/gridgpu/session-launcher"
 #define SCHEMA   "doc/json/session-file.schema.json"
+#define WRAPPER  "libexec/gridgpu/batch-wrapper"
 
 UNIT_TMPDIR("gg-node")
 
@@ -34,30 +35,54 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-/* The launcher's getopts takes exactly the table's options, with an operand where
- * the table has one, and its usage comment names each with that operand. */
-static void test_flags_match_launcher(void **state)
+/* A script's getopts takes exactly the table's options (n of them, info(f) each),
+ * with an operand where the table has one, and its usage comment names each with
+ * that operand. */
+static void flags_match(const char *script, char *opts, int n,
+			const struct gg_node_flag_info *(*info)(int))
 {
-	(void)state;
-	char *src = slurp(LAUNCHER), *opts = gg_node_optstring();
+	char *src = slurp(script);
 	const char *g = strstr(src, "\nwhile getopts ");
 	assert_non_null(g);
 	g += strlen("\nwhile getopts ");
-	size_t n = strcspn(g, " ");
-	assert_int_equal(n, strlen(opts));
-	assert_memory_equal(g, opts, n);
-	for (int f = 0; f < GG_NF_COUNT; f++) {
-		const struct gg_node_flag_info *fi = gg_node_flag_info((enum gg_node_flag)f);
+	size_t len = strcspn(g, " ");
+	if (len != strlen(opts) || memcmp(g, opts, len))
+		fail_msg("%s: getopts '%.*s', the table '%s'", script, (int)len, g, opts);
+	for (int f = 0; f < n; f++) {
+		const struct gg_node_flag_info *fi = info(f);
 		char usage[32], branch[8];
 		snprintf(usage, sizeof usage, "-%c%s%s", fi->letter, fi->arg ? " " : "",
 			 fi->arg ? fi->arg : "");
 		snprintf(branch, sizeof branch, "\n\t%c) ", fi->letter);
 		if (!strstr(src, usage) || !strstr(src, branch))
-			fail_msg("the launcher has no '%s' in its usage or no branch for it",
-				 usage);
+			fail_msg("%s has no '%s' in its usage or no branch for it", script, usage);
 	}
 	free(opts);
 	free(src);
+}
+
+static const struct gg_node_flag_info *launcher_flag(int f)
+{
+	return gg_node_flag_info((enum gg_node_flag)f);
+}
+
+static const struct gg_node_flag_info *wrapper_flag(int f)
+{
+	return gg_node_wflag_info((enum gg_node_wflag)f);
+}
+
+static void test_flags_match_launcher(void **state)
+{
+	(void)state;
+	flags_match(LAUNCHER, gg_node_optstring(), GG_NF_COUNT, launcher_flag);
+}
+
+/* The batch wrapper's options are the table's too (the job description's
+ * arguments for a batch job come from its GG_NODE_WFLAG rows). */
+static void test_flags_match_wrapper(void **state)
+{
+	(void)state;
+	flags_match(WRAPPER, gg_node_wrapper_optstring(), GG_NW_COUNT, wrapper_flag);
 }
 
 /* The arguments a session's job description gives the launcher (every option the
@@ -447,6 +472,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flags_match_launcher),
+		cmocka_unit_test(test_flags_match_wrapper),
 		cmocka_unit_test(test_launcher_accepts_args),
 		cmocka_unit_test(test_jd_arg_checked),
 		cmocka_unit_test(test_fields_match_schema_and_launcher),
