@@ -30,7 +30,7 @@ const struct gg_opt cmd_request_opts[] = {
 	CLI_RES_OPTS("how long the session may last (default 4h)"),
 	{"image", 'i', OPT_ARG, "IMAGE",
 	 "work inside a writable sandbox made from IMAGE (SIF, docker-archive, OCI, tar, "
-	 "directory; or an absolute path on the node)",
+	 "directory here; node:/PATH for an image on the node)",
 	 O_IMAGE},
 	{"bind", 0, OPT_ARG, "SRC[:DST]", "a path of the node in the container (repeat for more)",
 	 O_BIND},

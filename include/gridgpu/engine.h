@@ -152,13 +152,17 @@ GG_API int gg_session_describe(const struct gg_session_spec *q, const struct gg_
 /* What is staged with a session that works in an image (request --image):
  * q->image a SIF here (staged as it is), another kind of image here (a
  * directory, tar, docker-archive or OCI: frozen into a SIF first, told as a
- * GG_NOTE_INFO, the engine's cancel stopping it) or an absolute path on the node
- * (not staged; GG_EUSAGE for a relative path that is not here), and the script
+ * GG_NOTE_INFO, the engine's cancel stopping it) or GG_IMAGE_NODE_MARK and an
+ * absolute path on the node (not staged; the script gets the path without the
+ * marking). A path without the marking that is not here is GG_EUSAGE, before
+ * anything is made or sent (the node would say so only after the queue wait);
+ * so is a relative path on the node. Then the script
  * that enters the container, made for site's runtime with q's binds (GG_EUSAGE
  * for a bind it cannot take). Sets q's enter script and image file
  * (gg_session_spec_set_enter) to the staged files: free *out (the files are
  * removed) once the session is submitted.
  * With dry_run nothing is frozen or written (e may be NULL). */
+#define GG_IMAGE_NODE_MARK "node:" /* request --image node:/cvmfs/...: on the node */
 struct gg_session_stage;
 GG_API int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q,
 			    const struct gg_site *site, int dry_run, struct gg_session_stage **out,

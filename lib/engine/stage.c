@@ -1,11 +1,12 @@
 /* request --image: what is staged with the session. A SIF on this machine goes
  * as it is; a directory, tar, docker-archive or OCI image is frozen into a SIF
  * first (gridgpu's own readers, whiteouts applied: one kind of image reaches
- * the node, compressed); an absolute path that is not here is a path on the
- * node. Then the script that enters the container (gridgpu-enter), made for
- * the site's runtime. Both are written to files in a directory of the stage's
- * own under the cache dir, removed by gg_session_stage_free once the uploads
- * are done. */
+ * the node, compressed); node:/PATH is a path on the node, not staged. A local
+ * path that is not here is a typo, refused before anything is sent (the node
+ * would find out only after the queue wait). Then the script that enters the
+ * container (gridgpu-enter), made for the site's runtime. Both are written to
+ * files in a directory of the stage's own under the cache dir, removed by
+ * gg_session_stage_free once the uploads are done. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ struct gg_session_stage {
 	char *enter_tmp;        /* gridgpu-enter, written for the upload */
 	char *enter_text;       /* its text */
 	int64_t offset;         /* the staged SIF's squashfs partition */
-	int node_path;          /* the image is a path on the node */
+	const char *node_path;  /* the image's path on the node (in the spec's image) */
 };
 
 void gg_session_stage_free(struct gg_session_stage *s)
@@ -127,18 +128,48 @@ static int freeze_to_sif(struct gg_engine *e, const char *src, struct gg_session
 	return 0;
 }
 
-static int pick_image(struct gg_engine *e, const char *image, int dry_run,
-		      struct gg_session_stage *s, struct gg_err *err)
+/* An image on the node: node:/PATH, as scp and apptainer's docker:// name
+ * where a file is. PATH goes into the enter script without the marking. */
+static int node_image(const char *image, struct gg_session_stage *s, struct gg_err *err)
 {
+	const char *path = image + strlen(GG_IMAGE_NODE_MARK);
+	if (path[0] != '/')
+		return gg_err_set(err, GG_EUSAGE,
+				  "--image '%s': a path on the node must be absolute "
+				  "(node:/PATH)",
+				  image);
+	s->node_path = path;
+	return 0;
+}
+
+/* A local image that is not here: a typo until the user says it is on the
+ * node (whose check would come only after the queue wait). */
+static int no_such_image(const char *image, const struct gg_site *site, int errnum,
+			 struct gg_err *err)
+{
+	if (errnum != ENOENT)
+		return gg_err_sys(err, GG_EUSAGE, errnum, "--image '%s'", image);
+	if (site && site->image && !strcmp(site->image, image))
+		return gg_err_set(err, GG_EUSAGE,
+				  "site '%s': image '%s' is not on this machine (on the node? "
+				  "'gridgpu site set %s image node:%s')",
+				  site->name, image, site->name, image);
+	if (image[0] != '/')
+		return gg_err_set(err, GG_EUSAGE, "--image '%s': no such file here", image);
+	return gg_err_set(err, GG_EUSAGE,
+			  "--image '%s': no such file here (an image on the node: --image "
+			  "node:%s)",
+			  image, image);
+}
+
+static int pick_image(struct gg_engine *e, const char *image, const struct gg_site *site,
+		      int dry_run, struct gg_session_stage *s, struct gg_err *err)
+{
+	if (!strncmp(image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
+		return node_image(image, s, err);
 	struct stat st;
-	if (stat(image, &st) < 0) {
-		if (errno == ENOENT && image[0] == '/') {
-			s->node_path = 1; /* pre-placed at the site */
-			return 0;
-		}
-		return gg_err_sys(err, GG_EUSAGE, errno,
-				  "--image '%s' (a path on the node must be absolute)", image);
-	}
+	if (stat(image, &st) < 0)
+		return no_such_image(image, site, errno, err);
 	if (S_ISREG(st.st_mode) && sif_offset(image, &s->offset)) {
 		s->image_file = image;
 		return 0;
@@ -156,7 +187,7 @@ static int enter_script(const struct gg_session_spec *q, const struct gg_site *s
 			struct gg_session_stage *s, struct gg_err *err)
 {
 	struct gg_enter_opts eo = {.runtime = site ? site->runtime : NULL,
-				   .image = s->node_path ? q->image : GG_SESSION_IMAGE_NAME,
+				   .image = s->node_path ? s->node_path : GG_SESSION_IMAGE_NAME,
 				   .offset = s->offset,
 				   .gpus = q->res.gpus || q->res.mig,
 				   .site_binds = site ? site->binds : NULL,
@@ -179,7 +210,7 @@ int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q, const struc
 	struct gg_session_stage *s = calloc(1, sizeof *s);
 	if (!s)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	int rc = q->image ? pick_image(e, q->image, dry_run, s, err)
+	int rc = q->image ? pick_image(e, q->image, site, dry_run, s, err)
 			  : gg_err_set(err, GG_EUSAGE, "no image to stage");
 	if (rc == 0)
 		rc = enter_script(q, site, dry_run, s, err);

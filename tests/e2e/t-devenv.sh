@@ -56,6 +56,24 @@ printf '%s\n' "$OUT" | grep -q '"-e" "gridgpu-enter"' && printf '%s\n' "$OUT" | 
 printf '%s\n' "$OUT" | grep -q '(jobname="gridgpu-UID")' &&
 	ok "request --dry-run: the job's name is gridgpu-UID (the uid comes at submission), not gridgpu-(null)" || not_ok "dry-run jobname: $OUT"
 
+# a typo in --image: refused here (exit 2, saying how to name an image on the
+# node), nothing sent: no record, no job at the CE; node:/PATH is the node's,
+# handed to gridgpu-enter without the marking
+REC=$XDG_STATE_HOME/gridgpu/records
+expect_fail "request --image /no/such.tar: refused before the queue wait (exit 2)" 2 \
+	"--image '/no/such.tar': no such file here (an image on the node: --image node:/no/such.tar)" \
+	request --name typo --no-wait --image /no/such.tar --walltime 30m
+expect_eq "... one line" "$(printf '%s\n' "$ERR" | wc -l)" 1
+typo_jobs=$(ce_jobs_with '"typo"')
+expect_eq "... no record and no job at the CE" "$([ -e "$REC/typo.json" ] && echo record)$typo_jobs" ""
+# shellcheck disable=SC2086 # job ids
+[ -n "$typo_jobs" ] && { ce_forget $typo_jobs; "$GRIDGPU" kill typo >/dev/null 2>&1; }
+expect_fail "request --dry-run --image /no/such.tar: refused likewise" 2 "--image node:/no/such.tar" \
+	request --dry-run --image /no/such.tar
+run_gg request --dry-run --image node:/cvmfs/unpacked.example/dev.sif
+printf '%s\n' "$OUT" | grep -q "^IMAGE='/cvmfs/unpacked.example/dev.sif'$" && [ "$RC" = 0 ] &&
+	ok "request --dry-run --image node:/PATH: gridgpu-enter gets /PATH (not staged)" || not_ok "node: dry-run: $RC $OUT $ERR"
+
 t0=$(now_ms)
 run_gg request --name dev --image dev.tar --bind "$T_TMP/bindme:/mnt/b" --walltime 30m
 expect_eq "request --image dev.tar (docker-archive) reaches ready ($(($(now_ms) - t0)) ms)" "$RC" 0

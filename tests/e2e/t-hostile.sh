@@ -122,7 +122,7 @@ cmp -s "$CFG" "$T_TMP/cfg.before" && ok "the refused values left the configurati
 # valid but odd: not UTF-8 (CE, image) and a right-to-left override (queue)
 X=$(printf '\377')
 RLO=$(printf '\342\200\256')
-run_gg site add odd --ce "https://ce.invalid/ar${X}ex" --jump u@jump.invalid --image "/img${X}.sif" --queue "q${RLO}x"
+run_gg site add odd --ce "https://ce.invalid/ar${X}ex" --jump u@jump.invalid --image "node:/img${X}.sif" --queue "q${RLO}x"
 expect_eq "site add: text that is not UTF-8 or hides a bidi override is taken" "$RC" 0
 # no_raw DESCRIPTION TEXT: the last output has no raw control (but the tabs of
 # the script a dry run shows), no invalid UTF-8, no raw RLO, and holds TEXT
@@ -159,7 +159,7 @@ json_has 'd["ce"] == "https://ce.invalid/x\\xff" and d["binds"] == ["/data\\xff:
 run_gg --json site set odd2 image "/i${X}.sif"
 json_has 'd["image"] == "/i\\xff.sif" and d["ce"] == "https://ce.invalid/x\\xff"' "site set --json: values that are not UTF-8 are kept, escaped" site "site set"
 run_gg --json site show odd
-json_has 'd["ce"] == "https://ce.invalid/ar\\xffex" and d["image"] == "/img\\xff.sif" and d["queue"] == "q\u202ex"' "site show --json: every value kept, escaped" site "site show"
+json_has 'd["ce"] == "https://ce.invalid/ar\\xffex" and d["image"] == "node:/img\\xff.sif" and d["queue"] == "q\u202ex"' "site show --json: every value kept, escaped" site "site show"
 run_gg --json site list
 json_has '{s["name"]: s["ce"] for s in d["items"]} == {"evil": "https://ce.invalid/arex", "odd": "https://ce.invalid/ar\\xffex", "odd2": "https://ce.invalid/x\\xff"}' "site list --json: every profile there, values escaped" site-list "site list"
 run_gg --json request --dry-run --site odd

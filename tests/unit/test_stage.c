@@ -200,26 +200,64 @@ static void test_stage_cancel(void **state)
 	gg_session_spec_free(q);
 }
 
-/* An absolute path that is not here is the node's: not staged, named in the
- * script; a relative one that is not here is a mistake. */
+/* node:/PATH is the node's: not staged, named in the script without the
+ * marking; node: with a relative path is refused. */
 static void test_stage_node_path(void **state)
 {
 	(void)state;
-	struct gg_session_spec *q = spec("/cvmfs/unpacked.example/img.sif", 0, NULL);
+	struct gg_session_spec *q = spec("node:/cvmfs/unpacked.example/img.sif", 1, NULL);
 	struct gg_session_stage *s = NULL;
 	struct gg_err err = {0};
 	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), 0);
 	assert_null(q->image_file);
 	assert_non_null(strstr(gg_session_stage_script(s),
 			       "\nIMAGE='/cvmfs/unpacked.example/img.sif'\nOFFSET='0'\n"));
+	assert_int_equal(staged_files(), 1); /* the script only */
 	gg_session_stage_free(s);
+	gg_session_spec_free(q);
+	q = spec("node:cvmfs/img.sif", 0, NULL);
+	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), GG_EUSAGE);
+	assert_null(s);
+	assert_string_equal(err.msg, "--image 'node:cvmfs/img.sif': a path on the node must be "
+				     "absolute (node:/PATH)");
+	assert_int_equal(staged_files(), 0);
+	gg_session_spec_free(q);
+}
+
+/* A path that is not here (a typo, or the node's without the marking) is
+ * refused before anything is made, saying how to name the node's; so is a
+ * site's default image, the fix being the site's. A dry run likewise. */
+static void test_stage_missing_refused(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	struct gg_session_stage *s = NULL;
+	struct gg_session_spec *q = spec("/no/such.tar", 1, NULL);
+	for (int dry = 0; dry < 2; dry++) {
+		err = (struct gg_err){0};
+		assert_int_equal(gg_session_stage(dry ? NULL : &E, q, NULL, dry, &s, &err),
+				 GG_EUSAGE);
+		assert_null(s);
+		assert_null(q->enter);
+		assert_string_equal(err.msg, "--image '/no/such.tar': no such file here (an "
+					     "image on the node: --image node:/no/such.tar)");
+		assert_int_equal(staged_files() <= 0, 1);
+	}
 	gg_session_spec_free(q);
 	q = spec("no-such.sif", 0, NULL);
 	assert_int_equal(gg_session_stage(&E, q, NULL, 0, &s, &err), GG_EUSAGE);
 	assert_null(s);
-	assert_non_null(strstr(err.msg, "--image 'no-such.sif' (a path on the node must be "
-					"absolute)"));
-	assert_int_equal(staged_files(), 0);
+	assert_string_equal(err.msg, "--image 'no-such.sif': no such file here");
+	gg_session_spec_free(q);
+	struct gg_site site = {.name = (char *)"tb", .image = (char *)"/cvmfs/x.sif"};
+	q = spec("/cvmfs/x.sif", 0, NULL);
+	assert_int_equal(gg_session_stage(&E, q, &site, 0, &s, &err), GG_EUSAGE);
+	assert_null(s);
+	assert_string_equal(err.msg,
+			    "site 'tb': image '/cvmfs/x.sif' is not on this machine "
+			    "(on the node? 'gridgpu site set tb image node:/cvmfs/x.sif')");
+	assert_int_equal(staged_files() <= 0, 1);
+	assert_string_equal(notes, "");
 	gg_session_spec_free(q);
 }
 
@@ -280,6 +318,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stage_freeze, each),
 		cmocka_unit_test_setup(test_stage_cancel, each),
 		cmocka_unit_test_setup(test_stage_node_path, each),
+		cmocka_unit_test_setup(test_stage_missing_refused, each),
 		cmocka_unit_test_setup(test_stage_dry_run_and_bad_bind, each),
 		cmocka_unit_test_setup(test_stage_two_at_once, each),
 	};
