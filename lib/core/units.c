@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static int64_t unit_seconds(char u)
@@ -46,8 +47,77 @@ static int parse_uint(const char **p, int64_t *v)
 	return 0;
 }
 
+/* The one-letter unit a spelled-out one means ("hours" -> 'h'), or 0. */
+static char word_unit(const char *w, size_t n)
+{
+	static const struct {
+		char u;
+		const char *names[6];
+	} words[] = {
+		{'s', {"sec", "secs", "second", "seconds", NULL}},
+		{'m', {"min", "mins", "minute", "minutes", NULL}},
+		{'h', {"hr", "hrs", "hour", "hours", NULL}},
+		{'d', {"day", "days", NULL}},
+		{'w', {"wk", "wks", "week", "weeks", NULL}},
+	};
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		for (size_t j = 0; words[i].names[j]; j++)
+			if (strlen(words[i].names[j]) == n && !strncasecmp(w, words[i].names[j], n))
+				return words[i].u;
+	return 0;
+}
+
+/* s spells a unit out ("4hours", "30 min"): s rewritten with one-letter units
+ * into buf, "" when a word is not a unit; 0 when s has no word at all. */
+static int dur_respell(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	int words = 0;
+	buf[0] = '\0';
+	for (const char *p = s; *p;) {
+		size_t n = 0;
+		while (isalpha((unsigned char)p[n]))
+			n++;
+		char c = *p;
+		if (n > 1) {
+			words++;
+			if (!(c = word_unit(p, n)))
+				o = len; /* not a unit: no suggestion */
+		} else if (n == 0 && *p == ' ') {
+			c = 0;
+		}
+		p += n ? n : 1;
+		if (c && o + 1 < len)
+			buf[o++] = c;
+		else if (c)
+			o = len;
+	}
+	if (o >= len)
+		buf[0] = '\0';
+	else
+		buf[o] = '\0';
+	return words;
+}
+
+/* "4hours": say that units are one letter, with the spelling meant. */
+static int dur_word(const char *s, struct gg_err *err)
+{
+	char fix[64];
+	int64_t v;
+	if (!dur_respell(s, fix, sizeof fix))
+		return 0;
+	if (*fix && strchr("0123456789", *fix) && gg_duration_parse(fix, &v, NULL) == 0)
+		return gg_err_set(err, GG_EUSAGE,
+				  "invalid duration '%s': units are one letter: did you mean %s? "
+				  "(use e.g. 4h, 30m, 2d or 1h30m)",
+				  s, fix);
+	return dur_bad(err, s, "use a number with a one-letter unit: s, m, h, d or w");
+}
+
 int gg_duration_parse(const char *s, int64_t *out, struct gg_err *err)
 {
+	if (s && dur_word(s, err))
+		return GG_EUSAGE;
 	if (!s || !*s)
 		return dur_bad(err, s ? s : "", "empty");
 	const char *p = s;

@@ -109,6 +109,7 @@ expect_eq "site add --force back to the first profile" "$RC" 0
 expect_fail "site add with http" 2 "must start with https://" site add x --ce http://ce/arex
 expect_fail "site add with a bad jump" 2 "expected [USER@]HOST[:PORT]" site add x --ce https://ce/arex --jump 'a@b:99999'
 expect_fail "site add with a bad duration" 2 "invalid duration '5q'" site add x --ce https://ce/arex --idle-limit 5q
+expect_fail "site add with a spelled-out unit" 2 "did you mean 30m?" site add x --ce https://ce/arex --idle-limit 30min
 expect_fail "site add with a bad name" 2 "invalid site name" site add '../x' --ce https://ce/arex
 expect_fail "site show unknown" 5 "no such site" site show nosuch
 printf '[site a]\nce = https://x\nbogus = 1\n' > "$T_TMP/bad.conf"

@@ -172,6 +172,7 @@ expect_eq "the adopted job can be killed" "$RC" 0
 REC=$XDG_STATE_HOME/gridgpu/records
 before=$(ls "$REC" | grep -c '\.json$')
 expect_fail "unparseable walltime" 2 "invalid duration" request --walltime 4x
+expect_fail "walltime with a spelled-out unit names the one meant" 2 "units are one letter: did you mean 4h?" request --walltime 4hours
 expect_fail "unparseable memory" 2 "invalid size" request --memory lots
 expect_fail "--gpus and --mig" 2 "exclude each other" request --gpus 1 --mig 1g.5gb
 X509_USER_PROXY=$T_TMP/none expect_fail "no proxy" 3 "gridgpu proxy init" request

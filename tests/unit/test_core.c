@@ -99,6 +99,23 @@ static void test_parse_unit(void **state)
 	assert_int_equal(gg_duration_parse_unit("00", &d, &err), 0);
 	assert_int_equal(gg_duration_parse_unit("4x", &d, &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "unknown unit"));
+	/* A spelled-out unit says units are one letter, with the spelling meant. */
+	d = -1;
+	assert_int_equal(gg_duration_parse_unit("4hours", &d, &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "invalid duration '4hours': units are one letter: did you "
+				     "mean 4h? (use e.g. 4h, 30m, 2d or 1h30m)");
+	assert_true(d == -1);
+	assert_int_equal(gg_duration_parse("1hour30mins", &d, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "did you mean 1h30m?"));
+	assert_int_equal(gg_duration_parse("2 Days", &d, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "did you mean 2d?"));
+	assert_int_equal(gg_duration_parse("3months", &d, &err), GG_EUSAGE);
+	assert_string_equal(err.msg,
+			    "invalid duration '3months': use a number with a one-letter "
+			    "unit: s, m, h, d or w (use e.g. 90m, 12h, 2d, 1h30m or HH:MM)");
+	assert_int_equal(gg_duration_parse("hours", &d, &err), GG_EUSAGE);
+	assert_null(strstr(err.msg, "did you mean"));
+	assert_true(d == -1);
 	assert_int_equal(gg_duration_parse_unit("", &d, &err), GG_EUSAGE);
 	assert_int_equal(gg_size_parse_unit("16", &z, &err), GG_EUSAGE);
 	assert_string_equal(err.msg, "'16' needs a unit: 16G or 16M (a bare number would be "
