@@ -77,15 +77,32 @@ struct found {
 	struct gg_voms_server *s;
 	size_t n;
 	struct gg_err *err;
+	char near[256]; /* the VO name or alias nearest vo, for "did you mean" */
+	size_t near_d;
 };
 
-/* One server of the VO found, or the line dropped. */
+static int name_ok(const char *s, size_t n);
+
+/* name (a VO or alias a vomses file knows) as the nearest to the VO asked for,
+ * if it is nearer than any before and near enough to be a typo of it. */
+static void consider(struct found *f, const char *name)
+{
+	size_t len = strlen(f->vo), d = gg_edit_distance(f->vo, name);
+	if (d < f->near_d && d <= (len <= 3 ? 1u : 2u) && name_ok(name, strlen(name))) {
+		f->near_d = d;
+		snprintf(f->near, sizeof f->near, "%s", name);
+	}
+}
+
+/* One server of the VO found, or the line dropped (its names kept in mind). */
 static void keep(struct found *f, struct gg_voms_server *s)
 {
 	if ((strcmp(s->alias, f->vo) == 0 || strcmp(s->vo, f->vo) == 0) && f->n < MAX_SERVERS) {
 		f->s[f->n++] = *s;
 		return;
 	}
+	consider(f, s->vo);
+	consider(f, s->alias);
 	free(s->alias);
 	free(s->host);
 	free(s->dn);
@@ -168,7 +185,8 @@ int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
 {
 	*out = NULL;
 	*n = 0;
-	struct found f = {vo, calloc(MAX_SERVERS, sizeof(struct gg_voms_server)), 0, err};
+	struct found f = {vo,        calloc(MAX_SERVERS, sizeof(struct gg_voms_server)), 0, err, "",
+			  (size_t)-1};
 	if (!f.s)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	const char *conf = getenv("VOMS_USERCONF"), *home = getenv("HOME");
@@ -187,9 +205,10 @@ int gg_voms_servers_find(const char *vo, struct gg_voms_server **out, size_t *n,
 	for (int i = 0; i < 3; i++)
 		free(places[i]);
 	if (rc == 0 && f.n == 0)
-		rc = gg_err_set(err, GG_EUSAGE, "no VOMS server known for VO '%s' (vomses: %s)", vo,
-				conf && *conf ? conf
-					      : "~/.voms/vomses, ~/.glite/vomses, /etc/vomses");
+		rc = gg_err_set(
+			err, GG_EUSAGE, "no VOMS server known for VO '%s'%s%s%s (vomses: %s)", vo,
+			*f.near ? "; did you mean '" : "", f.near, *f.near ? "'?" : "",
+			conf && *conf ? conf : "~/.voms/vomses, ~/.glite/vomses, /etc/vomses");
 	if (rc < 0) {
 		gg_voms_servers_free(f.s, f.n);
 		return rc;

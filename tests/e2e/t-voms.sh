@@ -72,6 +72,7 @@ expect_eq "the AC's lifetime is capped by the proxy's" \
 init --voms testvo:/testvo/analysis
 bad "not a member of /testvo/prod" 3 "Unable to satisfy G/testvo/prod" --voms testvo:/testvo/prod
 bad "unknown VO" 2 "no VOMS server known for VO 'atlas'" --voms atlas
+bad "a mistyped VO names the nearest the vomses know" 2 "no VOMS server known for VO 'testv0'; did you mean 'testvo'?" --voms testv0
 DEAD=$(free_port)
 mkdir -p "$T_TMP/vomses"
 printf '"testvo" "localhost" "%s" "%s" "testvo"\n' "$DEAD" "$GG_TB_VOMS_DN" >"$T_TMP/vomses/a-dead"

@@ -458,6 +458,36 @@ static void test_vomses_long_lines(void **state)
 	free(line);
 }
 
+/* --voms testv0: the VO the vomses files know nearest the one asked for is
+ * named (failed before: only "no VOMS server known"); none when nothing is
+ * near, nor a name no VO could have. */
+static void test_vomses_did_you_mean(void **state)
+{
+	(void)state;
+	char path[128];
+	struct gg_voms_server *sv = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	snprintf(path, sizeof path, "%s/vomses", tmpdir);
+	setenv("VOMS_USERCONF", path, 1);
+	const char *lines = "\"tv\" \"h\" \"15000\" \"/CN=h\" \"testvo\"\n"
+			    "\"atlas\" \"h\" \"15000\" \"/CN=h\" \"atlas\"\n"
+			    "\"testv\x1b\" \"h\" \"15000\" \"/CN=h\" \"testv\x1b\"\n";
+	write_file(path, lines, strlen(lines), "");
+	assert_int_equal(gg_voms_servers_find("testv0", &sv, &n, &err), GG_EUSAGE);
+	assert_null(sv);
+	assert_non_null(strstr(err.msg, "no VOMS server known for VO 'testv0'; did you mean "
+					"'testvo'? (vomses: "));
+	assert_int_equal(gg_voms_servers_find("atlsa", &sv, &n, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "did you mean 'atlas'?"));
+	assert_int_equal(gg_voms_servers_find("cms", &sv, &n, &err), GG_EUSAGE);
+	assert_null(strstr(err.msg, "did you mean"));
+	/* only the line with the control character is near "testv": not offered */
+	assert_int_equal(gg_voms_servers_find("testv\x1c", &sv, &n, &err), GG_EUSAGE);
+	assert_null(strchr(err.msg, '\x1b'));
+	unsetenv("VOMS_USERCONF");
+}
+
 static void test_fqan_check(void **state)
 {
 	(void)state;
@@ -691,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_clock_skew),
 		cmocka_unit_test(test_rest_answers),
 		cmocka_unit_test(test_vomses_long_lines),
+		cmocka_unit_test(test_vomses_did_you_mean),
 		cmocka_unit_test(test_fqan_check),
 		cmocka_unit_test(test_request_checked),
 		cmocka_unit_test(test_ac_shortened),
