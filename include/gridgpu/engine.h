@@ -270,11 +270,13 @@ GG_API int gg_storage_check(struct gg_engine *e, const struct gg_auth *a,
  * broken fetch left in PATH.part (a GG_NOTE_INFO says from which byte). When
  * the CE no longer has the job's files, those at storage are still fetched.
  * Without GG_FETCH_FORCE nothing is fetched when one of the files is already
- * there (GG_EFAIL). Each file written is told through e->fetched, progress
- * through e->download_*. GG_FETCH_CLEAN, once all is fetched, cleans the job
- * as gg_engine_clean does (an error keeps the record). *paths (paths may be
- * NULL) gets the files written, even after an error (those written before
- * it): free with gg_fetched_free. */
+ * there and differs from the job's (GG_EFAIL); one that is the same, byte
+ * for byte, is kept (a GG_NOTE_VERBOSE) and not fetched again. Each file
+ * written is told through e->fetched, progress through e->download_*.
+ * GG_FETCH_CLEAN, once all is fetched, cleans the job as gg_engine_clean
+ * does (an error keeps the record). *paths (paths may be NULL) gets the files
+ * written, even after an error (those written before it): free with
+ * gg_fetched_free. */
 GG_API int gg_engine_fetch(struct gg_engine *e, struct gg_record *r, const char *dir,
 			   unsigned flags, int64_t timeout, char ***paths, size_t *npaths,
 			   struct gg_err *err);

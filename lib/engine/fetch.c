@@ -2,8 +2,11 @@
  * listing names (plain file names only), then those the CE put at storage,
  * fetched over HTTPS resuming what a broken fetch left; then, when asked, the
  * job cleaned on its CE and forgotten as gg_engine_clean does it. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/engine_int.h"
@@ -17,7 +20,8 @@ struct fetch {
 	size_t nfiles, nlisted;
 	struct gg_storage_output *so;
 	size_t ns;
-	char **paths; /* the files written, in order */
+	unsigned char *skip; /* per output (CE's files, then storage's): already there */
+	char **paths;        /* the files written, in order */
 	size_t npaths;
 };
 
@@ -49,23 +53,107 @@ static void usable_names(struct fetch *f)
 	f->nfiles = k;
 }
 
-/* Refuse before downloading anything, so nothing is half replaced. */
-static int refuse_existing(const struct fetch *f, struct gg_err *err)
+/* Two files with the same bytes: 1, 0 when they differ, or an error. */
+static int same_bytes(const char *a, const char *b, struct gg_err *err)
 {
-	for (size_t i = 0; i < f->nfiles + f->ns; i++) {
-		const char *name = i < f->nfiles ? f->files[i] : f->so[i - f->nfiles].name;
-		char *p = gg_strdup_printf("%s/%s", f->target, name);
-		int exists = p && access(p, F_OK) == 0;
-		if (exists)
-			gg_err_set(err, GG_EFAIL,
-				   "'%s' is already there: use --force to replace it", p);
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	int rc = fa && fb ? 1 : gg_err_sys(err, GG_EFAIL, errno, "'%s'", fa ? b : a);
+	char x[16384], y[16384];
+	while (rc == 1) {
+		size_t n = fread(x, 1, sizeof x, fa), m = fread(y, 1, sizeof y, fb);
+		if (n != m || memcmp(x, y, n) != 0)
+			rc = 0;
+		else if (n == 0)
+			break;
+	}
+	if (rc == 1 && (ferror(fa) || ferror(fb)))
+		rc = gg_err_sys(err, GG_EFAIL, errno, "comparing '%s' with the job's", a);
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return rc;
+}
+
+static const char *out_name(const struct fetch *f, size_t i)
+{
+	return i < f->nfiles ? f->files[i] : f->so[i - f->nfiles].name;
+}
+
+/* tmp and what a broken fetch into it leaves (tmp.part and its validator). */
+static void remove_check(const char *tmp)
+{
+	static const char *const tails[] = {"", ".part", ".part.validator"};
+	for (size_t i = 0; i < 3; i++) {
+		char *p = gg_strdup_printf("%s%s", tmp, tails[i]);
+		if (p)
+			unlink(p);
 		free(p);
+	}
+}
+
+/* Output i, already a file at path: 1 when the job's is the same bytes, 0 when
+ * it differs (or path is no regular file), or an error. The job's is fetched
+ * beside it under a hidden name (no output has one), removed after. */
+static int same_as_there(struct fetch *f, size_t i, const char *path, const struct gg_auth *a,
+			 struct gg_err *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	char *tmp = gg_strdup_printf("%s/.%s.gg-same", f->target, out_name(f, i));
+	if (!tmp)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int64_t resumed = 0;
+	remove_check(tmp);
+	int rc = i < f->nfiles
+			 ? gg_ce_get_file(f->ce, f->r->job_id, out_name(f, i), tmp, NULL, NULL, err)
+			 : gg_storage_fetch(a, f->so[i - f->nfiles].url, tmp, NULL, NULL, &resumed,
+					    err);
+	if (rc == 0)
+		rc = same_bytes(path, tmp, err);
+	else
+		gg_err_prefix(err, "%s", out_name(f, i));
+	remove_check(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* A file already there that is the job's output, byte for byte, is kept and
+ * not fetched again (f->skip); one that differs is refused before anything is
+ * downloaded, so nothing is half replaced. Outputs at storage of a job that did
+ * not finish are not fetched: no conflict. */
+static int refuse_existing(struct fetch *f, struct gg_err *err)
+{
+	struct gg_auth a = {0};
+	int rc = 0, auth = 0;
+	for (size_t i = 0; rc == 0 && i < f->nfiles + f->ns; i++) {
+		int storage = i >= f->nfiles;
+		char *p = gg_strdup_printf("%s/%s", f->target, out_name(f, i));
 		if (!p)
 			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		if (exists)
-			return GG_EFAIL;
+		if (access(p, F_OK) == 0 && !(storage && f->r->state != GG_S_FINISHED)) {
+			if (storage && !auth++)
+				rc = gg_auth_find(gg_engine_site(f->e, f->r->site), f->r->auth, 0,
+						  &a, err);
+			int same = rc < 0 ? rc : same_as_there(f, i, p, &a, err);
+			if (same == 1)
+				gg_engine_notef(
+					f->e, GG_NOTE_VERBOSE,
+					"'%s' is already there, the same as the job's: kept", p);
+			else if (same == 0)
+				gg_err_set(err, GG_EFAIL,
+					   "'%s' is already there and differs from the job's: use "
+					   "--force to replace it",
+					   p);
+			rc = same == 1 ? 0 : same == 0 ? GG_EFAIL : same;
+			f->skip[i] = same == 1;
+		}
+		free(p);
 	}
-	return 0;
+	if (auth)
+		gg_auth_clear(&a);
+	return rc;
 }
 
 /* path is written whole: keep it (the caller's list) and tell e->fetched. */
@@ -101,6 +189,8 @@ static void progress_end(const struct fetch *f, void *p)
 static int from_ce(struct fetch *f, struct gg_err *err)
 {
 	for (size_t i = 0; i < f->nfiles; i++) {
+		if (f->skip[i])
+			continue;
 		char *path = gg_strdup_printf("%s/%s", f->target, f->files[i]);
 		if (!path)
 			return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -156,7 +246,8 @@ static int from_storage(struct fetch *f, struct gg_err *err)
 	struct gg_auth a;
 	int rc = gg_auth_find(gg_engine_site(f->e, r->site), r->auth, 0, &a, err);
 	for (size_t i = 0; rc == 0 && i < f->ns; i++)
-		rc = storage_one(f, &a, &f->so[i], err);
+		if (!f->skip[f->nfiles + i])
+			rc = storage_one(f, &a, &f->so[i], err);
 	gg_auth_clear(&a);
 	return rc;
 }
@@ -177,6 +268,8 @@ static int list_outputs(struct fetch *f, struct gg_err *err)
 	}
 	if (rc == 0)
 		usable_names(f);
+	if (rc == 0 && !(f->skip = calloc(f->nfiles + f->ns + 1, 1)))
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	return rc;
 }
 
@@ -226,6 +319,7 @@ int gg_engine_fetch(struct gg_engine *e, struct gg_record *r, const char *dir, u
 	for (size_t i = 0; i < f.nfiles; i++)
 		free(f.files[i]);
 	free(f.files);
+	free(f.skip);
 	gg_storage_outputs_free(f.so, f.ns);
 	if (paths) {
 		*paths = f.paths;

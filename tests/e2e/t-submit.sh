@@ -36,8 +36,15 @@ grep -qx "this file exists only in the image" j1/gridgpu-job.out && ok "the comm
 grep -qx "an input staged by submit" j1/gridgpu-job.out && ok "--input reached the job" || not_ok "--input reached the job"
 expect_eq "the declared output came back" "$(cat j1/result.txt 2>&1)" computed
 grep -q "bubblewrap" j1/gridgpu-job.err && ok "the wrapper says which runtime it used" || not_ok "the wrapper says which runtime it used"
+# get again: the files already there are the job's, byte for byte: kept, not an error
+before=$(stat -c %Y.%i j1/result.txt)
+run_gg -v get j1
+expect_eq "get twice: identical files are not an error" "$RC" 0
+expect_eq "... they are said to be kept at -v" "$(printf '%s\n' "$ERR" | grep -c "j1/result.txt' is already there, the same as the job's: kept")" 1
+expect_eq "... and left as they were, with no check file beside them" \
+	"$(stat -c %Y.%i j1/result.txt) $(ls -A j1 | grep -c gg-same)" "$before 0"
 echo "local edit" >j1/result.txt
-expect_fail "get does not overwrite without --force" 1 "use --force" get j1
+expect_fail "get does not overwrite without --force" 1 "differs from the job's: use --force" get j1
 expect_eq "the local file is untouched" "$(cat j1/result.txt)" "local edit"
 run_gg get --force j1
 expect_eq "get --force replaces it" "$(cat j1/result.txt)" computed
