@@ -135,7 +135,7 @@ char *cli_libexec(struct gg_cli *cli, const char *name, const char *what, const 
 int cli_find_record(struct gg_cli *cli, struct gg_store *st, const char *name, struct gg_record *r)
 {
 	struct gg_err err = {0};
-	int rc = gg_store_load(st, name, r, &err);
+	int rc = gg_store_find(st, name, r, &err);
 	if (rc == 0)
 		return 0;
 	if (rc == GG_ENOTFOUND) {

@@ -129,6 +129,11 @@ GG_API int gg_store_create(struct gg_store *st, struct gg_record *r, const char 
 /* GG_ENOTFOUND when absent. */
 GG_API int gg_store_load(struct gg_store *st, const char *name, struct gg_record *r,
 			 struct gg_err *err);
+/* The record named name, else the one whose job name is: its CE job id or the
+ * job's URL as arcstat prints it (on the host of the record's CE, ending in the
+ * id). GG_ENOTFOUND when none, GG_EUSAGE when several records have that job. */
+GG_API int gg_store_find(struct gg_store *st, const char *name, struct gg_record *r,
+			 struct gg_err *err);
 /* Read-modify-write under the store lock: fn changes the record; returning
  * non-zero from fn cancels the write, GG_STORE_DROP removes the record instead.
  * The record as written (or as read, when fn cancelled or dropped it) is left

@@ -3,6 +3,8 @@
  * so concurrent gridgpu processes never lose an update. */
 #include "store/store.h"
 
+#include <ctype.h>
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -232,6 +234,68 @@ int gg_store_load(struct gg_store *st, const char *name, struct gg_record *r, st
 	if (!gg_record_name_valid(name))
 		return gg_err_set(err, GG_ENOTFOUND, "no session or job named '%s'", name);
 	return read_rec(st, name, r, err);
+}
+
+/* url's host, lower-case (malloc'd), or NULL: libcurl's URL parser. */
+static char *url_host(const char *url)
+{
+	CURLU *u = curl_url();
+	char *h = NULL, *out = NULL;
+	if (u && curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK && (out = strdup(h)))
+		for (char *c = out; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+	curl_free(h);
+	curl_url_cleanup(u);
+	return out;
+}
+
+/* s names r's job: the CE's job id, or a job URL as arcstat and arcsub print it
+ * (https://ce/arex/rest/1.0/jobs/ID, gsiftp://ce:2811/jobs/ID) on the host of
+ * r's CE, ending in the id. */
+static int names_job(const struct gg_record *r, const char *s)
+{
+	if (!r->job_id || !*r->job_id)
+		return 0;
+	if (!strstr(s, "://"))
+		return strcmp(s, r->job_id) == 0;
+	size_t n = strlen(s), k = strlen(r->job_id);
+	while (n && s[n - 1] == '/')
+		n--;
+	if (!r->ce || n <= k || strncmp(s + n - k, r->job_id, k) != 0 || s[n - k - 1] != '/')
+		return 0;
+	char *a = url_host(s), *b = url_host(r->ce);
+	int same = a && b && strcmp(a, b) == 0;
+	free(a);
+	free(b);
+	return same;
+}
+
+int gg_store_find(struct gg_store *st, const char *what, struct gg_record *r, struct gg_err *err)
+{
+	int rc = gg_store_load(st, what, r, err);
+	struct gg_record *recs = NULL;
+	size_t n = 0, hit = 0, hits = 0;
+	if (rc != GG_ENOTFOUND || gg_store_list(st, &recs, &n, NULL, NULL) < 0)
+		return rc;
+	char names[256] = "";
+	for (size_t i = 0; i < n; i++) {
+		if (!names_job(&recs[i], what))
+			continue;
+		if (!hits++)
+			hit = i;
+		size_t o = strlen(names);
+		snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", recs[i].name);
+	}
+	if (hits == 1) {
+		*r = recs[hit];
+		memset(&recs[hit], 0, sizeof recs[hit]);
+		rc = 0;
+	} else if (hits > 1) {
+		rc = gg_err_set(err, GG_EUSAGE, "'%s' is the CE job of %s: name one", what, names);
+	}
+	gg_records_free(recs, n);
+	return rc;
 }
 
 /* Under the lock. */

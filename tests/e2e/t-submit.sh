@@ -224,8 +224,16 @@ expect_eq "refused submissions leave no job on the CE" "$(ce_jobs)" "$n0"
 
 # kill works for jobs too.
 run_gg --site tb submit work.sif --name j9 --walltime 10m -- sh -c 'sleep 20'
-run_gg kill j9
-expect_eq "kill a batch job" "$RC" 0
+# ... named by the CE's job id or the job URL arcstat prints, as its users paste them
+field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1],""))' "$1"; }
+J9ID=$("$GRIDGPU" --json status j9 --no-sync | field job_id)
+J9CE=$("$GRIDGPU" --json status j9 --no-sync | field ce)
+run_gg --json status --no-sync "$J9ID"
+expect_eq "status takes the CE's job id" "$RC $(printf '%s' "$OUT" | field name)" "0 j9"
+expect_fail "a job URL on another CE host names no record" 5 "no such session or job" \
+	status --no-sync "https://elsewhere.example.org/arex/rest/1.0/jobs/$J9ID"
+run_gg kill "$J9CE/rest/1.0/jobs/$J9ID"
+expect_eq "kill a batch job by the job URL arcstat prints" "$RC" 0
 run_gg status --no-sync j9
 printf '%s' "$OUT" | grep -q "state: *killed" && ok "the killed job is marked killed" || not_ok "killed job: $OUT"
 done_testing

@@ -211,6 +211,50 @@ static int bump(struct gg_record *r, void *ud)
 
 /* Many processes updating one record and creating records at once: no update
  * is lost, no record is corrupt, every name is unique. */
+/* A record found by its CE job id or the job URL arcstat prints (failed
+ * before: gg_store_find did not exist, and 'kill ID' said no such session). */
+static void test_store_find_job(void **state)
+{
+	(void)state;
+	char sub[128];
+	snprintf(sub, sizeof sub, "%s/find", dir);
+	struct gg_store *st;
+	struct gg_err err = {0};
+	assert_int_equal(gg_store_open(sub, &st, &err), 0);
+	struct gg_record r = {.kind = GG_REC_JOB,
+			      .name = strdup("j1"),
+			      .ce = strdup("https://CE.example.org:443/arex"),
+			      .job_id = strdup("aBc123")};
+	assert_int_equal(gg_store_create(st, &r, "j", &err), 0);
+	gg_record_clear(&r);
+	const char *good[] = {
+		"j1", "aBc123", "https://ce.example.org:443/arex/rest/1.0/jobs/aBc123",
+		"https://ce.example.org/arex/aBc123/", "gsiftp://ce.example.org:2811/jobs/aBc123"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		assert_int_equal(gg_store_find(st, good[i], &r, &err), 0);
+		assert_string_equal(r.name, "j1");
+		gg_record_clear(&r);
+	}
+	const char *bad[] = {"abc123",
+			     "aBc12",
+			     "xaBc123",
+			     "https://other.example.org/arex/rest/1.0/jobs/aBc123",
+			     "https://ce.example.org/arex/rest/1.0/jobs/xaBc123",
+			     "https://x"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(gg_store_find(st, bad[i], &r, &err), GG_ENOTFOUND);
+	/* the same job under two names: both named, none guessed */
+	r = (struct gg_record){.kind = GG_REC_JOB,
+			       .name = strdup("j2"),
+			       .ce = strdup("https://ce.example.org/arex"),
+			       .job_id = strdup("aBc123")};
+	assert_int_equal(gg_store_create(st, &r, "j", &err), 0);
+	gg_record_clear(&r);
+	assert_int_equal(gg_store_find(st, "aBc123", &r, &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "'aBc123' is the CE job of j1, j2: name one");
+	gg_store_free(st);
+}
+
 static void test_store_concurrent(void **state)
 {
 	(void)state;
@@ -913,6 +957,7 @@ int main(void)
 		cmocka_unit_test(test_record_bytes),
 		cmocka_unit_test(test_store),
 		cmocka_unit_test(test_dev_gpu),
+		cmocka_unit_test(test_store_find_job),
 		cmocka_unit_test(test_store_concurrent),
 		cmocka_unit_test(test_rows_cache),
 		cmocka_unit_test(test_launch_info),
