@@ -74,6 +74,20 @@ static void set_session(json_t *o, const struct gg_record *r)
 }
 
 /* The outputs at storage, as [{"name", "url"}]. */
+/* The job's command as its words (argv): left out when the line, of a job an
+ * older gridgpu recorded, does not split. */
+static void set_argv(json_t *o, const struct gg_record *r)
+{
+	char **w = NULL;
+	if (!r->command || gg_argv_split(r->command, &w, NULL) < 0)
+		return;
+	json_t *a = json_array();
+	for (size_t i = 0; w[i]; i++)
+		gg_json_append(a, gg_json_text(w[i]));
+	gg_json_set(o, "argv", a);
+	gg_argv_free(w);
+}
+
 static void set_storage(json_t *o, const struct gg_record *r)
 {
 	struct gg_storage_output *so = NULL;
@@ -116,6 +130,7 @@ json_t *cli_record_json(const struct gg_record *r)
 	} else {
 		set_str(o, "image_path", r->image_path);
 		set_str(o, "command", r->command);
+		set_argv(o, r);
 		set_str(o, "outputs_dir", r->outputs_dir);
 		set_str(o, "staging", r->staging);
 		set_int(o, "storage_inputs", r->remote_inputs);

@@ -118,6 +118,18 @@ GG_API char *gg_time_local(int64_t t, char *buf, size_t len);
 
 /* malloc'd printf; NULL on allocation failure. */
 GG_API char *gg_strdup_printf(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
+/* Split a command line into words as the configuration's token_command is:
+ * blanks separate words; '...' keeps everything literally; "..." keeps
+ * everything but \" and \\ (a backslash before them escapes them); a
+ * backslash outside quotes escapes the next character. No variables, globs
+ * or other shell syntax. *argv is NULL-terminated, free with gg_argv_free.
+ * GG_EUSAGE for an unterminated quote or no word at all. */
+GG_API int gg_argv_split(const char *s, char ***argv, struct gg_err *err);
+GG_API void gg_argv_free(char **argv);
+/* The words as one line gg_argv_split reads back as the same words (and a
+ * POSIX shell too): a word of letters, digits and @%+=:,./_- as it is, any
+ * other in '...' (a ' in it as '\''). malloc'd; NULL on allocation failure. */
+GG_API char *gg_argv_join(char *const *argv, size_t n);
 /* Damerau-Levenshtein distance (a transposition counts 1), for "did you mean". */
 GG_API size_t gg_edit_distance(const char *a, const char *b);
 /* Text from outside (a CE, a node, an image, a file name), made safe to print on

@@ -19,14 +19,6 @@ int gg_str_has_control(const char *s);
  * is s whatever its bytes. NULL (err: GG_EPROTO) for any other backslash
  * sequence or a "\x00", which a C string cannot hold; GG_ENOMEM. malloc'd. */
 char *gg_str_unprintable(const char *s, struct gg_err *err);
-/* Split a command line into words as the configuration's token_command is:
- * blanks separate words; '...' keeps everything literally; "..." keeps
- * everything but \" and \\ (a backslash before them escapes them); a
- * backslash outside quotes escapes the next character. No variables, globs
- * or other shell syntax. *argv is NULL-terminated, free with gg_argv_free.
- * GG_EUSAGE for an unterminated quote or no word at all. */
-int gg_argv_split(const char *s, char ***argv, struct gg_err *err);
-void gg_argv_free(char **argv);
 
 /* ---- site keys (sitekey.c) --------------------------------------------- */
 

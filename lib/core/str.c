@@ -283,3 +283,39 @@ int gg_argv_split(const char *s, char ***argv, struct gg_err *err)
 	*argv = v;
 	return 0;
 }
+
+/* w in the quoting gg_argv_split undoes, onto f. */
+static void quote_word(FILE *f, const char *w)
+{
+	if (*w && w[strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			      "@%+=:,./_-")] == '\0') {
+		fputs(w, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *w; w++)
+		if (*w == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*w, f);
+	fputc('\'', f);
+}
+
+char *gg_argv_join(char *const *argv, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(' ', f);
+		quote_word(f, argv[i]);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -58,14 +58,11 @@ void gg_session_submission(struct gg_submission *s, const struct gg_session_spec
 	r->key = dup_or_null(identity);
 }
 
-/* The job's command as one line, for list and status. */
+/* The job's command as one line, for list and status, its words quoted so that
+ * gg_argv_split gives them back (JSON's argv). */
 static char *command_line(const struct gg_job_spec *q)
 {
-	char line[1024] = "";
-	size_t n = 0;
-	for (int i = 0; i < q->ncmd && n < sizeof line; i++)
-		n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", i ? " " : "", q->cmd[i]);
-	return strdup(line);
+	return gg_argv_join(q->cmd, q->ncmd > 0 ? (size_t)q->ncmd : 0);
 }
 
 /* The outputs the CE uploads to storage, a line "NAME URL" each (get fetches

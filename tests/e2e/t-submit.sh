@@ -30,6 +30,11 @@ run_gg --site tb submit work.sif --name j1 --walltime 30m --input input.txt --ou
 	sh -c 'cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt'
 expect_eq "submit" "$RC" 0
 expect_eq "submit prints the job name" "$OUT" j1
+run_gg --json status --no-sync j1
+expect_eq "status --json: argv has the command's words, command the line quoted" \
+	"$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["argv"] == ["sh", "-c", "cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt"], d["command"])')" \
+	"True sh -c 'cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt'"
+json_valid status
 run_gg get --wait --timeout 3m j1
 expect_eq "get --wait" "$RC" 0
 grep -qx "this file exists only in the image" j1/gridgpu-job.out && ok "the command ran inside the image's file system" || not_ok "the command ran inside the image: $(cat j1/gridgpu-job.out j1/gridgpu-job.err 2>&1)"

@@ -411,6 +411,35 @@ static void test_argv_split(void **state)
 	assert_string_equal(err.msg, "no command");
 }
 
+/* gg_argv_join: a job's words as the one line the record keeps, that
+ * gg_argv_split (JSON's argv) gives back word for word (failed before: the
+ * words were joined by spaces, "sh -c 'echo a b'" came back as four words). */
+static void test_argv_join(void **state)
+{
+	(void)state;
+	char *const words[] = {"sh",
+			       "-c",
+			       "echo a  b > out; cat it's",
+			       "",
+			       "x\ty\nz",
+			       "\"q\" \\ $V *",
+			       "a=b,c:/d@e%f+g"};
+	size_t n = sizeof words / sizeof words[0];
+	char *line = gg_argv_join(words, n), **v = NULL;
+	assert_non_null(line);
+	assert_string_equal(line, "sh -c 'echo a  b > out; cat it'\\''s' '' 'x\ty\nz' "
+				  "'\"q\" \\ $V *' a=b,c:/d@e%f+g");
+	assert_int_equal(gg_argv_split(line, &v, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(v[i], words[i]);
+	assert_null(v[n]);
+	gg_argv_free(v);
+	free(line);
+	line = gg_argv_join(words, 0);
+	assert_string_equal(line, "");
+	free(line);
+}
+
 /* Sites: no source, both (refused), an oidc account's fields; auth picks the
  * source over the discovery order. */
 static void test_sites_and_auth(void **state)
@@ -503,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_command_child_holds_pipe),
 		cmocka_unit_test(test_command_stderr_masked),
 		cmocka_unit_test(test_argv_split),
+		cmocka_unit_test(test_argv_join),
 		cmocka_unit_test(test_sites_and_auth),
 		cmocka_unit_test(test_agent_not_running),
 	};
