@@ -35,9 +35,11 @@ enum gg_opt_arg {
 	OPT_DIR,     /* a local directory */
 	OPT_SITE,    /* a site profile's name */
 	OPT_RECORD,  /* a session's or a batch job's name */
-	OPT_SESSION, /* an interactive session's name (not a job's) */
+	OPT_SESSION, /* a live interactive session's name (not a job's, not an ended one) */
 	OPT_CHOICE,  /* one of the words of argname, separated by '|' ("dir|tar|oci") */
 	OPT_COMMAND, /* a gridgpu command (help's operand) */
+	OPT_LIVE,    /* a session's or a batch job's name that has not ended (kill) */
+	OPT_JOB,     /* a batch job's name (get) */
 };
 
 struct gg_opt {

@@ -60,17 +60,29 @@ static void print_sites(struct gg_cli *cli, const char *cur)
 			printf("%s\n", cfg->sites[i].name);
 }
 
-/* The stored records' names: every one, or the interactive sessions only
- * (what connect and freeze --session take: they refuse a batch job). */
-static void print_sessions(const char *cur, int sessions_only)
+/* Whether a record is one a command taking kind can act on: connect and
+ * freeze --session a live interactive session (they refuse a batch job and
+ * an ended session), kill what has not ended, get a batch job; status and
+ * clean any. */
+static int offered(const struct gg_record *r, enum gg_opt_arg kind)
+{
+	switch (kind) {
+	case OPT_SESSION: return r->kind == GG_REC_SESSION && !gg_sess_state_ended(r->state);
+	case OPT_LIVE: return !gg_sess_state_ended(r->state);
+	case OPT_JOB: return r->kind == GG_REC_JOB;
+	default: return 1;
+	}
+}
+
+/* The stored records' names a command taking kind can act on. */
+static void print_records(const char *cur, enum gg_opt_arg kind)
 {
 	struct gg_store *st = NULL;
 	struct gg_record *recs = NULL;
 	size_t nr = 0;
 	if (gg_store_open(NULL, &st, NULL) == 0 && gg_store_list(st, &recs, &nr, NULL, NULL) == 0)
 		for (size_t i = 0; i < nr; i++)
-			if (starts_with(recs[i].name, cur) &&
-			    (!sessions_only || recs[i].kind == GG_REC_SESSION))
+			if (starts_with(recs[i].name, cur) && offered(&recs[i], kind))
 				printf("%s\n", recs[i].name);
 	gg_records_free(recs, nr);
 	gg_store_free(st);
@@ -90,8 +102,8 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 	printf("words\n");
 	if (kind == OPT_SITE)
 		print_sites(cli, cur);
-	else if (kind == OPT_RECORD || kind == OPT_SESSION)
-		print_sessions(cur, kind == OPT_SESSION);
+	else if (kind == OPT_RECORD || kind == OPT_SESSION || kind == OPT_LIVE || kind == OPT_JOB)
+		print_records(cur, kind);
 	else if (kind == OPT_COMMAND)
 		print_cmds(NULL, cur, describe);
 	for (const char *p = kind == OPT_CHOICE ? choices : NULL; p && *p;) {
@@ -247,7 +259,7 @@ static int complete_list(struct gg_cli *cli, const char *what, int argc, char **
 	} else if (!strcmp(what, "sites"))
 		print_sites(cli, "");
 	else if (!strcmp(what, "sessions"))
-		print_sessions("", 0);
+		print_records("", OPT_RECORD);
 	else
 		return EXIT_USAGE;
 	return EXIT_OK;

@@ -5,13 +5,15 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 bindir=$(dirname "$GRIDGPU")
 "$GRIDGPU" site add glasgow --ce https://ce.example.org/arex >/dev/null 2>&1
 "$GRIDGPU" site add lancaster --ce https://ce2.example.org/arex >/dev/null 2>&1
-# Two stored records (a session and a job), as request and submit leave them.
+# Stored records as request and submit leave them: a queued session and job,
+# a session that was killed and a job that finished.
 recs=$XDG_STATE_HOME/gridgpu/records
 mkdir -p "$recs" && chmod 700 "$XDG_STATE_HOME/gridgpu" "$recs"
-for n in dev1 job-7; do
-	kind=session; [ $n = job-7 ] && kind=job
-	printf '{"version":1,"name":"%s","kind":"%s","site":"glasgow","ce":"https://ce.example.org/arex","state":"queued","created":1}\n' \
-		$n $kind > "$recs/$n.json"
+for r in dev1:session:queued job-7:job:queued old1:session:killed jdone:job:finished; do
+	n=${r%%:*} kind=${r#*:} state=${r##*:}
+	kind=${kind%%:*}
+	printf '{"version":1,"name":"%s","kind":"%s","site":"glasgow","ce":"https://ce.example.org/arex","state":"%s","created":1}\n' \
+		$n $kind $state > "$recs/$n.json"
 done
 chmod 600 "$recs"/*.json
 work=$T_TMP/work
@@ -50,12 +52,15 @@ expect_eq "bash: site set NAME ca-dir VALUE offers directories" "$(bc gridgpu si
 expect_eq "bash: site set: nothing after VALUE" "$(bc gridgpu site set glasgow auth proxy '')" ""
 expect_eq "bash: help COMMAND" "$(bc gridgpu help si)" "site "
 expect_eq "bash: help COMMAND SUB-COMMAND" "$(bc gridgpu help proxy i)" "info init "
-# connect and freeze --session take an interactive session (they refuse a
-# batch job); status, kill, clean and get take either.
-expect_eq "bash: connect offers session names" "$(bc gridgpu connect '')" "dev1 "
-expect_eq "bash: reconnect offers session names" "$(bc gridgpu reconnect '')" "dev1 "
-for c in status kill get clean; do
-	expect_eq "bash: $c offers session and job names" "$(bc gridgpu $c '')" "dev1 job-7 "
+# Only what the command can act on: connect and freeze --session a live
+# interactive session (they refuse a batch job, an ended session cannot be
+# reached), kill what has not ended, get a batch job; status and clean any.
+expect_eq "bash: connect offers live session names" "$(bc gridgpu connect '')" "dev1 "
+expect_eq "bash: reconnect offers live session names" "$(bc gridgpu reconnect '')" "dev1 "
+expect_eq "bash: kill offers what has not ended" "$(bc gridgpu kill '')" "dev1 job-7 "
+expect_eq "bash: get offers batch jobs" "$(bc gridgpu get '')" "jdone job-7 "
+for c in status clean; do
+	expect_eq "bash: $c offers every session and job" "$(bc gridgpu $c '')" "dev1 jdone job-7 old1 "
 	expect_eq "bash: $c d offers dev1" "$(bc gridgpu $c d)" "dev1 "
 done
 expect_eq "bash: kill NAME NAME... (more operands)" "$(bc gridgpu kill dev1 j)" "job-7 "
@@ -135,8 +140,10 @@ if command -v zsh >/dev/null 2>&1; then
 	expect_eq "zsh: --site= (the prefix kept by compset)" "$(zc gridgpu --site=la)" "<compset -P *=> lancaster "
 	expect_eq "zsh: site set NAME KEY" "$(zc gridgpu site set glasgow run)" "runtime "
 	expect_eq "zsh: site show NAME" "$(zc gridgpu site show '')" "glasgow lancaster "
-	expect_eq "zsh: connect offers session names" "$(zc gridgpu connect '')" "dev1 "
-	expect_eq "zsh: kill offers session and job names" "$(zc gridgpu kill '')" "dev1 job-7 "
+	expect_eq "zsh: connect offers live session names" "$(zc gridgpu connect '')" "dev1 "
+	expect_eq "zsh: kill offers what has not ended" "$(zc gridgpu kill '')" "dev1 job-7 "
+	expect_eq "zsh: get offers batch jobs" "$(zc gridgpu get '')" "jdone job-7 "
+	expect_eq "zsh: status offers every session and job" "$(zc gridgpu status '')" "dev1 jdone job-7 old1 "
 	expect_eq "zsh: freeze --session offers session names" "$(zc gridgpu freeze --session '')" "dev1 "
 	expect_eq "zsh: --comp offers its choices" "$(zc gridgpu freeze --comp '')" "gzip lz4 xz zstd "
 	expect_eq "zsh: --walltime offers nothing" "$(zc gridgpu request --walltime '')" ""
