@@ -1555,8 +1555,10 @@ static void test_fetch_ce_and_storage(void **state)
 	storage_stop(&sv);
 }
 
-/* A file already there stops the fetch before anything is written; with
- * GG_FETCH_FORCE it is replaced. */
+/* A file already there that differs stops the fetch before anything is
+ * written (the job's is fetched beside it to compare, then removed); with
+ * GG_FETCH_FORCE it is replaced; fetched again, the files there are the job's,
+ * byte for byte: kept, not an error (failed before: GG_EFAIL 'use --force'). */
 static void test_fetch_existing(void **state)
 {
 	(void)state;
@@ -1570,14 +1572,21 @@ static void test_fetch_existing(void **state)
 	size_t n = 0;
 	struct gg_err err = {0};
 	assert_int_equal(gg_engine_fetch(E, &r, out, 0, 0, &paths, &n, &err), GG_EFAIL);
-	assert_non_null(strstr(err.msg, "result.txt' is already there: use --force to replace it"));
+	assert_non_null(strstr(err.msg, "result.txt' is already there and differs from the "
+					"job's: use --force to replace it"));
 	assert_int_equal(n, 0);
-	assert_int_equal(F.files_got, 0);
+	assert_int_equal(F.files_got, 1); /* the job's, to compare */
 	assert_int_equal(entries(out), 1);
 	assert_string_equal(file_text(out, "result.txt"), "local edit");
 	gg_fetched_free(paths, n);
 	assert_int_equal(gg_engine_fetch(E, &r, out, GG_FETCH_FORCE, 0, NULL, NULL, &err), 0);
 	assert_string_equal(file_text(out, "result.txt"), "result.txt of job0\n");
+	assert_int_equal(entries(out), 2);
+	assert_int_equal(gg_engine_fetch(E, &r, out, 0, 0, &paths, &n, &err), 0);
+	assert_int_equal(n, 0); /* nothing written: both kept */
+	assert_int_equal(entries(out), 2);
+	assert_string_equal(file_text(out, "result.txt"), "result.txt of job0\n");
+	gg_fetched_free(paths, n);
 	gg_record_clear(&r);
 }
 
