@@ -95,6 +95,7 @@ struct gg_cli {
 	int optind;
 	char *optarg;
 	const char *optname;
+	int sites_checked; /* cli_check_sites ran */
 };
 
 /* Iterate over the options of argv (argv[0] = command or subcommand name) with
@@ -125,6 +126,10 @@ int cli_run_subcommand(struct gg_cli *cli, int argc, char **argv);
 /* Loaded config (after --config / $GRIDGPU_CONFIG / $XDG_CONFIG_HOME). Prints the
  * error, sets cli->cfg_exit and returns NULL when it cannot be read. */
 struct gg_config *cli_config(struct gg_cli *cli);
+/* Every --site given names a site profile; 0, or the exit code after saying
+ * which does not (a usage error, with the nearest name). cli_next_opt calls it
+ * once at the end of a command's options. */
+int cli_check_sites(struct gg_cli *cli);
 /* The whole table, commands and sub-commands (parent != NULL) alike. */
 const struct gg_cmd *cli_commands(size_t *n);
 /* The command name (parent NULL), or parent's sub-command name; NULL if none. */

@@ -219,9 +219,9 @@ static int info_parse(struct gg_cli *cli, int argc, char **argv, struct info_opt
 		case O_CA_DIR: o->ca_dir = cli->optarg; break;
 		case O_ACEXISTS: o->acexists = cli->optarg; break;
 		case O_VALID:
-			/* unreadable: a credential-request error (exit 3), gridgpu-proxy(1) */
+			/* unreadable: a usage error (exit 2), gridgpu-proxy(1) */
 			if (gg_duration_parse_unit(cli->optarg, &o->need, &err) < 0) {
-				err.code = GG_ECRED;
+				err.code = GG_EUSAGE;
 				return ui_fail(cli, &err, "proxy info --valid");
 			}
 			o->has_valid = 1;

@@ -65,15 +65,15 @@ struct init_args {
 	int64_t lifetime, voms_lifetime;
 };
 
-/* --valid: an unreadable duration is a credential-request error (exit 3), as
- * documented in gridgpu-proxy(1). */
+/* --valid: a duration that cannot be read (a bare 12: hours or seconds?) is a
+ * usage error (exit 2), as --walltime's is, documented in gridgpu-proxy(1). */
 static int opt_valid(struct gg_cli *cli, int64_t *out)
 {
 	struct gg_err err = {0};
 	if (gg_duration_parse_unit(cli->optarg, out, &err) < 0)
-		err.code = GG_ECRED;
+		err.code = GG_EUSAGE;
 	else if (*out == 0)
-		gg_err_set(&err, GG_ECRED, "the lifetime must be more than 0");
+		gg_err_set(&err, GG_EUSAGE, "the lifetime must be more than 0");
 	return err.code ? ui_fail(cli, &err, "proxy init --valid") : 0;
 }
 

@@ -35,6 +35,37 @@ struct gg_config *cli_config(struct gg_cli *cli)
 	return cli->cfg;
 }
 
+/* Every --site names a profile: a typo is a usage error (exit 2) naming the
+ * nearest profile, whatever the command, before it does anything. 0, or the
+ * exit code after saying what is wrong. */
+int cli_check_sites(struct gg_cli *cli)
+{
+	if (!cli->nsites)
+		return 0;
+	struct gg_config *cfg = cli_config(cli);
+	if (!cfg)
+		return cli->cfg_exit;
+	const char *names[64];
+	size_t n = 0;
+	for (size_t i = 0; i < cfg->nsites && n < 64; i++)
+		names[n++] = cfg->sites[i].name;
+	for (int i = 0; i < cli->nsites; i++) {
+		if (gg_config_site(cfg, cli->sites[i]))
+			continue;
+		const char *near = cli_nearest(cli->sites[i], names, n);
+		if (near)
+			return ui_usage(cli,
+					"--site '%s': no such site; did you mean '%s'? (see "
+					"'gridgpu site list')",
+					cli->sites[i], near);
+		return ui_usage(cli, "--site '%s': no such site in %s (%s)", cli->sites[i],
+				cfg->path,
+				n ? "see 'gridgpu site list'"
+				  : "there are none yet: 'gridgpu site add NAME --ce URL'");
+	}
+	return 0;
+}
+
 const struct gg_site *cli_site(struct gg_cli *cli, int required)
 {
 	struct gg_config *cfg = cli_config(cli);

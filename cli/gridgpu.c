@@ -184,6 +184,18 @@ static void bad_option(struct gg_cli *cli, int c, int argc, char **argv,
 		ui_usage(cli, "unknown option '%s'", bad);
 }
 
+/* At the end of a command's options, an unknown --site is refused (exit 2)
+ * before the command does anything, whatever the command; not for gridgpu's
+ * own options before it, help or completion. */
+static int sites_ok(struct gg_cli *cli)
+{
+	const struct gg_cmd *c = cli->cmd;
+	if (cli->sites_checked || !c || !c->name[0] || c->fn == cmd_help || c->fn == cmd_complete)
+		return 1;
+	cli->sites_checked = 1;
+	return cli_check_sites(cli) == 0;
+}
+
 static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *cmdopts,
 		      int stop_at_operand)
 {
@@ -223,7 +235,7 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 		cli->optind = optind;
 		cli->optarg = optarg;
 		if (c == -1)
-			return 0;
+			return sites_ok(cli) ? 0 : -1;
 		for (int t = 0; t < 2; t++)
 			for (size_t i = 0; i < counts[t]; i++)
 				if (tabs[t][i].shortopt && tabs[t][i].shortopt == c)

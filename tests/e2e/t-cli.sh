@@ -112,6 +112,14 @@ expect_fail "site add with a bad duration" 2 "invalid duration '5q'" site add x 
 expect_fail "site add with a spelled-out unit" 2 "did you mean 30m?" site add x --ce https://ce/arex --idle-limit 30min
 expect_fail "site add with a bad name" 2 "invalid site name" site add '../x' --ce https://ce/arex
 expect_fail "site show unknown" 5 "no such site" site show nosuch
+# An unknown --site is refused by every command (exit 2), naming the nearest profile.
+for cmd in "list" "status x" "kill x" "connect x" "get x" "clean" "ssh-config" "doctor" "request" "submit x.sif -- true" "site show" "freeze x -o y.sif"; do
+	expect_fail "--site glasow $cmd: refused (2) with a did-you-mean" 2 "--site 'glasow': no such site; did you mean 'glasgow'?" --site glasow $cmd
+done
+expect_fail "list --site after the command: refused too" 2 "--site 'nowhere': no such site in" list --site nowhere
+expect_fail "a second --site that is unknown is refused" 2 "--site 'glasow'" --site glasgow --site glasow list
+run_gg --site glasgow list
+expect_eq "a known --site is taken by list" "$RC" 0
 printf '[site a]\nce = https://x\nbogus = 1\n' > "$T_TMP/bad.conf"
 expect_fail "config with an unknown key names the line" 2 "line 3" --config "$T_TMP/bad.conf" site list
 expect_fail "request --cpus that is not a number" 2 "--cpus 'many': expected a whole number from 1 to 4096" request --cpus many
@@ -128,7 +136,8 @@ expect_fail "request --timeout 30 is refused" 2 "--timeout: '30' needs a unit" r
 expect_fail "connect --timeout 30 is refused" 2 "--timeout: '30' needs a unit" connect x --timeout 30
 expect_fail "get --timeout 30 is refused" 2 "--timeout: '30' needs a unit" get x --timeout 30
 expect_fail "doctor --valid 2 is refused" 2 "--valid: '2' needs a unit" doctor --valid 2
-expect_fail "proxy info --valid 6 is refused (exit 3, as gridgpu-proxy(1) says)" 3 "'6' needs a unit: 6h" proxy info --valid 6
+expect_fail "proxy info --valid 6 is a usage error (2), as --walltime 4 is" 2 "'6' needs a unit: 6h" proxy info --valid 6
+expect_fail "proxy init --valid 12 is a usage error (2), as --walltime 4 is" 2 "'12' needs a unit: 12h" proxy init --valid 12
 expect_fail "site add --idle-limit 7200 is refused" 2 "--idle-limit: '7200' needs a unit" site add u --ce https://ce/arex --idle-limit 7200
 run_gg site show u
 expect_eq "the refused site was not added" "$RC" 5

@@ -359,8 +359,9 @@ chmod 600 "$D/cred.p12"
 bad "PKCS#12 with a wrong password" "wrong passphrase" proxy init --cert "$D/cred.p12" --out "$D/out/p" --pass-stdin <<EOF
 wrong
 EOF
-bad "--valid that cannot be parsed" "invalid duration 'garbage'" proxy init --cert "$CERT" --key "$PLAIN" --out "$D/out/p" --valid garbage
-expect_fail "info --valid that cannot be parsed" 3 "invalid duration" proxy info --valid 5x
+expect_fail "--valid that cannot be parsed is a usage error (2)" 2 "invalid duration 'garbage'" proxy init --cert "$CERT" --key "$PLAIN" --out "$D/out/p" --valid garbage
+nothing_written "--valid that cannot be parsed"
+expect_fail "info --valid that cannot be parsed" 2 "invalid duration" proxy info --valid 5x
 bad "--verify against another CA" "verifying" proxy init --cert "$CERT" --key "$PLAIN" --out "$D/out/p" --verify --ca-dir "$BAD_CA_DIR"
 setsid -w sh -c '"$@" </dev/null' sh "$GRIDGPU" proxy init --cert "$CERT" --key "$KEY" --out "$D/out/p" \
 	>"$T_TMP/.stdout" 2>"$T_TMP/.stderr"

@@ -198,7 +198,7 @@ expect_fail "no -- COMMAND at all" 2 "no command" --site tb submit work.sif
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin --valid 1h -q \
 	--out "$T_TMP/short" <"$GG_TB_USER_KEY_PASS_FILE"
 X509_USER_PROXY=$T_TMP/short expect_fail "walltime longer than the proxy" 3 "proxy init --valid" --site tb submit work.sif --walltime 8h -- true
-expect_fail "unknown site" 5 "no such site" --site nowhere submit work.sif -- true
+expect_fail "unknown site" 2 "no such site" --site nowhere submit work.sif -- true
 expect_fail "unknown --input" 2 "no such file" --site tb submit work.sif --input nosuch -- true
 mkdir -p in1 in2
 echo a >in1/data.txt
