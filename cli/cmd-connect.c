@@ -22,11 +22,24 @@ const struct gg_opt cmd_connect_opts[] = {
 	OPT_END,
 };
 
-/* The only live session, when the user gives no name. */
+/* name, appended to the list in buf ("a, b"); past len, "..." once. */
+static void add_name(char *buf, size_t len, const char *name)
+{
+	size_t o = strlen(buf);
+	if (o >= 3 && !strcmp(buf + o - 3, "..."))
+		return;
+	int w = snprintf(buf + o, len - o, "%s%s", o ? ", " : "", name);
+	if (w < 0 || (size_t)w >= len - o)
+		snprintf(buf + o, len - o, "%s...", o ? ", " : "");
+}
+
+/* The only live session, when the user gives no name; with several, which
+ * they are (a usage error: the command needs a NAME). */
 static int pick_session(struct gg_cli *cli, struct gg_store *st, char **name)
 {
 	struct gg_record *recs = NULL;
 	size_t n = 0, live = 0;
+	char names[512] = "";
 	struct gg_err err = {0};
 	if (gg_store_list(st, &recs, &n, NULL, &err) < 0)
 		return ui_fail(cli, &err, "connect");
@@ -35,14 +48,16 @@ static int pick_session(struct gg_cli *cli, struct gg_store *st, char **name)
 			live++;
 			free(*name);
 			*name = strdup(recs[i].name);
+			add_name(names, sizeof names, recs[i].name);
 		}
 	gg_records_free(recs, n);
 	if (live == 1)
 		return 0;
-	gg_err_set(&err, GG_ENOTFOUND,
-		   live ? "%zu live sessions: name one (see 'gridgpu list')"
-			: "no live session: start one with 'gridgpu request'",
-		   live);
+	if (live)
+		return ui_usage(cli,
+				"connect: %zu live sessions: %s: name one (gridgpu connect NAME)",
+				live, names);
+	gg_err_set(&err, GG_ENOTFOUND, "no live session: start one with 'gridgpu request'");
 	return ui_fail(cli, &err, "connect");
 }
 

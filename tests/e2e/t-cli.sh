@@ -191,7 +191,14 @@ run_gg jobs
 expect_eq "jobs with a session only: no bare table header" "$RC $OUT$ERR" "0 no batch jobs: 'gridgpu submit IMAGE.sif -- COMMAND' runs one"
 run_gg list --sessions
 printf '%s\n' "$OUT" | grep -q '^s1 ' && ok "list --sessions shows the session" || not_ok "list --sessions: $OUT"
-rm -f "$XDG_STATE_HOME/gridgpu/records/s1.json"
+# connect with no NAME and two live sessions names them (an ended one is not live).
+for r in "s2 queued" "s0 finished"; do
+	printf '{"version":1,"kind":"session","name":"%s","site":"tb","state":"%s","created":%s}\n' ${r% *} ${r#* } "$(date +%s)" \
+		>"$XDG_STATE_HOME/gridgpu/records/${r% *}.json"
+	chmod 600 "$XDG_STATE_HOME/gridgpu/records/${r% *}.json"
+done
+expect_fail "connect with two live sessions names them (usage, 2)" 2 "connect: 2 live sessions: s1, s2: name one (gridgpu connect NAME)" connect
+rm -f "$XDG_STATE_HOME/gridgpu/records/s1.json" "$XDG_STATE_HOME/gridgpu/records/s2.json" "$XDG_STATE_HOME/gridgpu/records/s0.json"
 run_gg list --sessions
 expect_eq "list --sessions with none" "$RC $OUT$ERR" "0 no sessions: 'gridgpu request' starts one"
 done_testing
