@@ -62,12 +62,123 @@ void gg_doctor_check_config(struct gg_doctor *d)
 	free(path);
 }
 
+/* Text as it may go on a command line to copy: letters, digits, and seps. */
+static int plain(const char *s, const char *seps)
+{
+	static const char an[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	size_t n = s ? strspn(s, an) : 0;
+	while (s && s[n] && strchr(seps, s[n]))
+		n += 1 + strspn(s + n + 1, an);
+	return s && *s && !s[n];
+}
+
+/* " --voms VO" for an AC, " --voms VO:FQAN" when its first FQAN (as VOMS
+ * clients ask for it, without the NULL role and capability) is not the VO's
+ * root group; appended to buf. */
+static void add_voms(char *buf, size_t len, const struct gg_ac *ac)
+{
+	char fqan[160] = "";
+	if (ac->n_fqans && strlen(ac->fqans[0]) < sizeof fqan) {
+		strcpy(fqan, ac->fqans[0]);
+		const char *tail[] = {"/Capability=NULL", "/Role=NULL"};
+		for (int k = 0; k < 2; k++) {
+			size_t f = strlen(fqan), t = strlen(tail[k]);
+			if (f > t && !strcmp(fqan + f - t, tail[k]))
+				fqan[f - t] = '\0';
+		}
+		if (fqan[0] != '/' || !strcmp(fqan + 1, ac->vo) || !plain(fqan + 1, "/=.-_"))
+			fqan[0] = '\0';
+	}
+	size_t o = strlen(buf);
+	snprintf(buf + o, len - o, " --voms %s%s%s", ac->vo, fqan[0] ? ":" : "", fqan);
+}
+
+/* The proxy init that makes c again: its lifetime, and a --voms for each VO
+ * whose attributes c carries (the user needs them again), each VO once. */
+static char *init_fix(const struct gg_cred *c, const char *valid, const char *why)
+{
+	struct gg_ac *acs = NULL;
+	size_t n = 0;
+	struct gg_err err = {0};
+	char voms[512] = "";
+	if (gg_cred_acs(c, 0, &acs, &n, &err) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		int seen = !plain(acs[i].vo, ".-_");
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = acs[j].vo && !strcmp(acs[j].vo, acs[i].vo);
+		if (!seen)
+			add_voms(voms, sizeof voms, &acs[i]);
+	}
+	gg_ac_list_free(acs, n);
+	return S("gridgpu proxy init --valid %s%s%s", valid, voms, why ? why : "");
+}
+
+/* The proxy's time left against what the doctor asks for; 1 when it has
+ * expired (its chain is then not worth verifying). */
+static int check_proxy_time(struct gg_doctor *d, const struct gg_cred *c, const char *path,
+			    enum gg_doctor_status bad, const char *init)
+{
+	struct gg_err err = {0};
+	struct gg_proxy_info pi;
+	char dur[32], have[32], when[64];
+	gg_duration_format(d->valid, dur, sizeof dur);
+	if (gg_proxy_info_get(c, 0, &pi, &err) < 0) {
+		gg_doctor_add(d, "proxy", "proxy", bad, S("%s: %s", path, err.msg),
+			      init_fix(c, init, NULL));
+		return 0;
+	}
+	int expired = pi.time_left <= 0;
+	fmt_time(pi.end, when, sizeof when);
+	gg_duration_format(pi.time_left, have, sizeof have);
+	if (expired)
+		gg_doctor_add(d, "proxy", "proxy", bad, S("%s expired on %s", path, when),
+			      init_fix(c, init, " (the proxy has expired: make a new one)"));
+	else if (pi.time_left < d->valid)
+		gg_doctor_add(d, "proxy", "proxy", bad,
+			      S("%s has %s left (until %s), less than %s", path, have, when, dur),
+			      init_fix(c, init, " (a session must end before its proxy does)"));
+	else
+		gg_doctor_add(
+			d, "proxy", "proxy", GG_DOCTOR_OK,
+			S("%s: %s left, %s", path, have, pi.identity ? pi.identity : pi.subject),
+			NULL);
+	gg_proxy_info_clear(&pi);
+	return expired;
+}
+
+/* The proxy's chain against the CA directory (not an expired proxy's: that it
+ * does not verify says nothing about the CAs). */
+static void check_proxy_chain(struct gg_doctor *d, const struct gg_cred *c, int expired,
+			      enum gg_doctor_status bad)
+{
+	struct gg_err err = {0};
+	struct stat sb;
+	if (expired) {
+		gg_doctor_add(d, "proxy-chain", "proxy chain", GG_DOCTOR_SKIP,
+			      S("not checked: the proxy has expired"), NULL);
+	} else if (!d->ca_dir || stat(d->ca_dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		gg_doctor_add(d, "proxy-chain", "proxy chain", GG_DOCTOR_SKIP,
+			      S("no CA directory to verify against"), NULL);
+	} else if (gg_cred_verify(c, d->ca_dir, 0, &err) < 0) {
+		gg_doctor_add(
+			d, "proxy-chain", "proxy chain", bad, S("%s", err.msg),
+			S("the CA that issued your certificate is not in %s: point X509_CERT_DIR (or "
+			  "the site's ca_dir) at the grid CA directory, e.g. the IGTF bundle of "
+			  "ca-policy-egi-core or osg-ca-certs",
+			  d->ca_dir));
+	} else {
+		gg_doctor_add(d, "proxy-chain", "proxy chain", GG_DOCTOR_OK,
+			      S("verifies against %s", d->ca_dir), NULL);
+	}
+}
+
 void gg_doctor_check_proxy(struct gg_doctor *d)
 {
 	struct gg_err err = {0};
 	char *path = NULL;
 	int token_site = !strcmp(d->auth_kind, "token");
-	char dur[32], have[32];
+	char dur[32];
 	gg_duration_format(d->valid, dur, sizeof dur);
 	const char *init = d->valid <= 12 * 3600 ? "12h" : dur;
 	/* A site that uses tokens does not need the proxy: its faults are notes. */
@@ -99,46 +210,7 @@ void gg_doctor_check_proxy(struct gg_doctor *d)
 		free(path);
 		return;
 	}
-	struct gg_proxy_info pi;
-	if (gg_proxy_info_get(c, 0, &pi, &err) < 0) {
-		gg_doctor_add(d, "proxy", "proxy", bad, S("%s: %s", path, err.msg),
-			      S("gridgpu proxy init --valid %s", init));
-	} else {
-		char when[64];
-		fmt_time(pi.end, when, sizeof when);
-		gg_duration_format(pi.time_left, have, sizeof have);
-		if (pi.time_left <= 0)
-			gg_doctor_add(d, "proxy", "proxy", bad, S("%s expired on %s", path, when),
-				      S("gridgpu proxy init --valid %s", init));
-		else if (pi.time_left < d->valid)
-			gg_doctor_add(
-				d, "proxy", "proxy", bad,
-				S("%s has %s left (until %s), less than %s", path, have, when, dur),
-				S("gridgpu proxy init --valid %s (a session must end before its proxy "
-				  "does)",
-				  init));
-		else
-			gg_doctor_add(d, "proxy", "proxy", GG_DOCTOR_OK,
-				      S("%s: %s left, %s", path, have,
-					pi.identity ? pi.identity : pi.subject),
-				      NULL);
-		gg_proxy_info_clear(&pi);
-	}
-	struct stat sb;
-	if (!d->ca_dir || stat(d->ca_dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		gg_doctor_add(d, "proxy-chain", "proxy chain", GG_DOCTOR_SKIP,
-			      S("no CA directory to verify against"), NULL);
-	} else if (gg_cred_verify(c, d->ca_dir, 0, &err) < 0) {
-		gg_doctor_add(
-			d, "proxy-chain", "proxy chain", bad, S("%s", err.msg),
-			S("the CA that issued your certificate is not in %s: point X509_CERT_DIR (or "
-			  "the site's ca_dir) at the grid CA directory, e.g. the IGTF bundle of "
-			  "ca-policy-egi-core or osg-ca-certs",
-			  d->ca_dir));
-	} else {
-		gg_doctor_add(d, "proxy-chain", "proxy chain", GG_DOCTOR_OK,
-			      S("verifies against %s", d->ca_dir), NULL);
-	}
+	check_proxy_chain(d, c, check_proxy_time(d, c, path, bad, init), bad);
 	gg_cred_free(c);
 	free(path);
 }
