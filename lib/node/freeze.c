@@ -32,6 +32,7 @@ struct gg_session_freeze {
 	void *info_ud;
 	enum gg_session_freeze_step step;
 	char *source; /* its label: SOURCE_LABEL "session NAME:sandbox" */
+	char *image;  /* the session's image (a --path is read in its container), or NULL */
 	char *excl_label, *gpus;
 	const char **labels;
 	/* the stream */
@@ -93,6 +94,7 @@ void gg_session_freeze_free(struct gg_session_freeze *sf)
 	free(sf->excl);
 	free(sf->path);
 	free(sf->source);
+	free(sf->image);
 	free(sf->excl_label);
 	free(sf->gpus);
 	free(sf->labels);
@@ -225,6 +227,8 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 	int rc = check_record(r, err);
 	if (rc < 0)
 		return rc;
+	free(sf->image);
+	sf->image = r->image ? strdup(r->image) : NULL;
 	const struct gg_site *site = r->site && cfg ? gg_config_site(cfg, r->site) : NULL;
 	char *cmd =
 		gg_node_tar_command(sf->path, (const char *const *)sf->excl, sf->nexcl, sf->link);
@@ -262,7 +266,7 @@ static int stream_result(struct gg_session_freeze *sf, int abort, struct gg_err 
 	} else if (src_rc == 0 && (abort ? st > 0 : st != 0)) {
 		if (said) /* its first complaint: tar's last line is a summary */
 			said[strcspn(said, "\r\n")] = '\0';
-		rc = gg_node_tar_error(sf->path, st, said, err);
+		rc = gg_node_tar_error(sf->path, sf->image, st, said, err);
 	}
 	free(said);
 	return rc;

@@ -116,6 +116,7 @@ int gg_node_link_parse(const char *s, enum gg_node_link *out);
 #define GG_NODE_TAR_NO_DIR     3 /* no directory path */
 #define GG_NODE_TAR_NO_SANDBOX 4 /* the session has no sandbox */
 #define GG_NODE_TAR_NO_COMP    5 /* the compressor asked for is not on the node */
+#define GG_NODE_TAR_NO_TAR     6 /* no tar where the command runs */
 /* The command that writes a tar of path (as the login sees it) or, with path NULL,
  * of the session's sandbox less the excluded (./PATTERN, tar's --exclude) and the
  * session's mount points (the sandbox-mounts file), through the link's compressor;
@@ -123,8 +124,11 @@ int gg_node_link_parse(const char *s, enum gg_node_link *out);
 char *gg_node_tar_command(const char *path, const char *const *excl, size_t nexcl,
 			  enum gg_node_link link);
 /* The error of a tar command's exit status (not 0) for path (NULL: the sandbox);
- * said: the first line of what it said on stderr, or NULL. GG_EFAIL. */
-int gg_node_tar_error(const char *path, int status, const char *said, struct gg_err *err);
+ * image: the session's image, whose container a path is read in (NULL: none, it
+ * is read on the node); said: the first line of what it said on stderr, or NULL.
+ * GG_EFAIL. */
+int gg_node_tar_error(const char *path, const char *image, int status, const char *said,
+		      struct gg_err *err);
 
 /* The patterns a session freeze leaves out, as tar gets them ("./PATH"). */
 struct gg_session_freeze;

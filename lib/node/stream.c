@@ -21,10 +21,8 @@ int gg_node_link_parse(const char *s, enum gg_node_link *out)
 /* The tar command through the compressor the node has: the link to the client is
  * the slow part, the node has idle cores. The exit status is tar's (a truncated
  * stream fails to decompress). */
-static char *through_link(const char *pre, const char *tar, enum gg_node_link link)
+static char *through_comp(const char *pre, const char *tar, enum gg_node_link link)
 {
-	if (link == GG_LINK_NONE)
-		return gg_strdup_printf("%sexec %s", pre, tar);
 	const char *pick = link == GG_LINK_ZSTD ? NO_COMP("zstd") "Z='zstd -q -1 -T0 -c'; "
 			   : link == GG_LINK_GZIP
 				   ? NO_COMP("gzip") "Z='gzip -1 -c'; "
@@ -34,6 +32,19 @@ static char *through_link(const char *pre, const char *tar, enum gg_node_link li
 		"%s%sif [ \"$Z\" = cat ]; then exec %s; fi; "
 		"{ r=$( { { %s; echo $? >&3; } | $Z >&4; } 3>&1 ); exit ${r:-1}; } 4>&1",
 		pre, pick, tar, tar);
+}
+
+/* pre, then the tar command through the link; a shell with no tar (an image
+ * without it) exits GG_NODE_TAR_NO_TAR, not sh's 127. */
+static char *through_link(const char *pre, const char *tar, enum gg_node_link link)
+{
+	char *p = gg_strdup_printf("%scommand -v tar >/dev/null || exit %d; ", pre,
+				   GG_NODE_TAR_NO_TAR);
+	char *cmd = !p                     ? NULL
+		    : link == GG_LINK_NONE ? gg_strdup_printf("%sexec %s", p, tar)
+					   : through_comp(p, tar, link);
+	free(p);
+	return cmd;
 }
 
 /* A directory as the login sees it. */
@@ -90,8 +101,19 @@ char *gg_node_tar_command(const char *path, const char *const *excl, size_t nexc
 	return path ? dir_command(path, link) : sandbox_command(excl, nexcl, link);
 }
 
-int gg_node_tar_error(const char *path, int st, const char *said, struct gg_err *err)
+int gg_node_tar_error(const char *path, const char *image, int st, const char *said,
+		      struct gg_err *err)
 {
+	if (st == GG_NODE_TAR_NO_TAR && path && image)
+		return gg_err_set(err, GG_EFAIL,
+				  "the session's image (%s) has no 'tar', which reading '%s' needs "
+				  "inside its container: install tar in the image, or freeze the "
+				  "sandbox (without --path)",
+				  image, path);
+	if (st == GG_NODE_TAR_NO_TAR)
+		return gg_err_set(err, GG_EFAIL,
+				  "the session's node has no 'tar' to read '%s' with",
+				  path ? path : "the sandbox");
 	if (st == GG_NODE_TAR_NO_SANDBOX && !path)
 		return gg_err_set(err, GG_EFAIL,
 				  "the session has no sandbox (it was requested without --image): "

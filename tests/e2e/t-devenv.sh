@@ -185,6 +185,14 @@ SQ=sq.sif.session.$(cat sq.pid)
 [ "$(cat "$SQ" 2>&1)" = theirs ] && [ -s sq.sif ] && [ -z "$(ls sq.sif.* 2>/dev/null | grep -v "^$SQ\$")" ] &&
 	ok "freeze --session: a file at its old predictable temp name ($SQ) is left alone, the image made" ||
 	not_ok "the file at $SQ: '$(cat "$SQ" 2>&1)', sq.sif: $(ls -l sq.sif* 2>&1 | tr '\n' ' ') $(head -c 300 sq.err)"
+# --path is read in the session's container: an image without tar is named, not the node
+run_gg connect dev -- 'cp /bin/tar /bin/tar.off && rm /bin/tar'
+expect_eq "tar moved aside in the session's sandbox" "$RC" 0
+expect_fail "freeze --session --path /usr in an image without tar: the image lacks it, not the node" 1 \
+	"has no 'tar', which reading '/usr' needs inside its container: install tar in the image" \
+	freeze --session dev --path /usr -o notar.sif
+run_gg connect dev -- 'cp /bin/tar.off /bin/tar && rm /bin/tar.off'
+expect_eq "tar back in the session's sandbox" "$RC" 0
 run_gg inspect work.sif
 printf '%s\n' "$OUT" | grep -q 'org.gridgpu.excluded.*\./tmp/\*.*\./usr/local/share/skip' &&
 	ok "inspect shows what was excluded" || not_ok "inspect: $OUT"

@@ -240,9 +240,9 @@ static void test_env_in_launcher(void **state)
 	free(src);
 }
 
-/* cmd run by sh in session directory sd (GRIDGPU_SESSION_DIR), stdout to out: its
- * exit status. */
-static int run_node(const char *cmd, const char *sd, const char *out)
+/* cmd run by sh in session directory sd (GRIDGPU_SESSION_DIR), stdout to out,
+ * with PATH path (NULL: ours): its exit status. */
+static int run_node_path(const char *cmd, const char *sd, const char *out, const char *path)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -250,12 +250,19 @@ static int run_node(const char *cmd, const char *sd, const char *out)
 		if (!o || !freopen("/dev/null", "w", stderr))
 			_exit(126);
 		setenv(GG_NODE_SD_VAR, sd, 1);
+		if (path)
+			setenv("PATH", path, 1);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int run_node(const char *cmd, const char *sd, const char *out)
+{
+	return run_node_path(cmd, sd, out, NULL);
 }
 
 static int has_line(const char *text, const char *line)
@@ -314,6 +321,13 @@ static void test_tar_command(void **state)
 	tar = gg_node_tar_command("/nonexistent/dir", NULL, 0, GG_LINK_AUTO);
 	assert_int_equal(run_node(tar, sd, out), GG_NODE_TAR_NO_DIR);
 	free(tar);
+	/* a login without tar (an image without it): its own status, not sh's 127 */
+	snprintf(cmd, sizeof cmd, "%s/sd/.gridgpu/sandbox/a", tmpdir);
+	for (int l = GG_LINK_AUTO; l <= GG_LINK_NONE; l++) {
+		tar = gg_node_tar_command(cmd, NULL, 0, (enum gg_node_link)l);
+		assert_int_equal(run_node_path(tar, sd, out, "/nonexistent"), GG_NODE_TAR_NO_TAR);
+		free(tar);
+	}
 	snprintf(cmd, sizeof cmd, "rm -rf '%s/.gridgpu/sandbox'", sd);
 	assert_int_equal(system(cmd), 0);
 	tar = gg_node_tar_command(NULL, excl, 2, GG_LINK_AUTO);
@@ -388,20 +402,28 @@ static void test_tar_error(void **state)
 {
 	(void)state;
 	struct gg_err err = {0};
-	assert_int_equal(gg_node_tar_error(NULL, GG_NODE_TAR_NO_SANDBOX, NULL, &err), GG_EFAIL);
+	assert_int_equal(gg_node_tar_error(NULL, NULL, GG_NODE_TAR_NO_SANDBOX, NULL, &err),
+			 GG_EFAIL);
 	assert_non_null(strstr(err.msg, "the session has no sandbox"));
 	assert_non_null(strstr(err.msg, "give --path DIR"));
-	gg_node_tar_error("data", GG_NODE_TAR_NO_DIR, NULL, &err);
+	gg_node_tar_error("data", NULL, GG_NODE_TAR_NO_DIR, NULL, &err);
 	assert_string_equal(err.msg, "no directory 'data' on the session's node");
-	gg_node_tar_error("data", 2, "tar: ./s: Cannot open: Permission denied", &err);
+	gg_node_tar_error("data", NULL, 2, "tar: ./s: Cannot open: Permission denied", &err);
 	assert_string_equal(err.msg, "reading 'data' on the session's node failed (tar exit 2: "
 				     "tar: ./s: Cannot open: Permission denied)");
-	gg_node_tar_error(NULL, 2, "", &err);
+	gg_node_tar_error(NULL, NULL, 2, "", &err);
 	assert_string_equal(err.msg,
 			    "reading 'the sandbox' on the session's node failed (tar exit 2)");
 	/* status 3 is tar's own when no path was given: not "no directory" */
-	gg_node_tar_error(NULL, GG_NODE_TAR_NO_DIR, NULL, &err);
+	gg_node_tar_error(NULL, NULL, GG_NODE_TAR_NO_DIR, NULL, &err);
 	assert_non_null(strstr(err.msg, "tar exit 3"));
+	/* no tar: the image's container a --path is read in, else the node */
+	gg_node_tar_error("/usr", "dev.tar", GG_NODE_TAR_NO_TAR, NULL, &err);
+	assert_string_equal(err.msg, "the session's image (dev.tar) has no 'tar', which reading "
+				     "'/usr' needs inside its container: install tar in the "
+				     "image, or freeze the sandbox (without --path)");
+	gg_node_tar_error(NULL, "dev.tar", GG_NODE_TAR_NO_TAR, NULL, &err);
+	assert_string_equal(err.msg, "the session's node has no 'tar' to read 'the sandbox' with");
 }
 
 /* Refused before the node is asked: an output that exists (without force), a batch
