@@ -1,12 +1,12 @@
-/* gridgpu submit: a SIF image and a command as batch work on one site or many. */
+/* gridgpu submit: an image (a SIF, or one frozen on the fly) and a command as batch
+ * work on one site or many. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
+#include "freeze-ui.h"
 #include "resopt.h"
 #include "gridgpu/image.h"
 #include "gridgpu/session.h"
@@ -51,7 +51,6 @@ struct sub {
 	const char *image, *image_url;
 	char **cmd;
 	int ncmd, ninputs, noutputs, ndata_in, ndata_out;
-	int64_t part_offset;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
 	const char *name;
 	int count, dry_run, token, match_dev;
@@ -106,9 +105,7 @@ static int add_data(struct gg_cli *cli, struct sub *s, int out)
 static int make_spec(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
-	int rc = gg_job_spec_set_image(s->spec, s->image, &err);
-	if (rc == 0)
-		rc = gg_job_spec_set_image_url(s->spec, s->image_url, &err);
+	int rc = gg_job_spec_set_image_url(s->spec, s->image_url, &err);
 	if (rc == 0)
 		rc = gg_job_spec_set_command(s->spec, (const char *const *)s->cmd, s->ncmd, &err);
 	for (int i = 0; rc == 0 && i < s->ninputs; i++)
@@ -149,21 +146,24 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	return 0;
 }
 
-/* The local image, checked before anything is uploaded (and its development
- * GPU with --match-dev-gpu). */
+/* The image as a SIF, checked (or frozen) before anything is uploaded (and
+ * its development GPU with --match-dev-gpu). */
 static int check_image(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
 	if (s->image_url)
-		return 0;
+		return gg_job_spec_set_image(s->spec, s->image, &err) ? ui_fail(cli, &err, "submit")
+								      : 0;
 	struct gg_dev_gpu dev;
-	if (cli_local_file(s->image, &err) < 0 ||
-	    gg_job_image_check(s->image, &s->part_offset, s->match_dev ? &dev : NULL, &err) < 0)
-		return ui_fail(cli, &err, "image '%s'", s->image);
+	enum gg_job_image_how how;
+	int rc =
+		cli_job_image(cli, s->spec, s->image, s->dry_run, s->match_dev ? &dev : NULL, &how);
+	if (rc)
+		return rc;
 	if (s->match_dev)
 		match_dev_gpu(cli, &dev, s);
-	if (gg_job_program_check(s->spec, &err) < 0) /* a warning: the site may bind it in */
-		ui_warn(cli, "%s", err.msg);
+	if (how != GG_JOB_IMAGE_TO_FREEZE && gg_job_program_check(s->spec, &err) < 0)
+		ui_warn(cli, "%s", err.msg); /* a warning: the site may bind it in */
 	return 0;
 }
 
@@ -204,21 +204,20 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 	if (c < 0)
 		return c == -2 ? -2 : EXIT_USAGE;
 	if (dd - cli->optind != 1)
-		return ui_usage(cli, "submit: expected IMAGE.sif, then -- COMMAND [ARGS...]");
+		return ui_usage(cli, "submit: expected IMAGE, then -- COMMAND [ARGS...]");
 	s->image = argv[cli->optind];
 	s->cmd = argv + dd + 1;
 	s->ncmd = dd < argc ? argc - dd - 1 : 0;
 	if (s->ncmd == 0)
-		return ui_usage(
-			cli, "submit: no command: gridgpu submit IMAGE.sif -- COMMAND [ARGS...]");
+		return ui_usage(cli,
+				"submit: no command: gridgpu submit IMAGE -- COMMAND [ARGS...]");
 	if ((rc = make_spec(cli, s)) || (rc = check_sub(cli, s)))
 		return rc;
 	/* given, or the development GPU's (--match-dev-gpu) */
 	if (s->min_cc[0])
 		s->res.min_capability = s->min_cc;
 	struct gg_err err = {0};
-	if (gg_job_spec_set_resources(s->spec, &s->res, &err) < 0 ||
-	    gg_job_spec_set_part_offset(s->spec, s->part_offset, &err) < 0)
+	if (gg_job_spec_set_resources(s->spec, &s->res, &err) < 0)
 		return ui_fail(cli, &err, "submit");
 	return 0;
 }

@@ -5,6 +5,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "interrupt.h"
+
 void freeze_bar_clear(struct freeze_bar *c)
 {
 	if (c->drawn) {
@@ -176,4 +178,46 @@ void freeze_report(struct gg_cli *cli, const struct gg_freeze_opts *o, const cha
 		(unsigned long long)res->symlinks, res->symlinks == 1 ? "" : "s",
 		(unsigned long long)res->specials, o->output, outsz, res->arch, secs,
 		res->warnings ? " (with warnings)" : "");
+}
+
+/* What became of submit's image, on stderr. */
+static void job_image_said(struct gg_cli *cli, const char *image, const char *sif,
+			   enum gg_job_image_how how, const struct gg_freeze_result *res,
+			   double secs)
+{
+	if (how == GG_JOB_IMAGE_TO_FREEZE)
+		ui_info(cli, "dry run: '%s' is not a SIF: submit would freeze it into %s", image,
+			sif);
+	else if (how == GG_JOB_IMAGE_CACHED)
+		ui_info(cli, "'%s' is unchanged since it was frozen: submitting %s", image, sif);
+	if (how != GG_JOB_IMAGE_FROZEN)
+		return;
+	char out[32];
+	ui_info(cli,
+		"froze '%s' (%llu files) into %s: %s, %.1f s (a submit of it unchanged takes "
+		"this SIF without freezing again)",
+		image, (unsigned long long)res->files, sif,
+		gg_size_format(res->image_size, out, sizeof out), secs);
+}
+
+int cli_job_image(struct gg_cli *cli, struct gg_job_spec *spec, const char *image, int dry_run,
+		  struct gg_dev_gpu *dev, enum gg_job_image_how *how)
+{
+	struct freeze_bar bar;
+	freeze_bar_init(&bar, cli);
+	struct gg_image_callbacks cb = {.progress = freeze_bar_progress,
+					.warn = freeze_bar_warn,
+					.cancel = cli_cancel_cb,
+					.ud = &bar};
+	struct cli_sigsave save;
+	cli_interrupt_push(&save);
+	struct gg_freeze_result res;
+	struct gg_err err = {0};
+	int rc = gg_job_image_prepare(spec, image, dry_run, &cb, dev, how, &res, &err);
+	freeze_bar_clear(&bar);
+	cli_interrupt_pop(&save);
+	if (rc < 0)
+		return ui_fail(cli, &err, "submit");
+	job_image_said(cli, image, gg_job_spec_image(spec), *how, &res, freeze_bar_elapsed(&bar));
+	return 0;
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "gridgpu/engine.h"
 #include "gridgpu/image.h"
 
 struct freeze_bar {
@@ -29,5 +30,11 @@ void freeze_bar_info(void *ud, const char *msg);
 /* What was frozen into what (got_bytes: what came from the node, or NULL). */
 void freeze_report(struct gg_cli *cli, const struct gg_freeze_opts *o, const char *source,
 		   const uint64_t *got_bytes, const struct gg_freeze_result *res, double secs);
+
+/* submit's image (gg_job_image_prepare) into spec, with the bar while it is
+ * frozen and a line on what was frozen or taken from the cache: 0, or the
+ * exit code after saying what is wrong. */
+int cli_job_image(struct gg_cli *cli, struct gg_job_spec *spec, const char *image, int dry_run,
+		  struct gg_dev_gpu *dev, enum gg_job_image_how *how);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "gridgpu/ce.h"
 #include "gridgpu/cred.h"
+#include "gridgpu/image.h"
 #include "gridgpu/node.h"
 #include "gridgpu/session.h"
 
@@ -221,6 +222,42 @@ struct gg_dev_gpu {
  * the image does not say). */
 GG_API int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_dev_gpu *dev,
 			      struct gg_err *err);
+
+/* ---- submit's image (jobimage.c) ---- */
+
+/* What gg_job_image_prepare made of the image it was given. */
+enum gg_job_image_how {
+	GG_JOB_IMAGE_SIF = 1,   /* a SIF here, as it is */
+	GG_JOB_IMAGE_NODE,      /* node:/PATH.sif: a SIF on the node, not uploaded */
+	GG_JOB_IMAGE_FROZEN,    /* another kind of image here, frozen now into the cache */
+	GG_JOB_IMAGE_CACHED,    /* the same, unchanged since it was frozen: the cached SIF */
+	GG_JOB_IMAGE_TO_FREEZE, /* a dry run's: it would be frozen (nothing made) */
+};
+/* A job's image as request --image takes it, into q (its SIF and the
+ * partition's offset): a local SIF, checked whole (GG_EFAIL "corrupt SIF: ..."
+ * when it is not; a file named .sif is one); node:/PATH.sif, a SIF on the node;
+ * a directory, tar (compressed or not), docker-archive or OCI layout or
+ * archive here, frozen (reproducibly, with cb's progress and cancel) into
+ * $XDG_CACHE_HOME/gridgpu/images/SRC-KEY-NAME.sif, SRC naming the input's real
+ * path and KEY the metadata of it and of every entry under it: the same
+ * unchanged input later takes that SIF without freezing (the earlier SIFs of
+ * the same input are removed once a new one is in place; the SIF is written
+ * whole or not at all). gg_job_spec_image then says which SIF it is. Refused
+ * before anything is made or sent (GG_EUSAGE): a local path that is not here,
+ * node:PATH not absolute, an image on the node that is not a SIF and a source
+ * the freezer refuses (each naming the 'gridgpu freeze' to run), dev (may be
+ * NULL: --match-dev-gpu) for an image not frozen where it was developed.
+ * dry_run: nothing is frozen or written (*how GG_JOB_IMAGE_TO_FREEZE, the
+ * spec's image the cache's name). res (may be NULL) gets what a freeze made. */
+GG_API int gg_job_image_prepare(struct gg_job_spec *q, const char *image, int dry_run,
+				const struct gg_image_callbacks *cb, struct gg_dev_gpu *dev,
+				enum gg_job_image_how *how, struct gg_freeze_result *res,
+				struct gg_err *err);
+/* The spec's image: a local SIF's path, node:/PATH.sif, or NULL. */
+GG_API const char *gg_job_spec_image(const struct gg_job_spec *q);
+/* The file name endings of the images submit and request --image take ("sif",
+ * "tar", "tar.gz", ...; NULL-terminated): what completion offers. */
+GG_API const char *const *gg_image_suffixes(void);
 
 /* ---- a job's outputs at storage (storage.c) ---- */
 

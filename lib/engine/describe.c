@@ -237,13 +237,18 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		rc = gg_node_jd_warg(jd, GG_NW_RUNTIME, site->runtime, err);
 	if (rc == 0 && !command_plain(s->cmd, s->ncmd))
 		rc = gg_node_jd_warg(jd, GG_NW_B64, NULL, err);
+	/* node:/PATH.sif: the node's, by its path, not uploaded */
+	size_t mark = strlen(GG_IMAGE_NODE_MARK);
+	const char *node = NULL;
+	if (s->image && !s->image_url && !strncmp(s->image, GG_IMAGE_NODE_MARK, mark))
+		node = s->image + mark;
 	if (rc == 0)
-		rc = gg_jd_arg(jd, GG_JOB_IMAGE_NAME, err);
+		rc = gg_jd_arg(jd, node ? node : GG_JOB_IMAGE_NAME, err);
 	if (rc == 0)
 		rc = command_args(jd, s->cmd, s->ncmd, err);
 	if (rc == 0)
 		rc = gg_jd_input(jd, GG_WRAPPER_NAME, NULL, s->wrapper, err);
-	if (rc == 0)
+	if (rc == 0 && !node)
 		rc = gg_jd_input(jd, GG_JOB_IMAGE_NAME, s->image_url,
 				 s->image_url ? NULL : s->image, err);
 	for (int i = 0; rc == 0 && i < s->ninputs; i++) {

@@ -76,4 +76,10 @@ int gg_engine_clean_one(struct gg_engine *e, struct gg_record *r, struct gg_err 
  * malloc'd; NULL when it stays in the CE's session directory. */
 char *gg_job_output_dest(const struct gg_job_spec *s, const struct gg_site *site, int i);
 
+/* The cache's SIF for a local image as it is now (jobimage.c): the path of
+ * $XDG_CACHE_HOME/gridgpu/images/SRC-KEY-NAME.sif (the directory made when
+ * make), SRC of the image's real path, KEY of this library's version and the
+ * metadata of the image and of every entry under it, NAME its last part. */
+int gg_job_image_cache_path(const char *image, int make, char **path, struct gg_err *err);
+
 #endif

@@ -201,7 +201,8 @@ void gg_job_match_dev(struct gg_jd_resources *res, const struct gg_dev_gpu *dev,
 
 int gg_job_program_check(const struct gg_job_spec *q, struct gg_err *err)
 {
-	if (q->image_url || !q->image || q->ncmd < 1)
+	if (q->image_url || !q->image || q->ncmd < 1 ||
+	    !strncmp(q->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
 		return 0;
 	const char *cmd = q->cmd[0];
 	struct gg_err e = {0};
