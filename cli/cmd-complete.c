@@ -7,13 +7,15 @@
  * reads the command line typed so far (the last word is the one being
  * completed, "--opt=" joined to its value) and prints one line saying what to
  * offer: "words" (the words follow, one a line, "WORD:DESCRIPTION" with
- * --describe), "files", "dirs" or "none". The other forms print plain word
- * lists (the docs check reads them). */
+ * --describe), "files", "dirs", "images" (directories and the files whose
+ * names end in one of the endings that follow, one a line) or "none". The other forms print plain
+ * word lists (the docs check reads them). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "gridgpu/engine.h"
 #include "gridgpu/session.h"
 
 static int starts_with(const char *s, const char *prefix)
@@ -95,6 +97,11 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 	switch (kind) {
 	case OPT_FILE: printf("files\n"); return;
 	case OPT_DIR: printf("dirs\n"); return;
+	case OPT_IMAGE: /* directories, and files with these endings */
+		printf("images\n");
+		for (const char *const *x = gg_image_suffixes(); *x; x++)
+			printf("%s\n", *x);
+		return;
 	case OPT_NONE:
 	case OPT_ARG: printf("none\n"); return;
 	default: break;

@@ -28,7 +28,7 @@ const struct gg_opt cmd_request_opts[] = {
 	{"ce", 0, OPT_ARG, "URL", "CE endpoint (instead of the site's)", O_CE},
 	{"name", 'n', OPT_ARG, "NAME", "name of the session (default SITE-N)", O_NAME},
 	CLI_RES_OPTS("how long the session may last (default 4h)"),
-	{"image", 'i', OPT_ARG, "IMAGE",
+	{"image", 'i', OPT_IMAGE, "IMAGE",
 	 "work inside a writable sandbox made from IMAGE (SIF, docker-archive, OCI, tar, "
 	 "directory here; node:/PATH for an image on the node)",
 	 O_IMAGE},

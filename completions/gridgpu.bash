@@ -2,7 +2,8 @@
 # (gridgpu __complete line -- WORDS...), worked out from its command and option
 # tables, so commands, sub-commands, options and option values never drift from
 # it. The script only joins "--opt=value" back together (readline splits it at
-# '=') and inserts the answer: words, file names or directory names.
+# '=') and inserts the answer: words, file names, directory names or images
+# (directories and the files with an image's ending).
 _gridgpu()
 {
 	local gg=${COMP_WORDS[0]} i w
@@ -46,6 +47,25 @@ _gridgpu()
 			[[ $kind == dirs ]] && opt=-d
 			mapfile -t COMPREPLY < <(compgen "$opt" -- "$cur")
 			[[ -n $prefix ]] && COMPREPLY=("${COMPREPLY[@]/#/$prefix}")
+		fi ;;
+	images)
+		# Directories, and the files whose names end as an image's (the
+		# endings follow "images", one a line).
+		compopt -o filenames 2>/dev/null
+		local -a ends=()
+		[[ $out == *$'\n'* ]] && mapfile -t ends <<<"${out#*$'\n'}"
+		if declare -F _filedir >/dev/null 2>&1 && [[ -z $prefix ]]; then
+			local pat
+			pat=$(IFS='|' && echo "${ends[*]}")
+			_filedir "@($pat)"
+		else
+			local f e
+			while IFS= read -r f; do
+				[[ -d $f ]] && { COMPREPLY+=("$prefix$f"); continue; }
+				for e in "${ends[@]}"; do
+					[[ $f == *."$e" ]] && { COMPREPLY+=("$prefix$f"); break; }
+				done
+			done < <(compgen -f -- "$cur")
 		fi ;;
 	esac
 	return 0

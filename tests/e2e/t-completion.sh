@@ -19,6 +19,7 @@ chmod 600 "$recs"/*.json
 work=$T_TMP/work
 mkdir -p "$work/my dir" "$work/other"
 : > "$work/my file.sif"
+: > "$work/dev.tar" && : > "$work/x.tar.gz" && : > "$work/notes.txt"
 cd "$work" || exit 1
 
 # bash: source the script, fill COMP_WORDS as readline would, read COMPREPLY.
@@ -77,6 +78,11 @@ expect_eq "bash: file operands" "$(bc gridgpu freeze my)" "my dir my file.sif "
 grep -q -- "-o filenames" "$HOME/.compopt" 2>/dev/null && ok "bash: file names completed with -o filenames" || not_ok "bash: -o filenames asked for"
 expect_eq "bash: --dir offers directories only" "$(bc gridgpu get x --dir '')" "my dir other "
 expect_eq "bash: after -- in submit, files" "$(bc gridgpu submit x.sif -- my)" "my dir my file.sif "
+# submit and request --image take images: directories and the files named as
+# one (a SIF, a tar, compressed or not), not every file (notes.txt)
+expect_eq "bash: submit offers images only" "$(bc gridgpu submit '')" "dev.tar my dir my file.sif other x.tar.gz "
+expect_eq "bash: request --image offers images only" "$(bc gridgpu request --image '')" "dev.tar my dir my file.sif other x.tar.gz "
+expect_eq "bash: --image= offers images only" "$(bc gridgpu request --image = '')" "dev.tar my dir my file.sif other x.tar.gz "
 
 # Typed for real: the line and TAB go into an interactive shell on a pty and
 # the line it leaves is read back (bash-type.py, zsh-type.zsh: each waits for
@@ -101,6 +107,7 @@ gridgpu request --site=la|gridgpu request --site=lancaster |
 gridgpu connect d|gridgpu connect dev1 |
 gridgpu kill jo|gridgpu kill job-7 |
 gridgpu status de|gridgpu status dev1 |
+gridgpu submit de|gridgpu submit dev.tar |
 gridgpu freeze --session d|gridgpu freeze --session dev1 |
 gridgpu freeze --comp=z|gridgpu freeze --comp=zstd |
 gridgpu freeze --format o|gridgpu freeze --format oci |
@@ -149,6 +156,8 @@ if command -v zsh >/dev/null 2>&1; then
 	expect_eq "zsh: --walltime offers nothing" "$(zc gridgpu request --walltime '')" ""
 	expect_eq "zsh: file operands" "$(zc gridgpu inspect '')" "<files > "
 	expect_eq "zsh: directory values" "$(zc gridgpu get x --dir '')" "<files -/> "
+	expect_eq "zsh: submit offers images only" "$(zc gridgpu submit '')" \
+		"<files -g *.(sif|tar|tar.gz|tgz|tar.xz|txz|tar.zst|tzst|tar.bz2|tbz2|tar.lz4)(-.)> "
 	# zsh for real, under zsh -f on a pty (zpty), with zsh's own _files.
 	zt() { PATH="$bindir:$PATH" zsh -f "$top/tests/e2e/zsh-type.zsh" "$top/completions" "$1"; }
 	typed "zsh typed" zt
