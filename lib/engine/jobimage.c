@@ -341,8 +341,11 @@ int gg_job_image_prepare(struct gg_job_spec *q, const char *image, int dry_run,
 			 struct gg_err *err)
 {
 	struct gg_freeze_result ignored;
+	struct gg_err own = {0};
 	if (!res)
 		res = &ignored;
+	if (!err) /* the messages are read here (err->msg): one of our own */
+		err = &own;
 	memset(res, 0, sizeof *res);
 	*how = 0;
 	if (!strncmp(image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK))) {

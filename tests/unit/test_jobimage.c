@@ -222,6 +222,8 @@ static void test_prepare_node_and_refusals(void **state)
 	assert_non_null(strstr(err.msg, want));
 	assert_int_equal(cached(), before);
 	assert_null(gg_job_spec_image(q));
+	/* without an error to fill (err NULL), the same refusal */
+	assert_int_equal(gg_job_image_prepare(q, txt, 0, NULL, NULL, &how, NULL, NULL), GG_EUSAGE);
 	struct gg_dev_gpu dev;
 	assert_int_equal(gg_job_image_prepare(q, rootfs, 0, NULL, &dev, &how, NULL, &err),
 			 GG_EUSAGE);
