@@ -16,8 +16,8 @@ ce_jobs() { # how many jobs the CE holds for the test user
 t=sys.stdin.read().strip(); j=json.loads(t).get("job",[]) if t else []
 print(len([j] if isinstance(j,dict) else j))'
 }
-records() { ls "$XDG_STATE_HOME/gridgpu/records" 2>/dev/null | grep -c '\.json$'; }
-cached() { ls "$XDG_CACHE_HOME/gridgpu/images" 2>/dev/null | grep -c '\.sif$'; }
+records() { find "$XDG_STATE_HOME/gridgpu/records" -name '*.json' 2>/dev/null | wc -l; }
+cached() { find "$XDG_CACHE_HOME/gridgpu/images" -name '*.sif' 2>/dev/null | wc -l; }
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
 "$GRIDGPU" site add tb -q --ce "$GG_TB_CE_URL" --runtime bwrap
