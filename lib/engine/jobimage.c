@@ -287,10 +287,11 @@ static int local_sif(struct gg_job_spec *q, const char *path, struct gg_dev_gpu 
 }
 
 /* The freezer's refusal, as what to run instead (a usage error: nothing
- * was sent). An interruption stays one. */
+ * was sent). An interruption, no memory and a write that failed (a full
+ * disk under the cache) stay what they are: the input is not at fault. */
 static int freeze_refused(const char *image, int rc, struct gg_err *err)
 {
-	if (rc == GG_EINTR || rc == GG_ENOMEM)
+	if (rc == GG_EINTR || rc == GG_ENOMEM || rc == GG_EIO)
 		return gg_err_prefix(err, "freezing '%s'", image);
 	char *sif = sif_name(image);
 	char msg[sizeof err->msg];

@@ -6,6 +6,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -256,6 +258,41 @@ static void test_describe_node_image(void **state)
 	gg_job_spec_free(q);
 }
 
+/* The cache that cannot be written (a full disk: here a file size limit)
+ * is the local failure it is (kind io, exit 1), not a usage error telling
+ * the user to freeze by hand; nothing is left in the cache. */
+static void test_prepare_cache_write_fails(void **state)
+{
+	(void)state;
+	char p[300];
+	snprintf(p, sizeof p, "%s/bin/big", rootfs);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 20000; i++)
+		fprintf(f, "%08d random-ish line %d\n", i * 7919 % 100003, i);
+	fclose(f);
+	struct rlimit old, lim;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 8192;
+	void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	struct gg_job_spec *q = new_spec();
+	enum gg_job_image_how how;
+	struct gg_err err = {0};
+	struct gg_freeze_result res;
+	int before = cached();
+	int rc = gg_job_image_prepare(q, rootfs, 0, NULL, NULL, &how, &res, &err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, was);
+	assert_int_equal(rc, GG_EIO);
+	assert_non_null(strstr(err.msg, "freezing"));
+	assert_null(strstr(err.msg, "cannot be frozen on the fly"));
+	assert_int_equal(cached(), before);
+	gg_job_spec_free(q);
+	unlink(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_prepare_corrupt),
 		cmocka_unit_test(test_prepare_node_and_refusals),
 		cmocka_unit_test(test_describe_node_image),
+		cmocka_unit_test(test_prepare_cache_write_fails),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown_tmp);
 }
