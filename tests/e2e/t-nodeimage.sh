@@ -10,6 +10,8 @@
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 REC=$XDG_STATE_HOME/gridgpu/records
+# names of this run's own: a job an earlier run left at the CE is not this one's
+TYPO=typo$$ PRIV=private$$
 cd "$T_TMP" || exit 1
 trap '"$GRIDGPU" kill there before >/dev/null 2>&1; t_cleanup' EXIT
 
@@ -35,19 +37,21 @@ cp img.sif private.sif && chmod 600 private.sif
 t0=$(now_ms)
 expect_fail "request --image node:/no/such.tar: refused before the queue (exit 2)" 2 \
 	"--image 'node:/no/such.tar': no such file on site tb's nodes (looked on its login host $GG_TB_JUMP2): check the path, or give an image here (--image FILE)" \
-	--site tb request --name typo --no-wait --image node:/no/such.tar --walltime 30m
+	--site tb request --name "$TYPO" --no-wait --image node:/no/such.tar --walltime 30m
 ms=$(($(now_ms) - t0))
 expect_eq "... one line" "$(printf '%s\n' "$ERR" | wc -l)" 1
-typo_jobs=$(ce_jobs_with '"typo"')
-expect_eq "... no record and no job at the CE ($ms ms)" "$([ -e "$REC/typo.json" ] && echo record)$typo_jobs" ""
+typo_jobs=$(ce_jobs_with "\"$TYPO\"")
+expect_eq "... no record and no job at the CE ($ms ms)" "$([ -e "$REC/$TYPO.json" ] && echo record)$typo_jobs" ""
 # shellcheck disable=SC2086 # job ids
-[ -n "$typo_jobs" ] && { ce_forget $typo_jobs; "$GRIDGPU" kill typo >/dev/null 2>&1; }
+[ -n "$typo_jobs" ] && { ce_forget $typo_jobs; "$GRIDGPU" kill "$TYPO" >/dev/null 2>&1; }
 
 expect_fail "request --image node:PATH not readable by the user there: refused (exit 2)" 2 \
 	"--image 'node:$T_TMP/private.sif': there on site tb's nodes but not readable by you" \
-	--site tb request --name private --no-wait --image "node:$T_TMP/private.sif" --walltime 30m
-expect_eq "... no record and no job at the CE" \
-	"$([ -e "$REC/private.json" ] && echo record)$(ce_jobs_with '"private"')" ""
+	--site tb request --name "$PRIV" --no-wait --image "node:$T_TMP/private.sif" --walltime 30m
+priv_jobs=$(ce_jobs_with "\"$PRIV\"")
+expect_eq "... no record and no job at the CE" "$([ -e "$REC/$PRIV.json" ] && echo record)$priv_jobs" ""
+# shellcheck disable=SC2086 # job ids
+[ -n "$priv_jobs" ] && { ce_forget $priv_jobs; "$GRIDGPU" kill "$PRIV" >/dev/null 2>&1; }
 
 # an image that is there passes the check and is submitted
 run_gg -v --site tb request --name there --no-wait --image "node:$T_TMP/img.sif" --walltime 30m
