@@ -365,13 +365,24 @@ const char cli_getting_started[] =
 	"  4. gridgpu request --gpus 1 --walltime 4h\n"
 	"  5. gridgpu connect                     a shell on the GPU node\n";
 
+/* The day's loop, as the README's second block and gridgpu(1) show it
+ * (tests/e2e/t-newcomer.sh checks they agree). */
+static const char days_work[] =
+	"A day's work (your image, then batch work over data at storage):\n"
+	"  gridgpu request --gpus 1 --image dev.tar --name dev\n"
+	"  gridgpu connect dev                   install your tools into /usr/local\n"
+	"  gridgpu freeze --session dev -o work.sif\n"
+	"  gridgpu kill dev\n"
+	"  gridgpu submit work.sif --name ana --input URL --output NAME=URL -- CMD\n"
+	"  gridgpu status ana; gridgpu get --wait ana\n";
+
 static void print_main_help(FILE *f)
 {
 	fprintf(f,
 		"Usage: gridgpu [global options] <command> [options] [args]\n\n"
 		"Develop on grid GPUs interactively, then run the same environment as batch "
-		"work.\n\n%s\nCommands:\n",
-		cli_getting_started);
+		"work.\n\n%s\n%s\nCommands:\n",
+		cli_getting_started, days_work);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!commands[i].parent && !(commands[i].flags & CMD_HIDDEN))
 			fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);

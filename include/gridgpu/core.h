@@ -241,7 +241,9 @@ enum gg_site_kind {
 	  "end a session nobody connected to after DUR")                                         \
 	D(idle_limit, "idle-limit", NULL, "end a session idle for longer than DUR")              \
 	D(token_refresh, "token-refresh", "5m",                                                  \
-	  "renew a site's token when it has less than DUR left")
+	  "renew a site's token when it has less than DUR left")                                 \
+	S(GG_SK_CHOICE, image_check, "image-check", 0, "none|login", "none", 0, choice,          \
+	  "check node:/PATH images on the last jump host (it sees the nodes' files) first")
 
 #define GG_SITE_FIELD_S(kind, field, ...) char *field;
 #define GG_SITE_FIELD_L(kind, field, count, max, ...) \

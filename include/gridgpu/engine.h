@@ -157,7 +157,8 @@ GG_API int gg_session_describe(const struct gg_session_spec *q, const struct gg_
  * absolute path on the node (not staged; the script gets the path without the
  * marking). A path without the marking that is not here is GG_EUSAGE, before
  * anything is made or sent (the node would say so only after the queue wait);
- * so is a relative path on the node. Then the script
+ * so is a relative path on the node, and (unless dry_run) one the site's login
+ * host does not have (gg_image_node_check). Then the script
  * that enters the container, made for site's runtime with q's binds (GG_EUSAGE
  * for a bind it cannot take). Sets q's enter script and image file
  * (gg_session_spec_set_enter) to the staged files: free *out (the files are
@@ -168,6 +169,15 @@ struct gg_session_stage;
 GG_API int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q,
 			    const struct gg_site *site, int dry_run, struct gg_session_stage **out,
 			    struct gg_err *err);
+/* An image on the node (GG_IMAGE_NODE_MARK and a path, as request --image and
+ * submit take it) checked before anything is sent, where the site allows it:
+ * with site's image-check login, its last jump host (the login host, which
+ * sees the nodes' files) is asked over ssh, through the jump hosts before it,
+ * whether the path is there and readable; GG_EUSAGE when it is not, GG_EFAIL
+ * when the login host could not say. 0 without a check: another kind of image,
+ * no site, or a site that does not allow it. e (may be NULL) gives the -v log. */
+GG_API int gg_image_node_check(struct gg_engine *e, const struct gg_site *site, const char *image,
+			       struct gg_err *err);
 /* The enter script's text (for a dry run to show). */
 GG_API const char *gg_session_stage_script(const struct gg_session_stage *s);
 GG_API void gg_session_stage_free(struct gg_session_stage *s);

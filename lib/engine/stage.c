@@ -1,7 +1,8 @@
 /* request --image: what is staged with the session. A SIF on this machine goes
  * as it is; a directory, tar, docker-archive or OCI image is frozen into a SIF
  * first (gridgpu's own readers, whiteouts applied: one kind of image reaches
- * the node, compressed); node:/PATH is a path on the node, not staged. A local
+ * the node, compressed); node:/PATH is a path on the node, not staged (checked
+ * on the site's login host where the site allows it: nodeimage.c). A local
  * path that is not here is a typo, refused before anything is sent (the node
  * would find out only after the queue wait). Then the script that enters the
  * container (gridgpu-enter), made for the site's runtime. Both are written to
@@ -165,8 +166,10 @@ static int no_such_image(const char *image, const struct gg_site *site, int errn
 static int pick_image(struct gg_engine *e, const char *image, const struct gg_site *site,
 		      int dry_run, struct gg_session_stage *s, struct gg_err *err)
 {
-	if (!strncmp(image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
-		return node_image(image, s, err);
+	if (!strncmp(image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK))) {
+		int rc = node_image(image, s, err);
+		return rc < 0 || dry_run ? rc : gg_image_node_check(e, site, image, err);
+	}
 	struct stat st;
 	if (stat(image, &st) < 0)
 		return no_such_image(image, site, errno, err);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "node/sshview.h"
 #include "ssh/ssh.h"
 
@@ -560,6 +561,50 @@ static void test_stream(void **state)
 	gg_ssh_disconnect(c);
 }
 
+/* request --image node:/PATH checked on the site's login host (its last jump
+ * host, here the test's sshd) where the profile says image-check login: a
+ * missing path is a usage error naming it and the login host; one that is
+ * there passes; a profile without the setting, or another kind of image, is
+ * not checked (no connection made: the jump host below does not exist). */
+static void test_image_node_check(void **state)
+{
+	(void)state;
+	NEED_SSHD();
+	char jump[64], img[128], image[160];
+	snprintf(jump, sizeof jump, "127.0.0.1:%d", port);
+	snprintf(img, sizeof img, "%s/it's.sif", dir);
+	FILE *f = fopen(img, "w");
+	assert_non_null(f);
+	fclose(f);
+	struct gg_site site = {.name = "tb",
+			       .njumps = 1,
+			       .identity = path_key,
+			       .known_hosts = path_kh,
+			       .image_check = "login"};
+	site.jumps[0] = jump;
+	struct gg_err err = {0};
+	assert_int_equal(gg_image_node_check(NULL, &site, "node:/no/such.tar", &err), GG_EUSAGE);
+	char want[400];
+	snprintf(want, sizeof want,
+		 "--image 'node:/no/such.tar': no such file on site tb's nodes (looked on its "
+		 "login host %s): check the path, or give an image here (--image FILE)",
+		 jump);
+	assert_string_equal(err.msg, want);
+	snprintf(image, sizeof image, "node:%s", img); /* a quote in the path */
+	assert_int_equal(gg_image_node_check(NULL, &site, image, &err), 0);
+	site.jumps[0] = "nobody@jump.invalid";
+	assert_int_equal(gg_image_node_check(NULL, &site, "/no/such.tar", &err), 0);
+	site.image_check = "none";
+	assert_int_equal(gg_image_node_check(NULL, &site, "node:/no/such.tar", &err), 0);
+	site.image_check = NULL;
+	assert_int_equal(gg_image_node_check(NULL, &site, "node:/no/such.tar", &err), 0);
+	assert_int_equal(gg_image_node_check(NULL, NULL, "node:/no/such.tar", &err), 0);
+	site.image_check = "login";
+	site.njumps = 0;
+	assert_int_equal(gg_image_node_check(NULL, &site, "node:/no/such.tar", &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "image-check login needs its jump hosts"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_known_hosts_lines),
+		cmocka_unit_test(test_image_node_check),
 	};
 	return cmocka_run_group_tests_name("ssh client", tests, setup, teardown);
 }
