@@ -71,22 +71,21 @@ static int verdict(const struct gg_site *site, const char *image, int status, co
 		return 0;
 	if (status == NODE_MISSING)
 		return gg_err_set(err, GG_EUSAGE,
-				  "--image '%s': no such file on site %s's nodes (looked on its "
-				  "login host %s): check the path, or give an image here (--image "
-				  "FILE)",
+				  "image '%s': no such file on site %s's nodes (looked on its "
+				  "login host %s): check the path, or give an image from here",
 				  image, site->name, login);
 	if (status == NODE_UNREADABLE)
 		return gg_err_set(err, GG_EUSAGE,
-				  "--image '%s': there on site %s's nodes but not readable by you "
+				  "image '%s': there on site %s's nodes but not readable by you "
 				  "(looked on its login host %s): ask the site's admins, or give "
-				  "an image here (--image FILE)",
+				  "an image from here",
 				  image, site->name, login);
 	char *why = errtext ? gg_str_printable(errtext, strcspn(errtext, "\n")) : NULL;
-	int rc = gg_err_set(
-		err, GG_EFAIL,
-		"--image '%s': site %s's login host %s could not check it (exit %d%s%s): "
-		"'gridgpu site set %s image-check none' skips the check",
-		image, site->name, login, status, why ? ": " : "", why ? why : "", site->name);
+	int rc = gg_err_set(err, GG_EFAIL,
+			    "image '%s': site %s's login host %s could not check it (exit %d%s%s): "
+			    "'gridgpu site set %s image-check none' skips the check",
+			    image, site->name, login, status, why ? ": " : "", why ? why : "",
+			    site->name);
 	free(why);
 	return rc;
 }
@@ -107,7 +106,7 @@ int gg_image_node_check(struct gg_engine *e, const struct gg_site *site, const c
 	char *errtext = NULL;
 	int rc = run_check(site, image + mark, e ? &e->log : NULL, &status, &errtext, err);
 	if (rc < 0)
-		gg_err_prefix(err, "--image '%s': checking it on site %s's login host", image,
+		gg_err_prefix(err, "image '%s': checking it on site %s's login host", image,
 			      site->name);
 	else
 		rc = verdict(site, image, status, errtext, err);

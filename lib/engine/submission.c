@@ -277,9 +277,14 @@ int gg_job_count_check(const struct gg_job_spec *q, int count, const struct gg_s
 static int submit_at(struct gg_engine *e, const struct gg_job_spec *q, const struct gg_site *site,
 		     const char *name, int token, struct gg_record *out, struct gg_err *err)
 {
+	/* node:/PATH.sif looked for on the site's login host first, where the
+	 * site allows it: a typo costs no queue wait */
+	int rc = gg_image_node_check(e, site, gg_job_spec_image(q), err);
+	if (rc < 0)
+		return rc;
 	struct gg_submission s;
 	gg_job_submission(&s, q, site, name, token);
-	int rc = gg_engine_submit(e, &s, out, NULL, err);
+	rc = gg_engine_submit(e, &s, out, NULL, err);
 	if (rc < 0 && out->name && !strncmp(err->msg, "killed", 6))
 		gg_err_prefix(err, "%s", out->name);
 	if (rc < 0)

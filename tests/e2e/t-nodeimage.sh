@@ -36,7 +36,7 @@ cp img.sif private.sif && chmod 600 private.sif
 # a typo: refused before anything is sent
 t0=$(now_ms)
 expect_fail "request --image node:/no/such.tar: refused before the queue (exit 2)" 2 \
-	"--image 'node:/no/such.tar': no such file on site tb's nodes (looked on its login host $GG_TB_JUMP2): check the path, or give an image here (--image FILE)" \
+	"image 'node:/no/such.tar': no such file on site tb's nodes (looked on its login host $GG_TB_JUMP2): check the path, or give an image from here" \
 	--site tb request --name "$TYPO" --no-wait --image node:/no/such.tar --walltime 30m
 ms=$(($(now_ms) - t0))
 expect_eq "... one line" "$(printf '%s\n' "$ERR" | wc -l)" 1
@@ -46,7 +46,7 @@ expect_eq "... no record and no job at the CE ($ms ms)" "$([ -e "$REC/$TYPO.json
 [ -n "$typo_jobs" ] && { ce_forget $typo_jobs; "$GRIDGPU" kill "$TYPO" >/dev/null 2>&1; }
 
 expect_fail "request --image node:PATH not readable by the user there: refused (exit 2)" 2 \
-	"--image 'node:$T_TMP/private.sif': there on site tb's nodes but not readable by you" \
+	"image 'node:$T_TMP/private.sif': there on site tb's nodes but not readable by you" \
 	--site tb request --name "$PRIV" --no-wait --image "node:$T_TMP/private.sif" --walltime 30m
 priv_jobs=$(ce_jobs_with "\"$PRIV\"")
 expect_eq "... no record and no job at the CE" "$([ -e "$REC/$PRIV.json" ] && echo record)$priv_jobs" ""
@@ -62,6 +62,19 @@ printf "%s\n" "$ERR" | grep -q "ssh hop 2/2: .*logged in" && ok "... after askin
 check "... it has its record" test -e "$REC/there.json"
 run_gg kill there
 expect_eq "... kill ends it" "$RC" 0
+
+# submit node:/PATH.sif: the same check before anything is sent
+SUBT=subtypo$$
+expect_fail "submit node:/no/such.sif: refused before the queue (exit 2)" 2 \
+	"image 'node:/no/such.sif': no such file on site tb's nodes" \
+	--site tb submit --name "$SUBT" node:/no/such.sif -- true
+sub_jobs=$(ce_jobs_with "\"$SUBT\"")
+expect_eq "... no record and no job at the CE" "$([ -e "$REC/$SUBT.json" ] && echo record)$sub_jobs" ""
+# shellcheck disable=SC2086 # job ids
+[ -n "$sub_jobs" ] && { ce_forget $sub_jobs; "$GRIDGPU" kill "$SUBT" >/dev/null 2>&1; }
+run_gg --site tb submit --name subthere "node:$T_TMP/img.sif" -- true
+expect_eq "submit node:PATH.sif that is there: submitted" "$RC" 0
+run_gg kill subthere
 
 # a site that does not allow the check: as before, the node finds out
 run_gg --site nocheck request --name before --no-wait --image node:/no/such.tar --walltime 30m

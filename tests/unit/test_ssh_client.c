@@ -586,8 +586,8 @@ static void test_image_node_check(void **state)
 	assert_int_equal(gg_image_node_check(NULL, &site, "node:/no/such.tar", &err), GG_EUSAGE);
 	char want[400];
 	snprintf(want, sizeof want,
-		 "--image 'node:/no/such.tar': no such file on site tb's nodes (looked on its "
-		 "login host %s): check the path, or give an image here (--image FILE)",
+		 "image 'node:/no/such.tar': no such file on site tb's nodes (looked on its "
+		 "login host %s): check the path, or give an image from here",
 		 jump);
 	assert_string_equal(err.msg, want);
 	snprintf(image, sizeof image, "node:%s", img); /* a quote in the path */
