@@ -161,6 +161,10 @@ expect_eq "ssh-config --install" "$RC" 0
 bak=$(printf '%s' "$ERR" | sed -n 's/.*(backup: \(.*\))$/\1/p')
 [ -n "$bak" ] && [ -f "$bak" ] && ok "ssh-config --install: the backup it reports exists" || not_ok "ssh-config --install backup '$bak': $ERR"
 [ -n "$bak" ] && printf 'Host old\n  User me\n' | cmp -s - "$bak" && ok "the backup holds the config as it was" || not_ok "the backup holds the config as it was"
+# This HOME is not the passwd entry's, where OpenSSH looks for ~/.ssh/config: one line says so and what to do.
+pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
+expect_eq "ssh-config --install into a HOME ssh does not read: one warning naming the passwd home" \
+	"$(printf '%s\n' "$ERR" | grep -c "^gridgpu: warning: ssh reads ~/.ssh/config in $pwhome (your passwd entry), not in \$HOME ($HOME): .*add 'Include .*' to $pwhome/.ssh/config, or run this with HOME=$pwhome$")" 1
 rm -f "$HOME/.ssh/config" "$bak"
 # Through a symbolic link (a dotfile manager's): the target is changed and backed up, the link kept.
 mkdir -p "$HOME/dotfiles"
