@@ -112,6 +112,12 @@ expect_fail "site add with a bad duration" 2 "invalid duration '5q'" site add x 
 expect_fail "site add with a spelled-out unit" 2 "did you mean 30m?" site add x --ce https://ce/arex --idle-limit 30min
 expect_fail "site add with a bad name" 2 "invalid site name" site add '../x' --ce https://ce/arex
 expect_fail "site show unknown" 5 "no such site" site show nosuch
+# The --json error's what names things bare: no quotes from the message's wording.
+for args in "status nosuch" "site show nosuch" "--site glasow list"; do
+	run_gg --json $args
+	expect_eq "--json $args: the error's what without quotes" \
+		"$(printf '%s' "$OUT" | python3 -c 'import json,sys; w=json.load(sys.stdin)["error"]["what"]; print("quoted" if "\x27" in w or "\"" in w else "bare")')" bare
+done
 # An unknown --site is refused by every command (exit 2), naming the nearest profile.
 for cmd in "list" "status x" "kill x" "connect x" "get x" "clean" "ssh-config" "doctor" "request" "submit x.sif -- true" "site show" "freeze x -o y.sif"; do
 	expect_fail "--site glasow $cmd: refused (2) with a did-you-mean" 2 "--site 'glasow': no such site; did you mean 'glasgow'?" --site glasow $cmd
