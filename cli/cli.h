@@ -40,6 +40,7 @@ enum gg_opt_arg {
 	OPT_COMMAND, /* a gridgpu command (help's operand) */
 	OPT_LIVE,    /* a session's or a batch job's name that has not ended (kill) */
 	OPT_JOB,     /* a batch job's name (get) */
+	OPT_MIG,     /* a MIG profile (the library's table, gg_mig_profiles) */
 };
 
 struct gg_opt {
