@@ -41,6 +41,7 @@ enum gg_opt_arg {
 	OPT_LIVE,    /* a session's or a batch job's name that has not ended (kill) */
 	OPT_JOB,     /* a batch job's name (get) */
 	OPT_IMAGE,   /* an image: a directory, or a file named as one (gg_image_suffixes) */
+	OPT_MIG,     /* a MIG profile (the library's table, gg_mig_profiles) */
 };
 
 struct gg_opt {

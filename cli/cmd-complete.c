@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gridgpu/engine.h"
+#include "gridgpu/gpu.h"
 #include "gridgpu/session.h"
 
 static int starts_with(const char *s, const char *prefix)
@@ -90,6 +91,16 @@ static void print_records(const char *cur, enum gg_opt_arg kind)
 	gg_store_free(st);
 }
 
+/* The MIG profiles NVIDIA's GPUs offer, as the library knows them. */
+static void print_migs(const char *cur)
+{
+	size_t n = 0;
+	const char *const *p = gg_mig_profiles(&n);
+	for (size_t i = 0; i < n; i++)
+		if (starts_with(p[i], cur))
+			printf("%s\n", p[i]);
+}
+
 /* What a value of this kind can be; choices are argname's words ("a|b"). */
 static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *choices,
 		       const char *cur, int describe)
@@ -113,6 +124,8 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 		print_records(cur, kind);
 	else if (kind == OPT_COMMAND)
 		print_cmds(NULL, cur, describe);
+	else if (kind == OPT_MIG)
+		print_migs(cur);
 	for (const char *p = kind == OPT_CHOICE ? choices : NULL; p && *p;) {
 		size_t len = strcspn(p, "|");
 		if (strncmp(p, cur, strlen(cur)) == 0 && len >= strlen(cur))

@@ -100,7 +100,9 @@ static int outcome(struct gg_cli *cli, const struct gg_record *r)
 		gg_err_set(&err, GG_EJOB, "the job was killed");
 	else
 		return EXIT_OK;
-	return ui_fail(cli, &err, "%s", r->name);
+	/* with --json, the get document printed says the state: one document on
+	 * stdout (gridgpu-json(7)), the error line on stderr and the exit code */
+	return ui_fail(cli->json ? NULL : cli, &err, "%s", r->name);
 }
 
 /* The job's outputs (waiting for its end when asked), then its outcome. */

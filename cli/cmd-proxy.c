@@ -1,5 +1,6 @@
 /* gridgpu proxy init and destroy: make and delete X.509 proxy certificates
  * (gg_proxy_make does the work; proxy info is in cmd-proxy-info.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,18 +180,40 @@ static int keygen_threads(void)
 	return s && *s && !*end && n >= 1 && n <= 64 ? (int)n : 0;
 }
 
+/* The attributes each VO's server put in the proxy, one line a VO: the FQANs
+ * are the server's text, escaped as every %s of ui_info is. (An AC shorter
+ * than asked is warned about as it is made.) */
+static void print_fqans(struct gg_cli *cli, const struct gg_proxy_report *r)
+{
+	size_t n = 0;
+	const struct gg_ac *acs = gg_proxy_report_acs(r, &n);
+	for (size_t i = 0; i < n; i++) {
+		char *line = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&line, &len);
+		for (size_t k = 0; f && k < acs[i].n_fqans; k++)
+			fprintf(f, "%s%s", k ? ", " : "", acs[i].fqans[k]);
+		if (f && fclose(f) == 0)
+			ui_info(cli, "attributes of VO %s: %s", acs[i].vo ? acs[i].vo : "?",
+				len ? line : "(none)");
+		free(line);
+	}
+}
+
 /* What proxy init says once the proxy is written. */
 static void init_print(struct gg_cli *cli, const struct gg_proxy_report *r)
 {
 	const struct gg_proxy_info *in = gg_proxy_report_info(r);
 	char b1[40], b2[40];
-	if (cli->json)
+	if (cli->json) {
 		ui_json_doc("proxy-init", cli_proxy_json(r));
-	else
-		ui_info(cli, "proxy '%s' is valid until %s (%s)%s", in->path,
-			gg_time_local((int64_t)in->end, b1, sizeof b1),
-			gg_duration_format(in->time_left, b2, sizeof b2),
-			gg_proxy_report_verified(r) > 0 ? ", verified" : "");
+		return;
+	}
+	ui_info(cli, "proxy '%s' is valid until %s (%s)%s", in->path,
+		gg_time_local((int64_t)in->end, b1, sizeof b1),
+		gg_duration_format(in->time_left, b2, sizeof b2),
+		gg_proxy_report_verified(r) > 0 ? ", verified" : "");
+	print_fqans(cli, r);
 }
 
 int cmd_proxy_init(struct gg_cli *cli, int argc, char **argv)

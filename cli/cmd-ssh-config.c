@@ -63,6 +63,10 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 			ui_info(cli, "added 'Include %s' to %s%s%s%s", sp.config, user_cfg,
 				bak ? " (backup: " : "", bak ? bak : "", bak ? ")" : "");
 		}
+		char *note = rc == EXIT_OK ? gg_ssh_home_note(home, sp.config) : NULL;
+		if (note)
+			ui_warn(cli, "%s", note);
+		free(note);
 		free(bak);
 		free(user_cfg);
 		goto out;

@@ -135,8 +135,12 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 	if (r->gpus || r->mig)
 		ui_out("GPUs:        %s%s\n", r->mig ? "MIG " : "",
 		       r->mig ? r->mig : (snprintf(b, sizeof b, "%d", r->gpus), b));
+	if (r->memory)
+		ui_out("memory:      %s\n", gg_size_format(r->memory, b, sizeof b));
 	if (r->image)
 		ui_out("image:       %s\n", r->image);
+	if (r->command)
+		ui_out("command:     %s\n", r->command);
 	if (r->kind == GG_REC_SESSION) {
 		print_deadlines(r, now);
 		if (r->node)

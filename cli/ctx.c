@@ -28,6 +28,10 @@ struct gg_config *cli_config(struct gg_cli *cli)
 			return NULL;
 		}
 		p = path;
+	} else if (cli->config_path && cli_local_file(p, &err) < 0) {
+		/* --config names a file: not there is a usage error (gridgpu(1)) */
+		cli->cfg_exit = ui_fail(cli, &err, "--config '%s'", p);
+		return NULL;
 	}
 	if (gg_config_load(p, &cli->cfg, &err) < 0)
 		cli->cfg_exit = ui_fail(cli, &err, "configuration");

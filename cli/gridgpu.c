@@ -184,15 +184,24 @@ static void bad_option(struct gg_cli *cli, int c, int argc, char **argv,
 		ui_usage(cli, "unknown option '%s'", bad);
 }
 
-/* At the end of a command's options, an unknown --site is refused (exit 2)
- * before the command does anything, whatever the command; not for gridgpu's
- * own options before it, help or completion. */
+/* At the end of a command's options, an unknown --site, or a --config FILE
+ * that is not there or not a configuration (doctor checks that itself), is
+ * refused (exit 2) before the command does anything, whatever the command; not
+ * for gridgpu's own options before it, help or completion. */
 static int sites_ok(struct gg_cli *cli)
 {
 	const struct gg_cmd *c = cli->cmd;
 	if (cli->sites_checked || !c || !c->name[0] || c->fn == cmd_help || c->fn == cmd_complete)
 		return 1;
 	cli->sites_checked = 1;
+	struct gg_err err = {0};
+	if (cli->config_path && cli_local_file(cli->config_path, &err) < 0) {
+		ui_fail(cli, &err, "--config '%s'", cli->config_path); /* exit 2 */
+		return 0;
+	}
+	/* and usable as one, but for doctor, which checks it as one of its checks */
+	if (cli->config_path && c->fn != cmd_doctor && !cli_config(cli))
+		return 0;
 	return cli_check_sites(cli) == 0;
 }
 

@@ -20,7 +20,7 @@ enum {
 /* walltime_help: what --walltime means for this command, with its default. */
 #define CLI_RES_OPTS(walltime_help)                                                             \
 	{"gpus", 'g', OPT_ARG, "N", "whole GPUs", O_RES_GPUS},                                  \
-		{"mig", 0, OPT_ARG, "PROFILE", "a MIG slice instead, e.g. 1g.10gb", O_RES_MIG}, \
+		{"mig", 0, OPT_MIG, "PROFILE", "a MIG slice instead, e.g. 1g.10gb", O_RES_MIG}, \
 		{"cpus", 'c', OPT_ARG, "N", "CPU cores", O_RES_CPUS},                           \
 		{"memory", 'm', OPT_ARG, "SIZE", "memory, e.g. 16G", O_RES_MEMORY},             \
 		{"walltime", 't', OPT_ARG, "DUR", walltime_help, O_RES_WALLTIME},               \

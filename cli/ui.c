@@ -202,6 +202,30 @@ void ui_json_error(const char *what, const char *msg, int code)
 	fflush(stdout);
 }
 
+/* fmt without the quotes around its conversions ("'%s'" becomes "%s"): the
+ * --json error's what names the thing bare, as a script compares it; the quotes
+ * inside a value are kept. malloc'd, NULL when out of memory. */
+static char *unquoted_fmt(const char *fmt)
+{
+	char *out = strdup(fmt);
+	if (!out)
+		return NULL;
+	char *o = out;
+	for (const char *p = fmt; *p;) {
+		/* '%s': the quote, % and flags up to the conversion's letter, the quote */
+		size_t n = p[0] == '\'' && p[1] == '%' ? strcspn(p + 2, "sdiux") : 0;
+		if (p[0] == '\'' && p[1] == '%' && p[2 + n] && p[3 + n] == '\'') {
+			memcpy(o, p + 1, n + 2);
+			o += n + 2;
+			p += n + 4;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 int ui_fail(struct gg_cli *cli, const struct gg_err *err, const char *what, ...)
 {
 	va_list ap;
@@ -210,8 +234,17 @@ int ui_fail(struct gg_cli *cli, const struct gg_err *err, const char *what, ...)
 	va_end(ap);
 	int code = err->code ? err->code : GG_EFAIL;
 	char *msg = gg_str_printable(err->msg, strlen(err->msg));
-	if (cli && cli->json)
-		ui_json_error(ctx, msg, code);
+	if (cli && cli->json) {
+		char *bare_fmt = unquoted_fmt(what), *bare = NULL;
+		if (bare_fmt) {
+			va_start(ap, what);
+			bare = ui_vformat(bare_fmt, ap);
+			va_end(ap);
+		}
+		ui_json_error(bare ? bare : ctx, msg, code);
+		free(bare_fmt);
+		free(bare);
+	}
 	fprintf(stderr, "gridgpu: %s: %s\n", ctx ? ctx : "?", msg && *msg ? msg : "failed");
 	free(ctx);
 	free(msg);

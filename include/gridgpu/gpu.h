@@ -163,5 +163,9 @@ GG_API int gg_gpu_driver_supports(int cuda_driver, int major, int minor);
  * 1c.3g.40gb, 1g.10gb+me). GG_EUSAGE otherwise; for a near miss ("1g10gb",
  * "1G.10GB", "1g.10g") err suggests the right spelling. */
 GG_API int gg_mig_profile_check(const char *profile, struct gg_err *err);
+/* The MIG profiles NVIDIA's GPUs offer ("1g.10gb", "1g.10gb+me", ...), each
+ * one gg_mig_profile_check takes as it is: what completion offers for --mig. *n
+ * is their number; the table is static. */
+GG_API const char *const *gg_mig_profiles(size_t *n);
 
 #endif

@@ -50,6 +50,11 @@ GG_API void gg_ssh_paths_clear(struct gg_ssh_paths *p);
  * first copied to FILE.gridgpu-backup: *bak is that path (malloc'd), else NULL. */
 GG_API int gg_ssh_install_include(const char *user_config, const char *include_path, int *added,
 				  char **bak, struct gg_err *err);
+/* OpenSSH takes ~ from the passwd entry, not from $HOME: when home is not that
+ * directory, one line saying that ssh does not read home's ~/.ssh/config and
+ * what to do (include_path: the Include line to add there); malloc'd. NULL
+ * when they are the same directory (or the passwd entry cannot be read). */
+GG_API char *gg_ssh_home_note(const char *home, const char *include_path);
 /* What `gridgpu connect NAME -- ARGS` runs: "ssh -F config", the ssh options
  * among args (each with its value when it takes one: -L spec, -o opt), the
  * session's Host alias name, then the rest of args (the command). NULL-terminated;

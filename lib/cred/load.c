@@ -261,6 +261,13 @@ static int file_exists(const char *p)
 	return stat(p, &st) == 0;
 }
 
+/* A file that is not there: named on the command line (--cert, --key), a usage
+ * error (a typo, gridgpu(1)); from the environment or ~/.globus, no credential. */
+static int missing_code(const char *origin)
+{
+	return !strcmp(origin, "--cert") && errno == ENOENT ? GG_EUSAGE : GG_ECRED;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -328,9 +335,11 @@ int gg_cred_locate(const char *cert, const char *key, struct gg_cred_source *out
 	if (!c) {
 		rc = gg_err_set(err, GG_ECRED, "no user certificate: HOME is not set");
 	} else if (!file_exists(c)) {
-		rc = gg_err_sys(err, GG_ECRED, errno, "certificate '%s' (from %s)", c, out->origin);
+		rc = gg_err_sys(err, missing_code(out->origin), errno, "certificate '%s' (from %s)",
+				c, out->origin);
 	} else if (k && !file_exists(k)) {
-		rc = gg_err_sys(err, GG_ECRED, errno, "key '%s' (from %s)", k, out->origin);
+		rc = gg_err_sys(err, missing_code(out->origin), errno, "key '%s' (from %s)", k,
+				out->origin);
 	} else {
 		out->cert = strdup(c);
 		out->key = k ? strdup(k) : NULL;

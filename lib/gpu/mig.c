@@ -89,6 +89,26 @@ static int mig_scan(const char *s, int loose, struct mig *m)
 	return mig_suffix(p, loose, m);
 }
 
+/* The profiles NVIDIA's GPUs offer (nvidia-smi mig -lgip), smallest first per
+ * GPU: A30 24GB, A100 40GB and 80GB, H100 80GB and 94GB, GH200 96GB, H200
+ * 141GB, B200 180GB. gg_mig_profile_check takes any name of the grammar (a
+ * newer GPU's too); completion offers these, and test_gpu checks each against
+ * the grammar. */
+static const char *const mig_known[] = {
+	"1g.6gb",  "1g.6gb+me",  "2g.12gb", "2g.12gb+me", "4g.24gb", "1g.5gb",     "1g.5gb+me",
+	"2g.10gb", "3g.20gb",    "4g.20gb", "7g.40gb",    "1g.10gb", "1g.10gb+me", "1g.20gb",
+	"2g.20gb", "3g.40gb",    "4g.40gb", "7g.80gb",    "1g.12gb", "1g.12gb+me", "1g.24gb",
+	"2g.24gb", "3g.47gb",    "4g.47gb", "7g.94gb",    "3g.48gb", "4g.48gb",    "7g.96gb",
+	"1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb",    "3g.71gb", "4g.71gb",    "7g.141gb",
+	"1g.23gb", "1g.23gb+me", "1g.45gb", "2g.45gb",    "3g.90gb", "4g.90gb",    "7g.180gb",
+};
+
+const char *const *gg_mig_profiles(size_t *n)
+{
+	*n = sizeof mig_known / sizeof mig_known[0];
+	return mig_known;
+}
+
 static const char mig_form[] = "NVIDIA's form is SLICESg.MEMORYgb, e.g. 1g.10gb, 2g.20gb, "
 			       "3g.40gb, 7g.80gb, 1g.10gb+me";
 

@@ -310,6 +310,21 @@ static int transport_retryable(CURLcode c)
 
 /* A TLS failure whose cause is a CA directory that is not there: say so
  * (exit 3, a credentials problem), not "certificate not trusted". */
+/* OpenSSL's text of an alert by which a server refuses the client's
+ * certificate: its CA, the certificate itself, or access. */
+static int refused_alert(const char *detail)
+{
+	static const char *const alerts[] = {
+		"alert unknown ca",          "alert bad certificate",
+		"alert certificate expired", "alert certificate revoked",
+		"alert certificate unknown", "alert access denied",
+		"alert certificate required"};
+	for (size_t i = 0; i < sizeof alerts / sizeof alerts[0]; i++)
+		if (strstr(detail, alerts[i]))
+			return 1;
+	return 0;
+}
+
 static int ca_dir_missing(struct gg_http *h, const char *url, struct gg_err *err)
 {
 	struct stat st;
@@ -373,6 +388,13 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 	case CURLE_URL_MALFORMAT:
 		return gg_err_set(err, GG_EUSAGE, "%s: not a usable URL (%s)", url, detail);
 	default:
+		/* The server's TLS alert refusing our certificate (in TLS 1.3 it comes
+		 * after the handshake, as a read error): the credential, not the network. */
+		if (refused_alert(detail))
+			return gg_err_set(err, GG_ECRED,
+					  "%s: the server refused your credential (%s): check "
+					  "'gridgpu proxy info' and that the site admits you",
+					  url, detail);
 		/* A connection that dropped is not a certificate problem. */
 		if (strstr(detail, "SSL_ERROR_SYSCALL") || strstr(detail, "reset by peer") ||
 		    strstr(detail, "Broken pipe") || strstr(detail, "unexpected eof") ||
@@ -624,7 +646,9 @@ static int request(struct gg_http *h, const char *method, const char *url, const
 		/* A request that never reached the server (no connection, no TLS) can
 		 * always be sent again;
 		 * anything else only when repeating it is harmless. */
-		if (rc < 0)
+		if (rc == GG_ECRED)
+			retry = 0; /* a server refusing the credential refuses it again */
+		else if (rc < 0)
 			retry = h->last == CURLE_COULDNT_CONNECT ||
 				h->last == CURLE_SSL_CONNECT_ERROR || /* nothing was sent */
 				(idempotent && transport_retryable(h->last));

@@ -152,8 +152,9 @@ static int resolve_source(struct run *r, struct gg_err *err)
 		return 0;
 	}
 	struct stat st;
-	if (stat(o->source, &st) < 0)
-		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", o->source);
+	if (stat(o->source, &st) < 0) /* a source named that is not there: a usage error */
+		return gg_err_sys(err, errno == ENOENT || errno == ENOTDIR ? GG_EUSAGE : GG_EFAIL,
+				  errno, "'%s'", o->source);
 	if (r->fmt == GG_IMAGE_AUTO && gg_image_detect(o->source, &r->fmt, err) < 0)
 		return err->code;
 	if (r->fmt == GG_IMAGE_DIR && !S_ISDIR(st.st_mode))

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,4 +569,26 @@ int gg_ssh_install_include(const char *user_config, const char *include_path, in
 	free(q);
 	free(line2);
 	return rc;
+}
+
+/* Do two paths name one directory (a symbolic link, a trailing '/')? */
+static int same_dir(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+	if (realpath(a, ra) && realpath(b, rb))
+		return strcmp(ra, rb) == 0;
+	return strcmp(a, b) == 0;
+}
+
+char *gg_ssh_home_note(const char *home, const char *include_path)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (!home || getpwuid_r(getuid(), &pw, buf, sizeof buf, &res) != 0 || !res ||
+	    !res->pw_dir || same_dir(home, res->pw_dir))
+		return NULL;
+	return gg_strdup_printf("ssh reads ~/.ssh/config in %s (your passwd entry), not in $HOME "
+				"(%s): for plain ssh to find the sessions, add 'Include %s' to "
+				"%s/.ssh/config, or run this with HOME=%s",
+				res->pw_dir, home, include_path, res->pw_dir, res->pw_dir);
 }

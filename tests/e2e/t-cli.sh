@@ -112,6 +112,12 @@ expect_fail "site add with a bad duration" 2 "invalid duration '5q'" site add x 
 expect_fail "site add with a spelled-out unit" 2 "did you mean 30m?" site add x --ce https://ce/arex --idle-limit 30min
 expect_fail "site add with a bad name" 2 "invalid site name" site add '../x' --ce https://ce/arex
 expect_fail "site show unknown" 5 "no such site" site show nosuch
+# The --json error's what names things bare: no quotes from the message's wording.
+for args in "status nosuch" "site show nosuch" "--site glasow list"; do
+	run_gg --json $args
+	expect_eq "--json $args: the error's what without quotes" \
+		"$(printf '%s' "$OUT" | python3 -c 'import json,sys; w=json.load(sys.stdin)["error"]["what"]; print("quoted" if "\x27" in w or "\"" in w else "bare")')" bare
+done
 # An unknown --site is refused by every command (exit 2), naming the nearest profile.
 for cmd in "list" "status x" "kill x" "connect x" "get x" "clean" "ssh-config" "doctor" "request" "submit x.sif -- true" "site show" "freeze x -o y.sif"; do
 	expect_fail "--site glasow $cmd: refused (2) with a did-you-mean" 2 "--site 'glasow': no such site; did you mean 'glasgow'?" --site glasow $cmd
@@ -161,6 +167,10 @@ expect_eq "ssh-config --install" "$RC" 0
 bak=$(printf '%s' "$ERR" | sed -n 's/.*(backup: \(.*\))$/\1/p')
 [ -n "$bak" ] && [ -f "$bak" ] && ok "ssh-config --install: the backup it reports exists" || not_ok "ssh-config --install backup '$bak': $ERR"
 [ -n "$bak" ] && printf 'Host old\n  User me\n' | cmp -s - "$bak" && ok "the backup holds the config as it was" || not_ok "the backup holds the config as it was"
+# This HOME is not the passwd entry's, where OpenSSH looks for ~/.ssh/config: one line says so and what to do.
+pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
+expect_eq "ssh-config --install into a HOME ssh does not read: one warning naming the passwd home" \
+	"$(printf '%s\n' "$ERR" | grep -c "^gridgpu: warning: ssh reads ~/.ssh/config in $pwhome (your passwd entry), not in \$HOME ($HOME): .*add 'Include .*' to $pwhome/.ssh/config, or run this with HOME=$pwhome$")" 1
 rm -f "$HOME/.ssh/config" "$bak"
 # Through a symbolic link (a dotfile manager's): the target is changed and backed up, the link kept.
 mkdir -p "$HOME/dotfiles"

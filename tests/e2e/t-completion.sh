@@ -71,6 +71,16 @@ expect_eq "bash: --format offers its choices" "$(bc gridgpu freeze --format '')"
 expect_eq "bash: --comp=z offers zstd" "$(bc gridgpu freeze --comp = z)" "zstd "
 expect_eq "bash: --auth offers its choices" "$(bc gridgpu site add x --auth '')" "proxy token "
 expect_eq "bash: --runtime offers its choices" "$(bc gridgpu site add x --runtime '')" "apptainer bwrap "
+expect_eq "bash: --mig offers the MIG profiles" "$(bc gridgpu request --mig 1g.1)" "1g.10gb 1g.10gb+me 1g.12gb 1g.12gb+me 1g.18gb 1g.18gb+me "
+expect_eq "bash: submit --mig=7 offers the whole-GPU profiles" "$(bc gridgpu submit x.sif --mig = 7)" "7g.141gb 7g.180gb 7g.40gb 7g.80gb 7g.94gb 7g.96gb "
+# what completion offers is what request takes (one table in the library)
+migs=$("$GRIDGPU" __complete line -- gridgpu request --mig '' | tail -n +2)
+bad_migs=
+for m in $migs; do
+	run_gg request --mig "$m" --walltime 4
+	printf '%s' "$ERR" | grep -q -- "--walltime: '4' needs a unit" || bad_migs="$bad_migs $m: $ERR"
+done
+[ "$(printf '%s\n' $migs | wc -l)" -ge 30 ] && [ -z "$bad_migs" ] && ok "each --mig profile offered is taken by request" || not_ok "--mig profiles offered: $migs; refused:$bad_migs"
 expect_eq "bash: --walltime offers nothing (not files)" "$(bc gridgpu request --walltime '')" ""
 expect_eq "bash: --timeout offers nothing" "$(bc gridgpu connect --timeout '')" ""
 rm -f "$HOME/.compopt"
@@ -153,6 +163,7 @@ if command -v zsh >/dev/null 2>&1; then
 	expect_eq "zsh: status offers every session and job" "$(zc gridgpu status '')" "dev1 jdone job-7 old1 "
 	expect_eq "zsh: freeze --session offers session names" "$(zc gridgpu freeze --session '')" "dev1 "
 	expect_eq "zsh: --comp offers its choices" "$(zc gridgpu freeze --comp '')" "gzip lz4 xz zstd "
+	expect_eq "zsh: --mig offers the MIG profiles" "$(zc gridgpu request --mig 3g.4)" "3g.40gb 3g.47gb 3g.48gb "
 	expect_eq "zsh: --walltime offers nothing" "$(zc gridgpu request --walltime '')" ""
 	expect_eq "zsh: file operands" "$(zc gridgpu inspect '')" "<files > "
 	expect_eq "zsh: directory values" "$(zc gridgpu get x --dir '')" "<files -/> "

@@ -122,6 +122,13 @@ expect_eq "every option in the EXAMPLES exists for its command" "${bad:-none}" n
 # benchmarks' documents exist.
 n=$(wc -l <"$top/README.md")
 [ "$n" -lt 250 ] && ok "README.md is under 250 lines ($n)" || not_ok "README.md is under 250 lines ($n)"
+# What README's command blocks run from the checkout (./PROGRAM) is there in a
+# fresh clone, a file git tracks: a fresh clone has no ./configure (issue 53).
+missing=$(awk '/^```/ { f = !f; next } f' "$top/README.md" | sed 's/#.*//' | tr ';&|' '\n\n\n' |
+	sed -n 's|^ *\./\([^ ]*\).*|\1|p' | while read -r prog; do
+		git -C "$top" ls-files --error-unmatch "$prog" >/dev/null 2>&1 || echo "./$prog"
+	done)
+expect_eq "README's commands run nothing a fresh clone lacks" "${missing:-none}" none
 docs="$top/README.md $top/doc/site-admin.md $top/doc/architecture.md $top/bench/README.md"
 for d in $docs; do
 	[ -s "$d" ] && ok "${d#"$top"/} exists" || not_ok "${d#"$top"/} exists"

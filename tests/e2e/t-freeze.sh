@@ -408,7 +408,7 @@ run_gg freeze img -o oci.sif
 [ "$(siftool list oci.sif | awk -F'|' '/FS/ {split($4,r,"-"); print r[2]-r[1]}')" -lt 500000 ] && ok "data deleted by an upper layer costs nothing" || not_ok "data deleted by an upper layer costs nothing"
 
 # ---- bad input ------------------------------------------------------------------------
-fails_clean "missing sandbox" 1 "No such file or directory" m.sif freeze nosuch -o m.sif
+fails_clean "missing sandbox: a usage error, as every missing file named (gridgpu(1))" 2 "No such file or directory" m.sif freeze nosuch -o m.sif
 fails_clean "no -o" 2 "-o IMAGE.sif is required" m.sif freeze sb
 : >exists.sif
 fails_clean "output exists" 1 "use --force" exists.sif.tmp freeze sb -o exists.sif

@@ -26,7 +26,7 @@ check "freeze the test sandbox" "$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP
 echo "an input staged by submit" >"$T_TMP/input.txt"
 cd "$T_TMP" || exit 1
 
-run_gg --site tb submit work.sif --name j1 --walltime 30m --input input.txt --output result.txt -- \
+run_gg --site tb submit work.sif --name j1 --walltime 30m --memory 256M --input input.txt --output result.txt -- \
 	sh -c 'cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt'
 expect_eq "submit" "$RC" 0
 expect_eq "submit prints the job name" "$OUT" j1
@@ -35,6 +35,11 @@ expect_eq "status --json: argv has the command's words, command the line quoted"
 	"$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["argv"] == ["sh", "-c", "cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt"], d["command"])')" \
 	"True sh -c 'cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt'"
 json_valid status
+expect_eq "status --json: the memory asked for" "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("memory_bytes"))')" 268435456
+run_gg status --no-sync j1
+printf '%s\n' "$OUT" | grep -qx "memory: *256 MiB" && ok "status shows the memory asked for" || not_ok "status without the memory: $OUT"
+printf '%s\n' "$OUT" | grep -qxF "command:     sh -c 'cat /data/marker.txt; cat /srv/input.txt; echo computed > result.txt'" &&
+	ok "status shows the command, its words quoted as --json's command" || not_ok "status without the command: $OUT"
 run_gg get --wait --timeout 3m j1
 expect_eq "get --wait" "$RC" 0
 grep -qx "this file exists only in the image" j1/gridgpu-job.out && ok "the command ran inside the image's file system" || not_ok "the command ran inside the image: $(cat j1/gridgpu-job.out j1/gridgpu-job.err 2>&1)"

@@ -42,6 +42,8 @@ bad() {
 # ---- the attributes, as the peers see them ---------------------------------------------
 init --voms testvo:/testvo/analysis
 expect_eq "proxy init --voms testvo:/testvo/analysis succeeds" "$RC" 0
+expect_eq "proxy init --voms says which attributes the VO's server gave, on one line" \
+	"$(printf '%s\n' "$ERR" | grep -c '^attributes of VO testvo: /testvo/analysis/Role=NULL/Capability=NULL, /testvo/Role=NULL/Capability=NULL$')" 1
 voms-proxy-info --all --file "$P" >"$T_TMP/vpi" 2>&1
 grep -q '^attribute : /testvo/analysis/Role=NULL/Capability=NULL$' "$T_TMP/vpi" &&
 	ok "voms-proxy-info --all shows /testvo/analysis" || not_ok "voms-proxy-info: $(cat "$T_TMP/vpi")"

@@ -322,11 +322,15 @@ static void test_locate_order(void **state)
 	assert_true(s.pkcs12);
 	gg_cred_source_clear(&s);
 
-	/* a named file that does not exist */
-	assert_err(gg_cred_locate("/nonexistent/cert.pem", NULL, &s, &err), &err, GG_ECRED,
+	/* a named file (--cert, --key) that does not exist: a usage error, exit 2, as
+	 * every missing file named on the command line (gridgpu(1)) */
+	assert_err(gg_cred_locate("/nonexistent/cert.pem", NULL, &s, &err), &err, GG_EUSAGE,
 		   "No such file");
-	assert_err(gg_cred_locate(F.cert, "/nonexistent/key.pem", &s, &err), &err, GG_ECRED,
+	assert_err(gg_cred_locate(F.cert, "/nonexistent/key.pem", &s, &err), &err, GG_EUSAGE,
 		   "key '/nonexistent/key.pem'");
+	/* from the environment: no credential (3) */
+	setenv("X509_USER_CERT", "/nonexistent/cert.pem", 1);
+	assert_err(gg_cred_locate(NULL, NULL, &s, &err), &err, GG_ECRED, "(from X509_USER_CERT)");
 	unsetenv("X509_USER_CERT");
 	unsetenv("X509_USER_KEY");
 }

@@ -638,6 +638,27 @@ static void test_mig_profile(void **state)
 			fail_msg("'%s': %s", bad[i], err.msg);
 	}
 	assert_int_equal(gg_mig_profile_check(NULL, &err), GG_EUSAGE);
+	/* the table completion offers: each one the check takes as it is, no repeats,
+	 * the usual ones there */
+	size_t n = 0;
+	const char *const *known = gg_mig_profiles(&n);
+	assert_true(n >= 30);
+	for (size_t i = 0; i < n; i++) {
+		if (gg_mig_profile_check(known[i], &err) != 0)
+			fail_msg("the table's '%s': %s", known[i], err.msg);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(known[i], known[j]))
+				fail_msg("'%s' twice in the table", known[i]);
+	}
+	static const char *const usual[] = {"1g.10gb", "1g.5gb", "3g.40gb", "7g.80gb",
+					    "1g.10gb+me"};
+	for (size_t i = 0; i < sizeof usual / sizeof usual[0]; i++) {
+		size_t j = 0;
+		while (j < n && strcmp(known[j], usual[i]))
+			j++;
+		if (j == n)
+			fail_msg("'%s' not in the table", usual[i]);
+	}
 }
 
 /* The launcher's record of a session's GPUs (nvidia-smi's CSV from the node) as the
