@@ -48,7 +48,7 @@ static void print_tail(const struct gg_record *r)
 	size_t n = 1;
 	for (const char *p = t; *p; p++)
 		n += *p == '\n';
-	char *buf = malloc(strlen(t) + 4 * n + 1), *o = buf;
+	char *buf = malloc(strlen(t) + 5 * n + 1), *o = buf; /* "  | " and "\n" a line */
 	for (const char *p = t; buf && *p;) {
 		size_t len = strcspn(p, "\n");
 		o += sprintf(o, "  | %.*s\n", (int)len, p);
