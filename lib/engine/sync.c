@@ -116,7 +116,8 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 	/* the node's last word: the launcher's log; for a batch job the wrapper's
 	 * own last line, when it ended the job itself (a GPU that falls short of
 	 * the job's minimums, no container runtime), not the command's stderr */
-	if (gg_ce_get(ce, r->job_id, r->kind == GG_REC_JOB ? GG_JOB_ERR_NAME : GG_LAUNCHER_LOG,
+	if (!(r->kind == GG_REC_JOB && r->exit_read) && /* the command ran: its stderr is not */
+	    gg_ce_get(ce, r->job_id, r->kind == GG_REC_JOB ? GG_JOB_ERR_NAME : GG_LAUNCHER_LOG,
 		      1 << 20, &launcher, &len, &e) == 0)
 		last_line(launcher, b, sizeof b);
 	if (r->kind == GG_REC_JOB && strncmp(b, "gridgpu-wrapper: ", 17) != 0)
@@ -161,9 +162,9 @@ static int read_exit(struct gg_ce *ce, struct gg_record *r)
  * the command's end is then the batch system's signal); a command that exited
  * 0 in a failed job: the CE's reason, and that the command had exited 0 (its
  * output staging failed). */
-static char *job_reason(struct gg_ce *ce, struct gg_record *r, char *ce_said, int walltime)
+static char *job_reason(struct gg_record *r, char *ce_said, int walltime)
 {
-	if (read_exit(ce, r) < 0 || walltime)
+	if (walltime)
 		return ce_said;
 	char *how = gg_job_exit_summary(r->exit_status, r->oom_kills), *out = how;
 	if (how && r->exit_status == 0)
@@ -371,11 +372,11 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		r->state = GG_S_FAILED;
 		if (ce) {
 			char *sum = NULL;
-			int walltime = 0;
+			int walltime = 0, ran = read_exit(ce, r) == 0;
 			if (diagnose(ce, r, &sum, &walltime) < 0)
 				sum = NULL;
-			if (r->kind == GG_REC_JOB)
-				sum = job_reason(ce, r, sum, walltime);
+			if (ran)
+				sum = job_reason(r, sum, walltime);
 			if (sum) {
 				free(r->error);
 				r->error = sum;
