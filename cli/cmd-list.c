@@ -47,12 +47,33 @@ struct cells {
 	int color;
 };
 
+/* A failed job whose wrapper said how its command ended: "failed: exited 3",
+ * "failed: signal 9", "failed: out of memory". */
+static void exit_cell(const struct gg_record_row *r, char *out, size_t len)
+{
+	json_t *j = json_loads(r->json, 0, NULL);
+	json_int_t st = json_integer_value(json_object_get(j, "exit_status"));
+	json_int_t oom = json_integer_value(json_object_get(j, "oom_kills"));
+	if (oom > 0 && st > 128)
+		snprintf(out, len, "failed: out of memory");
+	else if (st > 128 && st < 160)
+		snprintf(out, len, "failed: signal %d", (int)(st - 128));
+	else
+		snprintf(out, len, "failed: exited %d", (int)st);
+	json_decref(j);
+}
+
 /* The state, and for a live job its data staging ("queued: staging in 2/3")
  * from the stored record (read only for live jobs that have the key). */
 static void state_cell(const struct gg_record_row *r, char *out, size_t len)
 {
 	const char *st = gg_sess_state_name(r->state);
 	snprintf(out, len, "%s", st);
+	if (r->kind == GG_REC_JOB && r->state == GG_S_FAILED && r->json &&
+	    strstr(r->json, "\"exit_read\"")) {
+		exit_cell(r, out, len);
+		return;
+	}
 	if (r->kind != GG_REC_JOB || gg_sess_state_ended(r->state) || !r->json ||
 	    !strstr(r->json, "\"staging\""))
 		return;

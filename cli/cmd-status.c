@@ -15,33 +15,48 @@ enum { O_NO_SYNC = 256, O_ALL_ERRORS };
 const struct gg_opt cmd_status_opts[] = {
 	{"no-sync", 0, OPT_NONE, NULL, "show the stored record, do not ask the CE", O_NO_SYNC},
 	{"all-errors", 0, OPT_NONE, NULL,
-	 "a failed job: all of the CE's errors file (else its last 12 lines)", O_ALL_ERRORS},
+	 "a failed job: the CE's and the batch system's logs too (all of its errors file)",
+	 O_ALL_ERRORS},
 	OPT_END,
 };
 
-/* The CE's diagnostics, line by line (each one made printable), each behind
- * "  | " so that no line of the CE's can pass for one of gridgpu's own: the
- * last ERR_TAIL lines unless all. */
-#define ERR_TAIL 12
-static void print_diag(const char *diag, const char *name, int all)
+/* The CE's logs (status --all-errors), line by line (each one made printable),
+ * each behind "  | " so that no line of the CE's can pass for one of
+ * gridgpu's own. */
+static void print_diag(const char *diag)
 {
-	size_t lines = 0, skip = 0;
-	for (const char *p = diag; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n'))
-		lines++;
-	if (!all && lines > ERR_TAIL) {
-		skip = lines - ERR_TAIL;
-		ui_out("CE errors (the last %d of %zu lines; 'gridgpu status --all-errors %s' shows "
-		       "all):\n",
-		       ERR_TAIL, lines, name);
-	} else {
-		ui_out("CE errors:\n");
-	}
-	for (const char *p = diag; *p; skip -= skip > 0) {
+	ui_out("CE errors:\n");
+	for (const char *p = diag; *p;) {
 		size_t n = strcspn(p, "\n");
-		if (!skip)
-			ui_out("  | %.*s\n", (int)n, p);
+		ui_out("  | %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
+}
+
+/* The last lines of a failed job's stderr, as the wrapper kept them (made
+ * printable already: shown as they are), each behind "  | ". */
+static void print_tail(const struct gg_record *r)
+{
+	const char *t = r->stderr_tail;
+	if (!r->exit_read)
+		return;
+	if (!t || !*t) {
+		ui_out("stderr:      (the command wrote nothing to it)\n");
+		return;
+	}
+	ui_out("stderr:      (its last lines)\n");
+	size_t n = 1;
+	for (const char *p = t; *p; p++)
+		n += *p == '\n';
+	char *buf = malloc(strlen(t) + 5 * n + 1), *o = buf; /* "  | " and "\n" a line */
+	for (const char *p = t; buf && *p;) {
+		size_t len = strcspn(p, "\n");
+		o += sprintf(o, "  | %.*s\n", (int)len, p);
+		p += len + (p[len] == '\n');
+	}
+	if (buf)
+		ui_out_lines(buf);
+	free(buf);
 }
 
 /* A time on screen with how far it is: "2026-11-26 11:20 CET (in 3h)". */
@@ -124,6 +139,7 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 	       gg_sess_state_name(r->state));
 	if (r->error)
 		ui_out("reason:      %s\n", r->error);
+	print_tail(r);
 	if (r->staging)
 		ui_out("staging:     %s\n", r->staging);
 	print_storage(r);
@@ -160,7 +176,9 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 			ui_out("key:         %s\n", r->key);
 	}
 	if (diag && *diag)
-		print_diag(diag, r->name, all_errors);
+		print_diag(diag);
+	else if (r->state == GG_S_FAILED && !all_errors)
+		ui_out("CE logs:     'gridgpu status --all-errors %s' shows them\n", r->name);
 }
 
 int cmd_status(struct gg_cli *cli, int argc, char **argv)
@@ -192,8 +210,9 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 	if (!nosync && r.job_id) {
 		cli_catch_interrupt();
 		exit_code = cli_exit_of(gg_engine_sync(e, &r, 1, 0));
-		struct gg_err de = {0}; /* the CE's own diagnostics of a failed job */
-		gg_engine_ce_errors(e, &r, &diag, &de);
+		struct gg_err de = {0}; /* the CE's own logs of a failed job, if asked */
+		if (all_errors)
+			gg_engine_ce_errors(e, &r, &diag, &de);
 	}
 	if (cli->json) {
 		json_t *j = cli_record_json(&r);

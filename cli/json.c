@@ -102,6 +102,25 @@ static void set_storage(json_t *o, const struct gg_record *r)
 	gg_storage_outputs_free(so, n);
 }
 
+/* How a failed job's command ended, as its wrapper recorded it: "exit" */
+static void set_exit(json_t *o, const struct gg_record *r)
+{
+	if (!r->exit_read)
+		return;
+	json_t *x = json_object(), *tail = json_array();
+	gg_json_set(x, "status", json_integer((json_int_t)r->exit_status));
+	if (r->exit_status > 128 && r->exit_status < 160)
+		gg_json_set(x, "signal", json_integer((json_int_t)r->exit_status - 128));
+	gg_json_set(x, "oom_kills", json_integer((json_int_t)r->oom_kills));
+	for (const char *p = r->stderr_tail; p && *p;) {
+		size_t n = strcspn(p, "\n");
+		gg_json_append(tail, gg_json_textn(p, n));
+		p += n + (p[n] == '\n');
+	}
+	gg_json_set(x, "stderr_tail", tail);
+	gg_json_set(o, "exit", x);
+}
+
 json_t *cli_record_json(const struct gg_record *r)
 {
 	json_t *o = json_object();
@@ -135,6 +154,7 @@ json_t *cli_record_json(const struct gg_record *r)
 		set_str(o, "staging", r->staging);
 		set_int(o, "storage_inputs", r->remote_inputs);
 		set_storage(o, r);
+		set_exit(o, r);
 	}
 	return o;
 }

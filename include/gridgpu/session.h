@@ -82,6 +82,13 @@ struct gg_record {
 	/* sessions: why the session file the node published cannot be read (what the
 	 * parser said), while it cannot: error then says so; NULL once it reads */
 	char *launch_error;
+	/* jobs: how the command ended, as the batch wrapper recorded it on the node,
+	 * read once when the job is seen failed: exit_read when (0: nothing read),
+	 * exit_status its exit status (128 + S: killed by signal S), oom_kills the
+	 * job's out-of-memory kills, stderr_tail the last lines of its stderr (each
+	 * made printable and bounded, a newline between them; NULL: none) */
+	int64_t exit_read, exit_status, oom_kills;
+	char *stderr_tail;
 };
 
 /* The record's string and whole-number fields, each as the JSON key of the same
@@ -91,11 +98,12 @@ struct gg_record {
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
 	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging) \
-	X(launch_error)
+	X(launch_error) X(stderr_tail)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \
-	X(logins) X(connections) X(activity_at) X(idle_since) X(remote_inputs)
+	X(logins) X(connections) X(activity_at) X(idle_since) X(remote_inputs) \
+	X(exit_read) X(exit_status) X(oom_kills)
 /* clang-format on */
 
 GG_API void gg_record_clear(struct gg_record *r);

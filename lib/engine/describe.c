@@ -257,6 +257,8 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 	}
 	if (rc == 0)
 		rc = job_data(s, site, jd, err);
+	if (rc == 0) /* kept by the CE for status (lib/engine/sync.c) */
+		rc = gg_jd_output(jd, GG_JOB_EXIT_NAME, err);
 	if (rc == 0)
 		rc = gg_jd_set(&jd->stdout_name, GG_JOB_OUT_NAME, err);
 	if (rc == 0)

@@ -116,7 +116,8 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 	/* the node's last word: the launcher's log; for a batch job the wrapper's
 	 * own last line, when it ended the job itself (a GPU that falls short of
 	 * the job's minimums, no container runtime), not the command's stderr */
-	if (gg_ce_get(ce, r->job_id, r->kind == GG_REC_JOB ? GG_JOB_ERR_NAME : GG_LAUNCHER_LOG,
+	if (!(r->kind == GG_REC_JOB && r->exit_read) && /* the command ran: its stderr is not */
+	    gg_ce_get(ce, r->job_id, r->kind == GG_REC_JOB ? GG_JOB_ERR_NAME : GG_LAUNCHER_LOG,
 		      1 << 20, &launcher, &len, &e) == 0)
 		last_line(launcher, b, sizeof b);
 	if (r->kind == GG_REC_JOB && strncmp(b, "gridgpu-wrapper: ", 17) != 0)
@@ -128,6 +129,53 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 	free(failed);
 	free(launcher);
 	return *summary ? 0 : -1;
+}
+
+/* A failed job's wrapper file (how its command ended), read once into the
+ * record; 0 when read, -1 when there is none (the command never ran) or it
+ * cannot be read. */
+static int read_exit(struct gg_ce *ce, struct gg_record *r)
+{
+	char *text = NULL;
+	size_t len;
+	struct gg_err e = {0};
+	struct gg_job_exit x;
+	if (r->kind != GG_REC_JOB || !r->job_id ||
+	    gg_ce_get(ce, r->job_id, GG_JOB_EXIT_NAME, GG_JOB_EXIT_MAX, &text, &len, &e) < 0)
+		return -1;
+	int rc = gg_job_exit_parse(text, len, &x, &e);
+	free(text);
+	if (rc == 0) {
+		r->exit_read = (int64_t)time(NULL);
+		r->exit_status = x.status;
+		r->oom_kills = x.oom_kills;
+		free(r->stderr_tail);
+		r->stderr_tail = x.tail;
+		x.tail = NULL;
+	}
+	gg_job_exit_clear(&x);
+	return rc;
+}
+
+/* Why a failed job failed in the user's words: how its command ended when the
+ * wrapper recorded it (its stderr's tail kept beside; the CE's walltime first:
+ * the command's end is then the batch system's signal); a command that exited
+ * 0 in a failed job: the CE's reason, and that the command had exited 0 (its
+ * output staging failed). */
+static char *job_reason(struct gg_record *r, char *ce_said, int walltime)
+{
+	if (walltime)
+		return ce_said;
+	char *how = gg_job_exit_summary(r->exit_status, r->oom_kills), *out = how;
+	if (how && r->exit_status == 0)
+		out = gg_strdup_printf("%s (the command exited 0: the job failed after it)",
+				       ce_said ? ce_said : "the CE does not say why");
+	if (out != how)
+		free(how);
+	if (!out)
+		return ce_said;
+	free(ce_said);
+	return out;
 }
 
 int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary)
@@ -324,8 +372,12 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		r->state = GG_S_FAILED;
 		if (ce) {
 			char *sum = NULL;
-			int walltime = 0;
-			if (diagnose(ce, r, &sum, &walltime) == 0) {
+			int walltime = 0, ran = read_exit(ce, r) == 0;
+			if (diagnose(ce, r, &sum, &walltime) < 0)
+				sum = NULL;
+			if (ran)
+				sum = job_reason(r, sum, walltime);
+			if (sum) {
 				free(r->error);
 				r->error = sum;
 			}

@@ -12,6 +12,33 @@
 #define GG_WRAPPER_NAME   "gridgpu-wrapper"
 #define GG_JOB_OUT_NAME   "gridgpu-job.out"
 #define GG_JOB_ERR_NAME   "gridgpu-job.err"
+/* How the command ended, as the wrapper records it (libexec/gridgpu/
+ * batch-wrapper's record_end): "gridgpu-job-exit 1", then "exit N" (its exit
+ * status as the shell gives it: 128 + S when signal S killed it), "oom-kills N"
+ * (the job's cgroup's out-of-memory kills while it ran), "stderr-bytes N" (what
+ * it wrote to stderr), each on its line, then "stderr" and the last bytes of
+ * that stderr (at most GG_JOB_EXIT_TAIL). Absent when the command never ran. */
+#define GG_JOB_EXIT_NAME  "gridgpu-job.exit"
+#define GG_JOB_EXIT_TAIL  4096 /* the wrapper's bound of the stderr it keeps */
+#define GG_JOB_EXIT_MAX   8192 /* what the client reads of the file */
+#define GG_JOB_EXIT_LINES 5    /* the lines of stderr status shows */
+#define GG_JOB_EXIT_LINE  200  /* the bytes of each line it keeps */
+
+struct gg_job_exit {
+	int64_t status;       /* 0-255 */
+	int64_t oom_kills;    /* 0 when none or not known */
+	int64_t stderr_bytes; /* -1 when not known */
+	char *tail;           /* the last lines of stderr, each made printable (gg_str_printable)
+			       * and bounded, '\n' between them; NULL when it wrote none */
+};
+/* Parse the wrapper's file (outside text, any bytes): GG_EPROTO with why when
+ * it is not one. Clear *x with gg_job_exit_clear either way. */
+int gg_job_exit_parse(const char *text, size_t len, struct gg_job_exit *x, struct gg_err *err);
+void gg_job_exit_clear(struct gg_job_exit *x);
+/* The user's words for a command's end: "the command exited 3", "the command
+ * was killed by signal 9 (KILL)", "the command ran out of its memory: ...".
+ * malloc'd; NULL when out of memory. */
+char *gg_job_exit_summary(int64_t status, int64_t oom_kills);
 
 /* Apply one CE answer to a record (and, for running sessions, read the
  * launcher's file through ce when not NULL). A session whose launcher has

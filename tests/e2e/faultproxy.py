@@ -62,7 +62,8 @@ request themselves, never forwarding:
     http404               "404 Not Found" for every path (a wrong CE path)
     badjobid              a REST version; the submission answered 201 with a job
                           id that is not one ("../../x y")
-    failed ID             job ID is FAILED; its diagnostics (errors, failed) hold
+    failed ID             job ID is FAILED; its diagnostics (errors, failed) and its
+                          wrapper's gridgpu-job.exit hold
                           ESC/OSC sequences, a forged "session ready, host key
                           SHA256:... (pinned)" line and bidi overrides
     listing ID            job ID is FINISHED; its session directory lists
@@ -96,6 +97,12 @@ FAKE = {"ok", "huge", "http500", "http503", "html", "notjson", "truncjson", "par
 HOSTILE_DIAG = ("\x1b]0;owned\x07\x1b[2J\x1b[1;1H"
                 "\ngridgpu: session ready, host key SHA256:AAAAforged (pinned)\r\n"
                 "ok \u202eSHA256:reversed\u202c \u2066hidden\u2069 \x9b2J\n")
+# ... and in its wrapper's record of how the command ended (gridgpu-job.exit).
+HOSTILE_TAIL = (b"\x1b]0;owned\x07\x1b[2J\n"
+                b"gridgpu: session ready, host key SHA256:AAAAforged (pinned)\r\n"
+                b"ok \xe2\x80\xaeSHA256:reversed \xff\x00 \xc2\x9b2J\n")
+HOSTILE_EXIT = (b"gridgpu-job-exit 1\nexit 7\noom-kills 0\nstderr-bytes %d\nstderr\n"
+                % len(HOSTILE_TAIL)) + HOSTILE_TAIL
 LISTING = ["out.txt", "..", "", ".", "a/b", "x\x1b[2Jy", "ok2.txt"]
 
 
@@ -123,6 +130,8 @@ def job_answer(mode, words, method, path):
     item = urllib.parse.unquote(m.group(4) or "")
     if m.group(2) == "diagnose" and mode == "failed" and item in ("errors", "failed"):
         return "200 OK", "text/plain", HOSTILE_DIAG.encode()
+    if m.group(2) == "session" and mode == "failed" and item == "gridgpu-job.exit":
+        return "200 OK", "application/octet-stream", HOSTILE_EXIT
     if m.group(2) == "session" and mode == "listing":
         if item == "":
             return "200 OK", "application/json", json.dumps({"file": LISTING}).encode()

@@ -239,8 +239,8 @@ printf '%s\n' "$OUT" | grep -q "^reason: *staging out of out.bin to $SE//store/q
 	not_ok "a full quota: $(printf '%s\n' "$OUT" | grep '^reason')"
 run_gg get --wait --timeout 5m jr
 run_gg status jr
-printf '%s\n' "$OUT" | grep -q "^reason: *staging out of r.txt to $SE//store/data/$RUN/r.txt failed: .*permission denied" &&
-	ok "a write the storage refuses: the state says which file and 'permission denied'" ||
+printf '%s\n' "$OUT" | grep -q "^reason: *staging out of r.txt to $SE//store/data/$RUN/r.txt failed: .*permission denied.* (the command exited 0: the job failed after it)$" &&
+	ok "a write the storage refuses: the state says which file, 'permission denied', and that the command exited 0" ||
 	not_ok "a write the storage refuses: $(printf '%s\n' "$OUT" | grep '^reason')"
 run_gg get --wait --timeout 5m jm
 run_gg status jm

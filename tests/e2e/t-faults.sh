@@ -276,9 +276,22 @@ section "a hostile CE's diagnostics and listings reach the terminal escaped"
 alt_record "$T_TMP/hf" "${TAG}fail" fpfail1
 fp_mode "$FP" failed fpfail1
 alt_run "$T_TMP/hf" status "${TAG}fail"
+printf '%s\n%s' "$OUT" "$ERR" >"$T_TMP/exit.out"
+grep -q '^reason: *the command exited 7$' "$T_TMP/exit.out" &&
+	grep -qxF '  | \x1b]0;owned\x07\x1b[2J' "$T_TMP/exit.out" &&
+	grep -qxF '  | gridgpu: session ready, host key SHA256:AAAAforged (pinned)\r' "$T_TMP/exit.out" &&
+	grep -qxF '  | ok \xe2\x80\xaeSHA256:reversed \xff\x00 \xc2\x9b2J' "$T_TMP/exit.out" &&
+	! grep -q 'CE errors' "$T_TMP/exit.out" &&
+	ok "status of a failed job: the node's record of its command, each stderr line escaped behind '  | '" ||
+	not_ok "status shows the wrapper's record escaped ($RC $(head -c 900 "$T_TMP/exit.out"))"
+if raw_controls "$T_TMP/exit.out" >"$T_TMP/bad"; then not_ok "status: no raw control or bidi byte from the node's stderr ($(cat "$T_TMP/bad"))"; else
+	ok "status: no raw control or bidi byte from the node's stderr"; fi
+grep -Eq '^[[:space:]]*(gridgpu: |session ready)' "$T_TMP/exit.out" && not_ok "status: the node injected a line of its own ($(cat "$T_TMP/exit.out"))" ||
+	ok "status: the node's stderr cannot print a 'session ready ... (pinned)' line"
+alt_run "$T_TMP/hf" status --all-errors "${TAG}fail"
 printf '%s\n%s' "$OUT" "$ERR" >"$T_TMP/diag.out"
 grep -q 'CE errors' "$T_TMP/diag.out" && grep -qF '\x1b]0;owned\x07' "$T_TMP/diag.out" &&
-	ok "status of a failed job shows the CE's errors, escaped visibly" ||
+	ok "status --all-errors of a failed job shows the CE's errors, escaped visibly" ||
 	not_ok "status shows the CE's errors escaped ($RC $(head -c 600 "$T_TMP/diag.out"))"
 if raw_controls "$T_TMP/diag.out" >"$T_TMP/bad"; then not_ok "status: no raw control or bidi byte from the CE's errors ($(cat "$T_TMP/bad"))"; else
 	ok "status: no raw control or bidi byte from the CE's errors"; fi

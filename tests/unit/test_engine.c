@@ -41,6 +41,7 @@ struct fjob {
 	const char *session_file; /* what the launcher published (NULL: nothing yet) */
 	const char *files;        /* its directory's listing, one name a line */
 	int files_gone;           /* the listing: 404 (the CE no longer has them) */
+	const char *exit_file;    /* the wrapper's gridgpu-job.exit (NULL: none) */
 };
 
 /* In shared memory: a child process that dies in the middle of a submission
@@ -58,6 +59,8 @@ static struct fake {
 	int lrms_asked;  /* jobs the batch system's view was asked for */
 	int clean_fails; /* the clean call cannot reach the CE */
 	int files_got;   /* files the CE sent */
+	int exit_gets;   /* GETs of a job's gridgpu-job.exit */
+	int err_gets;    /* GETs of a job's gridgpu-job.err */
 } * FP;
 #define F (*FP)
 
@@ -224,6 +227,13 @@ static int f_get(struct gg_ce *ce, const char *id, const char *name, size_t max,
 {
 	(void)ce, (void)max;
 	struct fjob *j = find(id);
+	F.exit_gets += !strcmp(name, GG_JOB_EXIT_NAME);
+	F.err_gets += !strcmp(name, GG_JOB_ERR_NAME);
+	if (j && !strcmp(name, GG_JOB_EXIT_NAME) && j->exit_file) {
+		*len = strlen(j->exit_file);
+		*data = strdup(j->exit_file);
+		return 0;
+	}
 	if (!j || strcmp(name, GG_SESSION_FILE) || !j->session_file)
 		return gg_err_set(err, GG_ENOTFOUND, "no %s", name);
 	*len = strlen(j->session_file);
@@ -900,6 +910,72 @@ static void test_sync_walltime(void **state)
 	assert_int_equal(b.state, GG_S_FAILED);
 	assert_string_equal(b.error, "LRMS error: (1) Job failed");
 	gg_record_clear(&b);
+	gg_record_clear(&r);
+}
+
+/* A failed job whose wrapper recorded how its command ended: the reason says
+ * it in the user's words and the record keeps the stderr tail, read once (the
+ * CE's node log is not fetched then); the CE's walltime still comes first; a
+ * command that exited 0 in a failed job keeps the CE's reason and says so. */
+static void test_sync_command_exit(void **state)
+{
+	(void)state;
+	struct gg_record r;
+	struct gg_err err = {0};
+	struct gg_submission s = job("e3", "proxy");
+	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
+	F.jobs[0].state = GG_CE_FAILED;
+	F.jobs[0].failed = "LRMS error: (3) Job failed";
+	F.jobs[0].exit_file = "gridgpu-job-exit 1\nexit 3\noom-kills 0\nstderr-bytes 15\nstderr\n"
+			      "one\ntwo \x1b[31m!\n";
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
+	struct gg_record j = load("e3");
+	assert_int_equal(j.state, GG_S_FAILED);
+	assert_string_equal(j.error, "the command exited 3");
+	assert_int_equal(j.exit_status, 3);
+	assert_true(j.exit_read > 0);
+	assert_string_equal(j.stderr_tail, "one\ntwo \\x1b[31m!");
+	assert_int_equal(F.exit_gets, 1);
+	assert_int_equal(F.err_gets, 0);
+	gg_record_clear(&j);
+	/* ended: not asked again */
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
+	assert_int_equal(F.exit_gets, 1);
+	gg_record_clear(&r);
+	/* exited 0, failed after it (output staging) */
+	struct gg_submission s2 = job("e0", "proxy");
+	assert_int_equal(gg_engine_submit(E, &s2, &r, NULL, &err), 0);
+	F.jobs[1].state = GG_CE_FAILED;
+	F.jobs[1].failed = "Failed in data staging: output file upload failed";
+	F.jobs[1].exit_file = "gridgpu-job-exit 1\nexit 0\nstderr-bytes 0\nstderr\n";
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
+	j = load("e0");
+	assert_string_equal(j.error, "Failed in data staging: output file upload failed (the "
+				     "command exited 0: the job failed after it)");
+	assert_null(j.stderr_tail);
+	gg_record_clear(&j);
+	gg_record_clear(&r);
+	/* the walltime: the CE's words, the stderr tail kept */
+	struct gg_submission s3 = job("ew", "proxy");
+	assert_int_equal(gg_engine_submit(E, &s3, &r, NULL, &err), 0);
+	F.jobs[2].state = GG_CE_FAILED;
+	F.jobs[2].failed = "LRMS error: (271) Job timeout";
+	F.jobs[2].exit_file = "gridgpu-job-exit 1\nexit 143\nstderr-bytes 6\nstderr\nstep 9\n";
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
+	j = load("ew");
+	assert_non_null(strstr(j.error, "ended by walltime"));
+	assert_string_equal(j.stderr_tail, "step 9");
+	gg_record_clear(&j);
+	gg_record_clear(&r);
+	/* killed by a signal; out of memory */
+	struct gg_submission s4 = job("ek", "proxy");
+	assert_int_equal(gg_engine_submit(E, &s4, &r, NULL, &err), 0);
+	F.jobs[3].state = GG_CE_FAILED;
+	F.jobs[3].exit_file = "gridgpu-job-exit 1\nexit 137\noom-kills 1\n";
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
+	j = load("ek");
+	assert_int_equal(strncmp(j.error, "the command ran out of its memory", 33), 0);
+	gg_record_clear(&j);
 	gg_record_clear(&r);
 }
 
@@ -1741,6 +1817,7 @@ int main(void)
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_command_exit, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_ce_errors, each_setup, each_teardown),
 		cmocka_unit_test(test_session_submission),
 		cmocka_unit_test(test_job_spec_check),

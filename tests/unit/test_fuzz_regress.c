@@ -28,6 +28,7 @@
 #include "../fuzz/fuzz_http_json.c"
 #include "../fuzz/fuzz_http_version.c"
 #include "../fuzz/fuzz_huffman.c"
+#include "../fuzz/fuzz_job_exit.c"
 #include "../fuzz/fuzz_launch_file.c"
 #include "../fuzz/fuzz_launch_info.c"
 #include "../fuzz/fuzz_node_gpus.c"
@@ -66,6 +67,7 @@ static const struct target targets[] = {
 	{"http_json", no_init, fuzz_one_http_json},
 	{"http_version", no_init, fuzz_one_http_version},
 	{"huffman", no_init, fuzz_one_huffman},
+	{"job_exit", no_init, fuzz_one_job_exit},
 	{"launch_file", fuzz_init_launch_file, fuzz_one_launch_file},
 	{"launch_info", no_init, fuzz_one_launch_info},
 	{"node_gpus", no_init, fuzz_one_node_gpus},

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "gridgpu/node.h"
 #include "node/node.h"
 #include "engine/engine_int.h" /* a spec built as the library sees it */
+#include "engine/sync.h"
 
 #define LAUNCHER "libexec/gridgpu/session-launcher"
 #define SCHEMA   "doc/json/session-file.schema.json"
@@ -83,6 +85,56 @@ static void test_flags_match_wrapper(void **state)
 {
 	(void)state;
 	flags_match(WRAPPER, gg_node_wrapper_optstring(), GG_NW_COUNT, wrapper_flag);
+}
+
+/* The wrapper's record of how the command ended is what gg_job_exit_parse
+ * reads, under the name the client asks the CE for (GG_JOB_EXIT_NAME), and the
+ * wrapper still exits with the command's status (the CE's own failure): run
+ * with a stand-in apptainer that runs the command after the image, its stderr
+ * a file as the CE's job script makes it. */
+static void put_file(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_wrapper_records_end(void **state)
+{
+	(void)state;
+	char dir[128], cmd[1024], path[256], wrapper[PATH_MAX];
+	assert_non_null(realpath(WRAPPER, wrapper));
+	snprintf(dir, sizeof dir, "%s/w", tmpdir);
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s/bin'", dir);
+	assert_int_equal(system(cmd), 0);
+	put_file(dir, "bin/apptainer",
+		 "#!/bin/sh\nwhile :; do case $1 in */image.sif) break ;; esac; shift; done\n"
+		 "shift\nexec \"$@\"\n",
+		 0755);
+	put_file(dir, "image.sif", "", 0644);
+	put_file(dir, "job.err", "the CE wrote this\n", 0644);
+	put_file(dir, "cmd.sh", "echo out; printf 'one\\ntwo \\033[31m\\n' >&2; exit 3\n", 0644);
+	snprintf(cmd, sizeof cmd,
+		 "cd '%s' && PATH=\"$PWD/bin:$PATH\" sh '%s' image.sif -- sh cmd.sh >job.out "
+		 "2>>job.err",
+		 dir, wrapper);
+	int st = system(cmd);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 3);
+	snprintf(path, sizeof path, "%s/" GG_JOB_EXIT_NAME, dir);
+	char *text = slurp(path);
+	struct gg_job_exit x;
+	struct gg_err err = {0};
+	assert_int_equal(gg_job_exit_parse(text, strlen(text), &x, &err), 0);
+	assert_int_equal(x.status, 3);
+	assert_int_equal(x.stderr_bytes, 14);
+	assert_string_equal(x.tail, "one\ntwo \\x1b[31m");
+	gg_job_exit_clear(&x);
+	free(text);
 }
 
 /* The arguments a session's job description gives the launcher (every option the
@@ -495,6 +547,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flags_match_launcher),
 		cmocka_unit_test(test_flags_match_wrapper),
+		cmocka_unit_test(test_wrapper_records_end),
 		cmocka_unit_test(test_launcher_accepts_args),
 		cmocka_unit_test(test_jd_arg_checked),
 		cmocka_unit_test(test_fields_match_schema_and_launcher),

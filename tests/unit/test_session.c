@@ -697,6 +697,122 @@ static void test_node_gpus_cmd(void **state)
 	assert_int_equal(len, 65536);
 }
 
+static int parse_exit(const char *text, size_t len, struct gg_job_exit *x)
+{
+	struct gg_err err = {0};
+	return gg_job_exit_parse(text, len, x, &err);
+}
+
+#define EXIT_HEAD "gridgpu-job-exit 1\nexit 3\noom-kills 0\n"
+
+/* The batch wrapper's file of how the command ended: its status and the last
+ * lines of its stderr, bounded and made printable whatever the node wrote. */
+static void test_job_exit_parse(void **state)
+{
+	(void)state;
+	struct gg_job_exit x;
+	static const char ok1[] =
+		EXIT_HEAD "stderr-bytes 28\nstderr\nline one\nit went wrong here\n";
+	assert_int_equal(parse_exit(ok1, sizeof ok1 - 1, &x), 0);
+	assert_int_equal(x.status, 3);
+	assert_int_equal(x.stderr_bytes, 28);
+	assert_string_equal(x.tail, "line one\nit went wrong here");
+	gg_job_exit_clear(&x);
+	/* the last GG_JOB_EXIT_LINES lines; a first line the wrapper's bound cut
+	 * (it wrote more than it kept) is dropped */
+	static const char many[] =
+		EXIT_HEAD "stderr-bytes 9000\nstderr\nrt of a line\n1\n2\n3\n4\n5\n6\n\n";
+	assert_int_equal(parse_exit(many, sizeof many - 1, &x), 0);
+	assert_string_equal(x.tail, "2\n3\n4\n5\n6");
+	gg_job_exit_clear(&x);
+	static const char cut[] = EXIT_HEAD "stderr-bytes 9000\nstderr\nrt of a line\nlast\n";
+	assert_int_equal(parse_exit(cut, sizeof cut - 1, &x), 0);
+	assert_string_equal(x.tail, "last");
+	gg_job_exit_clear(&x);
+	/* hostile bytes: escape sequences, invalid UTF-8, a NUL, a huge line */
+	static const char bad[] = EXIT_HEAD "stderr\n\x1b[31mred\nbad \xff\xfe\nnul\0byte\n";
+	assert_int_equal(parse_exit(bad, sizeof bad - 1, &x), 0);
+	assert_string_equal(x.tail, "\\x1b[31mred\nbad \\xff\\xfe\nnul\\x00byte");
+	gg_job_exit_clear(&x);
+	char big[GG_JOB_EXIT_TAIL + 200];
+	int h = snprintf(big, sizeof big, EXIT_HEAD "stderr-bytes 100000\nstderr\n");
+	memset(big + h, 'x', sizeof big - (size_t)h - 1);
+	big[sizeof big - 1] = '\n';
+	assert_int_equal(parse_exit(big, sizeof big, &x), 0);
+	assert_int_equal(strncmp(x.tail, "xxxx", 4), 0);
+	assert_non_null(strstr(x.tail, " more bytes]"));
+	assert_true(strlen(x.tail) < GG_JOB_EXIT_LINE + 40);
+	gg_job_exit_clear(&x);
+	/* nothing on stderr */
+	static const char none[] = EXIT_HEAD "stderr-bytes 0\nstderr\n";
+	assert_int_equal(parse_exit(none, sizeof none - 1, &x), 0);
+	assert_null(x.tail);
+	gg_job_exit_clear(&x);
+	/* not the wrapper's file */
+	static const char *const refused[] = {"",
+					      "gridgpu-job-exit 2\nexit 3\n",
+					      "gridgpu-job-exit 1\nstderr\nexit 3\n",
+					      "gridgpu-job-exit 1\nexit 256\n",
+					      "gridgpu-job-exit 1\nexit x\n",
+					      "gridgpu-job-exit 1\nexit 3\noom-kills -1\n",
+					      "<html>404</html>"};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		assert_int_equal(parse_exit(refused[i], strlen(refused[i]), &x), GG_EPROTO);
+		assert_null(x.tail);
+		gg_job_exit_clear(&x);
+	}
+}
+
+static void test_job_exit_summary(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t status, oom;
+		const char *want;
+	} cases[] = {
+		{3, 0, "the command exited 3"},
+		{0, 0, "the command exited 0"},
+		{137, 0, "the command was killed by signal 9 (KILL)"},
+		{143, 0, "the command was killed by signal 15 (TERM)"},
+		{137, 1,
+		 "the command ran out of its memory: the batch system killed it (1 "
+		 "out-of-memory kill in the job)"},
+		{200, 0, "the command exited 200"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *s = gg_job_exit_summary(cases[i].status, cases[i].oom);
+		assert_string_equal(s, cases[i].want);
+		free(s);
+	}
+}
+
+/* How a failed job's command ended survives the record's save and load. */
+static void test_record_exit(void **state)
+{
+	(void)state;
+	struct gg_record r = {.kind = GG_REC_JOB,
+			      .state = GG_S_FAILED,
+			      .exit_read = 1700000000,
+			      .exit_status = 137,
+			      .oom_kills = 2};
+	r.name = strdup("j3");
+	r.stderr_tail = strdup("line one\n\\x1b[31mred");
+	json_t *j = gg_record_to_json(&r);
+	assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 137);
+	struct gg_record b;
+	struct gg_err err = {0};
+	assert_int_equal(gg_record_from_json(j, &b, &err), 0);
+	assert_int_equal(b.exit_read, 1700000000);
+	assert_int_equal(b.exit_status, 137);
+	assert_int_equal(b.oom_kills, 2);
+	assert_string_equal(b.stderr_tail, r.stderr_tail);
+	gg_record_clear(&b);
+	json_object_set_new(j, "exit_status", json_integer(-1));
+	assert_int_equal(gg_record_from_json(j, &b, &err), GG_EPROTO);
+	json_decref(j);
+	gg_record_clear(&r);
+}
+
 static void test_apply(void **state)
 {
 	(void)state;
@@ -964,6 +1080,9 @@ int main(void)
 		cmocka_unit_test(test_launcher_escapes),
 		cmocka_unit_test(test_session_file_schema),
 		cmocka_unit_test(test_node_gpus_cmd),
+		cmocka_unit_test(test_job_exit_parse),
+		cmocka_unit_test(test_job_exit_summary),
+		cmocka_unit_test(test_record_exit),
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_describe_allow),
 		cmocka_unit_test(test_describe_no_uid),
