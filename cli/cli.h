@@ -90,6 +90,7 @@ struct gg_cli {
 	struct gg_engine *eng;    /* cli_engine() */
 	int notes_off;            /* the engine's "killed X"-style lines not shown */
 	int wait_tty, wait_shown; /* cli_wait_ready's progress line */
+	int wait_top;             /* its furthest live state shown, + 1 (0: none) */
 	char wait_ce[64];
 	/* option parser state */
 	int optind;

@@ -289,20 +289,25 @@ static void show_wait(void *ud, const struct gg_record *r, int64_t waited)
 {
 	struct gg_cli *cli = ud;
 	const char *ces = r->ce_state ? r->ce_state : "?";
+	/* on screen the state only moves forward (the record keeps the CE's) */
+	enum gg_sess_state st =
+		cli->wait_top ? gg_sess_state_forward(cli->wait_top - 1, r->state) : r->state;
 	if (cli->quiet ||
-	    (!cli->wait_tty && cli->wait_shown == (int)r->state + 1 && !strcmp(cli->wait_ce, ces)))
+	    (!cli->wait_tty && cli->wait_shown == (int)st + 1 && !strcmp(cli->wait_ce, ces)))
 		return;
 	char d[32];
 	if (cli->wait_tty)
 		fputs("\r\033[K", stderr);
-	ui_err("  %s: %s%s%s (CE: %s), waited %s", r->name, gg_sess_state_name(r->state),
+	ui_err("  %s: %s%s%s (CE: %s), waited %s", r->name, gg_sess_state_name(st),
 	       gg_session_published(r) ? ", sshd not answering yet" : "",
 	       gg_launch_unreadable(r) ? ", its session file unreadable (read again)" : "", ces,
 	       gg_duration_format(waited, d, sizeof d));
 	if (!cli->wait_tty) /* ours: a line end is not an argument (it would be escaped) */
 		fputc('\n', stderr);
 	fflush(stderr);
-	cli->wait_shown = (int)r->state + 1;
+	cli->wait_shown = (int)st + 1;
+	if (gg_sess_state_forward(st, GG_S_REQUESTED) == st)
+		cli->wait_top = (int)st + 1; /* a live state: the furthest shown */
 	snprintf(cli->wait_ce, sizeof cli->wait_ce, "%s", ces);
 }
 
@@ -313,7 +318,7 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, in
 	struct gg_engine_callbacks cb;
 	cli_engine_callbacks(cli, &cb);
 	cli->wait_tty = isatty(STDERR_FILENO) && !cli->quiet;
-	cli->wait_shown = 0;
+	cli->wait_shown = cli->wait_top = 0;
 	cb.waiting = show_wait;
 	int rc = gg_engine_set_callbacks(e, &cb, err);
 	if (rc == 0)
