@@ -65,8 +65,11 @@ static void field(const char *p, size_t n, char *out, size_t len)
 static int parse_prio(const char *p, size_t n, long long *out)
 {
 	char b[24];
-	if (n == 0 || n >= sizeof b || strspn(p, "0123456789") < n)
+	if (n == 0 || n >= sizeof b)
 		return -1;
+	for (size_t i = 0; i < n; i++) /* p is not terminated: no strspn */
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
 	memcpy(b, p, n);
 	b[n] = '\0';
 	*out = strtoll(b, NULL, 10);
