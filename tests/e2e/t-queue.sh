@@ -7,7 +7,8 @@
 # reason (Resources) in words, read with squeue on the site's login node (the
 # last jump host, a real Slurm login node), and its position in line, as
 # list --sync does (its code) and list --sync --json (in full); a site
-# whose last jump host has no squeue shows the CE's state as before.
+# whose last jump host has no squeue, or cannot be reached, shows the CE's
+# state as before, without an error.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ "${GRIDGPU_TESTBED_LRMS:-slurm}" != slurm ] || [ -z "${GG_TB_SLURM_CONF:-}" ]; then
@@ -95,6 +96,20 @@ run_gg status n
 [ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -q '^state: *queued' && ! printf '%s\n' "$OUT" | grep -q '^waiting:' &&
 	ok "status n (login host without Slurm): queued, no reason, no error" || not_ok "status n (exit $RC): $OUT $ERR"
 
-run_gg kill q r n full
-expect_eq "kill q r n full" "$RC" 0
+# --- a login host that cannot be reached: the CE's state, no error, no wait -----
+"$GRIDGPU" site add down -q --ce "$GG_TB_CE_URL" --jump "${GG_TB_JUMP1%%@*}@127.0.0.1:$(free_port)" \
+	--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" \
+	--gpu-queue "$GG_TB_GPU_QUEUE" --gpu-rte "$GG_TB_GPU_RTE"
+run_gg --site down request --name d --gpus 1 --walltime 20m --no-wait
+d_queued() { jstatus d | grep -q '^queued |'; }
+poll 60 d_queued
+t0=$(now_ms)
+run_gg status d
+ms=$(($(now_ms) - t0))
+[ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -q '^state: *queued' && ! printf '%s\n' "$OUT" | grep -q '^waiting:' &&
+	[ -z "$ERR" ] && ok "status d (login host unreachable): queued, nothing more, no error (${ms} ms)" ||
+	not_ok "status d (exit $RC, ${ms} ms): $OUT $ERR"
+
+run_gg kill q r n d full
+expect_eq "kill q r n d full" "$RC" 0
 done_testing
