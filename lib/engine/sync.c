@@ -394,6 +394,13 @@ static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **i
 	if (na && gg_ce_lrms_status(ce, ask, na, &q, &e) == 0) {
 		for (size_t j = 0; j < na; j++) {
 			struct gg_ce_result *r = &res[at[j]];
+			/* the info document still at an earlier state (SUBMITTING:
+			 * it lags the live list by the infoprovider's period) does
+			 * not know it runs either: queued until it says INLRMS:R */
+			if (q[j].state == GG_CE_ACCEPTED) {
+				r->state = GG_CE_QUEUED;
+				continue;
+			}
 			if (q[j].state != GG_CE_QUEUED)
 				continue;
 			r->state = GG_CE_QUEUED;
