@@ -31,6 +31,7 @@ struct gg_engine {
 	char probe_down_site[64];
 	/* why queued records wait, by name, as the last sync saw it (queue.c) */
 	json_t *queue_reasons;
+	int64_t queue_asked; /* when a wait last asked the login host */
 };
 
 /* What a session asks for (gridgpu/engine.h): every string and list is the

@@ -3,7 +3,7 @@
 # node's 3 whole GPUs taken by a session, a 1-GPU request queues; its progress
 # never goes back to an earlier state (A-REX's REST says RUNNING for a job
 # Slurm still holds, its info document INLRMS:Q: shown as queued, never
-# "starting" then "queued"); status and status --json give Slurm's pending
+# "starting" then "queued") and says why, as status and status --json give Slurm's pending
 # reason (Resources) in words, read with squeue on the site's login node (the
 # last jump host, a real Slurm login node), and its position in line, as
 # list --sync does (its code) and list --sync --json (in full); a site
@@ -54,6 +54,8 @@ back=$(sed 's/^  q: \([a-z]*\).*/\1/' "$T_TMP/progress" | {
 	ok "request's progress never went back ($(sed 's/^  q: \([a-z]*\) .*(CE: \([^)]*\)).*/\1 \2/' "$T_TMP/progress" | uniq | tr '\n' ';'))" ||
 	not_ok "request's progress went back ($back): $(cat "$T_TMP/progress")"
 grep -q '^  q: queued' "$T_TMP/progress" && ok "... and it said queued" || not_ok "never queued: $(cat "$T_TMP/progress")"
+grep -q '^  q: queued (CE: INLRMS:Q), waited [0-9ms]*: waiting for free GPUs (Slurm: Resources)$' "$T_TMP/progress" &&
+	ok "... and why, from Slurm: $(grep -m1 'Slurm: ' "$T_TMP/progress")" || not_ok "the wait never said why: $(cat "$T_TMP/progress")"
 
 # --- status: Slurm's reason, in words, with its code ---------------------------
 has_reason() { jstatus q | grep -q '^queued | waiting for free GPUs (Slurm: Resources)'; }
