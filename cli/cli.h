@@ -92,7 +92,8 @@ struct gg_cli {
 	struct gg_engine *eng;    /* cli_engine() */
 	int notes_off;            /* the engine's "killed X"-style lines not shown */
 	int wait_tty, wait_shown; /* cli_wait_ready's progress line */
-	char wait_ce[64];
+	int wait_top;             /* its furthest live state shown, + 1 (0: none) */
+	char wait_ce[256];        /* the CE's word and why it waits, as last shown */
 	/* option parser state */
 	int optind;
 	char *optarg;

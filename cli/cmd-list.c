@@ -64,11 +64,16 @@ static void exit_cell(const struct gg_record_row *r, char *out, size_t len)
 }
 
 /* The state, and for a live job its data staging ("queued: staging in 2/3")
- * from the stored record (read only for live jobs that have the key). */
-static void state_cell(const struct gg_record_row *r, char *out, size_t len)
+ * from the stored record (read only for live jobs that have the key); for
+ * queued work after a sync, the batch system's code for why it waits
+ * ("queued (Slurm: Resources)", as status says it in full). */
+static void state_cell(const struct gg_record_row *r, const char *why, char *out, size_t len)
 {
 	const char *st = gg_sess_state_name(r->state);
+	const char *code = why && r->state == GG_S_QUEUED ? strstr(why, "(Slurm: ") : NULL;
 	snprintf(out, len, "%s", st);
+	if (code)
+		snprintf(out, len, "%s %.*s)", st, (int)strcspn(code, "),"), code);
 	if (r->kind == GG_REC_JOB && r->state == GG_S_FAILED && r->json &&
 	    strstr(r->json, "\"exit_read\"")) {
 		exit_cell(r, out, len);
@@ -84,7 +89,7 @@ static void state_cell(const struct gg_record_row *r, char *out, size_t len)
 	json_decref(j);
 }
 
-static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x)
+static void row_cells(const struct gg_record_row *r, const char *why, time_t now, struct cells *x)
 {
 	if (strcmp(r->mig, "-"))
 		snprintf(x->gpu, sizeof x->gpu, "%s", r->mig);
@@ -98,7 +103,7 @@ static void row_cells(const struct gg_record_row *r, time_t now, struct cells *x
 	fmt_dur(live && r->state == GG_S_READY && r->last_activity ? (int64_t)now - r->last_activity
 								   : -1,
 		x->idle, sizeof x->idle);
-	state_cell(r, x->state, sizeof x->state);
+	state_cell(r, why, x->state, sizeof x->state);
 	const char *cells[NCOL] = {r->name,  r->site, r->kind == GG_REC_JOB ? "job" : "session",
 				   x->state, x->gpu,  x->age,
 				   x->left,  x->idle};
@@ -128,7 +133,8 @@ static void print_line(const char *const *c, const int *w, int ncol, int color)
 
 /* The rows as a table; only: a kind of record, or -1 for all (batch jobs
  * alone have no IDLE column). */
-static void print_table(const struct gg_record_row *rows, size_t n, int only)
+static void print_table(const struct gg_engine *e, const struct gg_record_row *rows, size_t n,
+			int only)
 {
 	time_t now = time(NULL);
 	struct cells *x = calloc(n ? n : 1, sizeof *x);
@@ -140,7 +146,7 @@ static void print_table(const struct gg_record_row *rows, size_t n, int only)
 	for (size_t i = 0; i < n; i++) {
 		if (only >= 0 && (int)rows[i].kind != only)
 			continue;
-		row_cells(&rows[i], now, &x[i]);
+		row_cells(&rows[i], gg_engine_queue_reason(e, rows[i].name), now, &x[i]);
 		for (int k = 0; k < NCOL; k++)
 			if ((int)strlen(x[i].c[k]) > w[k])
 				w[k] = (int)strlen(x[i].c[k]);
@@ -153,7 +159,8 @@ static void print_table(const struct gg_record_row *rows, size_t n, int only)
 }
 
 /* The rows as the --json items (each record read back from its stored JSON). */
-static json_t *rows_json(const struct gg_record_row *rows, size_t n, int only)
+static json_t *rows_json(const struct gg_engine *e, const struct gg_record_row *rows, size_t n,
+			 int only)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
@@ -162,7 +169,11 @@ static json_t *rows_json(const struct gg_record_row *rows, size_t n, int only)
 		json_t *j = json_loads(rows[i].json, 0, NULL);
 		struct gg_record r;
 		if (j && gg_record_from_json(j, &r, NULL) == 0) {
-			gg_json_append(a, cli_record_json(&r));
+			json_t *o = cli_record_json(&r);
+			const char *why = gg_engine_queue_reason(e, r.name);
+			if (why && r.state == GG_S_QUEUED)
+				gg_json_set_text(o, "queue_reason", why);
+			gg_json_append(a, o);
 			gg_record_clear(&r);
 		}
 		json_decref(j);
@@ -225,11 +236,12 @@ int cmd_list(struct gg_cli *cli, int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		shown += only < 0 || (int)rows[i].kind == only;
 	if (cli->json)
-		ui_json_doc(!strcmp(argv[0], "jobs") ? "jobs" : "list", rows_json(rows, n, only));
+		ui_json_doc(!strcmp(argv[0], "jobs") ? "jobs" : "list",
+			    rows_json(e, rows, n, only));
 	else if (shown == 0)
 		ui_info(cli, "%s", none_yet(only));
 	else
-		print_table(rows, n, only);
+		print_table(e, rows, n, only);
 	gg_record_rows_free(rows, n);
 	gg_store_free(own);
 	return exit_code;

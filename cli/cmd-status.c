@@ -130,13 +130,15 @@ static void print_storage(const struct gg_record *r)
 
 /* status as text: the record, what the sshd answered, the CE's errors. */
 static void print_status(const struct gg_record *r, const char *diag, const char *probe_why,
-			 int all_errors)
+			 const char *waits, int all_errors)
 {
 	char b[32];
 	int64_t now = (int64_t)time(NULL);
 	ui_out("name:        %s\nkind:        %s\nstate:       %s\n", r->name,
 	       r->kind == GG_REC_JOB ? "batch job" : "interactive session",
 	       gg_sess_state_name(r->state));
+	if (waits && r->state == GG_S_QUEUED)
+		ui_out("waiting:     %s\n", waits);
 	if (r->error)
 		ui_out("reason:      %s\n", r->error);
 	print_tail(r);
@@ -214,15 +216,18 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 		if (all_errors)
 			gg_engine_ce_errors(e, &r, &diag, &de);
 	}
+	const char *waits = e && r.state == GG_S_QUEUED ? gg_engine_queue_reason(e, r.name) : NULL;
 	if (cli->json) {
 		json_t *j = cli_record_json(&r);
+		if (waits)
+			gg_json_set_text(j, "queue_reason", waits);
 		if (diag)
 			gg_json_set_text(j, "ce_errors", diag);
 		if (gg_session_published(&r) && probe_why[0])
 			gg_json_set_text(j, "ssh_check", probe_why);
 		ui_json_doc("status", j);
 	} else {
-		print_status(&r, diag, probe_why, all_errors);
+		print_status(&r, diag, probe_why, waits, all_errors);
 	}
 	if (!exit_code && r.state == GG_S_FAILED)
 		exit_code = EXIT_JOB;

@@ -287,27 +287,52 @@ int cli_exit_of(int rc)
 	return rc < 0 ? gg_err_exit_code(rc) : EXIT_OK;
 }
 
+/* Why a queued record waits, for the progress line: "; Slurm: Resources" on a
+ * terminal (the line is rewritten: it must not wrap), else the words too,
+ * ": waiting for free GPUs (Slurm: Resources)"; "" when not known. */
+static void wait_why(struct gg_cli *cli, const struct gg_record *r, char *out, size_t len)
+{
+	const char *why = gg_engine_queue_reason(cli->eng, r->name);
+	const char *code = why ? strstr(why, "(Slurm: ") : NULL;
+	out[0] = '\0';
+	if (!code || r->state != GG_S_QUEUED)
+		return;
+	int n = (int)strcspn(code + 8, "),");
+	if (cli->wait_tty)
+		snprintf(out, len, "; Slurm: %.*s", n, code + 8);
+	else
+		snprintf(out, len, ": %.*s)", (int)(code - why) + 8 + n, why);
+}
+
 /* The wait's progress on stderr: a line rewritten in place on a terminal, a
  * line per change elsewhere. */
 static void show_wait(void *ud, const struct gg_record *r, int64_t waited)
 {
 	struct gg_cli *cli = ud;
 	const char *ces = r->ce_state ? r->ce_state : "?";
+	char why[200], key[sizeof cli->wait_ce];
+	wait_why(cli, r, why, sizeof why);
+	snprintf(key, sizeof key, "%s%s", ces, why);
+	/* on screen the state only moves forward (the record keeps the CE's) */
+	enum gg_sess_state st =
+		cli->wait_top ? gg_sess_state_forward(cli->wait_top - 1, r->state) : r->state;
 	if (cli->quiet ||
-	    (!cli->wait_tty && cli->wait_shown == (int)r->state + 1 && !strcmp(cli->wait_ce, ces)))
+	    (!cli->wait_tty && cli->wait_shown == (int)st + 1 && !strcmp(cli->wait_ce, key)))
 		return;
 	char d[32];
 	if (cli->wait_tty)
 		fputs("\r\033[K", stderr);
-	ui_err("  %s: %s%s%s (CE: %s), waited %s", r->name, gg_sess_state_name(r->state),
+	ui_err("  %s: %s%s%s (CE: %s), waited %s%s", r->name, gg_sess_state_name(st),
 	       gg_session_published(r) ? ", sshd not answering yet" : "",
 	       gg_launch_unreadable(r) ? ", its session file unreadable (read again)" : "", ces,
-	       gg_duration_format(waited, d, sizeof d));
+	       gg_duration_format(waited, d, sizeof d), st == r->state ? why : "");
 	if (!cli->wait_tty) /* ours: a line end is not an argument (it would be escaped) */
 		fputc('\n', stderr);
 	fflush(stderr);
-	cli->wait_shown = (int)r->state + 1;
-	snprintf(cli->wait_ce, sizeof cli->wait_ce, "%s", ces);
+	cli->wait_shown = (int)st + 1;
+	if (gg_sess_state_forward(st, GG_S_REQUESTED) == st)
+		cli->wait_top = (int)st + 1; /* a live state: the furthest shown */
+	snprintf(cli->wait_ce, sizeof cli->wait_ce, "%s", key);
 }
 
 int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, int64_t timeout,
@@ -317,7 +342,7 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, in
 	struct gg_engine_callbacks cb;
 	cli_engine_callbacks(cli, &cb);
 	cli->wait_tty = isatty(STDERR_FILENO) && !cli->quiet;
-	cli->wait_shown = 0;
+	cli->wait_shown = cli->wait_top = 0;
 	cb.waiting = show_wait;
 	int rc = gg_engine_set_callbacks(e, &cb, err);
 	if (rc == 0)

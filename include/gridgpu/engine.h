@@ -81,6 +81,14 @@ GG_API const struct gg_config *gg_engine_config(const struct gg_engine *e);
  * starting: "" when it did not. */
 GG_API const char *gg_engine_probe_why(const struct gg_engine *e);
 
+/* Why the queued record named name waits, in the user's words, as the last
+ * gg_engine_sync of it learned: Slurm's reason from the site's login node (the
+ * last jump host, where it is a Slurm login node) or the batch system's word
+ * the CE passed on: "waiting for free GPUs (Slurm: Resources), 1st in line; it
+ * asks gres/gpu:3". NULL when not known. Outside text: escape it to print it.
+ * Valid until the next sync or gg_engine_free. */
+GG_API const char *gg_engine_queue_reason(const struct gg_engine *e, const char *name);
+
 /* The site a record names, in the engine's configuration (NULL when none). */
 GG_API const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name);
 /* Open endpoint with credential a (GG_ECRED when it has none). */

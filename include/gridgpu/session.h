@@ -30,6 +30,13 @@ GG_API int gg_sess_state_ended(enum gg_sess_state s);
 /* The state as the end of a sentence about a session or job: "was killed",
  * "has finished", "has failed", "is ready", "is queued"... (static). */
 GG_API const char *gg_sess_state_phrase(enum gg_sess_state s);
+/* What a progress display shows for a record now in state now, when the
+ * furthest live state it showed so far was top: states on screen only move
+ * forward (requested, queued, starting, ready or running), whatever the CE
+ * reports meanwhile (A-REX's live list says RUNNING before its info document
+ * says the batch system still holds the job: starting, then queued); an
+ * ended or unknown state is shown as it is. */
+GG_API enum gg_sess_state gg_sess_state_forward(enum gg_sess_state top, enum gg_sess_state now);
 
 struct gg_record {
 	int version;

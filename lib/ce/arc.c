@@ -782,6 +782,28 @@ static void info_state(json_t *states, struct gg_ce_result *res)
 	json_decref(arr);
 }
 
+/* The batch system's id of the job (GLUE2 LocalIDFromManager: Slurm's job id)
+ * and, after a newline, what the batch system said of it where A-REX passes
+ * that on (an OtherMessages entry "LRMS: ..."; its Slurm module puts the job's
+ * name there instead). NULL when neither is known. */
+static char *lrms_said(json_t *act)
+{
+	const char *local = json_string_value(json_object_get(act, "LocalIDFromManager"));
+	const char *msg = NULL;
+	json_t *arr = as_array(json_object_get(act, "OtherMessages")), *e;
+	size_t i;
+	json_array_foreach (arr, i, e) {
+		const char *s = json_string_value(e);
+		if (!msg && s && !strncmp(s, "LRMS:", 5))
+			msg = s;
+	}
+	char *out = local || msg ? gg_strdup_printf("%s%s%s", local ? local : "", msg ? "\n" : "",
+						    msg ? msg : "")
+				 : NULL;
+	json_decref(arr);
+	return out;
+}
+
 int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
 		      struct gg_err *err)
 {
@@ -802,6 +824,7 @@ int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **result
 		p.res[k].id = strdup(id);
 		p.res[k].code = 200;
 		info_state(json_object_get(act, "State"), &p.res[k]);
+		p.res[k].reason = lrms_said(act);
 		k++;
 	}
 	parse_end(&p);

@@ -27,7 +27,10 @@ int gg_arc_parse_jobs(const char *body, size_t len, struct gg_ce_result **result
 enum gg_ce_state gg_arc_state(const char *rest_state);
 /* A-REX's jobs?action=info answer: per job its id, the state its GLUE2 State
  * list says (GG_CE_QUEUED for nordugrid:INLRMS:Q) and that nordugrid state as
- * raw_state ("INLRMS:Q"); jobs without an info document are left out. */
+ * raw_state ("INLRMS:Q"), and as reason the batch system's id of the job
+ * (LocalIDFromManager) followed, when A-REX passes on the batch system's word
+ * (an OtherMessages entry "LRMS: ..."), by a newline and that entry; jobs
+ * without an info document are left out. */
 int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **results, size_t *n,
 		      struct gg_err *err);
 /* 1 when A-REX's "failed" diagnostics (GET jobs/ID/diagnose/failed) say the
@@ -39,7 +42,8 @@ int gg_arc_failed_walltime(const char *failed);
  * ..."): the last such line, trimmed to 300 characters, into out. */
 int gg_arc_lrms_refusal(const char *errors, char *out, size_t len);
 /* The batch system's view of jobs gg_ce_status calls running: queued there or
- * running (results[i] for ids[i]; GG_CE_UNKNOWN when the CE does not say).
+ * running (results[i] for ids[i]; GG_CE_UNKNOWN when the CE does not say;
+ * reason as gg_arc_parse_info gives it, or NULL).
  * An error when the backend cannot tell (callers then keep status's word). */
 int gg_ce_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		      struct gg_ce_result **results, struct gg_err *err);

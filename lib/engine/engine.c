@@ -23,6 +23,8 @@ int gg_engine_new(struct gg_store *st, const struct gg_config *cfg, struct gg_en
 
 void gg_engine_free(struct gg_engine *e)
 {
+	if (e)
+		json_decref(e->queue_reasons);
 	free(e);
 }
 

@@ -29,6 +29,9 @@ struct gg_engine {
 	 * jump hosts failed in this run (not probed again) */
 	char probe_why[GG_ERR_MSG_MAX];
 	char probe_down_site[64];
+	/* why queued records wait, by name, as the last sync saw it (queue.c) */
+	json_t *queue_reasons;
+	int64_t queue_asked; /* when a wait last asked the login host */
 };
 
 /* What a session asks for (gridgpu/engine.h): every string and list is the
@@ -66,6 +69,13 @@ int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *f
 	__attribute__((format(printf, 3, 4)));
 /* 1 when the stored record is killed, or gone (killed and cleaned). */
 int gg_engine_killed(struct gg_engine *e, const char *name);
+
+/* Why the queued ones of recs (n, one CE's) wait: from what the CE said of
+ * them (seen[i] for recs[i]) and Slurm on the site's login node, one ssh round
+ * trip for all (queue.c); gg_engine_queue_reason gives them. */
+struct gg_lrms_seen;
+void gg_engine_queue_reasons(struct gg_engine *e, struct gg_record *recs, size_t n,
+			     const struct gg_lrms_seen *seen);
 
 /* gg_engine_clean of one ended record, its CE's error in err (not told to
  * e->fail): the record is kept when the CE could not clean the job. */

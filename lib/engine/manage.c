@@ -146,17 +146,20 @@ static int submitted(const struct gg_record *r)
 static int sync_group(struct gg_engine *e, struct gg_record *recs, const struct gg_rec_group *g)
 {
 	struct gg_record *sub = calloc(g->n, sizeof *sub);
+	struct gg_lrms_seen *seen = calloc(g->n, sizeof *seen);
 	struct gg_err err = {0};
 	struct gg_ce *ce = NULL;
 	int code = 0;
 	for (size_t k = 0; sub && k < g->n; k++)
 		sub[k] = recs[g->idx[k]]; /* shallow: moved back below */
-	int rc = sub ? gg_engine_open_record_ce(e, &recs[g->idx[0]], &ce, &err)
-		     : gg_err_set(&err, GG_ENOMEM, "out of memory");
+	int rc = sub && seen ? gg_engine_open_record_ce(e, &recs[g->idx[0]], &ce, &err)
+			     : gg_err_set(&err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = gg_session_refresh(ce, sub, g->n, &err);
+		rc = gg_session_refresh_lrms(ce, sub, g->n, seen, &err);
 	if (rc < 0)
 		first(&code, gg_engine_failf(e, &err, "syncing with %s", g->ce));
+	else
+		gg_engine_queue_reasons(e, sub, g->n, seen);
 	for (size_t k = 0; sub && k < g->n; k++) {
 		struct gg_err e2 = {0};
 		if (rc == 0)
@@ -168,6 +171,8 @@ static int sync_group(struct gg_engine *e, struct gg_record *recs, const struct 
 		recs[g->idx[k]] = sub[k];
 	}
 	free(sub);
+	gg_lrms_seen_clear(seen, g->n);
+	free(seen);
 	gg_ce_free(ce);
 	return code;
 }

@@ -408,8 +408,31 @@ static int may_be_queued(const struct gg_record *r)
  * queue: ask the CE what the batch system says, for those records only (one
  * request), and take "queued" from it. Best effort: status's word stands when
  * the CE cannot tell. */
+/* The batch system's id of a queued job and its word, as the CE gave them
+ * ("ID" or "ID\nLRMS: ..."), into seen. */
+static void lrms_seen(struct gg_lrms_seen *seen, const char *said)
+{
+	if (!seen || !said)
+		return;
+	size_t n = strcspn(said, "\n");
+	free(seen->local_id);
+	free(seen->message);
+	seen->local_id = n ? strndup(said, n) : NULL;
+	seen->message = said[n] ? strdup(said + n + 1) : NULL;
+}
+
+void gg_lrms_seen_clear(struct gg_lrms_seen *s, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		free(s[i].local_id);
+		free(s[i].message);
+		s[i].local_id = s[i].message = NULL;
+	}
+}
+
 static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **ids,
-			const size_t *idx, size_t k, struct gg_ce_result *res)
+			const size_t *idx, size_t k, struct gg_ce_result *res,
+			struct gg_lrms_seen *seen)
 {
 	const char **ask = calloc(k ? k : 1, sizeof *ask);
 	size_t *at = calloc(k ? k : 1, sizeof *at), na = 0;
@@ -423,9 +446,17 @@ static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **i
 	if (na && gg_ce_lrms_status(ce, ask, na, &q, &e) == 0) {
 		for (size_t j = 0; j < na; j++) {
 			struct gg_ce_result *r = &res[at[j]];
+			/* the info document still at an earlier state (SUBMITTING:
+			 * it lags the live list by the infoprovider's period) does
+			 * not know it runs either: queued until it says INLRMS:R */
+			if (q[j].state == GG_CE_ACCEPTED) {
+				r->state = GG_CE_QUEUED;
+				continue;
+			}
 			if (q[j].state != GG_CE_QUEUED)
 				continue;
 			r->state = GG_CE_QUEUED;
+			lrms_seen(seen ? &seen[idx[at[j]]] : NULL, q[j].reason);
 			if (q[j].raw_state) {
 				free(r->raw_state);
 				r->raw_state = q[j].raw_state;
@@ -439,6 +470,12 @@ static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **i
 }
 
 int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struct gg_err *err)
+{
+	return gg_session_refresh_lrms(ce, recs, n, NULL, err);
+}
+
+int gg_session_refresh_lrms(struct gg_ce *ce, struct gg_record *recs, size_t n,
+			    struct gg_lrms_seen *seen, struct gg_err *err)
 {
 	const char **ids = calloc(n ? n : 1, sizeof *ids);
 	size_t *idx = calloc(n ? n : 1, sizeof *idx);
@@ -461,7 +498,7 @@ int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struc
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(NULL, &recs[idx[i]], &unknown);
 	} else {
-		lrms_refine(ce, recs, ids, idx, k, res);
+		lrms_refine(ce, recs, ids, idx, k, res, seen);
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(ce, &recs[idx[i]], &res[i]);
 		gg_ce_results_free(res, k);

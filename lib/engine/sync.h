@@ -50,6 +50,18 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
  * cannot be reached the records become "unknown" (kept) and the error is
  * returned. */
 int gg_session_refresh(struct gg_ce *ce, struct gg_record *recs, size_t n, struct gg_err *err);
+/* What the CE said of the batch system's view of a record it holds queued:
+ * the batch system's id of the job, and its own word ("LRMS: ...") where the
+ * CE passes it on; each NULL when not known. */
+struct gg_lrms_seen {
+	char *local_id;
+	char *message;
+};
+/* gg_session_refresh, filling seen[i] (n of them, zeroed by the caller) for
+ * recs[i]; seen may be NULL. */
+int gg_session_refresh_lrms(struct gg_ce *ce, struct gg_record *recs, size_t n,
+			    struct gg_lrms_seen *seen, struct gg_err *err);
+void gg_lrms_seen_clear(struct gg_lrms_seen *s, size_t n);
 /* A one-line summary of why a job failed, from the CE's diagnostics and the
  * launcher's log. malloc'd in *summary; -1 when nothing could be read. */
 int gg_session_diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary);

@@ -78,11 +78,31 @@ static int cancelled(struct gg_engine *e)
 	return e->cancel && e->cancel(e->ud);
 }
 
+/* While the record is queued, why (gg_engine_queue_reason): the login host is
+ * asked once its batch system's id is known, then every QUEUE_ASK_EVERY
+ * seconds, not at each turn. */
+#define QUEUE_ASK_EVERY 30
+static void wait_queue_reason(struct gg_engine *e, struct gg_record *r,
+			      const struct gg_lrms_seen *seen)
+{
+	int64_t now = (int64_t)time(NULL);
+	if (r->state == GG_S_QUEUED && (!seen->local_id || now - e->queue_asked < QUEUE_ASK_EVERY))
+		return;
+	if (r->state == GG_S_QUEUED)
+		e->queue_asked = now;
+	gg_engine_queue_reasons(e, r, 1, seen); /* not queued: forgets it */
+}
+
 /* One turn of the wait: refresh, probe, save. 1 when the wait is over. */
 static int wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r, struct gg_err *err)
 {
 	struct gg_err ignored = {0}, way = {0};
-	if (gg_session_refresh(ce, r, 1, &ignored) == GG_EINTR || cancelled(e))
+	struct gg_lrms_seen seen = {0};
+	int frc = gg_session_refresh_lrms(ce, r, 1, &seen, &ignored);
+	if (frc == 0 && !cancelled(e))
+		wait_queue_reason(e, r, &seen);
+	gg_lrms_seen_clear(&seen, 1);
+	if (frc == GG_EINTR || cancelled(e))
 		return gg_err_set(err, GG_EINTR, "interrupted");
 	int prc = gg_engine_probe(e, r, 5000, &way);
 	int rc = gg_engine_save(e, r, err);
@@ -103,6 +123,7 @@ int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record
 	time_t start = time(NULL);
 	struct timespec tick = {0, 500 * 1000000L};
 	e->probe_down_site[0] = '\0'; /* probe every time: a jump host ends the wait */
+	e->queue_asked = 0;
 	for (;;) {
 		if (cancelled(e))
 			return gg_err_set(err, GG_EINTR, "interrupted");

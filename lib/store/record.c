@@ -40,6 +40,25 @@ int gg_sess_state_ended(enum gg_sess_state s)
 	return s == GG_S_FINISHED || s == GG_S_FAILED || s == GG_S_KILLED;
 }
 
+/* Where a live state is on the way to ready (or running): -1 for the others. */
+static int live_rank(enum gg_sess_state s)
+{
+	switch (s) {
+	case GG_S_REQUESTED: return 0;
+	case GG_S_QUEUED: return 1;
+	case GG_S_STARTING: return 2;
+	case GG_S_READY:
+	case GG_S_RUNNING: return 3;
+	default: return -1;
+	}
+}
+
+enum gg_sess_state gg_sess_state_forward(enum gg_sess_state top, enum gg_sess_state now)
+{
+	int a = live_rank(top), b = live_rank(now);
+	return a >= 0 && b >= 0 && b < a ? top : now;
+}
+
 /* Logged in: a first login recorded, or activity after the start. */
 static int connected_of(int64_t first_login, int64_t last_activity, int64_t started)
 {

@@ -35,7 +35,8 @@ struct fjob {
 	char id[32], name[64], killed_with[8];
 	enum gg_ce_state state;
 	int cleaned;
-	int lrms_queued;          /* the batch system holds it (the CE says running) */
+	int lrms_queued;          /* the batch system holds it (the CE says running);
+				     2: the info document lags (SUBMITTING) */
 	const char *failed;       /* A-REX's diagnose/failed */
 	const char *errors;       /* A-REX's diagnose/errors */
 	const char *session_file; /* what the launcher published (NULL: nothing yet) */
@@ -161,10 +162,13 @@ static int f_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		struct fjob *j = find(ids[i]);
 		F.lrms_asked++;
 		(*results)[i].id = strdup(ids[i]);
-		(*results)[i].state = !j               ? GG_CE_UNKNOWN
-				      : j->lrms_queued ? GG_CE_QUEUED
-						       : GG_CE_RUNNING;
-		(*results)[i].raw_state = strdup(j && j->lrms_queued ? "INLRMS:Q" : "INLRMS:R");
+		(*results)[i].state = !j                    ? GG_CE_UNKNOWN
+				      : j->lrms_queued == 2 ? GG_CE_ACCEPTED
+				      : j->lrms_queued      ? GG_CE_QUEUED
+							    : GG_CE_RUNNING;
+		(*results)[i].raw_state = strdup(!j || !j->lrms_queued ? "INLRMS:R"
+						 : j->lrms_queued == 2 ? "SUBMITTING"
+								       : "INLRMS:Q");
 	}
 	return 0;
 }
@@ -851,20 +855,29 @@ static void test_sync_lrms_queued(void **state)
 	assert_int_equal(gg_engine_submit(E, &s, &r, NULL, &err), 0);
 	F.jobs[0].state = GG_CE_RUNNING;
 	F.jobs[0].lrms_queued = 1;
+	/* the live list's RUNNING before the info document caught up (it still
+	 * says SUBMITTING): not known to run, so queued, not running then queued */
+	F.jobs[0].lrms_queued = 2;
+	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
+	struct gg_record lag = load("waits");
+	assert_int_equal(lag.state, GG_S_QUEUED);
+	assert_int_equal(F.lrms_asked, 1);
+	gg_record_clear(&lag);
+	F.jobs[0].lrms_queued = 1;
 	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	struct gg_record q = load("waits");
 	assert_int_equal(q.state, GG_S_QUEUED);
 	assert_string_equal(q.ce_state, "INLRMS:Q");
-	assert_int_equal(F.lrms_asked, 1);
+	assert_int_equal(F.lrms_asked, 2);
 	gg_record_clear(&q);
 	F.jobs[0].lrms_queued = 0;
 	assert_int_equal(gg_engine_sync(K, &r, 1, 1), 0);
 	struct gg_record run = load("waits");
 	assert_int_equal(run.state, GG_S_RUNNING);
-	assert_int_equal(F.lrms_asked, 2);
+	assert_int_equal(F.lrms_asked, 3);
 	/* running is not asked again: one request less per sync */
 	assert_int_equal(gg_engine_sync(K, &run, 1, 1), 0);
-	assert_int_equal(F.lrms_asked, 2);
+	assert_int_equal(F.lrms_asked, 3);
 	gg_record_clear(&run);
 	gg_record_clear(&r);
 }

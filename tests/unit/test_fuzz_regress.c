@@ -39,6 +39,7 @@
 #include "../fuzz/fuzz_pubkey.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_sif.c"
+#include "../fuzz/fuzz_slurmq.c"
 #include "../fuzz/fuzz_sshcfg.c"
 #include "../fuzz/fuzz_tar.c"
 #include "../fuzz/fuzz_token.c"
@@ -78,6 +79,7 @@ static const struct target targets[] = {
 	{"pubkey", no_init, fuzz_one_pubkey},
 	{"record", no_init, fuzz_one_record},
 	{"sif", no_init, fuzz_one_sif},
+	{"slurmq", no_init, fuzz_one_slurmq},
 	{"sshcfg", no_init, fuzz_one_sshcfg},
 	{"tar", fuzz_init_tar, fuzz_one_tar},
 	{"token", no_init, fuzz_one_token},

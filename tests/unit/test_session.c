@@ -1066,6 +1066,23 @@ static void test_deadline(void **state)
 	check_deadline(&r, GG_DEADLINE_CONNECT, 1600);
 }
 
+/* The progress display: states on screen only move forward. */
+static void test_forward_only(void **state)
+{
+	(void)state;
+	/* the bug: the REST list's RUNNING (starting), then the info document's
+	 * INLRMS:Q (queued) */
+	assert_int_equal(gg_sess_state_forward(GG_S_STARTING, GG_S_QUEUED), GG_S_STARTING);
+	assert_int_equal(gg_sess_state_forward(GG_S_QUEUED, GG_S_REQUESTED), GG_S_QUEUED);
+	assert_int_equal(gg_sess_state_forward(GG_S_READY, GG_S_STARTING), GG_S_READY);
+	assert_int_equal(gg_sess_state_forward(GG_S_RUNNING, GG_S_QUEUED), GG_S_RUNNING);
+	/* forward moves and ends show as they are */
+	assert_int_equal(gg_sess_state_forward(GG_S_QUEUED, GG_S_STARTING), GG_S_STARTING);
+	assert_int_equal(gg_sess_state_forward(GG_S_STARTING, GG_S_FAILED), GG_S_FAILED);
+	assert_int_equal(gg_sess_state_forward(GG_S_STARTING, GG_S_UNKNOWN), GG_S_UNKNOWN);
+	assert_int_equal(gg_sess_state_forward(GG_S_REQUESTED, GG_S_QUEUED), GG_S_QUEUED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1087,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_describe_allow),
 		cmocka_unit_test(test_describe_no_uid),
 		cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_forward_only),
 	};
 	return cmocka_run_group_tests_name("session", tests, setup, teardown);
 }
