@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "complete-line.h"
 #include "gridgpu/engine.h"
 #include "gridgpu/gpu.h"
 #include "gridgpu/session.h"
@@ -134,69 +135,9 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 	}
 }
 
-/* Where the words before the current one leave the command line. */
-struct line {
-	const struct gg_cmd *cmd, *sub;
-	const char *operands[2]; /* the first two */
-	int nops, dashdash, bad;
-	const struct gg_opt *want; /* the current word is this option's value */
-};
-
-static const struct gg_opt *opt_in(const struct gg_opt *o, const char *w)
-{
-	for (; o && o->name; o++) {
-		if (w[1] == '-' && !strncmp(w + 2, o->name, strcspn(w + 2, "=")) &&
-		    strlen(o->name) == strcspn(w + 2, "="))
-			return o;
-		if (w[1] != '-' && !w[2] && o->shortopt == w[1])
-			return o;
-	}
-	return NULL;
-}
-
-/* The option the word w ("--site", "--site=x", "-J", "-qJ") names, if known. */
-static const struct gg_opt *find_opt(const struct line *l, const char *w)
-{
-	const struct gg_opt *o = opt_in(cli_global_opts(), w);
-	if (!o && !l->cmd)
-		o = opt_in(cli_version_opts(), w);
-	if (!o && l->cmd)
-		o = opt_in(l->sub ? l->sub->opts : l->cmd->opts, w);
-	return o;
-}
-
-static void walk(struct gg_cli *cli, struct line *l, char **w, int n)
-{
-	for (int i = 0; i < n - 1 && !l->bad; i++) {
-		if (l->dashdash) {
-			l->nops++;
-		} else if (!strcmp(w[i], "--") && l->cmd) {
-			l->dashdash = 1;
-		} else if (w[i][0] == '-' && w[i][1]) {
-			const struct gg_opt *o = find_opt(l, w[i]);
-			if (o && o->arg != OPT_NONE && !strchr(w[i], '=')) {
-				if (++i == n - 1)
-					l->want = o;
-				else if (!strcmp(o->name, "config"))
-					cli->config_path = w[i];
-			} else if (o && !strcmp(o->name, "config") && strchr(w[i], '=')) {
-				cli->config_path = strchr(w[i], '=') + 1;
-			}
-		} else if (!l->cmd) {
-			l->bad = !(l->cmd = cli_find_cmd(NULL, w[i]));
-		} else if (cli_has_subcommands(l->cmd) && !l->sub) {
-			l->bad = !(l->sub = cli_find_cmd(l->cmd->name, w[i]));
-		} else if (l->nops < 2) {
-			l->operands[l->nops++] = w[i];
-		} else {
-			l->nops++;
-		}
-	}
-}
-
 /* site set NAME KEY VALUE: KEY is one of site add's options that take a value
  * (named without "--"), VALUE what that option takes. */
-static void complete_site_set(struct gg_cli *cli, const struct line *l, const char *cur,
+static void complete_site_set(struct gg_cli *cli, const struct complete_line *l, const char *cur,
 			      int describe)
 {
 	const struct gg_opt *o = cmd_site_add_opts;
@@ -221,16 +162,16 @@ static void complete_site_set(struct gg_cli *cli, const struct line *l, const ch
 
 static int complete_line(struct gg_cli *cli, char **w, int n, int describe)
 {
-	struct line l = {0};
+	struct complete_line l = {0};
 	const char *cur = n > 0 ? w[n - 1] : "";
-	walk(cli, &l, w + 1, n - 1); /* w[0] is the program */
+	complete_walk(cli, &l, w + 1, n - 1); /* w[0] is the program */
 	const struct gg_opt *o;
 	if (l.bad || n < 2)
 		printf("none\n");
 	else if (l.want)
 		print_kind(cli, l.want->arg, l.want->argname, cur, describe);
 	else if (!l.dashdash && starts_with(cur, "--") && strchr(cur, '=') &&
-		 (o = find_opt(&l, cur)) != NULL)
+		 (o = complete_find_opt(&l, cur)) != NULL)
 		print_kind(cli, o->arg, o->argname, strchr(cur, '=') + 1, describe);
 	else if (!l.dashdash && cur[0] == '-') {
 		printf("words\n");
