@@ -36,6 +36,17 @@ static char *print_cmd(const struct gg_enter_opts *o, const char *cmd)
 	return out;
 }
 
+/* A node with /cvmfs (a developer's machine at a grid site) has it in every
+ * container, after the session directory: "--bind /cvmfs /cvmfs " with the
+ * separator sep, or "" where there is none. */
+static const char *cvmfs(const char *sep)
+{
+	struct stat st;
+	if (stat("/cvmfs", &st) < 0 || !S_ISDIR(st.st_mode))
+		return "";
+	return strcmp(sep, ":") ? "--bind /cvmfs /cvmfs " : "--bind /cvmfs:/cvmfs ";
+}
+
 static void test_bwrap(void **state)
 {
 	(void)state;
@@ -60,8 +71,8 @@ static void test_bwrap(void **state)
 		 "%s/.gridgpu/group /etc/group ",
 		 tmpdir, tmpdir, tmpdir);
 	assert_memory_equal(rest, want, strlen(want));
-	snprintf(want, sizeof want, "--bind %s %s --bind %s /mnt/x --chdir / -- id -u ", tmpdir,
-		 tmpdir, dir);
+	snprintf(want, sizeof want, "--bind %s %s %s--bind %s /mnt/x --chdir / -- id -u ", tmpdir,
+		 tmpdir, cvmfs(" "), dir);
 	assert_non_null(strstr(out, want));
 	assert_null(strstr(out, "nonexistent-bind")); /* not on this node: left out */
 	free(out);
@@ -108,8 +119,8 @@ static void test_apptainer(void **state)
 	char *out = print_cmd(&o, "nvidia-smi");
 	char want[512];
 	snprintf(want, sizeof want,
-		 "exec --writable --nv --bind %s:%s %s/.gridgpu/sandbox nvidia-smi ", tmpdir,
-		 tmpdir, tmpdir);
+		 "exec --writable --nv --bind %s:%s %s%s/.gridgpu/sandbox nvidia-smi ", tmpdir,
+		 tmpdir, cvmfs(":"), tmpdir);
 	assert_non_null(strstr(out, want));
 	free(out);
 	o.gpus = 0;
