@@ -67,6 +67,7 @@ one "the export in ~/.bashrc" "$H/.bashrc exports GG46_VAR, which a batch job do
 one "the export in ~/.profile" "$H/.profile exports PATH, which a batch job does not read"
 one "the PATH entry under \$HOME" "PATH has $H/$tag-tools/bin, outside the sandbox: .*--include $H/$tag-tools/bin"
 run_gg --json freeze --session fr -o rep2.sif
+json_valid freeze
 expect_eq "--json: the cases in unfrozen" "$(printf '%s' "$OUT" | py 'import json,sys
 u = json.load(sys.stdin)["unfrozen"]
 print(sorted(x["kind"] for x in u if "gg46-" in x["path"] or x.get("name") in ("GG46_VAR",) or x["path"].endswith("site-packages")))')" \
