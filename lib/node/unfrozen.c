@@ -29,7 +29,7 @@ static const char node_script[] =
 	"m=$sd/.gridgpu/sandbox-mounts; "
 	"o() { printf '%s\\t%s\\n' \"$1\" \"$2\"; }; "
 	"full() { [ -d \"$1\" ] && [ ! -h \"$1\" ] && [ -n \"$(ls -A \"$1\" 2>/dev/null)\" ]; }; "
-	"out() { case $2 in \"$h\"/*|\"$h\") o \"$1\" \"$2\";; *) "
+	"out() { case $2 in \"$sd\"|\"$sd\"/*) ;; \"$h\"/*|\"$h\") o \"$1\" \"$2\";; *) "
 	"  while IFS= read -r p; do p=${p#.}; [ -n \"$p\" ] || continue; case $2 in \"$p\"|\"$p\"/*) "
 	"  o \"$1\" \"$2\"; return;; esac; done <\"$m\" 2>/dev/null;; esac; }; "
 	"{ for d in \"$h\"/.local/lib/python*/site-packages; do full \"$d\" && o usersite \"$d\"; done; "

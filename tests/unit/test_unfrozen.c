@@ -149,14 +149,16 @@ static void sh(const char *fmt, const char *a)
 /* A process of the session: PYTHONPATH under $HOME, its working directory there. */
 static pid_t session_process(const char *home, const char *sd)
 {
-	char env1[300], env2[300];
+	char env1[300], env2[300], env3[300];
 	snprintf(env1, sizeof env1, "GRIDGPU_SESSION_DIR=%s", sd);
 	snprintf(env2, sizeof env2, "PYTHONPATH=/usr/lib/py:%s/pylib", home);
+	/* the session directory's own is the job's too: not said */
+	snprintf(env3, sizeof env3, "PATH=/usr/bin:/bin:%s/bin", sd);
 	int fds[2];
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
 	pid_t pid = fork();
 	if (pid == 0) {
-		char *envp[] = {env1, env2, "PATH=/usr/bin:/bin", NULL};
+		char *envp[] = {env1, env2, env3, "LD_LIBRARY_PATH=/gg-unfrozen-site/lib", NULL};
 		if (chdir(home) < 0)
 			_exit(126);
 		execle("/bin/sleep", "sleep", "60", (char *)NULL, envp);
@@ -175,10 +177,11 @@ static void test_node_command(void **state)
 	char home[128], sd[128];
 	snprintf(home, sizeof home, "%s/home", tmpdir);
 	snprintf(sd, sizeof sd, "%s/sd", tmpdir);
-	sh("mkdir -p %s %s/.gridgpu/sandbox && : >%s/.gridgpu/sandbox-mounts && echo '# export "
-	   "NO=1' >%s/.bashrc",
-	   home);
-	sh("mkdir -p %s/.gridgpu/sandbox", sd);
+	sh("mkdir -p %s && echo '# export NO=1' >%s/.bashrc", home);
+	/* the session's mounts: a site area, and the session directory's own */
+	sh("mkdir -p %s/.gridgpu/sandbox && printf './gg-unfrozen-site\\n./tmp\\n' "
+	   ">%s/.gridgpu/sandbox-mounts",
+	   sd);
 	char *text = run_node_command(home, sd);
 	assert_string_equal(text, ""); /* a clean home: nothing */
 	free(text);
@@ -197,7 +200,7 @@ static void test_node_command(void **state)
 	size_t n;
 	struct gg_err err = {0};
 	assert_int_equal(gg_unfrozen_parse(text, strlen(text), &u, &n, &err), 0);
-	char want[8][256];
+	char want[9][256];
 	snprintf(want[0], 256, "usersite %s/.local/lib/python3.11/site-packages", home);
 	snprintf(want[1], 256, "localbin %s/.local/bin", home);
 	snprintf(want[2], 256, "conda %s/mc", home);
@@ -206,7 +209,8 @@ static void test_node_command(void **state)
 	snprintf(want[5], 256, "path %s/tools/bin", home);
 	snprintf(want[6], 256, "pythonpath %s/pylib", home);
 	snprintf(want[7], 256, "bind %s", home);
-	for (size_t w = 0; w < 8; w++) {
+	snprintf(want[8], 256, "ldpath /gg-unfrozen-site/lib");
+	for (size_t w = 0; w < 9; w++) {
 		int found = 0;
 		for (size_t i = 0; i < n; i++) {
 			char got[256];
@@ -217,7 +221,8 @@ static void test_node_command(void **state)
 		if (!found)
 			fail_msg("'%s' not in the node's answer:\n%s", want[w], text);
 	}
-	assert_int_equal(n, 9); /* and .profile's export of PATH */
+	if (n != 10) /* and .profile's export of PATH; nothing of the session directory */
+		fail_msg("%zu findings:\n%s", n, text);
 	gg_unfrozen_clear(u, n);
 	free(text);
 }
