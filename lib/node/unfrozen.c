@@ -85,8 +85,9 @@ static int good_path(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return 0;
-	for (const char *p = s; (p = strstr(p, "/..")) && p < s + len; p++)
-		if (p + 3 == s + len || p[3] == '/')
+	for (size_t i = 0; i + 2 < len; i++) /* not NUL-terminated: within len */
+		if (s[i] == '/' && s[i + 1] == '.' && s[i + 2] == '.' &&
+		    (i + 3 == len || s[i + 3] == '/'))
 			return 0;
 	return 1;
 }
