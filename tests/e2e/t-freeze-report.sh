@@ -30,9 +30,11 @@ H=$OUT
 # the planted cases live in the job user's home, which is the site's: kept as they were
 tag=gg46-$$
 cp -p "$H/.bashrc" bashrc.orig 2>/dev/null; cp -p "$H/.profile" profile.orig 2>/dev/null
+had_local=$([ -e "$H/.local" ] && echo yes)
 restore() {
 	rm -rf "$H/.local/lib/python3.11/site-packages/${tag}mod" "$H/.local/lib/python3.11/site-packages/${tag}mod-1.0.dist-info" \
 		"$H/$tag-conda" "$H/$tag-tools"
+	[ -n "$had_local" ] || find "$H/.local" -depth -type d -empty -delete 2>/dev/null
 	[ -e bashrc.orig ] && cp -p bashrc.orig "$H/.bashrc"
 	[ -e profile.orig ] && cp -p profile.orig "$H/.profile"
 }
