@@ -29,6 +29,8 @@ enum {
 	O_REMOTE_PATH,
 	O_EXCLUDE,
 	O_LINK_COMP,
+	O_INCLUDE,
+	O_STRICT,
 };
 
 const struct gg_opt cmd_freeze_opts[] = {
@@ -54,6 +56,11 @@ const struct gg_opt cmd_freeze_opts[] = {
 	{"link-comp", 0, OPT_CHOICE, "auto|zstd|gzip|none",
 	 "with --session: compress the stream on the node (default auto: zstd, else gzip)",
 	 O_LINK_COMP},
+	{"include", 0, OPT_ARG, "PATH",
+	 "with --session: take PATH of the node into the image (what it reports; repeat)",
+	 O_INCLUDE},
+	{"strict", 0, OPT_NONE, NULL,
+	 "with --session: what the image will not carry is an error (exit 2)", O_STRICT},
 	OPT_END,
 };
 
@@ -63,8 +70,8 @@ struct freeze_job {
 	struct gg_freeze_opts o;
 	const char **labels;
 	size_t nlabels;
-	const char *session, *rpath; /* --session NAME [--path DIR] */
-	int nexcl, link;             /* --exclude, --link-comp given */
+	const char *session, *rpath;   /* --session NAME [--path DIR] */
+	int nexcl, link, ninc, strict; /* --exclude, --link-comp, --include, --strict given */
 	struct gg_session_freeze *sf;
 	char *gpus;
 };
@@ -99,6 +106,10 @@ static int parse_session_option(struct gg_cli *cli, int c, struct freeze_job *j)
 	case O_EXCLUDE:
 		j->nexcl++;
 		return sf_set(cli, gg_session_freeze_exclude(j->sf, cli->optarg, &err), &err);
+	case O_INCLUDE:
+		j->ninc++;
+		return sf_set(cli, gg_session_freeze_include(j->sf, cli->optarg, &err), &err);
+	case O_STRICT: gg_session_freeze_strict(j->sf, j->strict = 1); return 0;
 	default:
 		j->link = 1;
 		return sf_set(cli, gg_session_freeze_link(j->sf, cli->optarg, &err), &err);
@@ -116,6 +127,8 @@ static int parse_option(struct gg_cli *cli, int c, struct freeze_job *j)
 	case O_SESSION: j->session = cli->optarg; break;
 	case O_REMOTE_PATH:
 	case O_EXCLUDE:
+	case O_INCLUDE:
+	case O_STRICT:
 	case O_LINK_COMP: rc = parse_session_option(cli, c, j); break;
 	case O_NO_REPRO: o->no_reproducible = 1; break;
 	case O_SKIP: o->skip_unreadable = 1; break;
@@ -170,8 +183,11 @@ static int parse_args(struct gg_cli *cli, int argc, char **argv, struct freeze_j
 		return ui_usage(cli, "freeze: -o IMAGE.sif is required");
 	if (j->rpath && !j->session)
 		return ui_usage(cli, "--path DIR goes with --session NAME");
-	if (j->nexcl && (!j->session || j->rpath))
-		return ui_usage(cli, "--exclude goes with --session NAME (without --path)");
+	if ((j->nexcl || j->ninc || j->strict) && (!j->session || j->rpath))
+		return ui_usage(cli, "--%s goes with --session NAME (without --path)",
+				j->nexcl  ? "exclude"
+				: j->ninc ? "include"
+					  : "strict");
 	if (j->link && !j->session)
 		return ui_usage(cli, "--link-comp goes with --session NAME");
 	j->o.source = j->session ? "-" : argv[cli->optind];
@@ -181,36 +197,12 @@ static int parse_args(struct gg_cli *cli, int argc, char **argv, struct freeze_j
 	return 0;
 }
 
-/* The level against the compressor, SOURCE_DATE_EPOCH, a word on compressors that
- * not every installation reads. */
+/* The labels, then the settings freeze-ui checks. */
 static int check_settings(struct gg_cli *cli, struct freeze_job *j)
 {
-	struct gg_freeze_opts *o = &j->o;
-	o->labels = j->labels;
-	o->nlabels = j->nlabels;
-	enum gg_image_comp comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP;
-	/* lz4 has no levels: any selects its high compression (gridgpu-freeze(1)) */
-	int max_level = comp == GG_IMAGE_COMP_GZIP ? 12 : comp == GG_IMAGE_COMP_XZ ? 9 : 22;
-	if (o->level > max_level)
-		return ui_usage(cli, "--level %d: %s levels are 1-%d", o->level,
-				gg_image_comp_name(comp), max_level);
-	const char *sde = getenv("SOURCE_DATE_EPOCH");
-	if (sde && *sde) {
-		char *end;
-		errno = 0;
-		long long t = strtoll(sde, &end, 10);
-		if (errno || *end || t < 0)
-			return ui_usage(cli, "SOURCE_DATE_EPOCH '%s': expected seconds since 1970",
-					sde);
-		o->have_source_date_epoch = 1;
-		o->source_date_epoch = t;
-	}
-	if (o->comp && o->comp != GG_IMAGE_COMP_GZIP)
-		ui_warn(cli,
-			"%s squashfs compression might not work with some installations (apptainer "
-			"needs kernel or squashfuse support for it; gzip works everywhere)",
-			gg_image_comp_name(o->comp));
-	return 0;
+	j->o.labels = j->labels;
+	j->o.nlabels = j->nlabels;
+	return freeze_check_settings(cli, &j->o);
 }
 
 static const char *source_name(const struct freeze_job *j)
@@ -256,8 +248,7 @@ static int run_freeze(struct gg_cli *cli, struct freeze_job *j, const struct gg_
 		return ui_fail(cli, &err, "freeze --session %s", j->session);
 	if (frc < 0)
 		return ui_fail(cli, &err, "freeze %s", j->session ? j->session : j->o.source);
-	uint64_t got = j->session ? gg_session_freeze_received(j->sf) : 0;
-	freeze_report(cli, &j->o, source_name(j), j->session ? &got : NULL, &res,
+	freeze_report(cli, &j->o, source_name(j), j->session ? j->sf : NULL, &res,
 		      freeze_bar_elapsed(&bar));
 	return EXIT_OK;
 }

@@ -1,7 +1,9 @@
 /* freeze's output: its progress bar on stderr, its warnings, its report. */
 #include "freeze-ui.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -124,8 +126,27 @@ void freeze_bar_init(struct freeze_bar *c, struct gg_cli *cli)
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
 }
 
+/* What the session's image will not carry, as freeze --session said it. */
+static json_t *unfrozen_json(const struct gg_session_freeze *sf)
+{
+	json_t *a = json_array();
+	const char *kind, *path, *name, *line;
+	for (size_t i = 0; a && gg_session_freeze_unfrozen(sf, i, &kind, &path, &name, &line) == 0;
+	     i++) {
+		json_t *u = json_object();
+		gg_json_set_text(u, "kind", kind);
+		gg_json_set_text(u, "path", path);
+		if (name)
+			gg_json_set_text(u, "name", name);
+		gg_json_set_text(u, "advice", line);
+		gg_json_append(a, u);
+	}
+	return a;
+}
+
 static void report_json(const struct gg_freeze_opts *o, const char *source, const uint64_t *got,
-			const struct gg_freeze_result *res, double secs)
+			const struct gg_session_freeze *sf, const struct gg_freeze_result *res,
+			double secs)
 {
 	json_t *r = json_object();
 	gg_json_set_text(r, "output", o->output);
@@ -154,14 +175,19 @@ static void report_json(const struct gg_freeze_opts *o, const char *source, cons
 	gg_json_set(r, "seconds", json_real(secs));
 	if (got)
 		gg_json_set(r, "received_bytes", json_integer((json_int_t)*got));
+	if (sf)
+		gg_json_set(r, "unfrozen", unfrozen_json(sf));
 	ui_json_doc("freeze", r);
 }
 
 void freeze_report(struct gg_cli *cli, const struct gg_freeze_opts *o, const char *source,
-		   const uint64_t *got_bytes, const struct gg_freeze_result *res, double secs)
+		   const struct gg_session_freeze *sf, const struct gg_freeze_result *res,
+		   double secs)
 {
+	uint64_t recv = sf ? gg_session_freeze_received(sf) : 0;
+	const uint64_t *got_bytes = sf ? &recv : NULL;
 	if (cli->json) {
-		report_json(o, source, got_bytes, res, secs);
+		report_json(o, source, got_bytes, sf, res, secs);
 		return;
 	}
 	char in[32], outsz[32], got[64] = "", b[32];
@@ -219,5 +245,32 @@ int cli_job_image(struct gg_cli *cli, struct gg_job_spec *spec, const char *imag
 	if (rc < 0)
 		return ui_fail(cli, &err, "submit");
 	job_image_said(cli, image, gg_job_spec_image(spec), *how, &res, freeze_bar_elapsed(&bar));
+	return 0;
+}
+
+int freeze_check_settings(struct gg_cli *cli, struct gg_freeze_opts *o)
+{
+	enum gg_image_comp comp = o->comp ? o->comp : GG_IMAGE_COMP_GZIP;
+	/* lz4 has no levels: any selects its high compression (gridgpu-freeze(1)) */
+	int max_level = comp == GG_IMAGE_COMP_GZIP ? 12 : comp == GG_IMAGE_COMP_XZ ? 9 : 22;
+	if (o->level > max_level)
+		return ui_usage(cli, "--level %d: %s levels are 1-%d", o->level,
+				gg_image_comp_name(comp), max_level);
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	if (sde && *sde) {
+		char *end;
+		errno = 0;
+		long long t = strtoll(sde, &end, 10);
+		if (errno || *end || t < 0)
+			return ui_usage(cli, "SOURCE_DATE_EPOCH '%s': expected seconds since 1970",
+					sde);
+		o->have_source_date_epoch = 1;
+		o->source_date_epoch = t;
+	}
+	if (o->comp && o->comp != GG_IMAGE_COMP_GZIP)
+		ui_warn(cli,
+			"%s squashfs compression might not work with some installations (apptainer "
+			"needs kernel or squashfuse support for it; gzip works everywhere)",
+			gg_image_comp_name(o->comp));
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "gridgpu/engine.h"
 #include "gridgpu/image.h"
+#include "gridgpu/node.h"
 
 struct freeze_bar {
 	struct gg_cli *cli;
@@ -27,9 +28,14 @@ double freeze_bar_elapsed(const struct freeze_bar *c);
 void freeze_bar_progress(void *ud, const struct gg_image_progress *p);
 void freeze_bar_warn(void *ud, const char *msg);
 void freeze_bar_info(void *ud, const char *msg);
-/* What was frozen into what (got_bytes: what came from the node, or NULL). */
+/* What was frozen into what (sf: the session's freeze, or NULL: what came from the node,
+ * what the image will not carry). */
 void freeze_report(struct gg_cli *cli, const struct gg_freeze_opts *o, const char *source,
-		   const uint64_t *got_bytes, const struct gg_freeze_result *res, double secs);
+		   const struct gg_session_freeze *sf, const struct gg_freeze_result *res,
+		   double secs);
+/* The level against the compressor, SOURCE_DATE_EPOCH, a word on compressors that not
+ * every installation reads: 0, or the exit code after saying what is wrong. */
+int freeze_check_settings(struct gg_cli *cli, struct gg_freeze_opts *o);
 
 /* submit's image (gg_job_image_prepare) into spec, with the bar while it is
  * frozen and a line on what was frozen or taken from the cache: 0, or the

@@ -44,6 +44,23 @@ GG_API int gg_session_freeze_exclude(struct gg_session_freeze *sf, const char *p
  * default), "zstd", "gzip", "none". GG_EUSAGE for another word. */
 GG_API int gg_session_freeze_link(struct gg_session_freeze *sf, const char *link,
 				  struct gg_err *err);
+/* Take a path of the session's node (absolute, as a login outside the container sees it:
+ * what freeze --session reports) into the image at the same place, and report it no more.
+ * GG_EUSAGE for one that is not absolute, is "/" or has a ".." step. */
+GG_API int gg_session_freeze_include(struct gg_session_freeze *sf, const char *path,
+				     struct gg_err *err);
+/* Before the stream, the node is asked what the image will not carry (Python's user site,
+ * ~/.local/bin, conda and spack roots under $HOME, exports in shell start-up files, search
+ * path entries and mounts outside the sandbox the session's processes use): each is a
+ * warning of the callbacks, one line saying what to do. strict: any of them (or no answer)
+ * is an error (GG_EUSAGE, at GG_SFREEZE_NODE) and nothing is written. */
+GG_API void gg_session_freeze_strict(struct gg_session_freeze *sf, int strict);
+/* The i-th of them after gg_session_freeze (kind "usersite", "localbin", "conda",
+ * "spack", "startup", "path", "pythonpath", "ldpath" or "bind"; name: a startup file's
+ * variable, else NULL; line: what was said), valid until freed; -1 past the last. */
+GG_API int gg_session_freeze_unfrozen(const struct gg_session_freeze *sf, size_t i,
+				      const char **kind, const char **path, const char **name,
+				      const char **line);
 /* A remark that is neither progress nor a warning (why the image records no GPU). */
 GG_API void gg_session_freeze_on_info(struct gg_session_freeze *sf,
 				      void (*info)(void *ud, const char *msg), void *ud);

@@ -27,6 +27,12 @@ struct gg_session_freeze {
 	char *path;  /* --path DIR, or NULL: the sandbox */
 	char **excl; /* the defaults, then the caller's */
 	size_t nexcl;
+	char **inc; /* --include: paths of the node taken in */
+	size_t ninc;
+	int strict;               /* what the image will not carry is an error */
+	struct gg_unfrozen *unfz; /* what the node said it will not carry */
+	char **unfz_line;         /* and what to do, one line each */
+	size_t nunfz;
 	enum gg_node_link link;
 	void (*info)(void *ud, const char *msg);
 	void *info_ud;
@@ -92,6 +98,13 @@ void gg_session_freeze_free(struct gg_session_freeze *sf)
 	for (size_t i = 0; i < sf->nexcl; i++)
 		free(sf->excl[i]);
 	free(sf->excl);
+	for (size_t i = 0; i < sf->ninc; i++)
+		free(sf->inc[i]);
+	free(sf->inc);
+	for (size_t i = 0; i < sf->nunfz; i++)
+		free(sf->unfz_line[i]);
+	free(sf->unfz_line);
+	gg_unfrozen_clear(sf->unfz, sf->nunfz);
 	free(sf->path);
 	free(sf->source);
 	free(sf->image);
@@ -129,6 +142,48 @@ int gg_session_freeze_exclude(struct gg_session_freeze *sf, const char *pattern,
 	if (!x)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	sf->excl[sf->nexcl++] = x;
+	return 0;
+}
+
+/* A path of the node taken into the image at the same place: absolute, not "/", no
+ * ".." step, no newline. */
+int gg_session_freeze_include(struct gg_session_freeze *sf, const char *path, struct gg_err *err)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	int dots = 0;
+	for (const char *p = path; (p = strstr(p, "/..")); p++)
+		dots |= p[3] == '/' || p[3] == '\0';
+	if (path[0] != '/' || len < 2 || dots || strchr(path, '\n'))
+		return gg_err_set(err, GG_EUSAGE,
+				  "--include '%s': expected an absolute path on the session's node "
+				  "(a path freeze --session reported)",
+				  path);
+	char **ni = realloc(sf->inc, (sf->ninc + 1) * sizeof *ni);
+	if (ni)
+		sf->inc = ni;
+	char *x = ni ? strndup(path, len) : NULL;
+	if (!x)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	sf->inc[sf->ninc++] = x;
+	return 0;
+}
+
+void gg_session_freeze_strict(struct gg_session_freeze *sf, int strict)
+{
+	sf->strict = strict;
+}
+
+int gg_session_freeze_unfrozen(const struct gg_session_freeze *sf, size_t i, const char **kind,
+			       const char **path, const char **name, const char **line)
+{
+	if (i >= sf->nunfz)
+		return -1;
+	*kind = gg_unfrozen_kind_name(sf->unfz[i].kind);
+	*path = sf->unfz[i].path;
+	*name = sf->unfz[i].name;
+	*line = sf->unfz_line[i];
 	return 0;
 }
 
@@ -220,6 +275,88 @@ static int cancelled(const struct gg_session_freeze *sf, struct gg_err *err)
 	return 0;
 }
 
+/* Is p (or a directory above it) taken in with --include? */
+static int included(const struct gg_session_freeze *sf, const char *p)
+{
+	for (size_t i = 0; i < sf->ninc; i++) {
+		size_t l = strlen(sf->inc[i]);
+		if (!strncmp(p, sf->inc[i], l) && (p[l] == '\0' || p[l] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* Keep the findings --include does not take in, each with its line, said as a warning. */
+static int keep_unfrozen(struct gg_session_freeze *sf, struct gg_unfrozen *u, size_t n)
+{
+	sf->unfz = u;
+	sf->unfz_line = calloc(n ? n : 1, sizeof *sf->unfz_line);
+	if (!sf->unfz_line)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (u[i].kind != GG_UNFROZEN_STARTUP && included(sf, u[i].path)) {
+			free(u[i].path);
+			free(u[i].name);
+			continue;
+		}
+		sf->unfz[sf->nunfz] = u[i];
+		if (!(sf->unfz_line[sf->nunfz] = gg_unfrozen_line(&u[i]))) {
+			sf->nunfz++;
+			for (size_t j = i + 1; j < n; j++) {
+				free(u[j].path);
+				free(u[j].name);
+			}
+			return -1;
+		}
+		say(sf, 1, sf->unfz_line[sf->nunfz++]);
+	}
+	return 0;
+}
+
+/* Ask the node what the image will not carry; --strict: any of it is an error. */
+static int node_unfrozen(struct gg_session_freeze *sf, struct gg_err *err)
+{
+	char *out = NULL, *errtext = NULL, *cmd = gg_node_unfrozen_command();
+	size_t len = 0, n = 0;
+	int st = -1;
+	struct gg_unfrozen *u = NULL;
+	struct gg_err e = {0};
+	int rc = cmd ? gg_ssh_exec_capture(sf->conn, cmd, GG_UNFROZEN_MAX_TEXT, &out, &len, &st,
+					   &errtext, &e)
+		     : gg_err_set(&e, GG_ENOMEM, "out of memory");
+	if (rc == 0 && st != 0) {
+		char *said = gg_str_printable(errtext ? errtext : "",
+					      errtext ? strcspn(errtext, "\n") : 0);
+		rc = gg_err_set(&e, GG_EPROTO, "the node's look ended with exit %d%s%s", st,
+				said && *said ? ": " : "", said ? said : "");
+		free(said);
+	}
+	if (rc == 0)
+		rc = gg_unfrozen_parse(out, len, &u, &n, &e);
+	free(cmd);
+	free(out);
+	free(errtext);
+	if (rc == 0 && keep_unfrozen(sf, u, n) < 0)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc < 0 && !sf->strict) {
+		char *m =
+			gg_strdup_printf("could not tell what the image will not carry: %s", e.msg);
+		if (m)
+			say(sf, 1, m);
+		free(m);
+		return 0;
+	}
+	if (rc < 0)
+		return gg_err_set(err, GG_EFAIL,
+				  "could not tell what the image will not carry (--strict): %s",
+				  e.msg);
+	if (sf->strict && sf->nunfz)
+		return gg_err_set(err, GG_EUSAGE,
+				  "%zu thing%s the image will not carry (--strict): nothing frozen",
+				  sf->nunfz, sf->nunfz == 1 ? "" : "s");
+	return 0;
+}
+
 /* Connect to the session's sshd, read its GPU record, start the node's tar. */
 static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg,
 		       const struct gg_record *r, struct gg_err *err)
@@ -230,8 +367,8 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 	free(sf->image);
 	sf->image = r->image ? strdup(r->image) : NULL;
 	const struct gg_site *site = r->site && cfg ? gg_config_site(cfg, r->site) : NULL;
-	char *cmd =
-		gg_node_tar_command(sf->path, (const char *const *)sf->excl, sf->nexcl, sf->link);
+	char *cmd = gg_node_tar_command_with(sf->path, (const char *const *)sf->excl, sf->nexcl,
+					     (const char *const *)sf->inc, sf->ninc, sf->link);
 	struct gg_ssh_route rt;
 	rc = cmd ? gg_session_route(site, r, &rt, err)
 		 : gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -241,6 +378,8 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 	}
 	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
 		node_gpus(sf, r);
+	if (rc == 0 && !sf->path && (rc = cancelled(sf, err)) == 0)
+		rc = node_unfrozen(sf, err);
 	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
 		rc = gg_ssh_stream_start(sf->conn, cmd, &sf->fd, &sf->stream, err);
 	free(cmd);

@@ -123,12 +123,51 @@ int gg_node_link_parse(const char *s, enum gg_node_link *out);
  * its exit status is tar's or one of the above. malloc'd. */
 char *gg_node_tar_command(const char *path, const char *const *excl, size_t nexcl,
 			  enum gg_node_link link);
+/* The same with paths of the node (absolute, as the login outside the container sees
+ * them) taken in beside the sandbox, at the same place in the image (freeze --include). */
+char *gg_node_tar_command_with(const char *path, const char *const *excl, size_t nexcl,
+			       const char *const *inc, size_t ninc, enum gg_node_link link);
 /* The error of a tar command's exit status (not 0) for path (NULL: the sandbox);
  * image: the session's image, whose container a path is read in (NULL: none, it
  * is read on the node); said: the first line of what it said on stderr, or NULL.
  * GG_EFAIL. */
 int gg_node_tar_error(const char *path, const char *image, int status, const char *said,
 		      struct gg_err *err);
+
+/* freeze --session's report of what the image will not carry (lib/node/unfrozen.c). */
+enum gg_unfrozen_kind {
+	GG_UNFROZEN_USERSITE, /* Python's user site under $HOME */
+	GG_UNFROZEN_LOCALBIN, /* ~/.local/bin */
+	GG_UNFROZEN_CONDA,    /* a conda root under $HOME */
+	GG_UNFROZEN_SPACK,    /* a spack root under $HOME */
+	GG_UNFROZEN_STARTUP,  /* an export in a shell start-up file (path: the file) */
+	GG_UNFROZEN_PATH,     /* a PATH entry outside the sandbox */
+	GG_UNFROZEN_PYTHONPATH,
+	GG_UNFROZEN_LDPATH,
+	GG_UNFROZEN_BIND, /* a mount the session's processes have files open under */
+};
+struct gg_unfrozen {
+	enum gg_unfrozen_kind kind;
+	char *path;
+	char *name; /* GG_UNFROZEN_STARTUP: the variable; else NULL */
+};
+#define GG_UNFROZEN_MAX_TEXT  (64 * 1024)
+#define GG_UNFROZEN_MAX_LINES 256
+#define GG_UNFROZEN_MAX_FIELD 4096
+/* The command run on the node (outside the container) that prints the findings, one a
+ * line (KIND TAB PATH [TAB NAME]), at most GG_UNFROZEN_MAX_LINES. malloc'd. */
+char *gg_node_unfrozen_command(void);
+/* The node's answer, parsed strictly: whole lines of known kinds, absolute paths without
+ * a control byte or a ".." step, names of shell variables; duplicates dropped. *out
+ * malloc'd (free with gg_unfrozen_clear). GG_EPROTO for anything else. */
+int gg_unfrozen_parse(const char *text, size_t len, struct gg_unfrozen **out, size_t *n,
+		      struct gg_err *err);
+void gg_unfrozen_clear(struct gg_unfrozen *u, size_t n);
+/* "usersite", "startup", ... (static). */
+const char *gg_unfrozen_kind_name(enum gg_unfrozen_kind k);
+/* One line for a user: what the image leaves out and what to do, the node's path
+ * escaped (gg_str_printable). malloc'd; NULL when out of memory. */
+char *gg_unfrozen_line(const struct gg_unfrozen *u);
 
 /* The patterns a session freeze leaves out, as tar gets them ("./PATH"). */
 struct gg_session_freeze;

@@ -74,19 +74,36 @@ static char *exclude_args(const char *const *excl, size_t nexcl)
 	return x;
 }
 
+/* " -C / 'home/u/.local' ...": paths of the node (absolute) taken in beside the sandbox. */
+static char *include_args(const char *const *inc, size_t ninc)
+{
+	char *x = strdup(ninc ? " -C /" : "");
+	for (size_t i = 0; x && i < ninc; i++) {
+		char *q = gg_node_sh_quote(inc[i] + strspn(inc[i], "/"));
+		char *nx = q ? gg_strdup_printf("%s %s", x, q) : NULL;
+		free(q);
+		free(x);
+		x = nx;
+	}
+	return x;
+}
+
 /* The session's sandbox, on the node (outside the container: GG_NODE_MARK). */
-static char *sandbox_command(const char *const *excl, size_t nexcl, enum gg_node_link link)
+static char *sandbox_command(const char *const *excl, size_t nexcl, const char *const *inc,
+			     size_t ninc, enum gg_node_link link)
 {
 	char *sb = gg_node_sd_path(GG_NP_SANDBOX), *mounts = gg_node_sd_path(GG_NP_SANDBOX_MOUNTS);
-	char *x = exclude_args(excl, nexcl);
+	char *x = exclude_args(excl, nexcl), *in = include_args(inc, ninc);
 	char *pre = sb && mounts ? gg_strdup_printf(GG_NODE_MARK " b=%s; m=%s; "
 								 "test -d \"$b\" || exit %d; "
 								 "touch \"$m\"; ",
 						    sb, mounts, GG_NODE_TAR_NO_SANDBOX)
 				 : NULL;
-	char *tar =
-		x ? gg_strdup_printf("tar -C \"$b\" --numeric-owner -X \"$m\"%s -cf - .", x) : NULL;
+	char *tar = x && in ? gg_strdup_printf(
+				      "tar -C \"$b\" --numeric-owner -X \"$m\"%s -cf - .%s", x, in)
+			    : NULL;
 	char *cmd = pre && tar ? through_link(pre, tar, link) : NULL;
+	free(in);
 	free(sb);
 	free(mounts);
 	free(x);
@@ -98,7 +115,13 @@ static char *sandbox_command(const char *const *excl, size_t nexcl, enum gg_node
 char *gg_node_tar_command(const char *path, const char *const *excl, size_t nexcl,
 			  enum gg_node_link link)
 {
-	return path ? dir_command(path, link) : sandbox_command(excl, nexcl, link);
+	return gg_node_tar_command_with(path, excl, nexcl, NULL, 0, link);
+}
+
+char *gg_node_tar_command_with(const char *path, const char *const *excl, size_t nexcl,
+			       const char *const *inc, size_t ninc, enum gg_node_link link)
+{
+	return path ? dir_command(path, link) : sandbox_command(excl, nexcl, inc, ninc, link);
 }
 
 int gg_node_tar_error(const char *path, const char *image, int st, const char *said,

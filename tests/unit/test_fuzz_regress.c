@@ -43,6 +43,7 @@
 #include "../fuzz/fuzz_sshcfg.c"
 #include "../fuzz/fuzz_tar.c"
 #include "../fuzz/fuzz_token.c"
+#include "../fuzz/fuzz_unfrozen.c"
 #include "../fuzz/fuzz_voms.c"
 
 #ifndef GG_FUZZ_DIR
@@ -83,6 +84,7 @@ static const struct target targets[] = {
 	{"sshcfg", no_init, fuzz_one_sshcfg},
 	{"tar", fuzz_init_tar, fuzz_one_tar},
 	{"token", no_init, fuzz_one_token},
+	{"unfrozen", no_init, fuzz_one_unfrozen},
 	{"voms", no_init, fuzz_one_voms},
 };
 
