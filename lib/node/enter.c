@@ -176,7 +176,7 @@ static const char enter_body[] =
 	"\teval \"set -- $A\"\n"
 	"\t\"$@\"\n"
 	"\trc=$?\n"
-	"\t[ \"$RUNTIME\" != bwrap ] || rm -rf \"$G\"\n"
+	"\trm -rf \"$G\"\n"
 	"\treturn $rc\n"
 	"}\n"
 	"do_make() {\n"
