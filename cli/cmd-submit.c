@@ -21,6 +21,7 @@ enum {
 	O_MIN_CC,
 	O_MIN_MEM,
 	O_MATCH_DEV,
+	O_BIND,
 };
 
 const struct gg_opt cmd_submit_opts[] = {
@@ -40,6 +41,8 @@ const struct gg_opt cmd_submit_opts[] = {
 	 O_MIN_MEM},
 	{"match-dev-gpu", 0, OPT_NONE, NULL, "the GPU the image was developed on as the minimum",
 	 O_MATCH_DEV},
+	{"bind", 0, OPT_ARG, "SRC[:DST]", "a path of the node in the job's container (repeat)",
+	 O_BIND},
 	{"dry-run", 0, OPT_NONE, NULL, "print the job descriptions and requests, submit nothing",
 	 O_DRY_RUN},
 	OPT_END,
@@ -77,8 +80,7 @@ static int add_file(struct gg_cli *cli, const char **list, int *n, const char *w
 	return 0;
 }
 
-/* --input URL[:NAME] (fetched by the CE) or --output NAME=URL (uploaded by
- * it): checked now, into the spec. */
+/* --input URL[:NAME] or --output NAME=URL (the CE's): checked, into the spec. */
 static int add_data(struct gg_cli *cli, struct sub *s, int out)
 {
 	struct gg_err err = {0};
@@ -100,8 +102,7 @@ static int add_data(struct gg_cli *cli, struct sub *s, int out)
 	return 0;
 }
 
-/* The library's job spec of what was parsed (resources and the image's
- * partition once checked); 0, or the exit code after saying what is wrong. */
+/* The spec of what was parsed (resources and the image's partition later). */
 static int make_spec(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
@@ -142,12 +143,13 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 			return ui_usage(cli, "--min-capability %s", err.msg);
 		break;
 	case O_MIN_MEM: return cli_opt_size(cli, &s->res.min_gpu_memory);
+	case O_BIND:
+		return gg_job_spec_add_bind(s->spec, v, &err) ? ui_usage(cli, "%s", err.msg) : 0;
 	}
 	return 0;
 }
 
-/* The image as a SIF, checked (or frozen) before anything is uploaded (and
- * its development GPU with --match-dev-gpu). */
+/* The image as a SIF, checked (or frozen) before anything is uploaded. */
 static int check_image(struct gg_cli *cli, struct sub *s)
 {
 	struct gg_err err = {0};
@@ -222,8 +224,7 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 	return 0;
 }
 
-/* --count N spread round-robin; each job goes to the first site, from its
- * turn on, that accepts it. Returns the exit code. */
+/* --count N round-robin, each to the first site from its turn that takes it. */
 static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site *const *sites,
 		  int nsites)
 {

@@ -233,7 +233,7 @@ enum gg_site_kind {
 	S(GG_SK_TEXT, cache, "cache", 0, "URL", NULL, 0, cache,                                  \
 	  "the site's XCache (root://HOST:PORT): inputs are read through it")                    \
 	L(GG_SK_LIST, binds, nbinds, GG_MAX_BINDS, "bind paths", "bind", "bind", 0, "SRC[:DST]", \
-	  bind, "a path of the node in every session's container (repeat for more)")             \
+	  bind, "a path of the node in every session's and job's container (repeat)")            \
 	L(GG_SK_ADDRS, allow_from, nallow, GG_MAX_ALLOW, "allow_from addresses", "allow_from",   \
 	  "allow-from", 0, "ADDR[/BITS]", none,                                                  \
 	  "sessions admit ssh only from ADDR: the last jump host's (repeat for more)")           \

@@ -208,11 +208,15 @@ GG_API int gg_job_spec_set_image_url(struct gg_job_spec *q, const char *url, str
 /* 0 or more (gg_job_image_check finds it). */
 GG_API int gg_job_spec_set_part_offset(struct gg_job_spec *q, int64_t offset, struct gg_err *err);
 GG_API int gg_job_spec_set_wrapper(struct gg_job_spec *q, const char *path, struct gg_err *err);
+/* One more --bind SRC[:DST] of the job's container, as a session's
+ * (gg_session_bind_check; at most GG_JD_MAX): GG_EUSAGE saying what is wrong. */
+GG_API int gg_job_spec_add_bind(struct gg_job_spec *q, const char *bind, struct gg_err *err);
 /* The command and its arguments: argc 1 or more, none NULL. */
 GG_API int gg_job_spec_set_command(struct gg_job_spec *q, const char *const *argv, int argc,
 				   struct gg_err *err);
 /* One more local input, output pattern, storage input or output (at most
- * GG_JD_MAX - 2 of each kind; what they say is checked by gg_job_spec_check). */
+ * GG_JD_MAX - 3 inputs and GG_JD_MAX - 2 outputs of each kind; what they say is
+ * checked by gg_job_spec_check). */
 GG_API int gg_job_spec_add_input(struct gg_job_spec *q, const char *path, struct gg_err *err);
 GG_API int gg_job_spec_add_output(struct gg_job_spec *q, const char *pattern, struct gg_err *err);
 GG_API int gg_job_spec_add_data_input(struct gg_job_spec *q, const char *url, const char *name,

@@ -214,6 +214,18 @@ static int command_args(struct gg_jobdesc *jd, char *const *cmd, int n, struct g
 	return rc;
 }
 
+/* The container run (the session's enter script), staged beside the wrapper. */
+static int job_enter(const struct gg_job_spec *s, const struct gg_site *site, const char *image,
+		     struct gg_jobdesc *jd, struct gg_err *err)
+{
+	char *path = NULL;
+	int rc = gg_job_enter_file(s, site, image, &path, err);
+	if (rc == 0)
+		rc = gg_jd_input(jd, GG_ENTER_NAME, NULL, path, err);
+	free(path);
+	return rc;
+}
+
 int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		    const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err)
 {
@@ -248,6 +260,8 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		rc = command_args(jd, s->cmd, s->ncmd, err);
 	if (rc == 0)
 		rc = gg_jd_input(jd, GG_WRAPPER_NAME, NULL, s->wrapper, err);
+	if (rc == 0)
+		rc = job_enter(s, site, node ? node : GG_JOB_IMAGE_NAME, jd, err);
 	if (rc == 0 && !node)
 		rc = gg_jd_input(jd, GG_JOB_IMAGE_NAME, s->image_url,
 				 s->image_url ? NULL : s->image, err);

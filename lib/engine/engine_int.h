@@ -59,7 +59,18 @@ struct gg_job_spec {
 	char **cmd;
 	int ncmd;
 	int64_t part_offset;
+	const char **binds; /* submit --bind SRC[:DST] */
+	int nbinds;
 };
+
+/* A batch job's enter script (gridgpu-enter: the session's container run,
+ * lib/node/enter.c) for s at site, image the image's path on the node (its
+ * name in the job's directory): its text (malloc'd), or the cache's file that
+ * holds it (jobenter.c). GG_EUSAGE for a bind the site's runtime cannot take. */
+int gg_job_enter_text(const struct gg_job_spec *s, const struct gg_site *site, const char *image,
+		      char **out, struct gg_err *err);
+int gg_job_enter_file(const struct gg_job_spec *s, const struct gg_site *site, const char *image,
+		      char **path, struct gg_err *err);
 
 /* Tell e->note, formatted. */
 void gg_engine_notef(struct gg_engine *e, enum gg_note kind, const char *fmt, ...)

@@ -17,6 +17,9 @@ static int dup_str(const char **field, const char *v, struct gg_err *err)
 	return 0;
 }
 
+/* The job's own inputs are three: the wrapper, the enter script, the image. */
+#define GG_JOB_MAX_INPUTS (GG_JD_MAX - 3)
+
 /* Append a copy of v to the list (at most max). What v says is checked where
  * it is used (gg_job_spec_check, the enter script's binds). */
 static int list_add(const char ***list, int *n, int max, const char *v, const char *what,
@@ -44,11 +47,11 @@ static void list_free(const char **list, int n)
 }
 
 /* Two lists that go in pairs (a URL and its name). */
-static int pair_add(const char ***a, const char ***b, int *n, const char *va, const char *vb,
-		    const char *what, struct gg_err *err)
+static int pair_add(const char ***a, const char ***b, int *n, int max, const char *va,
+		    const char *vb, const char *what, struct gg_err *err)
 {
-	int na = *n, rc = list_add(a, &na, GG_JD_MAX - 2, va, what, err);
-	if (rc == 0 && (rc = list_add(b, n, GG_JD_MAX - 2, vb, what, err)) < 0)
+	int na = *n, rc = list_add(a, &na, max, va, what, err);
+	if (rc == 0 && (rc = list_add(b, n, max, vb, what, err)) < 0)
 		free((void *)(*a)[na - 1]);
 	return rc;
 }
@@ -201,6 +204,7 @@ void gg_job_spec_free(struct gg_job_spec *q)
 	list_free(q->data_out_names, q->ndata_out);
 	list_free(q->data_out_urls, q->ndata_out);
 	list_free((const char **)q->cmd, q->ncmd);
+	list_free(q->binds, q->nbinds);
 	free(q);
 }
 
@@ -226,6 +230,12 @@ int gg_job_spec_set_part_offset(struct gg_job_spec *q, int64_t offset, struct gg
 		return gg_err_set(err, GG_EUSAGE, "the image's partition offset must be 0 or more");
 	q->part_offset = offset;
 	return 0;
+}
+
+int gg_job_spec_add_bind(struct gg_job_spec *q, const char *bind, struct gg_err *err)
+{
+	int rc = bind ? gg_session_bind_check("--bind", bind, err) : 0;
+	return rc < 0 ? rc : list_add(&q->binds, &q->nbinds, GG_JD_MAX, bind, "--bind paths", err);
 }
 
 int gg_job_spec_set_wrapper(struct gg_job_spec *q, const char *path, struct gg_err *err)
@@ -257,7 +267,7 @@ int gg_job_spec_set_command(struct gg_job_spec *q, const char *const *argv, int 
 
 int gg_job_spec_add_input(struct gg_job_spec *q, const char *path, struct gg_err *err)
 {
-	return list_add(&q->inputs, &q->ninputs, GG_JD_MAX - 2, path, "--input files", err);
+	return list_add(&q->inputs, &q->ninputs, GG_JOB_MAX_INPUTS, path, "--input files", err);
 }
 
 int gg_job_spec_add_output(struct gg_job_spec *q, const char *pattern, struct gg_err *err)
@@ -269,13 +279,13 @@ int gg_job_spec_add_output(struct gg_job_spec *q, const char *pattern, struct gg
 int gg_job_spec_add_data_input(struct gg_job_spec *q, const char *url, const char *name,
 			       struct gg_err *err)
 {
-	return pair_add(&q->data_in_urls, &q->data_in_names, &q->ndata_in, url, name,
-			"--input URLs", err);
+	return pair_add(&q->data_in_urls, &q->data_in_names, &q->ndata_in, GG_JOB_MAX_INPUTS, url,
+			name, "--input URLs", err);
 }
 
 int gg_job_spec_add_data_output(struct gg_job_spec *q, const char *name, const char *url,
 				struct gg_err *err)
 {
-	return pair_add(&q->data_out_names, &q->data_out_urls, &q->ndata_out, name, url,
-			"--output URLs", err);
+	return pair_add(&q->data_out_names, &q->data_out_urls, &q->ndata_out, GG_JD_MAX - 2, name,
+			url, "--output URLs", err);
 }

@@ -119,8 +119,8 @@ static const char *base_name(const char *path)
 /* The names the job's own files have in its directory. */
 static int own_file(const char *b)
 {
-	static const char *const own[] = {GG_JOB_IMAGE_NAME, GG_WRAPPER_NAME, GG_JOB_OUT_NAME,
-					  GG_JOB_ERR_NAME, GG_JOB_EXIT_NAME};
+	static const char *const own[] = {GG_JOB_IMAGE_NAME, GG_WRAPPER_NAME,  GG_JOB_OUT_NAME,
+					  GG_JOB_ERR_NAME,   GG_JOB_EXIT_NAME, GG_ENTER_NAME};
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		if (!strcmp(b, own[i]))
 			return 1;

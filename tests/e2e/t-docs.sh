@@ -40,6 +40,13 @@ for s in "$top"/doc/json/*.schema.json; do
 	/usr/bin/python3 -c 'import json,sys,jsonschema; jsonschema.Draft202012Validator.check_schema(json.load(open(sys.argv[1])))' "$s" 2>/dev/null || bad="$bad $(basename "$s")"
 done
 expect_eq "every doc/json schema is a valid JSON Schema" "${bad:-none}" none
+# request, submit and freeze share one section on the container run (its
+# mounts, $HOME, environment): the same text in the three pages
+run_sec() { sed -n '/^\.SS The container run$/,/^\.S[SH] /p' "$man/gridgpu-$1.1" | sed '$d'; }
+sec=$(run_sec request)
+[ -n "$sec" ] && [ "$sec" = "$(run_sec submit)" ] && [ "$sec" = "$(run_sec freeze)" ] &&
+	ok "gridgpu-request(1), -submit(1) and -freeze(1) share the section The container run" ||
+	not_ok "The container run differs between request, submit and freeze (or is missing)"
 for f in "$man"/*.1 "$man"/*.7; do
 	w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
 	expect_eq "$(basename "$f") renders without warnings" "${w:-none}" none

@@ -25,6 +25,7 @@
 #include "http/http.h"
 #include "https_srv.h"
 #include "engine/engine.h"
+#include "engine/engine_int.h"
 #include "engine/sync.h"
 
 #define EP "https://ce.example.org:443/arex"
@@ -390,6 +391,7 @@ static int setup(void **state)
 		return -1;
 	setenv("XDG_CONFIG_HOME", sub("config"), 1);
 	setenv("XDG_STATE_HOME", sub("state"), 1);
+	setenv("XDG_CACHE_HOME", sub("cache"), 1);
 	setenv("XDG_RUNTIME_DIR", dir, 1);
 	mkdir(sub("certificates"), 0755);
 	setenv("X509_CERT_DIR", sub("certificates"), 1);
@@ -1496,7 +1498,7 @@ static void test_job_spec_setters(void **state)
 	assert_int_equal(gg_job_spec_set_command(q, holed, 2, &err), GG_EUSAGE);
 	assert_int_equal(gg_job_spec_set_part_offset(q, -1, &err), GG_EUSAGE);
 	assert_int_equal(gg_job_spec_set_part_offset(q, 4096, &err), 0);
-	for (int i = 0; i < GG_JD_MAX - 2; i++)
+	for (int i = 0; i < GG_JD_MAX - 3; i++) /* the wrapper, enter script, image */
 		assert_int_equal(gg_job_spec_add_data_input(q, "root://se//a", "a", &err), 0);
 	assert_int_equal(gg_job_spec_add_data_input(q, "root://se//a", "a", &err), GG_EUSAGE);
 	assert_non_null(strstr(err.msg, "too many --input URLs"));
@@ -1512,6 +1514,55 @@ static void test_job_spec_setters(void **state)
 	gg_jd_clear(&jd);
 	gg_job_spec_free(q);
 	gg_job_spec_free(NULL);
+}
+
+/* The job's local file named name (NULL: none). */
+static const char *jd_local(const struct gg_jobdesc *jd, const char *name)
+{
+	for (int i = 0; i < jd->ninputs; i++)
+		if (!strcmp(jd->inputs[i].name, name))
+			return jd->inputs[i].local;
+	return NULL;
+}
+
+/* A batch job's container is the session's: the enter script made for the
+ * job's image, the site's runtime and binds and submit --bind, staged beside
+ * the wrapper; a bind --bind cannot take is refused. */
+static void test_job_enter(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	const char *cmd[] = {"cat", "/cvmfs/x"};
+	struct gg_job_spec *q = command_spec(cmd, 2);
+	assert_int_equal(gg_job_spec_add_bind(q, "data", &err), GG_EUSAGE);
+	assert_string_equal(err.msg, "--bind 'data': expected SRC[:DST], absolute paths");
+	assert_int_equal(gg_job_spec_add_bind(q, "/a/../b", &err), GG_EUSAGE);
+	assert_int_equal(gg_job_spec_add_bind(q, "/work,x:/w", &err), 0);
+	struct gg_site site = {.name = (char *)"tb", .runtime = (char *)"bwrap", .nbinds = 1};
+	site.binds[0] = (char *)"/site/data:/data";
+	struct gg_record r = {.uid = (char *)"u1"};
+	struct gg_jobdesc jd = {0};
+	assert_int_equal(gg_job_describe(q, &site, &r, &jd, &err), 0);
+	const char *file = jd_local(&jd, GG_ENTER_NAME);
+	assert_non_null(file);
+	char *text = NULL, *want = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_file_read(file, 1 << 20, &text, &n, &err), 0);
+	assert_int_equal(gg_job_enter_text(q, &site, GG_JOB_IMAGE_NAME, &want, &err), 0);
+	assert_string_equal(text, want); /* the generator's text, as it is */
+	assert_non_null(strstr(text, "RUNTIME='bwrap'\nIMAGE='" GG_JOB_IMAGE_NAME "'\n"));
+	assert_non_null(strstr(text, "\tbind '/site/data' '/data'\n\tbind '/work,x' '/w'\n"));
+	assert_non_null(strstr(text, "\njob) shift; do_job"));
+	assert_non_null(strstr(file, "/cache/gridgpu/enter/"));
+	free(text);
+	free(want);
+	gg_jd_clear(&jd);
+	/* apptainer cannot bind a path with a ',': nothing described */
+	site.runtime = (char *)"apptainer";
+	assert_int_equal(gg_job_describe(q, &site, &r, &jd, &err), GG_EUSAGE);
+	assert_non_null(strstr(err.msg, "--bind '/work,x:/w': apptainer takes a ','"));
+	gg_jd_clear(&jd);
+	gg_job_spec_free(q);
 }
 
 /* ---- fetching a job's outputs (fetch.c) ---- */
@@ -1836,6 +1887,7 @@ int main(void)
 		cmocka_unit_test(test_job_spec_check),
 		cmocka_unit_test(test_session_spec_setters),
 		cmocka_unit_test(test_job_spec_setters),
+		cmocka_unit_test(test_job_enter),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_ce_and_storage, each_setup,
 						each_teardown),

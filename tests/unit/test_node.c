@@ -116,6 +116,12 @@ static void test_wrapper_records_end(void **state)
 		 "shift\nexec \"$@\"\n",
 		 0755);
 	put_file(dir, "image.sif", "", 0644);
+	/* the container run, as gridgpu submit stages it (gridgpu-enter) */
+	struct gg_enter_opts eo = {.runtime = "apptainer", .image = GG_JOB_IMAGE_NAME};
+	char *enter = NULL;
+	assert_int_equal(gg_session_enter_script(&eo, &enter, NULL), 0);
+	put_file(dir, GG_ENTER_NAME, enter, 0644);
+	free(enter);
 	put_file(dir, "job.err", "the CE wrote this\n", 0644);
 	put_file(dir, "cmd.sh", "echo out; printf 'one\\ntwo \\033[31m\\n' >&2; exit 3\n", 0644);
 	snprintf(cmd, sizeof cmd,
