@@ -54,12 +54,8 @@ static void exit_cell(const struct gg_record_row *r, char *out, size_t len)
 	json_t *j = json_loads(r->json, 0, NULL);
 	json_int_t st = json_integer_value(json_object_get(j, "exit_status"));
 	json_int_t oom = json_integer_value(json_object_get(j, "oom_kills"));
-	if (oom > 0 && st > 128)
-		snprintf(out, len, "failed: out of memory");
-	else if (st > 128 && st < 160)
-		snprintf(out, len, "failed: signal %d", (int)(st - 128));
-	else
-		snprintf(out, len, "failed: exited %d", (int)st);
+	char how[32];
+	snprintf(out, len, "failed: %s", gg_job_exit_brief(st, oom, how, sizeof how));
 	json_decref(j);
 }
 

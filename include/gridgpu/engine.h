@@ -247,6 +247,12 @@ GG_API int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_
 
 /* ---- submit's image (jobimage.c) ---- */
 
+/* How a failed job's command ended, in a few words for a table cell, as
+ * status says it in full: "exited 3", "signal 9" (an exit status of 128 + N,
+ * the shell's), "out of memory" (a signal with the batch system's
+ * out-of-memory kills). Written into buf (len bytes); returns buf. */
+GG_API const char *gg_job_exit_brief(int64_t status, int64_t oom_kills, char *buf, size_t len);
+
 /* What gg_job_image_prepare made of the image it was given. */
 enum gg_job_image_how {
 	GG_JOB_IMAGE_SIF = 1,   /* a SIF here, as it is */

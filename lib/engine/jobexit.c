@@ -1,9 +1,11 @@
 /* The batch wrapper's file of how the command ended (GG_JOB_EXIT_NAME): text
  * from the worker node, read by the client when it sees the job fail. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/sync.h"
+#include "gridgpu/engine.h"
 
 #define MAGIC "gridgpu-job-exit 1\n"
 
@@ -144,13 +146,35 @@ static const char *signame(int s)
 	return s > 0 && s < (int)(sizeof names / sizeof names[0]) ? names[s] : NULL;
 }
 
-char *gg_job_exit_summary(int64_t status, int64_t oom_kills)
+/* The one decision of how a command ended: 'o' out of memory, 's' a signal
+ * (the shell's 128 + N), 'x' an exit status. */
+static char how_ended(int64_t status, int64_t oom_kills)
 {
 	if (oom_kills > 0 && status > 128)
+		return 'o';
+	return status > 128 && status < 128 + 32 ? 's' : 'x';
+}
+
+const char *gg_job_exit_brief(int64_t status, int64_t oom_kills, char *buf, size_t len)
+{
+	char h = how_ended(status, oom_kills);
+	if (h == 'o')
+		snprintf(buf, len, "out of memory");
+	else if (h == 's')
+		snprintf(buf, len, "signal %d", (int)status - 128);
+	else
+		snprintf(buf, len, "exited %lld", (long long)status);
+	return buf;
+}
+
+char *gg_job_exit_summary(int64_t status, int64_t oom_kills)
+{
+	char h = how_ended(status, oom_kills);
+	if (h == 'o')
 		return gg_strdup_printf("the command ran out of its memory: the batch system "
 					"killed it (%lld out-of-memory kill%s in the job)",
 					(long long)oom_kills, oom_kills == 1 ? "" : "s");
-	if (status > 128 && status < 128 + 32) {
+	if (h == 's') {
 		const char *n = signame((int)status - 128);
 		return gg_strdup_printf("the command was killed by signal %d%s%s%s",
 					(int)status - 128, n ? " (" : "", n ? n : "", n ? ")" : "");

@@ -784,6 +784,13 @@ static void test_job_exit_summary(void **state)
 		assert_string_equal(s, cases[i].want);
 		free(s);
 	}
+	/* list's short form makes the same decision (one place: how_ended) */
+	static const char *const brief[] = {"exited 3",  "exited 0",      "signal 9",
+					    "signal 15", "out of memory", "exited 200"};
+	char b[32];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_string_equal(gg_job_exit_brief(cases[i].status, cases[i].oom, b, sizeof b),
+				    brief[i]);
 }
 
 /* How a failed job's command ended survives the record's save and load. */
