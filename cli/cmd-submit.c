@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check-ui.h"
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
@@ -22,6 +23,7 @@ enum {
 	O_MIN_MEM,
 	O_MATCH_DEV,
 	O_BIND,
+	O_CHECK,
 };
 
 const struct gg_opt cmd_submit_opts[] = {
@@ -45,6 +47,10 @@ const struct gg_opt cmd_submit_opts[] = {
 	 O_BIND},
 	{"dry-run", 0, OPT_NONE, NULL, "print the job descriptions and requests, submit nothing",
 	 O_DRY_RUN},
+	{"check", 0, OPT_NONE, NULL, "first run it in a live session's node as 'gridgpu check'",
+	 O_CHECK},
+	CLI_CHECK_OPTS("with --check: the session (default: the image's, else the only ready "
+		       "one)"),
 	OPT_END,
 };
 
@@ -56,7 +62,8 @@ struct sub {
 	int ncmd, ninputs, noutputs, ndata_in, ndata_out;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
 	const char *name;
-	int count, dry_run, token, match_dev;
+	int count, dry_run, token, match_dev, check;
+	struct gg_check *chk; /* --check's settings */
 	char min_cc[16];
 };
 
@@ -122,6 +129,8 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	const char *v = cli->optarg;
 	struct gg_err err = {0};
 	int rc = cli_res_opt(cli, c, &s->res, &s->token);
+	if (rc == 1)
+		rc = cli_check_opt(cli, c, &s->chk);
 	if (rc != 1)
 		return rc;
 	switch (c) {
@@ -138,6 +147,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 	case O_IMAGE_URL: s->image_url = v; break;
 	case O_DRY_RUN: s->dry_run = 1; break;
 	case O_MATCH_DEV: s->match_dev = 1; break;
+	case O_CHECK: s->check = 1; break;
 	case O_MIN_CC:
 		if (gg_capability_parse(v, s->min_cc, sizeof s->min_cc, &err) < 0)
 			return ui_usage(cli, "--min-capability %s", err.msg);
@@ -175,6 +185,8 @@ static int check_sub(struct gg_cli *cli, struct sub *s)
 	int rc;
 	if ((rc = cli_res_check(cli, &s->res)))
 		return rc;
+	if (s->chk && !s->check)
+		return ui_usage(cli, "--session and --module go with --check");
 	if (s->name && s->count > 1)
 		return ui_usage(cli, "--name names one job: leave it out with --count");
 	if (s->name && !gg_record_name_valid(s->name))
@@ -224,43 +236,6 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 	return 0;
 }
 
-/* --count N round-robin, each to the first site from its turn that takes it. */
-static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site *const *sites,
-		  int nsites)
-{
-	cli_catch_interrupt();
-	int exit_code = EXIT_OK, nok = 0;
-	json_t *done = json_array();
-	for (int i = 0; i < s->count && !cli_interrupted(); i++) {
-		struct gg_err err = {0};
-		struct gg_record r;
-		int rc = gg_engine_submit_job(cli_engine(cli), s->spec, sites, nsites, i, s->name,
-					      s->token, &r, &err);
-		if (rc == 0) {
-			nok++;
-			gg_json_append(done, cli_record_json(&r));
-			if (!cli->json)
-				ui_out("%s\n", r.name);
-			gg_record_clear(&r);
-			continue;
-		}
-		int code = ui_fail(cli, &err, "submit%s",
-				   nsites > 1 ? " (no site accepted the job)" : "");
-		if (!exit_code)
-			exit_code = code;
-		if (rc == GG_EINTR)
-			break;
-	}
-	if (cli->json && (nok || !exit_code)) /* else the error is the document */
-		ui_json_doc("submit", done);
-	else
-		json_decref(done);
-	if (nok)
-		ui_info(cli,
-			"'gridgpu jobs --sync' follows them; 'gridgpu get NAME' fetches the outputs");
-	return exit_code;
-}
-
 /* The parsed submission to its sites (or printed with --dry-run). */
 static int submit(struct gg_cli *cli, struct sub *s)
 {
@@ -275,14 +250,19 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	char *wrapper = cli_libexec(cli, "batch-wrapper", "batch wrapper", "submit");
 	if (!wrapper)
 		return EXIT_FAIL;
-	if (gg_job_spec_set_wrapper(s->spec, wrapper, &err) < 0)
-		rc = ui_fail(cli, &err, "submit");
-	else if (s->dry_run)
-		rc = cli_dry_run_jobs(cli, s->spec, sites, nsites, s->count);
-	else
-		rc = cli_engine(cli) ? spread(cli, s, sites, nsites) : cli->cfg_exit;
+	rc = gg_job_spec_set_wrapper(s->spec, wrapper, &err) < 0 ? ui_fail(cli, &err, "submit") : 0;
 	free(wrapper);
-	return rc;
+	if (rc == 0 && s->check && !s->chk && gg_check_new(&s->chk, &err) < 0)
+		rc = ui_fail(cli, &err, "submit");
+	if (rc == 0 && s->check) /* before anything is sent */
+		rc = cli_check_run(cli, s->chk, s->spec, 1);
+	if (rc)
+		return rc;
+	if (s->dry_run)
+		return cli_dry_run_jobs(cli, s->spec, sites, nsites, s->count);
+	return cli_engine(cli)
+		       ? cli_submit_spread(cli, s->spec, sites, nsites, s->count, s->name, s->token)
+		       : cli->cfg_exit;
 }
 
 int cmd_submit(struct gg_cli *cli, int argc, char **argv)
@@ -295,5 +275,6 @@ int cmd_submit(struct gg_cli *cli, int argc, char **argv)
 	if (!rc)
 		rc = submit(cli, &s);
 	gg_job_spec_free(s.spec);
+	gg_check_free(s.chk);
 	return rc == -2 ? EXIT_OK : rc;
 }

@@ -38,6 +38,10 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, in
 /* --dry-run (dryrun.c): show the descriptions and requests, send nothing. */
 int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 			const struct gg_site *site, const struct gg_record *r);
+/* submit's jobs to their sites (cli/spread.c): the exit code. */
+int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec,
+		      const struct gg_site *const *sites, int nsites, int count, const char *name,
+		      int token);
 int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 		     const struct gg_site *const *sites, int nsites, int count);
 

@@ -243,7 +243,7 @@ int cli_job_image(struct gg_cli *cli, struct gg_job_spec *spec, const char *imag
 	freeze_bar_clear(&bar);
 	cli_interrupt_pop(&save);
 	if (rc < 0)
-		return ui_fail(cli, &err, "submit");
+		return ui_fail(cli, &err, "%s", cli->cmd ? cli->cmd->name : "submit");
 	job_image_said(cli, image, gg_job_spec_image(spec), *how, &res, freeze_bar_elapsed(&bar));
 	return 0;
 }

@@ -30,6 +30,7 @@ enum gg_code {
 	GG_EPROTO = -9,    /* a peer answered something unusable     exit 4 */
 	GG_EINTR = -10,    /* interrupted by a signal                exit 130 */
 	GG_EHOSTKEY = -11, /* an SSH host key is not the pinned one  exit 4 */
+	GG_EDIFFER = -12,  /* check: the image runs it otherwise     exit 6 */
 };
 
 #define GG_ERR_MSG_MAX 1024

@@ -483,4 +483,49 @@ GG_API int gg_engine_clean(struct gg_engine *e, struct gg_record *recs, size_t n
 /* Regenerate the SSH configuration from the store's live sessions. */
 GG_API int gg_engine_write_ssh_config(struct gg_engine *e, struct gg_err *err);
 
+/* ---- check: an image run as its batch job will run, beside a live session ---- */
+
+/* Before a job queues, its image is run the way the batch job will run it (the
+ * batch wrapper and the job's container run: binds, $HOME, GPU flags, minimums) on
+ * the node of a live session, with the session's GPUs and no queue wait; the same
+ * command runs in the session, and the two are compared: the exit status, where the
+ * command's first word and the named Python modules resolve (one under the site's
+ * $HOME is not in the image), the environment (gridgpu-check(1) lists what is not
+ * compared). Made by gg_check_new, set up, run once by gg_check_run, freed by
+ * gg_check_free. */
+struct gg_check;
+GG_API int gg_check_new(struct gg_check **out, struct gg_err *err);
+GG_API void gg_check_free(struct gg_check *c);
+/* The session to run in; NULL (the default): the one the image was frozen from when
+ * it is ready, else the only ready session (GG_EUSAGE when there are several). */
+GG_API int gg_check_set_session(struct gg_check *c, const char *name, struct gg_err *err);
+/* A Python module the command needs (numpy, torch.cuda): imported in both places.
+ * GG_EUSAGE for a name that is not a module's; at most 64. */
+GG_API int gg_check_add_module(struct gg_check *c, const char *name, struct gg_err *err);
+/* How long each run may stay silent, in seconds (default 600). */
+GG_API void gg_check_set_timeout(struct gg_check *c, int64_t seconds);
+/* Run q's command (q's image, a SIF here or node:/PATH, its wrapper set, its binds
+ * and minimums) in the session and in the image. 0 when both ran: the differences
+ * (none: the image runs it as the session does) are then gg_check_difference's; an
+ * image whose run ended before the command is one difference. The image is sent to
+ * the node (the engine's upload callbacks) unless the node has it from an earlier
+ * check. Errors: GG_ENOTFOUND (no such session, not ready), GG_EUSAGE, GG_ENET and
+ * GG_EHOSTKEY (the way to it), GG_EINTR (the engine's cancel). */
+GG_API int gg_check_run(struct gg_check *c, struct gg_engine *e, const struct gg_job_spec *q,
+			struct gg_err *err);
+/* After gg_check_run: the session it ran in; how many differences; the i-th (kind
+ * "exit", "command", "module" or "environment"; name; the session's and the image's
+ * value, escaped, NULL when not there; line: one line saying it and what to do),
+ * valid until freed, -1 past the last; the exit statuses (-1 when a run did not
+ * tell); the last lines the session's or the image's run wrote on stderr (escaped,
+ * NULL when none); the bytes of the image sent (0: the node had it). */
+GG_API const char *gg_check_session(const struct gg_check *c);
+GG_API size_t gg_check_count(const struct gg_check *c);
+GG_API int gg_check_difference(const struct gg_check *c, size_t i, const char **kind,
+			       const char **name, const char **session, const char **image,
+			       const char **line);
+GG_API int gg_check_exits(const struct gg_check *c, int *session, int *image);
+GG_API const char *gg_check_said(const struct gg_check *c, int image);
+GG_API uint64_t gg_check_sent(const struct gg_check *c);
+
 #endif

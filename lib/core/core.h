@@ -41,6 +41,10 @@ void gg_site_move_key(struct gg_site *dst, struct gg_site *src, const struct gg_
 /* Write data to path atomically: a temp file in the same directory created with
  * mode, written, fsynced, renamed over path, then the directory fsynced. On any
  * failure the temp file is removed and path is untouched. */
+/* SHA-256 in lower-case hex (64 characters and a NUL), of bytes or of a file's. */
+#define GG_SHA256_HEX 65
+int gg_sha256_hex(const void *data, size_t len, char out[GG_SHA256_HEX], struct gg_err *err);
+int gg_sha256_file(const char *path, char out[GG_SHA256_HEX], struct gg_err *err);
 int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			 struct gg_err *err);
 /* fsync the directory holding path (after a rename into it). */

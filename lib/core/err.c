@@ -68,6 +68,7 @@ static const struct gg_err_kind_row kinds[] = {
 	{GG_EPROTO, "protocol", 4},
 	{GG_EINTR, "interrupted", 130},
 	{GG_EHOSTKEY, "host-key", 4},
+	{GG_EDIFFER, "differs", 6},
 };
 
 const struct gg_err_kind_row *gg_err_kinds(size_t *n)

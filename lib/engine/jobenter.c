@@ -6,23 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "engine/engine_int.h"
 #include "engine/sync.h"
 
 /* $XDG_CACHE_HOME/gridgpu/enter/SHA256 of text, malloc'd (the directory made). */
 static char *enter_path(const char *text, struct gg_err *err)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	char hex[2 * EVP_MAX_MD_SIZE + 1], *top = NULL;
-	if (!EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL)) {
-		gg_err_set(err, GG_ENOMEM, "hashing the enter script failed");
+	char hex[GG_SHA256_HEX], *top = NULL;
+	if (gg_sha256_hex(text, strlen(text), hex, err) < 0)
 		return NULL;
-	}
-	for (unsigned int i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	if (gg_xdg_dir(GG_XDG_CACHE, &top, err) < 0)
 		return NULL;
 	char *dir = gg_strdup_printf("%s/enter", top), *path = NULL;

@@ -224,23 +224,6 @@ uint64_t gg_session_freeze_received(const struct gg_session_freeze *sf)
 }
 
 /* A session that has a sandbox to freeze: ready, not a batch job. */
-static int check_record(const struct gg_record *r, struct gg_err *err)
-{
-	if (r->kind != GG_REC_SESSION)
-		return gg_err_set(err, GG_ENOTFOUND, "is a batch job, not a session");
-	if (gg_sess_state_ended(r->state))
-		return gg_err_set(err, GG_ENOTFOUND,
-				  "the session %s: its sandbox is gone with it (freeze a live "
-				  "session; 'gridgpu request' starts one)",
-				  gg_sess_state_phrase(r->state));
-	if (r->state != GG_S_READY)
-		return gg_err_set(
-			err, GG_ENOTFOUND,
-			"the session %s, not ready yet: 'gridgpu connect %s' waits for it",
-			gg_sess_state_phrase(r->state), r->name);
-	return 0;
-}
-
 static void say(const struct gg_session_freeze *sf, int warn, const char *msg)
 {
 	if (warn && sf->cb && sf->cb->warn)
@@ -361,7 +344,7 @@ static int node_unfrozen(struct gg_session_freeze *sf, struct gg_err *err)
 static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg,
 		       const struct gg_record *r, struct gg_err *err)
 {
-	int rc = check_record(r, err);
+	int rc = gg_node_session_ready(r, err);
 	if (rc < 0)
 		return rc;
 	free(sf->image);

@@ -171,3 +171,20 @@ char *gg_node_gpus_command(void)
 	free(f);
 	return cmd;
 }
+
+int gg_node_session_ready(const struct gg_record *r, struct gg_err *err)
+{
+	if (r->kind != GG_REC_SESSION)
+		return gg_err_set(err, GG_ENOTFOUND, "is a batch job, not a session");
+	if (gg_sess_state_ended(r->state))
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "the session %s: its sandbox is gone with it (use a live "
+				  "session; 'gridgpu request' starts one)",
+				  gg_sess_state_phrase(r->state));
+	if (r->state != GG_S_READY)
+		return gg_err_set(
+			err, GG_ENOTFOUND,
+			"the session %s, not ready yet: 'gridgpu connect %s' waits for it",
+			gg_sess_state_phrase(r->state), r->name);
+	return 0;
+}

@@ -219,4 +219,9 @@ struct gg_enter_opts {
  * cannot take. */
 int gg_session_enter_script(const struct gg_enter_opts *o, char **out, struct gg_err *err);
 
+/* Is r a session whose sandbox and sshd are there (ready)? GG_ENOTFOUND saying what
+ * it is instead: a batch job, ended (its sandbox gone), not ready yet. */
+struct gg_record;
+int gg_node_session_ready(const struct gg_record *r, struct gg_err *err);
+
 #endif

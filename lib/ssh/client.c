@@ -795,8 +795,35 @@ static int exec_status(struct exec_run *x)
 	return st;
 }
 
-int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink, void *ud,
-		int *status, char **errtext, struct gg_err *err)
+/* All of in_fd into the channel (blocking, so bounded by the session's timeout),
+ * the cancel polled between chunks; fed is told each chunk's size. */
+static int exec_feed(struct exec_run *x, const struct gg_ssh_input *in, struct gg_err *err)
+{
+	char buf[1 << 15];
+	for (;;) {
+		if (x->c->cancel && x->c->cancel(x->c->cancel_ud))
+			return gg_err_set(err, GG_EINTR, "interrupted");
+		ssize_t r = read(in->fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return gg_err_sys(err, GG_EIO, errno, "reading what is sent over SSH");
+		if (r == 0)
+			return 0;
+		for (ssize_t off = 0; off < r;) {
+			ssize_t w = libssh2_channel_write(x->ch, buf + off, (size_t)(r - off));
+			if (w < 0)
+				return gg_err_set(err, GG_ENET, "writing over SSH: %s",
+						  ssh_msg(x->s));
+			off += w;
+		}
+		if (in->fed)
+			in->fed(in->ud, (uint64_t)r);
+	}
+}
+
+static int exec_with(struct gg_ssh_conn *c, const char *command, const struct gg_ssh_input *in,
+		     gg_ssh_sink_fn sink, void *ud, int *status, char **errtext, struct gg_err *err)
 {
 	if (status)
 		*status = -1;
@@ -813,9 +840,11 @@ int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink,
 		libssh2_channel_free(x.ch);
 		return rc;
 	}
-	libssh2_channel_send_eof(x.ch); /* no input */
+	int rc = in ? exec_feed(&x, in, err) : 0;
+	libssh2_channel_send_eof(x.ch); /* the end of the input, or no input */
 	libssh2_session_set_blocking(x.s, 0);
-	int rc = exec_pump(&x, err);
+	if (rc == 0)
+		rc = exec_pump(&x, err);
 	libssh2_session_set_blocking(x.s, 1);
 	if (rc == 0) {
 		int st = exec_status(&x);
@@ -828,6 +857,24 @@ int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink,
 		*errtext = strdup(x.ebuf);
 	}
 	return rc;
+}
+
+int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink, void *ud,
+		int *status, char **errtext, struct gg_err *err)
+{
+	return exec_with(c, command, NULL, sink, ud, status, errtext, err);
+}
+
+int gg_ssh_exec_input(struct gg_ssh_conn *c, const char *command, const struct gg_ssh_input *in,
+		      int *status, char **errtext, struct gg_err *err)
+{
+	return exec_with(c, command, in, NULL, NULL, status, errtext, err);
+}
+
+void gg_ssh_set_timeout(struct gg_ssh_conn *c, int timeout_ms)
+{
+	c->timeout_ms = timeout_ms;
+	libssh2_session_set_timeout(c->sess[c->n - 1], timeout_ms);
 }
 
 struct capture {

@@ -61,6 +61,20 @@ void gg_ssh_set_cancel(struct gg_ssh_conn *c, gg_ssh_cancel_fn fn, void *ud);
 typedef int (*gg_ssh_sink_fn)(void *ud, const void *buf, size_t len);
 int gg_ssh_exec(struct gg_ssh_conn *c, const char *command, gg_ssh_sink_fn sink, void *ud,
 		int *status, char **errtext, struct gg_err *err);
+/* What gg_ssh_exec_input sends: all of fd (read to its end), then the end of the
+ * input; fed (may be NULL) is told each chunk's size as it goes. */
+struct gg_ssh_input {
+	int fd;
+	void (*fed)(void *ud, uint64_t bytes);
+	void *ud;
+};
+/* Run a command whose input is in's (its output is not read: a command that
+ * writes much while it reads would stall); as gg_ssh_exec otherwise. */
+int gg_ssh_exec_input(struct gg_ssh_conn *c, const char *command, const struct gg_ssh_input *in,
+		      int *status, char **errtext, struct gg_err *err);
+/* How long a command may stay silent (and a blocking step take) from now on, in
+ * ms (gg_ssh_connect's timeout until then). */
+void gg_ssh_set_timeout(struct gg_ssh_conn *c, int timeout_ms);
 /* The same, output captured in *out (malloc'd, NUL-terminated, at most max
  * bytes: GG_EPROTO beyond). */
 int gg_ssh_exec_capture(struct gg_ssh_conn *c, const char *command, size_t max, char **out,

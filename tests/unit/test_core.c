@@ -222,6 +222,7 @@ static void test_err_table(void **state)
 		{GG_EPROTO, "protocol", 4},
 		{GG_EINTR, "interrupted", 130},
 		{GG_EHOSTKEY, "host-key", 4},
+		{GG_EDIFFER, "differs", 6},
 		{-999, "failure", 1}, /* unknown codes are failures */
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
