@@ -138,6 +138,11 @@ static int add_env(struct gg_check_report *rep, char *name, char *value, struct 
 		return gg_err_set(err, GG_EPROTO, "more than %d variables in the environment",
 				  GG_CHECK_MAX_ENV);
 	}
+	if (gg_check_env_get(rep, name)) {
+		free(name);
+		free(value);
+		return gg_err_set(err, GG_EPROTO, "a variable twice in the environment");
+	}
 	rep->env[rep->nenv].name = name;
 	rep->env[rep->nenv++].value = value;
 	return 0;
@@ -168,11 +173,13 @@ static int env_stmt(struct rd *r, struct gg_check_report *rep, struct gg_err *er
 		return 0;
 	}
 	r->p++;
-	if (sh_word(r, &value, err) < 0 || (r->p < r->end && *r->p != '\n')) {
+	int rc = sh_word(r, &value, err);
+	if (rc == 0 && r->p < r->end && *r->p != '\n')
+		rc = gg_err_set(err, GG_EPROTO, "more than a value after %s=", name);
+	if (rc < 0) {
 		free(name);
 		free(value);
-		return err->code ? err->code
-				 : gg_err_set(err, GG_EPROTO, "more than a value after %s=", s);
+		return rc;
 	}
 	r->p += r->p < r->end;
 	return add_env(rep, name, value, err);
@@ -227,12 +234,15 @@ static int one_line(struct rd *r, const char *s, size_t n, struct gg_check_repor
 	size_t vn;
 	if (n == 9 && !memcmp(s, "env-begin", 9))
 		return read_env(r, rep, err);
-	if (key(s, n, "home", &v, &vn) || (n == 4 && !memcmp(s, "home", 4)))
-		return (rep->home = take(n == 4 ? "" : v, n == 4 ? 0 : vn))
-			       ? 0
-			       : gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (key(s, n, "which", &v, &vn))
-		return (rep->which = take(v, vn)) ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	int home = key(s, n, "home", &v, &vn) || (n == 4 && !memcmp(s, "home", 4));
+	if (home || key(s, n, "which", &v, &vn)) {
+		char **to = home ? &rep->home : &rep->which;
+		if (*to)
+			return gg_err_set(err, GG_EPROTO, "the %s line twice",
+					  home ? "home" : "which");
+		*to = take(n == 4 ? "" : v, n == 4 ? 0 : vn);
+		return *to ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
 	if (key(s, n, "module", &v, &vn))
 		return module_line(v, vn, rep, err);
 	if (key(s, n, "exit", &v, &vn)) {

@@ -229,6 +229,23 @@ case_6_job() {
 		expect_eq "${c%% *} --json of a job whose command failed: exit $1, one document, its state failed" "$RC $st" "$1 failed"
 	done
 }
+case_6_check() {
+	"$GRIDGPU" site add tbs -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \
+		--identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 \
+		--runtime bwrap
+	sh "$HERE/mkrootfs.sh" "$T_TMP/sbg" grep >/dev/null 2>&1
+	if ! "$GRIDGPU" --site tbs request -q --name xs --image "$T_TMP/sbg" --walltime 10m >/dev/null 2>"$T_TMP/.rq"; then
+		not_ok "a session to check in: $(head -n 2 "$T_TMP/.rq")"
+		return
+	fi
+	# work.sif has no grep: check's document says so, submit --check sends nothing
+	run_gg --json check work.sif --session xs -- grep -q x /dev/null
+	same=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["same"])' 2>&1)
+	expect_eq "check --json of an image without the command's program: exit $1, one document, not the same" "$RC $same" "$1 False"
+	want "$1" "$2" "submit --check of an image without the command's program" \
+		--site tbs submit --check --session xs work.sif -- grep -q x /dev/null
+	"$GRIDGPU" kill -q xs >/dev/null 2>&1
+}
 case_130_int() {
 	mkfifo in.fifo
 	sleep 120 >in.fifo & # holds the pipe open, writes nothing
@@ -266,6 +283,7 @@ while IFS="$(printf '\t')" read -r status kinds text; do
 	"5:no such session or job, in every command that names one"*) case_5_record "$status" "$kinds" ;;
 	"5:no such site profile named as the operand of"*) case_5_site "$status" "$kinds" ;;
 	"6:a batch job whose command failed"*) case_6_job "$status" "$kinds" ;;
+	"6:an image that does not run the command as the session does"*) case_6_check "$status" "$kinds" ;;
 	"130:Ctrl-C"*) case_130_int "$status" "$kinds" ;;
 	*) not_ok "gridgpu(1) documents exit $status for '$text': no trigger for it in t-exits.sh" ;;
 	esac

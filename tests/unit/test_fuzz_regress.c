@@ -23,6 +23,7 @@
 #include "../fuzz/fuzz_arc_info.c"
 #include "../fuzz/fuzz_arc_jobs.c"
 #include "../fuzz/fuzz_arc_staging.c"
+#include "../fuzz/fuzz_check_report.c"
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_csr.c"
 #include "../fuzz/fuzz_http_json.c"
@@ -81,6 +82,7 @@ static const struct target targets[] = {
 	{"record", no_init, fuzz_one_record},
 	{"sif", no_init, fuzz_one_sif},
 	{"slurmq", no_init, fuzz_one_slurmq},
+	{"check_report", no_init, fuzz_one_check_report},
 	{"sshcfg", no_init, fuzz_one_sshcfg},
 	{"tar", fuzz_init_tar, fuzz_one_tar},
 	{"token", no_init, fuzz_one_token},
