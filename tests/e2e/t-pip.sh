@@ -45,12 +45,13 @@ PIP="python3 -m pip --no-cache-dir --disable-pip-version-check"
 IMPORT="python3 -c 'import ggprobe; print(ggprobe.__file__)'"
 SB_SITE=/usr/local/lib/python3.11/dist-packages
 
-# pip_user_session NAME: a session NAME of the image with ggprobe installed by
-# `pip install --user` (in the site's home); sets PIP_SESSION (its name), PIP_HOME
-# (its $HOME), PIP_USER_SITE (where ggprobe is) and PIP_RC (0 when all went well).
-# For `gridgpu check IMAGE --session NAME --module ggprobe -- python3 -c ...` later:
-# the image frozen from it is $PIP_USER_SIF (ggprobe missing), from the session of
-# (b) $PIP_SB_SIF (ggprobe in /usr/local).
+# pip_user_session NAME: a session NAME of the image (py.tar) with ggprobe
+# installed by `pip install --user` (in the site's home; $PIP, $WHL and $IMPORT
+# above); sets PIP_SESSION (its name), PIP_HOME (its $HOME), PIP_USER_SITE (where
+# ggprobe is) and PIP_RC (0 when all went well). For `gridgpu check IMAGE --session
+# NAME --module ggprobe -- python3 -c ...` later: the image frozen from it is
+# $PIP_USER_SIF (ggprobe missing); from the session of (b), $PIP_SB_SIF (ggprobe in
+# /usr/local).
 pip_user_session() {
 	PIP_SESSION=$1 PIP_RC=1
 	run_gg request --name "$1" --image py.tar --walltime 30m
@@ -108,7 +109,7 @@ expect_eq "freeze --session after pip install into the sandbox" "$RC" 0
 # this one (t-freeze-report) may have its own files in the user site meanwhile
 left=$(ls -A "$PIP_USER_SITE" 2>/dev/null)
 if printf '%s\n' "$left" | grep -q '^ggprobe'; then
-	not_ok "... pip uninstall left ggprobe in the user site: $left"
+	not_ok "... pip uninstall left ggprobe in the user site: $(printf '%s' "$left" | tr '\n' ' ')"
 elif printf '%s\n' "$ERR" | grep -q -e ggprobe -e "user site" && [ -z "$left" ]; then
 	not_ok "... still reported: $ERR"
 else
