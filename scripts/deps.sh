@@ -9,7 +9,7 @@ PKGS="gcc make autoconf automake pkgconf libssl-dev libcurl4-openssl-dev libjans
 libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflate-dev"
 # tests and the local test site
 PKGS="$PKGS clang clang-format libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
-procps zsh bash-completion man-db python3 python3-cryptography python3-jsonschema nordugrid-arc-arex nordugrid-arc-client
+procps zsh bash-completion man-db python3 python3-cryptography python3-jsonschema python3-pip nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
 valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace abigail-tools
 slurmctld slurmd slurm-client munge util-linux
