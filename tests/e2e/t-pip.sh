@@ -10,7 +10,8 @@
 #     (/usr/local): freeze --session reports nothing for it, the image holds it, and
 #     a batch job of that image imports it from the image, not from $HOME (where
 #     Python's user site comes first on sys.path: a copy left there would win).
-# For `gridgpu check` (item 4) later: pip_user_session and the PIP_* variables below.
+# gridgpu check (item 4) on both images: ggprobe from the site's home is a difference
+# (exit 6, and submit --check sends nothing); from the sandbox, the same (exit 0).
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
@@ -95,7 +96,14 @@ grep -q "^/usr/bin/python3.11$" user.list && ! grep -q ggprobe-1.0.dist-info use
 expect_fail "freeze --session --strict: the user site is an error" 2 \
 	"the image will not carry (--strict): nothing frozen" freeze --session "$PIP_SESSION" --strict -o strict.sif
 no_leftovers strict.sif && ok "--strict: no image, no temp file" || not_ok "--strict left $(echo strict.sif*)"
-# (gridgpu check "$PIP_USER_SIF" --session "$PIP_SESSION" --module ggprobe goes here: exit 6)
+# gridgpu check: the image's run finds ggprobe only in the site's home
+run_gg check "$PIP_USER_SIF" --session "$PIP_SESSION" --module ggprobe -- python3 -c 'import ggprobe'
+expect_eq "check --module ggprobe of that image: a difference (exit 6)" "$RC" 6
+printf '%s\n' "$OUT" | grep -qxF "  module ggprobe: from $PIP_USER_SITE/ggprobe/__init__.py, under \$HOME: the site's home, not the image (another site will not have it): pip install it without --user in the session, or freeze with --include" &&
+	ok "... says ggprobe comes from the site's home, with what to do" || not_ok "check said: $OUT $ERR"
+expect_fail "submit --check of that image: nothing submitted (exit 6)" 6 "nothing submitted" \
+	submit --check --module ggprobe --name pjx "$PIP_USER_SIF" -- python3 -c 'import ggprobe'
+check "... no record" test ! -e "$XDG_STATE_HOME/gridgpu/records/pjx.json"
 
 # ---- (b) pip install into the sandbox: nothing reported, the batch job imports it ----
 run_gg connect "$PIP_SESSION" -- "$PIP uninstall -y ggprobe && $PIP install --no-index $WHL && $IMPORT"
@@ -117,7 +125,10 @@ else
 fi
 sif_list "$PIP_SB_SIF" | grep -qx "$SB_SITE/ggprobe/__init__.py" && ok "... and the image holds it in /usr/local" ||
 	not_ok "ggprobe is not in the image: $(sif_list "$PIP_SB_SIF" | grep ggprobe | head -n 3)"
-# (gridgpu check "$PIP_SB_SIF" --session "$PIP_SESSION" --module ggprobe goes here: exit 0)
+run_gg check "$PIP_SB_SIF" --session "$PIP_SESSION" --module ggprobe -- python3 -c 'import ggprobe'
+expect_eq "check --module ggprobe of the image with it in the sandbox: the same (exit 0)" "$RC:$OUT" \
+	"0:the image runs it as the session $PIP_SESSION does (exit 0)"
+[ "$RC" = 0 ] || printf '%s\n' "$ERR" | sed 's/^/#   /'
 
 # the batch job: the session ends first (its slot), the empty user site stays in $HOME
 "$GRIDGPU" kill "$PIP_SESSION" >/dev/null 2>&1
