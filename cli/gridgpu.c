@@ -381,6 +381,7 @@ static const char days_work[] =
 	"  gridgpu request --gpus 1 --image dev.tar --name dev\n"
 	"  gridgpu connect dev                   install your tools into /usr/local\n"
 	"  gridgpu freeze --session dev -o work.sif\n"
+	"  gridgpu check work.sif -- CMD          runs as the batch job will?\n"
 	"  gridgpu kill dev\n"
 	"  gridgpu submit work.sif --name ana --input URL --output NAME=URL -- CMD\n"
 	"  gridgpu status ana; gridgpu get --wait ana\n";

@@ -111,9 +111,9 @@ expect_eq "the newcomer's session is glasgow-1, and kill ends it" "$RC" 0
 
 # ---- the second block: the day's loop ----------------------------------------
 expect_eq "the README's second block is the day's loop" "$(awk '{print $1" "$2}' "$T_TMP/steps2" | tr '\n' ' ')" \
-	"gridgpu request gridgpu connect gridgpu freeze gridgpu kill gridgpu submit gridgpu status gridgpu get "
+	"gridgpu request gridgpu connect gridgpu freeze gridgpu check gridgpu kill gridgpu submit gridgpu status gridgpu get "
 # --help and gridgpu(1) show the same loop.
-loop_of() { grep -oE 'gridgpu (request|connect|freeze|kill|submit|status|get)' | awk '!s[$0]++' | tr '\n' ' '; }
+loop_of() { grep -oE 'gridgpu (request|connect|freeze|check|kill|submit|status|get)' | awk '!s[$0]++' | tr '\n' ' '; }
 want=$(loop_of < "$T_TMP/steps2")
 [ -n "$want" ] || want="(the README has no second block)"
 expect_eq "gridgpu --help shows the README's second block" "$("$GRIDGPU" --help | sed -n "/^A day's work/,/^\$/p" | loop_of)" "$want"
@@ -166,10 +166,13 @@ off=$(grep -obUa hsqs work.sif | head -n 1 | cut -d: -f1)
 [ -n "$off" ] && unsquashfs -cat -o "$off" work.sif /usr/local/bin/analyse > analyse.frozen 2>/dev/null &&
 	grep -qF 'sha256sum "$1"' analyse.frozen && ok "the frozen image holds the tool installed in the session" ||
 	not_ok "work.sif has no /usr/local/bin/analyse: $(head -c 200 analyse.frozen 2>&1)"
+tr -d '\r' < "$T_TMP/loop4" | grep -qxF "the image runs it as the session dev does (exit 0)" &&
+	ok "check: the frozen image runs the installed tool as the session does" ||
+	not_ok "check: $(tr -d '\r' < "$T_TMP/loop4" | tail -5)"
 expect_eq "get: ana/hist.root, written to storage by the job from the storage input, is the input's digest" \
 	"$(cat ana/hist.root 2>&1)" "$SUM"
 expect_eq "... the job ran the installed tool (its stdout)" "$(cat ana/gridgpu-job.out 2>&1)" "analysed run1.root"
-tr -d '\r' < "$T_TMP/loop6" | grep -qx "name: *ana" && tr -d '\r' < "$T_TMP/loop6" | grep -q "^state: " &&
-	tr -d '\r' < "$T_TMP/loop6" | grep -qF "hist.root -> $GG_TB_SE_DOOR_DAVS/store/user/$RUN/hist.root" &&
-	ok "status ana: the job, its state and where its output goes" || not_ok "status ana: $(head -5 "$T_TMP/loop6")"
+tr -d '\r' < "$T_TMP/loop7" | grep -qx "name: *ana" && tr -d '\r' < "$T_TMP/loop7" | grep -q "^state: " &&
+	tr -d '\r' < "$T_TMP/loop7" | grep -qF "hist.root -> $GG_TB_SE_DOOR_DAVS/store/user/$RUN/hist.root" &&
+	ok "status ana: the job, its state and where its output goes" || not_ok "status ana: $(head -5 "$T_TMP/loop7")"
 done_testing
