@@ -261,7 +261,8 @@ static char *job_env(const struct gg_job_spec *s)
  * (removed when it ends): the wrapper, the job's enter script, the image (a link).
  * The session's own variables are unset (a batch job has none; with
  * GRIDGPU_SESSION_DIR the enter script would work in the session's directory), the
- * job's minimums set. */
+ * job's minimums set. A run directory a day old is one whose run was cut off (the
+ * client gone before its trap ran): removed. */
 static char *job_command(const struct gg_check *c, const struct gg_job_spec *s,
 			 const struct gg_site *site, const char *img, const char *wrapper,
 			 const char *enter)
@@ -279,7 +280,9 @@ static char *job_command(const struct gg_check *c, const struct gg_job_spec *s,
 			GG_NODE_MARK
 			" sd=${" GG_NODE_SD_VAR ":?}; c=" CHECK_DIR "; unset "
 			"GRIDGPU_SESSION " GG_NODE_SD_VAR " GRIDGPU_SCRATCH GRIDGPU_SFTP "
-			"GRIDGPU_WARN_LEADS; %smkdir -p \"$c\" && r=$(mktemp -d \"$c/run.XXXXXX\") "
+			"GRIDGPU_WARN_LEADS; %smkdir -p \"$c\" && { find \"$c\" -maxdepth 1 -name "
+			"'run.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null; "
+			"r=$(mktemp -d \"$c/run.XXXXXX\"); } "
 			"|| exit 125\ntrap 'cd /; rm -rf \"$r\"' EXIT; trap 'exit 129' HUP INT "
 			"TERM\n%s%sln -s %s \"$r/" CHECK_IMAGE "\" && cd \"$r\" && sh "
 			"gridgpu-wrapper%s -r %s " CHECK_IMAGE " -- %s\n",

@@ -80,6 +80,13 @@ expect_eq "submit --check of the session's image: checked, then submitted" "$RC"
 check "... its record is there" test -e "$REC/chkok$$.json"
 "$GRIDGPU" kill -q "chkok$$" >/dev/null 2>&1
 
+# a run directory a day old (a check cut off before its clean-up) goes with the next
+run_gg connect chk -- 'printf %s "$GRIDGPU_SESSION_DIR"'
+stale=$OUT/.gridgpu/check/run.stale
+mkdir -p "$stale/x" && touch -d '2 days ago' "$stale" && chown -R "$GG_TB_JOB_USER" "$stale"
+run_gg check chk.sif --session chk -- true
+expect_eq "check with a stale run directory on the node: the same, and the directory gone" \
+	"$RC $([ -e "$stale" ] && echo left)" "0 "
 # the session is as it was; the node keeps only the image of the last check
 run_gg connect chk -- 'cat /site/note; ls "$GRIDGPU_SESSION_DIR/.gridgpu/check"'
 expect_eq "the session's sandbox still works; the node keeps one image, no run directory" \
