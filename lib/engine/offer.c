@@ -134,7 +134,7 @@ static json_t *source(const char *origin, int64_t t, int64_t now, json_t *what)
 	json_t *s = what ? what : json_object();
 	gg_json_set_text(s, "origin", origin);
 	set_time(s, "time", t);
-	gg_json_set(s, "age", json_integer(now - t > 0 ? now - t : 0));
+	gg_json_set(s, "age_seconds", json_integer(now - t > 0 ? now - t : 0));
 	return s;
 }
 
@@ -200,8 +200,8 @@ static json_t *session_source(json_t *rec, int64_t now)
 
 static int by_age(const void *a, const void *b)
 {
-	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "age"));
-	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "age"));
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "age_seconds"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "age_seconds"));
 	return (x > y) - (x < y);
 }
 
@@ -275,7 +275,7 @@ static void rte_facts(json_t *s, const struct gg_site *site, json_t *offer)
 	json_array_foreach (rtes, i, r)
 		if (!rte && strcasestr(json_string_value(r), "GPU"))
 			rte = json_string_value(r);
-	gg_json_set_text(s, "rte", rte);
+	gg_json_set(s, "rte", rte ? gg_json_text(rte) : json_null());
 	int present = 0;
 	json_array_foreach (rtes, i, r)
 		present |= rte && !strcmp(json_string_value(r), rte);
@@ -334,10 +334,11 @@ static json_t *site_doc(const struct gg_site *site, json_t *c, int cached_now, j
 		last = seen_t;
 	if (last > 0) {
 		set_time(s, "last_seen", last);
-		gg_json_set(s, "last_seen_age", json_integer(now - last > 0 ? now - last : 0));
+		gg_json_set(s, "last_seen_age_seconds",
+			    json_integer(now - last > 0 ? now - last : 0));
 	} else {
 		gg_json_set(s, "last_seen", json_null());
-		gg_json_set(s, "last_seen_age", json_null());
+		gg_json_set(s, "last_seen_age_seconds", json_null());
 	}
 	gg_json_set(s, "sources", list);
 	return s;
@@ -432,9 +433,9 @@ int gg_engine_sites(struct gg_engine *e, const char *const *names, size_t n, int
 	}
 	if (asked && path)
 		gg_ce_cache_save(path, cache);
-	*doc = gg_json_object("schema", gg_json_text("gridgpu.sites/1"), "ttl",
-			      json_integer(GG_SITES_TTL), "timeout_ms", json_integer(timeout_ms),
-			      "sites", list, NULL);
+	*doc = gg_json_object("schema", gg_json_text("gridgpu.sites/1"), "ttl_seconds",
+			      json_integer(GG_SITES_TTL), "timeout_seconds",
+			      json_real((double)timeout_ms / 1000), "sites", list, NULL);
 	if (!p || !*doc)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	json_decref(cache);

@@ -337,7 +337,7 @@ static void test_sources(void **state)
 	json_t *srcs = json_object_get(s, "sources");
 	assert_int_equal(json_array_size(srcs), 2);
 	assert_string_equal(str(json_array_get(srcs, 1), "origin"), "profile");
-	assert_true(num(json_array_get(srcs, 1), "age") >= 3600);
+	assert_true(num(json_array_get(srcs, 1), "age_seconds") >= 3600);
 	json_decref(doc);
 
 	/* a session at the site saw an A100 ten minutes ago: newer than the profile */
@@ -356,7 +356,7 @@ static void test_sources(void **state)
 	assert_string_equal(str(json_array_get(srcs, 0), "origin"), "ce");
 	assert_string_equal(str(json_array_get(srcs, 1), "origin"), "session");
 	assert_string_equal(str(json_array_get(srcs, 1), "session"), "dev1");
-	assert_true(num(json_array_get(srcs, 1), "age") >= 600);
+	assert_true(num(json_array_get(srcs, 1), "age_seconds") >= 600);
 	assert_string_equal(str(json_array_get(srcs, 2), "origin"), "profile");
 	assert_string_equal(json_string_value(json_array_get(json_object_get(s, "gpu_models"), 0)),
 			    "NVIDIA A100-SXM4-40GB");
