@@ -224,50 +224,13 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 	return 0;
 }
 
-/* --count N round-robin, each to the first site from its turn that takes it. */
-static int spread(struct gg_cli *cli, const struct sub *s, const struct gg_site *const *sites,
-		  int nsites)
-{
-	cli_catch_interrupt();
-	int exit_code = EXIT_OK, nok = 0;
-	json_t *done = json_array();
-	for (int i = 0; i < s->count && !cli_interrupted(); i++) {
-		struct gg_err err = {0};
-		struct gg_record r;
-		int rc = gg_engine_submit_job(cli_engine(cli), s->spec, sites, nsites, i, s->name,
-					      s->token, &r, &err);
-		if (rc == 0) {
-			nok++;
-			gg_json_append(done, cli_record_json(&r));
-			if (!cli->json)
-				ui_out("%s\n", r.name);
-			gg_record_clear(&r);
-			continue;
-		}
-		int code = ui_fail(cli, &err, "submit%s",
-				   nsites > 1 ? " (no site accepted the job)" : "");
-		if (!exit_code)
-			exit_code = code;
-		if (rc == GG_EINTR)
-			break;
-	}
-	if (cli->json && (nok || !exit_code)) /* else the error is the document */
-		ui_json_doc("submit", done);
-	else
-		json_decref(done);
-	if (nok)
-		ui_info(cli,
-			"'gridgpu jobs --sync' follows them; 'gridgpu get NAME' fetches the outputs");
-	return exit_code;
-}
-
 /* The parsed submission to its sites (or printed with --dry-run). */
 static int submit(struct gg_cli *cli, struct sub *s)
 {
 	int rc;
 	const struct gg_site *sites[16];
 	int nsites = 0;
-	if ((rc = cli_sites(cli, sites, 16, &nsites)))
+	if ((rc = cli_submit_sites(cli, &s->res, s->dry_run, sites, 16, &nsites)))
 		return rc;
 	struct gg_err err = {0};
 	if (gg_job_count_check(s->spec, s->count, sites, nsites, &err) < 0)
@@ -280,7 +243,9 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	else if (s->dry_run)
 		rc = cli_dry_run_jobs(cli, s->spec, sites, nsites, s->count);
 	else
-		rc = cli_engine(cli) ? spread(cli, s, sites, nsites) : cli->cfg_exit;
+		rc = cli_engine(cli) ? cli_submit_spread(cli, s->spec, s->count, s->name, s->token,
+							 sites, nsites)
+				     : cli->cfg_exit;
 	free(wrapper);
 	return rc;
 }

@@ -119,13 +119,29 @@ GG_API int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, c
  * free and total slots, waiting jobs, the GPU RTE, when last seen) and its
  * sources, newest first, each with its origin, time and age: the CE's GLUE2
  * information ("ce"), the profile's GPU keys ("profile"), the GPUs an earlier
- * session at the site was given ("session"). The CEs not in the cache are
+ * session at the site was given ("session"); the summary's GPU facts are the
+ * last session's where there is one, else the profile's. The CEs not in the cache are
  * asked at once, a thread each, and each waited for timeout_ms at most (<= 0:
  * GG_SITES_TIMEOUT_MS); a CE that does not answer is a site with its reason,
  * not an error. GG_ENOTFOUND for a name that is no site. Outside text: escape
  * it to print it. */
 GG_API int gg_engine_sites(struct gg_engine *e, const char *const *names, size_t n,
 			   int64_t timeout_ms, unsigned flags, json_t **doc, struct gg_err *err);
+
+/* Matchmaking (match.c): the sites named (all when n is 0) against what res
+ * asks (GPUs or a MIG profile, min_gpu_memory, min_capability), from what
+ * gg_engine_sites says of them. *doc: {"chosen": the best site or null,
+ * "why": one line ("chose tb: 8 free slots, 0 waiting (best of 2 sites that
+ * fit; 1 dropped)") or null, "ranking": [{site, fits, reason (why it cannot:
+ * not reachable, no GPU mapping, too little GPU memory, too low a
+ * capability, no such MIG profile), free_slots, waiting, gpu_memory_mb,
+ * capability, expected_wait (waiting less free slots)}], the sites that fit
+ * first, best first (known queues before unknown ones, then the order given),
+ * then those dropped}. A fact a site does not state is no reason to drop it
+ * (the batch wrapper checks the GPU on the node). */
+GG_API int gg_engine_match(struct gg_engine *e, const char *const *names, size_t n,
+			   const struct gg_jd_resources *res, int64_t timeout_ms, json_t **doc,
+			   struct gg_err *err);
 
 /* ---- the descriptions (describe.c) ---- */
 

@@ -3,8 +3,10 @@
  * every CE at once, a thread each, each given timeout_ms; kept GG_SITES_TTL
  * seconds in $XDG_CACHE_HOME/gridgpu/sites.json), the site profile's GPU keys
  * ("profile": as old as the configuration file) and what earlier sessions at
- * the site saw ("session": gpu/seen.c). The summary of each site takes each
- * fact from the newest source that has it. */
+ * the site saw ("session": gpu/seen.c), listed newest first. The summary of
+ * each site takes the GPU facts from the last session's record where there is
+ * one (what nvidia-smi said on a node), else from the profile; the queue's
+ * from the CE. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,11 +324,14 @@ static json_t *site_doc(const struct gg_site *site, json_t *c, int cached_now, j
 				   "mig_profiles", json_array(), "arch", json_null(), "gpus_from",
 				   json_null(), NULL);
 	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++) {
-		if (srcs[i] != ce)
-			gpu_facts(s, srcs[i]);
+	/* what a node's nvidia-smi said before what the profile declares: the
+	 * profile's age is the configuration file's, which any edit renews */
+	if (sess)
+		gpu_facts(s, sess);
+	if (prof)
+		gpu_facts(s, prof);
+	for (size_t i = 0; i < n; i++)
 		gg_json_append(list, srcs[i]);
-	}
 	ce_facts(s, site, ce);
 	int64_t last = json_integer_value(json_object_get(c, "answered"));
 	int64_t seen_t = sess ? json_integer_value(json_object_get(rec, "time")) : 0;

@@ -12,7 +12,7 @@ export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 SILENT_PID=""
 on_exit() {
 	[ -n "$SILENT_PID" ] && kill "$SILENT_PID" 2>/dev/null
-	"$GRIDGPU" kill s1 >/dev/null 2>&1
+	"$GRIDGPU" kill s1 m1 >/dev/null 2>&1
 	"$GRIDGPU" clean --all -q >/dev/null 2>&1
 	t_cleanup
 }
@@ -108,6 +108,39 @@ run_gg sites tb
 printf '%s\n' "$OUT" | grep -Eq '^tb +yes +NVIDIA A100-SXM4-40GB +40960 MiB +8\.0 ' &&
 	printf '%s\n' "$OUT" | grep -Eq '^  tb: (.*; )?GPUs of session s1 (just now|[0-9]+s ago); (.*; )?site profile ' &&
 	ok "the table shows the session's GPUs and where they come from" || not_ok "after the session: $OUT"
+
+# --- submit --site A,B / auto: where the requirements fit ------------------------------
+# small is the same CE, declared with 16 GB T4s: a 24 GB job must not go there,
+# even listed first; tb's GPUs are the 40 GB A100s the session saw.
+"$GRIDGPU" site add small -q --ce "$GG_TB_CE_URL" --gpu-rte "$GG_TB_GPU_RTE" --runtime bwrap \
+	--gpu-model "Tesla T4" --gpu-memory 16384 --gpu-capability 7.5
+"$GRIDGPU" site set tb runtime bwrap >/dev/null
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" >/dev/null 2>&1
+check "freeze the test sandbox" "$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
+n0=$(sl squeue -h | wc -l)
+run_gg submit "$T_TMP/work.sif" --site small,tb --gpus 1 --min-gpu-memory 24G --dry-run -- sh -c true
+expect_eq "submit --site small,tb --dry-run" "$RC" 0
+printf '%s\n' "$OUT" | grep -qx '  1\. tb: [0-9]* free slots, [0-9]* waiting' &&
+	printf '%s\n' "$OUT" | grep -qx '  -  small: dropped: its GPUs have 16384 MiB, the job needs 24576 MiB' &&
+	ok "--dry-run shows the ranking: tb, and small dropped with the reason" || not_ok "ranking: $OUT"
+printf '%s\n' "$ERR" | grep -Eq '^chose tb: [0-9]+ free slots, [0-9]+ waiting \(the only site that fits; 1 dropped\)$' &&
+	ok "... one line says which site and why" || not_ok "the choice: $ERR"
+printf '%s\n' "$OUT" | grep -q '^# job 1 of 1 → site tb,' && ok "... the job described for tb" || not_ok "described: $OUT"
+expect_eq "... and nothing sent" "$(sl squeue -h | wc -l):$("$GRIDGPU" list --jobs 2>&1 | grep -c '^m1 ')" "$n0:0"
+run_gg submit "$T_TMP/work.sif" --site small,tb --name m1 --gpus 1 --min-gpu-memory 24G -- sh -c true
+expect_eq "submit --site small,tb: a 24 GB job" "$RC:$OUT" "0:m1"
+run_gg --json status --no-sync m1
+expect_eq "... went to tb, listed second" "$(printf '%s' "$OUT" | py 'print(d["site"])')" tb
+run_gg submit "$T_TMP/work.sif" --site auto --gpus 1 --min-capability 9.0 -- sh -c true
+expect_eq "submit --site auto for capability 9.0: no site can, exit 2" "$RC" 2
+printf '%s\n' "$ERR" | grep -q '  -  tb: dropped: its GPUs.* capability is 8.0, the job needs 9.0' &&
+	printf '%s\n' "$ERR" | grep -q '  -  closed: dropped: not reachable' &&
+	printf '%s\n' "$ERR" | grep -q 'no site can take the job' &&
+	ok "... each site dropped with its reason" || not_ok "auto, none fits: $ERR"
+run_gg --json list --jobs
+expect_eq "... and nothing sent: m1 is the one job" "$(printf '%s' "$OUT" | py 'print([j["name"] for j in d["items"]])')" "['m1']"
+expect_fail "--site with a mistyped name in the list: exit 2" 2 "--site 'smal': no such site; did you mean 'small'?" \
+	submit "$T_TMP/work.sif" --site smal,tb -- true
 
 # --- bad input ----------------------------------------------------------------------------
 expect_fail "a site that is not one of yours: exit 5" 5 "no site 'nope'" sites nope

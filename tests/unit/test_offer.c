@@ -70,6 +70,12 @@ static int f_offer(struct gg_ce *ce, json_t **out, struct gg_err *err)
 		while (!f->cancel || !f->cancel(f->cancel_ud))
 			usleep(5000);
 		rc = gg_err_set(err, GG_EINTR, "interrupted");
+	} else if (strstr(ce->endpoint, "busy")) { /* 70 waiting, not 7 */
+		char *doc = strdup(glue2);
+		char *w = strstr(doc, "\"WaitingJobs\":\"7\"");
+		memcpy(w, "\"WaitingJobs\":\"9\"", strlen("\"WaitingJobs\":\"9\""));
+		rc = gg_glue2_offer(doc, strlen(doc), out, err);
+		free(doc);
 	} else {
 		rc = gg_glue2_offer(glue2, strlen(glue2), out, err);
 	}
@@ -109,6 +115,11 @@ static void add_site(const char *name, const char *ce)
 		assert_int_equal(gg_site_add_value(&s, "gpus-per-node", "4", &err), 0);
 		assert_int_equal(gg_site_add_value(&s, "mig-profile", "1g.10gb", &err), 0);
 	}
+	if (!strcmp(name, "big") || !strcmp(name, "busy")) {
+		assert_int_equal(gg_site_add_value(&s, "gpu-rte", "ENV/GPU", &err), 0);
+		assert_int_equal(gg_site_add_value(&s, "gpu-memory", "40960", &err), 0);
+		assert_int_equal(gg_site_add_value(&s, "gpu-capability", "8.0", &err), 0);
+	}
 	assert_int_equal(gg_config_set_site(cfg, &s, &err), 0);
 	gg_site_clear(&s);
 }
@@ -133,6 +144,8 @@ static int setup(void **state)
 	add_site("slow1", "https://slow1.example/arex");
 	add_site("slow2", "https://slow2.example/arex");
 	add_site("bare", "https://bare.example/arex");
+	add_site("busy", "https://busy.example/arex");
+	add_site("big", "https://big.example/arex");
 	if (gg_config_save(cfg, &err) < 0 || gg_engine_new(NULL, cfg, &E, &err) < 0)
 		return -1;
 	struct gg_engine_callbacks cb = {.size = sizeof cb, .open_ce = open_fake};
@@ -402,12 +415,78 @@ static void test_seen_file(void **state)
 	json_decref(seen);
 }
 
+/* Matchmaking: what cannot satisfy the job is dropped with the reason, the rest
+ * ranked by expected wait (waiting less free slots), ties in the order given. */
+static const char *match_of(struct gg_jd_resources *res, const char *const *names, size_t n,
+			    char *ranking, size_t len)
+{
+	json_t *doc = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_match(E, names, n, res, 300, &doc, &err), 0);
+	size_t i, used = 0;
+	json_t *r;
+	ranking[0] = '\0';
+	json_array_foreach (json_object_get(doc, "ranking"), i, r) {
+		const char *why = json_string_value(json_object_get(r, "reason"));
+		used += (size_t)snprintf(ranking + used, len - used, "%s%s%s%s", i ? "|" : "",
+					 json_string_value(json_object_get(r, "site")),
+					 why ? ": " : "", why ? why : "");
+	}
+	static char line[256];
+	snprintf(line, sizeof line, "%s",
+		 json_is_string(json_object_get(doc, "why"))
+			 ? json_string_value(json_object_get(doc, "why"))
+			 : "(none)");
+	json_decref(doc);
+	return line;
+}
+
+static void test_match(void **state)
+{
+	(void)state;
+	const char *names[] = {"good", "busy", "big", "slow1", "bare"};
+	char ranking[2048];
+	struct gg_jd_resources res = {.gpus = 1, .min_gpu_memory = 24ull << 30};
+	assert_string_equal(match_of(&res, names, 5, ranking, sizeof ranking),
+			    "chose big: 30 free slots, 8 waiting (the best of 2 sites that fit; 3 "
+			    "dropped)");
+	assert_string_equal(ranking,
+			    "big|busy|good: its GPUs have 16384 MiB, the job needs 24576 MiB|"
+			    "slow1: not reachable: https://slow1.example/arex: no answer within "
+			    "0.3 s|bare: no GPU mapping (gpu_queue, gpu_rte)");
+	/* the capability */
+	struct gg_jd_resources cc = {.gpus = 1, .min_capability = "8.0"};
+	const char *two[] = {"good", "busy"};
+	assert_string_equal(match_of(&cc, two, 2, ranking, sizeof ranking),
+			    "chose busy: 30 free slots, 10 waiting (the only site that fits; 1 "
+			    "dropped)");
+	assert_string_equal(ranking, "busy|good: its GPUs' capability is 7.5, the job needs 8.0");
+	/* a MIG profile: a site that lists its profiles must list it */
+	struct gg_jd_resources mig = {.mig = "2g.20gb"};
+	assert_string_equal(match_of(&mig, two, 2, ranking, sizeof ranking),
+			    "chose busy: 30 free slots, 10 waiting (the only site that fits; 1 "
+			    "dropped)");
+	assert_string_equal(ranking, "busy|good: offers no MIG 2g.20gb");
+	mig.mig = "1g.10gb";
+	match_of(&mig, two, 2, ranking, sizeof ranking);
+	assert_string_equal(
+		ranking,
+		"busy|good"); /* both fit: busy has more free slots than good's gpu queue */
+	/* no GPU asked: a site without GPU mapping fits too; none fits: no choice */
+	struct gg_jd_resources cpu = {.cpus = 1};
+	const char *bare[] = {"bare"};
+	match_of(&cpu, bare, 1, ranking, sizeof ranking);
+	assert_string_equal(ranking, "bare");
+	struct gg_jd_resources gpu = {.gpus = 1};
+	assert_string_equal(match_of(&gpu, bare, 1, ranking, sizeof ranking), "(none)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_glue2),     cmocka_unit_test(test_parallel_timeout),
 		cmocka_unit_test(test_cache),     cmocka_unit_test(test_sources),
-		cmocka_unit_test(test_seen_file),
+		cmocka_unit_test(test_seen_file), cmocka_unit_test(test_match),
 	};
 	return cmocka_run_group_tests_name("offer", tests, setup, teardown);
 }
