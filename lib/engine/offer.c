@@ -430,7 +430,9 @@ int gg_engine_sites(struct gg_engine *e, const char *const *names, size_t n, int
 		if (p[i].site) {
 			json_decref(c);
 			c = entry(&p[i], now, json_object_get(cache, sites[i]->name));
-			json_object_set(cache, sites[i]->name, c);
+			/* not a missing credential: the next run after proxy init asks */
+			if (p[i].rc != GG_ECRED)
+				json_object_set(cache, sites[i]->name, c);
 		}
 		gg_json_append(list, site_doc(sites[i], c, !p[i].site, seen, mtime, now));
 		json_decref(c);

@@ -325,6 +325,23 @@ static void test_cache(void **state)
 	assert_int_equal(offers, 2);
 	s->ce = old;
 	json_decref(doc);
+	/* no credential: the site says so, and that is not kept: once there is
+	 * one, the CE is asked */
+	const char *bare[] = {"bare"};
+	char *token = strdup(getenv("BEARER_TOKEN"));
+	unsetenv("BEARER_TOKEN");
+	offers = 0;
+	assert_int_equal(gg_engine_sites(E, bare, 1, 1000, GG_SITES_FRESH, &doc, &e2), 0);
+	assert_false(json_is_true(json_object_get(site_of(doc, "bare"), "reachable")));
+	assert_non_null(strstr(str(site_of(doc, "bare"), "reason"), "no bearer token"));
+	assert_int_equal(offers, 0);
+	json_decref(doc);
+	setenv("BEARER_TOKEN", token, 1);
+	free(token);
+	assert_int_equal(gg_engine_sites(E, bare, 1, 1000, 0, &doc, &e2), 0);
+	assert_int_equal(offers, 1);
+	assert_true(json_is_true(json_object_get(site_of(doc, "bare"), "reachable")));
+	json_decref(doc);
 }
 
 /* The profile's keys and an earlier session's GPUs, each with its age, newest
