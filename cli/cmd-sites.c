@@ -170,7 +170,7 @@ int cmd_sites(struct gg_cli *cli, int argc, char **argv)
 		names = cli->sites, n = (size_t)cli->nsites;
 	if (!n && !gg_engine_config(e)->nsites)
 		return ui_fail(cli,
-			       &(struct gg_err){.code = GG_ENOTFOUND,
+			       &(struct gg_err){.code = GG_EUSAGE,
 						.msg = "no sites: add one with 'gridgpu site add'"},
 			       "sites");
 	if (gg_engine_sites(e, names, n, timeout_ms, flags, &doc, &err) < 0)

@@ -146,4 +146,7 @@ expect_fail "--site with a mistyped name in the list: exit 2" 2 "--site 'smal': 
 expect_fail "a site that is not one of yours: exit 5" 5 "no site 'nope'" sites nope
 expect_fail "--timeout without a unit: exit 2" 2 "--timeout" sites --timeout 3
 expect_fail "--timeout 0: exit 2" 2 "--timeout '0s': expected 1s to 10m" sites --timeout 0s
+: >"$T_TMP/none.conf"
+run_gg --config "$T_TMP/none.conf" sites
+expect_eq "no site profile yet: exit 2, saying how to add one" "$RC:$ERR" "2:gridgpu: sites: no sites: add one with 'gridgpu site add'"
 done_testing
