@@ -242,7 +242,7 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	int rc;
 	const struct gg_site *sites[16];
 	int nsites = 0;
-	if ((rc = cli_sites(cli, sites, 16, &nsites)))
+	if ((rc = cli_submit_sites(cli, &s->res, s->dry_run, sites, 16, &nsites)))
 		return rc;
 	struct gg_err err = {0};
 	if (gg_job_count_check(s->spec, s->count, sites, nsites, &err) < 0)
@@ -261,7 +261,7 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	if (s->dry_run)
 		return cli_dry_run_jobs(cli, s->spec, sites, nsites, s->count);
 	return cli_engine(cli)
-		       ? cli_submit_spread(cli, s->spec, sites, nsites, s->count, s->name, s->token)
+		       ? cli_submit_spread(cli, s->spec, s->count, s->name, s->token, sites, nsites)
 		       : cli->cfg_exit;
 }
 

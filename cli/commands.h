@@ -28,6 +28,7 @@ int cmd_get(struct gg_cli *cli, int argc, char **argv);
 int cmd_complete(struct gg_cli *cli, int argc, char **argv);
 int cmd_gpus(struct gg_cli *cli, int argc, char **argv);
 int cmd_doctor(struct gg_cli *cli, int argc, char **argv);
+int cmd_sites(struct gg_cli *cli, int argc, char **argv);
 
 /* site add's options, made from the library's site keys by cli_site_opts_init
  * (main calls it first). */
@@ -50,6 +51,7 @@ extern const struct gg_opt cmd_proxy_init_opts[];
 extern const struct gg_opt cmd_proxy_info_opts[];
 extern const struct gg_opt cmd_proxy_destroy_opts[];
 extern const struct gg_opt cmd_gpus_opts[];
+extern const struct gg_opt cmd_sites_opts[];
 extern const struct gg_opt cmd_doctor_opts[];
 
 #endif

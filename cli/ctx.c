@@ -53,19 +53,30 @@ int cli_check_sites(struct gg_cli *cli)
 	size_t n = 0;
 	for (size_t i = 0; i < cfg->nsites && n < 64; i++)
 		names[n++] = cfg->sites[i].name;
+	/* submit chooses among sites: --site auto (all), --site A,B (each checked) */
+	int choose = cli->cmd && !strcmp(cli->cmd->name, "submit");
 	for (int i = 0; i < cli->nsites; i++) {
-		if (gg_config_site(cfg, cli->sites[i]))
+		char one[256];
+		const char *p = cli->sites[i];
+		if (choose && !strcmp(p, "auto"))
 			continue;
-		const char *near = cli_nearest(cli->sites[i], names, n);
-		if (near)
-			return ui_usage(cli,
+		do {
+			size_t len = choose ? strcspn(p, ",") : strlen(p);
+			snprintf(one, sizeof one, "%.*s", (int)len, p);
+			p += len + (p[len] == ',');
+			if (gg_config_site(cfg, one))
+				continue;
+			const char *near = cli_nearest(one, names, n);
+			if (near)
+				return ui_usage(
+					cli,
 					"--site '%s': no such site; did you mean '%s'? (see "
 					"'gridgpu site list')",
-					cli->sites[i], near);
-		return ui_usage(cli, "--site '%s': no such site in %s (%s)", cli->sites[i],
-				cfg->path,
-				n ? "see 'gridgpu site list'"
-				  : "there are none yet: 'gridgpu site add NAME --ce URL'");
+					one, near);
+			return ui_usage(cli, "--site '%s': no such site in %s (%s)", one, cfg->path,
+					n ? "see 'gridgpu site list'"
+					  : "there are none yet: 'gridgpu site add NAME --ce URL'");
+		} while (*p);
 	}
 	return 0;
 }

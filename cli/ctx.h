@@ -38,12 +38,18 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, in
 /* --dry-run (dryrun.c): show the descriptions and requests, send nothing. */
 int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 			const struct gg_site *site, const struct gg_record *r);
-/* submit's jobs to their sites (cli/spread.c): the exit code. */
-int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec,
-		      const struct gg_site *const *sites, int nsites, int count, const char *name,
-		      int token);
 int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 		     const struct gg_site *const *sites, int nsites, int count);
+
+/* submit's sites (submit-sites.c): those --site names, or with --site auto or
+ * --site A,B the matchmaking's, best first (the ranking shown with -v and
+ * --dry-run, the choice in one line); 0, or the exit code. */
+int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
+		     const struct gg_site **sites, int max, int *nsites);
+/* --count N jobs round-robin over sites, each to the first from its turn
+ * that takes it; the exit code. */
+int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec, int count,
+		      const char *name, int token, const struct gg_site *const *sites, int nsites);
 
 struct gg_store *cli_store(struct gg_cli *cli);
 /* A file of ours in libexec to stage (malloc'd): the session launcher, the

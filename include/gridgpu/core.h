@@ -172,6 +172,7 @@ GG_API int gg_xdg_dir(enum gg_xdg kind, char **out, struct gg_err *err);
 #define GG_MAX_JUMPS 8
 #define GG_MAX_BINDS 16
 #define GG_MAX_ALLOW 32
+#define GG_MAX_MIG   8
 
 /* What a site key's value is: how struct gg_site holds it, how the file, site
  * show --json and site add take and show it, what completion offers. */
@@ -244,7 +245,19 @@ enum gg_site_kind {
 	D(token_refresh, "token-refresh", "5m",                                                  \
 	  "renew a site's token when it has less than DUR left")                                 \
 	S(GG_SK_CHOICE, image_check, "image-check", 0, "none|login", "none", 0, choice,          \
-	  "check node:/PATH images on the last jump host (it sees the nodes' files) first")
+	  "check node:/PATH images on the last jump host (it sees the nodes' files) first")      \
+	S(GG_SK_TEXT, gpu_model, "gpu-model", 0, "MODEL", NULL, 0, gpu_model,                    \
+	  "the nodes' GPU model, as nvidia-smi names it (NVIDIA A100-SXM4-40GB)")                \
+	S(GG_SK_TEXT, gpu_memory, "gpu-memory", 0, "MIB", NULL, 0, mib,                          \
+	  "each GPU's memory in MiB (40960)")                                                    \
+	S(GG_SK_TEXT, gpu_capability, "gpu-capability", 0, "X.Y", NULL, 0, capability,           \
+	  "the GPUs' CUDA compute capability (8.0)")                                             \
+	S(GG_SK_TEXT, gpus_per_node, "gpus-per-node", 0, "N", NULL, 0, count,                    \
+	  "how many GPUs a node has")                                                            \
+	L(GG_SK_LIST, mig_profiles, nmig_profiles, GG_MAX_MIG, "MIG profiles", "mig_profile",    \
+	  "mig-profile", 0, "PROFILE", mig, "a MIG profile the site offers, 1g.10gb (repeat)")   \
+	S(GG_SK_TEXT, arch, "arch", 0, "ARCH", NULL, 0, arch,                                    \
+	  "the nodes' CPU architecture (x86_64, aarch64): the images they run")
 
 #define GG_SITE_FIELD_S(kind, field, ...) char *field;
 #define GG_SITE_FIELD_L(kind, field, count, max, ...) \

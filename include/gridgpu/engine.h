@@ -9,6 +9,7 @@
 #include "gridgpu/ce.h"
 #include "gridgpu/cred.h"
 #include "gridgpu/image.h"
+#include "gridgpu/json.h"
 #include "gridgpu/node.h"
 #include "gridgpu/session.h"
 
@@ -103,6 +104,44 @@ GG_API int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record 
  * *out = NULL (rc 0) when r has not failed or has no job at a CE. */
 GG_API int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, char **out,
 			       struct gg_err *err);
+
+/* ---- what the user's sites offer (offer.c) ---- */
+
+/* How long the CE's word is kept ($XDG_CACHE_HOME/gridgpu/sites.json), in
+ * seconds; how long a CE is waited for by default, in milliseconds. */
+#define GG_SITES_TTL        60
+#define GG_SITES_TIMEOUT_MS 10000
+/* gg_engine_sites's flags: ask every CE, whatever the cache holds. */
+#define GG_SITES_FRESH 1u
+/* What the sites named (all of the engine's configuration when n is 0) offer,
+ * as the document gridgpu sites --json prints (doc/json/sites.schema.json):
+ * per site a summary (reachable and why not, GPU models, memory, capability,
+ * free and total slots, waiting jobs, the GPU RTE, when last seen) and its
+ * sources, newest first, each with its origin, time and age: the CE's GLUE2
+ * information ("ce"), the profile's GPU keys ("profile"), the GPUs an earlier
+ * session at the site was given ("session"); the summary's GPU facts are the
+ * last session's where there is one, else the profile's. The CEs not in the cache are
+ * asked at once, a thread each, and each waited for timeout_ms at most (<= 0:
+ * GG_SITES_TIMEOUT_MS); a CE that does not answer is a site with its reason,
+ * not an error. GG_ENOTFOUND for a name that is no site. Outside text: escape
+ * it to print it. */
+GG_API int gg_engine_sites(struct gg_engine *e, const char *const *names, size_t n,
+			   int64_t timeout_ms, unsigned flags, json_t **doc, struct gg_err *err);
+
+/* Matchmaking (match.c): the sites named (all when n is 0) against what res
+ * asks (GPUs or a MIG profile, min_gpu_memory, min_capability), from what
+ * gg_engine_sites says of them. *doc: {"chosen": the best site or null,
+ * "why": one line ("chose tb: 8 free slots, 0 waiting (best of 2 sites that
+ * fit; 1 dropped)") or null, "ranking": [{site, fits, reason (why it cannot:
+ * not reachable, no GPU mapping, too little GPU memory, too low a
+ * capability, no such MIG profile), free_slots, waiting, gpu_memory_mb,
+ * capability, expected_wait (waiting less free slots)}], the sites that fit
+ * first, best first (known queues before unknown ones, then the order given),
+ * then those dropped}. A fact a site does not state is no reason to drop it
+ * (the batch wrapper checks the GPU on the node). */
+GG_API int gg_engine_match(struct gg_engine *e, const char *const *names, size_t n,
+			   const struct gg_jd_resources *res, int64_t timeout_ms, json_t **doc,
+			   struct gg_err *err);
 
 /* ---- the descriptions (describe.c) ---- */
 

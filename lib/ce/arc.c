@@ -431,6 +431,21 @@ out:
 	return rc;
 }
 
+static int arc_offer(struct gg_ce *g, json_t **out, struct gg_err *err)
+{
+	struct arc *ce = g->impl;
+	char *url = rest_url(ce, "info?schema=glue2", err);
+	if (!url)
+		return err ? err->code : GG_EFAIL;
+	json_t *j = NULL;
+	int rc = get_json(ce, url, "CE info", &j, err);
+	if (rc == 0 && (rc = gg_glue2_offer_json(j, out, err)) < 0)
+		gg_err_prefix(err, "%s", url);
+	json_decref(j);
+	free(url);
+	return rc;
+}
+
 /* The start both answers share: the body as a JSON object, its "job" member
  * (one object or an array of them) as *arr, and room for as many results
  * (zeroed) in *res; what: the answer, for the errors. */
@@ -1129,6 +1144,7 @@ const struct gg_ce_ops gg_ce_arc_rest = {
 	.close = arc_close,
 	.version = arc_version,
 	.info = arc_info,
+	.offer = arc_offer,
 	.delegate = arc_delegate,
 	.submit = arc_submit,
 	.submit_unsent = arc_submit_unsent,

@@ -50,6 +50,8 @@ struct gg_ce_ops {
 	int (*diagnose)(struct gg_ce *ce, const char *id, const char *item, char **text,
 			struct gg_err *err);
 	struct gg_http *(*http)(struct gg_ce *ce);
+	/* Optional: what the CE offers (gg_glue2_offer_json's object). */
+	int (*offer)(struct gg_ce *ce, json_t **offer, struct gg_err *err);
 };
 
 /* ARC CE, REST interface (arc.c, deleg.c). */

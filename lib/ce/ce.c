@@ -85,6 +85,13 @@ int gg_ce_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
 	return ce->ops->info(ce, info, err);
 }
 
+int gg_ce_offer(struct gg_ce *ce, json_t **out, struct gg_err *err)
+{
+	*out = NULL;
+	return ce->ops->offer ? ce->ops->offer(ce, out, err)
+			      : unsupported(ce, "information on what it offers", err);
+}
+
 int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 		   const char *cache_path, char **id, struct gg_err *err)
 {

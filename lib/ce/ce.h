@@ -60,4 +60,16 @@ int gg_arc_inputs_pending(const char *input);
  * only "Transfer timed out"). 1 when found (out filled, printable), else 0. */
 int gg_arc_staging_failure(const char *errors, char *out, size_t len);
 
+/* What a CE offers, from its GLUE2 information (glue2.c): an object with, where
+ * the CE says them, name, batch_system, running, waiting (in the batch system
+ * and before it), total_slots, platform, os, and the arrays shares (each
+ * {name, free_slots, running, waiting}) and rtes (names). Numbers are checked,
+ * texts kept only when short printable ASCII. GG_EPROTO for a document that is
+ * not GLUE2. gg_glue2_offer parses the text first (fuzzed). */
+int gg_glue2_offer_json(json_t *doc, json_t **out, struct gg_err *err);
+int gg_glue2_offer(const char *body, size_t len, json_t **out, struct gg_err *err);
+/* The CE's offer (gg_glue2_offer_json's object, *out malloc'd); GG_EUSAGE for a
+ * backend that cannot say. */
+int gg_ce_offer(struct gg_ce *ce, json_t **out, struct gg_err *err);
+
 #endif

@@ -7,6 +7,7 @@
 #include "ce/ce.h"
 #include "gridgpu/site.h"
 #include "engine/engine.h"
+#include "gridgpu/gpu.h"
 #include "ssh/ssh.h"
 
 typedef int (*check_fn)(const struct gg_site_key *k, const char *v, struct gg_err *err);
@@ -96,6 +97,74 @@ static int check_output_base(const struct gg_site_key *k, const char *v, struct 
 	free(base);
 	free(probe);
 	return rc < 0 ? gg_err_prefix(err, "--%s '%s'", k->option, v) : 0;
+}
+
+/* What nvidia-smi names a GPU: printable ASCII, as NVML gives it. */
+static int check_gpu_model(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	size_t n = strlen(v);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] < 0x20 || v[i] > 0x7e)
+			n = 0;
+	if (n == 0 || n > 95)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--%s: expected the GPU's name as nvidia-smi prints it "
+				  "(NVIDIA A100-SXM4-40GB)",
+				  k->option);
+	return 0;
+}
+
+/* digits alone, at most 'max' of them, not 0 */
+static int digits(const char *v, size_t max)
+{
+	size_t n = strspn(v, "0123456789");
+	return n && n == strlen(v) && n <= max && strspn(v, "0") < n;
+}
+
+static int check_mib(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	if (!digits(v, 9))
+		return gg_err_set(err, GG_EUSAGE, "--%s '%s': expected MiB, a number (40960)",
+				  k->option, v);
+	return 0;
+}
+
+static int check_count(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	if (!digits(v, 3))
+		return gg_err_set(err, GG_EUSAGE, "--%s '%s': expected a count, 1 to 999",
+				  k->option, v);
+	return 0;
+}
+
+/* "8.0", "7.5", "10.0": what nvidia-smi's compute_cap prints. */
+static int check_capability(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	const char *dot = strchr(v, '.');
+	size_t n = dot ? (size_t)(dot - v) : 0;
+	if (!dot || n < 1 || n > 2 || strspn(v, "0123456789") != n || strlen(dot + 1) != 1 ||
+	    !strchr("0123456789", dot[1]) || *v == '0')
+		return gg_err_set(err, GG_EUSAGE,
+				  "--%s '%s': expected a CUDA compute capability, X.Y (8.0)",
+				  k->option, v);
+	return 0;
+}
+
+static int check_mig(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	return gg_mig_profile_check(v, err) < 0 ? gg_err_prefix(err, "--%s", k->option) : 0;
+}
+
+/* An architecture as uname -m names it: x86_64, aarch64, ppc64le. */
+static int check_arch(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	const char *ok = "abcdefghijklmnopqrstuvwxyz0123456789_";
+	if (!*v || strspn(v, ok) != strlen(v) || strlen(v) > 16)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--%s '%s': expected an architecture as uname -m names it "
+				  "(x86_64, aarch64)",
+				  k->option, v);
+	return 0;
 }
 
 #define CHECK_S(kind, field, option, shortopt, argname, dflt, flags, check, help) check_##check,

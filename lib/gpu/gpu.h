@@ -13,4 +13,14 @@
  * that names no GPU; GG_EPROTO for text that is not such a record. malloc'd. */
 int gg_gpu_smi_provenance(const char *record, char **json, struct gg_err *err);
 
+/* What earlier sessions at a site saw (seen.c): the GPUs of a session's node
+ * (prov_json, gg_gpu_smi_provenance's), kept as the site's newest record in
+ * $XDG_CACHE_HOME/gridgpu/seen-gpus.json with when and the session's name;
+ * nothing for a record without GPUs. The records by site, {SITE: {time,
+ * session, gpus: [{name, memory_mb, capability}]}} (an empty object when there
+ * are none), from gg_gpu_seen_load. */
+int gg_gpu_seen_save(const char *site, const char *session, const char *prov_json, int64_t when,
+		     struct gg_err *err);
+json_t *gg_gpu_seen_load(void);
+
 #endif

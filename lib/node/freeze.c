@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -241,6 +242,8 @@ static void node_gpus(struct gg_session_freeze *sf, const struct gg_record *r)
 	char *m = NULL;
 	if (gg_session_node_gpus(sf->conn, &sf->gpus, &err) < 0)
 		m = gg_strdup_printf("the image records no GPUs: %s", err.msg);
+	else if (sf->gpus) /* what the site gave, for gridgpu sites: best effort */
+		gg_gpu_seen_save(r->site, r->name, sf->gpus, (int64_t)time(NULL), NULL);
 	else if (!sf->gpus && r->mig)
 		m = gg_strdup_printf("(the image records no GPU: the session's is a MIG device "
 				     "(%s), which nvidia-smi on the node does not describe; submit "

@@ -34,10 +34,10 @@ bash_complete() { # words... (the last one is the word being completed)
 		[ ${#COMPREPLY[@]} -gt 0 ] && printf "%s\n" "${COMPREPLY[@]}" | sort' "$top/completions/gridgpu.bash" "$@"
 }
 bc() { bash_complete "$@" | tr '\n' ' '; }
-expect_eq "bash: commands" "$(bc gridgpu si)" "site "
+expect_eq "bash: commands" "$(bc gridgpu si)" "site sites "
 expect_eq "bash: all commands come from the table" "$(bc gridgpu '')" "$("$GRIDGPU" __complete commands | sort | tr '\n' ' ')"
 expect_eq "bash: subcommands" "$(bc gridgpu site '')" "add list remove set show "
-expect_eq "bash: command options" "$(bc gridgpu site add --gpu)" "--gpu-queue --gpu-rte "
+expect_eq "bash: command options" "$(bc gridgpu site add --gpu)" "--gpu-capability --gpu-memory --gpu-model --gpu-queue --gpu-rte --gpus-per-node "
 expect_eq "bash: a sub-command's own options only" "$(bc gridgpu proxy destroy --f)" "--file "
 expect_eq "bash: global options" "$(bc gridgpu --js)" "--json "
 expect_eq "bash: site names after --site" "$(bc gridgpu --site '')" "glasgow lancaster "
@@ -46,12 +46,12 @@ expect_eq "bash: site names after --site=" "$(bc gridgpu --site = '')" "glasgow 
 expect_eq "bash: --site=la" "$(bc gridgpu request --site = la)" "lancaster "
 expect_eq "bash: site names for site show" "$(bc gridgpu site show la)" "lancaster "
 expect_eq "bash: site set NAME" "$(bc gridgpu site set la)" "lancaster "
-expect_eq "bash: site set NAME KEY (site add's value options)" "$(bc gridgpu site set glasgow gpu)" "gpu-queue gpu-rte "
+expect_eq "bash: site set NAME KEY (site add's value options)" "$(bc gridgpu site set glasgow gpu)" "gpu-capability gpu-memory gpu-model gpu-queue gpu-rte gpus-per-node "
 expect_eq "bash: site set NAME auth VALUE" "$(bc gridgpu site set glasgow auth '')" "proxy token "
 expect_eq "bash: site set NAME queue VALUE offers nothing" "$(bc gridgpu site set glasgow queue '')" ""
 expect_eq "bash: site set NAME ca-dir VALUE offers directories" "$(bc gridgpu site set glasgow ca-dir '')" "my dir other "
 expect_eq "bash: site set: nothing after VALUE" "$(bc gridgpu site set glasgow auth proxy '')" ""
-expect_eq "bash: help COMMAND" "$(bc gridgpu help si)" "site "
+expect_eq "bash: help COMMAND" "$(bc gridgpu help si)" "site sites "
 expect_eq "bash: help COMMAND SUB-COMMAND" "$(bc gridgpu help proxy i)" "info init "
 # Only what the command can act on: connect and freeze --session a live
 # interactive session (they refuse a batch job, an ended session cannot be

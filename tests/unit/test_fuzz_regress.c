@@ -26,6 +26,7 @@
 #include "../fuzz/fuzz_check_report.c"
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_csr.c"
+#include "../fuzz/fuzz_glue2.c"
 #include "../fuzz/fuzz_http_json.c"
 #include "../fuzz/fuzz_http_version.c"
 #include "../fuzz/fuzz_huffman.c"
@@ -67,6 +68,7 @@ static const struct target targets[] = {
 	{"arc_staging", no_init, fuzz_one_arc_staging},
 	{"config", no_init, fuzz_one_config},
 	{"csr", fuzz_init_csr, fuzz_one_csr},
+	{"glue2", no_init, fuzz_one_glue2},
 	{"http_json", no_init, fuzz_one_http_json},
 	{"http_version", no_init, fuzz_one_http_version},
 	{"huffman", no_init, fuzz_one_huffman},

@@ -19,6 +19,10 @@ static const char *const candidates[] = {
 	"192.0.2.0/24",
 	"1h30m",
 	"root://cache.example.org:1094",
+	"8.0",
+	"40960",
+	"1g.10gb",
+	"4",
 };
 
 /* Set k in s through site set to a value it takes; that value. */
@@ -191,6 +195,14 @@ static void test_add_value(void **state)
 		{"token-command", "'open", "--token-command: "},
 		{"cache", "https://x.example", "--cache: "},
 		{"output-base", "ftp://se/x/", "--output-base 'ftp://se/x/': "},
+		{"gpu-model", "A100\n", "--gpu-model: expected the GPU's name"},
+		{"gpu-memory", "40GB", "--gpu-memory '40GB': expected MiB"},
+		{"gpu-memory", "0", "--gpu-memory '0': expected MiB"},
+		{"gpu-capability", "8", "--gpu-capability '8': expected a CUDA compute"},
+		{"gpu-capability", "8.0.1", "--gpu-capability '8.0.1': expected a CUDA compute"},
+		{"gpus-per-node", "-1", "--gpus-per-node '-1': expected a count"},
+		{"mig-profile", "1g10gb", "--mig-profile: '1g10gb' is not a MIG profile"},
+		{"arch", "x86-64", "--arch 'x86-64': expected an architecture"},
 		{"nope", "x", "unknown key 'nope'"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -1,0 +1,145 @@
+/* Where submit sends its jobs: the sites given (--site A --site B: the first
+ * that accepts each job), or, with --site auto (all your sites) or --site A,B,
+ * the library's matchmaking (gg_engine_match): the sites that cannot satisfy
+ * the job dropped with their reason, the others best first, and one line that
+ * says which was chosen and why (-v and --dry-run show the whole ranking).
+ * Then --count N spread over them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ctx.h"
+
+/* --site auto, or a --site with a comma: the user asks gridgpu to choose. */
+static int wants_match(const struct gg_cli *cli)
+{
+	for (int i = 0; i < cli->nsites; i++)
+		if (!strcmp(cli->sites[i], "auto") || strchr(cli->sites[i], ','))
+			return 1;
+	return 0;
+}
+
+/* The names --site gives (auto: none, meaning all), split at commas, in
+ * buf; how many. */
+static size_t names_of(const struct gg_cli *cli, char *buf, size_t len, const char **names,
+		       size_t max)
+{
+	size_t n = 0, used = 0;
+	for (int i = 0; i < cli->nsites; i++) {
+		if (!strcmp(cli->sites[i], "auto"))
+			return 0;
+		snprintf(buf + used, len - used, "%s", cli->sites[i]);
+		for (char *save = NULL, *t = strtok_r(buf + used, ",", &save); t && n < max;
+		     t = strtok_r(NULL, ",", &save))
+			names[n++] = t;
+		used += strlen(cli->sites[i]) + 1;
+		if (used >= len)
+			break;
+	}
+	return n;
+}
+
+static void print_ranking(json_t *doc, FILE *to)
+{
+	size_t i, k = 0;
+	json_t *r;
+	json_array_foreach (json_object_get(doc, "ranking"), i, r) {
+		const char *site = json_string_value(json_object_get(r, "site"));
+		json_t *f = json_object_get(r, "free_slots"), *w = json_object_get(r, "waiting");
+		char *line;
+		if (json_is_true(json_object_get(r, "fits")) && json_is_integer(f) &&
+		    json_is_integer(w))
+			line = ui_format("  %zu. %s: %lld free slots, %lld waiting\n", ++k, site,
+					 (long long)json_integer_value(f),
+					 (long long)json_integer_value(w));
+		else if (json_is_true(json_object_get(r, "fits")))
+			line = ui_format("  %zu. %s: its queue is not known\n", ++k, site);
+		else
+			line = ui_format("  -  %s: dropped: %s\n", site,
+					 json_string_value(json_object_get(r, "reason")));
+		if (line)
+			fputs(line, to);
+		free(line);
+	}
+}
+
+/* The matched sites, best first, into sites; 0, or the exit code. */
+static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
+		 const struct gg_site **sites, int max, int *nsites)
+{
+	char buf[1024];
+	const char *names[64];
+	size_t n = names_of(cli, buf, sizeof buf, names, 64);
+	struct gg_engine *e = cli_engine(cli);
+	if (!e)
+		return cli->cfg_exit;
+	struct gg_err err = {0};
+	json_t *doc = NULL;
+	if (gg_engine_match(e, names, n, res, GG_SITES_TIMEOUT_MS, &doc, &err) < 0)
+		return ui_fail(cli, &err, "submit --site");
+	if (dry_run || cli->verbose)
+		print_ranking(doc, dry_run && !cli->json ? stdout : stderr);
+	const char *why = json_string_value(json_object_get(doc, "why"));
+	*nsites = 0;
+	size_t i;
+	json_t *r;
+	json_array_foreach (json_object_get(doc, "ranking"), i, r)
+		if (json_is_true(json_object_get(r, "fits")) && *nsites < max)
+			sites[(*nsites)++] =
+				gg_engine_site(e, json_string_value(json_object_get(r, "site")));
+	if (why)
+		ui_info(cli, "%s", why);
+	if (!*nsites && !dry_run && !cli->verbose)
+		print_ranking(doc, stderr);
+	json_decref(doc);
+	if (!*nsites) {
+		gg_err_set(&err, GG_EUSAGE,
+			   "no site can take the job (above: why each was dropped)");
+		return ui_fail(cli, &err, "submit --site");
+	}
+	return 0;
+}
+
+int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
+		     const struct gg_site **sites, int max, int *nsites)
+{
+	return wants_match(cli) ? match(cli, res, dry_run, sites, max, nsites)
+				: cli_sites(cli, sites, max, nsites);
+}
+
+/* --count N round-robin, each to the first site from its turn that takes it. */
+int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec, int count,
+		      const char *name, int token, const struct gg_site *const *sites, int nsites)
+{
+	cli_catch_interrupt();
+	int exit_code = EXIT_OK, nok = 0;
+	json_t *done = json_array();
+	for (int i = 0; i < count && !cli_interrupted(); i++) {
+		struct gg_err err = {0};
+		struct gg_record r;
+		int rc = gg_engine_submit_job(cli_engine(cli), spec, sites, nsites, i, name, token,
+					      &r, &err);
+		if (rc == 0) {
+			nok++;
+			gg_json_append(done, cli_record_json(&r));
+			if (!cli->json)
+				ui_out("%s\n", r.name);
+			gg_record_clear(&r);
+			continue;
+		}
+		int code = ui_fail(cli, &err, "submit%s",
+				   nsites > 1 ? " (no site accepted the job)" : "");
+		if (!exit_code)
+			exit_code = code;
+		if (rc == GG_EINTR)
+			break;
+	}
+	if (cli->json && (nok || !exit_code)) /* else the error is the document */
+		ui_json_doc("submit", done);
+	else
+		json_decref(done);
+	if (nok)
+		ui_info(cli,
+			"'gridgpu jobs --sync' follows them; 'gridgpu get NAME' fetches the outputs");
+	return exit_code;
+}
