@@ -160,16 +160,16 @@ static int sync_group(struct gg_engine *e, struct gg_record *recs, const struct 
 		first(&code, gg_engine_failf(e, &err, "syncing with %s", g->ce));
 	else
 		gg_engine_queue_reasons(e, sub, g->n, seen);
-	for (size_t k = 0; sub && k < g->n; k++) {
-		struct gg_err e2 = {0};
-		if (rc == 0)
-			gg_engine_probe(e, &sub[k], 10000, NULL);
-		/* a record removed meanwhile (kill, clean) is not an error; one
-		 * that cannot be written (a full disk) is */
-		if (gg_engine_save(e, &sub[k], &e2) < 0 && e2.code != GG_ENOTFOUND)
-			first(&code, gg_engine_failf(e, &e2, "saving %s", sub[k].name));
+	for (size_t k = 0; rc == 0 && k < g->n; k++)
+		gg_engine_probe(e, &sub[k], 10000, NULL);
+	/* all at once: those that changed reach the disk together. A record
+	 * removed meanwhile (kill, clean) is not an error; one that cannot be
+	 * written (a full disk) is */
+	struct gg_err e2 = {0};
+	if (sub && gg_engine_save_many(e, sub, g->n, &e2) < 0 && e2.code != GG_ENOTFOUND)
+		first(&code, gg_engine_failf(e, &e2, "saving the records of %s", g->ce));
+	for (size_t k = 0; sub && k < g->n; k++)
 		recs[g->idx[k]] = sub[k];
-	}
 	free(sub);
 	gg_lrms_seen_clear(seen, g->n);
 	free(seen);

@@ -845,6 +845,46 @@ static void test_sync_unreachable_keeps(void **state)
 	gg_record_clear(&r);
 }
 
+/* A refresh writes only what changed (issue 52): a sync that finds every
+ * record as it was writes no file and asks the disk for no sync; one that
+ * finds two of five changed writes those two, on the disk together (one sync
+ * of the files, one of the directory), and each is as the CE said. */
+static void test_sync_writes_changes_only(void **state)
+{
+	(void)state;
+	struct gg_record r[5];
+	struct gg_err err = {0};
+	char name[16];
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof name, "many-%d", i);
+		struct gg_submission s = job(name, "proxy");
+		assert_int_equal(gg_engine_submit(E, &s, &r[i], NULL, &err), 0);
+	}
+	struct gg_store *st = gg_engine_store(K);
+	struct gg_store_io before, after;
+	assert_int_equal(gg_engine_sync(K, r, 5, 1), 0); /* the CE's words, once */
+	gg_store_io_get(st, &before);
+	assert_int_equal(gg_engine_sync(K, r, 5, 1), 0);
+	gg_store_io_get(st, &after);
+	assert_int_equal(after.writes, before.writes);
+	assert_int_equal(after.syncs, before.syncs);
+	F.jobs[1].state = GG_CE_FINISHED;
+	F.jobs[3].state = GG_CE_KILLED;
+	assert_int_equal(gg_engine_sync(K, r, 5, 1), 0);
+	gg_store_io_get(st, &after);
+	assert_int_equal(after.writes - before.writes, 2);
+	assert_int_equal(after.syncs - before.syncs, 2);
+	struct gg_record fin = load("many-1"), killed = load("many-3"), same = load("many-2");
+	assert_int_equal(fin.state, GG_S_FINISHED);
+	assert_int_equal(killed.state, GG_S_KILLED);
+	assert_int_equal(same.state, GG_S_QUEUED);
+	gg_record_clear(&fin);
+	gg_record_clear(&killed);
+	gg_record_clear(&same);
+	for (int i = 0; i < 5; i++)
+		gg_record_clear(&r[i]);
+}
+
 /* A-REX says RUNNING while Slurm holds the job PENDING: the batch system's
  * word makes it queued (with the CE's INLRMS:Q), only for records that may
  * still wait, and running once the batch system runs it. */
@@ -1878,6 +1918,8 @@ int main(void)
 						each_teardown),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_writes_changes_only, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),
