@@ -81,6 +81,12 @@ int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *f
 /* 1 when the stored record is killed, or gone (killed and cleaned). */
 int gg_engine_killed(struct gg_engine *e, const char *name);
 
+/* A sync asks each CE (each CE and credential) on a thread of its own and
+ * saves its records as soon as it has answered; each CE's part is bounded by
+ * this (its requests cut at it, its records then unknown, as for a CE that
+ * cannot be reached). gridgpu-list(1) states it. */
+#define GG_SYNC_CE_TIMEOUT_MS 120000
+
 /* gg_engine_save of n records at once (wait.c): those that changed are
  * written together (gg_store_update_many); recs[i] becomes what is stored,
  * but for a record that could not be saved. The first failure in err, a
