@@ -156,6 +156,7 @@ struct sync_one {
 	const struct gg_rec_group *g;
 	struct gg_record *sub; /* the group's records, shallow copies */
 	struct gg_lrms_seen *seen;
+	json_t **before; /* each record as it was read, to tell what the sync changed */
 	struct gg_ce *ce;
 	struct gg_err err;
 	int rc, done, threaded;
@@ -170,8 +171,12 @@ static void sync_prepare(struct gg_engine *e, struct gg_record *recs, struct syn
 	const struct gg_rec_group *g = s->g;
 	s->sub = calloc(g->n, sizeof *s->sub);
 	s->seen = calloc(g->n, sizeof *s->seen);
-	for (size_t k = 0; s->sub && k < g->n; k++)
+	s->before = calloc(g->n, sizeof *s->before);
+	for (size_t k = 0; s->sub && k < g->n; k++) {
 		s->sub[k] = recs[g->idx[k]]; /* shallow: moved back in sync_finish */
+		if (s->before)
+			s->before[k] = gg_record_to_json(&s->sub[k]);
+	}
 	s->rc = s->sub && s->seen ? gg_engine_open_record_ce(e, &recs[g->idx[0]], &s->ce, &s->err)
 				  : gg_err_set(&s->err, GG_ENOMEM, "out of memory");
 	struct gg_http *h = s->ce ? gg_ce_http(s->ce) : NULL;
@@ -192,6 +197,36 @@ static void *sync_ask(void *ud)
 	return NULL;
 }
 
+/* The records the sync changed saved, all at once: they reach the disk
+ * together; one it left as it was read is not even read again (whatever
+ * another command did to it meanwhile stands). A record removed meanwhile
+ * (kill, clean) is not an error; one that cannot be written (a full disk) is. */
+static int sync_save(struct gg_engine *e, struct sync_one *s)
+{
+	size_t n = s->g->n, m = 0;
+	struct gg_record *chg = calloc(n, sizeof *chg);
+	size_t *at = calloc(n, sizeof *at);
+	for (size_t k = 0; chg && at && k < n; k++) {
+		json_t *now = s->before && s->before[k] ? gg_record_to_json(&s->sub[k]) : NULL;
+		if (!now || !json_equal(now, s->before[k])) {
+			at[m] = k;
+			chg[m++] = s->sub[k]; /* shallow: moved back below */
+		}
+		json_decref(now);
+	}
+	struct gg_err e2 = {0};
+	int rc = 0;
+	if (!chg || !at)
+		rc = gg_err_set(&e2, GG_ENOMEM, "out of memory");
+	else if (m && gg_engine_save_many(e, chg, m, &e2) < 0 && e2.code != GG_ENOTFOUND)
+		rc = e2.code;
+	for (size_t j = 0; j < m; j++)
+		s->sub[at[j]] = chg[j];
+	free(chg);
+	free(at);
+	return rc < 0 ? gg_engine_failf(e, &e2, "saving the records of %s", s->g->ce) : 0;
+}
+
 /* The engine's thread, once the CE answered: probe, save, give the records back. */
 static int sync_finish(struct gg_engine *e, struct gg_record *recs, struct sync_one *s)
 {
@@ -203,14 +238,13 @@ static int sync_finish(struct gg_engine *e, struct gg_record *recs, struct sync_
 		gg_engine_queue_reasons(e, s->sub, g->n, s->seen);
 	for (size_t k = 0; s->rc == 0 && k < g->n; k++)
 		gg_engine_probe(e, &s->sub[k], 10000, NULL);
-	/* all at once: those that changed reach the disk together. A record
-	 * removed meanwhile (kill, clean) is not an error; one that cannot be
-	 * written (a full disk) is */
-	struct gg_err e2 = {0};
-	if (s->sub && gg_engine_save_many(e, s->sub, g->n, &e2) < 0 && e2.code != GG_ENOTFOUND)
-		first(&code, gg_engine_failf(e, &e2, "saving the records of %s", g->ce));
+	if (s->sub)
+		first(&code, sync_save(e, s));
 	for (size_t k = 0; s->sub && k < g->n; k++)
 		recs[g->idx[k]] = s->sub[k];
+	for (size_t k = 0; s->before && k < g->n; k++)
+		json_decref(s->before[k]);
+	free(s->before);
 	free(s->sub);
 	gg_lrms_seen_clear(s->seen, g->n);
 	free(s->seen);
