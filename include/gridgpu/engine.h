@@ -35,7 +35,9 @@ struct gg_engine_callbacks {
 	/* An error of one part of a bulk operation (one CE of a sync, of a kill):
 	 * the operation goes on with the others. what says which part. */
 	void (*fail)(void *ud, const struct gg_err *err, const char *what);
-	int (*cancel)(void *ud); /* non-zero: stop (GG_EINTR) */
+	/* non-zero: stop (GG_EINTR). It and log are called from gg_engine_sync's
+	 * threads, one per CE, at once. */
+	int (*cancel)(void *ud);
 	/* A wait's progress: the record as refreshed, seconds waited. */
 	void (*waiting)(void *ud, const struct gg_record *r, int64_t waited);
 	/* Upload progress: begin gives the ud of progress, end closes it. */
@@ -509,7 +511,9 @@ GG_API void gg_rec_groups_free(struct gg_rec_group *g, size_t n);
 /* Refresh records from their CEs (adopting orphans first), probe published
  * sshds, save them, rewrite the SSH configuration. only_live skips ended
  * records. A CE that cannot be asked is reported through the fail callback and its
- * records kept; returns 0 or the first error's code. */
+ * records kept; returns 0 or the first error's code. recs are the records as
+ * stored: only what the refresh changes in them is saved (those that changed,
+ * together); every CE is asked at once, each within 120 s. */
 GG_API int gg_engine_sync(struct gg_engine *e, struct gg_record *recs, size_t n, int only_live);
 /* Kill live records on their CEs and mark them killed (a record already ended
  * is told as such); their keys are removed. Records not killed (their CE

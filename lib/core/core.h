@@ -49,6 +49,10 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 			 struct gg_err *err);
 /* fsync the directory holding path (after a rename into it). */
 int gg_fsync_dir(const char *path);
+/* gg_file_write_atomic, unless path is already our regular file of that mode
+ * holding exactly data: then nothing is written (nor synced). */
+int gg_file_write_changed(const char *path, const void *data, size_t len, mode_t mode,
+			  struct gg_err *err);
 /* Name fd, an unnamed file (O_TMPFILE) in tmp's directory, tmp with its last six
  * characters (XXXXXX) made random: a name nobody has, for renaming over path. A name
  * that exists (another writer's) is left alone and another tried. 0, or an error

@@ -100,6 +100,19 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 	return rc;
 }
 
+int gg_file_write_changed(const char *path, const void *data, size_t len, mode_t mode,
+			  struct gg_err *err)
+{
+	char *old = NULL;
+	size_t n = 0;
+	struct stat sb;
+	int same = lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 07777) == mode &&
+		   sb.st_uid == geteuid() && gg_file_read(path, len, &old, &n, NULL) == 0 &&
+		   n == len && memcmp(old, data, len) == 0;
+	free(old);
+	return same ? 0 : gg_file_write_atomic(path, data, len, mode, err);
+}
+
 int gg_file_read(const char *path, size_t max, char **out, size_t *len, struct gg_err *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -81,6 +81,18 @@ int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *f
 /* 1 when the stored record is killed, or gone (killed and cleaned). */
 int gg_engine_killed(struct gg_engine *e, const char *name);
 
+/* A sync asks each CE (each CE and credential) on a thread of its own and
+ * saves its records as soon as it has answered; each CE's part is bounded by
+ * this (its requests cut at it, its records then unknown, as for a CE that
+ * cannot be reached). gridgpu-list(1) states it. */
+#define GG_SYNC_CE_TIMEOUT_MS 120000
+
+/* gg_engine_save of n records at once (wait.c): those that changed are
+ * written together (gg_store_update_many); recs[i] becomes what is stored,
+ * but for a record that could not be saved. The first failure in err, a
+ * record removed meanwhile (GG_ENOTFOUND) only when no other failed. */
+int gg_engine_save_many(struct gg_engine *e, struct gg_record *recs, size_t n, struct gg_err *err);
+
 /* Why the queued ones of recs (n, one CE's) wait: from what the CE said of
  * them (seen[i] for recs[i]) and Slurm on the site's login node, one ssh round
  * trip for all (queue.c); gg_engine_queue_reason gives them. */

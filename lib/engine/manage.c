@@ -1,11 +1,13 @@
 /* Many records at once: sync (with adoption of jobs whose submission was cut
  * off), kill and clean, one bulk call per CE and kind of credential. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "engine/engine_int.h"
 #include "engine/sync.h"
+#include "http/http.h"
 #include "ssh/ssh.h"
 
 /* ---- adoption ---- */
@@ -142,38 +144,165 @@ static int submitted(const struct gg_record *r)
 	return r->ce && r->job_id;
 }
 
-/* One CE, one credential: refresh its records in one call, probe, save. */
-static int sync_group(struct gg_engine *e, struct gg_record *recs, const struct gg_rec_group *g)
+/* One CE, one credential: its records refreshed in one call (on a thread of
+ * its own when there are several CEs: one slow CE does not hold the others),
+ * then probed and saved. */
+struct sync_all {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+struct sync_one {
+	const struct gg_rec_group *g;
+	struct gg_record *sub; /* the group's records, shallow copies */
+	struct gg_lrms_seen *seen;
+	json_t **before; /* each record as it was read, to tell what the sync changed */
+	struct gg_ce *ce;
+	struct gg_err err;
+	int rc, done, threaded;
+	pthread_t th;
+	struct sync_all *all;
+};
+
+/* The engine's thread: the records taken, the CE opened, its deadline set. */
+static void sync_prepare(struct gg_engine *e, struct gg_record *recs, struct sync_one *s,
+			 int64_t deadline)
 {
-	struct gg_record *sub = calloc(g->n, sizeof *sub);
-	struct gg_lrms_seen *seen = calloc(g->n, sizeof *seen);
-	struct gg_err err = {0};
-	struct gg_ce *ce = NULL;
-	int code = 0;
-	for (size_t k = 0; sub && k < g->n; k++)
-		sub[k] = recs[g->idx[k]]; /* shallow: moved back below */
-	int rc = sub && seen ? gg_engine_open_record_ce(e, &recs[g->idx[0]], &ce, &err)
-			     : gg_err_set(&err, GG_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = gg_session_refresh_lrms(ce, sub, g->n, seen, &err);
-	if (rc < 0)
-		first(&code, gg_engine_failf(e, &err, "syncing with %s", g->ce));
-	else
-		gg_engine_queue_reasons(e, sub, g->n, seen);
-	for (size_t k = 0; sub && k < g->n; k++) {
-		struct gg_err e2 = {0};
-		if (rc == 0)
-			gg_engine_probe(e, &sub[k], 10000, NULL);
-		/* a record removed meanwhile (kill, clean) is not an error; one
-		 * that cannot be written (a full disk) is */
-		if (gg_engine_save(e, &sub[k], &e2) < 0 && e2.code != GG_ENOTFOUND)
-			first(&code, gg_engine_failf(e, &e2, "saving %s", sub[k].name));
-		recs[g->idx[k]] = sub[k];
+	const struct gg_rec_group *g = s->g;
+	s->sub = calloc(g->n, sizeof *s->sub);
+	s->seen = calloc(g->n, sizeof *s->seen);
+	s->before = calloc(g->n, sizeof *s->before);
+	for (size_t k = 0; s->sub && k < g->n; k++) {
+		s->sub[k] = recs[g->idx[k]]; /* shallow: moved back in sync_finish */
+		if (s->before)
+			s->before[k] = gg_record_to_json(&s->sub[k]);
 	}
-	free(sub);
-	gg_lrms_seen_clear(seen, g->n);
-	free(seen);
-	gg_ce_free(ce);
+	s->rc = s->sub && s->seen ? gg_engine_open_record_ce(e, &recs[g->idx[0]], &s->ce, &s->err)
+				  : gg_err_set(&s->err, GG_ENOMEM, "out of memory");
+	struct gg_http *h = s->ce ? gg_ce_http(s->ce) : NULL;
+	if (h)
+		gg_http_set_deadline(h, deadline);
+}
+
+/* The CE's part, on its own thread: the CE and the group's records only. */
+static void *sync_ask(void *ud)
+{
+	struct sync_one *s = ud;
+	if (s->rc == 0)
+		s->rc = gg_session_refresh_lrms(s->ce, s->sub, s->g->n, s->seen, &s->err);
+	pthread_mutex_lock(&s->all->mu);
+	s->done = 1;
+	pthread_cond_broadcast(&s->all->cv);
+	pthread_mutex_unlock(&s->all->mu);
+	return NULL;
+}
+
+/* The records the sync changed saved, all at once: they reach the disk
+ * together; one it left as it was read is not even read again (whatever
+ * another command did to it meanwhile stands). A record removed meanwhile
+ * (kill, clean) is not an error; one that cannot be written (a full disk) is. */
+static int sync_save(struct gg_engine *e, struct sync_one *s)
+{
+	size_t n = s->g->n, m = 0;
+	struct gg_record *chg = calloc(n, sizeof *chg);
+	size_t *at = calloc(n, sizeof *at);
+	for (size_t k = 0; chg && at && k < n; k++) {
+		json_t *now = s->before && s->before[k] ? gg_record_to_json(&s->sub[k]) : NULL;
+		if (!now || !json_equal(now, s->before[k])) {
+			at[m] = k;
+			chg[m++] = s->sub[k]; /* shallow: moved back below */
+		}
+		json_decref(now);
+	}
+	struct gg_err e2 = {0};
+	int rc = 0;
+	if (!chg || !at)
+		rc = gg_err_set(&e2, GG_ENOMEM, "out of memory");
+	else if (m && gg_engine_save_many(e, chg, m, &e2) < 0 && e2.code != GG_ENOTFOUND)
+		rc = e2.code;
+	for (size_t j = 0; j < m; j++)
+		s->sub[at[j]] = chg[j];
+	free(chg);
+	free(at);
+	return rc < 0 ? gg_engine_failf(e, &e2, "saving the records of %s", s->g->ce) : 0;
+}
+
+/* The engine's thread, once the CE answered: probe, save, give the records back. */
+static int sync_finish(struct gg_engine *e, struct gg_record *recs, struct sync_one *s)
+{
+	const struct gg_rec_group *g = s->g;
+	int code = 0;
+	if (s->rc < 0)
+		first(&code, gg_engine_failf(e, &s->err, "syncing with %s", g->ce));
+	else
+		gg_engine_queue_reasons(e, s->sub, g->n, s->seen);
+	for (size_t k = 0; s->rc == 0 && k < g->n; k++)
+		gg_engine_probe(e, &s->sub[k], 10000, NULL);
+	if (s->sub)
+		first(&code, sync_save(e, s));
+	for (size_t k = 0; s->sub && k < g->n; k++)
+		recs[g->idx[k]] = s->sub[k];
+	for (size_t k = 0; s->before && k < g->n; k++)
+		json_decref(s->before[k]);
+	free(s->before);
+	free(s->sub);
+	gg_lrms_seen_clear(s->seen, g->n);
+	free(s->seen);
+	gg_ce_free(s->ce);
+	return code;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The next group whose CE has answered, waited for. */
+static struct sync_one *sync_next(struct sync_one *ss, size_t ng, struct sync_all *all)
+{
+	struct sync_one *s = NULL;
+	pthread_mutex_lock(&all->mu);
+	for (;;) {
+		for (size_t i = 0; !s && i < ng; i++)
+			if (ss[i].done == 1)
+				s = &ss[i];
+		if (s)
+			break;
+		pthread_cond_wait(&all->cv, &all->mu);
+	}
+	s->done = 2; /* taken */
+	pthread_mutex_unlock(&all->mu);
+	if (s->threaded)
+		pthread_join(s->th, NULL);
+	return s;
+}
+
+static int sync_groups(struct gg_engine *e, struct gg_record *recs, const struct gg_rec_group *gs,
+		       size_t ng)
+{
+	struct sync_one *ss = calloc(ng ? ng : 1, sizeof *ss);
+	struct sync_all all = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+	struct gg_err err = {0};
+	if (!ss) {
+		gg_err_set(&err, GG_ENOMEM, "out of memory");
+		return gg_engine_failf(e, &err, "sync");
+	}
+	int64_t deadline = now_ms() + GG_SYNC_CE_TIMEOUT_MS;
+	for (size_t i = 0; i < ng; i++) {
+		ss[i].g = &gs[i];
+		ss[i].all = &all;
+		sync_prepare(e, recs, &ss[i], deadline);
+	}
+	for (size_t i = 0; i < ng; i++)
+		if (ng == 1 ||
+		    !(ss[i].threaded = !pthread_create(&ss[i].th, NULL, sync_ask, &ss[i])))
+			sync_ask(&ss[i]); /* one CE, or no thread to be had: here */
+	int code = 0;
+	for (size_t left = ng; left; left--)
+		first(&code, sync_finish(e, recs, sync_next(ss, ng, &all)));
+	free(ss);
 	return code;
 }
 
@@ -187,8 +316,7 @@ int gg_engine_sync(struct gg_engine *e, struct gg_record *recs, size_t n, int on
 	if (gg_records_by_endpoint(recs, n, only_live ? submitted_live : submitted, &gs, &ng,
 				   &err) < 0)
 		return gg_engine_failf(e, &err, "sync");
-	for (size_t i = 0; i < ng; i++)
-		first(&code, sync_group(e, recs, &gs[i]));
+	first(&code, sync_groups(e, recs, gs, ng));
 	gg_rec_groups_free(gs, ng);
 	if (gg_engine_write_ssh_config(e, &err) < 0)
 		first(&code, gg_engine_failf(e, &err, "writing the SSH configuration"));

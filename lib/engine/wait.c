@@ -35,6 +35,26 @@ int gg_engine_save(struct gg_engine *e, struct gg_record *r, struct gg_err *err)
 	return rc;
 }
 
+int gg_engine_save_many(struct gg_engine *e, struct gg_record *recs, size_t n, struct gg_err *err)
+{
+	struct gg_store_change *ch = calloc(n ? n : 1, sizeof *ch);
+	if (!ch)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		ch[i].name = recs[i].name;
+		ch[i].ud = &recs[i];
+	}
+	int rc = gg_store_update_many(e->st, ch, n, copy_into, err);
+	for (size_t i = 0; i < n; i++) {
+		if (ch[i].rc < 0)
+			continue;
+		gg_record_clear(&recs[i]);
+		recs[i] = ch[i].out;
+	}
+	free(ch);
+	return rc;
+}
+
 int gg_engine_probe(struct gg_engine *e, struct gg_record *r, int timeout_ms, struct gg_err *way)
 {
 	if (!gg_session_published(r))

@@ -23,7 +23,8 @@ struct gg_http {
 	long connections;
 	int64_t bytes_sent, bytes_received; /* request and answer bytes, headers included */
 	CURLcode last;                      /* of the last transfer */
-	int unsent; /* the last request failed before any byte of it was sent */
+	int unsent;          /* the last request failed before any byte of it was sent */
+	int64_t deadline_ms; /* CLOCK_MONOTONIC ms no request may go past; 0: none */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -154,6 +155,11 @@ void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received)
 long gg_http_connections(const struct gg_http *h)
 {
 	return h->connections;
+}
+
+void gg_http_set_deadline(struct gg_http *h, int64_t at_ms)
+{
+	h->deadline_ms = at_ms;
 }
 
 int gg_http_unsent(const struct gg_http *h)
@@ -630,9 +636,15 @@ static int request(struct gg_http *h, const char *method, const char *url, const
 		gg_http_resp_clear(resp);
 		if ((rc = refresh_auth(h, err)) < 0)
 			return rc;
+		long timeout = h->o.timeout_ms;
+		int64_t left = h->deadline_ms ? h->deadline_ms - (int64_t)mono_ms() : 0;
+		if (h->deadline_ms && left <= 0)
+			return gg_err_set(err, GG_ENET, "%s: no answer in the time given", url);
+		if (h->deadline_ms && (!timeout || left < timeout))
+			timeout = (long)left;
 		struct xfer x = {.h = h, .resp = resp};
 		struct curl_slist *hdr = setup(h, &x, method, url, content_type, accept, extra);
-		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
+		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, timeout);
 		if (body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 			curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS,
 					 body ? (const char *)body : "");

@@ -96,6 +96,9 @@ int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_e
  * resolve, the connection was refused, the TLS handshake failed), 0 when the
  * server may have received it (or it did not fail). A request that is not
  * idempotent and failed with 0 may have been acted on. */
+/* No request from now on goes past at_ms (CLOCK_MONOTONIC, milliseconds): each
+ * is cut at that time, and one asked after it fails at once (GG_ENET); 0: none. */
+void gg_http_set_deadline(struct gg_http *h, int64_t at_ms);
 int gg_http_unsent(const struct gg_http *h);
 /* Number of TCP connections opened so far (for tests and benchmarks). */
 long gg_http_connections(const struct gg_http *h);

@@ -434,9 +434,11 @@ int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cf
 	}
 	fclose(f);
 	/* known_hosts first: a config naming a key not yet pinned would fail. */
-	if ((rc = gg_file_write_atomic(p->known_hosts, kh, khlen, 0600, err)) == 0 &&
-	    (rc = gg_file_write_atomic(p->config, text, strlen(text), 0600, err)) == 0)
-		rc = gg_file_write_atomic(p->config_win, win, strlen(win), 0600, err);
+	/* Each sync writes them: only what changed (a refresh that changed
+	 * nothing writes and syncs nothing). */
+	if ((rc = gg_file_write_changed(p->known_hosts, kh, khlen, 0600, err)) == 0 &&
+	    (rc = gg_file_write_changed(p->config, text, strlen(text), 0600, err)) == 0)
+		rc = gg_file_write_changed(p->config_win, win, strlen(win), 0600, err);
 	free(kh);
 	free(text);
 	free(win);

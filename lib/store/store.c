@@ -1,6 +1,9 @@
 /* The record store: <dir>/<name>.json, 0600 in a 0700 directory, each written
- * atomically (temp, fsync, rename); read-modify-write under flock(<dir>/.lock)
- * so concurrent gridgpu processes never lose an update. */
+ * atomically (a new file, on the disk before a rename puts it in place);
+ * read-modify-write under flock(<dir>/.lock) so concurrent gridgpu processes
+ * never lose an update. A record an update leaves as it was is not written;
+ * the records one batch changes reach the disk together (one sync of the file
+ * system, one of the directory), not one fsync pair each. */
 #include "store/store.h"
 
 #include <ctype.h>
@@ -22,7 +25,13 @@ struct gg_store {
 	char *dir;
 	char *lockpath;
 	char *cachepath; /* <dir>.cache: every record in one file, for list */
+	struct gg_store_io io;
 };
+
+void gg_store_io_get(const struct gg_store *st, struct gg_store_io *io)
+{
+	*io = st->io;
+}
 
 const char *gg_store_dir(const struct gg_store *st)
 {
@@ -115,23 +124,177 @@ static char *rec_path(const struct gg_store *st, const char *name)
 	return gg_strdup_printf("%s/%s.json", st->dir, name);
 }
 
-static int write_rec(struct gg_store *st, const struct gg_record *r, struct gg_err *err)
+/* A record's text as the store writes it. malloc'd; NULL when out of memory. */
+static char *rec_text(const struct gg_record *r)
 {
 	json_t *j = gg_record_to_json(r);
 	char *text = j ? json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 	json_decref(j);
-	char *path = rec_path(st, r->name);
-	int rc;
-	if (!text || !path)
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-	else
-		rc = gg_file_write_atomic(path, text, strlen(text), 0600, err);
-	free(text);
-	free(path);
-	return rc;
+	return text;
 }
 
-static int read_rec(struct gg_store *st, const char *name, struct gg_record *r, struct gg_err *err)
+/* A record's new text on its way to the disk. */
+struct pend {
+	char *path, *tmp, *text;
+	int fd, named, rc;
+	struct gg_err *err; /* where the batch's first failure goes (may be NULL) */
+	int *have;          /* that failure's code, 0 before one */
+	size_t of;          /* the change it writes (gg_store_update_many) */
+};
+
+/* The first failure in err, one of a record that is not there only when all are. */
+static void keep_first(struct gg_err *err, const struct gg_err *e, int *have)
+{
+	if (!e->code || (*have && (*have != GG_ENOTFOUND || e->code == GG_ENOTFOUND)))
+		return;
+	*have = e->code;
+	if (err)
+		*err = *e;
+}
+
+/* Files a batch keeps open at once (each is unnamed until synced). */
+#define PEND_OPEN 64
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int pend_fail(struct pend *p, int errnum)
+{
+	struct gg_err e = {0};
+	if (p->rc == 0) {
+		p->rc = gg_err_sys(&e, GG_EIO, errnum, "writing '%s'", p->path);
+		keep_first(p->err, &e, p->have);
+	}
+	return p->rc;
+}
+
+/* The new text in an unnamed file (O_TMPFILE) of the store's directory, so that
+ * a SIGKILL leaves nothing behind; a named temp where the file system has none. */
+static int pend_open(struct gg_store *st, struct pend *p)
+{
+	p->fd = open(st->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (p->fd < 0)
+		p->named = (p->fd = mkostemp(p->tmp, O_CLOEXEC)) >= 0;
+	if (p->fd < 0)
+		return pend_fail(p, errno);
+	st->io.writes++;
+	if (fchmod(p->fd, 0600) < 0 || write_all(p->fd, p->text, strlen(p->text)) < 0)
+		return pend_fail(p, errno);
+	return 0;
+}
+
+/* The new file in the old one's place: a rename, atomic. */
+static void pend_name(struct pend *p)
+{
+	struct gg_err e = {0};
+	if (p->rc == 0 && !p->named) {
+		p->named = (p->rc = gg_file_name_unnamed(p->fd, p->tmp, p->path, &e)) == 0;
+		keep_first(p->err, &e, p->have);
+	}
+	if (p->fd >= 0 && close(p->fd) < 0)
+		pend_fail(p, errno);
+	p->fd = -1;
+	if (p->rc == 0 && rename(p->tmp, p->path) < 0)
+		pend_fail(p, errno);
+	if (p->rc < 0 && p->named)
+		unlink(p->tmp);
+}
+
+/* The files of p[0..n) on the disk before any is named: one fsync for a lone
+ * file, else one syncfs for all of them (what an fsync each would cost the
+ * disk n times). */
+static void pend_sync(struct gg_store *st, struct pend *p, size_t n, int lone)
+{
+	size_t i = 0;
+	while (i < n && p[i].rc < 0)
+		i++;
+	if (i == n)
+		return;
+	st->io.syncs++;
+	if ((lone ? fsync(p[i].fd) : syncfs(p[i].fd)) == 0)
+		return;
+	int e = errno;
+	for (; i < n; i++)
+		pend_fail(&p[i], e);
+}
+
+/* Under the lock: write the n texts, PEND_OPEN files at a time, then sync the
+ * directory once for all the renames. Each p[i].rc says how its record fared. */
+static void pend_write(struct gg_store *st, struct pend *p, size_t n)
+{
+	size_t named = 0;
+	for (size_t at = 0; at < n; at += PEND_OPEN) {
+		size_t k = n - at < PEND_OPEN ? n - at : PEND_OPEN;
+		for (size_t i = at; i < at + k; i++)
+			if (p[i].rc == 0)
+				pend_open(st, &p[i]);
+		pend_sync(st, p + at, k, n == 1);
+		for (size_t i = at; i < at + k; i++) {
+			pend_name(&p[i]);
+			named += p[i].rc == 0;
+		}
+	}
+	if (!named)
+		return;
+	int fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) { /* best effort: the renames are done */
+		st->io.syncs++;
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* p made ready for a record's text (which it takes); rc < 0, and the failure
+ * noted in err, when out of memory. */
+static int pend_init(struct gg_store *st, struct pend *p, const char *name, char *text,
+		     struct gg_err *err, int *have)
+{
+	memset(p, 0, sizeof *p);
+	p->fd = -1;
+	p->err = err;
+	p->have = have;
+	p->text = text;
+	p->path = rec_path(st, name);
+	p->tmp = p->path ? gg_strdup_printf("%s.tmp.XXXXXX", p->path) : NULL;
+	if (!text || !p->tmp) {
+		struct gg_err e = {0};
+		p->rc = gg_err_set(&e, GG_ENOMEM, "out of memory");
+		keep_first(err, &e, have);
+	}
+	return p->rc;
+}
+
+static void pend_clear(struct pend *p)
+{
+	free(p->path);
+	free(p->tmp);
+	free(p->text);
+}
+
+static int write_rec(struct gg_store *st, const struct gg_record *r, struct gg_err *err)
+{
+	struct pend p;
+	int have = 0;
+	if (pend_init(st, &p, r->name, rec_text(r), err, &have) == 0)
+		pend_write(st, &p, 1);
+	pend_clear(&p);
+	return p.rc;
+}
+
+/* The record named name into *r; its text as read in *textp when not NULL. */
+static int read_rec_text(struct gg_store *st, const char *name, struct gg_record *r, char **textp,
+			 struct gg_err *err)
 {
 	char *path = rec_path(st, name), *text = NULL;
 	size_t len;
@@ -155,9 +318,17 @@ static int read_rec(struct gg_store *st, const char *name, struct gg_record *r, 
 		if (rc < 0 && err)
 			err->code = rc = GG_EIO;
 	}
-	free(text);
+	if (rc == 0 && textp)
+		*textp = text;
+	else
+		free(text);
 	free(path);
 	return rc;
+}
+
+static int read_rec(struct gg_store *st, const char *name, struct gg_record *r, struct gg_err *err)
+{
+	return read_rec_text(st, name, r, NULL, err);
 }
 
 static int name_taken(struct gg_store *st, const char *name)
@@ -312,30 +483,99 @@ static int drop_rec(struct gg_store *st, const char *name, struct gg_err *err)
 	return rc;
 }
 
+/* Under the lock: c's record read and given to fn. Its new text in *text when
+ * fn changed it (the time of the change in updated), NULL when fn cancelled,
+ * dropped (*drop set) or left it as it was. */
+static int change_one(struct gg_store *st, struct gg_store_change *c, gg_record_update_fn fn,
+		      char **text, int *drop, struct gg_err *err)
+{
+	char *old = NULL;
+	*text = NULL;
+	*drop = 0;
+	if (!gg_record_name_valid(c->name))
+		return gg_err_set(err, GG_ENOTFOUND, "no session or job named '%s'", c->name);
+	int rc = read_rec_text(st, c->name, &c->out, &old, err);
+	if (rc < 0)
+		return rc;
+	int64_t was = c->out.updated;
+	int what = fn(&c->out, c->ud);
+	*drop = what == GG_STORE_DROP;
+	if (what == 0) {
+		c->out.updated = was; /* compared without it: the rest is the change */
+		*text = rec_text(&c->out);
+		if (*text && strcmp(*text, old) != 0) {
+			free(*text);
+			c->out.updated = (int64_t)time(NULL);
+			*text = rec_text(&c->out);
+		} else if (*text) {
+			free(*text);
+			*text = NULL;
+			what = 1;
+		}
+		if (what == 0 && !*text)
+			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	free(old);
+	return rc;
+}
+
+/* Under the lock: every change made, the records that changed written
+ * together. The first failure in err; its code returned. */
+static int change_all(struct gg_store *st, struct gg_store_change *ch, size_t n,
+		      gg_record_update_fn fn, struct pend *p, struct gg_err *err)
+{
+	size_t np = 0;
+	int have = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *text = NULL;
+		int drop = 0;
+		struct gg_err e = {0};
+		struct gg_store_change *c = &ch[i];
+		memset(&c->out, 0, sizeof c->out);
+		if ((c->rc = change_one(st, c, fn, &text, &drop, &e)) == 0 && drop)
+			c->rc = drop_rec(st, c->name, &e);
+		keep_first(err, &e, &have);
+		if (!text)
+			continue;
+		if ((c->rc = pend_init(st, &p[np], c->name, text, err, &have)) < 0)
+			pend_clear(&p[np]);
+		else
+			p[np++].of = i;
+	}
+	pend_write(st, p, np);
+	for (size_t k = 0; k < np; k++) {
+		ch[p[k].of].rc = p[k].rc;
+		pend_clear(&p[k]);
+	}
+	return have;
+}
+
+int gg_store_update_many(struct gg_store *st, struct gg_store_change *ch, size_t n,
+			 gg_record_update_fn fn, struct gg_err *err)
+{
+	struct pend *p = calloc(n ? n : 1, sizeof *p);
+	int fd = p ? lock(st, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = fd;
+	if (fd >= 0) {
+		rc = change_all(st, ch, n, fn, p, err);
+		unlock(fd);
+		for (size_t i = 0; i < n; i++)
+			if (ch[i].rc < 0)
+				gg_record_clear(&ch[i].out);
+	}
+	free(p);
+	return rc;
+}
+
 int gg_store_update(struct gg_store *st, const char *name, gg_record_update_fn fn, void *ud,
 		    struct gg_record *out, struct gg_err *err)
 {
-	if (!gg_record_name_valid(name))
-		return gg_err_set(err, GG_ENOTFOUND, "no session or job named '%s'", name);
-	int fd = lock(st, err);
-	if (fd < 0)
-		return fd;
-	struct gg_record r;
-	int rc = read_rec(st, name, &r, err);
-	if (rc == 0) {
-		int what = fn(&r, ud);
-		if (what == 0) {
-			r.updated = (int64_t)time(NULL);
-			rc = write_rec(st, &r, err);
-		} else if (what == GG_STORE_DROP) {
-			rc = drop_rec(st, name, err);
-		}
-		if (out && rc == 0)
-			*out = r;
-		else
-			gg_record_clear(&r);
-	}
-	unlock(fd);
+	struct gg_store_change c = {.name = name, .ud = ud};
+	int rc = gg_store_update_many(st, &c, 1, fn, err);
+	if (rc == 0 && out)
+		*out = c.out;
+	else
+		gg_record_clear(&c.out);
 	return rc;
 }
 

@@ -69,6 +69,16 @@ request themselves, never forwarding:
     listing ID            job ID is FINISHED; its session directory lists
                           "out.txt", "..", "", ".", "a/b", a name with ESC and
                           "ok2.txt"; each file holds "data of NAME\n"
+    jobs PREFIX N STATE [delay MS] [hold]
+                          a CE with N jobs, PREFIX0 .. PREFIX<N-1>, all in STATE
+                          (A-REX's word: RUNNING, FINISHED, ...): the live list
+                          (GET jobs?state=) and every bulk POST (status, info,
+                          ...) answer for all of them; "delay MS": each answer
+                          after MS milliseconds (a slow CE); "hold": each request
+                          is read and its answer withheld until the mode no
+                          longer says "hold" ("request held" in the log, then
+                          "request released"); it is then answered as the mode
+                          says at that moment (the scale bench, the parallel sync)
 """
 import argparse
 import datetime
@@ -91,7 +101,7 @@ RAW = {"pass", "blackhole", "reset", "slow", "hold-after-job", "drop-after-job",
        "cut-upload", "stall-upload"}
 FAKE = {"ok", "huge", "http500", "http503", "html", "notjson", "truncjson", "partial", "garbage",
         "empty", "stall", "tls-wronghost", "tls-expired", "tls-untrusted", "http302",
-        "http400", "http404", "badjobid", "failed", "listing"}
+        "http400", "http404", "badjobid", "failed", "listing", "jobs"}
 
 # What a hostile CE puts in a failed job's diagnostics.
 HOSTILE_DIAG = ("\x1b]0;owned\x07\x1b[2J\x1b[1;1H"
@@ -138,6 +148,17 @@ def job_answer(mode, words, method, path):
         if item in ("out.txt", "ok2.txt"):
             return "200 OK", "application/octet-stream", ("data of %s\n" % item).encode()
     return "404 Not Found", "text/plain", b""
+
+
+def jobs_answer(words, path):
+    """(status, content type, body) of the "jobs PREFIX N STATE ..." mode."""
+    import json
+    if path.split("?")[0].rstrip("/").endswith("/rest"):
+        return "200 OK", "application/json", b'{"version":["1.0"]}'
+    prefix, n, state = words[1], int(words[2]), words[3]
+    jobs = [{"id": "%s%d" % (prefix, i), "state": state, "status-code": "200"}
+            for i in range(n)]
+    return "200 OK", "application/json", json.dumps({"job": jobs}).encode()
 
 
 class Proxy:
@@ -457,7 +478,12 @@ class Proxy:
                     break
                 status, ctype, body = "200 OK", "application/json", b""
                 extra = ""
-                if mode in ("badjobid", "failed", "listing"):
+                if mode == "jobs":
+                    words = self.jobs_wait(words, line)
+                    mode = words[0]
+                if mode == "jobs":
+                    status, ctype, body = jobs_answer(words, path)
+                elif mode in ("badjobid", "failed", "listing"):
                     status, ctype, body = job_answer(mode, words, line.split(" ")[0], path)
                 elif mode == "http302":
                     status = "302 Found"
@@ -490,6 +516,18 @@ class Proxy:
             s.close()
         except OSError:
             pass
+
+    def jobs_wait(self, words, line):
+        """The "jobs" mode's hold and delay: the mode in force when it answers."""
+        if "hold" in words:
+            self.log("request held: %s" % line)
+            while "hold" in words and words[0] == "jobs" and not self.stop:
+                time.sleep(0.05)
+                words = self.mode()
+            self.log("request released: %s" % line)
+        if "delay" in words and words.index("delay") + 1 < len(words):
+            time.sleep(int(words[words.index("delay") + 1]) / 1000.0)
+        return words
 
     # ---- the listener -------------------------------------------------------------------
     def handle(self, c, words, n):

@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,13 @@ static struct fake {
 	int unsent;
 	void (*on_submit)(void); /* runs while the POST is "on the wire" */
 	int delegations;
-	int lrms_asked;  /* jobs the batch system's view was asked for */
-	int clean_fails; /* the clean call cannot reach the CE */
-	int files_got;   /* files the CE sent */
-	int exit_gets;   /* GETs of a job's gridgpu-job.exit */
-	int err_gets;    /* GETs of a job's gridgpu-job.err */
+	int lrms_asked;   /* jobs the batch system's view was asked for */
+	int clean_fails;  /* the clean call cannot reach the CE */
+	int files_got;    /* files the CE sent */
+	int exit_gets;    /* GETs of a job's gridgpu-job.exit */
+	int err_gets;     /* GETs of a job's gridgpu-job.err */
+	char hold_ep[64]; /* a CE whose status answer waits for a byte on hold_fd */
+	int hold_fd;
 } * FP;
 #define F (*FP)
 
@@ -151,6 +154,9 @@ static int f_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		    struct gg_ce_result **results, struct gg_err *err)
 {
 	(void)err;
+	char c;
+	if (F.hold_ep[0] && !strcmp(ce->endpoint, F.hold_ep))
+		assert_int_equal(read(F.hold_fd, &c, 1), 1);
 	return f_bulk(ce, ids, n, results, "status");
 }
 
@@ -843,6 +849,109 @@ static void test_sync_unreachable_keeps(void **state)
 	assert_int_equal(now.state, GG_S_KILLED);
 	gg_record_clear(&now);
 	gg_record_clear(&r);
+}
+
+/* A refresh writes only what changed (issue 52): a sync that finds every
+ * record as it was writes no file and asks the disk for no sync; one that
+ * finds two of five changed writes those two, on the disk together (one sync
+ * of the files, one of the directory), and each is as the CE said. */
+static void test_sync_writes_changes_only(void **state)
+{
+	(void)state;
+	struct gg_record r[5];
+	struct gg_err err = {0};
+	char name[16];
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof name, "many-%d", i);
+		struct gg_submission s = job(name, "proxy");
+		assert_int_equal(gg_engine_submit(E, &s, &r[i], NULL, &err), 0);
+	}
+	struct gg_store *st = gg_engine_store(K);
+	struct gg_store_io before, after;
+	assert_int_equal(gg_engine_sync(K, r, 5, 1), 0); /* the CE's words, once */
+	gg_store_io_get(st, &before);
+	assert_int_equal(gg_engine_sync(K, r, 5, 1), 0);
+	gg_store_io_get(st, &after);
+	assert_int_equal(after.writes, before.writes);
+	assert_int_equal(after.syncs, before.syncs);
+	F.jobs[1].state = GG_CE_FINISHED;
+	F.jobs[3].state = GG_CE_KILLED;
+	assert_int_equal(gg_engine_sync(K, r, 5, 1), 0);
+	gg_store_io_get(st, &after);
+	assert_int_equal(after.writes - before.writes, 2);
+	assert_int_equal(after.syncs - before.syncs, 2);
+	struct gg_record fin = load("many-1"), killed = load("many-3"), same = load("many-2");
+	assert_int_equal(fin.state, GG_S_FINISHED);
+	assert_int_equal(killed.state, GG_S_KILLED);
+	assert_int_equal(same.state, GG_S_QUEUED);
+	gg_record_clear(&fin);
+	gg_record_clear(&killed);
+	gg_record_clear(&same);
+	for (int i = 0; i < 5; i++)
+		gg_record_clear(&r[i]);
+}
+
+/* Several CEs at once (issue 52): a sync asks each CE on its own thread and
+ * saves each CE's records as soon as it has answered. The slow CE's status
+ * answer is held until the watcher has seen the fast CE's record saved (or has
+ * waited 10 s for it): asked one after the other, slow first, the fast record
+ * could not be saved before the slow CE answered. */
+#define EP_SLOW "https://slow.example.org:443/arex"
+static struct {
+	struct gg_store *st;
+	int release, saw;
+} watch;
+
+static void *watch_fast(void *ud)
+{
+	(void)ud;
+	for (int i = 0; i < 1000 && !watch.saw; i++) {
+		struct gg_record r = {0};
+		if (gg_store_load(watch.st, "fast", &r, NULL) == 0) {
+			watch.saw = r.state == GG_S_RUNNING;
+			gg_record_clear(&r);
+		}
+		struct timespec ts = {0, 10000000};
+		if (!watch.saw)
+			nanosleep(&ts, NULL); /* a bounded poll: what is observed decides */
+	}
+	if (write(watch.release, "x", 1) != 1) /* the slow CE answers */
+		watch.saw = -1;
+	return NULL;
+}
+
+static void test_sync_ces_in_parallel(void **state)
+{
+	(void)state;
+	struct gg_record r[2];
+	struct gg_err err = {0};
+	struct gg_submission slow = job("slow", "proxy"), fast = job("fast", "proxy");
+	free(slow.rec.ce);
+	slow.rec.ce = strdup(EP_SLOW);
+	assert_int_equal(gg_engine_submit(E, &slow, &r[0], NULL, &err), 0);
+	assert_int_equal(gg_engine_submit(E, &fast, &r[1], NULL, &err), 0);
+	F.jobs[0].state = F.jobs[1].state = GG_CE_RUNNING;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	F.hold_fd = p[0];
+	snprintf(F.hold_ep, sizeof F.hold_ep, "%s", EP_SLOW);
+	watch.release = p[1];
+	watch.saw = 0;
+	assert_int_equal(gg_store_open(gg_store_dir(gg_engine_store(E)), &watch.st, NULL), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, watch_fast, NULL), 0);
+	assert_int_equal(gg_engine_sync(K, r, 2, 1), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(watch.saw, 1);
+	struct gg_record s = load("slow");
+	assert_int_equal(s.state, GG_S_RUNNING); /* and the slow one once it answered */
+	gg_record_clear(&s);
+	F.hold_ep[0] = '\0';
+	close(p[0]);
+	close(p[1]);
+	gg_store_free(watch.st);
+	gg_record_clear(&r[0]);
+	gg_record_clear(&r[1]);
 }
 
 /* A-REX says RUNNING while Slurm holds the job PENDING: the batch system's
@@ -1878,6 +1987,10 @@ int main(void)
 						each_teardown),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test_setup_teardown(test_sync_unreachable_keeps, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_writes_changes_only, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_ces_in_parallel, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),

@@ -143,6 +143,34 @@ static void test_cancel(void **state)
 	gg_http_free(h);
 }
 
+/* A deadline (a sync's bound on one CE): a server that accepts the connection
+ * and never answers is cut at it, not at the request's own 120 s; a request
+ * asked once it has passed fails at once. */
+static void test_deadline(void **state)
+{
+	(void)state;
+	struct gg_http *h;
+	struct gg_err err = {0};
+	struct gg_http_opts o = {.ca_dir = "/tmp", .retries = -1};
+	assert_int_equal(gg_http_new(&o, &h, &err), 0);
+	int fd, port;
+	assert_int_equal(listen_loopback(&fd, &port), 0); /* never accepted, never answered */
+	char url[64];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/arex/rest/1.0/jobs", port);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	gg_http_set_deadline(h, (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000 + 300);
+	struct gg_http_resp r = {0};
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err), GG_ENET);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec < 10);
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err), GG_ENET);
+	assert_non_null(strstr(err.msg, "no answer in the time given"));
+	close(fd);
+	gg_http_resp_clear(&r);
+	gg_http_free(h);
+}
+
 static void test_resp_json(void **state)
 {
 	(void)state;
@@ -402,12 +430,13 @@ int main(void)
 {
 	make_versions();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unreachable),    cmocka_unit_test(test_unsent),
-		cmocka_unit_test(test_cancel),         cmocka_unit_test(test_resp_json),
-		cmocka_unit_test(test_default_ca_dir), cmocka_unit_test(test_resume),
-		cmocka_unit_test(test_stale_part),     cmocka_unit_test(test_no_validator),
-		cmocka_unit_test(test_wrong_range),    cmocka_unit_test(test_range_ignored),
-		cmocka_unit_test(test_short_body),     cmocka_unit_test(test_digest_mismatch),
+		cmocka_unit_test(test_unreachable),     cmocka_unit_test(test_unsent),
+		cmocka_unit_test(test_cancel),          cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_resp_json),       cmocka_unit_test(test_default_ca_dir),
+		cmocka_unit_test(test_resume),          cmocka_unit_test(test_stale_part),
+		cmocka_unit_test(test_no_validator),    cmocka_unit_test(test_wrong_range),
+		cmocka_unit_test(test_range_ignored),   cmocka_unit_test(test_short_body),
+		cmocka_unit_test(test_digest_mismatch),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

@@ -810,6 +810,24 @@ static void test_target_config(void **state)
 	assert_int_equal(gg_file_read(p.known_hosts, 4096, &kh, NULL, &err), 0);
 	assert_string_equal(kh, want);
 	free(kh);
+	/* the same again (each sync writes them): nothing rewritten, every file
+	 * the same inode; a change rewrites what it changes */
+	const char *files[] = {p.known_hosts, p.config, p.config_win};
+	struct stat before[3], after[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(stat(files[i], &before[i]), 0);
+	assert_int_equal(gg_ssh_write_config(&p, &cfg, t, 3, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(stat(files[i], &after[i]), 0);
+		assert_int_equal(after[i].st_ino, before[i].st_ino);
+	}
+	assert_int_equal(gg_ssh_write_config(&p, &cfg, t, 1, &err), 0);
+	assert_int_equal(stat(p.known_hosts, &after[0]), 0);
+	assert_int_not_equal(after[0].st_ino, before[0].st_ino);
+	assert_int_equal(gg_file_read(p.known_hosts, 4096, &kh, NULL, &err), 0);
+	snprintf(want, sizeof want, "gridgpu-aaaaaaaaaaaa %s\n", KEY);
+	assert_string_equal(kh, want);
+	free(kh);
 	gg_ssh_paths_clear(&p);
 }
 

@@ -1,0 +1,188 @@
+#!/bin/sh
+# bench/bench-scale.sh [BUILDDIR]: many jobs (issue 52), beside the peer tool
+# measured in the same run. Not a test: it prints figures.
+#   1. N jobs on the local test site (N=200; N=2000 with N=2000): `gridgpu
+#      submit --count N` of a job that sleeps, so that they stay queued or
+#      running; once the CE's states have settled, `gridgpu list --sync` beside
+#      `arcstat -a` on the same jobs (arcsync fills arcstat's job list from the
+#      CE), RUNS of each, interleaved A B A B; medians. Then the system calls of
+#      one unchanged sync (strace -c, when installed): fsync, rename, openat.
+#   2. 10,000 records simulated in the store, on two fake CEs that the fault
+#      proxy (tests/e2e/faultproxy.py, mode "jobs") answers for, one of them
+#      slow (each answer after SLOW_MS, default 1000): `gridgpu list --sync`,
+#      RUNS runs; the slow CE alone and the fast CE alone for reference.
+# Env: GRIDGPU, N (default 200), RUNS (default 5), SLOW_MS, FP_PORT (the first
+# of the fake CEs' two ports; default GG_TB_PORT_BASE+60, else 9600), GG_TB_DIR
+# (the site must be up: bench/run).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=${1:-build}
+case $B in /*) ;; *) B=$top/$B ;; esac
+G=${GRIDGPU:-$B/bin/gridgpu}
+N=${N:-200}
+RUNS=${RUNS:-5}
+SLOW_MS=${SLOW_MS:-1000}
+GG_TB_DIR=${GG_TB_DIR:-/tmp/gridgpu-testbed}
+. "$GG_TB_DIR/env.sh"
+FP_PORT=${FP_PORT:-$((${GG_TB_PORT_BASE:-9540} + 60))}
+for c in arcsub arcstat arcsync arcclean python3; do
+	command -v "$c" >/dev/null || { echo "bench-scale: $c is not installed (make deps)" >&2; exit 1; }
+done
+[ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
+W=$(mktemp -d /tmp/gg-bench-scale.XXXXXX)
+export HOME=$W/home XDG_CONFIG_HOME=$W/home/.config XDG_STATE_HOME=$W/home/.local/state
+export X509_USER_PROXY=$W/x509up X509_CERT_DIR=$GG_TB_CA_DIR
+mkdir -p "$HOME"
+R=$XDG_STATE_HOME/gridgpu/records
+fp_stop() {
+	for d in "$W/fp1" "$W/fp2"; do
+		[ -f "$d/pid" ] && kill "$(cat "$d/pid")" 2>/dev/null
+	done
+	return 0
+}
+cleanup() {
+	fp_stop
+	rm -f "$R"/sim-*.json
+	names=$("$G" __complete sessions 2>/dev/null || true)
+	[ -n "$names" ] && "$G" kill -q $names >/dev/null 2>&1
+	"$G" clean -q --all >/dev/null 2>&1 || true
+	arcclean -a -j "$W/jobs.dat" >/dev/null 2>&1 || true
+	rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+"$G" proxy init -q --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin <"$GG_TB_USER_KEY_PASS_FILE"
+"$G" site add tb -q --ce "$GG_TB_CE_URL" --runtime bwrap
+
+# interleaved NAME=COMMAND ...: RUNS runs of each, in turn (A B A B); prints
+# "NAME median" lines (seconds)
+interleaved() {
+	python3 - "$RUNS" "$@" <<'EOF'
+import statistics, subprocess, sys, time
+runs, cmds = int(sys.argv[1]), [a.split("=", 1) for a in sys.argv[2:]]
+t = {n: [] for n, _ in cmds}
+for _ in range(runs):
+    for n, c in cmds:
+        a = time.monotonic()
+        subprocess.run(c, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t[n].append(time.monotonic() - a)
+for n, _ in cmds:
+    print(n, "%.4f" % statistics.median(t[n]), " ".join("%.3f" % v for v in t[n]))
+EOF
+}
+ms() { python3 -c 'import sys; print("%.0f" % (float(sys.argv[1]) * 1000))' "$1"; }
+ratio() { python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$1" "$2"; }
+field() { sed -n "s/^$1 \([0-9.]*\) .*/\1/p" "$2"; }
+syscalls() { # the counts of one command's fsync, syncfs, rename, openat
+	command -v strace >/dev/null || { echo "(strace not installed)"; return; }
+	strace -c -f -o "$W/strace.txt" "$@" >/dev/null 2>&1 || true
+	python3 - "$W/strace.txt" <<'EOF'
+import sys
+c = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    if len(f) >= 5 and f[-1] in ("fsync", "syncfs", "rename", "linkat", "openat", "total"):
+        c[f[-1]] = f[3] if f[-1] != "total" else f[2]
+print(", ".join("%s %s" % (k, c.get(k, "0")) for k in ("fsync", "syncfs", "rename", "linkat", "openat")))
+EOF
+}
+
+echo "== 1. $N jobs on the test site: gridgpu list --sync vs arcstat -a ($RUNS runs each, interleaved)"
+sh "$top/tests/e2e/mkrootfs.sh" "$W/sandbox" sleep >/dev/null
+"$G" freeze -q "$W/sandbox" -o "$W/sleep.sif"
+t0=$(date +%s.%N)
+"$G" --site tb submit -q "$W/sleep.sif" --count "$N" --walltime 2h -- sleep 7200 >/dev/null 2>"$W/submit.err" ||
+	{ echo "bench-scale: submit --count $N failed: $(tail -1 "$W/submit.err")" >&2; exit 1; }
+t1=$(date +%s.%N)
+echo "  (submit --count $N: $(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$t1") s)"
+# The CE takes the jobs through its states for a while (A-REX moves them in
+# batches): until no record is in one of A-REX's states before the batch
+# system and two syncs in a row leave every record as it was (the store's
+# directory untouched), at most 10 minutes.
+moving() {
+	python3 - "$R" <<'EOF'
+import json, os, sys
+early = ("ACCEPTING", "ACCEPTED", "PREPARING", "PREPARED", "SUBMITTING")
+n = 0
+for f in os.listdir(sys.argv[1]):
+    if f.endswith(".json"):
+        n += json.load(open(os.path.join(sys.argv[1], f))).get("ce_state", "") in early
+print(n)
+EOF
+}
+still=0
+for _ in $(seq 120); do
+	before=$(stat -c %y "$R")
+	"$G" list --sync >/dev/null 2>&1 || true
+	if [ "$(stat -c %y "$R")" = "$before" ] && [ "$(moving)" = 0 ]; then
+		still=$((still + 1))
+		[ "$still" -ge 2 ] && break
+	else
+		still=0
+	fi
+	sleep 5
+done
+[ "$still" -ge 2 ] || echo "  (the CE's states had not settled after 10 minutes: figures include writes)"
+# arcstat's job list: the CE's jobs (arcsync), then only those of these records
+arcsync -C "$GG_TB_CE_URL" -j "$W/jobs.dat" -f -T >/dev/null 2>&1
+python3 - "$W/jobs.dat" "$R" <<'EOF'
+import json, os, sqlite3, sys
+ours = set()
+for f in os.listdir(sys.argv[2]):
+    if f.endswith(".json"):
+        ours.add(json.load(open(os.path.join(sys.argv[2], f))).get("job_id"))
+db = sqlite3.connect(sys.argv[1])
+for (i,) in db.execute("select id from jobs").fetchall():
+    if i.rstrip("/").rsplit("/", 1)[-1] not in ours:
+        db.execute("delete from jobs where id = ?", (i,))
+db.commit()
+EOF
+njobs=$(arcstat -a -j "$W/jobs.dat" 2>/dev/null | grep -c '^Job:' || true)
+interleaved "sync=$G list --sync" "arcstat=arcstat -a -j $W/jobs.dat" >"$W/t1.txt"
+g=$(field sync "$W/t1.txt"); a=$(field arcstat "$W/t1.txt")
+printf '  %-44s %8s ms   %sx arcstat -a (target <= 0.5)\n' "gridgpu list --sync, $N unchanged jobs" "$(ms "$g")" "$(ratio "$g" "$a")"
+printf '  %-44s %8s ms\n' "arcstat -a, $njobs jobs" "$(ms "$a")"
+sed 's/^/    runs: /' "$W/t1.txt"
+echo "  one unchanged list --sync: $(syscalls "$G" list --sync)"
+names=$("$G" __complete sessions 2>/dev/null || true)
+[ -n "$names" ] && "$G" kill -q $names >/dev/null 2>&1
+"$G" clean -q --all >/dev/null 2>&1 || true
+arcclean -a -j "$W/jobs.dat" >/dev/null 2>&1 || true
+
+echo "== 2. 10,000 records on two fake CEs (fault proxy), one answering after $SLOW_MS ms"
+fp() { # fp DIR PORT MODE...: a fake CE, once it listens
+	_d=$1 _p=$2
+	shift 2
+	python3 "$top/tests/e2e/faultproxy.py" --port "$_p" --dir "$_d" --ca-cert "$GG_TB_DIR/ca/ca.pem" \
+		--ca-key "$GG_TB_DIR/ca/ca.key" --mode "$*" >"$_d.out" 2>&1 &
+	for _ in $(seq 100); do grep -q '^listening' "$_d/log" 2>/dev/null && return 0; sleep 0.1; done
+	echo "bench-scale: the fault proxy on port $_p did not start: $(cat "$_d.out")" >&2
+	exit 1
+}
+fp "$W/fp1" "$FP_PORT" jobs sima 5000 RUNNING
+fp "$W/fp2" $((FP_PORT + 1)) jobs simb 5000 RUNNING delay "$SLOW_MS"
+python3 - "$R" "$FP_PORT" <<'EOF'
+import json, os, random, sys, time
+d, port = sys.argv[1], int(sys.argv[2])
+os.makedirs(d, mode=0o700, exist_ok=True)
+now = int(time.time()) - 86400
+for i in range(10000):
+    ce, p = (port, "sima") if i % 2 == 0 else (port + 1, "simb")
+    r = {"version": 1, "kind": "job", "name": "sim-%d" % i,
+         "uid": "%012x" % random.getrandbits(48), "site": "tb",
+         "ce": "https://localhost:%d/arex" % ce, "job_id": "%s%d" % (p, i // 2),
+         "state": "running", "ce_state": "RUNNING", "created": now + i, "updated": now + i,
+         "walltime": 14400, "gpus": 1, "cpus": 4, "auth": "proxy"}
+    with open(os.path.join(d, "sim-%d.json" % i), "w") as f:
+        json.dump(r, f, indent=1, sort_keys=True)
+EOF
+"$G" list --sync >/dev/null 2>&1 || true # the store's own layout of each record, once
+interleaved "two=$G list --sync" >"$W/t2.txt"
+g=$(field two "$W/t2.txt")
+printf '  %-44s %8s ms   (target <= 2000 ms)\n' "gridgpu list --sync, 10,000 records, 2 CEs" "$(ms "$g")"
+sed 's/^/    runs: /' "$W/t2.txt"
+echo "  one unchanged list --sync: $(syscalls "$G" list --sync)"
+printf "jobs simb 5000 RUNNING\n" >"$W/fp2/mode.p" && mv "$W/fp2/mode.p" "$W/fp2/mode"
+interleaved "fast=$G list --sync" >"$W/t3.txt"
+printf '  %-44s %8s ms\n' "the same, neither CE slow" "$(ms "$(field fast "$W/t3.txt")")"
+fp_stop
+rm -f "$R"/sim-*.json
