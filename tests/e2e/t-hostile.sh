@@ -171,6 +171,15 @@ run_gg --json submit "$T_TMP/$bad.sif" --dry-run --site odd --output "o=root://s
 	ok "submit: an --output URL that is not UTF-8 is refused at input (exit 2, naming --output)" || not_ok "submit --output not UTF-8 ($RC '$ERR')"
 json_valid error
 
+# sites: the odd site's CE (not UTF-8) is a row with its reason (a proxy path that
+# is not UTF-8), both kept escaped
+X509_USER_PROXY="$T_TMP/none$X" run_gg --json sites --site odd --timeout 3s
+json_has '[(r["site"], r["ce"], r["reachable"]) for r in d["sites"]] == [("odd", "https://ce.invalid/ar\\xffex", False)] and "none\\xff" in d["sites"][0]["reason"]' \
+	"sites --json: the CE that is not UTF-8 kept, escaped, in the row and its reason" sites sites
+# check: a session named with bytes that are not UTF-8 is not there; the error keeps them
+run_gg --json check "$T_TMP/$bad.sif" --session "s${X}" -- echo "a${X}b"
+json_has 'd["error"]["kind"] == "not-found" and "s\\xff" in d["error"]["message"]' \
+	"check --json: no such session, its name kept escaped in the error" error check
 # proxy init / info: the proxy's path and the token's source not UTF-8, the
 # token's subject and issuer with control characters
 mkdir -p "$HOME/.globus"
