@@ -57,14 +57,17 @@ static void report(struct gg_cli *cli, const struct gg_check *chk)
 	       gg_check_session(chk), n, n == 1 ? "" : "s");
 	const char *kind, *name, *sv, *iv, *line;
 	for (size_t i = 0; gg_check_difference(chk, i, &kind, &name, &sv, &iv, &line) == 0; i++) {
-		ui_out("  %s\n", line);
+		char *l = gg_strdup_printf("  %s", line);
+		ui_out_lines(l ? l : "  (out of memory)"); /* the library's lines are escaped */
+		free(l);
 		exits |= !strcmp(kind, "exit");
 	}
 	for (int w = 0; exits && w < 2; w++) {
 		const char *said = gg_check_said(chk, w);
-		if (said)
-			ui_info(cli, "what the %s's run wrote last:\n%s", w ? "image" : "session",
-				said);
+		if (!said)
+			continue;
+		ui_info(cli, "what the %s's run wrote last:", w ? "image" : "session");
+		ui_info_lines(cli, said);
 	}
 }
 

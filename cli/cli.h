@@ -171,6 +171,8 @@ void ui_err(const char *fmt, ...) GG_ATTR_PRINTF(1, 2);
  * value inside (a site profile's, a job description's) cannot reach the
  * terminal raw. */
 void ui_out_lines(const char *text);
+/* The same on stderr, unless -q: a note of several lines. */
+void ui_info_lines(struct gg_cli *cli, const char *text);
 /* A note on stderr unless -q. */
 void ui_info(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);
 void ui_warn(struct gg_cli *cli, const char *fmt, ...) GG_ATTR_PRINTF(2, 3);

@@ -284,27 +284,38 @@ void ui_info(struct gg_cli *cli, const char *fmt, ...)
 /* One line of ui_out_lines: as it is when gg_str_printable changes nothing in
  * it but its backslashes and tabs (so a configuration snippet or a script still
  * reads back), else escaped whole. */
-static void out_line(const char *p, size_t len)
+static void out_line(FILE *f, const char *p, size_t len)
 {
 	size_t kept = 0; /* each adds one character when escaped: "\\", "\t" */
 	for (size_t i = 0; i < len; i++)
 		kept += p[i] == '\\' || p[i] == '\t';
 	char *safe = gg_str_printable(p, len);
 	if (safe && strlen(safe) == len + kept)
-		fwrite(p, 1, len, stdout);
+		fwrite(p, 1, len, f);
 	else
-		fputs(safe ? safe : "?", stdout);
-	putchar('\n');
+		fputs(safe ? safe : "?", f);
+	fputc('\n', f);
 	free(safe);
+}
+
+static void lines_to(FILE *f, const char *text)
+{
+	for (const char *p = text; *p;) {
+		size_t len = strcspn(p, "\n");
+		out_line(f, p, len);
+		p += len + (p[len] == '\n');
+	}
 }
 
 void ui_out_lines(const char *text)
 {
-	for (const char *p = text; *p;) {
-		size_t len = strcspn(p, "\n");
-		out_line(p, len);
-		p += len + (p[len] == '\n');
-	}
+	lines_to(stdout, text);
+}
+
+void ui_info_lines(struct gg_cli *cli, const char *text)
+{
+	if (!cli || !cli->quiet)
+		lines_to(stderr, text);
 }
 
 void ui_warn(struct gg_cli *cli, const char *fmt, ...)

@@ -67,6 +67,11 @@ json_valid check
 kinds=$(printf '%s' "$OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["same"], " ".join(sorted(x["kind"] for x in d["differences"])))' 2>&1)
 expect_eq "... --json: not the same, an exit and a command difference (exit $RC)" "$kinds" "False command exit"
 
+# what each run wrote last is shown when the exit statuses differ, escaped once:
+# a backslash the command wrote shows as two (as in all escaped text), not four
+run_gg check nogrep.sif --session chk -- sh -c 'printf "%s\n" "back\\slash" >&2; grep -q x /dev/null'
+printf '%s\n' "$ERR" | grep -qxF 'back\\slash' && printf '%s\n' "$ERR" | grep -q "^what the image's run wrote last:" &&
+	ok "... what the runs wrote last is shown, escaped once" || not_ok "stderr: $ERR"
 # submit --check: nothing is sent when the image differs
 jobs_before=$(ce_jobs_with "\"chkjob$$\"")
 expect_fail "submit --check of the image without grep: exit 6, nothing submitted" 6 \
