@@ -266,9 +266,10 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	int rc = parse_opts(cli, argc, argv, &q);
 	if (rc)
 		return rc == -2 ? EXIT_OK : rc;
-	const struct gg_site *site = cli_site(cli, q.ce == NULL);
-	if (!site && (!q.ce || cli->site))
-		return cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
+	const struct gg_site *site = NULL; /* --site auto or A,B: where it fits best */
+	rc = cli_request_site(cli, &q.res, q.dry_run, q.ce == NULL, &site);
+	if (rc || (!site && (!q.ce || cli->site)))
+		return rc ? rc : cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
 	const char *endpoint = q.ce ? q.ce : site->ce;
 	if (!endpoint)
 		return ui_usage(cli, "site '%s' has no CE URL: 'gridgpu site add %s --ce URL'",

@@ -53,8 +53,10 @@ int cli_check_sites(struct gg_cli *cli)
 	size_t n = 0;
 	for (size_t i = 0; i < cfg->nsites && n < 64; i++)
 		names[n++] = cfg->sites[i].name;
-	/* submit chooses among sites: --site auto (all), --site A,B (each checked) */
-	int choose = cli->cmd && !strcmp(cli->cmd->name, "submit");
+	/* submit and request choose among sites: --site auto (all), --site A,B (each
+	 * checked) */
+	int choose = cli->cmd &&
+		     (!strcmp(cli->cmd->name, "submit") || !strcmp(cli->cmd->name, "request"));
 	for (int i = 0; i < cli->nsites; i++) {
 		char one[256];
 		const char *p = cli->sites[i];

@@ -43,7 +43,13 @@ int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 
 /* submit's sites (submit-sites.c): those --site names, or with --site auto or
  * --site A,B the matchmaking's, best first (the ranking shown with -v and
- * --dry-run, the choice in one line); 0, or the exit code. */
+ * --dry-run, the choice in one line); 0, or the exit code. request takes the
+ * first of them when the user asks it to choose (cli_site_choice). */
+int cli_site_choice(const struct gg_cli *cli);
+/* request's site: cli_site's (need: without --ce), or with --site auto or A,B
+ * the matchmaking's best; 0, or the exit code. */
+int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run, int need,
+		     const struct gg_site **site);
 int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
 		     const struct gg_site **sites, int max, int *nsites);
 /* --count N jobs round-robin over sites, each to the first from its turn

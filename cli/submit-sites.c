@@ -11,7 +11,7 @@
 #include "ctx.h"
 
 /* --site auto, or a --site with a comma: the user asks gridgpu to choose. */
-static int wants_match(const struct gg_cli *cli)
+int cli_site_choice(const struct gg_cli *cli)
 {
 	for (int i = 0; i < cli->nsites; i++)
 		if (!strcmp(cli->sites[i], "auto") || strchr(cli->sites[i], ','))
@@ -76,7 +76,7 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 	struct gg_err err = {0};
 	json_t *doc = NULL;
 	if (gg_engine_match(e, names, n, res, GG_SITES_TIMEOUT_MS, &doc, &err) < 0)
-		return ui_fail(cli, &err, "submit --site");
+		return ui_fail(cli, &err, "%s --site", cli->cmd ? cli->cmd->name : "submit");
 	if (dry_run || cli->verbose)
 		print_ranking(doc, dry_run && !cli->json ? stdout : stderr);
 	const char *why = json_string_value(json_object_get(doc, "why"));
@@ -93,9 +93,9 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 		print_ranking(doc, stderr);
 	json_decref(doc);
 	if (!*nsites) {
-		gg_err_set(&err, GG_EUSAGE,
-			   "no site can take the job (above: why each was dropped)");
-		return ui_fail(cli, &err, "submit --site");
+		gg_err_set(&err, GG_EUSAGE, "no site can take the %s (above: why each was dropped)",
+			   cli->cmd && !strcmp(cli->cmd->name, "request") ? "session" : "job");
+		return ui_fail(cli, &err, "%s --site", cli->cmd ? cli->cmd->name : "submit");
 	}
 	return 0;
 }
@@ -103,8 +103,18 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
 		     const struct gg_site **sites, int max, int *nsites)
 {
-	return wants_match(cli) ? match(cli, res, dry_run, sites, max, nsites)
-				: cli_sites(cli, sites, max, nsites);
+	return cli_site_choice(cli) ? match(cli, res, dry_run, sites, max, nsites)
+				    : cli_sites(cli, sites, max, nsites);
+}
+
+int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run, int need,
+		     const struct gg_site **site)
+{
+	int n = 0;
+	if (need && cli_site_choice(cli))
+		return cli_submit_sites(cli, res, dry_run, site, 1, &n);
+	*site = cli_site(cli, need);
+	return 0;
 }
 
 /* --count N round-robin, each to the first site from its turn that takes it. */
