@@ -238,21 +238,39 @@ static char *heredoc(const char *path, const char *text, const char *mark)
 				n && text[n - 1] == '\n' ? "" : "\n", mark);
 }
 
-/* The job's variables the wrapper reads (its GPU minimums), as submit gives them. */
-static char *job_env(const struct gg_job_spec *s)
+/* The job's variables, as submit's job description gives them (gg_jd_resources: the
+ * GPU count, the MIG profile, the minimums the wrapper holds the GPUs against), and
+ * the session's own ones unset (node.def): "unset A B; export N='V'; ...; ". */
+static char *append(char *s, char *t)
 {
-	char mm[32] = "";
-	if (s->res.min_gpu_memory)
-		snprintf(mm, sizeof mm, "export GRIDGPU_MIN_GPU_MEMORY_MB=%llu; ",
-			 (unsigned long long)(s->res.min_gpu_memory >> 20));
-	char *cc = gg_node_sh_quote(s->res.min_capability ? s->res.min_capability : "");
-	char *out = cc ? gg_strdup_printf(
-				 "%s%s%s%s", mm,
-				 s->res.min_capability ? "export GRIDGPU_MIN_CUDA_CAPABILITY=" : "",
-				 s->res.min_capability ? cc : "", s->res.min_capability ? "; " : "")
-		       : NULL;
-	free(cc);
-	return out;
+	char *r = s && t ? gg_strdup_printf("%s%s", s, t) : NULL;
+	free(s);
+	free(t);
+	return r;
+}
+
+static int job_env(const struct gg_job_spec *s, const struct gg_site *site, char **env,
+		   struct gg_err *err)
+{
+	struct gg_jobdesc jd = {0};
+	int rc = gg_jd_resources(&jd, &s->res, site, err);
+	char *out = rc == 0 ? strdup("unset") : NULL;
+	for (int e = 0; out && e < GG_NE_COUNT; e++)
+		if (gg_node_env_own((enum gg_node_env)e))
+			out = append(out,
+				     gg_strdup_printf(" %s", gg_node_env((enum gg_node_env)e)));
+	out = out ? append(out, strdup("; ")) : NULL;
+	for (int i = 0; out && i < jd.nenv; i++) {
+		const char *eq = strchr(jd.env[i], '=');
+		char *v = gg_node_sh_quote(eq + 1);
+		out = append(out, v ? gg_strdup_printf("export %.*s=%s; ", (int)(eq - jd.env[i]),
+						       jd.env[i], v)
+				    : NULL);
+		free(v);
+	}
+	gg_jd_clear(&jd);
+	*env = out;
+	return out ? 0 : rc < 0 ? rc : gg_err_set(err, GG_ENOMEM, "out of memory");
 }
 
 #define HEREDOC_END "GRIDGPU_CHECK_END_OF_FILE"
@@ -261,26 +279,30 @@ static char *job_env(const struct gg_job_spec *s)
  * (removed when it ends): the wrapper, the job's enter script, the image (a link).
  * The session's own variables are unset (a batch job has none; with
  * GRIDGPU_SESSION_DIR the enter script would work in the session's directory), the
- * job's minimums set. A run directory a day old is one whose run was cut off (the
+ * job's set (job_env). A run directory a day old is one whose run was cut off (the
  * client gone before its trap ran): removed. */
-static char *job_command(const struct gg_check *c, const struct gg_job_spec *s,
-			 const struct gg_site *site, const char *img, const char *wrapper,
-			 const char *enter)
+static int job_command(const struct gg_check *c, const struct gg_job_spec *s,
+		       const struct gg_site *site, const char *img, const char *wrapper,
+		       const char *enter, char **out, struct gg_err *err)
 {
+	char *env = NULL;
+	*out = NULL;
 	if (strstr(wrapper, HEREDOC_END) || strstr(enter, HEREDOC_END))
-		return NULL;
+		return gg_err_set(err, GG_EUSAGE,
+				  "the wrapper or the enter script holds the mark " HEREDOC_END);
+	if (job_env(s, site, &env, err) < 0)
+		return err->code;
 	char *probe = gg_check_probe_words((const char *const *)c->mods, c->nmods, s->cmd,
 					   (size_t)s->ncmd);
-	char *env = job_env(s), *rt = gg_node_sh_quote(site->runtime ? site->runtime : "apptainer");
+	char *rt = gg_node_sh_quote(site->runtime ? site->runtime : "apptainer");
 	char *w = heredoc("\"$r/gridgpu-wrapper\"", wrapper, HEREDOC_END);
 	char *en = heredoc("\"$r/" GG_ENTER_NAME "\"", enter, HEREDOC_END);
 	char *cmd = NULL;
 	if (probe && env && rt && w && en)
 		cmd = gg_strdup_printf(
 			GG_NODE_MARK
-			" sd=${" GG_NODE_SD_VAR ":?}; c=" CHECK_DIR "; unset "
-			"GRIDGPU_SESSION " GG_NODE_SD_VAR " GRIDGPU_SCRATCH GRIDGPU_SFTP "
-			"GRIDGPU_WARN_LEADS; %smkdir -p \"$c\" && { find \"$c\" -maxdepth 1 -name "
+			" sd=${" GG_NODE_SD_VAR ":?}; c=" CHECK_DIR
+			"; %smkdir -p \"$c\" && { find \"$c\" -maxdepth 1 -name "
 			"'run.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null; "
 			"r=$(mktemp -d \"$c/run.XXXXXX\"); } "
 			"|| exit 125\ntrap 'cd /; rm -rf \"$r\"' EXIT; trap 'exit 129' HUP INT "
@@ -292,7 +314,8 @@ static char *job_command(const struct gg_check *c, const struct gg_job_spec *s,
 	free(rt);
 	free(w);
 	free(en);
-	return cmd;
+	*out = cmd;
+	return cmd ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
 }
 
 /* The image's run: its report in c->rj. */
@@ -305,7 +328,9 @@ static int image_run(struct gg_check *c, struct gg_ssh_conn *conn, const struct 
 	int rc = gg_file_read(s->wrapper, 1 << 20, &wrapper, &len, err);
 	if (rc == 0)
 		rc = gg_job_enter_text(s, site, CHECK_IMAGE, &enter, err);
-	char *cmd = rc == 0 ? job_command(c, s, site, img, wrapper, enter) : NULL;
+	char *cmd = NULL;
+	if (rc == 0)
+		rc = job_command(c, s, site, img, wrapper, enter, &cmd, err);
 	if (rc == 0)
 		rc = run_probe(c, conn, cmd, 1, &st, err);
 	free(wrapper);

@@ -8,20 +8,15 @@
 #include "node/node.h"
 
 /* Not compared: the shell's own, the ssh login's, the container runtime's, and what
- * a session has by design and a batch job has not (or the other way round). */
+ * a session has by design and a batch job has not (or the other way round): the
+ * session's own variables of the node's contract (node.def), and the job's GPU
+ * minimums. */
 static const char *const ignored[] = {
-	"PWD",           "OLDPWD",
-	"SHLVL",         "_",
-	"PPID",          "IFS",
-	"OPTIND",        "PS1",
-	"PS2",           "PS4",
-	"LINENO",        "TERM",
-	"MAIL",          "MOTD_SHOWN",
-	"SSH_*",         "APPTAINER_*",
-	"SINGULARITY_*", "GRIDGPU_SESSION",
-	GG_NODE_SD_VAR,  "GRIDGPU_SCRATCH",
-	"GRIDGPU_SFTP",  "GRIDGPU_WARN_LEADS",
-	"GRIDGPU_MIN_*", "X509_USER_PROXY",
+	"PWD",           "OLDPWD",        "SHLVL",           "_",
+	"PPID",          "IFS",           "OPTIND",          "PS1",
+	"PS2",           "PS4",           "LINENO",          "TERM",
+	"MAIL",          "MOTD_SHOWN",    "SSH_*",           "APPTAINER_*",
+	"SINGULARITY_*", "GRIDGPU_MIN_*", "X509_USER_PROXY",
 };
 
 int gg_check_env_ignored(const char *name)
@@ -32,6 +27,10 @@ int gg_check_env_ignored(const char *name)
 					     : !strcmp(name, ignored[i]))
 			return 1;
 	}
+	for (int e = 0; e < GG_NE_COUNT; e++)
+		if (gg_node_env_own((enum gg_node_env)e) &&
+		    !strcmp(name, gg_node_env((enum gg_node_env)e)))
+			return 1;
 	return 0;
 }
 

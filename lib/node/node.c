@@ -10,7 +10,7 @@
 
 #define GG_NODE_PATH(id, path, help)
 #define GG_NODE_FIELD(name, type, help)
-#define GG_NODE_ENV(id, name, help)
+#define GG_NODE_ENV(id, name, own, help)
 #define GG_NODE_FLAG(id, letter, arg, help) [GG_NF_##id] = {letter, arg, help},
 static const struct gg_node_flag_info flags[] = {
 #include "node/node.def"
@@ -32,8 +32,11 @@ static const struct gg_node_field_info fields[] = {
 #undef GG_NODE_FIELD
 #undef GG_NODE_ENV
 #define GG_NODE_FIELD(name, type, help)
-#define GG_NODE_ENV(id, name, help) [GG_NE_##id] = name,
-static const char *const envs[] = {
+#define GG_NODE_ENV(id, name, own, help) [GG_NE_##id] = {name, own},
+static const struct {
+	const char *name;
+	int own;
+} envs[] = {
 #include "node/node.def"
 };
 #undef GG_NODE_FLAG
@@ -43,7 +46,7 @@ static const char *const envs[] = {
 #define GG_NODE_FLAG(id, letter, arg, help)
 #define GG_NODE_PATH(id, path, help)
 #define GG_NODE_FIELD(name, type, help)
-#define GG_NODE_ENV(id, name, help)
+#define GG_NODE_ENV(id, name, own, help)
 #define GG_NODE_WFLAG(id, letter, arg, help) [GG_NW_##id] = {letter, arg, help},
 static const struct gg_node_flag_info wflags[] = {
 #include "node/node.def"
@@ -71,7 +74,12 @@ const char *gg_node_path(enum gg_node_path p)
 
 const char *gg_node_env(enum gg_node_env e)
 {
-	return (unsigned)e < GG_NE_COUNT ? envs[e] : NULL;
+	return (unsigned)e < GG_NE_COUNT ? envs[e].name : NULL;
+}
+
+int gg_node_env_own(enum gg_node_env e)
+{
+	return (unsigned)e < GG_NE_COUNT && envs[e].own;
 }
 
 const struct gg_node_field_info *gg_node_fields(size_t *n)

@@ -26,7 +26,7 @@ struct gg_jobdesc;
 #define GG_NODE_FLAG(id, letter, arg, help) GG_NF_##id,
 #define GG_NODE_PATH(id, path, help)
 #define GG_NODE_FIELD(name, type, help)
-#define GG_NODE_ENV(id, name, help)
+#define GG_NODE_ENV(id, name, own, help)
 enum gg_node_flag {
 #include "node/node.def"
 	GG_NF_COUNT
@@ -42,7 +42,7 @@ enum gg_node_path {
 #undef GG_NODE_PATH
 #undef GG_NODE_ENV
 #define GG_NODE_PATH(id, path, help)
-#define GG_NODE_ENV(id, name, help) GG_NE_##id,
+#define GG_NODE_ENV(id, name, own, help) GG_NE_##id,
 enum gg_node_env {
 #include "node/node.def"
 	GG_NE_COUNT
@@ -60,7 +60,7 @@ struct gg_node_flag_info {
 #define GG_NODE_FLAG(id, letter, arg, help)
 #define GG_NODE_PATH(id, path, help)
 #define GG_NODE_FIELD(name, type, help)
-#define GG_NODE_ENV(id, name, help)
+#define GG_NODE_ENV(id, name, own, help)
 #define GG_NODE_WFLAG(id, letter, arg, help) GG_NW_##id,
 enum gg_node_wflag {
 #include "node/node.def"
@@ -81,6 +81,8 @@ const struct gg_node_flag_info *gg_node_flag_info(enum gg_node_flag f);
 const char *gg_node_path(enum gg_node_path p);
 /* A variable of the job's or the logins' environment (static). */
 const char *gg_node_env(enum gg_node_env e);
+/* 1: the session's own variable, which a batch job of its image has not. */
+int gg_node_env_own(enum gg_node_env e);
 /* The session file's members, *n of them (static). */
 const struct gg_node_field_info *gg_node_fields(size_t *n);
 /* The launcher's getopts option string ("d:i:...g..."), malloc'd. */

@@ -178,6 +178,12 @@ static void compare_says(void **state)
 		 "GRIDGPU_MIN_GPU_MEMORY_MB=9\nenv-end\nexit 0\n",
 		 "B is '2' in the session, '3' in the image|C='4' in the image, not set in the "
 		 "session|"},
+		/* the session's own variables (node.def) are not compared; the site's are */
+		{HEAD
+		 "which -\nenv-begin\nexport GRIDGPU_SCRATCH=/sd\nexport GRIDGPU_SFTP=/s\nexport "
+		 "GRIDGPU_WARN_LEADS=9\nexport GRIDGPU_CACHE=root://c\nenv-end\nexit 0\n",
+		 HEAD "which -\nenv-begin\nexport GRIDGPU_SESSION=x\nenv-end\nexit 0\n",
+		 "GRIDGPU_CACHE='root://c' in the session, not set in the image|"},
 		{HEAD "which -\nenv-begin\nexport A='\x1b[31m'\nenv-end\nexit 0\n",
 		 HEAD "which -\nexit 0\n", "A='\\x1b[31m' in the session, not set in the image|"},
 	};
