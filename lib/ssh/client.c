@@ -582,6 +582,70 @@ static void log_hop(const struct gg_ssh_hop *hops, size_t i, size_t n, const cha
 			ms);
 }
 
+/* A connection of n hops, nothing opened yet. */
+static struct gg_ssh_conn *conn_new(size_t n, int timeout_ms)
+{
+	struct gg_ssh_conn *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->n = n;
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 20000;
+	c->sess = calloc(n, sizeof *c->sess);
+	c->socks = malloc(n * sizeof *c->socks);
+	c->pumps = n > 1 ? calloc(n - 1, sizeof *c->pumps) : NULL;
+	if (!c->sess || !c->socks || (n > 1 && !c->pumps)) {
+		c->n = 0; /* nothing opened yet: nothing to close */
+		gg_ssh_disconnect(c);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		c->socks[i] = -1;
+	for (size_t i = 0; i + 1 < n; i++)
+		c->pumps[i].local = c->pumps[i].stop[0] = c->pumps[i].stop[1] = -1;
+	return c;
+}
+
+/* A channel from hop i to hop i+1, pumped by a thread into a socketpair whose other
+ * end is hop i+1's socket. *at: the hop that failed. */
+static int open_tunnel(struct gg_ssh_conn *c, const struct gg_ssh_hop *hops, size_t i, size_t *at,
+		       double t0, struct gg_err *err)
+{
+	const struct gg_ssh_hop *next = &hops[i + 1];
+	char label[300], nlabel[300];
+	hop_label(&hops[i], label, sizeof label);
+	hop_label(next, nlabel, sizeof nlabel);
+	struct pump *p = &c->pumps[i];
+	p->s = c->sess[i];
+	p->sock = c->socks[i];
+	p->ch = libssh2_channel_direct_tcpip_ex(c->sess[i], next->host,
+						next->port ? next->port : 22, "127.0.0.1", 22);
+	if (!p->ch) {
+		*at = i + 1;
+		int rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s", label,
+				    nlabel, ssh_msg(c->sess[i]));
+		log_hop(hops, i + 1, c->n, err ? err->msg : "failed", now_ms() - t0);
+		return rc;
+	}
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(p->stop, O_CLOEXEC | O_NONBLOCK) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "socketpair");
+	p->local = sv[0];
+	c->socks[i + 1] = sv[1];
+	fcntl(p->local, F_SETFL, fcntl(p->local, F_GETFL) | O_NONBLOCK);
+	/* The pump must not take the caller's signals (SIGINT/SIGTERM handlers belong
+	 * to the main thread). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int e = pthread_create(&p->th, NULL, pump_run, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return gg_err_sys(err, GG_EFAIL, e, "starting a thread");
+	p->running = 1;
+	return 0;
+}
+
 int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 		   struct gg_ssh_conn **out, size_t *failed, struct gg_err *err)
 {
@@ -594,24 +658,9 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 	pthread_once(&init_once, do_init);
 	if (init_rc != 0)
 		return gg_err_set(err, GG_EFAIL, "libssh2 could not be initialised");
-	struct gg_ssh_conn *c = calloc(1, sizeof *c);
+	struct gg_ssh_conn *c = conn_new(n, timeout_ms);
 	if (!c)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	c->n = n;
-	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 20000;
-	c->sess = calloc(n, sizeof *c->sess);
-	c->socks = malloc(n * sizeof *c->socks);
-	c->pumps = n > 1 ? calloc(n - 1, sizeof *c->pumps) : NULL;
-	if (!c->sess || !c->socks || (n > 1 && !c->pumps)) {
-		c->n = 0; /* nothing opened yet: nothing to close */
-		gg_ssh_disconnect(c);
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < n; i++)
-		c->socks[i] = -1;
-	for (size_t i = 0; i + 1 < n; i++)
-		c->pumps[i].local = c->pumps[i].stop[0] = c->pumps[i].stop[1] = -1;
-
 	double t0 = now_ms();
 	int rc = tcp_connect(&hops[0], c->timeout_ms, &c->socks[0], err);
 	if (rc < 0)
@@ -620,48 +669,8 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 		at = i;
 		rc = open_session(c, &hops[i], i, err);
 		log_hop(hops, i, n, rc < 0 ? (err ? err->msg : "failed") : NULL, now_ms() - t0);
-		if (rc < 0)
-			break;
-		if (i + 1 == n)
-			break;
-		/* A channel from hop i to hop i+1, pumped into a socketpair. */
-		const struct gg_ssh_hop *next = &hops[i + 1];
-		char label[300], nlabel[300];
-		hop_label(&hops[i], label, sizeof label);
-		hop_label(next, nlabel, sizeof nlabel);
-		struct pump *p = &c->pumps[i];
-		p->s = c->sess[i];
-		p->sock = c->socks[i];
-		p->ch = libssh2_channel_direct_tcpip_ex(
-			c->sess[i], next->host, next->port ? next->port : 22, "127.0.0.1", 22);
-		if (!p->ch) {
-			at = i + 1;
-			rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s",
-					label, nlabel, ssh_msg(c->sess[i]));
-			log_hop(hops, i + 1, n, err ? err->msg : "failed", now_ms() - t0);
-			break;
-		}
-		int sv[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-		    pipe2(p->stop, O_CLOEXEC | O_NONBLOCK) < 0) {
-			rc = gg_err_sys(err, GG_EIO, errno, "socketpair");
-			break;
-		}
-		p->local = sv[0];
-		c->socks[i + 1] = sv[1];
-		fcntl(p->local, F_SETFL, fcntl(p->local, F_GETFL) | O_NONBLOCK);
-		/* The pump must not take the caller's signals (SIGINT/SIGTERM
-		 * handlers belong to the main thread). */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		int e = pthread_create(&p->th, NULL, pump_run, p);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (e) {
-			rc = gg_err_sys(err, GG_EFAIL, e, "starting a thread");
-			break;
-		}
-		p->running = 1;
+		if (rc == 0 && i + 1 < n)
+			rc = open_tunnel(c, hops, i, &at, t0, err);
 	}
 	if (rc < 0) {
 		if (failed)
