@@ -229,7 +229,6 @@ static int job_enter(const struct gg_job_spec *s, const struct gg_site *site, co
 int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		    const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err)
 {
-	char buf[64];
 	if (!r->uid) /* the record names the job: one without is not described */
 		return gg_err_set(err, GG_EUSAGE, "job '%s' has no uid to name it",
 				  r->name ? r->name : "");
@@ -242,9 +241,6 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		rc = gg_jd_arg(jd, GG_WRAPPER_NAME, err);
 	if (rc == 0 && (s->res.gpus || s->res.mig))
 		rc = gg_node_jd_warg(jd, GG_NW_GPUS, NULL, err);
-	snprintf(buf, sizeof buf, "%lld", (long long)s->part_offset);
-	if (rc == 0)
-		rc = gg_node_jd_warg(jd, GG_NW_OFFSET, buf, err);
 	if (rc == 0 && site && site->runtime)
 		rc = gg_node_jd_warg(jd, GG_NW_RUNTIME, site->runtime, err);
 	if (rc == 0 && !command_plain(s->cmd, s->ncmd))

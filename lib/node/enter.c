@@ -84,8 +84,7 @@ static const char enter_body[] =
 	"\tesac\n"
 	"}\n"
 	"is_sif() { [ \"$(dd if=\"$1\" bs=1 skip=32 count=9 2>/dev/null)\" = SIF_MAGIC ]; }\n"
-	"# the squashfs partition of a SIF not made by this request: its first squashfs\n"
-	"sif_offset() { grep -obUa hsqs \"$1\" 2>/dev/null | head -n 1 | cut -d: -f1; }\n"
+	"# the squashfs partition of a SIF not made by this request\n" GG_NODE_SIF_OFFSET_SH
 	"unpack_sif() { # SRC: bubblewrap cannot mount a SIF: unsquashfs its partition\n"
 	"\toff=$OFFSET\n"
 	"\t[ \"$off\" -gt 0 ] || off=$(sif_offset \"$1\")\n"

@@ -20,6 +20,23 @@ struct gg_jobdesc;
 /* A command that starts with this runs on the node, outside the session's
  * container (the enter script's login lets it through). */
 #define GG_NODE_MARK ": gridgpu-node;"
+/* sh: sif_offset FILE prints the offset of a SIF's primary system partition (a
+ * squashfs), read from its descriptors (lib/image/sif.c's layout: the header's
+ * descriptor count at 88 and offset at 96; each descriptor 585 bytes: type at 0,
+ * used at 4, offset at 17, file system type at 201, partition type at 205), or
+ * nothing. Read with od and awk, byte by byte, so the node's byte order does not
+ * matter. For a SIF the node has that gridgpu did not make (request --image
+ * node:/PATH.sif, submit of a node's image). */
+#define GG_NODE_SIF_OFFSET_SH                                                                       \
+	"sif_offset() { od -An -v -t u1 -N 65536 \"$1\" 2>/dev/null | awk '\n"                      \
+	"\tfunction le(p, k,  v, i) { v = 0; for (i = k - 1; i >= 0; i--) v = v * 256 + b[p + i]; " \
+	"return v }\n"                                                                              \
+	"\t{ for (i = 1; i <= NF; i++) b[n++] = $i }\n"                                             \
+	"\tEND { d = le(96, 8); t = le(88, 8); if (t > 100 || d + t * 585 > n) exit\n"              \
+	"\t\tfor (i = 0; i < t; i++) { o = d + i * 585\n"                                           \
+	"\t\t\tif (le(o, 4) == 16388 && b[o + 4] == 1 && le(o + 201, 4) == 1 && "                   \
+	"le(o + 205, 4) == 2) { printf \"%.0f\\n\", le(o + 17, 8); exit } } }'; }\n"
+
 /* The session directory, as the launcher gives it to every login. */
 #define GG_NODE_SD_VAR                      "GRIDGPU_SESSION_DIR"
 

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <jansson.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include "gridgpu/engine.h"
 #include "gridgpu/node.h"
 #include "node/node.h"
+#include "image/image.h"
 #include "engine/engine_int.h" /* a spec built as the library sees it */
 #include "engine/sync.h"
 
@@ -548,6 +550,67 @@ static void test_session_file_numbers(void **state)
 	}
 }
 
+/* The node's sif_offset: a SIF's primary partition by its descriptors, not the first
+ * "hsqs" of the file (here a stray one before it, as a definition file could hold). */
+static char *node_sif_offset(const char *path)
+{
+	char script[128], cmd[PATH_MAX + 256], *out = calloc(1, 64);
+	snprintf(script, sizeof script, "%s/sif_offset.sh", tmpdir);
+	FILE *f = fopen(script, "w");
+	assert_non_null(f);
+	fputs(GG_NODE_SIF_OFFSET_SH "sif_offset \"$1\"\n", f);
+	assert_int_equal(fclose(f), 0);
+	snprintf(cmd, sizeof cmd, "sh %s %s", script, path);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	if (!fgets(out, 64, p))
+		out[0] = 0;
+	out[strcspn(out, "\n")] = 0;
+	assert_int_equal(pclose(p), 0);
+	return out;
+}
+
+static void test_sif_offset_sh(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof path, "%s/stray.sif", tmpdir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	struct gg_sif_writer_opts o = {.deterministic = 1, .now = 1700000000};
+	struct gg_sif_writer *w;
+	struct gg_err err = {0};
+	assert_int_equal(gg_sif_writer_new(fd, path, &o, &w, &err), 0);
+	int64_t start = gg_sif_writer_data_start(w), at = start + 4096;
+	assert_int_equal(pwrite(fd, "..hsqs..", 8, start), 8);
+	char part[512] = "hsqs";
+	assert_int_equal(pwrite(fd, part, sizeof part, at), (ssize_t)sizeof part);
+	assert_int_equal(gg_sif_writer_add_partition(w, 1, 1, at, sizeof part, GG_SIF_FS_SQUASHFS,
+						     GG_SIF_PART_PRIMSYS, "01", &err),
+			 0);
+	int64_t size;
+	assert_int_equal(gg_sif_writer_finish(w, &size, &err), 0);
+	gg_sif_writer_free(w);
+	close(fd);
+	struct gg_sif *sif;
+	assert_int_equal(gg_sif_open(path, &sif, &err), 0);
+	char want[32];
+	snprintf(want, sizeof want, "%lld", (long long)gg_sif_primary(sif)->offset);
+	gg_sif_close(sif);
+	assert_string_equal(want, "36864");
+	char *got = node_sif_offset(path);
+	assert_string_equal(got, want);
+	free(got);
+	/* not a SIF, or its descriptors cut off: nothing */
+	assert_int_equal(truncate(path, 20000), 0);
+	got = node_sif_offset(path);
+	assert_string_equal(got, "");
+	free(got);
+	got = node_sif_offset("/etc/passwd");
+	assert_string_equal(got, "");
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -566,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_tar_error),
 		cmocka_unit_test(test_freeze_refusals),
 		cmocka_unit_test(test_session_file_numbers),
+		cmocka_unit_test(test_sif_offset_sh),
 	};
 	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
