@@ -60,6 +60,10 @@ int gg_file_write_changed(const char *path, const void *data, size_t len, mode_t
 int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err);
 /* mkdir -p with the given mode for directories it creates. */
 int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err);
+/* Remove dir's regular files (not a subdirectory's) whose content last changed more
+ * than max_age seconds before now, except the one named keep (NULL: none). What
+ * cannot be removed is left; returns how many were. A cache's clean-up. */
+int gg_dir_prune(const char *dir, int64_t max_age, int64_t now, const char *keep);
 /* mkdir -p of the directory holding path (mode for those it creates). */
 int gg_mkdir_parent(const char *path, mode_t mode, struct gg_err *err);
 /* The user's home: $HOME, else the password database's (NULL when neither). */

@@ -2,6 +2,7 @@
 #include "core/core.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdint.h>
@@ -248,4 +249,22 @@ int gg_file_shred(const char *path, struct gg_err *err)
 	if (unlink(path) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "removing '%s'", path);
 	return 0;
+}
+
+int gg_dir_prune(const char *dir, int64_t max_age, int64_t now, const char *keep)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *de; d && (de = readdir(d));) {
+		struct stat st;
+		if ((keep && !strcmp(de->d_name, keep)) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || now - (int64_t)st.st_mtime <= max_age)
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
 }

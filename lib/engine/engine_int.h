@@ -86,6 +86,9 @@ int gg_engine_killed(struct gg_engine *e, const char *name);
  * this (its requests cut at it, its records then unknown, as for a CE that
  * cannot be reached). gridgpu-list(1) states it. */
 #define GG_SYNC_CE_TIMEOUT_MS 120000
+/* The caches' files (the frozen images, the jobs' enter scripts) not used for this
+ * long are removed when the cache is next written (gridgpu-submit(1)). */
+#define GG_CACHE_MAX_AGE (30 * 86400)
 
 /* gg_engine_save of n records at once (wait.c): those that changed are
  * written together (gg_store_update_many); recs[i] becomes what is stored,

@@ -5,6 +5,7 @@
  * SHA-256 of what it holds: the same script is one file, never half written. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/engine_int.h"
 #include "engine/sync.h"
@@ -52,6 +53,12 @@ int gg_job_enter_file(const struct gg_job_spec *s, const struct gg_site *site, c
 	if (rc == 0 && (rc = gg_file_write_atomic(*path, text, strlen(text), 0600, err)) < 0) {
 		free(*path);
 		*path = NULL;
+	}
+	char *slash = rc == 0 ? strrchr(*path, '/') : NULL;
+	if (slash) { /* the enter scripts not written for GG_CACHE_MAX_AGE */
+		*slash = 0;
+		gg_dir_prune(*path, GG_CACHE_MAX_AGE, (int64_t)time(NULL), slash + 1);
+		*slash = '/';
 	}
 	free(text);
 	return rc;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -192,7 +193,8 @@ int gg_job_image_cache_path(const char *image, int make, char **path, struct gg_
 }
 
 /* Once path is in place: the cache's other SIFs of the same input (its
- * earlier states, "SRC-" the same) are removed. */
+ * earlier states, "SRC-" the same) are removed, and every file not used for
+ * GG_CACHE_MAX_AGE (a SIF taken from the cache is touched: used). */
 static void prune(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -209,6 +211,8 @@ static void prune(const char *path)
 	}
 	if (d)
 		closedir(d);
+	if (dir)
+		gg_dir_prune(dir, GG_CACHE_MAX_AGE, (int64_t)time(NULL), slash + 1);
 	free(dir);
 }
 
@@ -314,9 +318,11 @@ static int frozen(struct gg_job_spec *q, const char *image, int dry_run,
 	int rc = gg_job_image_cache_path(image, !dry_run, &path, err);
 	struct gg_err e = {0};
 	int64_t off = 0;
-	if (rc == 0 && access(path, R_OK) == 0 && gg_job_image_check(path, &off, NULL, &e) == 0)
+	if (rc == 0 && access(path, R_OK) == 0 && gg_job_image_check(path, &off, NULL, &e) == 0) {
 		*how = GG_JOB_IMAGE_CACHED;
-	else if (rc == 0 && dry_run)
+		if (!dry_run && utimensat(AT_FDCWD, path, NULL, 0) == 0)
+			prune(path);
+	} else if (rc == 0 && dry_run)
 		*how = GG_JOB_IMAGE_TO_FREEZE;
 	else if (rc == 0) {
 		struct gg_freeze_opts o = {

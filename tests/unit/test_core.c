@@ -536,6 +536,38 @@ static void test_mkdir_p(void **state)
 	assert_int_equal(gg_mkdir_p(path, 0700, &err), GG_EIO);
 }
 
+/* A cache's clean-up: files older than the age go, except the one kept; newer ones,
+ * a subdirectory and what is under it stay. */
+static void test_dir_prune(void **state)
+{
+	(void)state;
+	char dir[128], path[200];
+	struct gg_err err = {0};
+	snprintf(dir, sizeof dir, "%s/cache", tmpdir);
+	snprintf(path, sizeof path, "%s/sub", dir);
+	assert_int_equal(gg_mkdir_p(path, 0700, &err), 0);
+	const char *names[] = {"old", "kept", "new", "sub/old"};
+	int64_t now = 2000000000;
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		assert_int_equal(gg_file_write_atomic(path, "x", 1, 0600, &err), 0);
+		int64_t age = strcmp(names[i], "new") ? 100 : 10;
+		struct timespec ts[2] = {{.tv_sec = (time_t)(now - age)},
+					 {.tv_sec = (time_t)(now - age)}};
+		assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	}
+	snprintf(path, sizeof path, "%s/sub", dir);
+	struct timespec ts[2] = {{.tv_sec = (time_t)(now - 100)}, {.tv_sec = (time_t)(now - 100)}};
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	assert_int_equal(gg_dir_prune(dir, 50, now, "kept"), 1);
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		assert_int_equal(access(path, F_OK) == 0, strcmp(names[i], "old") != 0);
+	}
+	assert_int_equal(gg_dir_prune(dir, 5, now, NULL), 2); /* kept, new */
+	assert_int_equal(gg_dir_prune("/nonexistent/dir", 5, now, NULL), 0);
+}
+
 static void test_xdg(void **state)
 {
 	(void)state;
@@ -983,6 +1015,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_private_and_shred),
 		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_dir_prune),
 		cmocka_unit_test(test_xdg),
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_allow_from),
