@@ -40,7 +40,7 @@ void cli_request_print_ready(struct gg_cli *cli, const struct gg_record *r, cons
 	if (cli->json) {
 		json_t *doc = cli_record_json(r);
 		if (race)
-			gg_json_set(doc, "race", json_incref(race));
+			gg_json_set(doc, "race_outcome", json_incref(race));
 		ui_json_doc("request", doc);
 		return;
 	}
@@ -102,21 +102,22 @@ static int name_free(struct gg_cli *cli, const char *name)
 	return ui_usage(cli, "--name: a session or job named '%s' exists: pick another", name);
 }
 
-/* "B won the race: ready first after 35 s (A: queued, killed and cleaned)". */
+/* "B won the race: ready first, after 35s (A was queued: killed and cleaned)". */
 static json_t *outcome(const struct race *x, size_t w, const struct gg_record *won, char *line,
 		       size_t len)
 {
 	json_t *o = json_object(), *others = json_array();
-	size_t used = (size_t)snprintf(line, len, "%s won the race: ready first after %llds",
-				       won->site ? won->site : "?",
-				       (long long)(time(NULL) - x->start));
-	for (size_t i = 0; i < x->n; i++) {
+	size_t used =
+		(size_t)snprintf(line, len, "%s won the race: ready first, after %llds",
+				 won->site ? won->site : "?", (long long)(time(NULL) - x->start));
+	for (size_t i = 0, k = 0; i < x->n; i++) {
 		if (i == w)
 			continue;
 		const struct gg_record *r = &x->recs[i];
 		if (used < len)
-			used += (size_t)snprintf(line + used, len - used, "%s%s: %s", used ? "; " : "",
-						 r->site ? r->site : "?", gg_sess_state_name(r->state));
+			used += (size_t)snprintf(line + used, len - used, "%s%s was %s",
+						 k++ ? ", " : " (", r->site ? r->site : "?",
+						 gg_sess_state_name(r->state));
 		json_t *l = json_object();
 		gg_json_set_text(l, "site", r->site ? r->site : "?");
 		gg_json_set_text(l, "name", r->name);
@@ -124,7 +125,7 @@ static json_t *outcome(const struct race *x, size_t w, const struct gg_record *w
 		gg_json_append(others, l);
 	}
 	if (used < len && x->n > 1)
-		snprintf(line + used, len - used, ", killed and cleaned");
+		snprintf(line + used, len - used, ": killed and cleaned)");
 	gg_json_set_text(o, "id", gg_race_id(x->race));
 	gg_json_set_text(o, "won", won->site ? won->site : "?");
 	gg_json_set_text(o, "why", line);
@@ -193,10 +194,15 @@ static int run(struct gg_cli *cli, const struct req *q, struct race *x,
 			break;
 	if (!x->n)
 		return cli_interrupted() ? EXIT_INTR : EXIT_FAIL; /* each said why */
-	ui_info(cli, "racing %zu site(s) for the session: the first ready wins", x->n);
+	char names[256] = "";
+	for (size_t i = 0, used = 0; i < x->n && used < sizeof names; i++)
+		used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+					 x->recs[i].site ? x->recs[i].site : "?");
+	ui_info(cli, "racing %s for the session: the first ready wins", names);
 	size_t w = 0;
-	int wrc = cli_interrupted() ? gg_err_set(&err, GG_EINTR, "interrupted")
-				    : cli_race_wait(cli, x->ces, x->recs, x->n, q->timeout, &w, &err);
+	int wrc = cli_interrupted()
+			  ? gg_err_set(&err, GG_EINTR, "interrupted")
+			  : cli_race_wait(cli, x->ces, x->recs, x->n, q->timeout, &w, &err);
 	return settle(cli, x, w, wrc, &err);
 }
 

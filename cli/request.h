@@ -29,7 +29,7 @@ struct gg_session_spec *cli_request_spec(struct gg_cli *cli, const struct req *q
 int cli_request_stage(struct gg_cli *cli, int dry, struct gg_session_spec *spec,
 		      const struct gg_site *site, struct gg_session_stage **s);
 /* "Session NAME is ready..." and how to connect (--json: the record, with
- * race, when not NULL, as its "race" member). */
+ * race, when not NULL, as its "race_outcome" member). */
 void cli_request_print_ready(struct gg_cli *cli, const struct gg_record *r, const char *config,
 			     json_t *race);
 

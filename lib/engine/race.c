@@ -17,6 +17,8 @@
 #include "engine/engine_int.h"
 #include "store/store.h"
 
+#define GG_ID_CHARS "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 struct gg_race {
 	char id[16];
 	char *path;
@@ -94,6 +96,7 @@ static int progress(const struct gg_record *r)
 	switch (r->state) {
 	case GG_S_READY: return 6;
 	case GG_S_STARTING: return gg_session_published(r) ? 5 : 4;
+	case GG_S_RUNNING: return 4;
 	case GG_S_QUEUED: return 3;
 	case GG_S_REQUESTED: return 2;
 	case GG_S_UNKNOWN: return 1;
@@ -228,6 +231,12 @@ static int crown(struct gg_engine *e, const char *name, struct gg_record *out, s
 	c.name = c.race_name;
 	c.race_name = NULL;
 	c.race_lost = 0;
+	if (c.name && !gg_record_name_valid(c.name)) { /* not ours: a record edited */
+		gg_engine_notef(e, GG_NOTE_WARN, "%s: the name it was to take is not valid",
+				w.name);
+		free(c.name);
+		c.name = NULL;
+	}
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, "%s", c.site ? c.site : "session");
 	for (char *d = prefix; (d = strchr(d, '.'));)
@@ -284,7 +293,8 @@ static size_t pick(const struct gg_record *recs, size_t n)
 {
 	size_t best = (size_t)-1;
 	for (size_t i = 0; i < n; i++)
-		if (!recs[i].race_lost && (best == (size_t)-1 || progress(&recs[i]) > progress(&recs[best])))
+		if (!recs[i].race_lost &&
+		    (best == (size_t)-1 || progress(&recs[i]) > progress(&recs[best])))
 			best = i;
 	return best;
 }
@@ -301,8 +311,7 @@ int gg_engine_race_settle(struct gg_engine *e, struct gg_record *recs, size_t n,
 	if (winner < n) {
 		rc = crown(e, recs[winner].name, out, err);
 		if (rc == 0 && out)
-			gg_engine_notef(e, GG_NOTE_VERBOSE, "race %s: %s is now %s",
-					recs[winner].race ? recs[winner].race : "?",
+			gg_engine_notef(e, GG_NOTE_VERBOSE, "the race's %s is now %s",
 					recs[winner].name, out->name);
 	}
 	gg_engine_write_ssh_config(e, NULL);
@@ -333,7 +342,8 @@ static struct gg_record *members(struct gg_engine *e, const struct gg_record *al
 	struct gg_record *g = calloc(n ? n : 1, sizeof *g);
 	*m = 0;
 	for (size_t i = 0; g && i < n; i++)
-		if (same_race(&all[i], id) && gg_store_load(e->st, all[i].name, &g[*m], NULL) == 0) {
+		if (same_race(&all[i], id) &&
+		    gg_store_load(e->st, all[i].name, &g[*m], NULL) == 0) {
 			if (same_race(&g[*m], id))
 				(*m)++;
 			else
@@ -342,12 +352,20 @@ static struct gg_record *members(struct gg_engine *e, const struct gg_record *al
 	return g;
 }
 
+/* An id gridgpu makes (gg_random_uid's letters and digits): another (a
+ * record edited) names no lock file, and no client can race under it. */
+static int id_ok(const char *id)
+{
+	size_t l = strlen(id);
+	return l && l < sizeof((struct gg_race *)0)->id && !id[strspn(id, GG_ID_CHARS)];
+}
+
 static void settle_orphan(struct gg_engine *e, const struct gg_record *all, size_t n,
 			  const char *id)
 {
-	char *path = lock_path(e, id);
+	char *path = id_ok(id) ? lock_path(e, id) : NULL;
 	int fd = path ? lock_race(path, 0) : -1;
-	if (fd < 0) { /* its client still races */
+	if (path && fd < 0) { /* its client still races */
 		free(path);
 		return;
 	}
@@ -356,17 +374,21 @@ static void settle_orphan(struct gg_engine *e, const struct gg_record *all, size
 	struct gg_err err = {0};
 	struct gg_record w = {0};
 	if (m) {
-		gg_engine_notef(e, GG_NOTE_INFO, "race %s: its client is gone: settling it", id);
+		gg_engine_notef(e, GG_NOTE_INFO, "a race's client is gone: settling it (%s...)",
+				g[0].name);
 		if (gg_engine_race_settle(e, g, m, (size_t)-1, &w, &err) < 0)
-			gg_engine_notef(e, GG_NOTE_WARN, "race %s: %s", id, err.msg);
+			gg_engine_notef(e, GG_NOTE_WARN, "settling the race of %s: %s", g[0].name,
+					err.msg);
 		else if (w.name)
-			gg_engine_notef(e, GG_NOTE_INFO, "race %s: session %s at %s %s", id, w.name,
-					w.site ? w.site : "?", gg_sess_state_phrase(w.state));
+			gg_engine_notef(e, GG_NOTE_INFO, "the race is settled: session %s %s",
+					w.name, gg_sess_state_phrase(w.state));
 	}
 	gg_record_clear(&w);
 	gg_records_free(g, m);
-	unlink(path);
-	close(fd);
+	if (path)
+		unlink(path);
+	if (fd >= 0)
+		close(fd);
 	free(path);
 }
 

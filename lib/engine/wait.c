@@ -114,7 +114,8 @@ static void wait_queue_reason(struct gg_engine *e, struct gg_record *r,
 }
 
 /* One turn of the wait: refresh, probe, save. 1 when the wait is over. */
-int gg_engine_wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r, struct gg_err *err)
+int gg_engine_wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+			struct gg_err *err)
 {
 	struct gg_err ignored = {0}, way = {0};
 	struct gg_lrms_seen seen = {0};

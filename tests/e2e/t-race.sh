@@ -27,7 +27,9 @@ both_submitted() {
 	[ "$(grep -l '"job_id"' "$REC"/race-*.json 2>/dev/null | wc -l)" = 2 ]
 }
 rec_field() { py "print(d.get('$2', ''))" <"$1"; }
-slurm_has() { sl squeue -h -o %j | grep -qx "gridgpu-$1"; }
+# A-REX names the Slurm job after the CE job's name, gridgpu-UID: '-' made '_',
+# cut to 15 characters
+slurm_has() { sl squeue -h -o %j | grep -qx "$(printf 'gridgpu_%.7s' "$1")"; }
 slurm_none() { ! slurm_has "$1"; }
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
@@ -56,7 +58,7 @@ RC=$? BG=""
 expect_eq "request --race 2: exit 0" "$RC" 0
 json_valid request "$T_TMP/race.json"
 OUT=$(cat "$T_TMP/race.json")
-won=$(printf '%s' "$OUT" | py "print(d['name'], d['state'], d['race']['won'], len(d['race']['lost']))")
+won=$(printf '%s' "$OUT" | py "print(d['name'], d['state'], d['race_outcome']['won'], len(d['race_outcome']['lost']))")
 case $won in
 "fast ready ra 1") WJ=$J1 LJ=$J2 LU=$U2 ;;
 "fast ready rb 1") WJ=$J2 LJ=$J1 LU=$U1 ;;
@@ -64,7 +66,7 @@ case $won in
 esac
 [ -n "$WJ" ] && ok "the winner is 'fast', ready, one loser ($won)" || not_ok "race: $won"
 expect_eq "the winner's record is its racer's job" "$(rec_field "$REC/fast.json" job_id)" "$WJ"
-printf '%s\n' "$(printf '%s' "$OUT" | py "print(d['race']['why'])")" | grep -Eq '^r[ab] won the race: ready first after [0-9]+s' &&
+printf '%s\n' "$(printf '%s' "$OUT" | py "print(d['race_outcome']['why'])")" | grep -Eq '^r[ab] won the race: ready first, after [0-9]+s \(r[ab] was [a-z]+: killed and cleaned\)$' &&
 	ok "one line says which site won and why" || not_ok "why: $OUT"
 expect_eq "one record left, no racer" "$(ls "$REC" | grep -c '\.json$'):$(racers)" "1:0"
 grep -qx "Host fast" "$CFG" && ! grep -q "race-" "$CFG" && ok "the ssh config has fast's block, none of a racer" ||
