@@ -52,6 +52,7 @@ poll 120 both_submitted && ok "both racers recorded with their CE jobs" || not_o
 J1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) U1=$(rec_field "$(ls "$REC"/race-ra-*.json)" uid)
 J2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id) U2=$(rec_field "$(ls "$REC"/race-rb-*.json)" uid)
 R1=$(rec_field "$(ls "$REC"/race-ra-*.json)" race) R2=$(rec_field "$(ls "$REC"/race-rb-*.json)" race)
+K1=$(rec_field "$(ls "$REC"/race-ra-*.json)" key) K2=$(rec_field "$(ls "$REC"/race-rb-*.json)" key)
 [ -n "$R1" ] && [ "$R1" = "$R2" ] && ok "both marked with one race id ($R1)" || not_ok "race ids '$R1' '$R2'"
 wait "$BG"
 RC=$? BG=""
@@ -60,9 +61,9 @@ json_valid request "$T_TMP/race.json"
 OUT=$(cat "$T_TMP/race.json")
 won=$(printf '%s' "$OUT" | py "print(d['name'], d['state'], d['race_outcome']['won'], len(d['race_outcome']['lost']))")
 case $won in
-"fast ready ra 1") WJ=$J1 LJ=$J2 LU=$U2 ;;
-"fast ready rb 1") WJ=$J2 LJ=$J1 LU=$U1 ;;
-*) WJ="" LJ="" LU="" ;;
+"fast ready ra 1") WJ=$J1 LJ=$J2 LU=$U2 WK=$K1 LK=$K2 ;;
+"fast ready rb 1") WJ=$J2 LJ=$J1 LU=$U1 WK=$K2 LK=$K1 ;;
+*) WJ="" LJ="" LU="" WK="" LK="" ;;
 esac
 [ -n "$WJ" ] && ok "the winner is 'fast', ready, one loser ($won)" || not_ok "race: $won"
 expect_eq "the winner's record is its racer's job" "$(rec_field "$REC/fast.json" job_id)" "$WJ"
@@ -75,10 +76,31 @@ poll 120 ce_gone "$LJ" && ok "the loser's job is gone from the CE (curl)" || not
 poll 60 slurm_none "$LU" && ok "... and from Slurm (squeue)" || not_ok "Slurm still has gridgpu-$LU: $(sl squeue -h)"
 [ "$(ce_state "$WJ")" = RUNNING ] && slurm_has "$(rec_field "$REC/fast.json" uid)" &&
 	ok "the winner runs at the CE and in Slurm" || not_ok "winner $WJ: $(ce_state "$WJ")"
+[ -n "$LK" ] && [ ! -e "$LK" ] && [ ! -e "$LK.pub" ] && [ -e "$WK" ] && ok "the loser's session key is removed, the winner's kept" ||
+	not_ok "keys: loser '$LK' winner '$WK'"
 check "ssh -F config fast true" ssh -F "$CFG" -o BatchMode=yes fast true
 run_gg kill fast
 run_gg clean fast
 expect_eq "kill and clean the winner" "$RC" 0
+
+# --- Ctrl-C in the middle of a race: settled at once, one session kept ------------------
+"$GRIDGPU" request --site ra,rb --race 2 --name soft --walltime 1h >"$T_TMP/i.out" 2>&1 &
+BG=$!
+poll 120 both_submitted && ok "SIGINT race: both racers submitted" || not_ok "racers: $(ls "$REC")"
+IJ1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) IJ2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id)
+kill -INT "$BG"
+wait "$BG"
+RC=$? BG=""
+expect_eq "request --race interrupted: exit 130" "$RC" 130
+grep -q "interrupted: the race is settled: session soft at r[ab] keeps starting" "$T_TMP/i.out" &&
+	ok "... it says which session it kept" || not_ok "interrupted: $(cat "$T_TMP/i.out")"
+expect_eq "one record left, named as asked" "$(ls "$REC" | grep '\.json$')" "soft.json"
+IW=$(rec_field "$REC/soft.json" job_id)
+[ "$IW" = "$IJ1" ] && IL=$IJ2 || IL=$IJ1
+poll 120 ce_gone "$IL" && ok "the other racer's job is gone from the CE" || not_ok "$IL at the CE: $(ce_state "$IL")"
+run_gg kill soft
+run_gg clean soft
+expect_eq "kill and clean the kept session" "$RC" 0
 
 # --- SIGKILL in the middle of a race ---------------------------------------------------
 "$GRIDGPU" request --site ra,rb --race 2 --name hard --walltime 1h >"$T_TMP/k.out" 2>&1 &
