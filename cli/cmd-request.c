@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
+#include "request.h"
 #include "resopt.h"
 #include "gridgpu/session.h"
 #include "gridgpu/ssh.h"
@@ -22,6 +23,7 @@ enum {
 	O_IDENTITY,
 	O_TIMEOUT,
 	O_BIND,
+	O_RACE,
 };
 
 const struct gg_opt cmd_request_opts[] = {
@@ -44,17 +46,9 @@ const struct gg_opt cmd_request_opts[] = {
 	 O_IDENTITY},
 	{"dry-run", 0, OPT_NONE, NULL, "print the job description and requests, submit nothing",
 	 O_DRY_RUN},
+	{"race", 0, OPT_ARG, "N", "send it to the N best sites at once: the first ready wins",
+	 O_RACE},
 	OPT_END,
-};
-
-struct req {
-	struct gg_jd_resources res;
-	int64_t deadline, idle;
-	const char *image, *ce, *name, *identity;
-	int wait, dry_run, token;
-	int64_t timeout;
-	const char *binds[GG_JD_MAX];
-	int nbinds;
 };
 
 static int add_bind(struct gg_cli *cli, struct req *q)
@@ -94,6 +88,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 	case O_DRY_RUN: q->dry_run = 1; break;
 	case O_IDENTITY: q->identity = cli->optarg; break;
 	case O_BIND: return add_bind(cli, q);
+	case O_RACE: return cli_opt_race(cli, &q->race);
 	}
 	return 0;
 }
@@ -119,21 +114,7 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		return ui_usage(cli, "--name: %s", err.msg);
 	if (q->identity && gg_ssh_cfg_check("--identity", q->identity, GG_SSHV_PATH, &err) < 0)
 		return ui_usage(cli, "%s", err.msg);
-	return 0;
-}
-
-static void print_ready(struct gg_cli *cli, const struct gg_record *r, const char *config)
-{
-	if (cli->json) {
-		ui_json_doc("request", cli_record_json(r));
-		return;
-	}
-	char fp[80] = "";
-	gg_ssh_fingerprint(r->host_key, fp, sizeof fp, NULL);
-	ui_out("Session %s is ready: %s@%s port %d, host key %s (pinned)\n", r->name,
-	       r->user ? r->user : "?", r->node, r->port, fp);
-	ui_out("Connect with:  gridgpu connect %s\n", r->name);
-	ui_out("          or:  ssh -F %s %s\n", config, r->name);
+	return cli_race_check(cli, q);
 }
 
 /* Wait for the launcher to publish the sshd, pin its host key, tell how to
@@ -162,7 +143,7 @@ static int wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r,
 	struct gg_ssh_paths sp = {0};
 	if (gg_engine_write_ssh_config(e, &err) < 0 || gg_ssh_paths_init(&sp, &err) < 0)
 		return ui_fail(cli, &err, "writing the SSH configuration");
-	print_ready(cli, r, sp.config);
+	cli_request_print_ready(cli, r, sp.config, NULL);
 	gg_ssh_paths_clear(&sp);
 	return EXIT_OK;
 }
@@ -201,7 +182,7 @@ static int submit(struct gg_cli *cli, const struct req *q, struct gg_submission 
 
 /* What was asked, with the site's defaults, as the library's session spec;
  * NULL after saying what is wrong. */
-static struct gg_session_spec *make_spec(struct gg_cli *cli, const struct req *q,
+struct gg_session_spec *cli_request_spec(struct gg_cli *cli, const struct req *q,
 					 const struct gg_site *site, const char *launcher)
 {
 	struct gg_err err = {0};
@@ -231,8 +212,8 @@ static struct gg_session_spec *make_spec(struct gg_cli *cli, const struct req *q
 }
 
 /* The image and the enter script staged with the session (--image). */
-static int stage_image(struct gg_cli *cli, int dry, struct gg_session_spec *spec,
-		       const struct gg_site *site, struct gg_session_stage **s)
+int cli_request_stage(struct gg_cli *cli, int dry, struct gg_session_spec *spec,
+		      const struct gg_site *site, struct gg_session_stage **s)
 {
 	struct gg_err err = {0};
 	struct gg_engine *e = dry ? NULL : cli_engine(cli); /* a dry run makes nothing */
@@ -266,6 +247,8 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	int rc = parse_opts(cli, argc, argv, &q);
 	if (rc)
 		return rc == -2 ? EXIT_OK : rc;
+	if (q.race && !q.dry_run) /* the N best at once */
+		return cli_request_race(cli, &q);
 	const struct gg_site *site = NULL; /* --site auto or A,B: where it fits best */
 	rc = cli_request_site(cli, &q.res, q.dry_run, q.ce == NULL, &site);
 	if (rc || (!site && (!q.ce || cli->site)))
@@ -280,12 +263,12 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
 	if (!launcher)
 		return EXIT_FAIL;
-	struct gg_session_spec *spec = make_spec(cli, &q, site, launcher);
+	struct gg_session_spec *spec = cli_request_spec(cli, &q, site, launcher);
 	struct gg_session_stage *stage = NULL;
 	if (!spec)
 		rc = EXIT_FAIL;
 	else if (gg_session_spec_image(spec))
-		rc = stage_image(cli, q.dry_run, spec, site, &stage);
+		rc = cli_request_stage(cli, q.dry_run, spec, site, &stage);
 	if (rc == 0) {
 		struct gg_submission s;
 		gg_session_submission(&s, spec, site, endpoint, q.name, q.identity, q.token);

@@ -367,6 +367,25 @@ int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, in
 	return rc;
 }
 
+int cli_race_wait(struct gg_cli *cli, struct gg_ce **ces, struct gg_record *recs, size_t n,
+		  int64_t timeout, size_t *winner, struct gg_err *err)
+{
+	struct gg_engine *e = cli_engine(cli);
+	struct gg_engine_callbacks cb;
+	cli_engine_callbacks(cli, &cb);
+	cli->wait_tty = isatty(STDERR_FILENO) && !cli->quiet;
+	cli->wait_shown = cli->wait_top = 0;
+	cb.waiting = show_wait;
+	int rc = gg_engine_set_callbacks(e, &cb, err);
+	if (rc == 0)
+		rc = gg_engine_race_wait(e, ces, recs, n, timeout, winner, err);
+	cb.waiting = NULL;
+	gg_engine_set_callbacks(e, &cb, NULL);
+	if (cli->wait_tty && cli->wait_shown)
+		fputc('\n', stderr);
+	return rc;
+}
+
 int cli_local_file(const char *path, struct gg_err *err)
 {
 	struct stat sb;

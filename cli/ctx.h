@@ -34,6 +34,9 @@ int cli_exit_of(int rc);
 /* gg_engine_wait_ready, showing its progress on stderr. */
 int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, int64_t timeout,
 		   struct gg_err *err);
+/* gg_engine_race_wait (request --race), showing its progress the same way. */
+int cli_race_wait(struct gg_cli *cli, struct gg_ce **ces, struct gg_record *recs, size_t n,
+		  int64_t timeout, size_t *winner, struct gg_err *err);
 
 /* --dry-run (dryrun.c): show the descriptions and requests, send nothing. */
 int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,

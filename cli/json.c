@@ -71,6 +71,10 @@ static void set_session(json_t *o, const struct gg_record *r)
 	set_time(o, "idle_since", r->idle_since);
 	set_str(o, "active_reason", r->active_reason);
 	set_deadline(o, r);
+	set_str(o, "race", r->race);
+	set_str(o, "race_name", r->race_name);
+	if (r->race)
+		gg_json_set(o, "race_lost", json_boolean(r->race_lost != 0));
 }
 
 /* The outputs at storage, as [{"name", "url"}]. */

@@ -523,6 +523,35 @@ GG_API int gg_engine_kill(struct gg_engine *e, struct gg_record *recs, size_t n)
  * cleaned[i] is set for each one forgotten. Returns 0 or the first error. */
 GG_API int gg_engine_clean(struct gg_engine *e, struct gg_record *recs, size_t n, int keep_remote,
 			   char *cleaned);
+/* ---- request --race: one session sent to several sites, the first ready wins ---- */
+
+/* A race: its id (set it as rec.race of each racer's submission) and its lock,
+ * held until gg_race_end. While it is held a sync leaves the race's records
+ * alone; once its holder is gone (killed), a sync settles the race as
+ * gg_engine_race_settle does without a winner. */
+struct gg_race;
+GG_API int gg_race_begin(struct gg_engine *e, struct gg_race **out, struct gg_err *err);
+GG_API const char *gg_race_id(const struct gg_race *r);
+/* Let the lock go (and free r; NULL is fine). */
+GG_API void gg_race_end(struct gg_race *r);
+/* Follow the racers recs[0..n) (ces[i] each one's CE, from gg_engine_submit)
+ * until one is ready: its index in *winner. Each turn refreshes, probes and
+ * saves every racer still in the race; one that ends (or whose way to the node
+ * breaks) leaves it. GG_EJOB (or the first racer's error) when none is left,
+ * with each site's reason; GG_ENET after timeout seconds (0: none); GG_EINTR
+ * when the cancel callback says so. The waiting callback is given the racer
+ * furthest along. */
+GG_API int gg_engine_race_wait(struct gg_engine *e, struct gg_ce **ces, struct gg_record *recs,
+			       size_t n, int64_t timeout, size_t *winner, struct gg_err *err);
+/* End a race: every racer but recs[winner] marked lost, killed and cleaned (at
+ * its CE and here; one whose CE cannot be asked stays, marked lost, for the
+ * next sync); the winner renamed to its race_name (taken: its site's SITE-N)
+ * without its race marks, into *out (may be NULL); the SSH configuration
+ * rewritten. winner >= n: the rule of a race without winner: a ready racer,
+ * else the furthest along (starting, queued, requested), else the first. */
+GG_API int gg_engine_race_settle(struct gg_engine *e, struct gg_record *recs, size_t n,
+				 size_t winner, struct gg_record *out, struct gg_err *err);
+
 /* Regenerate the SSH configuration from the store's live sessions. */
 GG_API int gg_engine_write_ssh_config(struct gg_engine *e, struct gg_err *err);
 

@@ -96,6 +96,12 @@ struct gg_record {
 	 * made printable and bounded, a newline between them; NULL: none) */
 	int64_t exit_read, exit_status, oom_kills;
 	char *stderr_tail;
+	/* sessions sent to several sites at once (request --race): race is the
+	 * race's id, the same in each of its records (NULL: not racing);
+	 * race_name the name the winner takes (NULL: its site's SITE-N);
+	 * race_lost 1 once this one lost (it is killed and cleaned) */
+	char *race, *race_name;
+	int64_t race_lost;
 };
 
 /* The record's string and whole-number fields, each as the JSON key of the same
@@ -105,12 +111,12 @@ struct gg_record {
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
 	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging) \
-	X(launch_error) X(stderr_tail)
+	X(launch_error) X(stderr_tail) X(race) X(race_name)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \
 	X(logins) X(connections) X(activity_at) X(idle_since) X(remote_inputs) \
-	X(exit_read) X(exit_status) X(oom_kills)
+	X(exit_read) X(exit_status) X(oom_kills) X(race_lost)
 /* clang-format on */
 
 GG_API void gg_record_clear(struct gg_record *r);

@@ -113,8 +113,9 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_jd_set(&jd->stdout_name, GG_LAUNCHER_LOG, err);
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &q->res, site, err);
-	if (rc == 0)
-		rc = gg_jd_env(jd, gg_node_env(GG_NE_SESSION), r->name, err);
+	if (rc == 0) /* a racer: the name it will have */
+		rc = gg_jd_env(jd, gg_node_env(GG_NE_SESSION),
+			       r->race_name ? r->race_name : r->name, err);
 	if (rc == 0)
 		rc = gg_jd_storage_env(jd, site, err);
 	if (rc == 0 && q->warn_leads) {

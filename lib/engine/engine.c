@@ -290,7 +290,11 @@ int gg_engine_write_ssh_config(struct gg_engine *e, struct gg_err *err)
 		for (size_t i = 0; recs && i < nrows; i++) {
 			if (rows[i].kind != GG_REC_SESSION || gg_sess_state_ended(rows[i].state))
 				continue;
-			if (gg_store_load(e->st, rows[i].name, &recs[n], NULL) == 0)
+			if (gg_store_load(e->st, rows[i].name, &recs[n], NULL) < 0)
+				continue;
+			if (recs[n].race) /* racing: a block once it won */
+				gg_record_clear(&recs[n]);
+			else
 				n++;
 		}
 		rc = recs ? gg_session_write_ssh_config(&p, e->cfg, recs, n, err)

@@ -80,6 +80,13 @@ int gg_engine_failf(struct gg_engine *e, const struct gg_err *err, const char *f
 	__attribute__((format(printf, 3, 4)));
 /* 1 when the stored record is killed, or gone (killed and cleaned). */
 int gg_engine_killed(struct gg_engine *e, const char *name);
+/* One turn of a wait for a session (wait.c): refreshed, probed, saved; 1 when
+ * it is ready or has ended, 0 while not, or an error. */
+int gg_engine_wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+			struct gg_err *err);
+/* A sync's part of request --race (race.c): the races whose client is gone
+ * settled; a racer whose winner is already crowned removed. */
+void gg_engine_races_settle(struct gg_engine *e);
 
 /* A sync asks each CE (each CE and credential) on a thread of its own and
  * saves its records as soon as it has answered; each CE's part is bounded by

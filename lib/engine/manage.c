@@ -318,6 +318,11 @@ int gg_engine_sync(struct gg_engine *e, struct gg_record *recs, size_t n, int on
 		return gg_engine_failf(e, &err, "sync");
 	first(&code, sync_groups(e, recs, gs, ng));
 	gg_rec_groups_free(gs, ng);
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].race) { /* request --race: races whose client is gone */
+			gg_engine_races_settle(e);
+			break;
+		}
 	if (gg_engine_write_ssh_config(e, &err) < 0)
 		first(&code, gg_engine_failf(e, &err, "writing the SSH configuration"));
 	return code;

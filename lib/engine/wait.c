@@ -114,7 +114,8 @@ static void wait_queue_reason(struct gg_engine *e, struct gg_record *r,
 }
 
 /* One turn of the wait: refresh, probe, save. 1 when the wait is over. */
-static int wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r, struct gg_err *err)
+int gg_engine_wait_turn(struct gg_engine *e, struct gg_ce *ce, struct gg_record *r,
+			struct gg_err *err)
 {
 	struct gg_err ignored = {0}, way = {0};
 	struct gg_lrms_seen seen = {0};
@@ -147,7 +148,7 @@ int gg_engine_wait_ready(struct gg_engine *e, struct gg_ce *ce, struct gg_record
 	for (;;) {
 		if (cancelled(e))
 			return gg_err_set(err, GG_EINTR, "interrupted");
-		int rc = wait_turn(e, ce, r, err);
+		int rc = gg_engine_wait_turn(e, ce, r, err);
 		int64_t waited = (int64_t)(time(NULL) - start);
 		if (rc >= 0 && e->waiting)
 			e->waiting(e->ud, r, waited);

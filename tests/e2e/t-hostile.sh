@@ -236,6 +236,33 @@ json_has "len(d['items']) == 1 and (lambda j: $rec_ok)(d['items'][0])" "kill --j
 run_gg --json clean --keep-remote hj
 json_has 'd["cleaned"] == ["hj"]' "clean --json: the record named (names are plain by rule)" clean clean
 
+# request --race: odd counts refused before anything is recorded; a racer's
+# record edited to carry controls in its race marks: list --json keeps them
+# escaped, and a sync that settles its race (its client long gone) does not
+# take a name that is not valid, nor print it raw.
+for v in 0 9 -1 x '' 2x "$(printf '\377')"; do
+	run_gg request --site auto --race "$v"
+	[ "$RC" = 2 ] || not_ok "request --race '$v': exit $RC"
+done
+ok "request --race with odd counts: exit 2"
+/usr/bin/python3 - "$REC/race-odd-1.json" <<'PY'
+import json, sys
+rec = {"version": 1, "kind": "session", "state": "queued", "name": "race-odd-1", "uid": "0123456789ad",
+       "site": "odd", "ce": "https://ce.invalid/arex", "job_id": "abc125", "created": 1700000000,
+       "walltime": 3600, "race": "r\u001b[2J", "race_name": "x\u001b]0;t\u0007y"}
+json.dump(rec, open(sys.argv[1], "w"))
+PY
+run_gg --json list
+json_has "[j for j in d['items'] if j.get('race') == 'r\x1b[2J' and j.get('race_name') == 'x\x1b]0;t\x07y']" \
+	"list --json: a racer's race marks kept, escaped by JSON" list list
+run_gg list --sync
+printf '%s\n%s' "$OUT" "$ERR" >"$T_TMP/race.out"
+if raw_controls "$T_TMP/race.out" >"$T_TMP/bad"; then not_ok "list --sync settling an edited race: no raw control byte ($(cat "$T_TMP/bad"))"; else
+	ok "list --sync settling an edited race: no raw control byte"; fi
+[ ! -e "$REC/race-odd-1.json" ] && [ -e "$REC/odd-1.json" ] && ! ls "$REC" | grep -q '^x' &&
+	ok "... the racer kept as odd-1, not under the name that is not valid" || not_ok "records: $(ls "$REC")"
+"$GRIDGPU" clean --keep-remote odd-1 >/dev/null 2>&1
+
 # gpus: a GPU name (what NVML says) that is not UTF-8 and holds controls
 FAKE=$(cd "$(dirname "$GRIDGPU")/.." && pwd)/tests/fakegpu
 if [ -e "$FAKE/libnvidia-ml.so.1" ]; then

@@ -1959,6 +1959,156 @@ static void test_fetch_storage_only(void **state)
 	storage_stop(&sv);
 }
 
+/* ---- request --race (race.c) ---- */
+
+/* n racers of race id sent (queued at the fake CE), in recs. */
+static void racers(struct gg_engine *e, const char *id, const char *name, struct gg_record *recs,
+		   int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct gg_submission s = job(NULL, "proxy");
+		snprintf(s.prefix, sizeof s.prefix, "race-s%d", i);
+		s.rec.site = gg_strdup_printf("s%d", i);
+		s.rec.race = strdup(id);
+		s.rec.race_name = name ? strdup(name) : NULL;
+		struct gg_err err = {0};
+		assert_int_equal(gg_engine_submit(e, &s, &recs[i], NULL, &err), 0);
+	}
+}
+
+static size_t stored(void)
+{
+	struct gg_record *recs = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_store_list(gg_engine_store(K), &recs, &n, NULL, NULL), 0);
+	gg_records_free(recs, n);
+	return n;
+}
+
+/* The winner takes the race's name without its marks; the loser's job is
+ * killed and cleaned at the CE and its record forgotten. */
+static void test_race_settle_winner(void **state)
+{
+	(void)state;
+	struct gg_record recs[2], won;
+	struct gg_err err = {0};
+	racers(E, "r1", "fast", recs, 2);
+	assert_string_equal(recs[0].name, "race-s0-1");
+	assert_string_equal(recs[0].race, "r1");
+	enum gg_sess_state ready = GG_S_READY;
+	assert_int_equal(
+		gg_store_update(gg_engine_store(E), recs[1].name, set_state, &ready, NULL, &err),
+		0);
+	assert_int_equal(gg_engine_race_settle(E, recs, 2, 1, &won, &err), 0);
+	assert_string_equal(won.name, "fast");
+	assert_null(won.race);
+	assert_null(won.race_name);
+	assert_string_equal(won.job_id, F.jobs[1].id);
+	assert_int_equal(F.jobs[0].state, GG_CE_KILLED);
+	assert_true(F.jobs[0].cleaned);
+	assert_false(F.jobs[1].cleaned);
+	assert_int_equal(F.jobs[1].state, GG_CE_QUEUED);
+	assert_int_equal(stored(), 1);
+	struct gg_record now = load("fast");
+	assert_int_equal(now.state, GG_S_READY);
+	gg_record_clear(&now);
+	gg_record_clear(&won);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
+/* The name taken meanwhile: the winner takes its site's SITE-N. */
+static void test_race_name_taken(void **state)
+{
+	(void)state;
+	struct gg_record recs[2], won, other;
+	struct gg_err err = {0};
+	racers(E, "r2", "fast", recs, 2);
+	struct gg_submission s = job("fast", "proxy");
+	assert_int_equal(gg_engine_submit(E, &s, &other, NULL, &err), 0);
+	assert_int_equal(gg_engine_race_settle(E, recs, 2, 0, &won, &err), 0);
+	assert_string_equal(won.name, "s0-1");
+	assert_int_equal(stored(), 2);
+	assert_non_null(strstr(notes, "fast"));
+	gg_record_clear(&won);
+	gg_record_clear(&other);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
+/* The client SIGKILLed once both racers are submitted: while it lived, a
+ * sync left the race alone (its lock held); once it is gone, a sync keeps
+ * the one furthest along under the race's name and kills and cleans the
+ * other. */
+static void test_race_sigkill_sync(void **state)
+{
+	(void)state;
+	struct gg_race *race = NULL;
+	struct gg_record recs[2];
+	assert_int_equal(gg_race_begin(E, &race, NULL), 0);
+	racers(E, gg_race_id(race), "hard", recs, 2);
+	struct gg_record *all = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_store_list(gg_engine_store(K), &all, &n, NULL, NULL), 0);
+	assert_int_equal(gg_engine_sync(K, all, n, 1), 0);
+	gg_records_free(all, n);
+	assert_int_equal(stored(), 2); /* racing: left alone */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) { /* the client: holds the lock, then is killed */
+		struct gg_race *r2 = NULL;
+		gg_race_end(race);
+		if (gg_race_begin(E, &r2, NULL) == 0)
+			raise(SIGKILL);
+		_exit(1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	gg_race_end(race); /* this race's client is gone too */
+	F.jobs[1].state = GG_CE_RUNNING;
+	F.jobs[0].lrms_queued = 1; /* Slurm holds it */
+	assert_int_equal(gg_store_list(gg_engine_store(K), &all, &n, NULL, NULL), 0);
+	assert_int_equal(gg_engine_sync(K, all, n, 1), 0);
+	gg_records_free(all, n);
+	assert_int_equal(stored(), 1);
+	struct gg_record now = load("hard");
+	assert_string_equal(now.job_id, F.jobs[1].id); /* running beats queued */
+	assert_null(now.race);
+	assert_int_equal(F.jobs[0].state, GG_CE_KILLED);
+	assert_true(F.jobs[0].cleaned);
+	assert_non_null(strstr(notes, "a race's client is gone"));
+	gg_record_clear(&now);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
+/* A client stopped between the winner's new record and the racer's removal:
+ * the sync removes the racer's record only (its job is the winner's). */
+static void test_race_crowned_twice(void **state)
+{
+	(void)state;
+	struct gg_record recs[1], copy;
+	struct gg_err err = {0};
+	racers(E, "r3", "w", recs, 1);
+	assert_int_equal(gg_record_copy(&copy, &recs[0]), 0);
+	free(copy.name);
+	free(copy.race);
+	copy.name = strdup("w");
+	copy.race = NULL;
+	assert_int_equal(gg_store_create(gg_engine_store(E), &copy, "x", &err), 0);
+	struct gg_record *all = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_store_list(gg_engine_store(K), &all, &n, NULL, NULL), 0);
+	assert_int_equal(gg_engine_sync(K, all, n, 1), 0);
+	gg_records_free(all, n);
+	assert_int_equal(stored(), 1);
+	assert_int_equal(F.jobs[0].state, GG_CE_QUEUED);
+	assert_false(F.jobs[0].cleaned);
+	gg_record_clear(&copy);
+	gg_record_clear(&recs[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2012,6 +2162,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fetch_clean, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_not_ended, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_storage_only, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_settle_winner, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_name_taken, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_sigkill_sync, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_crowned_twice, each_setup, each_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,132 @@
+#!/bin/sh
+# request --race 2 against the real test site, two site entries on its CE: the
+# first session ready wins and takes the name and the ssh config block; the
+# other's job is gone from the CE (asked with curl) and from Slurm (squeue in
+# the site), its record and key forgotten. Then the client SIGKILLed once both
+# jobs are submitted: list --sync settles the race to one session (or none) and
+# leaves nothing at the CE, in Slurm or in the ssh config.
+. "$(dirname "$0")/lib.sh"
+: "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
+export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
+CFG=$XDG_CONFIG_HOME/gridgpu/ssh/config
+REC=$XDG_STATE_HOME/gridgpu/records
+BG=""
+on_exit() {
+	[ -n "$BG" ] && kill -9 "$BG" 2>/dev/null
+	"$GRIDGPU" list --sync >/dev/null 2>&1
+	for n in $("$GRIDGPU" list 2>/dev/null | awk 'NR > 1 {print $1}'); do "$GRIDGPU" kill "$n" >/dev/null 2>&1; done
+	"$GRIDGPU" clean --all -q >/dev/null 2>&1
+	t_cleanup
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
+racers() { ls "$REC" 2>/dev/null | grep -c '^race-.*\.json$'; }
+# both racers' records name their CE job (the store is polled, no sleep)
+both_submitted() {
+	[ "$(grep -l '"job_id"' "$REC"/race-*.json 2>/dev/null | wc -l)" = 2 ]
+}
+rec_field() { py "print(d.get('$2', ''))" <"$1"; }
+# A-REX names the Slurm job after the CE job's name, gridgpu-UID: '-' made '_',
+# cut to 15 characters
+slurm_has() { sl squeue -h -o %j | grep -qx "$(printf 'gridgpu_%.7s' "$1")"; }
+slurm_none() { ! slurm_has "$1"; }
+
+"$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
+for s in ra rb; do
+	check "site add $s (the test site's CE)" "$GRIDGPU" site add "$s" -q --ce "$GG_TB_CE_URL" \
+		--jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" \
+		--known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 --connect-deadline 10m
+done
+
+# --- usage --------------------------------------------------------------------------
+expect_fail "--race with --no-wait is refused" 2 "does not go with --no-wait" request --site ra,rb --race 2 --no-wait
+expect_fail "--race without sites to choose from is refused" 2 "--site auto or --site A,B" request --site ra --race 2
+expect_fail "--race 9 is out of range" 2 "--race" request --site auto --race 9
+[ "$(racers)" = 0 ] && ok "nothing recorded by the refused races" || not_ok "records: $(ls "$REC")"
+
+# --- a race to the end ------------------------------------------------------------
+"$GRIDGPU" --json request --site ra,rb --race 2 --name fast --walltime 1h >"$T_TMP/race.json" 2>"$T_TMP/race.err" &
+BG=$!
+poll 120 both_submitted && ok "both racers recorded with their CE jobs" || not_ok "racers: $(ls "$REC")"
+J1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) U1=$(rec_field "$(ls "$REC"/race-ra-*.json)" uid)
+J2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id) U2=$(rec_field "$(ls "$REC"/race-rb-*.json)" uid)
+R1=$(rec_field "$(ls "$REC"/race-ra-*.json)" race) R2=$(rec_field "$(ls "$REC"/race-rb-*.json)" race)
+K1=$(rec_field "$(ls "$REC"/race-ra-*.json)" key) K2=$(rec_field "$(ls "$REC"/race-rb-*.json)" key)
+[ -n "$R1" ] && [ "$R1" = "$R2" ] && ok "both marked with one race id ($R1)" || not_ok "race ids '$R1' '$R2'"
+wait "$BG"
+RC=$? BG=""
+expect_eq "request --race 2: exit 0" "$RC" 0
+json_valid request "$T_TMP/race.json"
+OUT=$(cat "$T_TMP/race.json")
+won=$(printf '%s' "$OUT" | py "print(d['name'], d['state'], d['race_outcome']['won'], len(d['race_outcome']['lost']))")
+case $won in
+"fast ready ra 1") WJ=$J1 LJ=$J2 LU=$U2 WK=$K1 LK=$K2 ;;
+"fast ready rb 1") WJ=$J2 LJ=$J1 LU=$U1 WK=$K2 LK=$K1 ;;
+*) WJ="" LJ="" LU="" WK="" LK="" ;;
+esac
+[ -n "$WJ" ] && ok "the winner is 'fast', ready, one loser ($won)" || not_ok "race: $won"
+expect_eq "the winner's record is its racer's job" "$(rec_field "$REC/fast.json" job_id)" "$WJ"
+printf '%s\n' "$(printf '%s' "$OUT" | py "print(d['race_outcome']['why'])")" | grep -Eq '^r[ab] won the race: ready first, after [0-9]+s \(r[ab] was [a-z]+: killed and cleaned\)$' &&
+	ok "one line says which site won and why" || not_ok "why: $OUT"
+expect_eq "one record left, no racer" "$(ls "$REC" | grep -c '\.json$'):$(racers)" "1:0"
+grep -qx "Host fast" "$CFG" && ! grep -q "race-" "$CFG" && ok "the ssh config has fast's block, none of a racer" ||
+	not_ok "ssh config: $(grep '^Host' "$CFG")"
+poll 120 ce_gone "$LJ" && ok "the loser's job is gone from the CE (curl)" || not_ok "loser $LJ at the CE: $(ce_state "$LJ")"
+poll 60 slurm_none "$LU" && ok "... and from Slurm (squeue)" || not_ok "Slurm still has gridgpu-$LU: $(sl squeue -h)"
+[ "$(ce_state "$WJ")" = RUNNING ] && slurm_has "$(rec_field "$REC/fast.json" uid)" &&
+	ok "the winner runs at the CE and in Slurm" || not_ok "winner $WJ: $(ce_state "$WJ")"
+[ -n "$LK" ] && [ ! -e "$LK" ] && [ ! -e "$LK.pub" ] && [ -e "$WK" ] && ok "the loser's session key is removed, the winner's kept" ||
+	not_ok "keys: loser '$LK' winner '$WK'"
+check "ssh -F config fast true" ssh -F "$CFG" -o BatchMode=yes fast true
+run_gg kill fast
+run_gg clean fast
+expect_eq "kill and clean the winner" "$RC" 0
+
+# --- Ctrl-C in the middle of a race: settled at once, one session kept ------------------
+"$GRIDGPU" request --site ra,rb --race 2 --name soft --walltime 1h >"$T_TMP/i.out" 2>&1 &
+BG=$!
+poll 120 both_submitted && ok "SIGINT race: both racers submitted" || not_ok "racers: $(ls "$REC")"
+IJ1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) IJ2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id)
+kill -INT "$BG"
+wait "$BG"
+RC=$? BG=""
+expect_eq "request --race interrupted: exit 130" "$RC" 130
+grep -q "interrupted: the race is settled: session soft at r[ab] keeps starting" "$T_TMP/i.out" &&
+	ok "... it says which session it kept" || not_ok "interrupted: $(cat "$T_TMP/i.out")"
+expect_eq "one record left, named as asked" "$(ls "$REC" | grep '\.json$')" "soft.json"
+IW=$(rec_field "$REC/soft.json" job_id)
+[ "$IW" = "$IJ1" ] && IL=$IJ2 || IL=$IJ1
+poll 120 ce_gone "$IL" && ok "the other racer's job is gone from the CE" || not_ok "$IL at the CE: $(ce_state "$IL")"
+run_gg kill soft
+run_gg clean soft
+expect_eq "kill and clean the kept session" "$RC" 0
+
+# --- SIGKILL in the middle of a race ---------------------------------------------------
+"$GRIDGPU" request --site ra,rb --race 2 --name hard --walltime 1h >"$T_TMP/k.out" 2>&1 &
+BG=$!
+poll 120 both_submitted && ok "SIGKILL race: both racers submitted" || not_ok "racers: $(ls "$REC")"
+KJ1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) KU1=$(rec_field "$(ls "$REC"/race-ra-*.json)" uid)
+KJ2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id) KU2=$(rec_field "$(ls "$REC"/race-rb-*.json)" uid)
+kill -9 "$BG"
+wait "$BG" 2>/dev/null
+BG=""
+run_gg list --sync
+expect_eq "list --sync after the SIGKILL: exit 0" "$RC" 0
+n=$(ls "$REC" | grep -c '\.json$')
+expect_eq "one session left (or none), no racer" "$n:$(racers)" "$([ "$n" = 0 ] && echo 0 || echo 1):0"
+if [ "$n" = 1 ]; then
+	expect_eq "... named as the race asked" "$(ls "$REC")" "hard.json"
+	KW=$(rec_field "$REC/hard.json" job_id)
+	[ "$KW" = "$KJ1" ] && KL=$KJ2 KLU=$KU2 || KL=$KJ1 KLU=$KU1
+	[ "$KW" = "$KJ1" ] || [ "$KW" = "$KJ2" ] && ok "... it is one of the racers' jobs" || not_ok "hard's job $KW"
+else
+	KL="$KJ1 $KJ2" KLU="$KU1 $KU2"
+fi
+for j in $KL; do poll 120 ce_gone "$j" && ok "the loser's job $j is gone from the CE" || not_ok "$j at the CE: $(ce_state "$j")"; done
+for u in $KLU; do poll 60 slurm_none "$u" && ok "... and gridgpu-$u from Slurm" || not_ok "Slurm has gridgpu-$u"; done
+! grep -q "race-" "$CFG" && ok "no racer's block in the ssh config" || not_ok "ssh config: $(grep '^Host' "$CFG")"
+! ls "$XDG_STATE_HOME/gridgpu/records" | grep -q '\.lock$' && ok "no race lock left" || not_ok "locks: $(ls "$REC")"
+run_gg list --sync
+expect_eq "a second sync changes nothing" "$(ls "$REC" | grep -c '\.json$')" "$n"
+done_testing
