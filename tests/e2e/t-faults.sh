@@ -426,6 +426,21 @@ fp_mode "$FP" pass
 run_gg list --sync
 expect_eq "mid-submit (batch): list --sync adopts the job" "$(rec job_id "$N")" "$J"
 
+# The same for submit --count: one request made all the jobs, its answer was
+# lost: every record stays, and list --sync adopts each job.
+N=${TAG}mc
+fp_mode "$FP" drop-after-job "$N"
+run_gg --site fp submit "$T_TMP/small.sif" --count 3 --walltime 10m -- echo "$N"
+JS=$(ce_jobs_with "$N" | sort | tr '\n' ' ')
+[ "$RC" = 4 ] && [ "$(printf '%s\n' "$ERR" | grep -c "^gridgpu: submit: job [123] of 3 (job-[0-9]*): the CE may have the job")" = 3 ] &&
+	ok "mid-submit (--count 3): exit 4, each job told that the CE may have it" || not_ok "mid-submit (--count 3): exit $RC: $ERR"
+fp_mode "$FP" pass
+run_gg list --sync
+expect_eq "mid-submit (--count 3): list --sync adopts the three jobs the CE made" \
+	"$(for f in "$REC"/*.json; do "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r.get("job_id", "")) if sys.argv[2] in r.get("command", "") else None' "$f" "$N"; done | sort | tr '\n' ' ')" "$JS"
+expect_eq "mid-submit (--count 3): the CE made three" "$(echo $JS | wc -w)" 3
+check_store "mid-submit (--count 3)"
+
 # Mid-upload: the answer arrives, then the CE goes away during the upload.
 N=${TAG}mu
 fp_mode "$FP" cut-upload "\"$N\""
