@@ -145,12 +145,12 @@ static void each_job(void *ud, int index, int rc, const struct gg_record *r,
 			ui_json_error("submit", err->msg, err->code);
 	}
 	char *msg = gg_str_printable(err->msg, strlen(err->msg));
-	json_t *o = gg_json_object(
-		"index", json_integer(index + 1), "error",
-		gg_json_object("what", gg_json_text("submit"), "message",
-			       gg_json_text(msg ? msg : ""), "kind",
-			       gg_json_text(gg_err_kind(err->code)), "exit", json_integer(code), NULL),
-		NULL);
+	json_t *o = gg_json_object("index", json_integer(index + 1), "error",
+				   gg_json_object("what", gg_json_text("submit"), "message",
+						  gg_json_text(msg ? msg : ""), "kind",
+						  gg_json_text(gg_err_kind(err->code)), "exit",
+						  json_integer(code), NULL),
+				   NULL);
 	free(msg);
 	if (r)
 		gg_json_set(o, "name", gg_json_text(r->name));
@@ -165,8 +165,8 @@ static int submit_many(struct gg_cli *cli, const struct gg_job_spec *spec, int c
 	if (gg_engine_submit_many(cli_engine(cli), spec, sites, nsites, count, token, each_job, &m,
 				  &err) < 0 &&
 	    m.ntold < count) {
-		int code = ui_fail(NULL, &err, "submit: %d of %d jobs not submitted", count - m.ntold,
-				   count);
+		int code = ui_fail(NULL, &err, "submit: %d of %d jobs not submitted",
+				   count - m.ntold, count);
 		if (!m.exit_code)
 			m.exit_code = code;
 	}
@@ -180,8 +180,9 @@ static int submit_many(struct gg_cli *cli, const struct gg_job_spec *spec, int c
 	else
 		json_decref(doc);
 	if (m.nok)
-		ui_info(cli, "%d of %d jobs submitted; 'gridgpu jobs --sync' follows them; 'gridgpu "
-			     "get NAME' fetches the outputs",
+		ui_info(cli,
+			"%d of %d jobs submitted; 'gridgpu jobs --sync' follows them; 'gridgpu "
+			"get NAME' fetches the outputs",
 			m.nok, count);
 	return m.exit_code;
 }

@@ -991,7 +991,8 @@ static int arc_submit_many(struct gg_ce *g, const char *const *descs, size_t n,
 		rc = gg_arc_parse_jobs(r.body, r.len, &res, &got, err);
 	if (rc == 0 && got != n) {
 		gg_ce_results_free(res, got);
-		rc = gg_err_set(err, GG_EPROTO, "the CE answered %zu jobs for the %zu sent", got, n);
+		rc = gg_err_set(err, GG_EPROTO, "the CE answered %zu jobs for the %zu sent", got,
+				n);
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (res[i].id && !valid_job_id(res[i].id)) { /* made, under no usable name */

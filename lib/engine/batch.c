@@ -194,7 +194,8 @@ static int post(struct batch *b, struct gg_err *err)
 	struct gg_ce_result *res = NULL;
 	if (rc == 0 && m) {
 		gg_engine_notef(b->e, GG_NOTE_VERBOSE,
-				"sending %zu job descriptions to %s in one request", m, b->site->ce);
+				"sending %zu job descriptions to %s in one request", m,
+				b->site->ce);
 		asked = 1;
 		rc = gg_ce_submit_many(b->ce, descs, m, &res, err);
 	}
@@ -297,8 +298,7 @@ static int upload(struct batch *b, struct bjob *j)
 }
 
 /* Many records changed by fn, together (one by one when out of memory). */
-static void change(struct batch *b, struct gg_store_change *ch, size_t n,
-		   gg_record_update_fn fn)
+static void change(struct batch *b, struct gg_store_change *ch, size_t n, gg_record_update_fn fn)
 {
 	if (n && gg_store_update_many(b->e->st, ch, n, fn, NULL) == GG_ENOMEM)
 		for (size_t i = 0; i < n; i++)
@@ -372,8 +372,8 @@ static void bjob_clear(struct bjob *j)
 
 /* The jobs whose turn is this site in this round, submitted; those that
  * failed and may go on have their record and answer cleared for the next. */
-static void round_at(struct gg_engine *e, const struct gg_job_spec *q,
-		     const struct gg_site *site, int token, struct bjob **jobs, size_t n)
+static void round_at(struct gg_engine *e, const struct gg_job_spec *q, const struct gg_site *site,
+		     int token, struct bjob **jobs, size_t n)
 {
 	struct batch b = {.e = e, .q = q, .site = site, .token = token, .jobs = jobs, .n = n};
 	batch_at(&b);
@@ -417,7 +417,8 @@ int gg_engine_submit_many(struct gg_engine *e, const struct gg_job_spec *q,
 					gg_engine_notef(e, GG_NOTE_WARN, "site %s: %s",
 							sites[s]->name, j->err.msg);
 				} else {
-					int kept = j->created && (!j->rc || j->adopt || j->r.job_id);
+					int kept =
+						j->created && (!j->rc || j->adopt || j->r.job_id);
 					done[j->index] = 1;
 					each(ud, j->index, j->rc, kept ? &j->r : NULL, &j->err);
 				}

@@ -54,7 +54,7 @@ static struct fake {
 	int njobs;
 	int opens;
 	enum { M_OK, M_LOST_ANSWER, M_UNSENT, M_REFUSE } submit_mode;
-	int refuse_next; /* so many submissions refused before the mode applies */
+	int refuse_next;    /* so many submissions refused before the mode applies */
 	unsigned refuse_at; /* submit_many: bit K refuses the Kth job of a request */
 	int many_calls;     /* submit_many's requests */
 	char refuse_ep[64]; /* refuse_at only there ("": everywhere) */
@@ -151,7 +151,8 @@ static int f_submit_many(struct gg_ce *ce, const char *const *descs, size_t n,
 		snprintf(j->name, sizeof j->name, "%.*s", (int)strcspn(nm + 1, "\""), nm + 1);
 		j->state = GG_CE_QUEUED;
 		if (F.njobs < 4)
-			snprintf(F.submitted_to[F.njobs], sizeof F.submitted_to[0], "%s", ce->endpoint);
+			snprintf(F.submitted_to[F.njobs], sizeof F.submitted_to[0], "%s",
+				 ce->endpoint);
 		F.njobs++;
 		res[i].code = 201;
 		res[i].id = strdup(j->id);
@@ -2162,7 +2163,8 @@ int main(void)
 		cmocka_unit_test(test_job_enter),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_submit_many, each_setup, each_teardown),
-		cmocka_unit_test_setup_teardown(test_submit_many_kill_wins, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_submit_many_kill_wins, each_setup,
+						each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_ce_and_storage, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_existing, each_setup, each_teardown),
