@@ -122,6 +122,7 @@ struct many {
 	struct gg_cli *cli;
 	json_t *done, *failed;
 	int count, nok, ntold, exit_code;
+	struct gg_err first;
 };
 
 static void each_job(void *ud, int index, int rc, const struct gg_record *r,
@@ -141,8 +142,7 @@ static void each_job(void *ud, int index, int rc, const struct gg_record *r,
 			   r ? " (" : "", r ? r->name : "", r ? ")" : "");
 	if (!m->exit_code) {
 		m->exit_code = code;
-		if (m->cli->json && !m->nok) /* the document when none succeeds */
-			ui_json_error("submit", err->msg, err->code);
+		m->first = *err; /* the document when none is submitted */
 	}
 	char *msg = gg_str_printable(err->msg, strlen(err->msg));
 	json_t *o = gg_json_object("index", json_integer(index + 1), "error",
@@ -179,6 +179,12 @@ static int submit_many(struct gg_cli *cli, const struct gg_job_spec *spec, int c
 		ui_json_doc("submit", doc);
 	else
 		json_decref(doc);
+	if (cli->json && !m.nok && m.exit_code) {
+		const struct gg_err *e = m.first.code ? &m.first : &err;
+		char *msg = gg_str_printable(e->msg, strlen(e->msg));
+		ui_json_error("submit", msg, e->code);
+		free(msg);
+	}
 	if (m.nok)
 		ui_info(cli,
 			"%d of %d jobs submitted; 'gridgpu jobs --sync' follows them; 'gridgpu "
