@@ -301,11 +301,18 @@ BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --site fp submit --token --count 3 --wal
 expect_eq "a batch refused whole (jobs 1 to 3 of 3): exit 6, three lines, no new record" \
 	"$RC $(printf '%s\n' "$ERR" | grep -c '^gridgpu: submit: job [123] of 3: the CE refused') $(ls "$BREC" | grep -c json)" \
 	"6 3 6"
+fp_mode "$FP" refuse 1
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --json --site fp submit --token --count 2 --walltime 10m \
+	"$T_TMP/small.sif" -- echo "${TAG}b"
+json_valid submit
+expect_eq "the first job of a batch refused: one --json document, the second job in it" \
+	"$RC $(printf '%s\n' "$OUT" | grep -c .) $(printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(len(d["items"]), d["failed"][0]["index"])')" \
+	"6 1 1 1"
 fp_mode "$FP" refuse 5 6 7 8
 BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --site fp submit --token --count 4 --walltime 10m \
 	"$T_TMP/small.sif" -- echo "${TAG}b"
 expect_eq "a batch the CE takes whole: exit 0, the four names on standard output (the refused ones' free again)" \
-	"$RC $(printf '%s' "$OUT" | tr '\n' ' ')" "0 job-3 job-6 job-9 job-10"
+	"$RC $(printf '%s' "$OUT" | tr '\n' ' ')" "0 job-3 job-9 job-10 job-11"
 
 section "a hostile CE's diagnostics and listings reach the terminal escaped"
 alt_record "$T_TMP/hf" "${TAG}fail" fpfail1
