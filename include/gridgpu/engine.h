@@ -477,8 +477,8 @@ typedef void (*gg_submit_each_fn)(void *ud, int index, int rc, const struct gg_r
 				  const struct gg_err *err);
 /* count copies of the job, each on sites[index % nsites] or, refused there,
  * the next site that accepts it, as gg_engine_submit_job would, but in bulk:
- * per site, the records of all first, one request with every description (A-REX
- * answers each job), the job ids recorded together, then each job's uploads.
+ * per site and per 100 jobs, the records of all first, one request with every
+ * description (A-REX answers each job), the job ids recorded together, then each job's uploads.
  * A kill of any record wins (its job cancelled); when the request's answer was
  * lost, its records are kept for 'list --sync' to adopt. each is told every
  * job's result; returns 0, or GG_EINTR when interrupted (the jobs not yet told
