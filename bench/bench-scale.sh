@@ -17,7 +17,8 @@
 #      proxy (tests/e2e/faultproxy.py, mode "jobs") answers for, one of them
 #      slow (each answer after SLOW_MS, default 1000): `gridgpu list --sync`,
 #      RUNS runs; the slow CE alone and the fast CE alone for reference.
-# Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1), SLOW_MS, FP_PORT (the first
+# Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1),
+# SUBMIT_ONLY=1 (only 0: stop after it), SLOW_MS, FP_PORT (the first
 # of the fake CEs' two ports; default GG_TB_PORT_BASE+60, else 9600), GG_TB_DIR
 # (the site must be up: bench/run).
 set -eu
@@ -145,6 +146,7 @@ print("  %-44s %8.1f s   (%s submitted)" % ("arcsub -T arcrest, %s descriptions"
 for r in rows:
     print("    runs: gridgpu %s s, arcsub %s s" % (r[1], r[3]))
 EOF
+[ -z "${SUBMIT_ONLY:-}" ] || exit 0
 
 echo "== 1. $N jobs on the test site: gridgpu list --sync vs arcstat -a ($RUNS runs each, interleaved)"
 # The CE takes the jobs through its states for a while (A-REX moves them in
