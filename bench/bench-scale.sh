@@ -1,6 +1,12 @@
 #!/bin/sh
 # bench/bench-scale.sh [BUILDDIR]: many jobs (issue 52), beside the peer tool
 # measured in the same run. Not a test: it prints figures.
+#   0. `gridgpu submit --count N` beside `arcsub -T arcrest` of N job
+#      descriptions in one run (one file of N: "+(&...)(&...)"), the same
+#      wrapper and image uploaded as inputs by both, one after the other
+#      (SUBMIT_RUNS of each, interleaved; arcsub's jobs are killed and cleaned
+#      after each run, gridgpu's but the last). The N jobs of the last gridgpu
+#      run are those of 1.
 #   1. N jobs on the local test site (N=200; N=2000 with N=2000): `gridgpu
 #      submit --count N` of a job that sleeps, so that they stay queued or
 #      running; once the CE's states have settled, `gridgpu list --sync` beside
@@ -11,7 +17,8 @@
 #      proxy (tests/e2e/faultproxy.py, mode "jobs") answers for, one of them
 #      slow (each answer after SLOW_MS, default 1000): `gridgpu list --sync`,
 #      RUNS runs; the slow CE alone and the fast CE alone for reference.
-# Env: GRIDGPU, N (default 200), RUNS (default 5), SLOW_MS, FP_PORT (the first
+# Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1),
+# SUBMIT_ONLY=1 (only 0: stop after it), SLOW_MS, FP_PORT (the first
 # of the fake CEs' two ports; default GG_TB_PORT_BASE+60, else 9600), GG_TB_DIR
 # (the site must be up: bench/run).
 set -eu
@@ -21,11 +28,12 @@ case $B in /*) ;; *) B=$top/$B ;; esac
 G=${GRIDGPU:-$B/bin/gridgpu}
 N=${N:-200}
 RUNS=${RUNS:-5}
+SUBMIT_RUNS=${SUBMIT_RUNS:-1}
 SLOW_MS=${SLOW_MS:-1000}
 GG_TB_DIR=${GG_TB_DIR:-/tmp/gridgpu-testbed}
 . "$GG_TB_DIR/env.sh"
 FP_PORT=${FP_PORT:-$((${GG_TB_PORT_BASE:-9540} + 60))}
-for c in arcsub arcstat arcsync arcclean python3; do
+for c in arcsub arcstat arcsync arcclean arckill python3; do
 	command -v "$c" >/dev/null || { echo "bench-scale: $c is not installed (make deps)" >&2; exit 1; }
 done
 [ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
@@ -47,6 +55,8 @@ cleanup() {
 	[ -n "$names" ] && "$G" kill -q $names >/dev/null 2>&1
 	"$G" clean -q --all >/dev/null 2>&1 || true
 	arcclean -a -j "$W/jobs.dat" >/dev/null 2>&1 || true
+	arckill -a -j "$W/arcsub.dat" >/dev/null 2>&1 || true
+	arcclean -a -f -j "$W/arcsub.dat" >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
@@ -86,14 +96,59 @@ print(", ".join("%s %s" % (k, c.get(k, "0")) for k in ("fsync", "syncfs", "renam
 EOF
 }
 
-echo "== 1. $N jobs on the test site: gridgpu list --sync vs arcstat -a ($RUNS runs each, interleaved)"
+echo "== 0. $N jobs: gridgpu submit --count $N vs arcsub -T arcrest of $N descriptions ($SUBMIT_RUNS run(s) each, interleaved)"
 sh "$top/tests/e2e/mkrootfs.sh" "$W/sandbox" sleep >/dev/null
 "$G" freeze -q "$W/sandbox" -o "$W/sleep.sif"
-t0=$(date +%s.%N)
-"$G" --site tb submit -q "$W/sleep.sif" --count "$N" --walltime 2h -- sleep 7200 >/dev/null 2>"$W/submit.err" ||
-	{ echo "bench-scale: submit --count $N failed: $(tail -1 "$W/submit.err")" >&2; exit 1; }
-t1=$(date +%s.%N)
-echo "  (submit --count $N: $(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$t1") s)"
+wrapper=$top/libexec/gridgpu/batch-wrapper
+off=$(python3 -c 'import struct,sys
+f=open(sys.argv[1],"rb"); h=f.read(128); n=struct.unpack_from("<q",h,88)[0]; o=struct.unpack_from("<q",h,96)[0]
+f.seek(o)
+for i in range(n):
+    d=f.read(585)
+    if d[4] and struct.unpack_from("<i",d,0)[0]==0x4004: print(struct.unpack_from("<q",d,17)[0]); break' "$W/sleep.sif")
+python3 - "$N" "$wrapper" "$W/sleep.sif" "$off" >"$W/many.xrsl" <<'EOF'
+import sys
+n, wrapper, image, off = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+one = ('(&(executable="/bin/sh")(arguments="gridgpu-wrapper" "-o" "%s" "-r" "bwrap" "image.sif" "--" '
+       '"sleep" "7200")(inputfiles=("gridgpu-wrapper" "%s")("image.sif" "%s"))'
+       '(outputfiles=("gridgpu-job.out" ""))(stdout="gridgpu-job.out")(walltime="120")(jobname="bench-%%d"))'
+       % (off, wrapper, image))
+print("+" + "".join(one % i for i in range(n)))
+EOF
+secs() { python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+"$G" --site tb submit -q "$W/sleep.sif" --walltime 1h -- true >/dev/null # a delegation to reuse, as arcsub's
+"$G" clean -q --all >/dev/null 2>&1 || true
+: >"$W/t0.txt"
+for r in $(seq "$SUBMIT_RUNS"); do
+	t0=$(date +%s.%N)
+	"$G" --site tb submit -q "$W/sleep.sif" --count "$N" --walltime 2h -- sleep 7200 >/dev/null 2>"$W/submit.err" ||
+		{ echo "bench-scale: submit --count $N failed: $(tail -1 "$W/submit.err")" >&2; exit 1; }
+	t1=$(date +%s.%N)
+	arcsub -C "$GG_TB_CE_URL" -T arcrest -j "$W/arcsub.dat" "$W/many.xrsl" >"$W/arcsub.out" 2>&1 ||
+		echo "  (arcsub: $(tail -1 "$W/arcsub.out"))"
+	t2=$(date +%s.%N)
+	echo "gridgpu $(secs "$t0" "$t1") arcsub $(secs "$t1" "$t2") $(grep -c 'Job submitted' "$W/arcsub.out")" >>"$W/t0.txt"
+	arckill -a -j "$W/arcsub.dat" >/dev/null 2>&1 || true
+	arcclean -a -f -j "$W/arcsub.dat" >/dev/null 2>&1 || true
+	if [ "$r" -lt "$SUBMIT_RUNS" ]; then
+		names=$("$G" __complete sessions 2>/dev/null || true)
+		[ -n "$names" ] && "$G" kill -q $names >/dev/null 2>&1
+		"$G" clean -q --all >/dev/null 2>&1 || true
+	fi
+done
+python3 - "$W/t0.txt" "$N" <<'EOF'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+g = statistics.median(float(r[1]) for r in rows)
+a = statistics.median(float(r[3]) for r in rows)
+print("  %-44s %8.1f s   %.2fx arcsub" % ("gridgpu submit --count %s" % sys.argv[2], g, g / a))
+print("  %-44s %8.1f s   (%s submitted)" % ("arcsub -T arcrest, %s descriptions" % sys.argv[2], a, rows[-1][4]))
+for r in rows:
+    print("    runs: gridgpu %s s, arcsub %s s" % (r[1], r[3]))
+EOF
+[ -z "${SUBMIT_ONLY:-}" ] || exit 0
+
+echo "== 1. $N jobs on the test site: gridgpu list --sync vs arcstat -a ($RUNS runs each, interleaved)"
 # The CE takes the jobs through its states for a while (A-REX moves them in
 # batches): until no record is in one of A-REX's states before the batch
 # system and two syncs in a row leave every record as it was (the store's

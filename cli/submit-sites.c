@@ -117,11 +117,89 @@ int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int 
 	return 0;
 }
 
+/* --count N > 1: the jobs in bulk, each told as its fate is known. */
+struct many {
+	struct gg_cli *cli;
+	json_t *done, *failed;
+	int count, nok, ntold, exit_code;
+	struct gg_err first;
+};
+
+static void each_job(void *ud, int index, int rc, const struct gg_record *r,
+		     const struct gg_err *err)
+{
+	struct many *m = ud;
+	m->ntold++;
+	if (rc == 0) {
+		m->nok++;
+		gg_json_append(m->done, cli_record_json(r));
+		if (!m->cli->json)
+			ui_out("%s\n", r->name);
+		return;
+	}
+	/* the text on standard error; with --json, the document's "failed" */
+	int code = ui_fail(NULL, err, "submit: job %d of %d%s%s%s", index + 1, m->count,
+			   r ? " (" : "", r ? r->name : "", r ? ")" : "");
+	if (!m->exit_code) {
+		m->exit_code = code;
+		m->first = *err; /* the document when none is submitted */
+	}
+	char *msg = gg_str_printable(err->msg, strlen(err->msg));
+	json_t *o = gg_json_object("index", json_integer(index + 1), "error",
+				   gg_json_object("what", gg_json_text("submit"), "message",
+						  gg_json_text(msg ? msg : ""), "kind",
+						  gg_json_text(gg_err_kind(err->code)), "exit",
+						  json_integer(code), NULL),
+				   NULL);
+	free(msg);
+	if (r)
+		gg_json_set(o, "name", gg_json_text(r->name));
+	gg_json_append(m->failed, o);
+}
+
+static int submit_many(struct gg_cli *cli, const struct gg_job_spec *spec, int count, int token,
+		       const struct gg_site *const *sites, int nsites)
+{
+	struct many m = {.cli = cli, .done = json_array(), .failed = json_array(), .count = count};
+	struct gg_err err = {0};
+	if (gg_engine_submit_many(cli_engine(cli), spec, sites, nsites, count, token, each_job, &m,
+				  &err) < 0 &&
+	    m.ntold < count) {
+		int code = ui_fail(NULL, &err, "submit: %d of %d jobs not submitted",
+				   count - m.ntold, count);
+		if (!m.exit_code)
+			m.exit_code = code;
+	}
+	json_t *doc = gg_json_object("items", m.done, NULL);
+	if (json_array_size(m.failed))
+		gg_json_set(doc, "failed", m.failed);
+	else
+		json_decref(m.failed);
+	if (cli->json && (m.nok || !m.exit_code))
+		ui_json_doc("submit", doc);
+	else
+		json_decref(doc);
+	if (cli->json && !m.nok && m.exit_code) {
+		const struct gg_err *e = m.first.code ? &m.first : &err;
+		char *msg = gg_str_printable(e->msg, strlen(e->msg));
+		ui_json_error("submit", msg, e->code);
+		free(msg);
+	}
+	if (m.nok)
+		ui_info(cli,
+			"%d of %d jobs submitted; 'gridgpu jobs --sync' follows them; 'gridgpu "
+			"get NAME' fetches the outputs",
+			m.nok, count);
+	return m.exit_code;
+}
+
 /* --count N round-robin, each to the first site from its turn that takes it. */
 int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec, int count,
 		      const char *name, int token, const struct gg_site *const *sites, int nsites)
 {
 	cli_catch_interrupt();
+	if (count > 1 && !name)
+		return submit_many(cli, spec, count, token, sites, nsites);
 	int exit_code = EXIT_OK, nok = 0;
 	json_t *done = json_array();
 	for (int i = 0; i < count && !cli_interrupted(); i++) {

@@ -204,6 +204,14 @@ GG_API int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, st
  * connection refused, TLS handshake, DNS), so no job can exist; 0 when the CE
  * may have made the job. */
 GG_API int gg_ce_submit_unsent(const struct gg_ce *ce);
+/* Submit n jobs in one request where the CE allows it (else one by one);
+ * results[i] answers descs[i]: code 201 and the job's id when it was made (id
+ * NULL: made under a malformed id); code 0 when its answer was lost (it may
+ * exist); any other code a refusal, reason saying why (code -1: reason is a
+ * whole message). A failure of the whole request returns its error with no
+ * results (gg_ce_submit_unsent says whether anything can have been made). */
+GG_API int gg_ce_submit_many(struct gg_ce *ce, const char *const *descs, size_t n,
+			     struct gg_ce_result **results, struct gg_err *err);
 /* Kill and clean one job, ignoring what the CE says (for jobs that must not
  * be left behind: half staged, or made when they could not be recorded). */
 GG_API void gg_ce_cancel(struct gg_ce *ce, const char *id);

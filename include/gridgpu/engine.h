@@ -468,6 +468,24 @@ GG_API int gg_engine_submit_job(struct gg_engine *e, const struct gg_job_spec *q
 				const struct gg_site *const *sites, int nsites, int turn,
 				const char *name, int token, struct gg_record *out,
 				struct gg_err *err);
+/* What gg_engine_submit_many says of each job once its fate is known: index
+ * (0 .. count - 1), rc 0 (r the record as stored, queued) or its failure in
+ * err; r is NULL when no record was kept (the CE refused the job, or surely
+ * never had it), else the record kept (for adoption, or marked failed or
+ * killed). */
+typedef void (*gg_submit_each_fn)(void *ud, int index, int rc, const struct gg_record *r,
+				  const struct gg_err *err);
+/* count copies of the job, each on sites[index % nsites] or, refused there,
+ * the next site that accepts it, as gg_engine_submit_job would, but in bulk:
+ * per site and per 100 jobs, the records of all first, one request with every
+ * description (A-REX answers each job), the job ids recorded together, then each job's uploads.
+ * A kill of any record wins (its job cancelled); when the request's answer was
+ * lost, its records are kept for 'list --sync' to adopt. each is told every
+ * job's result; returns 0, or GG_EINTR when interrupted (the jobs not yet told
+ * were not submitted). */
+GG_API int gg_engine_submit_many(struct gg_engine *e, const struct gg_job_spec *q,
+				 const struct gg_site *const *sites, int nsites, int count,
+				 int token, gg_submit_each_fn each, void *ud, struct gg_err *err);
 
 /* ---- following (wait.c) ---- */
 

@@ -945,6 +945,68 @@ out:
 	return rc;
 }
 
+/* The body of several jobs in one request: a multi-xRSL "+(&...)(&...)" (A-REX
+ * sniffs the '+'); NULL when out of memory or a description is not xRSL. */
+static char *multi_body(const char *const *descs, size_t n, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	int ok = fputc('+', f) != EOF;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = descs[i] && descs[i][0] == '&' && fprintf(f, "(%s)", descs[i]) > 0;
+	if (fclose(f) != 0 || !ok) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Several jobs in one POST; A-REX answers each in the order given. */
+static int arc_submit_many(struct gg_ce *g, const char *const *descs, size_t n,
+			   struct gg_ce_result **results, struct gg_err *err)
+{
+	struct arc *ce = g->impl;
+	*results = NULL;
+	ce->submit_unsent = 1; /* until the POST may have been sent */
+	size_t len = 0;
+	char *body = multi_body(descs, n, &len);
+	char *url = body ? rest_url(ce, "jobs?action=new", err) : NULL;
+	if (!url) {
+		free(body);
+		return body ? (err ? err->code : GG_EFAIL)
+			    : gg_err_set(err, GG_EUSAGE, "the jobs' descriptions are not xRSL");
+	}
+	struct gg_http_resp r = {0};
+	struct gg_ce_result *res = NULL;
+	size_t got = 0;
+	/* Not idempotent: a repeated submit makes the jobs again. */
+	int rc = gg_http_request(ce->http, "POST", url, "application/xrsl", body, len, JSON, 0, &r,
+				 err);
+	ce->submit_unsent = rc < 0 && gg_http_unsent(ce->http);
+	if (rc == 0 && r.status != 201 && r.status != 200)
+		rc = http_fail(ce, &r, "submitting the jobs", err);
+	if (rc == 0)
+		rc = gg_arc_parse_jobs(r.body, r.len, &res, &got, err);
+	if (rc == 0 && got != n) {
+		gg_ce_results_free(res, got);
+		rc = gg_err_set(err, GG_EPROTO, "the CE answered %zu jobs for the %zu sent", got,
+				n);
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (res[i].id && !valid_job_id(res[i].id)) { /* made, under no usable name */
+			free(res[i].id);
+			res[i].id = NULL;
+		}
+	if (rc == 0)
+		*results = res;
+	gg_http_resp_clear(&r);
+	free(url);
+	free(body);
+	return rc;
+}
+
 static int valid_job_id(const char *id)
 {
 	if (!id || !*id)
@@ -1147,6 +1209,7 @@ const struct gg_ce_ops gg_ce_arc_rest = {
 	.offer = arc_offer,
 	.delegate = arc_delegate,
 	.submit = arc_submit,
+	.submit_many = arc_submit_many,
 	.submit_unsent = arc_submit_unsent,
 	.status = arc_status,
 	.lrms_status = arc_lrms_status,

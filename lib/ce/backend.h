@@ -52,6 +52,9 @@ struct gg_ce_ops {
 	struct gg_http *(*http)(struct gg_ce *ce);
 	/* Optional: what the CE offers (gg_glue2_offer_json's object). */
 	int (*offer)(struct gg_ce *ce, json_t **offer, struct gg_err *err);
+	/* Optional: several jobs in one request (gg_ce_submit_many). */
+	int (*submit_many)(struct gg_ce *ce, const char *const *descs, size_t n,
+			   struct gg_ce_result **results, struct gg_err *err);
 };
 
 /* ARC CE, REST interface (arc.c, deleg.c). */

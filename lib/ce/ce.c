@@ -104,6 +104,51 @@ int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg
 	return ce->ops->submit(ce, description, id, err);
 }
 
+/* gg_ce_submit_many one job at a time: after a broken request, the job sent
+ * may exist (code 0) and those after it were not sent. */
+static int submit_each(struct gg_ce *ce, const char *const *descs, size_t n,
+		       struct gg_ce_result *res, struct gg_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct gg_err e = {0};
+		int rc = ce->ops->submit(ce, descs[i], &res[i].id, &e);
+		res[i].code = rc == 0 ? 201 : rc == GG_EJOB ? -1 : 0;
+		if (rc < 0 && i == 0 && rc != GG_EJOB) {
+			*err = e;
+			return rc;
+		}
+		if (rc < 0)
+			res[i].reason = strdup(e.msg);
+		if (rc < 0 && rc != GG_EJOB) {
+			if (gg_ce_submit_unsent(ce))
+				res[i].code = -1;
+			for (size_t k = i + 1; k < n; k++) {
+				res[k].code = -1;
+				res[k].reason = gg_strdup_printf("not sent: %s", e.msg);
+			}
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int gg_ce_submit_many(struct gg_ce *ce, const char *const *descs, size_t n,
+		      struct gg_ce_result **results, struct gg_err *err)
+{
+	*results = NULL;
+	if (ce->ops->submit_many)
+		return ce->ops->submit_many(ce, descs, n, results, err);
+	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
+	if (!res)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = submit_each(ce, descs, n, res, err);
+	if (rc < 0)
+		gg_ce_results_free(res, n);
+	else
+		*results = res;
+	return rc;
+}
+
 int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
 		 struct gg_err *err)
 {

@@ -60,6 +60,12 @@ request themselves, never forwarding:
     http302               "302 Found" to another URL (A-REX never redirects)
     http400               "400 Bad Request"
     http404               "404 Not Found" for every path (a wrong CE path)
+    refuse K...           a CE that takes submissions, one xRSL or several in one
+                          request ("+(&...)(&...)"), and answers per job as A-REX
+                          does: the Kth, ... job of each request (from 1) refused
+                          (status-code 500, "Refused by the fault proxy"), the
+                          others made as fpjob<N> ("submit N jobs, refused K ..."
+                          in the log); uploads, kill and clean answered 200/202
     badjobid              a REST version; the submission answered 201 with a job
                           id that is not one ("../../x y")
     failed ID             job ID is FAILED; its diagnostics (errors, failed) and its
@@ -101,7 +107,7 @@ RAW = {"pass", "blackhole", "reset", "slow", "hold-after-job", "drop-after-job",
        "cut-upload", "stall-upload"}
 FAKE = {"ok", "huge", "http500", "http503", "html", "notjson", "truncjson", "partial", "garbage",
         "empty", "stall", "tls-wronghost", "tls-expired", "tls-untrusted", "http302",
-        "http400", "http404", "badjobid", "failed", "listing", "jobs"}
+        "http400", "http404", "badjobid", "failed", "listing", "jobs", "refuse"}
 
 # What a hostile CE puts in a failed job's diagnostics.
 HOSTILE_DIAG = ("\x1b]0;owned\x07\x1b[2J\x1b[1;1H"
@@ -148,6 +154,40 @@ def job_answer(mode, words, method, path):
         if item in ("out.txt", "ok2.txt"):
             return "200 OK", "application/octet-stream", ("data of %s\n" % item).encode()
     return "404 Not Found", "text/plain", b""
+
+
+REFUSE = {"made": 0}
+
+
+def refuse_answer(words, method, path, body):
+    """(status, content type, body, log line) of the "refuse K..." mode."""
+    import json
+    import re
+    p = path.split("?")[0].rstrip("/")
+    if p.endswith("/rest"):
+        return "200 OK", "application/json", b'{"version":["1.0"]}', None
+    if method == "POST" and "action=new" in path:
+        text = body.decode("utf-8", "replace").lstrip()
+        n = len(re.findall(r"\(\s*&", text)) if text.startswith("+") else 1
+        bad = {int(w) for w in words[1:]}
+        jobs = []
+        for i in range(1, n + 1):
+            if i in bad:
+                jobs.append({"status-code": "500", "reason": "Refused by the fault proxy"})
+            else:
+                REFUSE["made"] += 1
+                jobs.append({"status-code": "201", "reason": "Created", "state": "ACCEPTING",
+                             "id": "fpjob%d" % REFUSE["made"]})
+        doc = {"job": jobs if n > 1 else jobs[0]}
+        return "201 Created", "application/json", json.dumps(doc).encode(), \
+            "submit %d jobs, refused %s" % (n, " ".join(str(i) for i in sorted(bad) if i <= n))
+    if method == "POST" and ("action=kill" in path or "action=clean" in path):
+        ids = [j.get("id") for j in (lambda v: v if isinstance(v, list) else [v])(
+            json.loads(body or b"{}").get("job", []))]
+        return "201 Created", "application/json", json.dumps(
+            {"job": [{"id": i, "status-code": "202", "reason": "Queued"} for i in ids]}).encode(), \
+            "%s %s" % ("kill" if "kill" in path else "clean", " ".join(ids))
+    return "200 OK", "application/json", b"", None
 
 
 def jobs_answer(words, path):
@@ -410,7 +450,7 @@ class Proxy:
             pass
 
     # ---- fake modes -----------------------------------------------------------------
-    def read_request(self, s):
+    def read_request(self, s, keep=None):
         buf = b""
         while b"\r\n\r\n" not in buf:
             d = s.recv(65536)
@@ -431,6 +471,8 @@ class Proxy:
             if not d:
                 break
             body += d
+        if keep is not None:
+            keep.append(body)
         return lines[0]
 
     def fake(self, c, words):
@@ -446,7 +488,8 @@ class Proxy:
             return
         try:
             while True:
-                line = self.read_request(s)
+                got = []
+                line = self.read_request(s, got)
                 if line is None:
                     break
                 self.log("request %s: %s" % (mode, line))
@@ -483,6 +526,11 @@ class Proxy:
                     mode = words[0]
                 if mode == "jobs":
                     status, ctype, body = jobs_answer(words, path)
+                elif mode == "refuse":
+                    status, ctype, body, note = refuse_answer(words, line.split(" ")[0], path,
+                                                              got[0] if got else b"")
+                    if note:
+                        self.log(note)
                 elif mode in ("badjobid", "failed", "listing"):
                     status, ctype, body = job_answer(mode, words, line.split(" ")[0], path)
                 elif mode == "http302":

@@ -272,6 +272,48 @@ jstate=$(REC=$T_TMP/hj/state/gridgpu/records && rec state "${TAG}j")
 [ "$jstate" != NONE ] && [ -n "$jstate" ] && ok "a malformed job id: the record is kept whole for adoption ($jstate)" ||
 	not_ok "a malformed job id: the record is kept ($jstate)"
 
+section "submit --count: one request for the batch; the jobs the CE refuses are told, the rest recorded"
+# The fake CE answers each job of a submission as A-REX does, refusing the 3rd
+# and the 6th of 8: every other job is submitted, recorded with its job id and
+# told; the refused ones are told with the CE's reason and leave no record.
+fp_mode "$FP" refuse 3 6
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --json --site fp submit --token --count 8 --walltime 10m \
+	"$T_TMP/small.sif" -- echo "${TAG}b"
+BREC=$T_TMP/hb/state/gridgpu/records
+expect_eq "refused jobs of a batch: exit 6 (the CE refused a job)" "$RC" 6
+expect_eq "refused jobs of a batch: one request for all 8 (the CE's log)" \
+	"$(fp_new_event "$FP" "submit 8 jobs, refused 3 6" && echo yes) $(grep -c '^submit ' "$FP/log")" "yes 1"
+expect_eq "refused jobs of a batch: each refusal one line, naming the job and the CE's reason" \
+	"$(printf '%s\n' "$ERR" | grep '^gridgpu: submit' | sed 's/(code 500).*/(code 500)/')" \
+	"gridgpu: submit: job 3 of 8: the CE refused the job: Refused by the fault proxy (code 500)
+gridgpu: submit: job 6 of 8: the CE refused the job: Refused by the fault proxy (code 500)"
+json_valid submit
+expect_eq "refused jobs of a batch: --json lists the 6 jobs submitted and the 2 refused" \
+	"$(printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin)
+print(" ".join(i["job_id"] for i in d["items"]), [(f["index"], f["error"]["kind"], "name" in f) for f in d["failed"]])')" \
+	"fpjob1 fpjob2 fpjob3 fpjob4 fpjob5 fpjob6 [(3, 'job-failed', False), (6, 'job-failed', False)]"
+expect_eq "refused jobs of a batch: 6 records, each queued with its job id; none for the refused" \
+	"$(for f in "$BREC"/*.json; do "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["state"], r["job_id"])' "$f"; done | sort | tr '\n' ' ')" \
+	"queued fpjob1 queued fpjob2 queued fpjob3 queued fpjob4 queued fpjob5 queued fpjob6 "
+fp_mode "$FP" refuse 1 2 3
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --site fp submit --token --count 3 --walltime 10m \
+	"$T_TMP/small.sif" -- echo "${TAG}b"
+expect_eq "a batch refused whole (jobs 1 to 3 of 3): exit 6, three lines, no new record" \
+	"$RC $(printf '%s\n' "$ERR" | grep -c '^gridgpu: submit: job [123] of 3: the CE refused') $(ls "$BREC" | grep -c json)" \
+	"6 3 6"
+fp_mode "$FP" refuse 1
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --json --site fp submit --token --count 2 --walltime 10m \
+	"$T_TMP/small.sif" -- echo "${TAG}b"
+json_valid submit
+expect_eq "the first job of a batch refused: one --json document, the second job in it" \
+	"$RC $(printf '%s\n' "$OUT" | grep -c .) $(printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(len(d["items"]), d["failed"][0]["index"])')" \
+	"6 1 1 1"
+fp_mode "$FP" refuse 5 6 7 8
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --site fp submit --token --count 4 --walltime 10m \
+	"$T_TMP/small.sif" -- echo "${TAG}b"
+expect_eq "a batch the CE takes whole: exit 0, the four names on standard output (the refused ones' free again)" \
+	"$RC $(printf '%s' "$OUT" | tr '\n' ' ')" "0 job-3 job-9 job-10 job-11"
+
 section "a hostile CE's diagnostics and listings reach the terminal escaped"
 alt_record "$T_TMP/hf" "${TAG}fail" fpfail1
 fp_mode "$FP" failed fpfail1
@@ -390,6 +432,21 @@ J=$(ce_jobs_with "\"$N\"" | head -1)
 fp_mode "$FP" pass
 run_gg list --sync
 expect_eq "mid-submit (batch): list --sync adopts the job" "$(rec job_id "$N")" "$J"
+
+# The same for submit --count: one request made all the jobs, its answer was
+# lost: every record stays, and list --sync adopts each job.
+N=${TAG}mc
+fp_mode "$FP" drop-after-job "$N"
+run_gg --site fp submit "$T_TMP/small.sif" --count 3 --walltime 10m -- echo "$N"
+JS=$(ce_jobs_with "$N" | sort | tr '\n' ' ')
+[ "$RC" = 4 ] && [ "$(printf '%s\n' "$ERR" | grep -c "^gridgpu: submit: job [123] of 3 (job-[0-9]*): the CE may have the job")" = 3 ] &&
+	ok "mid-submit (--count 3): exit 4, each job told that the CE may have it" || not_ok "mid-submit (--count 3): exit $RC: $ERR"
+fp_mode "$FP" pass
+run_gg list --sync
+expect_eq "mid-submit (--count 3): list --sync adopts the three jobs the CE made" \
+	"$(for f in "$REC"/*.json; do "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r.get("job_id", "")) if sys.argv[2] in r.get("command", "") else None' "$f" "$N"; done | sort | tr '\n' ' ')" "$JS"
+expect_eq "mid-submit (--count 3): the CE made three" "$(echo $JS | wc -w)" 3
+check_store "mid-submit (--count 3)"
 
 # Mid-upload: the answer arrives, then the CE goes away during the upload.
 N=${TAG}mu

@@ -54,7 +54,10 @@ static struct fake {
 	int njobs;
 	int opens;
 	enum { M_OK, M_LOST_ANSWER, M_UNSENT, M_REFUSE } submit_mode;
-	int refuse_next; /* so many submissions refused before the mode applies */
+	int refuse_next;    /* so many submissions refused before the mode applies */
+	unsigned refuse_at; /* submit_many: bit K refuses the Kth job of a request */
+	int many_calls;     /* submit_many's requests */
+	char refuse_ep[64]; /* refuse_at only there ("": everywhere) */
 	char submitted_to[4][64];
 	int unsent;
 	void (*on_submit)(void); /* runs while the POST is "on the wire" */
@@ -122,6 +125,45 @@ static int f_submit(struct gg_ce *ce, const char *xrsl, char **id, struct gg_err
 	if (F.submit_mode == M_LOST_ANSWER)
 		return gg_err_set(err, GG_ENET, "the connection broke before the answer");
 	*id = strdup(j->id);
+	return 0;
+}
+
+/* Several jobs in one request, answered per job as A-REX does. */
+static int f_submit_many(struct gg_ce *ce, const char *const *descs, size_t n,
+			 struct gg_ce_result **results, struct gg_err *err)
+{
+	F.many_calls++;
+	F.unsent = F.submit_mode == M_UNSENT;
+	if (F.unsent)
+		return gg_err_set(err, GG_ENET, "connection refused");
+	struct gg_ce_result *res = calloc(n, sizeof *res);
+	for (size_t i = 0; i < n; i++) {
+		int here = !F.refuse_ep[0] || !strcmp(F.refuse_ep, ce->endpoint);
+		if ((here && F.refuse_at >> (i + 1) & 1) || F.submit_mode == M_REFUSE) {
+			res[i].code = 500;
+			res[i].reason = strdup("no GPUs\nhere");
+			continue;
+		}
+		struct fjob *j = &F.jobs[F.njobs];
+		snprintf(j->id, sizeof j->id, "job%d", F.njobs);
+		const char *nm = strstr(descs[i], "\"gridgpu-");
+		assert_non_null(nm);
+		snprintf(j->name, sizeof j->name, "%.*s", (int)strcspn(nm + 1, "\""), nm + 1);
+		j->state = GG_CE_QUEUED;
+		if (F.njobs < 4)
+			snprintf(F.submitted_to[F.njobs], sizeof F.submitted_to[0], "%s",
+				 ce->endpoint);
+		F.njobs++;
+		res[i].code = 201;
+		res[i].id = strdup(j->id);
+	}
+	if (F.on_submit)
+		F.on_submit();
+	if (F.submit_mode == M_LOST_ANSWER) {
+		gg_ce_results_free(res, n);
+		return gg_err_set(err, GG_ENET, "the connection broke before the answer");
+	}
+	*results = res;
 	return 0;
 }
 
@@ -305,6 +347,7 @@ static const struct gg_ce_ops fake_ops = {
 	.delegate = f_delegate,
 	.submit = f_submit,
 	.submit_unsent = f_unsent,
+	.submit_many = f_submit_many,
 	.status = f_status,
 	.lrms_status = f_lrms_status,
 	.kill = f_kill,
@@ -1488,6 +1531,123 @@ static void test_job_spread(void **state)
 	gg_job_spec_free(q);
 }
 
+/* What gg_engine_submit_many told of each job. */
+static struct told {
+	int n, rc[8], kept[8];
+	char names[8][32], msg[8][GG_ERR_MSG_MAX];
+} T;
+
+static void told(void *ud, int index, int rc, const struct gg_record *r, const struct gg_err *err)
+{
+	(void)ud;
+	assert_true(index >= 0 && index < 8);
+	T.n++;
+	T.rc[index] = rc;
+	T.kept[index] = r != NULL;
+	snprintf(T.names[index], sizeof T.names[0], "%s", r ? r->name : "");
+	snprintf(T.msg[index], sizeof T.msg[0], "%s", rc ? err->msg : "");
+}
+
+static size_t nrecords(void)
+{
+	struct gg_record *recs = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_store_list(gg_engine_store(E), &recs, &n, NULL, NULL), 0);
+	gg_records_free(recs, n);
+	return n;
+}
+
+static void test_submit_many(void **state)
+{
+	(void)state;
+	struct gg_site a = site_named("a", "https://a.example/arex");
+	const struct gg_site *sites[] = {&a};
+	const char *cmd[] = {"python3", "train.py"};
+	struct gg_job_spec *q = command_spec(cmd, 2);
+	struct gg_err err = {0};
+	memset(&T, 0, sizeof T);
+	/* the CE refuses the 2nd and the 4th of 5: one request, one delegation;
+	 * three records queued with their job ids, none for the refused */
+	F.refuse_at = 1u << 2 | 1u << 4;
+	assert_int_equal(gg_engine_submit_many(E, q, sites, 1, 5, 0, told, NULL, &err), 0);
+	assert_int_equal(T.n, 5);
+	assert_int_equal(F.many_calls, 1);
+	assert_int_equal(F.delegations, 1);
+	assert_int_equal(F.opens, 1);
+	assert_int_equal(T.rc[0] | T.rc[2] | T.rc[4], 0);
+	assert_int_equal(T.rc[1], GG_EJOB);
+	assert_int_equal(T.rc[3], GG_EJOB);
+	assert_false(T.kept[1] || T.kept[3]);
+	assert_string_equal(T.msg[1], "the CE refused the job: no GPUs here (code 500)");
+	assert_int_equal(nrecords(), 3);
+	struct gg_record r = load(T.names[2]);
+	assert_int_equal(r.state, GG_S_QUEUED);
+	assert_string_equal(r.job_id, "job1");
+	gg_record_clear(&r);
+	/* the answer lost: every record kept for adoption (no job id yet) */
+	memset(&T, 0, sizeof T);
+	F.refuse_at = 0;
+	F.submit_mode = M_LOST_ANSWER;
+	assert_int_equal(gg_engine_submit_many(E, q, sites, 1, 2, 0, told, NULL, &err), 0);
+	assert_true(T.kept[0] && T.kept[1]);
+	assert_int_equal(T.rc[0], GG_ENET);
+	assert_non_null(strstr(T.msg[1], "the CE may have the job"));
+	assert_int_equal(nrecords(), 5);
+	r = load(T.names[1]);
+	assert_int_equal(r.state, GG_S_REQUESTED);
+	assert_null(r.job_id);
+	gg_record_clear(&r);
+	/* the CE not reached: nothing sent, no record left */
+	memset(&T, 0, sizeof T);
+	F.submit_mode = M_UNSENT;
+	assert_int_equal(gg_engine_submit_many(E, q, sites, 1, 3, 0, told, NULL, &err), 0);
+	assert_false(T.kept[0] || T.kept[1] || T.kept[2]);
+	assert_non_null(strstr(T.msg[2], "the CE was not reached, nothing was sent"));
+	assert_int_equal(nrecords(), 5);
+	gg_job_spec_free(q);
+}
+
+static void kill_job2(void)
+{
+	struct gg_record r = {0};
+	assert_int_equal(gg_store_load(gg_engine_store(K), "job-2", &r, NULL), 0);
+	assert_int_equal(gg_engine_kill(K, &r, 1), 0);
+	gg_record_clear(&r);
+}
+
+static void test_submit_many_kill_wins(void **state)
+{
+	(void)state;
+	struct gg_site a = site_named("a", "https://a.example/arex");
+	struct gg_site b = site_named("b", "https://b.example/arex");
+	const struct gg_site *sites[] = {&a, &b};
+	const char *cmd[] = {"true"};
+	struct gg_job_spec *q = command_spec(cmd, 1);
+	struct gg_err err = {0};
+	memset(&T, 0, sizeof T);
+	/* job-2 is killed while the request is on the wire: its job is
+	 * cancelled, its record stays killed; the others are queued */
+	F.on_submit = kill_job2;
+	assert_int_equal(gg_engine_submit_many(E, q, sites, 1, 3, 0, told, NULL, &err), 0);
+	assert_int_equal(T.rc[1], GG_EJOB);
+	assert_non_null(strstr(T.msg[1], "killed while it was being submitted"));
+	assert_int_equal(F.jobs[1].state, GG_CE_KILLED);
+	assert_int_equal(F.jobs[0].state, GG_CE_QUEUED);
+	struct gg_record r = load("job-2");
+	assert_int_equal(r.state, GG_S_KILLED);
+	gg_record_clear(&r);
+	/* spread over two sites: a refuses its jobs, which go to b */
+	memset(&T, 0, sizeof T);
+	F.on_submit = NULL;
+	F.refuse_at = 1u << 1 | 1u << 2;
+	snprintf(F.refuse_ep, sizeof F.refuse_ep, "%s", a.ce);
+	assert_int_equal(gg_engine_submit_many(E, q, sites, 2, 3, 0, told, NULL, &err), 0);
+	assert_int_equal(F.many_calls, 4); /* a, b, then b again for a's two */
+	assert_int_equal(T.rc[0] | T.rc[1] | T.rc[2], 0);
+	assert_non_null(strstr(notes, "site a: the CE refused the job"));
+	gg_job_spec_free(q);
+}
+
 /* The arguments gg_job_describe gives the wrapper: from "--" on. */
 static int words_at(const struct gg_jobdesc *jd)
 {
@@ -2155,6 +2315,9 @@ int main(void)
 		cmocka_unit_test(test_job_spec_setters),
 		cmocka_unit_test(test_job_enter),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_submit_many, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_submit_many_kill_wins, each_setup,
+						each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_ce_and_storage, each_setup,
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_fetch_existing, each_setup, each_teardown),
