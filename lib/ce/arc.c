@@ -158,6 +158,26 @@ static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_er
 	return gg_http_new(&ho, &ce->http, err);
 }
 
+static int arc_clone(struct gg_ce *g, struct gg_ce *copy, struct gg_err *err)
+{
+	const struct arc *ce = g->impl;
+	/* a token source refreshes its token in place: one handle at a time */
+	if (ce->tsource)
+		return gg_err_set(err, GG_EUSAGE, "%s: one request at a time with a token source",
+				  g->endpoint);
+	struct arc *c = calloc(1, sizeof *c);
+	if (!c)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	copy->impl = c;
+	c->endpoint = copy->endpoint;
+	memcpy(c->version, ce->version, sizeof c->version);
+	if ((ce->cache_path && !(c->cache_path = strdup(ce->cache_path))) ||
+	    (ce->base && !(c->base = strdup(ce->base))) ||
+	    (ce->proxy_path && !(c->proxy_path = strdup(ce->proxy_path))))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	return gg_http_clone(ce->http, &c->http, err);
+}
+
 static struct gg_http *arc_http(struct gg_ce *g)
 {
 	return ((struct arc *)g->impl)->http;
@@ -1161,4 +1181,5 @@ const struct gg_ce_ops gg_ce_arc_rest = {
 	.ls = arc_ls,
 	.diagnose = arc_diagnose,
 	.http = arc_http,
+	.clone = arc_clone,
 };

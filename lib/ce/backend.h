@@ -52,6 +52,9 @@ struct gg_ce_ops {
 	struct gg_http *(*http)(struct gg_ce *ce);
 	/* Optional: what the CE offers (gg_glue2_offer_json's object). */
 	int (*offer)(struct gg_ce *ce, json_t **offer, struct gg_err *err);
+	/* Optional: set copy->impl to a second handle on ce's CE with the same
+	 * credential and a connection of its own; no network I/O. */
+	int (*clone)(struct gg_ce *ce, struct gg_ce *copy, struct gg_err *err);
 };
 
 /* ARC CE, REST interface (arc.c, deleg.c). */

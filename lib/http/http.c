@@ -106,6 +106,22 @@ int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg
 	return 0;
 }
 
+int gg_http_clone(const struct gg_http *h, struct gg_http **out, struct gg_err *err)
+{
+	struct gg_http_opts o = h->o;
+	o.token = NULL; /* the header below carries it */
+	int rc = gg_http_new(&o, out, err);
+	if (rc < 0)
+		return rc;
+	(*out)->deadline_ms = h->deadline_ms;
+	if (h->auth_header && !((*out)->auth_header = strdup(h->auth_header))) {
+		gg_http_free(*out);
+		*out = NULL;
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static void drop_auth_header(struct gg_http *h)
 {
 	if (h->auth_header) {
