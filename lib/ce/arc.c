@@ -628,8 +628,8 @@ static struct gg_ce_result *find_id(struct gg_ce_result **s, size_t ns, const ch
  * moved out of got (an id asked twice gets it once); an id the CE did not
  * answer for has state GG_CE_UNKNOWN and missing as reason (when not NULL).
  * NULL when out of memory. */
-static struct gg_ce_result *in_order(struct gg_ce_result *got, size_t ngot,
-				     const char *const *ids, size_t n, const char *missing)
+static struct gg_ce_result *in_order(struct gg_ce_result *got, size_t ngot, const char *const *ids,
+				     size_t n, const char *missing)
 {
 	size_t ns;
 	struct gg_ce_result **s = sorted_by_id(got, ngot, &ns);

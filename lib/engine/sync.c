@@ -499,8 +499,7 @@ static struct gg_ce_result *lrms_ask(struct gg_ce *ce, const char **ask, const s
 		for (size_t j = 0, m = 0; q && j < na; j++) {
 			while (m < a->n && a->at[m] < at[j])
 				m++;
-			q[j] = m < a->n && a->at[m] == at[j] ? got[m]
-							      : (struct gg_ce_result){0};
+			q[j] = m < a->n && a->at[m] == at[j] ? got[m] : (struct gg_ce_result){0};
 		}
 		return q; /* shallow: the strings stay a's */
 	}
