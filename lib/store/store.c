@@ -3,7 +3,11 @@
  * read-modify-write under flock(<dir>/.lock) so concurrent gridgpu processes
  * never lose an update. A record an update leaves as it was is not written;
  * the records one batch changes reach the disk together (one sync of the file
- * system, one of the directory), not one fsync pair each. */
+ * system, one of the directory), not one fsync pair each. <dir>.cache holds
+ * every record in one file, made from a scan of a directory still for a
+ * second and read instead of the files (gg_store_list, gg_store_rows) while
+ * the directory's modification time, which every create, rename and unlink
+ * changes, is the one it was made at. */
 #include "store/store.h"
 
 #include <ctype.h>
