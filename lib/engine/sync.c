@@ -447,7 +447,8 @@ struct lrms_ahead {
 static void *ahead_ask(void *ud)
 {
 	struct lrms_ahead *a = ud;
-	a->rc = gg_ce_lrms_status(a->ce, a->ids, a->n, &a->res, NULL);
+	struct gg_err e = {0}; /* the status call says what is wrong */
+	a->rc = gg_ce_lrms_status(a->ce, a->ids, a->n, &a->res, &e);
 	return NULL;
 }
 

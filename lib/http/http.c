@@ -367,8 +367,9 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(c);
 	int tls = c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
 		  c == CURLE_SSL_CONNECT_ERROR;
-	if (tls && ca_dir_missing(h, url, err))
-		return err->code;
+	int missing = tls ? ca_dir_missing(h, url, err) : 0;
+	if (missing)
+		return missing;
 	switch (c) {
 	case CURLE_ABORTED_BY_CALLBACK: return gg_err_set(err, GG_EINTR, "interrupted");
 	case CURLE_PEER_FAILED_VERIFICATION:
