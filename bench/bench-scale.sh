@@ -16,11 +16,14 @@
 #   2. 10,000 records simulated in the store, on two fake CEs that the fault
 #      proxy (tests/e2e/faultproxy.py, mode "jobs") answers for, one of them
 #      slow (each answer after SLOW_MS, default 1000): `gridgpu list --sync`,
-#      RUNS runs; the slow CE alone and the fast CE alone for reference.
+#      RUNS runs, interleaved with `curl` of the slow CE's job list alone
+#      (its answer time: the floor); then neither CE slow for reference.
 # Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1),
 # SUBMIT_ONLY=1 (only 0: stop after it), SLOW_MS, FP_PORT (the first
 # of the fake CEs' two ports; default GG_TB_PORT_BASE+60, else 9600), GG_TB_DIR
-# (the site must be up: bench/run).
+# (the site must be up: bench/run), BEFORE (another gridgpu binary, a build of
+# an earlier commit, measured interleaved beside GRIDGPU: before and after in
+# the same run).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-build}
@@ -33,7 +36,7 @@ SLOW_MS=${SLOW_MS:-1000}
 GG_TB_DIR=${GG_TB_DIR:-/tmp/gridgpu-testbed}
 . "$GG_TB_DIR/env.sh"
 FP_PORT=${FP_PORT:-$((${GG_TB_PORT_BASE:-9540} + 60))}
-for c in arcsub arcstat arcsync arcclean arckill python3; do
+for c in arcsub arcstat arcsync arcclean arckill curl python3; do
 	command -v "$c" >/dev/null || { echo "bench-scale: $c is not installed (make deps)" >&2; exit 1; }
 done
 [ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
@@ -192,9 +195,12 @@ for (i,) in db.execute("select id from jobs").fetchall():
 db.commit()
 EOF
 njobs=$(arcstat -a -j "$W/jobs.dat" 2>/dev/null | grep -c '^Job:' || true)
-interleaved "sync=$G list --sync" "arcstat=arcstat -a -j $W/jobs.dat" >"$W/t1.txt"
+interleaved "sync=$G list --sync" "arcstat=arcstat -a -j $W/jobs.dat" \
+	${BEFORE:+"before=$BEFORE list --sync"} >"$W/t1.txt"
 g=$(field sync "$W/t1.txt"); a=$(field arcstat "$W/t1.txt")
 printf '  %-44s %8s ms   %sx arcstat -a (target <= 0.5)\n' "gridgpu list --sync, $N unchanged jobs" "$(ms "$g")" "$(ratio "$g" "$a")"
+[ -z "${BEFORE:-}" ] || { b=$(field before "$W/t1.txt")
+	printf '  %-44s %8s ms   %sx arcstat -a\n' "the same, BEFORE's gridgpu" "$(ms "$b")" "$(ratio "$b" "$a")"; }
 printf '  %-44s %8s ms\n' "arcstat -a, $njobs jobs" "$(ms "$a")"
 sed 's/^/    runs: /' "$W/t1.txt"
 echo "  one unchanged list --sync: $(syscalls "$G" list --sync)"
@@ -231,9 +237,13 @@ for i in range(10000):
         json.dump(r, f, indent=1, sort_keys=True)
 EOF
 "$G" list --sync >/dev/null 2>&1 || true # the store's own layout of each record, once
-interleaved "two=$G list --sync" >"$W/t2.txt"
+slow="curl -s -o /dev/null --capath $X509_CERT_DIR --cert $X509_USER_PROXY --key $X509_USER_PROXY"
+slow="$slow https://localhost:$((FP_PORT + 1))/arex/rest/1.0/jobs?state=RUNNING"
+interleaved "two=$G list --sync" "slow=$slow" ${BEFORE:+"before=$BEFORE list --sync"} >"$W/t2.txt"
 g=$(field two "$W/t2.txt")
 printf '  %-44s %8s ms   (target <= 2000 ms)\n' "gridgpu list --sync, 10,000 records, 2 CEs" "$(ms "$g")"
+printf '  %-44s %8s ms\n' "curl of the slow CE's job list alone" "$(ms "$(field slow "$W/t2.txt")")"
+[ -z "${BEFORE:-}" ] || printf '  %-44s %8s ms\n' "the same, BEFORE's gridgpu" "$(ms "$(field before "$W/t2.txt")")"
 sed 's/^/    runs: /' "$W/t2.txt"
 echo "  one unchanged list --sync: $(syscalls "$G" list --sync)"
 printf "jobs simb 5000 RUNNING\n" >"$W/fp2/mode.p" && mv "$W/fp2/mode.p" "$W/fp2/mode"

@@ -167,7 +167,10 @@ GG_API int gg_store_update(struct gg_store *st, const char *name, gg_record_upda
 GG_API int gg_store_save(struct gg_store *st, const struct gg_record *r, struct gg_err *err);
 GG_API int gg_store_remove(struct gg_store *st, const char *name, struct gg_err *err);
 /* All records, sorted by creation time. Unreadable records are skipped and
- * counted in *bad (may be NULL). */
+ * counted in *bad (may be NULL). Read from the same cache file as
+ * gg_store_rows while the store has not changed since it was written (every
+ * file otherwise, which writes the cache again when the store has been still
+ * for a second): a sync of 10,000 records reads one file. */
 GG_API int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_t *bad,
 			 struct gg_err *err);
 GG_API void gg_records_free(struct gg_record *recs, size_t n);

@@ -158,6 +158,26 @@ static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_er
 	return gg_http_new(&ho, &ce->http, err);
 }
 
+static int arc_clone(struct gg_ce *g, struct gg_ce *copy, struct gg_err *err)
+{
+	const struct arc *ce = g->impl;
+	/* a token source refreshes its token in place: one handle at a time */
+	if (ce->tsource)
+		return gg_err_set(err, GG_EUSAGE, "%s: one request at a time with a token source",
+				  g->endpoint);
+	struct arc *c = calloc(1, sizeof *c);
+	if (!c)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	copy->impl = c;
+	c->endpoint = copy->endpoint;
+	memcpy(c->version, ce->version, sizeof c->version);
+	if ((ce->cache_path && !(c->cache_path = strdup(ce->cache_path))) ||
+	    (ce->base && !(c->base = strdup(ce->base))) ||
+	    (ce->proxy_path && !(c->proxy_path = strdup(ce->proxy_path))))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	return gg_http_clone(ce->http, &c->http, err);
+}
+
 static struct gg_http *arc_http(struct gg_ce *g)
 {
 	return ((struct arc *)g->impl)->http;
@@ -576,6 +596,65 @@ static int bulk_post(struct arc *ce, const char *action, const char *what, const
 	return rc;
 }
 
+/* Results looked up by job id: pointers to them sorted by id (NULL when out
+ * of memory), and a binary search; what is not found is NULL. */
+static int by_id(const void *a, const void *b)
+{
+	const struct gg_ce_result *x = *(struct gg_ce_result *const *)a,
+				  *y = *(struct gg_ce_result *const *)b;
+	return strcmp(x->id, y->id);
+}
+
+static struct gg_ce_result **sorted_by_id(struct gg_ce_result *r, size_t n, size_t *ns)
+{
+	struct gg_ce_result **s = calloc(n ? n : 1, sizeof *s);
+	*ns = 0;
+	for (size_t i = 0; s && i < n; i++)
+		if (r[i].id)
+			s[(*ns)++] = &r[i];
+	if (s)
+		qsort(s, *ns, sizeof *s, by_id);
+	return s;
+}
+
+static struct gg_ce_result *find_id(struct gg_ce_result **s, size_t ns, const char *id)
+{
+	struct gg_ce_result key = {.id = (char *)id}, *k = &key;
+	struct gg_ce_result **hit = ns ? bsearch(&k, s, ns, sizeof *s, by_id) : NULL;
+	return hit ? *hit : NULL;
+}
+
+/* The answers got (ngot, in the CE's order) in the order of ids, each
+ * moved out of got (an id asked twice gets it once); an id the CE did not
+ * answer for has state GG_CE_UNKNOWN and missing as reason (when not NULL).
+ * NULL when out of memory. */
+static struct gg_ce_result *in_order(struct gg_ce_result *got, size_t ngot, const char *const *ids,
+				     size_t n, const char *missing)
+{
+	size_t ns;
+	struct gg_ce_result **s = sorted_by_id(got, ngot, &ns);
+	char *taken = calloc(ngot ? ngot : 1, 1);
+	struct gg_ce_result *res = s && taken ? calloc(n ? n : 1, sizeof *res) : NULL;
+	int ok = res != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		struct gg_ce_result *k = find_id(s, ns, ids[i]);
+		if (k && !taken[k - got]) {
+			taken[k - got] = 1;
+			res[i] = *k; /* its strings moved here, the id copied */
+			k->reason = k->raw_state = NULL;
+		} else {
+			res[i].state = GG_CE_UNKNOWN;
+			ok = !missing || (res[i].reason = strdup(missing));
+		}
+		ok = ok && (res[i].id = strdup(ids[i]));
+	}
+	free(s);
+	free(taken);
+	if (!ok)
+		gg_ce_results_free(res, n);
+	return ok ? res : NULL;
+}
+
 /* POST jobs?action=ACTION with many ids; results in the order of ids. */
 static int bulk(struct arc *ce, const char *action, const char *const *ids, size_t n,
 		struct gg_ce_result **results, struct gg_err *err)
@@ -589,25 +668,11 @@ static int bulk(struct arc *ce, const char *action, const char *const *ids, size
 		rc = gg_arc_parse_jobs(r.body, r.len, &got, &ngot, err);
 	if (rc < 0)
 		goto out;
-	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
+	struct gg_ce_result *res =
+		in_order(got, ngot, ids, n, "the CE did not answer for this job");
 	if (!res) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		size_t k;
-		for (k = 0; k < ngot; k++)
-			if (got[k].id && strcmp(got[k].id, ids[i]) == 0)
-				break;
-		if (k < ngot) {
-			res[i] = got[k];
-			memset(&got[k], 0, sizeof got[k]);
-		} else {
-			res[i].id = strdup(ids[i]);
-			res[i].code = 0;
-			res[i].reason = strdup("the CE did not answer for this job");
-			res[i].state = GG_CE_UNKNOWN;
-		}
 	}
 	*results = res;
 out:
@@ -630,25 +695,23 @@ static int arc_status(struct gg_ce *g, const char *const *ids, size_t n,
 	int rc = arc_list(g, &live, &nlive, err);
 	if (rc < 0)
 		return rc;
-	struct gg_ce_result *res = calloc(n ? n : 1, sizeof *res);
+	size_t ns;
+	struct gg_ce_result **s = sorted_by_id(live, nlive, &ns);
+	struct gg_ce_result *res = s ? calloc(n ? n : 1, sizeof *res) : NULL;
 	if (!res) {
+		free(s);
 		gg_ce_results_free(live, nlive);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
+		struct gg_ce_result *k = find_id(s, ns, ids[i]);
 		res[i].id = strdup(ids[i]);
-		res[i].state = GG_CE_GONE;
-		res[i].code = 404;
-		for (size_t k = 0; k < nlive; k++) {
-			if (live[k].id && strcmp(live[k].id, ids[i]) == 0) {
-				res[i].state = live[k].state;
-				res[i].raw_state = live[k].raw_state;
-				live[k].raw_state = NULL;
-				res[i].code = 200;
-				break;
-			}
-		}
+		res[i].state = k ? k->state : GG_CE_GONE;
+		res[i].code = k ? 200 : 404;
+		if (k && k->raw_state)
+			res[i].raw_state = strdup(k->raw_state);
 	}
+	free(s);
 	gg_ce_results_free(live, nlive);
 	/* Ask the bulk status (the per-job record) about two kinds of jobs: those
 	 * the live list calls FAILED, since it calls killed jobs FAILED too, and
@@ -656,39 +719,38 @@ static int arc_status(struct gg_ce *g, const char *const *ids, size_t n,
 	 * state directories can be missing from one listing. Only a 404 from the
 	 * bulk status means the job is gone. */
 	const char **ask = calloc(n ? n : 1, sizeof *ask);
-	size_t na = 0;
-	if (!ask) {
+	size_t *at = calloc(n ? n : 1, sizeof *at), na = 0;
+	if (!ask || !at) {
+		free(ask);
+		free(at);
 		gg_ce_results_free(res, n);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++)
-		if (res[i].state == GG_CE_FAILED || res[i].state == GG_CE_GONE)
+		if (res[i].state == GG_CE_FAILED || res[i].state == GG_CE_GONE) {
+			at[na] = i;
 			ask[na++] = ids[i];
-	if (na) {
-		struct gg_ce_result *b = NULL;
-		struct gg_err e2 = {0};
-		if (bulk(ce, "status", ask, na, &b, &e2) == 0) {
-			for (size_t k = 0; k < na; k++) {
-				for (size_t i = 0; i < n; i++) {
-					if (strcmp(res[i].id, b[k].id) != 0)
-						continue;
-					if (res[i].state == GG_CE_FAILED &&
-					    b[k].state == GG_CE_KILLED)
-						res[i].state = GG_CE_KILLED;
-					else if (res[i].state == GG_CE_GONE && b[k].code != 404 &&
-						 b[k].state != GG_CE_UNKNOWN) {
-						res[i].state = b[k].state;
-						res[i].code = b[k].code;
-						free(res[i].raw_state);
-						res[i].raw_state = b[k].raw_state;
-						b[k].raw_state = NULL;
-					}
-				}
-			}
-			gg_ce_results_free(b, na);
+		}
+	struct gg_ce_result *b = NULL;
+	struct gg_err e2 = {0};
+	if (na && bulk(ce, "status", ask, na, &b, &e2) < 0)
+		na = 0; /* the live list's word stands */
+	for (size_t k = 0; k < na; k++) {
+		struct gg_ce_result *r = &res[at[k]]; /* b[k] answers ask[k] */
+		if (r->state == GG_CE_FAILED && b[k].state == GG_CE_KILLED) {
+			r->state = GG_CE_KILLED;
+		} else if (r->state == GG_CE_GONE && b[k].code != 404 &&
+			   b[k].state != GG_CE_UNKNOWN) {
+			r->state = b[k].state;
+			r->code = b[k].code;
+			free(r->raw_state);
+			r->raw_state = b[k].raw_state;
+			b[k].raw_state = NULL;
 		}
 	}
+	gg_ce_results_free(b, na);
 	free(ask);
+	free(at);
 	*results = res;
 	return 0;
 }
@@ -864,25 +926,9 @@ static int arc_lrms_status(struct gg_ce *g, const char *const *ids, size_t n,
 		rc = gg_arc_parse_info(r.body, r.len, &got, &ngot, err);
 	if (rc < 0)
 		goto out;
-	if (!(res = calloc(n ? n : 1, sizeof *res))) {
+	if (!(res = in_order(got, ngot, ids, n, NULL))) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		res[i].state = GG_CE_UNKNOWN;
-		for (size_t k = 0; k < ngot; k++) {
-			if (got[k].id && !strcmp(got[k].id, ids[i])) {
-				res[i] = got[k];
-				memset(&got[k], 0, sizeof got[k]);
-				break;
-			}
-		}
-		if (!res[i].id && !(res[i].id = strdup(ids[i]))) {
-			gg_ce_results_free(res, n);
-			res = NULL;
-			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			goto out;
-		}
 	}
 	*results = res;
 out:
@@ -1224,4 +1270,5 @@ const struct gg_ce_ops gg_ce_arc_rest = {
 	.ls = arc_ls,
 	.diagnose = arc_diagnose,
 	.http = arc_http,
+	.clone = arc_clone,
 };

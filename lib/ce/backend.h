@@ -55,6 +55,9 @@ struct gg_ce_ops {
 	/* Optional: several jobs in one request (gg_ce_submit_many). */
 	int (*submit_many)(struct gg_ce *ce, const char *const *descs, size_t n,
 			   struct gg_ce_result **results, struct gg_err *err);
+	/* Optional: set copy->impl to a second handle on ce's CE with the same
+	 * credential and a connection of its own; no network I/O. */
+	int (*clone)(struct gg_ce *ce, struct gg_ce *copy, struct gg_err *err);
 };
 
 /* ARC CE, REST interface (arc.c, deleg.c). */

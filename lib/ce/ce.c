@@ -43,6 +43,27 @@ int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce
 	return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https://", endpoint);
 }
 
+int gg_ce_clone(struct gg_ce *ce, struct gg_ce **out, struct gg_err *err)
+{
+	*out = NULL;
+	if (!ce->ops->clone)
+		return gg_err_set(err, GG_EUSAGE, "%s: a %s CE cannot be asked twice at once",
+				  ce->endpoint, ce->ops->name);
+	struct gg_ce *c = calloc(1, sizeof *c);
+	if (!c || !(c->endpoint = strdup(ce->endpoint))) {
+		free(c);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	c->ops = ce->ops;
+	int rc = ce->ops->clone(ce, c, err);
+	if (rc < 0) {
+		gg_ce_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
 void gg_ce_free(struct gg_ce *ce)
 {
 	if (!ce)

@@ -12,6 +12,9 @@
 /* The same with a given backend (tests plug in a fake one this way). */
 int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err);
+/* A second handle on ce's CE (the same credential and deadline, a connection
+ * of its own), for two requests at once; GG_EUSAGE when the backend has none. */
+int gg_ce_clone(struct gg_ce *ce, struct gg_ce **out, struct gg_err *err);
 /* Small JSON files where what was learned about CEs is kept (REST versions,
  * delegations): an empty object when missing or unreadable; saved atomically,
  * 0600, best effort. */

@@ -172,11 +172,8 @@ static void sync_prepare(struct gg_engine *e, struct gg_record *recs, struct syn
 	s->sub = calloc(g->n, sizeof *s->sub);
 	s->seen = calloc(g->n, sizeof *s->seen);
 	s->before = calloc(g->n, sizeof *s->before);
-	for (size_t k = 0; s->sub && k < g->n; k++) {
+	for (size_t k = 0; s->sub && k < g->n; k++)
 		s->sub[k] = recs[g->idx[k]]; /* shallow: moved back in sync_finish */
-		if (s->before)
-			s->before[k] = gg_record_to_json(&s->sub[k]);
-	}
 	s->rc = s->sub && s->seen ? gg_engine_open_record_ce(e, &recs[g->idx[0]], &s->ce, &s->err)
 				  : gg_err_set(&s->err, GG_ENOMEM, "out of memory");
 	struct gg_http *h = s->ce ? gg_ce_http(s->ce) : NULL;
@@ -184,10 +181,13 @@ static void sync_prepare(struct gg_engine *e, struct gg_record *recs, struct syn
 		gg_http_set_deadline(h, deadline);
 }
 
-/* The CE's part, on its own thread: the CE and the group's records only. */
+/* The CE's part, on its own thread: the CE and the group's records only
+ * (each record as it was read kept first, the CEs' threads side by side). */
 static void *sync_ask(void *ud)
 {
 	struct sync_one *s = ud;
+	for (size_t k = 0; s->sub && s->before && k < s->g->n; k++)
+		s->before[k] = gg_record_to_json(&s->sub[k]);
 	if (s->rc == 0)
 		s->rc = gg_session_refresh_lrms(s->ce, s->sub, s->g->n, s->seen, &s->err);
 	pthread_mutex_lock(&s->all->mu);

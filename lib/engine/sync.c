@@ -1,6 +1,7 @@
 /* The state machine: records refreshed from their CE. */
 #include "store/store.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -430,9 +431,87 @@ void gg_lrms_seen_clear(struct gg_lrms_seen *s, size_t n)
 	}
 }
 
+/* The batch system's view asked ahead, on a second connection while the
+ * status call runs: of every record that may still wait in the batch
+ * system's queue (a superset of those lrms_refine asks about). */
+struct lrms_ahead {
+	struct gg_ce *ce; /* the second handle; NULL: not asked ahead */
+	const char **ids;
+	size_t *at; /* ids[j] is the status call's ids[at[j]] */
+	size_t n;
+	struct gg_ce_result *res;
+	int rc, joined;
+	pthread_t th;
+};
+
+static void *ahead_ask(void *ud)
+{
+	struct lrms_ahead *a = ud;
+	struct gg_err e = {0}; /* the status call says what is wrong */
+	a->rc = gg_ce_lrms_status(a->ce, a->ids, a->n, &a->res, &e);
+	return NULL;
+}
+
+static void ahead_start(struct gg_ce *ce, const struct gg_record *recs, const char **ids,
+			const size_t *idx, size_t k, struct lrms_ahead *a)
+{
+	memset(a, 0, sizeof *a);
+	a->ids = calloc(k ? k : 1, sizeof *a->ids);
+	a->at = calloc(k ? k : 1, sizeof *a->at);
+	for (size_t i = 0; a->ids && a->at && i < k; i++)
+		if (may_be_queued(&recs[idx[i]])) {
+			a->at[a->n] = i;
+			a->ids[a->n++] = ids[i];
+		}
+	if (!a->n || gg_ce_clone(ce, &a->ce, NULL) < 0)
+		return;
+	if (pthread_create(&a->th, NULL, ahead_ask, a) != 0) {
+		gg_ce_free(a->ce);
+		a->ce = NULL;
+	}
+}
+
+/* The answer asked ahead, once there; NULL when it was not asked or failed. */
+static struct gg_ce_result *ahead_wait(struct lrms_ahead *a)
+{
+	if (a->ce && !a->joined)
+		a->joined = !pthread_join(a->th, NULL);
+	return a->ce && a->rc == 0 ? a->res : NULL;
+}
+
+static void ahead_clear(struct lrms_ahead *a)
+{
+	if (a->ce && a->rc == 0)
+		gg_ce_results_free(a->res, a->n);
+	gg_ce_free(a->ce);
+	free(a->ids);
+	free(a->at);
+}
+
+/* The batch system's word for the ids[i] asked about (at[], na of them):
+ * from the answer asked ahead when there is one, else asked now. */
+static struct gg_ce_result *lrms_ask(struct gg_ce *ce, const char **ask, const size_t *at,
+				     size_t na, struct lrms_ahead *a, int *own)
+{
+	struct gg_ce_result *got = ahead_wait(a), *q = NULL;
+	*own = 0;
+	if (got) {
+		q = calloc(na ? na : 1, sizeof *q);
+		for (size_t j = 0, m = 0; q && j < na; j++) {
+			while (m < a->n && a->at[m] < at[j])
+				m++;
+			q[j] = m < a->n && a->at[m] == at[j] ? got[m] : (struct gg_ce_result){0};
+		}
+		return q; /* shallow: the strings stay a's */
+	}
+	*own = 1;
+	struct gg_err e = {0};
+	return gg_ce_lrms_status(ce, ask, na, &q, &e) == 0 ? q : NULL;
+}
+
 static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **ids,
 			const size_t *idx, size_t k, struct gg_ce_result *res,
-			struct gg_lrms_seen *seen)
+			struct gg_lrms_seen *seen, struct lrms_ahead *ahead)
 {
 	const char **ask = calloc(k ? k : 1, sizeof *ask);
 	size_t *at = calloc(k ? k : 1, sizeof *at), na = 0;
@@ -441,30 +520,30 @@ static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **i
 			at[na] = i;
 			ask[na++] = ids[i];
 		}
-	struct gg_ce_result *q = NULL;
-	struct gg_err e = {0};
-	if (na && gg_ce_lrms_status(ce, ask, na, &q, &e) == 0) {
-		for (size_t j = 0; j < na; j++) {
-			struct gg_ce_result *r = &res[at[j]];
-			/* the info document still at an earlier state (SUBMITTING:
-			 * it lags the live list by the infoprovider's period) does
-			 * not know it runs either: queued until it says INLRMS:R */
-			if (q[j].state == GG_CE_ACCEPTED) {
-				r->state = GG_CE_QUEUED;
-				continue;
-			}
-			if (q[j].state != GG_CE_QUEUED)
-				continue;
+	int own = 0;
+	struct gg_ce_result *q = na ? lrms_ask(ce, ask, at, na, ahead, &own) : NULL;
+	for (size_t j = 0; q && j < na; j++) {
+		struct gg_ce_result *r = &res[at[j]];
+		/* the info document still at an earlier state (SUBMITTING:
+		 * it lags the live list by the infoprovider's period) does
+		 * not know it runs either: queued until it says INLRMS:R */
+		if (q[j].state == GG_CE_ACCEPTED) {
 			r->state = GG_CE_QUEUED;
-			lrms_seen(seen ? &seen[idx[at[j]]] : NULL, q[j].reason);
-			if (q[j].raw_state) {
-				free(r->raw_state);
-				r->raw_state = q[j].raw_state;
-				q[j].raw_state = NULL;
-			}
+			continue;
 		}
-		gg_ce_results_free(q, na);
+		if (q[j].state != GG_CE_QUEUED)
+			continue;
+		r->state = GG_CE_QUEUED;
+		lrms_seen(seen ? &seen[idx[at[j]]] : NULL, q[j].reason);
+		if (q[j].raw_state) {
+			free(r->raw_state);
+			r->raw_state = strdup(q[j].raw_state);
+		}
 	}
+	if (own)
+		gg_ce_results_free(q, na);
+	else
+		free(q);
 	free(ask);
 	free(at);
 }
@@ -491,6 +570,8 @@ int gg_session_refresh_lrms(struct gg_ce *ce, struct gg_record *recs, size_t n,
 			idx[k++] = i;
 		}
 	struct gg_ce_result *res = NULL;
+	struct lrms_ahead ahead;
+	ahead_start(ce, recs, ids, idx, k, &ahead);
 	int rc = k ? gg_ce_status(ce, ids, k, &res, err) : 0;
 	if (rc < 0) {
 		/* Unreachable: every record becomes unknown, none is dropped. */
@@ -498,11 +579,13 @@ int gg_session_refresh_lrms(struct gg_ce *ce, struct gg_record *recs, size_t n,
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(NULL, &recs[idx[i]], &unknown);
 	} else {
-		lrms_refine(ce, recs, ids, idx, k, res, seen);
+		lrms_refine(ce, recs, ids, idx, k, res, seen, &ahead);
 		for (size_t i = 0; i < k; i++)
 			gg_session_apply(ce, &recs[idx[i]], &res[i]);
 		gg_ce_results_free(res, k);
 	}
+	ahead_wait(&ahead);
+	ahead_clear(&ahead);
 	free(ids);
 	free(idx);
 	return rc;

@@ -106,6 +106,22 @@ int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg
 	return 0;
 }
 
+int gg_http_clone(const struct gg_http *h, struct gg_http **out, struct gg_err *err)
+{
+	struct gg_http_opts o = h->o;
+	o.token = NULL; /* the header below carries it */
+	int rc = gg_http_new(&o, out, err);
+	if (rc < 0)
+		return rc;
+	(*out)->deadline_ms = h->deadline_ms;
+	if (h->auth_header && !((*out)->auth_header = strdup(h->auth_header))) {
+		gg_http_free(*out);
+		*out = NULL;
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static void drop_auth_header(struct gg_http *h)
 {
 	if (h->auth_header) {
@@ -351,8 +367,9 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(c);
 	int tls = c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
 		  c == CURLE_SSL_CONNECT_ERROR;
-	if (tls && ca_dir_missing(h, url, err))
-		return err->code;
+	int missing = tls ? ca_dir_missing(h, url, err) : 0;
+	if (missing)
+		return missing;
 	switch (c) {
 	case CURLE_ABORTED_BY_CALLBACK: return gg_err_set(err, GG_EINTR, "interrupted");
 	case CURLE_PEER_FAILED_VERIFICATION:

@@ -53,6 +53,9 @@ struct gg_http_resp {
 
 int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg_err *err);
 void gg_http_free(struct gg_http *h);
+/* A second handle like h (its options, credential and deadline), with a
+ * connection of its own: two requests to one server at once. */
+int gg_http_clone(const struct gg_http *h, struct gg_http **out, struct gg_err *err);
 
 /* One request. body may be NULL. accept may be NULL. idempotent requests are
  * retried on connection failures and 5xx answers (503, 502, 504). A response is

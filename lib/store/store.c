@@ -3,7 +3,11 @@
  * read-modify-write under flock(<dir>/.lock) so concurrent gridgpu processes
  * never lose an update. A record an update leaves as it was is not written;
  * the records one batch changes reach the disk together (one sync of the file
- * system, one of the directory), not one fsync pair each. */
+ * system, one of the directory), not one fsync pair each. <dir>.cache holds
+ * every record in one file, made from a scan of a directory still for a
+ * second and read instead of the files (gg_store_list, gg_store_rows) while
+ * the directory's modification time, which every create, rename and unlink
+ * changes, is the one it was made at. */
 #include "store/store.h"
 
 #include <ctype.h>
@@ -617,13 +621,18 @@ static int by_created(const void *a, const void *b)
 }
 
 /* The directory's modification time in nanoseconds: every create, update
- * (an atomic rename) and remove changes it. */
-static int dir_mtime(const char *dir, int64_t *ns)
+ * (an atomic rename) and remove changes it. *still is 1 when it was a second
+ * old at this stat: a change after it is then sure to change it again (the
+ * file system's clock ticks far more often), so a scan begun now may be
+ * kept under this time. */
+static int dir_mtime(const char *dir, int64_t *ns, int *still)
 {
 	struct stat sb;
-	if (stat(dir, &sb) < 0)
+	struct timespec now;
+	if (stat(dir, &sb) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
 		return -1;
 	*ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	*still = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec - *ns >= 1000000000;
 	return 0;
 }
 
@@ -748,13 +757,6 @@ bad:
 static void write_cache(struct gg_store *st, int64_t mtime, const struct gg_record_row *rows,
 			size_t n, size_t bad)
 {
-	/* A change made in the same clock tick as the scan could keep the same
-	 * mtime: only trust a directory that has been still for a second. */
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	if (now_ns - mtime < 1000000000)
-		return;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -774,46 +776,50 @@ static void write_cache(struct gg_store *st, int64_t mtime, const struct gg_reco
 	free(buf);
 }
 
-int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_t *n, size_t *bad,
-		  struct gg_err *err)
+/* The rows of n records; NULL when out of memory. */
+static struct gg_record_row *rows_of(const struct gg_record *recs, size_t n)
 {
-	*rows = NULL;
-	*n = 0;
-	int64_t mtime = 0;
-	int have_mtime = dir_mtime(st->dir, &mtime) == 0;
-	if (have_mtime && read_cache(st, mtime, rows, n, bad) == 0)
-		return 0;
-	struct gg_record *recs = NULL;
-	size_t nr = 0, nbad = 0;
-	int rc = gg_store_list(st, &recs, &nr, &nbad, err);
-	if (rc < 0)
-		return rc;
-	struct gg_record_row *w = calloc(nr ? nr : 1, sizeof *w);
-	for (size_t i = 0; w && i < nr; i++) {
+	struct gg_record_row *w = calloc(n ? n : 1, sizeof *w);
+	for (size_t i = 0; w && i < n; i++) {
 		if (row_from_record(&recs[i], &w[i]) < 0) {
 			gg_record_rows_free(w, i + 1);
 			w = NULL;
 		}
 	}
-	gg_records_free(recs, nr);
-	if (!w)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (have_mtime)
-		write_cache(st, mtime, w, nr, nbad);
-	if (bad)
-		*bad = nbad;
-	*rows = w;
-	*n = nr;
+	return w;
+}
+
+/* The records as the cache has them (each parsed from its JSON); -1 when the
+ * cache is not of this state of the directory or one of them is unreadable. */
+static int list_cached(struct gg_store *st, int64_t mtime, struct gg_record **recs, size_t *n,
+		       size_t *bad)
+{
+	struct gg_record_row *rows = NULL;
+	size_t nr = 0, cnt = 0;
+	if (read_cache(st, mtime, &rows, &nr, bad) < 0)
+		return -1;
+	struct gg_record *a = calloc(nr ? nr : 1, sizeof *a);
+	int ok = a != NULL;
+	for (size_t i = 0; ok && i < nr; i++) {
+		json_t *j = json_loads(rows[i].json, 0, NULL);
+		ok = j && gg_record_from_json(j, &a[cnt], NULL) == 0;
+		cnt += ok;
+		json_decref(j);
+	}
+	gg_record_rows_free(rows, nr);
+	if (!ok) {
+		gg_records_free(a, cnt);
+		return -1;
+	}
+	*recs = a;
+	*n = cnt;
 	return 0;
 }
 
-int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_t *bad,
-		  struct gg_err *err)
+/* Every record file read (the unreadable ones counted in *bad), sorted. */
+static int scan(struct gg_store *st, struct gg_record **recs, size_t *n, size_t *bad,
+		struct gg_err *err)
 {
-	*recs = NULL;
-	*n = 0;
-	if (bad)
-		*bad = 0;
 	DIR *d = opendir(st->dir);
 	if (!d)
 		return gg_err_sys(err, GG_EIO, errno, "reading the record store '%s'", st->dir);
@@ -845,9 +851,57 @@ int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_
 	closedir(d);
 	if (cnt)
 		qsort(arr, cnt, sizeof *arr, by_created);
-	if (bad)
-		*bad = nbad;
+	*bad = nbad;
 	*recs = arr;
 	*n = cnt;
+	return 0;
+}
+
+int gg_store_rows(struct gg_store *st, struct gg_record_row **rows, size_t *n, size_t *bad,
+		  struct gg_err *err)
+{
+	*rows = NULL;
+	*n = 0;
+	int64_t mtime = 0;
+	int still = 0, have_mtime = dir_mtime(st->dir, &mtime, &still) == 0;
+	if (have_mtime && read_cache(st, mtime, rows, n, bad) == 0)
+		return 0;
+	struct gg_record *recs = NULL;
+	size_t nr = 0, nbad = 0;
+	int rc = scan(st, &recs, &nr, &nbad, err);
+	if (rc < 0)
+		return rc;
+	struct gg_record_row *w = rows_of(recs, nr);
+	gg_records_free(recs, nr);
+	if (!w)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (have_mtime && still)
+		write_cache(st, mtime, w, nr, nbad);
+	if (bad)
+		*bad = nbad;
+	*rows = w;
+	*n = nr;
+	return 0;
+}
+
+int gg_store_list(struct gg_store *st, struct gg_record **recs, size_t *n, size_t *bad,
+		  struct gg_err *err)
+{
+	*recs = NULL;
+	*n = 0;
+	size_t nbad = 0;
+	int64_t mtime = 0;
+	int still = 0, have_mtime = dir_mtime(st->dir, &mtime, &still) == 0;
+	if (!(have_mtime && list_cached(st, mtime, recs, n, &nbad) == 0)) {
+		int rc = scan(st, recs, n, &nbad, err);
+		if (rc < 0)
+			return rc;
+		struct gg_record_row *w = have_mtime && still ? rows_of(*recs, *n) : NULL;
+		if (w)
+			write_cache(st, mtime, w, *n, nbad);
+		gg_record_rows_free(w, *n);
+	}
+	if (bad)
+		*bad = nbad;
 	return 0;
 }

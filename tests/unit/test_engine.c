@@ -69,6 +69,9 @@ static struct fake {
 	int err_gets;     /* GETs of a job's gridgpu-job.err */
 	char hold_ep[64]; /* a CE whose status answer waits for a byte on hold_fd */
 	int hold_fd;
+	int clonable; /* the CE can be asked twice at once (a second handle) */
+	int clones;   /* second handles made */
+	int overlap;  /* the batch system's view was asked during a status call */
 } * FP;
 #define F (*FP)
 
@@ -83,6 +86,15 @@ static int f_open(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg_err
 static void f_close(struct gg_ce *ce)
 {
 	free(ce->impl);
+}
+
+static int f_clone(struct gg_ce *ce, struct gg_ce *copy, struct gg_err *err)
+{
+	if (!F.clonable)
+		return gg_err_set(err, GG_EUSAGE, "one request at a time");
+	F.clones++;
+	copy->impl = strdup(ce->impl);
+	return 0;
 }
 
 static int f_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
@@ -199,6 +211,14 @@ static int f_status(struct gg_ce *ce, const char *const *ids, size_t n,
 	char c;
 	if (F.hold_ep[0] && !strcmp(ce->endpoint, F.hold_ep))
 		assert_int_equal(read(F.hold_fd, &c, 1), 1);
+	/* asked at once, the batch system's view comes while this answer is
+	 * awaited: wait for it (a bounded poll: what is observed decides) */
+	for (int i = 0; F.clonable && i < 500 && !__atomic_load_n(&F.lrms_asked, __ATOMIC_SEQ_CST);
+	     i++) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	F.overlap = F.clonable && __atomic_load_n(&F.lrms_asked, __ATOMIC_SEQ_CST) > 0;
 	return f_bulk(ce, ids, n, results, "status");
 }
 
@@ -209,7 +229,7 @@ static int f_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
 	*results = calloc(n ? n : 1, sizeof **results);
 	for (size_t i = 0; i < n; i++) {
 		struct fjob *j = find(ids[i]);
-		F.lrms_asked++;
+		__atomic_add_fetch(&F.lrms_asked, 1, __ATOMIC_SEQ_CST);
 		(*results)[i].id = strdup(ids[i]);
 		(*results)[i].state = !j                    ? GG_CE_UNKNOWN
 				      : j->lrms_queued == 2 ? GG_CE_ACCEPTED
@@ -360,6 +380,7 @@ static const struct gg_ce_ops fake_ops = {
 	.get_file = f_get_file,
 	.ls = f_ls,
 	.diagnose = f_diagnose,
+	.clone = f_clone,
 };
 
 static int open_fake(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
@@ -1034,6 +1055,44 @@ static void test_sync_lrms_queued(void **state)
 	assert_int_equal(F.lrms_asked, 3);
 	gg_record_clear(&run);
 	gg_record_clear(&r);
+}
+
+/* The batch system's view asked ahead (issue 52): with a CE that can be
+ * asked twice at once, the info of the records that may still wait goes on a
+ * second handle while the status call is awaited (one request's time, not
+ * two), once; its word counts only where the status call says running. */
+static void test_sync_lrms_ahead(void **state)
+{
+	(void)state;
+	struct gg_record r[2];
+	struct gg_err err = {0};
+	for (int i = 0; i < 2; i++) {
+		struct gg_submission s = job(i ? "ahead-q" : "ahead-r", "proxy");
+		assert_int_equal(gg_engine_submit(E, &s, &r[i], NULL, &err), 0);
+	}
+	F.clonable = 1;
+	F.jobs[0].state = GG_CE_RUNNING; /* the CE: running; the batch system: queued */
+	F.jobs[0].lrms_queued = 1;
+	F.jobs[1].state = GG_CE_QUEUED; /* the CE's own queue: the view is not used */
+	assert_int_equal(gg_engine_sync(K, r, 2, 1), 0);
+	assert_int_equal(F.clones, 1);
+	assert_int_equal(F.overlap, 1);
+	assert_int_equal(F.lrms_asked, 2); /* both may wait, asked once each */
+	struct gg_record a = load("ahead-r"), b = load("ahead-q");
+	assert_int_equal(a.state, GG_S_QUEUED);
+	assert_string_equal(a.ce_state, "INLRMS:Q");
+	assert_int_equal(b.state, GG_S_QUEUED);
+	assert_string_not_equal(b.ce_state ? b.ce_state : "", "INLRMS:R");
+	gg_record_clear(&a);
+	gg_record_clear(&b);
+	/* once the batch system runs it, it is running */
+	F.jobs[0].lrms_queued = 0;
+	assert_int_equal(gg_engine_sync(K, r, 2, 1), 0);
+	struct gg_record run = load("ahead-r");
+	assert_int_equal(run.state, GG_S_RUNNING);
+	gg_record_clear(&run);
+	for (int i = 0; i < 2; i++)
+		gg_record_clear(&r[i]);
 }
 
 /* The batch system ended the work at its walltime: the reason says so (with
@@ -2305,6 +2364,7 @@ int main(void)
 						each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_ces_in_parallel, each_setup,
 						each_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_lrms_ahead, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_lrms_queued, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_walltime, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_command_exit, each_setup, each_teardown),

@@ -292,6 +292,34 @@ static void test_resume(void **state)
 	srv_stop(&s);
 }
 
+/* A CA directory that is not there: GG_ECRED saying so, also to a caller
+ * that wants no message (err NULL: the sync's request asked ahead; it
+ * crashed there once), and the clone of a handle fails the same way. */
+static void test_ca_dir_missing(void **state)
+{
+	(void)state;
+	struct srv s;
+	srv_start(&s, v1, FLEN);
+	struct gg_http *h, *c;
+	struct gg_http_opts o = {.ca_dir = "/nonexistent", .retries = -1};
+	assert_int_equal(gg_http_new(&o, &h, NULL), 0);
+	assert_int_equal(gg_http_clone(h, &c, NULL), 0);
+	char url[64];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/store/f", s.port);
+	struct gg_http_resp r = {0};
+	struct gg_err err = {0};
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err),
+			 GG_ECRED);
+	assert_non_null(strstr(err.msg, "the CA directory '/nonexistent' does not exist"));
+	gg_http_resp_clear(&r);
+	assert_int_equal(gg_http_request(c, "GET", url, NULL, NULL, 0, NULL, 1, &r, NULL),
+			 GG_ECRED);
+	gg_http_resp_clear(&r);
+	gg_http_free(c);
+	gg_http_free(h);
+	srv_stop(&s);
+}
+
 /* A part of other bytes (none to say what it is a part of), or of a version
  * of the file the storage no longer has, is not completed: started over. */
 static void test_stale_part(void **state)
@@ -436,7 +464,7 @@ int main(void)
 		cmocka_unit_test(test_resume),          cmocka_unit_test(test_stale_part),
 		cmocka_unit_test(test_no_validator),    cmocka_unit_test(test_wrong_range),
 		cmocka_unit_test(test_range_ignored),   cmocka_unit_test(test_short_body),
-		cmocka_unit_test(test_digest_mismatch),
+		cmocka_unit_test(test_digest_mismatch), cmocka_unit_test(test_ca_dir_missing),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

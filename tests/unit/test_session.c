@@ -365,6 +365,63 @@ static void test_rows_cache(void **state)
 	gg_store_free(st);
 }
 
+/* gg_store_list reads the snapshot while the store is as it was made from
+ * (issue 52: 10,000 records in one read), and the files again once anything
+ * changed the store: a record rewritten in place (which no command does: the
+ * store renames) is not seen while the snapshot holds, an update is at once. */
+static void test_list_snapshot(void **state)
+{
+	(void)state;
+	char sub[128], cache[140], file[160];
+	snprintf(sub, sizeof sub, "%s/snap", dir);
+	snprintf(cache, sizeof cache, "%s.cache", sub);
+	snprintf(file, sizeof file, "%s/s-2.json", sub);
+	struct gg_store *st;
+	struct gg_err err = {0};
+	assert_int_equal(gg_store_open(sub, &st, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		struct gg_record r = {.kind = GG_REC_JOB, .gpus = i};
+		assert_int_equal(gg_store_create(st, &r, "s", &err), 0);
+		gg_record_clear(&r);
+	}
+	struct gg_record *recs;
+	size_t n, bad;
+	/* changed within the last second: read, not kept */
+	assert_int_equal(gg_store_list(st, &recs, &n, &bad, &err), 0);
+	assert_int_equal(n, 3);
+	gg_records_free(recs, n);
+	assert_int_equal(access(cache, F_OK), -1);
+	struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+	assert_int_equal(utimensat(AT_FDCWD, sub, old, 0), 0);
+	assert_int_equal(gg_store_list(st, &recs, &n, &bad, &err), 0);
+	gg_records_free(recs, n);
+	assert_int_equal(access(cache, F_OK), 0);
+	/* the file of s-2 changed behind the store's back: the snapshot holds */
+	struct gg_record two = {0};
+	assert_int_equal(gg_store_load(st, "s-2", &two, &err), 0);
+	two.gpus = 5;
+	json_t *j = gg_record_to_json(&two);
+	assert_int_equal(json_dump_file(j, file, JSON_COMPACT), 0);
+	json_decref(j);
+	assert_int_equal(utimensat(AT_FDCWD, sub, old, 0), 0);
+	assert_int_equal(gg_store_list(st, &recs, &n, &bad, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(recs[1].name, "s-2");
+	assert_int_equal(recs[1].gpus, 1);
+	assert_int_equal(recs[2].gpus, 2);
+	gg_records_free(recs, n);
+	/* an update through the store reads the file, and changes the directory */
+	int g = 7;
+	assert_int_equal(gg_store_update(st, "s-3", set_gpus, &g, NULL, &err), 0);
+	assert_int_equal(gg_store_list(st, &recs, &n, &bad, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(recs[1].gpus, 5);
+	assert_int_equal(recs[2].gpus, 7);
+	gg_records_free(recs, n);
+	gg_record_clear(&two);
+	gg_store_free(st);
+}
+
 static int parse_li(const char *text, struct gg_launch_info *li)
 {
 	struct gg_err err = {0};
@@ -1100,6 +1157,7 @@ int main(void)
 		cmocka_unit_test(test_store_find_job),
 		cmocka_unit_test(test_store_concurrent),
 		cmocka_unit_test(test_rows_cache),
+		cmocka_unit_test(test_list_snapshot),
 		cmocka_unit_test(test_launch_info),
 		cmocka_unit_test(test_launcher_escapes),
 		cmocka_unit_test(test_session_file_schema),
