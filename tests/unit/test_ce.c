@@ -98,6 +98,23 @@ static void test_gpu_mapping(void **state)
 	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"3g.20gb\")"));
 	free(x);
 	gg_jd_clear(&jd);
+	/* the job's minimums follow, for an RTE that asks the batch system */
+	res = (struct gg_jd_resources){
+		.gpus = 1, .min_capability = "8.0", .min_gpu_memory = 24ull << 30};
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"1\" \"cc=8.0\" \"mem=24576\")"));
+	free(x);
+	gg_jd_clear(&jd);
+	/* a capability that is not X.Y is not passed on (the wrapper judges it) */
+	res = (struct gg_jd_resources){.mig = "1g.10gb", .min_capability = "8"};
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"1g.10gb\")"));
+	free(x);
+	gg_jd_clear(&jd);
 	/* no mapping: refused, saying what to set */
 	struct gg_site bare = {.name = "plain"};
 	res = (struct gg_jd_resources){.gpus = 1};
