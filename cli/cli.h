@@ -99,6 +99,7 @@ struct gg_cli {
 	char *optarg;
 	const char *optname;
 	int sites_checked; /* cli_check_sites ran */
+	json_t *match;     /* --site auto / A,B with --dry-run --json: the ranking */
 };
 
 /* Iterate over the options of argv (argv[0] = command or subcommand name) with

@@ -91,6 +91,11 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 		ui_info(cli, "%s", why);
 	if (!*nsites && !dry_run && !cli->verbose)
 		print_ranking(doc, stderr);
+	if (dry_run && cli->json && *nsites) { /* the dry run's document shows it */
+		json_object_del(doc, "schema");
+		json_decref(cli->match);
+		cli->match = json_incref(doc);
+	}
 	json_decref(doc);
 	if (!*nsites) {
 		gg_err_set(&err, GG_EUSAGE, "no site can take the %s (above: why each was dropped)",

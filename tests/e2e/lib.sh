@@ -158,6 +158,14 @@ peer_site_up() {
 }
 # peer VAR: VAR of the second site's env.sh (GG_TB_CE_URL, GG_TB_JUMP1, ...).
 peer() { (. "$PEER_DIR/env.sh" && eval "printf '%s\\n' \"\${$1}\""); }
+# peer_token_command FILE: write FILE, a site's token_command for the second
+# site (its own issuer and CA: the user's proxy is signed by the first site's
+# CA). mint-token is run with the second site's shape, not the test's.
+peer_token_command() {
+	printf "#!/bin/sh\nexec env GG_TB_NS='%s' GG_TB_PORT_BASE='%s' GG_TB_DIR='%s' '%s' --dir '%s'\n" \
+		"$PEER_NS" "$PEER_PORT_BASE" "$PEER_DIR" "$(peer GG_TB_MINT_TOKEN)" "$PEER_DIR" >"$1"
+	chmod 0700 "$1"
+}
 # psl CMD...: a Slurm command in the second site
 psl() { ip netns exec "$PEER_NS" env SLURM_CONF="$(peer GG_TB_SLURM_CONF)" "$@"; }
 peer_site_stop() {

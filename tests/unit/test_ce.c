@@ -104,7 +104,8 @@ static void test_gpu_mapping(void **state)
 	gg_jd_set(&jd.executable, "/bin/sh", &err);
 	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
 	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
-	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"1\" \"cc=8.0\" \"mem=24576\")"));
+	assert_non_null(
+		strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"1\" \"cc=8.0\" \"mem=24576\")"));
 	free(x);
 	gg_jd_clear(&jd);
 	/* a capability that is not X.Y is not passed on (the wrapper judges it) */
