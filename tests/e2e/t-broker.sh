@@ -132,6 +132,30 @@ expect_eq "... and the GPU it was given is a T4" \
 sl scancel "$BLOCKER"
 BLOCKER=""
 
+# --- "can use a GPU": submit --gpus 0-1 ------------------------------------------------
+# a100cpu: the A100 site's CE without its GPU mapping (a site that offers no GPU)
+"$GRIDGPU" site add a100cpu -q --ce "$GG_TB_CE_URL" --runtime bwrap
+run_gg --json submit "$T_TMP/work.sif" --site a100cpu,closed --gpus 0-1 --dry-run -- sh -c true
+json_valid dry-run
+expect_eq "--gpus 0-1 --dry-run: a site without GPUs is eligible, as a CPU job" \
+	"$(printf '%s' "$OUT" | py 'm = d["match"]; x = d["items"][0]["description"]; print(m["chosen"], m["gpu"], "ENV/GPU" in x, "(\"GRIDGPU_GPUS\" \"0\")(\"CUDA_VISIBLE_DEVICES\" \"\")" in x)')" \
+	"a100cpu False False True"
+say_gpus='echo "GRIDGPU_GPUS=$GRIDGPU_GPUS CUDA_VISIBLE_DEVICES=[$CUDA_VISIBLE_DEVICES]"'
+run_gg submit "$T_TMP/work.sif" --site t4 --name opt1 --gpus 0-1 -- sh -c "$say_gpus"
+expect_eq "submit --site t4 --gpus 0-1: a free GPU slot, a GPU job" \
+	"$RC:$(printf '%s\n' "$ERR" | grep -c '^--gpus 0-1: t4 as a GPU job (a free slot in its GPU queue)$')" "0:1"
+run_gg submit "$T_TMP/work.sif" --site a100cpu --name opt0 --gpus 0-1 -- sh -c "$say_gpus"
+expect_eq "submit --site a100cpu --gpus 0-1: no GPU there, a CPU job" \
+	"$RC:$(printf '%s\n' "$ERR" | grep -c '^--gpus 0-1: a100cpu as a CPU job (no site that fits has a free GPU slot)$')" "0:1"
+(cd "$T_TMP" && "$GRIDGPU" get --wait --timeout 3m opt1 >/dev/null 2>&1 &&
+	"$GRIDGPU" get --wait --timeout 3m opt0 >/dev/null 2>&1)
+expect_eq "... the GPU job learns it has one GPU" "$(cat "$T_TMP/opt1/gridgpu-job.out" 2>&1)" \
+	"GRIDGPU_GPUS=1 CUDA_VISIBLE_DEVICES=[0]"
+expect_eq "... the CPU job learns it has none" "$(cat "$T_TMP/opt0/gridgpu-job.out" 2>&1)" \
+	"GRIDGPU_GPUS=0 CUDA_VISIBLE_DEVICES=[]"
+expect_fail "request --gpus 0-1: submit's alone, exit 2" 2 "--gpus 0-1: only submit takes it" \
+	request --site a100 --gpus 0-1 --dry-run
+
 # --- an unreachable site: reported and skipped within the timeout ----------------------
 silent=$(free_port)
 python3 -c 'import socket,sys,time
