@@ -92,7 +92,7 @@ expect_eq "... Slurm was asked for a node with the A100 feature (the RTE's --con
 run_gg submit "$T_TMP/work.sif" --site t4 --name big24t4 --gpus 1 --min-gpu-memory 24G -- sh -c true
 expect_eq "submit --site t4 of the 24 GB job (no matchmaking: sent)" "$RC" 0
 t4id=$(ce_id big24t4)
-t4_failed() { grep -q "no GPU of this site meets the job's minimums" "$(peer GG_TB_CONTROL_DIR)/job.$t4id.errors" 2>/dev/null; }
+t4_failed() { grep -q "ENV/GPU: no GPU of this site has 24576 MiB or more: it has t4 (cc 7.5, 15360 MiB)" "$(peer GG_TB_CONTROL_DIR)/job.$t4id.errors" 2>/dev/null; }
 poll 60 t4_failed && ok "... the T4 site's GPU RTE refused it: no GPU meets 24576 MiB" ||
 	not_ok "the T4 RTE's refusal: $(tail -5 "$(peer GG_TB_CONTROL_DIR)/job.$t4id.errors" 2>/dev/null)"
 expect_eq "... and Slurm never had it (no local id)" \

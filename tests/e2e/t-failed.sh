@@ -18,8 +18,10 @@ cd "$T_TMP" || exit 1
 # started first, ended last: a command that outlives its walltime (1m)
 run_gg --site tb submit work.sif --name jw --walltime 1m -- sleep 600
 expect_eq "submit jw" "$RC" 0
-# the wrapper ends the job before the command runs: no GPU meets 200G
-run_gg --site batch submit work.sif --name jg --gpus 1 --min-gpu-memory 200G --walltime 10m -- \
+# the wrapper ends the job before the command runs: no GPU meets 200G (sent
+# straight to the GPU queue: the site's GPU RTE would refuse it before Slurm,
+# t-slurm; here the node's wrapper is what refuses it)
+run_gg --site tb submit work.sif --name jg --queue "$GG_TB_GPU_QUEUE" --gpus 1 --min-gpu-memory 200G --walltime 10m -- \
 	sh -c 'echo the command ran'
 expect_eq "submit jg" "$RC" 0
 
