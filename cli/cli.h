@@ -99,6 +99,8 @@ struct gg_cli {
 	char *optarg;
 	const char *optname;
 	int sites_checked; /* cli_check_sites ran */
+	json_t *match;     /* --site auto / A,B with --dry-run --json: the ranking */
+	int gpu_optional;  /* submit --gpus 0-1: 1; after matching 2 (a GPU job) or 3 (CPU) */
 };
 
 /* Iterate over the options of argv (argv[0] = command or subcommand name) with

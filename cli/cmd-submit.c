@@ -244,6 +244,8 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	int nsites = 0;
 	if ((rc = cli_submit_sites(cli, &s->res, s->dry_run, sites, 16, &nsites)))
 		return rc;
+	if (cli->gpu_optional > 1) /* --gpus 0-1, decided where it goes */
+		gg_job_spec_gpu_optional(s->spec, cli->gpu_optional == 2);
 	struct gg_err err = {0};
 	if (gg_job_count_check(s->spec, s->count, sites, nsites, &err) < 0)
 		return ui_usage(cli, "%s", err.msg);

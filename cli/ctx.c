@@ -283,6 +283,8 @@ void cli_free(struct gg_cli *cli)
 	cli_engine_free(cli);
 	gg_config_free(cli->cfg);
 	cli->cfg = NULL;
+	json_decref(cli->match);
+	cli->match = NULL;
 }
 
 void cli_engine_free(struct gg_cli *cli)

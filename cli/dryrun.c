@@ -15,6 +15,16 @@ static void append_upload(json_t *up, const char *name)
 	free(s);
 }
 
+/* The matchmaking that chose the site (--site auto, --site A,B), as "match". */
+static void with_match(struct gg_cli *cli, json_t *doc)
+{
+	if (cli->match && doc)
+		gg_json_set(doc, "match", cli->match);
+	else
+		json_decref(cli->match);
+	cli->match = NULL;
+}
+
 int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 			const struct gg_site *site, const struct gg_record *r)
 {
@@ -35,9 +45,10 @@ int cli_dry_run_session(struct gg_cli *cli, const struct gg_session_spec *spec,
 		json_t *reqs = json_array();
 		for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
 			gg_json_append(reqs, gg_json_text(req[i]));
-		ui_json_doc("dry-run",
-			    gg_json_object("endpoint", gg_json_text(r->ce), "description",
-					   gg_json_text(xrsl), "requests", reqs, NULL));
+		json_t *doc = gg_json_object("endpoint", gg_json_text(r->ce), "description",
+					     gg_json_text(xrsl), "requests", reqs, NULL);
+		with_match(cli, doc);
+		ui_json_doc("dry-run", doc);
 	} else {
 		ui_out("# CE: %s\n# requests: GET %s/rest; POST delegations?action=new, "
 		       "PUT delegations/ID (proxy auth); POST jobs?action=new; PUT "
@@ -95,9 +106,12 @@ int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 		free(x);
 		gg_jd_clear(&jd);
 	}
-	if (cli->json)
-		ui_json_doc("dry-run", all);
-	else
+	if (cli->json) {
+		json_t *doc = gg_json_object("items", all, NULL);
+		with_match(cli, doc);
+		ui_json_doc("dry-run", doc);
+	} else {
 		json_decref(all);
+	}
 	return EXIT_OK;
 }

@@ -1,4 +1,6 @@
 /* The options request and submit share (resopt.h). */
+#include <string.h>
+
 #include "resopt.h"
 
 int cli_res_opt(struct gg_cli *cli, int c, struct gg_jd_resources *res, int *token)
@@ -6,7 +8,12 @@ int cli_res_opt(struct gg_cli *cli, int c, struct gg_jd_resources *res, int *tok
 	const char *v = cli->optarg;
 	int rc;
 	switch (c) {
-	case O_RES_GPUS: return cli_opt_int(cli, 0, 64, &res->gpus) ? EXIT_USAGE : 0;
+	case O_RES_GPUS:
+		/* "can use a GPU": matched as a CPU job, given a GPU where one is free */
+		if (v && !strcmp(v, "0-1"))
+			return cli->gpu_optional = 1, res->gpus = 0, 0;
+		cli->gpu_optional = 0;
+		return cli_opt_int(cli, 0, 64, &res->gpus) ? EXIT_USAGE : 0;
 	case O_RES_MIG: return cli_opt_mig(cli, &res->mig) ? EXIT_USAGE : 0;
 	case O_RES_CPUS: return cli_opt_int(cli, 1, 4096, &res->cpus) ? EXIT_USAGE : 0;
 	case O_RES_MEMORY: return cli_opt_size(cli, &res->memory);
@@ -22,7 +29,9 @@ int cli_res_opt(struct gg_cli *cli, int c, struct gg_jd_resources *res, int *tok
 
 int cli_res_check(struct gg_cli *cli, const struct gg_jd_resources *res)
 {
-	if (res->gpus && res->mig)
+	if ((res->gpus || cli->gpu_optional) && res->mig)
 		return ui_usage(cli, "--gpus and --mig exclude each other");
+	if (cli->gpu_optional && cli->cmd && strcmp(cli->cmd->name, "submit"))
+		return ui_usage(cli, "--gpus 0-1: only submit takes it (a session asks --gpus N)");
 	return 0;
 }

@@ -19,7 +19,12 @@ enum {
 
 /* walltime_help: what --walltime means for this command, with its default. */
 #define CLI_RES_OPTS(walltime_help)                                                             \
-	{"gpus", 'g', OPT_ARG, "N", "whole GPUs", O_RES_GPUS},                                  \
+	{"gpus",                                                                                \
+	 'g',                                                                                   \
+	 OPT_ARG,                                                                               \
+	 "N",                                                                                   \
+	 "whole GPUs (submit: 0-1, one when the site has a free GPU slot)",                     \
+	 O_RES_GPUS},                                                                           \
 		{"mig", 0, OPT_MIG, "PROFILE", "a MIG slice instead, e.g. 1g.10gb", O_RES_MIG}, \
 		{"cpus", 'c', OPT_ARG, "N", "CPU cores", O_RES_CPUS},                           \
 		{"memory", 'm', OPT_ARG, "SIZE", "memory, e.g. 16G", O_RES_MEMORY},             \

@@ -10,9 +10,12 @@
 #include "cli.h"
 #include "ctx.h"
 
-/* --site auto, or a --site with a comma: the user asks gridgpu to choose. */
+/* --site auto, or a --site with a comma: the user asks gridgpu to choose;
+ * submit --gpus 0-1 too (whether a GPU is free where it goes). */
 int cli_site_choice(const struct gg_cli *cli)
 {
+	if (cli->gpu_optional)
+		return 1;
 	for (int i = 0; i < cli->nsites; i++)
 		if (!strcmp(cli->sites[i], "auto") || strchr(cli->sites[i], ','))
 			return 1;
@@ -63,6 +66,31 @@ static void print_ranking(json_t *doc, FILE *to)
 	}
 }
 
+/* submit --gpus 0-1: the best site that fits with a free GPU slot (a GPU
+ * job), else the best that fits (a CPU job), alone into sites. */
+static void gpu_optional(struct gg_cli *cli, struct gg_engine *e, json_t *doc,
+			 const struct gg_site **sites, int *nsites)
+{
+	json_t *ranking = json_object_get(doc, "ranking"), *pick = NULL, *r;
+	size_t i;
+	json_array_foreach (ranking, i, r)
+		if (json_is_true(json_object_get(r, "fits")) &&
+		    (!pick || (json_is_true(json_object_get(r, "gpu_free")) &&
+			       !json_is_true(json_object_get(pick, "gpu_free")))))
+			pick = r;
+	if (!pick)
+		return;
+	const char *name = json_string_value(json_object_get(pick, "site"));
+	int gpu = json_is_true(json_object_get(pick, "gpu_free"));
+	sites[0] = gg_engine_site(e, name);
+	*nsites = 1;
+	cli->gpu_optional = gpu ? 2 : 3;
+	gg_json_set(doc, "gpu", json_boolean(gpu));
+	gg_json_set(doc, "chosen", json_incref(json_object_get(pick, "site")));
+	ui_info(cli, "--gpus 0-1: %s as a %s job (%s)", name, gpu ? "GPU" : "CPU",
+		gpu ? "a free slot in its GPU queue" : "no site that fits has a free GPU slot");
+}
+
 /* The matched sites, best first, into sites; 0, or the exit code. */
 static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
 		 const struct gg_site **sites, int max, int *nsites)
@@ -73,6 +101,12 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 	struct gg_engine *e = cli_engine(cli);
 	if (!e)
 		return cli->cfg_exit;
+	if (cli->gpu_optional && !cli->nsites) { /* --gpus 0-1 alone: the default site */
+		const struct gg_site *d = cli_site(cli, 1);
+		if (!d)
+			return cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
+		names[n++] = d->name;
+	}
 	struct gg_err err = {0};
 	json_t *doc = NULL;
 	if (gg_engine_match(e, names, n, res, GG_SITES_TIMEOUT_MS, &doc, &err) < 0)
@@ -89,8 +123,15 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 				gg_engine_site(e, json_string_value(json_object_get(r, "site")));
 	if (why)
 		ui_info(cli, "%s", why);
+	if (cli->gpu_optional)
+		gpu_optional(cli, e, doc, sites, nsites);
 	if (!*nsites && !dry_run && !cli->verbose)
 		print_ranking(doc, stderr);
+	if (dry_run && cli->json && *nsites) { /* the dry run's document shows it */
+		json_object_del(doc, "schema");
+		json_decref(cli->match);
+		cli->match = json_incref(doc);
+	}
 	json_decref(doc);
 	if (!*nsites) {
 		gg_err_set(&err, GG_EUSAGE, "no site can take the %s (above: why each was dropped)",

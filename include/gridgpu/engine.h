@@ -243,6 +243,12 @@ GG_API int gg_job_spec_new(struct gg_job_spec **out, struct gg_err *err);
 GG_API void gg_job_spec_free(struct gg_job_spec *q);
 GG_API int gg_job_spec_set_resources(struct gg_job_spec *q, const struct gg_jd_resources *res,
 				     struct gg_err *err);
+/* submit --gpus 0-1, decided for the site it goes to (gg_engine_match's
+ * "gpu_free"): gpu 1, a job of one GPU (the minimums kept); 0, a CPU job: no
+ * GPU asked, the GPU minimums dropped, and the job told so in its
+ * environment: GRIDGPU_GPUS=0 and CUDA_VISIBLE_DEVICES empty. Call it after
+ * gg_job_spec_set_resources. */
+GG_API void gg_job_spec_gpu_optional(struct gg_job_spec *q, int gpu);
 /* The local SIF (NULL: none, with an image URL). */
 GG_API int gg_job_spec_set_image(struct gg_job_spec *q, const char *path, struct gg_err *err);
 GG_API int gg_job_spec_set_image_url(struct gg_job_spec *q, const char *url, struct gg_err *err);

@@ -86,8 +86,13 @@ int gg_arc_lrms_refusal(const char *errors, char *out, size_t len)
 	 * error: Batch job submission failed: ..."; PBS/Torque: "qsub: ...";
 	 * LSF: "bsub: ...". */
 	static const char *const who[] = {"sbatch: error: ", "qsub: ", "bsub: "};
-	const char *found = NULL;
-	size_t flen = 0;
+	/* A runtime environment that refuses the job at stage 0 (a GPU RTE
+	 * whose site has no GPU that meets the job's minimums) says why on the
+	 * line before A-REX's "ERROR: Runtime script NAME stage 0 execution
+	 * failed": that line is the refusal. */
+	static const char rte_fail[] = "ERROR: Runtime script ";
+	const char *found = NULL, *prev = NULL;
+	size_t flen = 0, plen = 0;
 	if (len)
 		out[0] = '\0';
 	if (!errors || !len)
@@ -99,6 +104,11 @@ int gg_arc_lrms_refusal(const char *errors, char *out, size_t len)
 				found = p;
 				flen = n;
 			}
+		if (prev && plen && !strncmp(p, rte_fail, sizeof rte_fail - 1) &&
+		    memmem(p, n, " stage 0 execution failed", 25))
+			found = prev, flen = plen;
+		prev = p;
+		plen = n;
 		p += n;
 		while (*p == '\r' || *p == '\n')
 			p++;

@@ -42,7 +42,9 @@ int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **result
 int gg_arc_failed_walltime(const char *failed);
 /* 1 when A-REX's errors log of a job (GET jobs/ID/diagnose/errors) holds the
  * batch system's refusal of it ("sbatch: error: Batch job submission failed:
- * ..."): the last such line, trimmed to 300 characters, into out. */
+ * ..."), or a runtime environment's refusal at stage 0 (the line before
+ * A-REX's "ERROR: Runtime script NAME stage 0 execution failed"): the last
+ * such line, trimmed to 300 characters, into out. */
 int gg_arc_lrms_refusal(const char *errors, char *out, size_t len);
 /* The batch system's view of jobs gg_ce_status calls running: queued there or
  * running (results[i] for ids[i]; GG_CE_UNKNOWN when the CE does not say;

@@ -1,5 +1,6 @@
 /* The job description model and its xRSL writer. */
 #include "ce/ce.h"
+#include "gridgpu/gpu.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -166,6 +167,32 @@ int gg_jd_gpu_check(const struct gg_jd_resources *res, const struct gg_site *sit
 			  opt, site->name, site->name);
 }
 
+/* What the site's GPU RTE is given, as ARC sites publish theirs: the count,
+ * or the MIG profile ("ENV/GPU" "2"; "ENV/GPU" "3g.20gb"); then the job's
+ * minimums, "cc=X.Y" and "mem=MiB", for an RTE that turns them into the
+ * batch system's terms (a node feature, a gres type) or refuses the job
+ * before it queues (doc/site-admin.md). An RTE that reads only its first
+ * argument ignores them; the batch wrapper checks them on the node anyway. */
+static int gpu_rte(struct gg_jobdesc *jd, const struct gg_jd_resources *res, const char *name,
+		   struct gg_err *err)
+{
+	char what[64], cc[48] = "", mem[48] = "";
+	if (res->mig)
+		snprintf(what, sizeof what, "%s", res->mig);
+	else
+		snprintf(what, sizeof what, "%d", res->gpus);
+	int major, minor;
+	if (res->min_capability && gg_gpu_version_parse(res->min_capability, &major, &minor) == 0)
+		snprintf(cc, sizeof cc, " cc=%d.%d", major, minor);
+	if (res->min_gpu_memory >> 20)
+		snprintf(mem, sizeof mem, " mem=%llu",
+			 (unsigned long long)(res->min_gpu_memory >> 20));
+	char *rte = gg_strdup_printf("%s %s%s%s", name, what, cc, mem);
+	int rc = rte ? gg_jd_rte(jd, rte, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(rte);
+	return rc;
+}
+
 int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
 		    const struct gg_site *site, struct gg_err *err)
 {
@@ -183,14 +210,8 @@ int gg_jd_resources(struct gg_jobdesc *jd, const struct gg_jd_resources *res,
 							     : NULL;
 	if (queue)
 		rc = gg_jd_set(&jd->queue, queue, err);
-	if (rc == 0 && gpu && site && site->gpu_rte) {
-		/* what the RTE is given, as ARC sites publish theirs: the count, or
-		 * the MIG profile ("ENV/GPU" "2"; "ENV/GPU" "3g.20gb") */
-		char *rte = res->mig ? gg_strdup_printf("%s %s", site->gpu_rte, res->mig)
-				     : gg_strdup_printf("%s %d", site->gpu_rte, res->gpus);
-		rc = rte ? gg_jd_rte(jd, rte, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
-		free(rte);
-	}
+	if (rc == 0 && gpu && site && site->gpu_rte)
+		rc = gpu_rte(jd, res, site->gpu_rte, err);
 	if (rc == 0 && res->gpus) {
 		snprintf(buf, sizeof buf, "%d", res->gpus);
 		rc = gg_jd_env(jd, "GRIDGPU_GPUS", buf, err);

@@ -276,6 +276,11 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		rc = gg_jd_set(&jd->stderr_name, GG_JOB_ERR_NAME, err);
 	if (rc == 0)
 		rc = gg_jd_resources(jd, &s->res, site, err);
+	/* --gpus 0-1 without a free GPU: the job learns it runs on CPUs alone */
+	if (rc == 0 && s->cpu_fallback)
+		rc = gg_jd_env(jd, "GRIDGPU_GPUS", "0", err);
+	if (rc == 0 && s->cpu_fallback)
+		rc = gg_jd_env(jd, "CUDA_VISIBLE_DEVICES", "", err);
 	if (rc == 0)
 		rc = gg_jd_storage_env(jd, site, err);
 	return rc;

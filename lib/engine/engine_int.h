@@ -61,6 +61,7 @@ struct gg_job_spec {
 	int64_t part_offset;
 	const char **binds; /* submit --bind SRC[:DST] */
 	int nbinds;
+	int cpu_fallback; /* --gpus 0-1 sent as a CPU job (gg_job_spec_gpu_optional) */
 };
 
 /* A batch job's enter script (gridgpu-enter: the session's container run,

@@ -3,7 +3,9 @@
  * GPU memory, the lowest compute capability): a site that cannot satisfy it is
  * dropped with the reason; the others are ranked by expected wait (free slots of
  * the GPU queue less the jobs waiting, known facts before unknown ones, then the
- * order given), and one line says which was chosen and why. */
+ * order given), and one line says which was chosen and why. Each site also
+ * says whether a GPU job would find a free slot there now ("gpu_free"), what
+ * submit --gpus 0-1 decides by. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,8 @@
 struct cand {
 	json_t *s; /* the site's summary */
 	size_t order;
-	int known; /* free slots and waiting jobs both known */
+	int known;    /* free slots and waiting jobs both known */
+	int gpu_free; /* a GPU mapping, its RTE not missing, a free slot in its queue */
 	long long wait;
 	char reason[GG_ERR_MSG_MAX];
 };
@@ -65,6 +68,19 @@ static int unfit(const struct gg_site *site, const struct gg_jd_resources *res, 
 	return c->reason[0] != 0;
 }
 
+/* A GPU job would start there now: it has a GPU mapping, the CE does not
+ * leave out its GPU RTE, and its GPU queue has a free slot. */
+static int gpu_free(const struct gg_site *site, const json_t *s)
+{
+	struct gg_jd_resources one = {.gpus = 1};
+	struct gg_err err = {0};
+	json_t *f = json_object_get(s, "free_slots");
+	return site && json_is_true(json_object_get(s, "reachable")) &&
+	       gg_jd_gpu_check(&one, site, &err) == 0 &&
+	       !json_is_false(json_object_get(s, "rte_present")) && json_is_integer(f) &&
+	       json_integer_value(f) > 0;
+}
+
 static int by_wait(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
@@ -84,6 +100,7 @@ static json_t *cand_json(const struct cand *c, int fits)
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		json_object_set(o, keys[i], json_object_get(c->s, keys[i]));
 	gg_json_set(o, "expected_wait", fits && c->known ? json_integer(c->wait) : json_null());
+	gg_json_set(o, "gpu_free", json_boolean(c->gpu_free));
 	return o;
 }
 
@@ -119,6 +136,7 @@ static void rank(struct gg_engine *e, const struct gg_jd_resources *res, json_t 
 		c[i].known = json_is_integer(f) && json_is_integer(w);
 		c[i].wait = json_integer_value(w) - json_integer_value(f);
 		const char *name = json_string_value(json_object_get(c[i].s, "site"));
+		c[i].gpu_free = gpu_free(gg_engine_site(e, name), c[i].s);
 		if (unfit(gg_engine_site(e, name), res, &c[i]))
 			c[i].known = -1, ndrop++;
 	}

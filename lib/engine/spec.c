@@ -214,6 +214,17 @@ int gg_job_spec_set_resources(struct gg_job_spec *q, const struct gg_jd_resource
 	return res_set(&q->res, res, err);
 }
 
+void gg_job_spec_gpu_optional(struct gg_job_spec *q, int gpu)
+{
+	q->res.gpus = gpu ? 1 : 0;
+	q->cpu_fallback = !gpu;
+	if (gpu)
+		return;
+	free((void *)q->res.min_capability);
+	q->res.min_capability = NULL;
+	q->res.min_gpu_memory = 0;
+}
+
 int gg_job_spec_set_image(struct gg_job_spec *q, const char *path, struct gg_err *err)
 {
 	return dup_str(&q->image, path, err);

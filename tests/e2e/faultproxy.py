@@ -75,6 +75,13 @@ request themselves, never forwarding:
     listing ID            job ID is FINISHED; its session directory lists
                           "out.txt", "..", "", ".", "a/b", a name with ESC and
                           "ok2.txt"; each file holds "data of NAME\n"
+    glue2 FREE WAITING [delay MS]
+                          a CE's information: GET .../rest a REST version, GET
+                          .../info the GLUE2 document (JSON, as A-REX gives it:
+                          numbers as strings) of a Slurm CE with shares "cpu"
+                          and "gpu" (FREE free slots each), WAITING waiting
+                          jobs, 64 slots, the runtime environment ENV/GPU;
+                          "delay MS": each answer after MS milliseconds
     jobs PREFIX N STATE [delay MS] [hold]
                           a CE with N jobs, PREFIX0 .. PREFIX<N-1>, all in STATE
                           (A-REX's word: RUNNING, FINISHED, ...): the live list
@@ -107,7 +114,7 @@ RAW = {"pass", "blackhole", "reset", "slow", "hold-after-job", "drop-after-job",
        "cut-upload", "stall-upload"}
 FAKE = {"ok", "huge", "http500", "http503", "html", "notjson", "truncjson", "partial", "garbage",
         "empty", "stall", "tls-wronghost", "tls-expired", "tls-untrusted", "http302",
-        "http400", "http404", "badjobid", "failed", "listing", "jobs", "refuse"}
+        "http400", "http404", "badjobid", "failed", "listing", "jobs", "refuse", "glue2"}
 
 # What a hostile CE puts in a failed job's diagnostics.
 HOSTILE_DIAG = ("\x1b]0;owned\x07\x1b[2J\x1b[1;1H"
@@ -120,6 +127,30 @@ HOSTILE_TAIL = (b"\x1b]0;owned\x07\x1b[2J\n"
 HOSTILE_EXIT = (b"gridgpu-job-exit 1\nexit 7\noom-kills 0\nstderr-bytes %d\nstderr\n"
                 % len(HOSTILE_TAIL)) + HOSTILE_TAIL
 LISTING = ["out.txt", "..", "", ".", "a/b", "x\x1b[2Jy", "ok2.txt"]
+
+
+def glue2_answer(words, path):
+    """(status, content type, body) of the glue2 mode."""
+    import json
+    p = path.split("?")[0].rstrip("/")
+    if p.endswith("/rest"):
+        return "200 OK", "application/json", b'{"version":["1.0"]}'
+    if not p.endswith("/info"):
+        return "404 Not Found", "application/json", b""
+    free = words[1] if len(words) > 1 else "8"
+    waiting = words[2] if len(words) > 2 else "0"
+    shares = [{"Name": q, "FreeSlots": free, "RunningJobs": "0", "WaitingJobs": waiting}
+              for q in ("cpu", "gpu")]
+    svc = {"Name": "simulated", "RunningJobs": "0", "WaitingJobs": waiting,
+           "PreLRMSWaitingJobs": "0", "ComputingShare": shares,
+           "ComputingManager": {"ProductName": "SLURM", "TotalSlots": "64",
+                                "ApplicationEnvironments": {"ApplicationEnvironment": [
+                                    {"AppName": "ENV/GPU"}, {"AppName": "ENV/PROXY"}]},
+                                "ExecutionEnvironments": {"ExecutionEnvironment": {
+                                    "Platform": "amd64", "OSName": "debian",
+                                    "OSVersion": "12"}}}}
+    doc = {"Domains": {"AdminDomain": {"Services": {"ComputingService": svc}}}}
+    return "200 OK", "application/json", json.dumps(doc).encode()
 
 
 def job_answer(mode, words, method, path):
@@ -524,6 +555,8 @@ class Proxy:
                 if mode == "jobs":
                     words = self.jobs_wait(words, line)
                     mode = words[0]
+                if mode == "glue2" and "delay" in words and words.index("delay") + 1 < len(words):
+                    time.sleep(int(words[words.index("delay") + 1]) / 1000.0)
                 if mode == "jobs":
                     status, ctype, body = jobs_answer(words, path)
                 elif mode == "refuse":
@@ -531,6 +564,8 @@ class Proxy:
                                                               got[0] if got else b"")
                     if note:
                         self.log(note)
+                elif mode == "glue2":
+                    status, ctype, body = glue2_answer(words, path)
                 elif mode in ("badjobid", "failed", "listing"):
                     status, ctype, body = job_answer(mode, words, line.split(" ")[0], path)
                 elif mode == "http302":

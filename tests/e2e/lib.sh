@@ -11,7 +11,7 @@ export HOME="$T_TMP/home" XDG_CONFIG_HOME="$T_TMP/home/.config" \
 	XDG_STATE_HOME="$T_TMP/home/.local/state" XDG_CACHE_HOME="$T_TMP/home/.cache"
 mkdir -p "$HOME"
 unset XDG_RUNTIME_DIR BEARER_TOKEN BEARER_TOKEN_FILE X509_USER_PROXY X509_USER_CERT X509_USER_KEY
-t_cleanup() { [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }
+t_cleanup() { peer_site_stop; [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }
 trap t_cleanup EXIT
 
 # gridgpu_for_others: the path of a copy of the build that other users (nobody)
@@ -129,4 +129,47 @@ ce_forget() { # JOBID...: kill and clean on the CE
 		ce_post kill "{\"job\":{\"id\":\"$j\"}}" >/dev/null
 		ce_post clean "{\"job\":{\"id\":\"$j\"}}" >/dev/null
 	done
+}
+
+# ---- a second test site beside the test's own (matchmaking across sites) ----
+# peer_site_up GPUS: bring up (or find up) a second site with the GPU set GPUS
+# (a100 or t4: GRIDGPU_TESTBED_GPUS, tests/testbed/lib.sh): its namespace,
+# ports and state dir derive from the test's own site (GG_TB_NS + "p", port
+# base + 50, GG_TB_DIR + "-peer"; GG_TB_PEER_NS, GG_TB_PEER_PORT_BASE and
+# GG_TB_PEER_DIR name others). A site this started is stopped when the test
+# ends (t_cleanup), unless GG_E2E_KEEP_SITE is set; one found up is left up.
+# Its env.sh is read with peer VAR. Fails (1) when it cannot start.
+PEER_STARTED=""
+peer_site_up() {
+	PEER_NS=${GG_TB_PEER_NS:-${GG_TB_NS:-ggsite}p}
+	PEER_PORT_BASE=${GG_TB_PEER_PORT_BASE:-$((${GG_TB_PORT_BASE:-9520} + 50))}
+	PEER_DIR=${GG_TB_PEER_DIR:-${GG_TB_DIR:-/tmp/gridgpu-testbed}-peer}
+	if [ "$(peer GG_TB_GPUS 2>/dev/null)" = "$1" ] &&
+		env GG_TB_NS="$PEER_NS" GG_TB_PORT_BASE="$PEER_PORT_BASE" GRIDGPU_TESTBED_GPUS="$1" \
+			"$GG_TOP/tests/testbed/site-status" "$PEER_DIR" >/dev/null 2>&1; then
+		return 0
+	fi
+	env GG_TB_NS="$PEER_NS" GG_TB_PORT_BASE="$PEER_PORT_BASE" GRIDGPU_TESTBED_GPUS="$1" \
+		"$GG_TOP/tests/testbed/site-up" "$PEER_DIR" >"$T_TMP/peer-site-up.log" 2>&1 || {
+		tail -n 20 "$T_TMP/peer-site-up.log" | sed 's/^/#   /'
+		return 1
+	}
+	PEER_STARTED=1
+}
+# peer VAR: VAR of the second site's env.sh (GG_TB_CE_URL, GG_TB_JUMP1, ...).
+peer() { (. "$PEER_DIR/env.sh" && eval "printf '%s\\n' \"\${$1}\""); }
+# peer_token_command FILE: write FILE, a site's token_command for the second
+# site (its own issuer and CA: the user's proxy is signed by the first site's
+# CA). mint-token is run with the second site's shape, not the test's.
+peer_token_command() {
+	printf "#!/bin/sh\nexec env GG_TB_NS='%s' GG_TB_PORT_BASE='%s' GG_TB_DIR='%s' '%s' --dir '%s'\n" \
+		"$PEER_NS" "$PEER_PORT_BASE" "$PEER_DIR" "$(peer GG_TB_MINT_TOKEN)" "$PEER_DIR" >"$1"
+	chmod 0700 "$1"
+}
+# psl CMD...: a Slurm command in the second site
+psl() { ip netns exec "$PEER_NS" env SLURM_CONF="$(peer GG_TB_SLURM_CONF)" "$@"; }
+peer_site_stop() {
+	[ -n "$PEER_STARTED" ] && [ -z "${GG_E2E_KEEP_SITE:-}" ] || return 0
+	"$GG_TOP/tests/testbed/site-down" "$PEER_DIR" >/dev/null 2>&1
+	PEER_STARTED=""
 }

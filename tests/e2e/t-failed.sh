@@ -18,8 +18,10 @@ cd "$T_TMP" || exit 1
 # started first, ended last: a command that outlives its walltime (1m)
 run_gg --site tb submit work.sif --name jw --walltime 1m -- sleep 600
 expect_eq "submit jw" "$RC" 0
-# the wrapper ends the job before the command runs: no GPU meets 200G
-run_gg --site batch submit work.sif --name jg --gpus 1 --min-gpu-memory 200G --walltime 10m -- \
+# the wrapper ends the job before the command runs: no GPU meets 200G (sent
+# straight to the GPU queue: the site's GPU RTE would refuse it before Slurm,
+# t-slurm; here the node's wrapper is what refuses it)
+run_gg --site tb submit work.sif --name jg --queue "$GG_TB_GPU_QUEUE" --gpus 1 --min-gpu-memory 200G --walltime 10m -- \
 	sh -c 'echo the command ran'
 expect_eq "submit jg" "$RC" 0
 
@@ -94,7 +96,9 @@ json_valid status
 # --- failed before the command ran: the wrapper's reason, as before
 poll 180 ended jg || not_ok "jg did not fail within 3 minutes"
 run_gg status jg
-printf '%s\n' "$OUT" | grep -q "^reason: .*; the node said: gridgpu-wrapper: the job's GPU does not meet its minimums: .*: not running the command\$" &&
+# (no gres asked: the wrapper holds every GPU of the node against the minimum,
+# and the reason is cut after the first few)
+printf '%s\n' "$OUT" | grep -q "^reason: .*; the node said: gridgpu-wrapper: the job's GPU does not meet its minimums: GPU 0 (NVIDIA A100-SXM4-40GB) has 40960 MiB of memory, the job needs at least 204800 MiB; " &&
 	! printf '%s\n' "$OUT" | grep -q "^stderr:\|exited" &&
 	ok "a job that failed before its command ran says why (the wrapper's words), no exit status" ||
 	not_ok "jg: $OUT"

@@ -170,6 +170,16 @@ run_gg --json submit "$T_TMP/$bad.sif" --dry-run --site odd --output "o=root://s
 [ "$RC" = 2 ] && [ "$(printf '%s\n' "$ERR" | grep -c '^gridgpu: --output o: .*not valid UTF-8')" = 1 ] &&
 	ok "submit: an --output URL that is not UTF-8 is refused at input (exit 2, naming --output)" || not_ok "submit --output not UTF-8 ($RC '$ERR')"
 json_valid error
+# --gpus 0-1 ("can use a GPU"): no other range, not with --mig, not for a session
+for v in 0-2 1-0 0-1x "0-1$C"; do
+	run_gg submit "$T_TMP/$bad.sif" --dry-run --site odd --gpus "$v" -- true
+	[ "$RC" = 2 ] && printf '%s\n' "$ERR" | grep -q '^gridgpu: .*--gpus' && ! raw_controls "$T_TMP/.stderr" >/dev/null &&
+		ok "submit --gpus '$(printf '%s' "$v" | cat -v)': exit 2, naming --gpus" || not_ok "submit --gpus odd ($RC '$ERR')"
+done
+run_gg submit "$T_TMP/$bad.sif" --dry-run --site odd --gpus 0-1 --mig 1g.10gb -- true
+expect_eq "submit --gpus 0-1 --mig: exit 2" "$RC:$(printf '%s\n' "$ERR" | grep -c 'exclude each other')" "2:1"
+run_gg request --dry-run --site odd --gpus 0-1
+expect_eq "request --gpus 0-1: exit 2" "$RC:$(printf '%s\n' "$ERR" | grep -c 'only submit takes it')" "2:1"
 
 # sites: the odd site's CE (not UTF-8) is a row with its reason (a proxy path that
 # is not UTF-8), both kept escaped

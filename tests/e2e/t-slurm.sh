@@ -243,15 +243,14 @@ t0=$(now_ms)
 big_ended() { case $(state big) in failed | finished) return 0 ;; esac; return 1; }
 poll 120 big_ended
 T_BIG=$(($(now_ms) - t0))
-SJB=$(slurm_id big)
-job=$(sl scontrol show job "$SJB" 2>&1)
-printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:a100:1" && printf '%s\n' "$job" | grep -q "ExitCode=4:0" &&
-	ok "Slurm ran big ($SJB) with gres:gpu:a100:1 and it exited 4 after $(printf '%s\n' "$job" | sed -n 's/.*RunTime=\([0-9:]*\).*/\1/p') (failed in ${T_BIG} ms as seen by status)" ||
-	not_ok "big in Slurm: $(printf '%s\n' "$job" | grep -o 'JobState=[A-Z]*\|ExitCode=[0-9:]*\|TresPerNode=[^ ]*' | tr '\n' ' ')"
+# the minimums go to the site's GPU RTE ("ENV/GPU" "1" "mem=204800"), which
+# refuses a job no GPU of the site meets before Slurm sees it (issue 47)
+expect_eq "the site's GPU RTE refused big before Slurm: no Slurm job (failed in ${T_BIG} ms as seen by status)" \
+	"$(slurm_id big)" ""
 run_gg status big
-want="gridgpu-wrapper: the job's GPU does not meet its minimums: GPU [0-2] (NVIDIA A100-SXM4-40GB) has 40960 MiB of memory, the job needs at least 204800 MiB: not running the command"
-[ "$RC" = 6 ] && printf '%s\n' "$OUT" | grep -q "^state: *failed" && printf '%s\n' "$OUT" | grep -q "^reason: .*; the node said: $want\$" &&
-	ok "status big: failed (exit 6), the reason names the GPU and the minimum" || not_ok "status big (exit $RC): $OUT"
+want="ENV/GPU: no GPU of this site has 204800 MiB or more: it has a100 (cc 8.0, 40960 MiB), $GG_TB_MIG_PROFILE (cc 8.0, 9856 MiB)"
+[ "$RC" = 6 ] && printf '%s\n' "$OUT" | grep -q "^state: *failed" && printf '%s\n' "$OUT" | grep -qF "; the batch system said: $want" &&
+	ok "status big: failed (exit 6), the reason is the RTE's: the minimum and the site's GPUs" || not_ok "status big (exit $RC): $OUT"
 run_gg list --jobs
 printf '%s\n' "$OUT" | grep -q '^big .*failed' && ok "list --jobs: big failed" || not_ok "list --jobs: $OUT"
 run_gg get --wait --timeout 2m --dir "$T_TMP/big" big

@@ -20,6 +20,12 @@
 #                    is kept for a quick look without Slurm; no test needs
 #                    it (t-slurm skips there, t-newcomer maps GPUs to its
 #                    one queue)
+#   GRIDGPU_TESTBED_GPUS  the node's (fake) GPUs, Slurm's gres and the GPU RTE's
+#                    table: a100 (default: 3 A100-SXM4-40GB, cc 8.0, and an
+#                    A100-SXM4-80GB split into 7 MIG 1g.10gb) or t4 (4 Tesla T4,
+#                    16 GB class: 15360 MiB as nvidia-smi says it, cc 7.5, no
+#                    MIG).  Two sites side by side with different GPUs: what
+#                    matchmaking (submit/request --site auto) is tested on
 TB_USER=gguser              # unprivileged account jobs and ssh logins map to
 TB_JOB_USER2=ggprod         # the account the VO's production role maps to
 TB_VO=testvo                # the site's VO (VOMS server, A-REX authgroups)
@@ -71,15 +77,17 @@ tb_paths() {
 # environment when set, else what site-up recorded in TB_DIR/run/shape, else
 # the defaults.  Fails (exit 2) on a bad value.
 tb_shape() {
-	local ns='' base='' lrms='' k v
+	local ns='' base='' lrms='' gpus='' k v
 	if [ -r "$TB_RUN/shape" ]; then
 		while IFS='=' read -r k v; do
-			case $k in ns) ns=$v ;; port_base) base=$v ;; lrms) lrms=$v ;; esac
+			case $k in ns) ns=$v ;; port_base) base=$v ;; lrms) lrms=$v ;; gpus) gpus=$v ;; esac
 		done <"$TB_RUN/shape"
 	fi
 	TB_NS=${GG_TB_NS:-${ns:-ggsite}}
 	TB_PORT_BASE=${GG_TB_PORT_BASE:-${base:-9520}}
 	TB_LRMS=${GRIDGPU_TESTBED_LRMS:-${lrms:-slurm}}
+	TB_GPUS=${GRIDGPU_TESTBED_GPUS:-${gpus:-a100}}
+	case $TB_GPUS in a100 | t4) ;; *) echo "testbed: GRIDGPU_TESTBED_GPUS must be a100 or t4, not '$TB_GPUS'" >&2; exit 2 ;; esac
 	case $TB_NS in '' | *[!a-zA-Z0-9_-]*) echo "testbed: GG_TB_NS must be a plain name, not '$TB_NS'" >&2; exit 2 ;; esac
 	case $TB_PORT_BASE in '' | *[!0-9]*) echo "testbed: GG_TB_PORT_BASE must be a number, not '$TB_PORT_BASE'" >&2; exit 2 ;; esac
 	if [ "$TB_PORT_BASE" -lt 1024 ] || [ "$TB_PORT_BASE" -gt 65000 ]; then
@@ -104,15 +112,16 @@ tb_shape() {
 }
 
 # tb_shape_guard WHAT: refuse (one line, exit 2) when TB_DIR/run/shape records
-# a shape that the environment's GG_TB_NS, GG_TB_PORT_BASE or
-# GRIDGPU_TESTBED_LRMS contradicts: a command meant for one site must not act
-# on another's directory (site-down with a second site's environment and the
+# a shape that the environment's GG_TB_NS, GG_TB_PORT_BASE,
+# GRIDGPU_TESTBED_LRMS or GRIDGPU_TESTBED_GPUS contradicts: a command meant
+# for one site must not act on another's directory (site-down with a second site's environment and the
 # default DIR once stopped the shared site).
 tb_shape_guard() {
-	local k v rec=() bad=''
+	local k v rec=() bad='' gpus=a100
 	[ -r "$TB_RUN/shape" ] || return 0
 	while IFS='=' read -r k v; do
 		case $k in
+		gpus) gpus=$v; continue ;;
 		ns) [ -z "${GG_TB_NS:-}" ] || [ "$GG_TB_NS" = "$v" ] || bad="$bad GG_TB_NS=$GG_TB_NS" ;;
 		port_base) [ -z "${GG_TB_PORT_BASE:-}" ] || [ "$GG_TB_PORT_BASE" = "$v" ] || bad="$bad GG_TB_PORT_BASE=$GG_TB_PORT_BASE" ;;
 		lrms) [ -z "${GRIDGPU_TESTBED_LRMS:-}" ] || [ "$GRIDGPU_TESTBED_LRMS" = "$v" ] || bad="$bad GRIDGPU_TESTBED_LRMS=$GRIDGPU_TESTBED_LRMS" ;;
@@ -120,13 +129,21 @@ tb_shape_guard() {
 		esac
 		rec+=("$k=$v")
 	done <"$TB_RUN/shape"
+	# a shape without gpus= is a100 (recorded only when not the default)
+	rec+=("gpus=$gpus")
+	[ -z "${GRIDGPU_TESTBED_GPUS:-}" ] || [ "$GRIDGPU_TESTBED_GPUS" = "$gpus" ] ||
+		bad="$bad GRIDGPU_TESTBED_GPUS=$GRIDGPU_TESTBED_GPUS"
 	[ -z "$bad" ] && return 0
 	echo "testbed: $1: refusing: $TB_DIR is the site ${rec[*]}, but the environment says${bad} (name that site's DIR, or unset those)" >&2
 	exit 2
 }
 
-# tb_shape_text: the shape as site-up records it in TB_DIR/run/shape.
-tb_shape_text() { printf 'ns=%s\nport_base=%s\nlrms=%s\n' "$TB_NS" "$TB_PORT_BASE" "$TB_LRMS"; }
+# tb_shape_text: the shape as site-up records it in TB_DIR/run/shape (gpus=
+# only when not the default: sites brought up before it existed stay the same).
+tb_shape_text() {
+	printf 'ns=%s\nport_base=%s\nlrms=%s\n' "$TB_NS" "$TB_PORT_BASE" "$TB_LRMS"
+	[ "$TB_GPUS" = a100 ] || printf 'gpus=%s\n' "$TB_GPUS"
+}
 
 # ---- output -------------------------------------------------------------------
 say() { printf 'testbed: %s\n' "$*"; }

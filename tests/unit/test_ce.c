@@ -98,6 +98,24 @@ static void test_gpu_mapping(void **state)
 	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"3g.20gb\")"));
 	free(x);
 	gg_jd_clear(&jd);
+	/* the job's minimums follow, for an RTE that asks the batch system */
+	res = (struct gg_jd_resources){
+		.gpus = 1, .min_capability = "8.0", .min_gpu_memory = 24ull << 30};
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_non_null(
+		strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"1\" \"cc=8.0\" \"mem=24576\")"));
+	free(x);
+	gg_jd_clear(&jd);
+	/* a capability that is not X.Y is not passed on (the wrapper judges it) */
+	res = (struct gg_jd_resources){.mig = "1g.10gb", .min_capability = "8"};
+	gg_jd_set(&jd.executable, "/bin/sh", &err);
+	assert_int_equal(gg_jd_resources(&jd, &res, &site, &err), 0);
+	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
+	assert_non_null(strstr(x, "(runtimeenvironment=\"ENV/GPU\" \"1g.10gb\")"));
+	free(x);
+	gg_jd_clear(&jd);
 	/* no mapping: refused, saying what to set */
 	struct gg_site bare = {.name = "plain"};
 	res = (struct gg_jd_resources){.gpus = 1};
@@ -310,6 +328,18 @@ static void test_lrms_refusal(void **state)
 	assert_false(gg_arc_lrms_refusal("", out, sizeof out));
 	assert_false(gg_arc_lrms_refusal(NULL, out, sizeof out));
 	assert_false(gg_arc_lrms_refusal(log, out, 0));
+	/* a GPU RTE that refuses the job at stage 0: the line before A-REX's */
+	const char *rte = "----- starting submit_slurm_job -----\n"
+			  "ENV/GPU: no GPU of this site has 204800 MiB or more: it has a100 "
+			  "(cc 8.0, 40960 MiB)\n"
+			  "ERROR: Runtime script ENV/GPU stage 0 execution failed with exit code 1\n"
+			  "2026-12-02T13:01:18Z Job state change SUBMIT -> FINISHING\n";
+	assert_true(gg_arc_lrms_refusal(rte, out, sizeof out));
+	assert_string_equal(out, "ENV/GPU: no GPU of this site has 204800 MiB or more: it has a100 "
+				 "(cc 8.0, 40960 MiB)");
+	/* the ERROR line first, nothing before it: nothing */
+	assert_false(gg_arc_lrms_refusal("ERROR: Runtime script X stage 0 execution failed\n", out,
+					 sizeof out));
 }
 
 static void test_open(void **state)

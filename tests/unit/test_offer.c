@@ -497,6 +497,21 @@ static void test_match(void **state)
 	assert_string_equal(ranking, "bare");
 	struct gg_jd_resources gpu = {.gpus = 1};
 	assert_string_equal(match_of(&gpu, bare, 1, ranking, sizeof ranking), "(none)");
+	/* whether a GPU job finds a free slot now (submit --gpus 0-1): a GPU
+	 * mapping, its RTE listed, a free slot in its GPU queue */
+	const char *three[] = {"busy", "bare", "slow1"};
+	json_t *doc = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_engine_match(E, three, 3, &cpu, 300, &doc, &err), 0);
+	size_t i;
+	json_t *r;
+	char got[256] = "";
+	json_array_foreach (json_object_get(doc, "ranking"), i, r)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s=%d", i ? " " : "",
+			 json_string_value(json_object_get(r, "site")),
+			 json_is_true(json_object_get(r, "gpu_free")));
+	assert_string_equal(got, "bare=0 busy=1 slow1=0");
+	json_decref(doc);
 }
 
 int main(void)
