@@ -329,11 +329,12 @@ static void test_lrms_refusal(void **state)
 	assert_false(gg_arc_lrms_refusal(NULL, out, sizeof out));
 	assert_false(gg_arc_lrms_refusal(log, out, 0));
 	/* a GPU RTE that refuses the job at stage 0: the line before A-REX's */
-	const char *rte = "----- starting submit_slurm_job -----\n"
-			  "ENV/GPU: no GPU of this site has 204800 MiB or more: it has a100 "
-			  "(cc 8.0, 40960 MiB)\n"
-			  "ERROR: Runtime script ENV/GPU stage 0 execution failed with exit code 1\n"
-			  "2026-12-02T13:01:18Z Job state change SUBMIT -> FINISHING\n";
+	const char *rte =
+		"----- starting submit_slurm_job -----\n"
+		"ENV/GPU: no GPU of this site has 204800 MiB or more: it has a100 "
+		"(cc 8.0, 40960 MiB)\n"
+		"ERROR: Runtime script ENV/GPU stage 0 execution failed with exit code 1\n"
+		"2026-12-02T13:01:18Z Job state change SUBMIT -> FINISHING\n";
 	assert_true(gg_arc_lrms_refusal(rte, out, sizeof out));
 	assert_string_equal(out, "ENV/GPU: no GPU of this site has 204800 MiB or more: it has a100 "
 				 "(cc 8.0, 40960 MiB)");
