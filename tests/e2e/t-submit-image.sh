@@ -43,12 +43,23 @@ grep -qx "ID=gridgpu-test" jt/gridgpu-job.out && ok "the command ran in the imag
 	not_ok "the command ran in the image: $(cat jt/gridgpu-job.out jt/gridgpu-job.err 2>&1 | tail -5)"
 
 # The same tar again, unchanged: the cached SIF, not frozen again.
-before=$(stat -c %i.%Y "$sif")
+before=$(stat -c %i.%s "$sif") used=$(stat -c %.9Y "$sif")
+# files of the caches unused for 31 days go when the cache is next written; a day's stay
+C=$XDG_CACHE_HOME/gridgpu
+for d in images enter; do
+	: >"$C/$d/old.part" && touch -d '31 days ago' "$C/$d/old.part"
+	: >"$C/$d/day.part" && touch -d '1 day ago' "$C/$d/day.part"
+done
 run_gg --site tb submit dev.tar --name jt2 --walltime 30m -- true
 expect_eq "submit dev.tar again: submitted" "$RC" 0
-expect_eq "... not frozen again: the cached SIF said, untouched" \
-	"$(printf '%s\n' "$ERR" | grep -c "unchanged since it was frozen: submitting $sif") $(printf '%s\n' "$ERR" | grep -c "^froze ") $(stat -c %i.%Y "$sif") $(cached)" \
+expect_eq "... not frozen again: the cached SIF said, the same file" \
+	"$(printf '%s\n' "$ERR" | grep -c "unchanged since it was frozen: submitting $sif") $(printf '%s\n' "$ERR" | grep -c "^froze ") $(stat -c %i.%s "$sif") $(cached)" \
 	"1 0 $before 1"
+# its time is its last use: what the cache's clean-up goes by (30 days unused)
+[ "$(stat -c %.9Y "$sif")" != "$used" ] && ok "... and marked used (its time now)" ||
+	not_ok "the cached SIF's time is still $used"
+expect_eq "the caches' files unused for 31 days are gone, a day's stay (images, enter)" \
+	"$(ls "$C/images" "$C/enter" | grep -c '^old\.part$') $(ls "$C/images" "$C/enter" | grep -c '^day\.part$')" "0 2"
 "$GRIDGPU" kill jt2 >/dev/null 2>&1
 
 # A SIF cut short is corrupt, and says so (not frozen as something else).
