@@ -1,10 +1,12 @@
 #!/bin/sh
-# request --race 2 against the real test site, two site entries on its CE: the
-# first session ready wins and takes the name and the ssh config block; the
-# other's job is gone from the CE (asked with curl) and from Slurm (squeue in
-# the site), its record and key forgotten. Then the client SIGKILLed once both
-# jobs are submitted: list --sync settles the race to one session (or none) and
-# leaves nothing at the CE, in Slurm or in the ssh config.
+# request --race 2 over two real test sites (the test's own, ra, with the user's
+# proxy; a second one beside it, rb, with its own CA and token issuer): the first
+# session ready wins and takes the name and the ssh config block; the other's job
+# is gone from its CE (the first site's asked with curl, the second's by its
+# control directory) and from its Slurm (squeue in that site), its record and key
+# forgotten. Then Ctrl-C, and the client SIGKILLed once both jobs are submitted:
+# list --sync settles the race to one session (or none) and leaves nothing at the
+# CEs, in either Slurm or in the ssh config.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
@@ -29,15 +31,32 @@ both_submitted() {
 rec_field() { py "print(d.get('$2', ''))" <"$1"; }
 # A-REX names the Slurm job after the CE job's name, gridgpu-UID: '-' made '_',
 # cut to 15 characters
-slurm_has() { sl squeue -h -o %j | grep -qx "$(printf 'gridgpu_%.7s' "$1")"; }
-slurm_none() { ! slurm_has "$1"; }
+slurm_has() { # [SITE] UID: that site's Slurm has the job (ra: the first site)
+	[ $# = 2 ] || set -- ra "$1"
+	case $1 in ra) sl squeue -h -o %j ;; *) psl squeue -h -o %j ;; esac |
+		grep -qx "$(printf 'gridgpu_%.7s' "$2")"
+}
+slurm_none() { ! slurm_has "$@"; }
+# gone_at SITE JOB: the job is gone from that site's CE (the second site's CE
+# takes only its own issuer's tokens: its control directory is read instead)
+gone_at() {
+	case $1 in
+	ra) ce_gone "$2" ;;
+	*) ! ls "$(peer GG_TB_CONTROL_DIR)/job.$2.description" >/dev/null 2>&1 ;;
+	esac
+}
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
-for s in ra rb; do
-	check "site add $s (the test site's CE)" "$GRIDGPU" site add "$s" -q --ce "$GG_TB_CE_URL" \
-		--jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" \
-		--known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 --connect-deadline 10m
-done
+check "site add ra (the test site's CE)" "$GRIDGPU" site add ra -q --ce "$GG_TB_CE_URL" \
+	--jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" \
+	--known-hosts "$GG_TB_SSH_KNOWN_HOSTS" --worker-address 127.0.0.1 --connect-deadline 10m
+check "a second test site beside the first" peer_site_up t4
+peer_token_command "$T_TMP/peer-token"
+check "site add rb (the second site's CE, its own CA, a token)" "$GRIDGPU" site add rb -q \
+	--ce "$(peer GG_TB_CE_URL)" --jump "$(peer GG_TB_JUMP1)" --jump "$(peer GG_TB_JUMP2)" \
+	--identity "$(peer GG_TB_SSH_KEY)" --known-hosts "$(peer GG_TB_SSH_KNOWN_HOSTS)" \
+	--worker-address 127.0.0.1 --connect-deadline 10m --ca-dir "$(peer GG_TB_CA_DIR)" \
+	--auth token --token-command "$T_TMP/peer-token"
 
 # --- usage --------------------------------------------------------------------------
 expect_fail "--race with --no-wait is refused" 2 "does not go with --no-wait" request --site ra,rb --race 2 --no-wait
@@ -54,6 +73,8 @@ J2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id) U2=$(rec_field "$(ls "$REC"
 R1=$(rec_field "$(ls "$REC"/race-ra-*.json)" race) R2=$(rec_field "$(ls "$REC"/race-rb-*.json)" race)
 K1=$(rec_field "$(ls "$REC"/race-ra-*.json)" key) K2=$(rec_field "$(ls "$REC"/race-rb-*.json)" key)
 [ -n "$R1" ] && [ "$R1" = "$R2" ] && ok "both marked with one race id ($R1)" || not_ok "race ids '$R1' '$R2'"
+! gone_at ra "$J1" && ! gone_at rb "$J2" && ok "each racer's job is at its own site's CE" ||
+	not_ok "racers' jobs: ra $J1 ($(ce_state "$J1")), rb $J2"
 wait "$BG"
 RC=$? BG=""
 expect_eq "request --race 2: exit 0" "$RC" 0
@@ -61,9 +82,9 @@ json_valid request "$T_TMP/race.json"
 OUT=$(cat "$T_TMP/race.json")
 won=$(printf '%s' "$OUT" | py "print(d['name'], d['state'], d['race_outcome']['won'], len(d['race_outcome']['lost']))")
 case $won in
-"fast ready ra 1") WJ=$J1 LJ=$J2 LU=$U2 WK=$K1 LK=$K2 ;;
-"fast ready rb 1") WJ=$J2 LJ=$J1 LU=$U1 WK=$K2 LK=$K1 ;;
-*) WJ="" LJ="" LU="" WK="" LK="" ;;
+"fast ready ra 1") WS=ra LS=rb WJ=$J1 LJ=$J2 LU=$U2 WK=$K1 LK=$K2 ;;
+"fast ready rb 1") WS=rb LS=ra WJ=$J2 LJ=$J1 LU=$U1 WK=$K2 LK=$K1 ;;
+*) WS=ra LS=rb WJ="" LJ="" LU="" WK="" LK="" ;;
 esac
 [ -n "$WJ" ] && ok "the winner is 'fast', ready, one loser ($won)" || not_ok "race: $won"
 expect_eq "the winner's record is its racer's job" "$(rec_field "$REC/fast.json" job_id)" "$WJ"
@@ -72,10 +93,10 @@ printf '%s\n' "$(printf '%s' "$OUT" | py "print(d['race_outcome']['why'])")" | g
 expect_eq "one record left, no racer" "$(ls "$REC" | grep -c '\.json$'):$(racers)" "1:0"
 grep -qx "Host fast" "$CFG" && ! grep -q "race-" "$CFG" && ok "the ssh config has fast's block, none of a racer" ||
 	not_ok "ssh config: $(grep '^Host' "$CFG")"
-poll 120 ce_gone "$LJ" && ok "the loser's job is gone from the CE (curl)" || not_ok "loser $LJ at the CE: $(ce_state "$LJ")"
-poll 60 slurm_none "$LU" && ok "... and from Slurm (squeue)" || not_ok "Slurm still has gridgpu-$LU: $(sl squeue -h)"
-[ "$(ce_state "$WJ")" = RUNNING ] && slurm_has "$(rec_field "$REC/fast.json" uid)" &&
-	ok "the winner runs at the CE and in Slurm" || not_ok "winner $WJ: $(ce_state "$WJ")"
+poll 120 gone_at "$LS" "$LJ" && ok "the loser's job is gone from its CE ($LS)" || not_ok "loser $LJ at $LS"
+poll 60 slurm_none "$LS" "$LU" && ok "... and from its Slurm (squeue)" || not_ok "$LS's Slurm still has gridgpu-$LU"
+! gone_at "$WS" "$WJ" && slurm_has "$WS" "$(rec_field "$REC/fast.json" uid)" &&
+	ok "the winner runs at its CE and in its Slurm ($WS)" || not_ok "winner $WJ at $WS"
 [ -n "$LK" ] && [ ! -e "$LK" ] && [ ! -e "$LK.pub" ] && [ -e "$WK" ] && ok "the loser's session key is removed, the winner's kept" ||
 	not_ok "keys: loser '$LK' winner '$WK'"
 check "ssh -F config fast true" ssh -F "$CFG" -o BatchMode=yes fast true
@@ -96,8 +117,8 @@ grep -q "interrupted: the race is settled: session soft at r[ab] keeps starting"
 	ok "... it says which session it kept" || not_ok "interrupted: $(cat "$T_TMP/i.out")"
 expect_eq "one record left, named as asked" "$(ls "$REC" | grep '\.json$')" "soft.json"
 IW=$(rec_field "$REC/soft.json" job_id)
-[ "$IW" = "$IJ1" ] && IL=$IJ2 || IL=$IJ1
-poll 120 ce_gone "$IL" && ok "the other racer's job is gone from the CE" || not_ok "$IL at the CE: $(ce_state "$IL")"
+if [ "$IW" = "$IJ1" ]; then IL=$IJ2 ILS=rb; else IL=$IJ1 ILS=ra; fi
+poll 120 gone_at "$ILS" "$IL" && ok "the other racer's job is gone from its CE ($ILS)" || not_ok "$IL at $ILS"
 run_gg kill soft
 run_gg clean soft
 expect_eq "kill and clean the kept session" "$RC" 0
@@ -118,13 +139,17 @@ expect_eq "one session left (or none), no racer" "$n:$(racers)" "$([ "$n" = 0 ] 
 if [ "$n" = 1 ]; then
 	expect_eq "... named as the race asked" "$(ls "$REC")" "hard.json"
 	KW=$(rec_field "$REC/hard.json" job_id)
-	[ "$KW" = "$KJ1" ] && KL=$KJ2 KLU=$KU2 || KL=$KJ1 KLU=$KU1
+	if [ "$KW" = "$KJ1" ]; then KL="rb:$KJ2:$KU2"; else KL="ra:$KJ1:$KU1"; fi
 	[ "$KW" = "$KJ1" ] || [ "$KW" = "$KJ2" ] && ok "... it is one of the racers' jobs" || not_ok "hard's job $KW"
 else
-	KL="$KJ1 $KJ2" KLU="$KU1 $KU2"
+	KL="ra:$KJ1:$KU1 rb:$KJ2:$KU2"
 fi
-for j in $KL; do poll 120 ce_gone "$j" && ok "the loser's job $j is gone from the CE" || not_ok "$j at the CE: $(ce_state "$j")"; done
-for u in $KLU; do poll 60 slurm_none "$u" && ok "... and gridgpu-$u from Slurm" || not_ok "Slurm has gridgpu-$u"; done
+for l in $KL; do
+	s=${l%%:*} u=${l##*:} j=${l#*:}
+	j=${j%:*}
+	poll 120 gone_at "$s" "$j" && ok "the loser's job $j is gone from its CE ($s)" || not_ok "$j at $s"
+	poll 60 slurm_none "$s" "$u" && ok "... and gridgpu-$u from its Slurm" || not_ok "$s's Slurm has gridgpu-$u"
+done
 ! grep -q "race-" "$CFG" && ok "no racer's block in the ssh config" || not_ok "ssh config: $(grep '^Host' "$CFG")"
 ! ls "$XDG_STATE_HOME/gridgpu/records" | grep -q '\.lock$' && ok "no race lock left" || not_ok "locks: $(ls "$REC")"
 run_gg list --sync
