@@ -115,9 +115,13 @@ int gg_arc_lrms_refusal(const char *errors, char *out, size_t len)
 	}
 	if (!found)
 		return 0;
+	if (flen > 300) /* cut first, then trimmed: a cut does not end in a blank */
+		flen = 300;
 	while (flen && (found[flen - 1] == ' ' || found[flen - 1] == '\t'))
 		flen--;
-	snprintf(out, len, "%.*s", (int)(flen > 300 ? 300 : flen), found);
+	if (!flen) /* a blank line says nothing */
+		return 0;
+	snprintf(out, len, "%.*s", (int)flen, found);
 	return 1;
 }
 

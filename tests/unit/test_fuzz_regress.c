@@ -38,6 +38,7 @@
 #include "../fuzz/fuzz_pem.c"
 #include "../fuzz/fuzz_pkcs12.c"
 #include "../fuzz/fuzz_printable.c"
+#include "../fuzz/fuzz_lrms_refusal.c"
 #include "../fuzz/fuzz_pubkey.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_sif.c"
@@ -75,6 +76,7 @@ static const struct target targets[] = {
 	{"job_exit", no_init, fuzz_one_job_exit},
 	{"launch_file", fuzz_init_launch_file, fuzz_one_launch_file},
 	{"launch_info", no_init, fuzz_one_launch_info},
+	{"lrms_refusal", no_init, fuzz_one_lrms_refusal},
 	{"node_gpus", no_init, fuzz_one_node_gpus},
 	{"oci", fuzz_init_oci, fuzz_one_oci},
 	{"pem", fuzz_init_pem, fuzz_one_pem},
