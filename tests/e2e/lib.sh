@@ -154,7 +154,7 @@ peer_site_up() {
 		tail -n 20 "$T_TMP/peer-site-up.log" | sed 's/^/#   /'
 		return 1
 	}
-	PEER_STARTED=1
+	PEER_STARTED=$1
 }
 # peer VAR: VAR of the second site's env.sh (GG_TB_CE_URL, GG_TB_JUMP1, ...).
 peer() { (. "$PEER_DIR/env.sh" && eval "printf '%s\\n' \"\${$1}\""); }
@@ -170,6 +170,10 @@ peer_token_command() {
 psl() { ip netns exec "$PEER_NS" env SLURM_CONF="$(peer GG_TB_SLURM_CONF)" "$@"; }
 peer_site_stop() {
 	[ -n "$PEER_STARTED" ] && [ -z "${GG_E2E_KEEP_SITE:-}" ] || return 0
-	"$GG_TOP/tests/testbed/site-down" "$PEER_DIR" >/dev/null 2>&1
+	# with the second site's shape: site-down refuses a dir whose shape the
+	# environment (the test's own site's) contradicts
+	env GG_TB_NS="$PEER_NS" GG_TB_PORT_BASE="$PEER_PORT_BASE" GRIDGPU_TESTBED_GPUS="$PEER_STARTED" \
+		"$GG_TOP/tests/testbed/site-down" "$PEER_DIR" >"$T_TMP/peer-site-down.log" 2>&1 ||
+		{ echo "# the second site did not stop:"; tail -n 5 "$T_TMP/peer-site-down.log" | sed 's/^/#   /'; }
 	PEER_STARTED=""
 }
