@@ -242,7 +242,10 @@ static int submit(struct gg_cli *cli, struct sub *s)
 	int rc;
 	const struct gg_site *sites[16];
 	int nsites = 0;
-	if ((rc = cli_submit_sites(cli, &s->res, s->dry_run, sites, 16, &nsites)))
+	char arch[16]; /* the image's: a site of another is dropped */
+	gg_job_spec_arch(s->spec, arch);
+	if ((rc = cli_submit_sites(cli, &s->res, arch[0] ? arch : NULL, s->dry_run, sites, 16,
+				   &nsites)))
 		return rc;
 	if (cli->gpu_optional > 1) /* --gpus 0-1, decided where it goes */
 		gg_job_spec_gpu_optional(s->spec, cli->gpu_optional == 2);

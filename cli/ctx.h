@@ -53,8 +53,9 @@ int cli_site_choice(const struct gg_cli *cli);
  * the matchmaking's best; 0, or the exit code. */
 int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run, int need,
 		     const struct gg_site **site);
-int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
-		     const struct gg_site **sites, int max, int *nsites);
+/* submit's sites, best first (arch: the image's, or NULL), at most max. */
+int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, const char *arch,
+		     int dry_run, const struct gg_site **sites, int max, int *nsites);
 /* --count N jobs round-robin over sites, each to the first from its turn
  * that takes it; the exit code. */
 int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec, int count,

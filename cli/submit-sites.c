@@ -92,8 +92,8 @@ static void gpu_optional(struct gg_cli *cli, struct gg_engine *e, json_t *doc,
 }
 
 /* The matched sites, best first, into sites; 0, or the exit code. */
-static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
-		 const struct gg_site **sites, int max, int *nsites)
+static int match(struct gg_cli *cli, const struct gg_jd_resources *res, const char *arch,
+		 int dry_run, const struct gg_site **sites, int max, int *nsites)
 {
 	char buf[1024];
 	const char *names[64];
@@ -109,7 +109,7 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 	}
 	struct gg_err err = {0};
 	json_t *doc = NULL;
-	if (gg_engine_match(e, names, n, res, GG_SITES_TIMEOUT_MS, &doc, &err) < 0)
+	if (gg_engine_match_arch(e, names, n, res, arch, GG_SITES_TIMEOUT_MS, &doc, &err) < 0)
 		return ui_fail(cli, &err, "%s --site", cli->cmd ? cli->cmd->name : "submit");
 	if (dry_run || cli->verbose)
 		print_ranking(doc, dry_run && !cli->json ? stdout : stderr);
@@ -141,10 +141,10 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_
 	return 0;
 }
 
-int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run,
-		     const struct gg_site **sites, int max, int *nsites)
+int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, const char *arch,
+		     int dry_run, const struct gg_site **sites, int max, int *nsites)
 {
-	return cli_site_choice(cli) ? match(cli, res, dry_run, sites, max, nsites)
+	return cli_site_choice(cli) ? match(cli, res, arch, dry_run, sites, max, nsites)
 				    : cli_sites(cli, sites, max, nsites);
 }
 
@@ -153,7 +153,7 @@ int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int 
 {
 	int n = 0;
 	if (need && cli_site_choice(cli))
-		return cli_submit_sites(cli, res, dry_run, site, 1, &n);
+		return cli_submit_sites(cli, res, NULL, dry_run, site, 1, &n);
 	*site = cli_site(cli, need);
 	return 0;
 }

@@ -144,6 +144,12 @@ GG_API int gg_engine_sites(struct gg_engine *e, const char *const *names, size_t
 GG_API int gg_engine_match(struct gg_engine *e, const char *const *names, size_t n,
 			   const struct gg_jd_resources *res, int64_t timeout_ms, json_t **doc,
 			   struct gg_err *err);
+/* The same for an image of architecture arch ("amd64", "arm64"; NULL: not
+ * known): a site whose nodes are another (its profile's arch, else its CE's
+ * published platform; x86_64 and amd64 are one) is dropped with the reason. */
+GG_API int gg_engine_match_arch(struct gg_engine *e, const char *const *names, size_t n,
+				const struct gg_jd_resources *res, const char *arch,
+				int64_t timeout_ms, json_t **doc, struct gg_err *err);
 
 /* ---- the descriptions (describe.c) ---- */
 
@@ -330,6 +336,10 @@ GG_API int gg_job_image_prepare(struct gg_job_spec *q, const char *image, int dr
 				struct gg_err *err);
 /* The spec's image: a local SIF's path, node:/PATH.sif, or NULL. */
 GG_API const char *gg_job_spec_image(const struct gg_job_spec *q);
+/* The architecture of the spec's image when it is a SIF here ("amd64",
+ * "arm64", as its header says) into arch; 0 when not known (no image yet, one
+ * on the node or at a URL, a SIF that does not read). */
+GG_API int gg_job_spec_arch(const struct gg_job_spec *q, char arch[16]);
 /* The file name endings of the images submit and request --image take ("sif",
  * "tar", "tar.gz", ...; NULL-terminated): what completion offers. */
 GG_API const char *const *gg_image_suffixes(void);

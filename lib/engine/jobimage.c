@@ -391,3 +391,18 @@ const char *gg_job_spec_image(const struct gg_job_spec *q)
 {
 	return q->image;
 }
+
+int gg_job_spec_arch(const struct gg_job_spec *q, char arch[16])
+{
+	struct gg_sif *sif = NULL;
+	struct gg_err err = {0};
+	arch[0] = '\0';
+	if (!q->image || !strncmp(q->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)) ||
+	    gg_sif_open(q->image, &sif, &err) < 0)
+		return 0;
+	const char *name = gg_image_arch_name(sif->hdr.arch);
+	if (strcmp(name, "unknown"))
+		snprintf(arch, 16, "%s", name);
+	gg_sif_close(sif);
+	return arch[0] != '\0';
+}

@@ -8,6 +8,7 @@
  * submit --gpus 0-1 decides by. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine/engine_int.h"
 #include "gridgpu/gpu.h"
@@ -123,7 +124,32 @@ static char *why(const struct cand *best, size_t nfit, size_t ndrop)
 				facts, nfit, ndrop);
 }
 
-static void rank(struct gg_engine *e, const struct gg_jd_resources *res, json_t *sites, json_t *out)
+/* An architecture by one name: Go's and the SIF's (amd64, arm64) and the
+ * kernel's (x86_64, aarch64) are the same machines. */
+static const char *arch_canon(const char *a)
+{
+	static const char *const same[][2] = {{"x86_64", "amd64"}, {"aarch64", "arm64"},
+					      {"i386", "386"},     {"i686", "386"},
+					      {"armv7l", "arm"},   {"ppc64el", "ppc64le"}};
+	for (size_t i = 0; a && i < sizeof same / sizeof *same; i++)
+		if (!strcasecmp(a, same[i][0]))
+			return same[i][1];
+	return a;
+}
+
+/* The image's architecture (arch, NULL: not known) against the one the site
+ * declares or its CE publishes: why it cannot run there, into c->reason. */
+static int arch_unfit(const char *arch, struct cand *c)
+{
+	const char *site = json_string_value(json_object_get(c->s, "arch"));
+	if (!arch || !site || !strcasecmp(arch_canon(arch), arch_canon(site)))
+		return 0;
+	snprintf(c->reason, sizeof c->reason, "its nodes are %s, the image is %s", site, arch);
+	return 1;
+}
+
+static void rank(struct gg_engine *e, const struct gg_jd_resources *res, const char *arch,
+		 json_t *sites, json_t *out)
 {
 	size_t n = json_array_size(sites), nfit = 0, ndrop = 0;
 	struct cand *c = calloc(n ? n : 1, sizeof *c);
@@ -137,7 +163,7 @@ static void rank(struct gg_engine *e, const struct gg_jd_resources *res, json_t 
 		c[i].wait = json_integer_value(w) - json_integer_value(f);
 		const char *name = json_string_value(json_object_get(c[i].s, "site"));
 		c[i].gpu_free = gpu_free(gg_engine_site(e, name), c[i].s);
-		if (unfit(gg_engine_site(e, name), res, &c[i]))
+		if (unfit(gg_engine_site(e, name), res, &c[i]) || arch_unfit(arch, &c[i]))
 			c[i].known = -1, ndrop++;
 	}
 	if (c)
@@ -159,6 +185,13 @@ int gg_engine_match(struct gg_engine *e, const char *const *names, size_t n,
 		    const struct gg_jd_resources *res, int64_t timeout_ms, json_t **doc,
 		    struct gg_err *err)
 {
+	return gg_engine_match_arch(e, names, n, res, NULL, timeout_ms, doc, err);
+}
+
+int gg_engine_match_arch(struct gg_engine *e, const char *const *names, size_t n,
+			 const struct gg_jd_resources *res, const char *arch, int64_t timeout_ms,
+			 json_t **doc, struct gg_err *err)
+{
 	*doc = NULL;
 	json_t *offers = NULL;
 	int rc = gg_engine_sites(e, names, n, timeout_ms, 0, &offers, err);
@@ -166,7 +199,7 @@ int gg_engine_match(struct gg_engine *e, const char *const *names, size_t n,
 		return rc;
 	json_t *out = gg_json_object("schema", gg_json_text("gridgpu.match/1"), NULL);
 	if (out)
-		rank(e, res, json_object_get(offers, "sites"), out);
+		rank(e, res, arch, json_object_get(offers, "sites"), out);
 	json_decref(offers);
 	if (!out)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");

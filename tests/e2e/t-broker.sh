@@ -76,6 +76,16 @@ json_valid dry-run
 expect_eq "submit --site t4,a100 --dry-run --json: the match chose a100, t4 dropped for its memory" \
 	"$(printf '%s' "$OUT" | py 'm = d["match"]; print(m["chosen"], [(r["site"], r["fits"], r["reason"]) for r in m["ranking"]], d["items"][0]["site"])')" \
 	"a100 [('a100', True, None), ('t4', False, 'its GPUs have 15360 MiB, the job needs 24576 MiB')] a100"
+# the image's architecture (amd64, frozen here): a site whose nodes are another is
+# dropped (armsite: the A100 site's CE declared aarch64); x86_64 is amd64
+"$GRIDGPU" site set a100 arch x86_64
+"$GRIDGPU" site add armsite -q --ce "$GG_TB_CE_URL" --runtime bwrap --gpu-rte ENV/GPU --arch aarch64
+run_gg --json submit "$T_TMP/work.sif" --site armsite,a100 --gpus 1 --dry-run -- sh -c true
+json_valid dry-run
+expect_eq "submit --site armsite,a100: the amd64 image's match drops the aarch64 site, keeps the x86_64 one" \
+	"$(printf '%s' "$OUT" | py 'm = d["match"]; print(m["chosen"], [(r["site"], r["fits"], r["reason"]) for r in m["ranking"]])')" \
+	"a100 [('a100', True, None), ('armsite', False, 'its nodes are aarch64, the image is amd64')]"
+"$GRIDGPU" site remove armsite >/dev/null 2>&1
 run_gg submit "$T_TMP/work.sif" --site t4,a100 --name big24 --gpus 1 --min-gpu-memory 24G -- sh -c ": big24$$"
 expect_eq "submit --site t4,a100 of a 24 GB job" "$RC:$OUT" "0:big24"
 printf '%s\n' "$ERR" | grep -Eq '^chose a100: [0-9]+ free slots, [0-9]+ waiting \(the only site that fits; 1 dropped\)$' &&

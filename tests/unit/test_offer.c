@@ -512,6 +512,25 @@ static void test_match(void **state)
 			 json_is_true(json_object_get(r, "gpu_free")));
 	assert_string_equal(got, "bare=0 busy=1 slow1=0");
 	json_decref(doc);
+	/* the image's architecture against the CE's published platform (amd64):
+	 * another is dropped, x86_64 is amd64 */
+	const char *arches[] = {"arm64", "x86_64", "AMD64"};
+	const char *want[] = {"(null) good: its nodes are amd64, the image is arm64", "good good:-",
+			      "good good:-"};
+	for (size_t k = 0; k < 3; k++) {
+		assert_int_equal(gg_engine_match_arch(E, two, 1, &cpu, arches[k], 300, &doc, &err),
+				 0);
+		r = json_array_get(json_object_get(doc, "ranking"), 0);
+		const char *why = json_string_value(json_object_get(r, "reason"));
+		snprintf(got, sizeof got, "%s %s%s%s",
+			 json_is_string(json_object_get(doc, "chosen"))
+				 ? json_string_value(json_object_get(doc, "chosen"))
+				 : "(null)",
+			 json_string_value(json_object_get(r, "site")), why ? ": " : ":-",
+			 why ? why : "");
+		assert_string_equal(got, want[k]);
+		json_decref(doc);
+	}
 }
 
 int main(void)
