@@ -250,7 +250,7 @@ int cmd_request(struct gg_cli *cli, int argc, char **argv)
 	if (q.race && !q.dry_run) /* the N best at once */
 		return cli_request_race(cli, &q);
 	const struct gg_site *site = NULL; /* --site auto or A,B: where it fits best */
-	rc = cli_request_site(cli, &q.res, q.dry_run, q.ce == NULL, &site);
+	rc = cli_request_site(cli, &q.res, q.image, q.dry_run, q.ce == NULL, &site);
 	if (rc || (!site && (!q.ce || cli->site)))
 		return rc ? rc : cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
 	const char *endpoint = q.ce ? q.ce : site->ce;

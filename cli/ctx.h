@@ -50,9 +50,10 @@ int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
  * first of them when the user asks it to choose (cli_site_choice). */
 int cli_site_choice(const struct gg_cli *cli);
 /* request's site: cli_site's (need: without --ce), or with --site auto or A,B
- * the matchmaking's best; 0, or the exit code. */
-int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run, int need,
-		     const struct gg_site **site);
+ * the matchmaking's best for the session's image (a SIF here: its architecture,
+ * NULL: none); 0, or the exit code. */
+int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, const char *image,
+		     int dry_run, int need, const struct gg_site **site);
 /* submit's sites, best first (arch: the image's, or NULL), at most max. */
 int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, const char *arch,
 		     int dry_run, const struct gg_site **sites, int max, int *nsites);

@@ -210,7 +210,9 @@ int cli_request_race(struct gg_cli *cli, const struct req *q)
 {
 	const struct gg_site *sites[CLI_RACE_MAX];
 	int nsites = 0;
-	int rc = cli_submit_sites(cli, &q->res, NULL, 0, sites, q->race, &nsites);
+	char arch[16]; /* the session image's, when a SIF here */
+	int rc = cli_submit_sites(cli, &q->res, gg_image_sif_arch(q->image, arch) ? arch : NULL, 0,
+				  sites, q->race, &nsites);
 	if (rc == 0)
 		rc = name_free(cli, q->name);
 	if (rc)

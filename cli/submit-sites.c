@@ -148,12 +148,14 @@ int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, cons
 				    : cli_sites(cli, sites, max, nsites);
 }
 
-int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, int dry_run, int need,
-		     const struct gg_site **site)
+int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, const char *image,
+		     int dry_run, int need, const struct gg_site **site)
 {
 	int n = 0;
+	char arch[16];
 	if (need && cli_site_choice(cli))
-		return cli_submit_sites(cli, res, NULL, dry_run, site, 1, &n);
+		return cli_submit_sites(cli, res, gg_image_sif_arch(image, arch) ? arch : NULL,
+					dry_run, site, 1, &n);
 	*site = cli_site(cli, need);
 	return 0;
 }

@@ -125,6 +125,9 @@ GG_API enum gg_image_comp gg_image_comp_parse(const char *name);
 GG_API const char *gg_image_format_name(enum gg_image_format f);
 /* "amd64" for "02", "unknown" for anything else unknown. */
 GG_API const char *gg_image_arch_name(const char *code);
+/* The architecture a SIF's header says ("amd64", "arm64") into arch; 0 when
+ * path is not a SIF that reads, or its architecture is not known. */
+GG_API int gg_image_sif_arch(const char *path, char arch[16]);
 
 /* ---- SIF ---------------------------------------------------------------------- */
 

@@ -394,15 +394,8 @@ const char *gg_job_spec_image(const struct gg_job_spec *q)
 
 int gg_job_spec_arch(const struct gg_job_spec *q, char arch[16])
 {
-	struct gg_sif *sif = NULL;
-	struct gg_err err = {0};
 	arch[0] = '\0';
-	if (!q->image || !strncmp(q->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)) ||
-	    gg_sif_open(q->image, &sif, &err) < 0)
+	if (!q->image || !strncmp(q->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
 		return 0;
-	const char *name = gg_image_arch_name(sif->hdr.arch);
-	if (strcmp(name, "unknown"))
-		snprintf(arch, 16, "%s", name);
-	gg_sif_close(sif);
-	return arch[0] != '\0';
+	return gg_image_sif_arch(q->image, arch);
 }

@@ -449,3 +449,17 @@ int gg_image_meta_build(const struct gg_meta_in *in, char **deffile, char **insp
 	*deffile = def;
 	return 0;
 }
+
+int gg_image_sif_arch(const char *path, char arch[16])
+{
+	struct gg_sif *sif = NULL;
+	struct gg_err err = {0};
+	arch[0] = '\0';
+	if (!path || gg_sif_open(path, &sif, &err) < 0)
+		return 0;
+	const char *name = gg_image_arch_name(sif->hdr.arch);
+	if (strcmp(name, "unknown"))
+		snprintf(arch, 16, "%s", name);
+	gg_sif_close(sif);
+	return arch[0] != '\0';
+}

@@ -85,6 +85,9 @@ json_valid dry-run
 expect_eq "submit --site armsite,a100: the amd64 image's match drops the aarch64 site, keeps the x86_64 one" \
 	"$(printf '%s' "$OUT" | py 'm = d["match"]; print(m["chosen"], [(r["site"], r["fits"], r["reason"]) for r in m["ranking"]])')" \
 	"a100 [('a100', True, None), ('armsite', False, 'its nodes are aarch64, the image is amd64')]"
+run_gg -v request --site armsite,a100 --gpus 1 --image "$T_TMP/work.sif" --dry-run
+expect_eq "request --image work.sif --site armsite,a100 --dry-run: the session's image matched too" \
+	"$RC:$(printf '%s\n' "$ERR" | grep -c '^chose a100: .*(the only site that fits; 1 dropped)$'):$(printf '%s\n' "$ERR$OUT" | grep -c 'armsite.*its nodes are aarch64, the image is amd64')" "0:1:1"
 "$GRIDGPU" site remove armsite >/dev/null 2>&1
 run_gg submit "$T_TMP/work.sif" --site t4,a100 --name big24 --gpus 1 --min-gpu-memory 24G -- sh -c ": big24$$"
 expect_eq "submit --site t4,a100 of a 24 GB job" "$RC:$OUT" "0:big24"
