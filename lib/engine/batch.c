@@ -54,31 +54,6 @@ static int fail_all(struct batch *b, int rc, const struct gg_err *err)
 	return rc;
 }
 
-static int set_submitted(struct gg_record *r, void *ud)
-{
-	free(r->job_id);
-	r->job_id = strdup((const char *)ud);
-	if (r->state != GG_S_KILLED) /* killed meanwhile: stays killed, cancelled */
-		r->state = GG_S_QUEUED;
-	return 0;
-}
-
-static int set_failed(struct gg_record *r, void *ud)
-{
-	if (gg_sess_state_ended(r->state))
-		return 1; /* a kill meanwhile wins */
-	r->state = GG_S_FAILED;
-	free(r->error);
-	r->error = strdup((const char *)ud);
-	return 0;
-}
-
-static int drop_unless_killed(struct gg_record *r, void *ud)
-{
-	(void)ud;
-	return r->state == GG_S_KILLED ? 1 : GG_STORE_DROP;
-}
-
 /* What every job at the site needs, checked once: the node's image, GPUs the
  * site can give, the credential, storage files. */
 static int prepare(struct batch *b, struct gg_err *err)
@@ -241,7 +216,7 @@ static void record_ids(struct batch *b)
 	if (!ch || !of)
 		fail_all(b, gg_err_set(&err, GG_ENOMEM, "out of memory"), &err);
 	else if (m)
-		gg_store_update_many(b->e->st, ch, m, set_submitted, &err);
+		gg_store_update_many(b->e->st, ch, m, gg_rec_set_submitted, &err);
 	for (size_t i = 0; i < m; i++) {
 		struct bjob *j = of[i];
 		struct gg_err e = {0};
@@ -339,8 +314,8 @@ static void settle(struct batch *b)
 		gg_ce_results_free(res, ni);
 	if (ni && gg_ce_clean(b->ce, ids, ni, &res, NULL) == 0)
 		gg_ce_results_free(res, ni);
-	change(b, fails, nf, set_failed);
-	change(b, drops, nd, drop_unless_killed);
+	change(b, fails, nf, gg_rec_set_failed);
+	change(b, drops, nd, gg_rec_drop_unless_killed);
 	free(fails);
 	free(drops);
 	free(ids);

@@ -94,6 +94,12 @@ void gg_engine_races_settle(struct gg_engine *e);
  * this (its requests cut at it, its records then unknown, as for a CE that
  * cannot be reached). gridgpu-list(1) states it. */
 #define GG_SYNC_CE_TIMEOUT_MS 120000
+/* gg_store_update callbacks of a submission (submit.c; batch.c too): the job id
+ * recorded (ud; a kill meanwhile stays), failed with ud's reason (unless ended),
+ * dropped unless a kill marked it. */
+int gg_rec_set_submitted(struct gg_record *r, void *ud);
+int gg_rec_set_failed(struct gg_record *r, void *ud);
+int gg_rec_drop_unless_killed(struct gg_record *r, void *ud);
 /* The caches' files (the frozen images, the jobs' enter scripts) not used for this
  * long are removed when the cache is next written (gridgpu-submit(1)). */
 #define GG_CACHE_MAX_AGE (30 * 86400)

@@ -27,7 +27,7 @@ static int set_key(struct gg_record *r, void *ud)
 	return 0;
 }
 
-static int set_submitted(struct gg_record *r, void *ud)
+int gg_rec_set_submitted(struct gg_record *r, void *ud)
 {
 	free(r->job_id);
 	r->job_id = strdup((const char *)ud);
@@ -38,7 +38,7 @@ static int set_submitted(struct gg_record *r, void *ud)
 	return 0;
 }
 
-static int set_failed(struct gg_record *r, void *ud)
+int gg_rec_set_failed(struct gg_record *r, void *ud)
 {
 	if (gg_sess_state_ended(r->state))
 		return 1; /* a kill meanwhile wins */
@@ -50,7 +50,7 @@ static int set_failed(struct gg_record *r, void *ud)
 
 /* Nothing reached the CE: forget the record, unless a kill has marked it
  * (the user was told "killed": 'clean' removes it). */
-static int drop_unless_killed(struct gg_record *r, void *ud)
+int gg_rec_drop_unless_killed(struct gg_record *r, void *ud)
 {
 	(void)ud;
 	return r->state == GG_S_KILLED ? 1 : GG_STORE_DROP;
@@ -178,7 +178,8 @@ static int send_job(struct run *x, struct gg_err *err)
 	if ((rc = gg_ce_submit(x->ce, x->xrsl, &x->job_id, err)) < 0)
 		return rc;
 	struct gg_record saved;
-	if ((rc = gg_store_update(x->e->st, x->r.name, set_submitted, x->job_id, &saved, err)) < 0)
+	if ((rc = gg_store_update(x->e->st, x->r.name, gg_rec_set_submitted, x->job_id, &saved,
+				  err)) < 0)
 		return rc;
 	gg_record_clear(&x->r);
 	x->r = saved;
@@ -252,9 +253,9 @@ static int failed(struct run *x, int rc, struct gg_err *err)
 	if (!x->r.job_id) {
 		if (x->own_key)
 			gg_ssh_key_remove(x->r.key);
-		gg_store_update(x->e->st, x->r.name, drop_unless_killed, NULL, NULL, NULL);
+		gg_store_update(x->e->st, x->r.name, gg_rec_drop_unless_killed, NULL, NULL, NULL);
 	} else {
-		gg_store_update(x->e->st, x->r.name, set_failed, err->msg, NULL, NULL);
+		gg_store_update(x->e->st, x->r.name, gg_rec_set_failed, err->msg, NULL, NULL);
 	}
 	return rc;
 }
