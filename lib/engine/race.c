@@ -223,8 +223,7 @@ static int crown(struct gg_engine *e, const char *name, const char *id, struct g
 	if (rc < 0)
 		return rc;
 	if (w.race_lost || !w.race || strcmp(w.race, id)) { /* lost, or settled meanwhile */
-		rc = gg_err_set(err, GG_EFAIL, "%s is not in the race any more: not crowned",
-				name);
+		rc = gg_err_set(err, GG_EFAIL, "%s is not in the race any more: not crowned", name);
 		gg_record_clear(&w);
 		return rc;
 	}

@@ -2537,7 +2537,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_race_crowned_twice, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_race_interrupted_submission, each_setup,
 						each_teardown),
-		cmocka_unit_test_setup_teardown(test_race_lost_stays_lost, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_lost_stays_lost, each_setup,
+						each_teardown),
 		cmocka_unit_test_setup_teardown(test_race_lost_never_crowned, each_setup,
 						each_teardown),
 	};
