@@ -25,9 +25,14 @@ trap on_exit EXIT
 trap 'exit 130' INT TERM
 py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 racers() { ls "$REC" 2>/dev/null | grep -c '^race-.*\.json$'; }
-# both racers' records name their CE job (the store is polled, no sleep)
+# both racers' records name their CE job (the store is polled, no sleep); they
+# are copied to $SNAP at once, read from there: the race may end, and its
+# racers' records go, within a second on a warm site
+SNAP=$T_TMP/snap
 both_submitted() {
-	[ "$(grep -l '"job_id"' "$REC"/race-*.json 2>/dev/null | wc -l)" = 2 ]
+	[ "$(grep -l '"job_id"' "$REC"/race-*.json 2>/dev/null | wc -l)" = 2 ] || return 1
+	rm -rf "$SNAP" && mkdir "$SNAP" && cp "$REC"/race-*.json "$SNAP/" 2>/dev/null
+	[ "$(grep -l '"job_id"' "$SNAP"/race-*.json 2>/dev/null | wc -l)" = 2 ]
 }
 rec_field() { py "print(d.get('$2', ''))" <"$1"; }
 # A-REX names the Slurm job after the CE job's name, gridgpu-UID: '-' made '_',
@@ -103,10 +108,10 @@ expect_fail "--race 9 is out of range" 2 "--race" request --site auto --race 9
 "$GRIDGPU" --json request --site ra,rb --race 2 --name fast --walltime 1h >"$T_TMP/race.json" 2>"$T_TMP/race.err" &
 BG=$!
 poll 120 both_submitted && ok "both racers recorded with their CE jobs" || not_ok "racers: $(ls "$REC")"
-J1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) U1=$(rec_field "$(ls "$REC"/race-ra-*.json)" uid)
-J2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id) U2=$(rec_field "$(ls "$REC"/race-rb-*.json)" uid)
-R1=$(rec_field "$(ls "$REC"/race-ra-*.json)" race) R2=$(rec_field "$(ls "$REC"/race-rb-*.json)" race)
-K1=$(rec_field "$(ls "$REC"/race-ra-*.json)" key) K2=$(rec_field "$(ls "$REC"/race-rb-*.json)" key)
+J1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" job_id) U1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" uid)
+J2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" job_id) U2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" uid)
+R1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" race) R2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" race)
+K1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" key) K2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" key)
 [ -n "$R1" ] && [ "$R1" = "$R2" ] && ok "both marked with one race id ($R1)" || not_ok "race ids '$R1' '$R2'"
 ! gone_at ra "$J1" && ! gone_at rb "$J2" && ok "each racer's job is at its own site's CE" ||
 	not_ok "racers' jobs: ra $J1 ($(ce_state "$J1")), rb $J2"
@@ -146,7 +151,7 @@ expect_eq "kill and clean the winner" "$RC" 0
 "$GRIDGPU" request --site ra,rb --race 2 --name soft --walltime 1h >"$T_TMP/i.out" 2>&1 &
 BG=$!
 poll 120 both_submitted && ok "SIGINT race: both racers submitted" || not_ok "racers: $(ls "$REC")"
-IJ1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) IJ2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id)
+IJ1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" job_id) IJ2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" job_id)
 kill -INT "$BG"
 wait "$BG"
 RC=$? BG=""
@@ -166,8 +171,8 @@ expect_eq "kill and clean the kept session" "$RC" 0
 "$GRIDGPU" request --site ra,rb --race 2 --name hard --walltime 1h >"$T_TMP/k.out" 2>&1 &
 BG=$!
 poll 120 both_submitted && ok "SIGKILL race: both racers submitted" || not_ok "racers: $(ls "$REC")"
-KJ1=$(rec_field "$(ls "$REC"/race-ra-*.json)" job_id) KU1=$(rec_field "$(ls "$REC"/race-ra-*.json)" uid)
-KJ2=$(rec_field "$(ls "$REC"/race-rb-*.json)" job_id) KU2=$(rec_field "$(ls "$REC"/race-rb-*.json)" uid)
+KJ1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" job_id) KU1=$(rec_field "$(ls "$SNAP"/race-ra-*.json)" uid)
+KJ2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" job_id) KU2=$(rec_field "$(ls "$SNAP"/race-rb-*.json)" uid)
 kill -9 "$BG"
 wait "$BG" 2>/dev/null
 BG=""
