@@ -155,7 +155,8 @@ static int settle(struct gg_cli *cli, struct race *x, size_t w, int wrc, struct 
 	if (wrc == GG_EINTR && won.name) {
 		ui_err("gridgpu: request: interrupted: the race is settled: session %s at %s keeps "
 		       "starting ('gridgpu connect %s' waits for it, 'gridgpu kill %s' ends it); "
-		       "the others were killed and cleaned\n",
+		       "the others are killed and cleaned (what a CE has not finished, by the next "
+		       "'gridgpu list --sync')\n",
 		       won.name, won.site ? won.site : "?", won.name, won.name);
 		code = EXIT_INTR;
 	} else if (wrc < 0) {
