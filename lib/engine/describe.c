@@ -109,6 +109,12 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_node_jd_arg(jd, GG_NF_ENTER, GG_ENTER_NAME, err);
 	if (rc == 0 && q->image && q->enter)
 		rc = snapshot_args(jd, site, err);
+	/* kept in the job's directory when it ends (A-REX deletes the rest): the
+	 * snapshot and the image it is the difference to */
+	if (rc == 0 && q->image && q->enter && q->image_file)
+		rc = gg_jd_output(jd, GG_SNAPSHOT_NAME, err);
+	if (rc == 0 && q->image && q->enter && q->image_file)
+		rc = gg_jd_output(jd, GG_SESSION_IMAGE_NAME, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)q->res.walltime);
 	if (rc == 0 && q->res.walltime > 0)
 		rc = gg_node_jd_arg(jd, GG_NF_WALLTIME, buf, err);
