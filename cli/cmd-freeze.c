@@ -12,8 +12,6 @@
 #include "freeze-ui.h"
 #include "interrupt.h"
 #include "gridgpu/node.h"
-#include "gridgpu/ce.h"
-#include "gridgpu/engine.h"
 #include "commands.h"
 #include "gridgpu/image.h"
 
@@ -212,22 +210,6 @@ static const char *source_name(const struct freeze_job *j)
 	return j->session ? gg_session_freeze_source(j->sf) : j->o.source;
 }
 
-/* A session that ended: from the snapshot of its sandbox, at its CE. */
-static int from_snapshot(struct gg_cli *cli, struct freeze_job *j, const struct gg_record *r,
-			 const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
-			 struct gg_err *err)
-{
-	struct gg_engine *e = cli_engine(cli);
-	struct gg_ce *ce = NULL;
-	if (!e)
-		return gg_err_set(err, GG_EFAIL, "no engine");
-	int rc = gg_engine_open_record_ce(e, r, &ce, err);
-	if (rc == 0)
-		rc = gg_session_freeze_snapshot(j->sf, ce, r, &j->o, cb, res, err);
-	gg_ce_free(ce);
-	return rc;
-}
-
 /* The freeze: of the session's sandbox, or of a source here with this machine's GPUs. */
 static int freeze(struct gg_cli *cli, struct freeze_job *j, const struct gg_record *r,
 		  struct freeze_bar *bar, struct gg_freeze_result *res, struct gg_err *err)
@@ -236,8 +218,8 @@ static int freeze(struct gg_cli *cli, struct freeze_job *j, const struct gg_reco
 					.warn = freeze_bar_warn,
 					.cancel = cli_cancel_cb,
 					.ud = bar};
-	if (j->session && gg_sess_state_ended(r->state))
-		return from_snapshot(cli, j, r, &cb, res, err);
+	if (j->session && gg_sess_state_ended(r->state)) /* from its snapshot, at its CE */
+		return gg_session_freeze_snapshot(j->sf, cli_engine(cli), r, &j->o, &cb, res, err);
 	if (j->session) {
 		gg_session_freeze_on_info(j->sf, freeze_bar_info, bar);
 		return gg_session_freeze(j->sf, cli_config(cli), r, &j->o, &cb, res, err);

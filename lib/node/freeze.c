@@ -603,7 +603,7 @@ static char *fetch_dir(struct gg_err *err)
 	return d;
 }
 
-int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_ce *ce,
+int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_engine *e,
 			       const struct gg_record *r, const struct gg_freeze_opts *o,
 			       const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
 			       struct gg_err *err)
@@ -628,8 +628,15 @@ int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_ce *ce,
 	struct gg_freeze_opts so = *o;
 	if (make_labels(sf, r, o, &so))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	char *dir = fetch_dir(err), *base = NULL, *snap = NULL;
-	int rc = dir ? fetch_snapshot(ce, r, dir, &base, &snap, err) : err->code;
+	struct gg_ce *ce = NULL;
+	if (!e)
+		return gg_err_set(err, GG_EFAIL,
+				  "no connection to the session's CE could be set up");
+	int rc = gg_engine_open_record_ce(e, r, &ce, err);
+	char *dir = rc == 0 ? fetch_dir(err) : NULL, *base = NULL, *snap = NULL;
+	if (rc == 0)
+		rc = dir ? fetch_snapshot(ce, r, dir, &base, &snap, err) : err->code;
+	gg_ce_free(ce);
 	if (rc == 0) {
 		sf->step = GG_SFREEZE_IMAGE;
 		struct stat st;
