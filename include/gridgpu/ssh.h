@@ -112,6 +112,35 @@ GG_API int gg_ssh_jump_parse(const char *j, struct gg_ssh_jump *out, struct gg_e
 GG_API int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra,
 			      struct gg_err *err);
 
+/* ---- jump hosts that ask for a second factor ------------------------------ */
+
+/* What gg_ssh_login does for each such hop of a site. */
+enum gg_ssh_login_op {
+	GG_LOGIN_OPEN,  /* open a master where none is up: ssh asks for the code on the
+			   terminal (gridgpu never sees it) */
+	GG_LOGIN_CHECK, /* GG_ENET when a hop has no master up */
+	GG_LOGIN_EXIT,  /* close the masters */
+};
+enum gg_ssh_login_state {
+	GG_LOGIN_UP,     /* a master is up (it was already) */
+	GG_LOGIN_DOWN,   /* none is */
+	GG_LOGIN_ASKING, /* ssh is about to ask for the code */
+	GG_LOGIN_OPENED, /* it opened one */
+	GG_LOGIN_CLOSED, /* it closed one */
+};
+/* Told each hop's state (k: 0 = the first jump host). */
+typedef void (*gg_ssh_login_fn)(void *ud, int k, enum gg_ssh_login_state s);
+/* op on every jump host of site that asks for a second factor (its
+ * second_factor key), in order; each master stays up for the site's
+ * control_persist unused (default GG_SSH_PERSIST_DEFAULT s). The generated
+ * config (p->config) must have been written (gg_engine_write_ssh_config): the
+ * masters log in through its hop blocks. Errors: GG_ECRED (the hop refused the
+ * code or the key), GG_ENET, GG_EUSAGE (no such hop). */
+#define GG_SSH_PERSIST_DEFAULT (4 * 3600)
+GG_API int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site,
+			enum gg_ssh_login_op op, gg_ssh_login_fn said, void *ud,
+			struct gg_err *err);
+
 /* ---- the libssh2 client ----------------------------------------------------- */
 
 /* One host on the way to a session's sshd. */
@@ -128,6 +157,12 @@ struct gg_ssh_hop {
 	int no_login;             /* last hop only: check the host key, do not log in
 				     (nothing to run then) */
 	const struct gg_log *log; /* first hop's: each hop reached or not (-v); or NULL */
+	const char *control;      /* this hop asks for a second factor: the control socket
+				     of its OpenSSH master ('gridgpu login'); the hops up
+				     to the last such hop are then OpenSSH's, and the next
+				     is reached through the master (ssh -W). NULL: none */
+	const char *login;        /* with control: the command that opens the master, for
+				     the error when none is up ("gridgpu login SITE") */
 };
 struct gg_ssh_conn;
 /* Connect to hops[n-1] through hops[0..n-2] (a direct-tcpip channel on each
@@ -161,7 +196,7 @@ struct gg_ssh_route {
 	struct gg_ssh_hop hops[GG_MAX_JUMPS + 1];
 	size_t n;
 	struct {
-		char *user, *host, *name;
+		char *user, *host, *name, *control, *login;
 	} bufs[GG_MAX_JUMPS + 1];
 };
 struct gg_record;

@@ -176,6 +176,16 @@ static int check_arch(const struct gg_site_key *k, const char *v, struct gg_err 
 	return 0;
 }
 
+/* A jump host's number, 1 to GG_MAX_JUMPS (second_factor). */
+static int check_hop_number(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	if (!digits(v, 1) || v[0] - '0' > GG_MAX_JUMPS)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--%s '%s': expected a jump host's number, 1 (the first) to %d",
+				  k->option, v, GG_MAX_JUMPS);
+	return 0;
+}
+
 #define CHECK_S(kind, field, option, shortopt, argname, dflt, flags, check, help) check_##check,
 #define CHECK_L(kind, field, count, max, noun, key, option, shortopt, argname, check, help) \
 	check_##check,

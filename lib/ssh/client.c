@@ -49,6 +49,7 @@ struct gg_ssh_conn {
 	int *socks;             /* the socket each session runs over */
 	struct pump *pumps;     /* n - 1 */
 	int timeout_ms;
+	pid_t mpid; /* the ssh that carries hop first's connection through a master */
 	gg_ssh_cancel_fn cancel;
 	void *cancel_ud;
 };
@@ -525,6 +526,7 @@ void gg_ssh_disconnect(struct gg_ssh_conn *c)
 		if (c->socks && c->socks[i] >= 0)
 			close(c->socks[i]);
 	}
+	gg_ssh_master_stream_end(-1, c->mpid);
 	free(c->sess);
 	free(c->socks);
 	free(c->pumps);
@@ -598,6 +600,7 @@ static struct gg_ssh_conn *conn_new(size_t n, int timeout_ms)
 		gg_ssh_disconnect(c);
 		return NULL;
 	}
+	c->mpid = -1;
 	for (size_t i = 0; i < n; i++)
 		c->socks[i] = -1;
 	for (size_t i = 0; i + 1 < n; i++)
@@ -646,6 +649,41 @@ static int open_tunnel(struct gg_ssh_conn *c, const struct gg_ssh_hop *hops, siz
 	return 0;
 }
 
+/* The last hop that asks for a second factor is OpenSSH's: its master (opened by
+ * gridgpu login) carries the next hop's connection (ssh -W). *first: the first
+ * hop libssh2 logs in to (0 when no hop asks for one). No master up: GG_ENET at
+ * once, naming the command that opens it. */
+static int through_master(struct gg_ssh_conn *c, const struct gg_ssh_hop *hops, size_t *first,
+			  size_t *at, struct gg_err *err)
+{
+	size_t m = c->n;
+	for (size_t i = 0; i < c->n; i++)
+		if (hops[i].control)
+			m = i;
+	if (m == c->n)
+		return 0;
+	char label[300];
+	hop_label(&hops[m], label, sizeof label);
+	*at = m;
+	if (m + 1 == c->n)
+		return gg_err_set(err, GG_EUSAGE,
+				  "%s asks for a second factor: gridgpu's own client cannot log "
+				  "in to it, only through it",
+				  label);
+	for (size_t i = 0; i <= m; i++)
+		if (hops[i].control && !gg_ssh_master_alive(hops[i].control)) {
+			hop_label(&hops[i], label, sizeof label);
+			*at = i;
+			return gg_ssh_master_missing(label, hops[i].login, err);
+		}
+	const struct gg_ssh_hop *next = &hops[m + 1];
+	int rc = gg_ssh_master_stream(hops[m].control, next->host, next->port, &c->socks[m + 1],
+				      &c->mpid, err);
+	*first = m + 1;
+	*at = m + 1;
+	return rc;
+}
+
 int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 		   struct gg_ssh_conn **out, size_t *failed, struct gg_err *err)
 {
@@ -662,10 +700,13 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 	if (!c)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	double t0 = now_ms();
-	int rc = tcp_connect(&hops[0], c->timeout_ms, &c->socks[0], err);
+	size_t first = 0;
+	int rc = through_master(c, hops, &first, &at, err);
+	if (rc == 0 && first == 0)
+		rc = tcp_connect(&hops[0], c->timeout_ms, &c->socks[0], err);
 	if (rc < 0)
-		log_hop(hops, 0, n, err ? err->msg : "failed", now_ms() - t0);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+		log_hop(hops, at, n, err ? err->msg : "failed", now_ms() - t0);
+	for (size_t i = first; rc == 0 && i < n; i++) {
 		at = i;
 		rc = open_session(c, &hops[i], i, err);
 		log_hop(hops, i, n, rc < 0 ? (err ? err->msg : "failed") : NULL, now_ms() - t0);
@@ -1050,6 +1091,8 @@ int gg_ssh_stream_finish(struct gg_ssh_stream *x, int abort, int *status, char *
 void gg_ssh_route_clear(struct gg_ssh_route *rt)
 {
 	for (size_t i = 0; i < rt->n; i++) {
+		free(rt->bufs[i].control);
+		free(rt->bufs[i].login);
 		free(rt->bufs[i].user);
 		free(rt->bufs[i].host);
 		free(rt->bufs[i].name);
@@ -1081,6 +1124,26 @@ static int add_hop(struct gg_ssh_route *rt, const char *user, const char *host, 
 	return 0;
 }
 
+/* Hop k of the route asks for a second factor: its master's socket. */
+static int master_hop(struct gg_ssh_route *rt, const struct gg_site *site, int k,
+		      struct gg_err *err)
+{
+	struct gg_ssh_paths p;
+	int rc = gg_ssh_paths_init(&p, err);
+	if (rc < 0)
+		return rc;
+	size_t i = rt->n - 1;
+	rt->bufs[i].control = gg_ssh_master_path(p.control, site, k, err);
+	gg_ssh_paths_clear(&p);
+	if (!rt->bufs[i].control)
+		return err->code;
+	if (!(rt->bufs[i].login = gg_strdup_printf("gridgpu login %s", site->name)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	rt->hops[i].control = rt->bufs[i].control;
+	rt->hops[i].login = rt->bufs[i].login;
+	return 0;
+}
+
 int gg_ssh_session_route(const struct gg_site *site, const struct gg_ssh_target *t,
 			 struct gg_ssh_route *rt, struct gg_err *err)
 {
@@ -1099,6 +1162,8 @@ int gg_ssh_session_route(const struct gg_site *site, const struct gg_ssh_target 
 		}
 		rc = add_hop(rt, jp.user, jp.host, jp.port, name, site->identity, site->known_hosts,
 			     NULL, err);
+		if (rc == 0 && gg_site_second_factor(site, k))
+			rc = master_hop(rt, site, k, err);
 	}
 	if (rc == 0) {
 		char name[128];

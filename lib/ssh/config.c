@@ -194,6 +194,25 @@ static int kw(FILE *f, const char *keyword, const char *field, const char *v, en
 	return 0;
 }
 
+/* A hop that asks for a second factor: ssh, scp, VS Code and the hops after it
+ * ride on the master 'gridgpu login' opened (never one of their own: no prompt
+ * nobody sees). */
+static int master_lines(FILE *f, const struct gg_site *site, int k, struct gg_err *err)
+{
+	struct gg_ssh_paths p;
+	int rc = gg_ssh_paths_init(&p, err);
+	char *ctl = rc == 0 ? gg_ssh_master_path(p.control, site, k, err) : NULL;
+	if (ctl)
+		rc = kw(f, "ControlPath", "control socket", ctl, GG_SSHV_PATH, err);
+	else if (rc == 0)
+		rc = err->code;
+	if (rc == 0)
+		fprintf(f, "  ControlMaster no\n");
+	free(ctl);
+	gg_ssh_paths_clear(&p);
+	return rc;
+}
+
 static int format_hop(FILE *f, const struct gg_site *site, int k, struct gg_err *err)
 {
 	struct gg_ssh_jump jp;
@@ -226,7 +245,7 @@ static int format_hop(FILE *f, const struct gg_site *site, int k, struct gg_err 
 			return rc;
 		fprintf(f, "  StrictHostKeyChecking yes\n");
 	}
-	return 0;
+	return gg_site_second_factor(site, k) ? master_lines(f, site, k, err) : 0;
 }
 
 /* Text written to a memory stream, then to f when all of it could be made:
@@ -390,7 +409,8 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 	for (size_t s = 0; cfg && s < cfg->nsites; s++) {
 		const struct gg_site *site = &cfg->sites[s];
 		struct gg_err err = {0};
-		if (!site_used(site, t, n))
+		/* (a site with a second-factor hop: for gridgpu login and plain ssh) */
+		if (!site_used(site, t, n) && !site->nsecond_factor)
 			continue;
 		char extra[64];
 		snprintf(extra, sizeof extra, "  ConnectTimeout %d\n  ServerAliveInterval 30\n",

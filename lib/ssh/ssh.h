@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/core.h"
 #include "gridgpu/ssh.h"
@@ -47,6 +48,26 @@ char *gg_ssh_cfg_value(const char *field, const char *value, enum gg_sshv kind, 
 int gg_ssh_keygen(const char *path, const char *comment, struct gg_err *err);
 /* Remove a key pair made by gg_ssh_keygen. */
 void gg_ssh_key_remove(const char *path);
+
+/* ---- second-factor hops (master.c) ---- */
+
+/* 1 when jump host k (0 = the first) of site asks for a second factor. */
+int gg_site_second_factor(const struct gg_site *site, int k);
+/* The site's control_persist in seconds, or the default. */
+int64_t gg_site_control_persist(const struct gg_site *site);
+/* The control socket of hop k's master: "CONTROL_DIR/hop.SITE.K" (malloc'd);
+ * NULL with GG_EUSAGE when too long for a socket. */
+char *gg_ssh_master_path(const char *control_dir, const struct gg_site *site, int k,
+			 struct gg_err *err);
+/* 1 when a master answers at path (a connect to the socket: no process run). */
+int gg_ssh_master_alive(const char *path);
+/* GG_ENET: "LABEL asks for a second factor and no login to it is open: run 'LOGIN'". */
+int gg_ssh_master_missing(const char *label, const char *login, struct gg_err *err);
+/* A stream to host:port through the master at control (ssh -S control -W):
+ * *fd one end of a socketpair, *pid the ssh; end with gg_ssh_master_stream_end. */
+int gg_ssh_master_stream(const char *control, const char *host, int port, int *fd, pid_t *pid,
+			 struct gg_err *err);
+void gg_ssh_master_stream_end(int fd, pid_t pid);
 
 /* ---- the libssh2 client (client.c) ---- */
 

@@ -8,7 +8,7 @@
 # namespace, the ports and the state dir come from the environment.  The
 # defaults give the historical site: netns ggsite, ports 9522-9524, 9543-9544.
 #   GG_TB_NS         network namespace (default ggsite)
-#   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, REST = +23,
+#   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, jumpotp (TOTP) = +8, REST = +23,
 #                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31,
 #                    storage element (root:// and https:// on one port) = +40,
 #                    its XCache = +41, its door (a redirector) = +42 (default 9520)
@@ -339,6 +339,7 @@ issuer|$TB_RUN/issuer.pid|oidc-issuer.py --dir $TB_DIR |$TB_NS|$TB_ISSUER_PORT
 jump2|$TB_RUN/jump2.pid|$TB_SSH/jump2/sshd_config |$TB_NS|$TB_JUMP2_PORT
 worker|$TB_RUN/worker.pid|$TB_SSH/worker/sshd_config |$TB_NS|$TB_WORKER_PORT
 jump1|$TB_RUN/jump1.pid|$TB_SSH/jump1/sshd_config ||$TB_JUMP1_PORT
+jumpotp|$TB_RUN/jumpotp.pid|$TB_SSH/jumpotp/sshd_config ||$((TB_PORT_BASE + 8))
 bridge-rest|$TB_RUN/bridge-rest.pid|TCP-LISTEN:$TB_REST_PORT,bind=127.0.0.1||$TB_REST_PORT
 bridge-jump2|$TB_RUN/bridge-jump2.pid|TCP-LISTEN:$TB_JUMP2_PORT,bind=127.0.0.1||$TB_JUMP2_PORT
 mariadb|$TB_RUN/mariadb.pid|mariadbd --no-defaults --datadir=$TB_VOMS/db |$TB_NS|

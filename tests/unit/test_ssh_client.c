@@ -199,6 +199,11 @@ static void test_key_matches(void **state)
 static void test_route(void **state)
 {
 	(void)state;
+	if (!dir[0])
+		skip();
+	/* the generated config's directories: the test's own */
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	setenv("XDG_RUNTIME_DIR", dir, 1);
 	struct gg_site site = {.name = "s", .njumps = 2, .identity = "/k", .known_hosts = "/kh"};
 	site.jumps[0] = "alice@jump1.example:2222";
 	site.jumps[1] = "jump2.example";
@@ -605,6 +610,108 @@ static void test_image_node_check(void **state)
 	assert_non_null(strstr(err.msg, "image-check login needs its jump hosts"));
 }
 
+/* A hop that asks for a second factor is reached through an OpenSSH master (here
+ * one opened with the key alone): the next hop rides on it (ssh -W); with no
+ * master up, the connection fails at once naming the command to run. */
+static void test_master(void **state)
+{
+	(void)state;
+	NEED_SSHD();
+	char ctl[128], cmd[1024];
+	snprintf(ctl, sizeof ctl, "%s/hop.s.1", dir);
+	snprintf(cmd, sizeof cmd,
+		 "ssh -F none -o BatchMode=yes -o UserKnownHostsFile=%s -o "
+		 "StrictHostKeyChecking=yes -i %s -o IdentitiesOnly=yes -p %d -M -S %s -N -f "
+		 "-o ControlPersist=60 127.0.0.1 2>/dev/null",
+		 path_kh, path_key, port, ctl);
+	assert_int_equal(run(cmd), 0);
+	assert_true(gg_ssh_master_alive(ctl));
+	struct gg_ssh_hop h[2];
+	h[0] = (struct gg_ssh_hop){.host = "127.0.0.1",
+				   .port = port,
+				   .name = "jump host 1",
+				   .control = ctl,
+				   .login = "gridgpu login s"};
+	h[1] = direct();
+	struct gg_ssh_conn *c = NULL;
+	struct gg_err err = {0};
+	size_t failed = 99;
+	assert_int_equal(gg_ssh_connect(h, 2, 10000, &c, &failed, &err), 0);
+	assert_int_equal(failed, 2);
+	char *out = NULL;
+	size_t len = 0;
+	int st = -1;
+	assert_int_equal(gg_ssh_exec_capture(c, "echo through", 200, &out, &len, &st, NULL, &err),
+			 0);
+	assert_string_equal(out, "through\n");
+	free(out);
+	gg_ssh_disconnect(c);
+	/* the last hop cannot be one: nothing would run libssh2's login */
+	c = NULL;
+	assert_int_equal(gg_ssh_connect(h, 1, 10000, &c, &failed, &err), GG_EUSAGE);
+	assert_null(c);
+	/* no master: at once, one line naming the command */
+	snprintf(cmd, sizeof cmd, "ssh -F none -S %s -O exit x 2>/dev/null", ctl);
+	assert_int_equal(run(cmd), 0);
+	for (int i = 0; i < 100 && gg_ssh_master_alive(ctl); i++) {
+		struct timespec t = {0, 20 * 1000000L};
+		nanosleep(&t, NULL);
+	}
+	assert_false(gg_ssh_master_alive(ctl));
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(gg_ssh_connect(h, 2, 10000, &c, &failed, &err), GG_ENET);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec < 2);
+	assert_int_equal(failed, 0);
+	assert_non_null(strstr(err.msg, "run 'gridgpu login s'"));
+	assert_null(strchr(err.msg, '\n'));
+}
+
+/* The profile's second_factor hops, their sockets and the config's lines. */
+static void test_master_config(void **state)
+{
+	(void)state;
+	if (!dir[0])
+		skip();
+	/* the generated config's directories: the test's own */
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	struct gg_site site = {.name = "s", .njumps = 2, .jumps = {"u@a.example", "u@b.example"}};
+	site.second_factor[0] = "2";
+	site.nsecond_factor = 1;
+	assert_false(gg_site_second_factor(&site, 0));
+	assert_true(gg_site_second_factor(&site, 1));
+	assert_int_equal(gg_site_control_persist(&site), GG_SSH_PERSIST_DEFAULT);
+	site.control_persist = 600;
+	assert_int_equal(gg_site_control_persist(&site), 600);
+	struct gg_err err = {0};
+	char *p = gg_ssh_master_path("/run/x", &site, 1, &err);
+	assert_string_equal(p, "/run/x/hop.s.2");
+	free(p);
+	char longdir[120];
+	memset(longdir, 'd', sizeof longdir - 1);
+	longdir[0] = '/';
+	longdir[sizeof longdir - 1] = '\0';
+	assert_null(gg_ssh_master_path(longdir, &site, 1, &err));
+	assert_int_equal(err.code, GG_EUSAGE);
+	assert_false(gg_ssh_master_alive("/no/such/socket"));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(gg_ssh_format_hops(f, &site, NULL, &err), 0);
+	fclose(f);
+	/* hop 2 only: a ControlPath and no master of its own */
+	char *h2 = strstr(buf, "Host gridgpu-hop.s.2");
+	assert_non_null(h2);
+	char *cp = strstr(buf, "ControlPath");
+	assert_non_null(cp);
+	assert_true(cp > h2);
+	assert_non_null(strstr(cp, "/hop.s.2\""));
+	assert_non_null(strstr(h2, "ControlMaster no"));
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,6 +725,8 @@ int main(void)
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_known_hosts_lines),
 		cmocka_unit_test(test_image_node_check),
+		cmocka_unit_test(test_master),
+		cmocka_unit_test(test_master_config),
 	};
 	return cmocka_run_group_tests_name("ssh client", tests, setup, teardown);
 }

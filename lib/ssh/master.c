@@ -1,0 +1,274 @@
+/* Jump hosts that ask for a second factor (a one-time code typed at a prompt):
+ * `gridgpu login` opens one OpenSSH master connection per such hop, with the
+ * prompt on the user's terminal (gridgpu never sees the code), its control
+ * socket in the private control directory; everything else rides on it: the
+ * generated ssh config names the socket (ControlPath), and the libssh2 client
+ * reaches the hop after it through a stream the master provides
+ * (`ssh -S SOCKET -W HOST:PORT`, gg_ssh_master_stream). When no master is up, a
+ * command fails at once saying to run `gridgpu login SITE`, instead of hanging
+ * on a prompt nobody sees. */
+#include "ssh/ssh.h"
+#include "core/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ssh binds "PATH.XXXXXXXXXXXXXXXX" first: 17 more than the socket's path,
+ * within sun_path's 108 bytes. */
+#define SOCKET_PATH_MAX (107 - 17)
+
+int gg_site_second_factor(const struct gg_site *site, int k)
+{
+	for (int i = 0; site && i < site->nsecond_factor; i++)
+		if (atoi(site->second_factor[i]) == k + 1)
+			return 1;
+	return 0;
+}
+
+int64_t gg_site_control_persist(const struct gg_site *site)
+{
+	return site && site->control_persist > 0 ? site->control_persist : GG_SSH_PERSIST_DEFAULT;
+}
+
+char *gg_ssh_master_path(const char *control_dir, const struct gg_site *site, int k,
+			 struct gg_err *err)
+{
+	char *p = gg_strdup_printf("%s/hop.%s.%d", control_dir, site->name, k + 1);
+	if (!p) {
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (strlen(p) > SOCKET_PATH_MAX) {
+		gg_err_set(err, GG_EUSAGE,
+			   "the control socket '%s' is too long for ssh: use a shorter site "
+			   "name, or set XDG_RUNTIME_DIR to a short private directory",
+			   p);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int gg_ssh_master_alive(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (!path || strlen(path) >= sizeof a.sun_path)
+		return 0;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+	close(fd);
+	return ok;
+}
+
+int gg_ssh_master_missing(const char *label, const char *login, struct gg_err *err)
+{
+	return gg_err_set(err, GG_ENET,
+			  "%s asks for a second factor and no login to it is open: run '%s' "
+			  "(it asks for the code once)",
+			  label, login ? login : "gridgpu login");
+}
+
+int gg_ssh_master_stream(const char *control, const char *host, int port, int *fd, pid_t *pid,
+			 struct gg_err *err)
+{
+	*fd = -1;
+	*pid = -1;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "socketpair");
+	char target[300];
+	snprintf(target, sizeof target, "%s%s%s:%d", strchr(host, ':') ? "[" : "", host,
+		 strchr(host, ':') ? "]" : "", port ? port : 22);
+	/* No config (-F none) and a host name that resolves nowhere: when the
+	 * master is gone after all, ssh cannot fall back to a login of its own. */
+	char *argv[] = {"ssh",
+			"-F",
+			"none",
+			"-o",
+			"BatchMode=yes",
+			"-o",
+			"ControlMaster=no",
+			"-S",
+			(char *)control,
+			"-W",
+			target,
+			"gridgpu-master.invalid",
+			NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	gg_run_spawn_attr(&at);
+	int e = posix_spawnp(pid, "ssh", &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(sv[1]);
+	if (e) {
+		close(sv[0]);
+		*pid = -1;
+		return gg_err_sys(err, GG_EFAIL, e, "running ssh (install openssh-client)");
+	}
+	*fd = sv[0];
+	return 0;
+}
+
+void gg_ssh_master_stream_end(int fd, pid_t pid)
+{
+	if (fd >= 0)
+		close(fd);
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- gridgpu login ------------------------------------------------------------------- */
+
+/* The last line of file with text in it, in buf. */
+static void last_line(const char *file, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	FILE *f = fopen(file, "re");
+	char line[512];
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0])
+			snprintf(buf, len, "%s", line);
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Open the master of hop k: ssh itself asks for the code on the terminal. */
+static int open_master(const struct gg_ssh_paths *p, const struct gg_site *site, int k,
+		       const char *ctl, struct gg_err *err)
+{
+	char host[64], persist[48], ctlopt[200], log[200];
+	snprintf(host, sizeof host, "gridgpu-hop.%s.%d", site->name, k + 1);
+	snprintf(persist, sizeof persist, "ControlPersist=%llds",
+		 (long long)gg_site_control_persist(site));
+	snprintf(ctlopt, sizeof ctlopt, "ControlPath=%s", ctl);
+	snprintf(log, sizeof log, "%s.log", ctl);
+	unlink(log);
+	char *argv[] = {"ssh",
+			"-F",
+			p->config,
+			"-o",
+			"ControlMaster=yes",
+			"-o",
+			ctlopt,
+			"-o",
+			persist,
+			"-o",
+			"BatchMode=no",
+			"-o",
+			"NumberOfPasswordPrompts=1",
+			"-E",
+			log,
+			"-N",
+			"-f",
+			host,
+			NULL};
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	pid_t pid;
+	int e = posix_spawnp(&pid, "ssh", NULL, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	if (e)
+		return gg_err_sys(err, GG_EFAIL, e, "running ssh (install openssh-client)");
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	char why[400];
+	last_line(log, why, sizeof why);
+	char *said = gg_str_printable(why, strlen(why));
+	int rc = 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && gg_ssh_master_alive(ctl))
+		rc = 0;
+	else if (strstr(why, "Permission denied") || strstr(why, "Authentication failed"))
+		rc = gg_err_set(
+			err, GG_ECRED,
+			"jump host %d of site %s refused the login (a wrong or used code?): "
+			"run 'gridgpu login %s' again with the next code",
+			k + 1, site->name, site->name);
+	else if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 255 && !why[0]))
+		rc = gg_err_set(err, GG_EINTR, "interrupted");
+	else
+		rc = gg_err_set(err, GG_ENET, "cannot log in to jump host %d of site %s: %s", k + 1,
+				site->name, said && *said ? said : "ssh failed");
+	free(said);
+	return rc;
+}
+
+/* ssh -O OP for the master at ctl (check, exit). */
+static int master_op(const char *ctl, const char *op)
+{
+	char *argv[] = {"ssh",       "-F", "none",     "-S",
+			(char *)ctl, "-O", (char *)op, "gridgpu-master.invalid",
+			NULL};
+	struct gg_run r;
+	struct gg_err e = {0};
+	if (gg_run_capture(argv, 10000, 1024, &r, &e) < 0)
+		return -1;
+	int st = r.status;
+	gg_run_clear(&r);
+	return st;
+}
+
+int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site, enum gg_ssh_login_op op,
+		 gg_ssh_login_fn said, void *ud, struct gg_err *err)
+{
+	int any = 0;
+	for (int k = 0; k < site->njumps; k++) {
+		if (!gg_site_second_factor(site, k))
+			continue;
+		any = 1;
+		char *ctl = gg_ssh_master_path(p->control, site, k, err);
+		if (!ctl)
+			return err->code;
+		int alive = gg_ssh_master_alive(ctl), rc = 0;
+		enum gg_ssh_login_state s = alive ? GG_LOGIN_UP : GG_LOGIN_DOWN;
+		if (op == GG_LOGIN_OPEN && !alive) {
+			if (said)
+				said(ud, k, GG_LOGIN_ASKING);
+			rc = open_master(p, site, k, ctl, err);
+			s = GG_LOGIN_OPENED;
+		} else if (op == GG_LOGIN_EXIT && alive) {
+			master_op(ctl, "exit");
+			s = gg_ssh_master_alive(ctl) ? GG_LOGIN_UP : GG_LOGIN_CLOSED;
+		} else if (op == GG_LOGIN_CHECK && !alive) {
+			rc = gg_err_set(err, GG_ENET,
+					"jump host %d of site %s has no login open: run 'gridgpu "
+					"login %s'",
+					k + 1, site->name, site->name);
+		}
+		free(ctl);
+		if (rc < 0)
+			return rc;
+		if (said)
+			said(ud, k, s);
+	}
+	if (!any)
+		return gg_err_set(err, GG_EUSAGE,
+				  "site %s has no jump host that asks for a second factor (gridgpu "
+				  "site set %s second-factor N)",
+				  site->name, site->name);
+	return 0;
+}
