@@ -84,6 +84,20 @@ static int wait_ready(struct gg_cli *cli, struct gg_engine *e, struct gg_record 
 	return wrc < 0 ? ui_fail(cli, &err, "connect %s", r->name) : 0;
 }
 
+/* Jump hosts that ask for a second factor: on a terminal, their logins are
+ * opened (ssh asks for the code) where none is; else none open fails at once. */
+static int hop_logins(struct gg_cli *cli, const struct gg_ssh_paths *sp, const char *name,
+		      struct gg_err *err)
+{
+	struct gg_config *cfg = cli_config(cli);
+	const struct gg_site *site = cfg && name ? gg_config_site(cfg, name) : NULL;
+	if (!site || !site->nsecond_factor || gg_ssh_logins_check(site, err) == 0)
+		return 0;
+	if (!isatty(STDIN_FILENO))
+		return err->code;
+	return gg_ssh_login(sp, site, GG_LOGIN_OPEN, NULL, NULL, err);
+}
+
 int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 {
 	int c, nowait = 0;
@@ -139,7 +153,8 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 		goto out;
 	}
 	struct gg_ssh_paths sp;
-	if (gg_ssh_paths_init(&sp, &err) < 0 || gg_engine_write_ssh_config(e, &err) < 0) {
+	if (gg_ssh_paths_init(&sp, &err) < 0 || gg_engine_write_ssh_config(e, &err) < 0 ||
+	    hop_logins(cli, &sp, r.site, &err) < 0) {
 		rc = ui_fail(cli, &err, "connect %s", name);
 		goto out;
 	}

@@ -141,6 +141,11 @@ GG_API int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site
 			enum gg_ssh_login_op op, gg_ssh_login_fn said, void *ud,
 			struct gg_err *err);
 
+/* 0 when every jump host of site that asks for a second factor has its master
+ * up (or none asks); else GG_ENET at once, one line naming the command to run
+ * ("gridgpu login SITE"). What a command that needs the hops checks first. */
+GG_API int gg_ssh_logins_check(const struct gg_site *site, struct gg_err *err);
+
 /* ---- the libssh2 client ----------------------------------------------------- */
 
 /* One host on the way to a session's sshd. */

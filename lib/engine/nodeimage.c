@@ -38,7 +38,10 @@ static int run_check(const struct gg_site *site, const char *path, const struct 
 	struct gg_ssh_jump jp[GG_MAX_JUMPS];
 	struct gg_ssh_hop hops[GG_MAX_JUMPS];
 	char names[GG_MAX_JUMPS][32];
+	struct gg_ssh_masters ms;
 	int rc = jump_hops(site, jp, hops, names, err);
+	if (rc == 0)
+		rc = gg_ssh_hops_masters(site, hops, &ms, err);
 	if (rc < 0)
 		return rc;
 	hops[0].log = log;

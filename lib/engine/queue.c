@@ -77,7 +77,10 @@ static int ask_login(struct gg_engine *e, const struct gg_site *site, const char
 	struct gg_ssh_conn *c = NULL;
 	int status = 0;
 	char *errtext = NULL;
+	struct gg_ssh_masters ms;
 	int rc = login_hops(site, jp, h, err);
+	if (rc == 0)
+		rc = gg_ssh_hops_masters(site, h, &ms, err);
 	if (rc == 0)
 		h[0].log = &e->log;
 	if (rc == 0)

@@ -76,6 +76,10 @@ static int prepare(struct run *x, struct gg_err *err)
 							  : NULL;
 	if (res && (rc = gg_jd_gpu_check(res, x->s->site, err)) < 0)
 		return rc;
+	/* a session is reached through the jump hosts: one that asks for a second
+	 * factor must have its login open, or the wait would end in it */
+	if (x->s->session && (rc = gg_ssh_logins_check(site, err)) < 0)
+		return rc;
 	if ((rc = gg_auth_find(site, x->r.auth, x->r.walltime, &x->auth, err)) < 0)
 		return rc;
 	/* storage files that cannot work: told before anything is written */

@@ -19,6 +19,7 @@
 #include "node/node.h"
 #include "store/store.h"
 #include "node/sshview.h"
+#include "core/run.h"
 #include "ssh/ssh.h"
 
 #define SOURCE_LABEL "org.gridgpu.source="
@@ -50,6 +51,8 @@ struct gg_session_freeze {
 	/* the stream */
 	struct gg_ssh_conn *conn;
 	struct gg_ssh_stream *stream;
+	struct gg_ssh_ostream *ostream; /* the bulk stream by OpenSSH */
+	char *ssh_dir;                  /* its config */
 	int fd;
 	uint64_t bytes;
 	int done, rc; /* the stream's end was read (source_end), its result */
@@ -85,7 +88,15 @@ static int stream_finish(struct gg_session_freeze *sf, int abort, int *status, c
 		sf->bytes = gg_ssh_stream_bytes(sf->stream);
 		rc = gg_ssh_stream_finish(sf->stream, abort, status, said, err);
 	}
+	if (sf->ostream) {
+		sf->bytes = gg_ssh_ostream_bytes(sf->ostream);
+		rc = gg_ssh_ostream_finish(sf->ostream, abort, status, said, err);
+	}
 	sf->stream = NULL;
+	sf->ostream = NULL;
+	gg_ssh_temp_config_remove(sf->ssh_dir);
+	free(sf->ssh_dir);
+	sf->ssh_dir = NULL;
 	gg_ssh_disconnect(sf->conn);
 	sf->conn = NULL;
 	return rc;
@@ -95,7 +106,7 @@ void gg_session_freeze_free(struct gg_session_freeze *sf)
 {
 	if (!sf)
 		return;
-	if (sf->conn) {
+	if (sf->conn || sf->ostream) {
 		int st;
 		char *said;
 		stream_finish(sf, 1, &st, &said, NULL);
@@ -348,6 +359,33 @@ static int node_unfrozen(struct gg_session_freeze *sf, struct gg_err *err)
 	return 0;
 }
 
+/* The bulk stream by the user's OpenSSH, when there is one (GRIDGPU_BULK_SSH=libssh2:
+ * libssh2's, as before): the same hops, masters and pinned host key, from a config
+ * written for this session alone. 1 when there is no ssh (libssh2's then). */
+static int openssh_stream(struct gg_session_freeze *sf, const struct gg_config *cfg,
+			  const struct gg_record *r, const char *cmd, struct gg_err *err)
+{
+	const char *want = getenv("GRIDGPU_BULK_SSH");
+	char *ssh = want && strcmp(want, "libssh2") == 0 ? NULL : gg_which("ssh");
+	if (!ssh)
+		return 1;
+	free(ssh);
+	struct gg_ssh_target t;
+	gg_record_ssh_target(r, &t);
+	struct gg_ssh_paths p;
+	int rc = gg_ssh_paths_init(&p, err);
+	if (rc == 0)
+		rc = gg_ssh_temp_config(&p, cfg, &t, &sf->ssh_dir, err);
+	char *file = rc == 0 ? gg_strdup_printf("%s/config", sf->ssh_dir) : NULL;
+	if (rc == 0 && !file)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = gg_ssh_ostream_start(file, t.name, cmd, &sf->fd, &sf->ostream, err);
+	free(file);
+	gg_ssh_paths_clear(&p);
+	return rc;
+}
+
 /* Connect to the session's sshd, read its GPU record, start the node's tar. */
 static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg,
 		       const struct gg_record *r, struct gg_err *err)
@@ -371,8 +409,13 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 		node_gpus(sf, r);
 	if (rc == 0 && !sf->path && (rc = cancelled(sf, err)) == 0)
 		rc = node_unfrozen(sf, err);
-	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
+	if (rc == 0 && (rc = cancelled(sf, err)) == 0 &&
+	    (rc = openssh_stream(sf, cfg, r, cmd, err)) == 0) {
+		gg_ssh_disconnect(sf->conn); /* what the node said is read */
+		sf->conn = NULL;
+	} else if (rc == 1) {
 		rc = gg_ssh_stream_start(sf->conn, cmd, &sf->fd, &sf->stream, err);
+	}
 	free(cmd);
 	if (rc < 0) {
 		gg_ssh_disconnect(sf->conn);

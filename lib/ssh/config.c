@@ -614,3 +614,53 @@ char *gg_ssh_home_note(const char *home, const char *include_path)
 				"%s/.ssh/config, or run this with HOME=%s",
 				res->pw_dir, home, include_path, res->pw_dir, res->pw_dir);
 }
+
+int gg_ssh_temp_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
+		       const struct gg_ssh_target *t, char **dir, struct gg_err *err)
+{
+	*dir = gg_strdup_printf("%s/tmp.XXXXXX", p->dir);
+	if (!*dir)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (!mkdtemp(*dir)) {
+		int rc = gg_err_sys(err, GG_EIO, errno, "'%s'", p->dir);
+		free(*dir);
+		*dir = NULL;
+		return rc;
+	}
+	struct gg_ssh_paths q = *p;
+	q.config = gg_strdup_printf("%s/config", *dir);
+	q.known_hosts = gg_strdup_printf("%s/known_hosts", *dir);
+	char *alias = gg_ssh_host_alias(t);
+	char *kh = alias && t->host_key ? gg_strdup_printf("%s %s\n", alias, t->host_key) : NULL;
+	char *text = q.config && q.known_hosts ? gg_ssh_format_config(&q, cfg, t, 1, 0) : NULL;
+	int rc = !kh || !text ? gg_err_set(err, GG_ENOMEM, "out of memory") : 0;
+	if (rc == 0)
+		rc = gg_file_write_atomic(q.known_hosts, kh, strlen(kh), 0600, err);
+	if (rc == 0)
+		rc = gg_file_write_atomic(q.config, text, strlen(text), 0600, err);
+	free(alias);
+	free(kh);
+	free(text);
+	free(q.config);
+	free(q.known_hosts);
+	if (rc < 0) {
+		gg_ssh_temp_config_remove(*dir);
+		free(*dir);
+		*dir = NULL;
+	}
+	return rc;
+}
+
+void gg_ssh_temp_config_remove(const char *dir)
+{
+	if (!dir)
+		return;
+	const char *names[] = {"config", "known_hosts"};
+	for (size_t i = 0; i < 2; i++) {
+		char *f = gg_strdup_printf("%s/%s", dir, names[i]);
+		if (f)
+			unlink(f);
+		free(f);
+	}
+	rmdir(dir);
+}

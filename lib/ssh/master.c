@@ -232,6 +232,34 @@ static int master_op(const char *ctl, const char *op)
 	return st;
 }
 
+static int missing(const struct gg_site *site, int k, struct gg_err *err)
+{
+	char label[64], login[160];
+	snprintf(label, sizeof label, "jump host %d of site %s", k + 1, site->name);
+	snprintf(login, sizeof login, "gridgpu login %s", site->name);
+	return gg_ssh_master_missing(label, login, err);
+}
+
+int gg_ssh_logins_check(const struct gg_site *site, struct gg_err *err)
+{
+	if (!site || !site->nsecond_factor)
+		return 0;
+	struct gg_ssh_paths p;
+	int rc = gg_ssh_paths_init(&p, err);
+	for (int k = 0; rc == 0 && k < site->njumps; k++) {
+		if (!gg_site_second_factor(site, k))
+			continue;
+		char *ctl = gg_ssh_master_path(p.control, site, k, err);
+		if (!ctl)
+			rc = err->code;
+		else if (!gg_ssh_master_alive(ctl))
+			rc = missing(site, k, err);
+		free(ctl);
+	}
+	gg_ssh_paths_clear(&p);
+	return rc;
+}
+
 int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site, enum gg_ssh_login_op op,
 		 gg_ssh_login_fn said, void *ud, struct gg_err *err)
 {
@@ -254,10 +282,7 @@ int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site, enum 
 			master_op(ctl, "exit");
 			s = gg_ssh_master_alive(ctl) ? GG_LOGIN_UP : GG_LOGIN_CLOSED;
 		} else if (op == GG_LOGIN_CHECK && !alive) {
-			rc = gg_err_set(err, GG_ENET,
-					"jump host %d of site %s has no login open: run 'gridgpu "
-					"login %s'",
-					k + 1, site->name, site->name);
+			rc = missing(site, k, err);
 		}
 		free(ctl);
 		if (rc < 0)
@@ -271,4 +296,31 @@ int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site, enum 
 				  "site set %s second-factor N)",
 				  site->name, site->name);
 	return 0;
+}
+
+int gg_ssh_hops_masters(const struct gg_site *site, struct gg_ssh_hop *h, struct gg_ssh_masters *m,
+			struct gg_err *err)
+{
+	if (!site || !site->nsecond_factor)
+		return 0;
+	struct gg_ssh_paths p;
+	int rc = gg_ssh_paths_init(&p, err);
+	if (rc < 0)
+		return rc;
+	snprintf(m->login, sizeof m->login, "gridgpu login %s", site->name);
+	for (int k = 0; rc == 0 && k < site->njumps; k++) {
+		if (!gg_site_second_factor(site, k))
+			continue;
+		char *ctl = gg_ssh_master_path(p.control, site, k, err);
+		if (!ctl) {
+			rc = err->code;
+			break;
+		}
+		snprintf(m->ctl[k], sizeof m->ctl[k], "%s", ctl);
+		free(ctl);
+		h[k].control = m->ctl[k];
+		h[k].login = m->login;
+	}
+	gg_ssh_paths_clear(&p);
+	return rc;
 }

@@ -40,6 +40,14 @@ int gg_ssh_write_config(const struct gg_ssh_paths *p, const struct gg_config *cf
 char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
 			   const struct gg_ssh_target *t, size_t n, int windows);
 
+/* A config and known_hosts for target t alone (its site's hops, its pinned
+ * key), in a new private directory under p->dir: *dir (malloc'd), the config
+ * *dir/config. For a bulk stream by OpenSSH, right whatever the generated
+ * files say. Remove it with gg_ssh_temp_config_remove. */
+int gg_ssh_temp_config(const struct gg_ssh_paths *p, const struct gg_config *cfg,
+		       const struct gg_ssh_target *t, char **dir, struct gg_err *err);
+void gg_ssh_temp_config_remove(const char *dir);
+
 /* The value as written in the config (malloc'd), or NULL with err. */
 char *gg_ssh_cfg_value(const char *field, const char *value, enum gg_sshv kind, struct gg_err *err);
 
@@ -68,6 +76,29 @@ int gg_ssh_master_missing(const char *label, const char *login, struct gg_err *e
 int gg_ssh_master_stream(const char *control, const char *host, int port, int *fd, pid_t *pid,
 			 struct gg_err *err);
 void gg_ssh_master_stream_end(int fd, pid_t pid);
+
+/* Where the site's jump hosts h[0..njumps-1] ask for a second factor, their
+ * masters (control, login), the strings kept in m. */
+struct gg_ssh_masters {
+	char ctl[GG_MAX_JUMPS][108];
+	char login[160];
+};
+int gg_ssh_hops_masters(const struct gg_site *site, struct gg_ssh_hop *h, struct gg_ssh_masters *m,
+			struct gg_err *err);
+
+/* ---- bulk streams through OpenSSH (ostream.c) ---- */
+
+/* Run command on host (a Host of the ssh config file config) with the user's
+ * ssh (BatchMode, no master of its own, no compression); its output is read
+ * from *fd, as gg_ssh_stream_start's. GG_EFAIL when ssh cannot be run. */
+struct gg_ssh_ostream;
+int gg_ssh_ostream_start(const char *config, const char *host, const char *command, int *fd,
+			 struct gg_ssh_ostream **out, struct gg_err *err);
+/* As gg_ssh_stream_finish: ssh's own failure (exit 255) is GG_ENET with its
+ * last line. */
+int gg_ssh_ostream_finish(struct gg_ssh_ostream *x, int abort, int *status, char **errtext,
+			  struct gg_err *err);
+uint64_t gg_ssh_ostream_bytes(struct gg_ssh_ostream *x);
 
 /* ---- the libssh2 client (client.c) ---- */
 
