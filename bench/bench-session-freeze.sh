@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/bench-session-freeze.sh [BUILDDIR]: `gridgpu freeze --session S` (the
-# sandbox streamed from the node through the site's jump hosts, compressed on
-# the node: --link-comp zstd, gzip, none) beside the peer way, `ssh S tar |
+# sandbox streamed from the node through the site's jump hosts by the user's
+# OpenSSH, compressed on the node: --link-comp zstd, gzip, none; and zstd over
+# libssh2, GRIDGPU_BULK_SSH=libssh2, as before issue 49) beside the peer way, `ssh S tar |
 # gridgpu freeze -` through the same hops (ssh's own compression off, as the
 # generated config has it), in one run, on one session of the local test site.
 #
@@ -73,9 +74,9 @@ run_ssh() {
 	t1=$(now)
 	echo "$(python3 -c "print(round($t1 - $t0, 2))") $(awk '/bytes/ {print $1; exit}' dd.log)"
 }
-run_gg() { # LINK
+run_gg() { # LINK-COMP [libssh2]
 	t0=$(now)
-	"$GRIDGPU" --json freeze --force --session bs --link-comp "$1" -o "gg-$1.sif" >gg.json
+	GRIDGPU_BULK_SSH=${2:-openssh} "$GRIDGPU" --json freeze --force --session bs --link-comp "$1" -o "gg-$1.sif" >gg.json
 	t1=$(now)
 	echo "$(python3 -c "print(round($t1 - $t0, 2))") $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["received_bytes"])' gg.json)"
 }
@@ -86,6 +87,7 @@ for link in $LINKS; do
 	while [ "$i" -lt "$RUNS" ]; do
 		echo "$link ssh $(run_ssh)" >>results
 		for l in zstd gzip none; do echo "$link $l $(run_gg $l)" >>results; done
+		echo "$link libssh2 $(run_gg zstd libssh2)" >>results
 		i=$((i + 1))
 	done
 done
@@ -99,13 +101,14 @@ for line in open(sys.argv[1]):
         links.append(link)
     rows.setdefault((link, k), []).append((float(t), int(b)))
 names = {"ssh": "ssh S tar | gridgpu freeze -", "none": "freeze --session --link-comp none",
-         "gzip": "freeze --session --link-comp gzip", "zstd": "freeze --session (auto: zstd)"}
+         "gzip": "freeze --session --link-comp gzip", "zstd": "freeze --session (auto: zstd)",
+         "libssh2": "freeze --session, libssh2 (zstd)"}
 for link in links:
     base_t = statistics.median(t for t, _ in rows[(link, "ssh")])
     base_b = statistics.median(b for _, b in rows[(link, "ssh")])
     print("link: %s" % ("the site's loopback (unshaped)" if link == "loopback" else link + "/s (tc tbf)"))
     print("  %-38s %9s %8s %14s %8s" % ("", "wall s", "vs ssh", "link bytes", "vs ssh"))
-    for k in ("ssh", "none", "gzip", "zstd"):
+    for k in ("ssh", "none", "gzip", "zstd", "libssh2"):
         t = statistics.median(x for x, _ in rows[(link, k)])
         b = statistics.median(y for _, y in rows[(link, k)])
         print("  %-38s %9.2f %7.2fx %14d %7.2fx" % (names[k], t, t / base_t, b, b / base_b))

@@ -187,6 +187,31 @@ case_3_refused() {
 		X509_USER_PROXY="$T_TMP/untrusted.pem" --site tb request --walltime 1h
 	WANT_MSG=
 }
+# the test site's jump host that asks for a TOTP code (tests/testbed/totp.sh):
+# its master's socket in this test's own directory
+otp_site() {
+	export XDG_RUNTIME_DIR="$T_TMP/rt"
+	mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
+	"$GRIDGPU" site show otp >/dev/null 2>&1 ||
+		"$GRIDGPU" site add otp -q --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMPOTP" --jump "$GG_TB_JUMP1" \
+			--jump "$GG_TB_JUMP2" --identity "$GG_TB_SSH_KEY" --known-hosts "$GG_TB_SSH_KNOWN_HOSTS" \
+			--worker-address 127.0.0.1 --second-factor 1
+}
+case_3_code() {
+	otp_site
+	good=$("$GG_TB_TOTP_CODE" "$GG_TB_DIR")
+	n=$(printf '%s' "$good" | sed 's/^0*//')
+	printf '%06d\n' $(((${n:-0} + 1) % 1000000)) >"$T_TMP/bad.code"
+	python3 "$HERE/pty-run.py" --code "$T_TMP/bad.code" --timeout 60 -- \
+		sh -c "'$GRIDGPU' --json login otp >'$T_TMP/.stdout' 2>'$T_TMP/.stderr'; echo \$? >'$T_TMP/.rc'" >/dev/null 2>&1
+	RC=$(cat "$T_TMP/.rc") OUT=$(cat "$T_TMP/.stdout") ERR=$(cat "$T_TMP/.stderr")
+	check_error 3 "$2" "login with a wrong one-time code"
+}
+case_4_login() {
+	otp_site
+	want 4 "$2" "request through a second-factor hop with no login open" --site otp request --walltime 1h
+	want 4 "$2" "login --check with no login open" login --check otp
+}
 case_4_unreachable() {
 	want 4 "$2" "request to a CE that does not listen" --site down request --walltime 1h
 }
@@ -277,6 +302,8 @@ while IFS="$(printf '\t')" read -r status kinds text; do
 	"3:a proxy file that cannot be used"*) case_3_unusable "$status" "$kinds" ;;
 	"3:a user certificate that has expired"*) case_3_expired "$status" "$kinds" ;;
 	"3:a credential the CE refuses"*) case_3_refused "$status" "$kinds" ;;
+	"3:a one-time code a jump host refuses"*) case_3_code "$status" "$kinds" ;;
+	"4:a jump host that asks for a second factor with no login open"*) case_4_login "$status" "$kinds" ;;
 	"4:a CE that cannot be reached"*) case_4_unreachable "$status" "$kinds" ;;
 	"4:a CE that answers an error or something unusable"*) case_4_unusable "$status" "$kinds" ;;
 	"4:an SSH host key of a jump host that is not the known one"*) case_4_hostkey "$status" "$kinds" ;;

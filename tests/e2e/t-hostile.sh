@@ -286,10 +286,21 @@ fi
 covered="$covered|freeze||inspect||verify|"
 run_gg --json --version
 json_valid version
+# login (second-factor jump hosts): a hop number with a terminal escape or out
+# of range refused, naming the key; an odd site name never printed raw.
+run_gg site set odd second-factor "$(printf '1\033[2J')"
+refused_key second_factor "site set second-factor: a value with a terminal escape is refused"
+expect_fail "site set second-factor 99: refused" 2 "expected a jump host's number" site set odd second-factor 99
+run_gg login "$(printf 'x\033[2Jy')"
+printf '%s%s' "$OUT" "$ERR" >"$T_TMP/l.out"
+[ "$RC" != 0 ] && ! raw_controls "$T_TMP/l.out" >/dev/null && ok "login of a site named with ESC[2J: refused, nothing raw" ||
+	not_ok "login of an odd site name: $RC '$OUT' '$ERR'"
+run_gg login --check odd
+expect_eq "login --check of a site with no second-factor hop: usage (exit 2)" "$RC" 2
 # Every command, each sub-command: its --json document is checked above, or it
-# prints none (help, ssh-config, connect: text or ssh; proxy destroy, site
+# prints none (help, ssh-config, connect, login: text or ssh; proxy destroy, site
 # remove: nothing but errors, which are JSON documents, checked above).
-nodoc="|help||ssh-config||connect||proxy destroy||site remove|"
+nodoc="|help||ssh-config||connect||login||proxy destroy||site remove|"
 missing=""
 for c in $("$GRIDGPU" __complete commands); do
 	subs=$("$GRIDGPU" __complete subcommands "$c")
