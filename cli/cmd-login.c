@@ -56,7 +56,8 @@ int cmd_login(struct gg_cli *cli, int argc, char **argv)
 	if (!site)
 		return cli->cfg_exit;
 	struct gg_err err = {0};
-	if (op == GG_LOGIN_OPEN && !isatty(STDIN_FILENO)) {
+	/* (all open already: nothing to ask, no terminal needed) */
+	if (op == GG_LOGIN_OPEN && !isatty(STDIN_FILENO) && gg_ssh_logins_check(site, &err) < 0) {
 		gg_err_set(&err, GG_EUSAGE,
 			   "needs a terminal: ssh asks for the code there (run it in one)");
 		return ui_fail(cli, &err, "login %s", site->name);

@@ -53,6 +53,9 @@ struct gg_session_freeze {
 	struct gg_ssh_stream *stream;
 	struct gg_ssh_ostream *ostream; /* the bulk stream by OpenSSH */
 	char *ssh_dir;                  /* its config */
+	char *ssh_cfg, *ssh_ctl;        /* that config, and its master's socket (up) */
+	int ssh_own;                    /* that master is the freeze's own (closed after) */
+	const char *ssh_host;           /* the session's Host there (r's name) */
 	int fd;
 	uint64_t bytes;
 	int done, rc; /* the stream's end was read (source_end), its result */
@@ -72,6 +75,18 @@ int gg_session_freeze_new(struct gg_session_freeze **out, struct gg_err *err)
 			*out = sf = NULL;
 		}
 	return sf ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+/* The OpenSSH master of the freeze closed, its config removed. */
+static void openssh_close(struct gg_session_freeze *sf)
+{
+	if (sf->ssh_ctl && sf->ssh_own)
+		gg_ssh_omaster_close(sf->ssh_host, sf->ssh_ctl);
+	gg_ssh_temp_config_remove(sf->ssh_dir);
+	free(sf->ssh_dir);
+	free(sf->ssh_cfg);
+	free(sf->ssh_ctl);
+	sf->ssh_dir = sf->ssh_cfg = sf->ssh_ctl = NULL;
 }
 
 /* The node's tar, given up or waited for: its exit status, what it said. */
@@ -94,9 +109,7 @@ static int stream_finish(struct gg_session_freeze *sf, int abort, int *status, c
 	}
 	sf->stream = NULL;
 	sf->ostream = NULL;
-	gg_ssh_temp_config_remove(sf->ssh_dir);
-	free(sf->ssh_dir);
-	sf->ssh_dir = NULL;
+	openssh_close(sf);
 	gg_ssh_disconnect(sf->conn);
 	sf->conn = NULL;
 	return rc;
@@ -106,7 +119,7 @@ void gg_session_freeze_free(struct gg_session_freeze *sf)
 {
 	if (!sf)
 		return;
-	if (sf->conn || sf->ostream) {
+	if (sf->conn || sf->ostream || sf->ssh_dir) {
 		int st;
 		char *said;
 		stream_finish(sf, 1, &st, &said, NULL);
@@ -249,6 +262,41 @@ static void say(const struct gg_session_freeze *sf, int warn, const char *msg)
 		sf->info(sf->info_ud, msg);
 }
 
+/* A short command on the node, its output captured: over the freeze's OpenSSH
+ * master when it has one, else over libssh2. */
+static int node_exec(struct gg_session_freeze *sf, const char *cmd, size_t max, char **out,
+		     size_t *len, int *st, char **errtext, struct gg_err *err)
+{
+	if (sf->ssh_ctl)
+		return gg_ssh_ocapture(sf->ssh_cfg, sf->ssh_ctl, sf->ssh_host, cmd, max, out, len,
+				       st, errtext, err);
+	return gg_ssh_exec_capture(sf->conn, cmd, max, out, len, st, errtext, err);
+}
+
+/* The session's GPUs as its node recorded them (gg_session_node_gpus). */
+static int session_gpus(struct gg_session_freeze *sf, struct gg_err *err)
+{
+	if (!sf->ssh_ctl)
+		return gg_session_node_gpus(sf->conn, &sf->gpus, err);
+	char *out = NULL, *errtext = NULL, *cmd = gg_node_gpus_command();
+	size_t len = 0;
+	int st = -1;
+	int rc = cmd ? node_exec(sf, cmd, 64 * 1024, &out, &len, &st, &errtext, err)
+		     : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(cmd);
+	free(errtext);
+	if (rc == 0 && st != 0)
+		rc = gg_err_set(err, GG_EPROTO,
+				"the node did not say which GPUs the session has (exit %d)", st);
+	if (rc == 0 && strlen(out) != len)
+		rc = gg_err_set(err, GG_EPROTO,
+				"the node's record of the session's GPUs is not text");
+	if (rc == 0)
+		rc = gg_gpu_smi_provenance(out, &sf->gpus, err);
+	free(out);
+	return rc;
+}
+
 /* The environment was developed on the session's node, with the GPUs its job was
  * given: those are what the image records, not this machine's. Without them the image
  * is still made, and says it records no GPU. */
@@ -256,7 +304,7 @@ static void node_gpus(struct gg_session_freeze *sf, const struct gg_record *r)
 {
 	struct gg_err err = {0};
 	char *m = NULL;
-	if (gg_session_node_gpus(sf->conn, &sf->gpus, &err) < 0)
+	if (session_gpus(sf, &err) < 0)
 		m = gg_strdup_printf("the image records no GPUs: %s", err.msg);
 	else if (sf->gpus) /* what the site gave, for gridgpu sites: best effort */
 		gg_gpu_seen_save(r->site, r->name, sf->gpus, (int64_t)time(NULL), NULL);
@@ -316,16 +364,27 @@ static int keep_unfrozen(struct gg_session_freeze *sf, struct gg_unfrozen *u, si
 }
 
 /* Ask the node what the image will not carry; --strict: any of it is an error. */
+static int unfrozen_take(struct gg_session_freeze *sf, int rc, char *out, size_t len, int st,
+			 char *errtext, struct gg_err e, struct gg_err *err);
+
 static int node_unfrozen(struct gg_session_freeze *sf, struct gg_err *err)
 {
 	char *out = NULL, *errtext = NULL, *cmd = gg_node_unfrozen_command();
-	size_t len = 0, n = 0;
+	size_t len = 0;
 	int st = -1;
-	struct gg_unfrozen *u = NULL;
 	struct gg_err e = {0};
-	int rc = cmd ? gg_ssh_exec_capture(sf->conn, cmd, GG_UNFROZEN_MAX_TEXT, &out, &len, &st,
-					   &errtext, &e)
+	int rc = cmd ? node_exec(sf, cmd, GG_UNFROZEN_MAX_TEXT, &out, &len, &st, &errtext, &e)
 		     : gg_err_set(&e, GG_ENOMEM, "out of memory");
+	free(cmd);
+	return unfrozen_take(sf, rc, out, len, st, errtext, e, err);
+}
+
+/* What the look answered (out, errtext: taken), kept and said. */
+static int unfrozen_take(struct gg_session_freeze *sf, int rc, char *out, size_t len, int st,
+			 char *errtext, struct gg_err e, struct gg_err *err)
+{
+	size_t n = 0;
+	struct gg_unfrozen *u = NULL;
 	if (rc == 0 && st != 0) {
 		char *said = gg_str_printable(errtext ? errtext : "",
 					      errtext ? strcspn(errtext, "\n") : 0);
@@ -335,7 +394,6 @@ static int node_unfrozen(struct gg_session_freeze *sf, struct gg_err *err)
 	}
 	if (rc == 0)
 		rc = gg_unfrozen_parse(out, len, &u, &n, &e);
-	free(cmd);
 	free(out);
 	free(errtext);
 	if (rc == 0 && keep_unfrozen(sf, u, n) < 0)
@@ -359,11 +417,12 @@ static int node_unfrozen(struct gg_session_freeze *sf, struct gg_err *err)
 	return 0;
 }
 
-/* The bulk stream by the user's OpenSSH, when there is one (GRIDGPU_BULK_SSH=libssh2:
- * libssh2's, as before): the same hops, masters and pinned host key, from a config
- * written for this session alone. 1 when there is no ssh (libssh2's then). */
-static int openssh_stream(struct gg_session_freeze *sf, const struct gg_config *cfg,
-			  const struct gg_record *r, const char *cmd, struct gg_err *err)
+/* The user's OpenSSH, when there is one (GRIDGPU_BULK_SSH=libssh2: libssh2, as
+ * before): one master for the freeze (the same hops, their masters and the pinned
+ * host key, from a config written for this session alone), the node's answers and
+ * the bulk stream over it. 1 when there is no ssh. */
+static int openssh_open(struct gg_session_freeze *sf, const struct gg_config *cfg,
+			const struct gg_record *r, struct gg_err *err)
 {
 	const char *want = getenv("GRIDGPU_BULK_SSH");
 	char *ssh = want && strcmp(want, "libssh2") == 0 ? NULL : gg_which("ssh");
@@ -372,17 +431,34 @@ static int openssh_stream(struct gg_session_freeze *sf, const struct gg_config *
 	free(ssh);
 	struct gg_ssh_target t;
 	gg_record_ssh_target(r, &t);
+	sf->ssh_host = r->name;
 	struct gg_ssh_paths p;
 	int rc = gg_ssh_paths_init(&p, err);
 	if (rc == 0)
 		rc = gg_ssh_temp_config(&p, cfg, &t, &sf->ssh_dir, err);
-	char *file = rc == 0 ? gg_strdup_printf("%s/config", sf->ssh_dir) : NULL;
-	if (rc == 0 && !file)
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = gg_ssh_ostream_start(file, t.name, cmd, &sf->fd, &sf->ostream, err);
-	free(file);
+	/* The session's own master, as the generated config names it (ssh S, connect
+	 * and VS Code open it, kept 10 minutes): ridden on when up, else opened as
+	 * they would; without an id, one of the freeze's own. */
+	char *alias = rc == 0 && t.uid ? gg_ssh_host_alias(&t) : NULL;
+	char *ctl =
+		alias && strlen(alias) <= 40 ? gg_strdup_printf("%s/%s", p.control, alias) : NULL;
+	sf->ssh_own = !ctl;
+	free(alias);
 	gg_ssh_paths_clear(&p);
+	if (rc < 0)
+		return rc;
+	if (!ctl)
+		ctl = gg_strdup_printf("%s/m", sf->ssh_dir);
+	sf->ssh_cfg = gg_strdup_printf("%s/config", sf->ssh_dir);
+	if (!sf->ssh_cfg || !ctl)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0 && !sf->ssh_own && gg_ssh_master_alive(ctl))
+		sf->ssh_ctl = ctl;
+	else if (rc == 0 && (rc = gg_ssh_omaster_open(sf->ssh_cfg, sf->ssh_host, ctl,
+						      sf->ssh_own ? 3600 : 600, err)) == 0)
+		sf->ssh_ctl = ctl;
+	else
+		free(ctl);
 	return rc;
 }
 
@@ -399,9 +475,11 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 	char *cmd = gg_node_tar_command_with(sf->path, (const char *const *)sf->excl, sf->nexcl,
 					     (const char *const *)sf->inc, sf->ninc, sf->link);
 	struct gg_ssh_route rt;
-	rc = cmd ? gg_session_route(site, r, &rt, err)
-		 : gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (rc == 0) {
+	/* a hop that asks for a second factor: its login first, at once */
+	rc = cmd ? gg_ssh_logins_check(site, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = openssh_open(sf, cfg, r, err);
+	if (rc == 1 && (rc = gg_session_route(site, r, &rt, err)) == 0) {
 		rc = gg_ssh_connect(rt.hops, rt.n, 20000, &sf->conn, NULL, err);
 		gg_ssh_route_clear(&rt);
 	}
@@ -409,17 +487,16 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 		node_gpus(sf, r);
 	if (rc == 0 && !sf->path && (rc = cancelled(sf, err)) == 0)
 		rc = node_unfrozen(sf, err);
-	if (rc == 0 && (rc = cancelled(sf, err)) == 0 &&
-	    (rc = openssh_stream(sf, cfg, r, cmd, err)) == 0) {
-		gg_ssh_disconnect(sf->conn); /* what the node said is read */
-		sf->conn = NULL;
-	} else if (rc == 1) {
-		rc = gg_ssh_stream_start(sf->conn, cmd, &sf->fd, &sf->stream, err);
-	}
+	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
+		rc = sf->ssh_ctl ? gg_ssh_ostream_start(sf->ssh_cfg, sf->ssh_ctl, sf->ssh_host, cmd,
+							&sf->fd, &sf->ostream, err)
+				 : gg_ssh_stream_start(sf->conn, cmd, &sf->fd, &sf->stream, err);
 	free(cmd);
 	if (rc < 0) {
-		gg_ssh_disconnect(sf->conn);
-		sf->conn = NULL;
+		int st;
+		char *said = NULL;
+		stream_finish(sf, 1, &st, &said, NULL);
+		free(said);
 	}
 	return rc;
 }

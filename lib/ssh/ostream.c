@@ -155,8 +155,8 @@ static int spawn_ssh(struct gg_ssh_ostream *x, char *const argv[], struct gg_err
 	return 0;
 }
 
-int gg_ssh_ostream_start(const char *config, const char *host, const char *command, int *fd,
-			 struct gg_ssh_ostream **out, struct gg_err *err)
+int gg_ssh_ostream_start(const char *config, const char *ctl, const char *host, const char *command,
+			 int *fd, struct gg_ssh_ostream **out, struct gg_err *err)
 {
 	*out = NULL;
 	*fd = -1;
@@ -167,6 +167,8 @@ int gg_ssh_ostream_start(const char *config, const char *host, const char *comma
 	x->pid = -1;
 	/* BatchMode: nothing may prompt; no master of its own (a master that lingers
 	 * would hold the pipes); ssh's compression off, as the peer way has it. */
+	char ctlopt[200];
+	snprintf(ctlopt, sizeof ctlopt, "ControlPath=%s", ctl ? ctl : "none");
 	char *argv[] = {"ssh",
 			"-F",
 			(char *)config,
@@ -174,6 +176,8 @@ int gg_ssh_ostream_start(const char *config, const char *host, const char *comma
 			"BatchMode=yes",
 			"-o",
 			"ControlMaster=no",
+			"-o",
+			ctl ? ctlopt : "Compression=no",
 			"-o",
 			"Compression=no",
 			"-T",
@@ -247,4 +251,124 @@ int gg_ssh_ostream_finish(struct gg_ssh_ostream *x, int abort, int *status, char
 		*errtext = rc == 0 && x->elen ? strdup(x->ebuf) : NULL;
 	ostream_free(x);
 	return rc;
+}
+
+/* ---- one master for a few commands ------------------------------------------------------ */
+
+int gg_ssh_omaster_open(const char *config, const char *host, const char *ctl, int persist,
+			struct gg_err *err)
+{
+	char ctlopt[200], log[220], keep[48];
+	snprintf(ctlopt, sizeof ctlopt, "ControlPath=%s", ctl);
+	snprintf(keep, sizeof keep, "ControlPersist=%ds", persist);
+	snprintf(log, sizeof log, "%s.log", ctl);
+	char *argv[] = {"ssh",
+			"-F",
+			(char *)config,
+			"-o",
+			"BatchMode=yes",
+			"-o",
+			"ControlMaster=yes",
+			"-o",
+			ctlopt,
+			"-o",
+			"ControlPersist=yes",
+			"-o",
+			"Compression=no",
+			"-E",
+			log,
+			"-N",
+			"-f",
+			"--",
+			(char *)host,
+			NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	gg_run_spawn_attr(&at);
+	pid_t pid;
+	int e = posix_spawnp(&pid, "ssh", &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (e)
+		return gg_err_sys(err, GG_EFAIL, e, "running ssh (install openssh-client)");
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && gg_ssh_master_alive(ctl)) {
+		unlink(log);
+		return 0;
+	}
+	char line[512] = "";
+	FILE *f = fopen(log, "re");
+	for (char b[512]; f && fgets(b, sizeof b, f);)
+		if (b[strspn(b, " \t\r\n")])
+			memcpy(line, b, sizeof line);
+	if (f)
+		fclose(f);
+	unlink(log);
+	line[strcspn(line, "\r\n")] = '\0';
+	char *said = gg_str_printable(line, strlen(line));
+	int rc = gg_err_set(err, GG_ENET, "ssh failed: %s",
+			    said && *said ? said : "(it said nothing)");
+	free(said);
+	return rc;
+}
+
+void gg_ssh_omaster_close(const char *host, const char *ctl)
+{
+	char *argv[] = {"ssh", "-F", "none", "-S", (char *)ctl, "-O", "exit", (char *)host, NULL};
+	struct gg_run r;
+	struct gg_err e = {0};
+	if (gg_run_capture(argv, 10000, 1024, &r, &e) == 0)
+		gg_run_clear(&r);
+	unlink(ctl);
+}
+
+int gg_ssh_ocapture(const char *config, const char *ctl, const char *host, const char *command,
+		    size_t max, char **out, size_t *len, int *status, char **errtext,
+		    struct gg_err *err)
+{
+	int fd = -1;
+	struct gg_ssh_ostream *x = NULL;
+	*out = NULL;
+	*len = 0;
+	int rc = gg_ssh_ostream_start(config, ctl, host, command, &fd, &x, err);
+	if (rc < 0)
+		return rc;
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	int over = 0;
+	for (ssize_t r = 1; buf && r > 0;) {
+		if (n + 1 >= cap) {
+			char *nb = cap * 2 <= max + 2 ? realloc(buf, cap * 2) : NULL;
+			if (!nb) {
+				over = 1;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r > 0)
+			n += (size_t)r;
+		else if (r < 0 && errno == EINTR)
+			r = 1;
+	}
+	close(fd);
+	rc = gg_ssh_ostream_finish(x, over || !buf, status, errtext, err);
+	if (rc == 0 && (!buf || over || n > max))
+		rc = gg_err_set(err, buf ? GG_EPROTO : GG_ENOMEM,
+				"the command's output is larger than %zu bytes", max);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
 }

@@ -92,13 +92,24 @@ int gg_ssh_hops_masters(const struct gg_site *site, struct gg_ssh_hop *h, struct
  * ssh (BatchMode, no master of its own, no compression); its output is read
  * from *fd, as gg_ssh_stream_start's. GG_EFAIL when ssh cannot be run. */
 struct gg_ssh_ostream;
-int gg_ssh_ostream_start(const char *config, const char *host, const char *command, int *fd,
-			 struct gg_ssh_ostream **out, struct gg_err *err);
+int gg_ssh_ostream_start(const char *config, const char *ctl, const char *host, const char *command,
+			 int *fd, struct gg_ssh_ostream **out, struct gg_err *err);
 /* As gg_ssh_stream_finish: ssh's own failure (exit 255) is GG_ENET with its
  * last line. */
 int gg_ssh_ostream_finish(struct gg_ssh_ostream *x, int abort, int *status, char **errtext,
 			  struct gg_err *err);
 uint64_t gg_ssh_ostream_bytes(struct gg_ssh_ostream *x);
+/* ctl (may be NULL above): the socket of a master that host's commands ride on,
+ * opened by gg_ssh_omaster_open (one login for a few commands; it stays persist
+ * seconds after its last use), closed by gg_ssh_omaster_close. */
+int gg_ssh_omaster_open(const char *config, const char *host, const char *ctl, int persist,
+			struct gg_err *err);
+void gg_ssh_omaster_close(const char *host, const char *ctl);
+/* A command's output captured (at most max bytes, NUL-terminated, malloc'd), as
+ * gg_ssh_exec_capture's, through the master at ctl. */
+int gg_ssh_ocapture(const char *config, const char *ctl, const char *host, const char *command,
+		    size_t max, char **out, size_t *len, int *status, char **errtext,
+		    struct gg_err *err);
 
 /* ---- the libssh2 client (client.c) ---- */
 
