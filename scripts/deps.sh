@@ -14,7 +14,7 @@ nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-p
 valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace abigail-tools
 slurmctld slurmd slurm-client munge util-linux
 voms-server voms-mysql-plugin mariadb-server mariadb-client
-oidc-agent-cli liboidc-agent4 faketime
+oidc-agent-cli liboidc-agent4 faketime libpam-oath oathtool
 xrootd-server xrootd-server-plugins xrootd-plugins xrootd-client nordugrid-arc-plugins-xrootd
 nordugrid-arc-plugins-gfal gfal2 gfal2-plugin-http gfal2-plugin-xrootd davix"
 # benchmarks

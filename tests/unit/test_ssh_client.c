@@ -668,6 +668,63 @@ static void test_master(void **state)
 	assert_null(strchr(err.msg, '\n'));
 }
 
+/* Bulk streams and short commands by OpenSSH (ostream.c), over one master. */
+static void test_openssh(void **state)
+{
+	(void)state;
+	NEED_SSHD();
+	char cfg[128], ctl[128];
+	snprintf(cfg, sizeof cfg, "%s/ossh_config", dir);
+	snprintf(ctl, sizeof ctl, "%s/om", dir);
+	FILE *f = fopen(cfg, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"Host t\n  HostName 127.0.0.1\n  Port %d\n  IdentityFile %s\n  IdentitiesOnly "
+		"yes\n  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n",
+		port, path_key, path_kh);
+	fclose(f);
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_omaster_open(cfg, "t", ctl, 60, &err), 0);
+	assert_true(gg_ssh_master_alive(ctl));
+	char *out = NULL, *errtext = NULL;
+	size_t len = 0;
+	int st = -1;
+	assert_int_equal(gg_ssh_ocapture(cfg, ctl, "t", "echo out; echo said >&2; exit 3", 100,
+					 &out, &len, &st, &errtext, &err),
+			 0);
+	assert_string_equal(out, "out\n");
+	assert_int_equal(st, 3);
+	assert_non_null(errtext);
+	assert_string_equal(errtext, "said\n");
+	free(out);
+	free(errtext);
+	/* more than max: refused */
+	assert_int_equal(gg_ssh_ocapture(cfg, ctl, "t", "head -c 100000 /dev/zero", 1000, &out,
+					 &len, &st, NULL, &err),
+			 GG_EPROTO);
+	/* a stream: every byte read, and counted */
+	int fd = -1;
+	struct gg_ssh_ostream *x = NULL;
+	assert_int_equal(
+		gg_ssh_ostream_start(cfg, ctl, "t", "head -c 8388608 /dev/zero", &fd, &x, &err), 0);
+	char buf[65536];
+	size_t total = 0;
+	for (ssize_t r; (r = read(fd, buf, sizeof buf)) > 0;)
+		total += (size_t)r;
+	close(fd);
+	assert_int_equal(total, 8388608);
+	assert_int_equal(gg_ssh_ostream_bytes(x), 8388608);
+	assert_int_equal(gg_ssh_ostream_finish(x, 0, &st, NULL, &err), 0);
+	assert_int_equal(st, 0);
+	gg_ssh_omaster_close("t", ctl);
+	assert_false(gg_ssh_master_alive(ctl));
+	/* ssh's own failure: GG_ENET with its last line */
+	assert_int_equal(gg_ssh_ocapture(cfg, NULL, "no-such-host.invalid", "true", 100, &out, &len,
+					 &st, NULL, &err),
+			 GG_ENET);
+	assert_non_null(strstr(err.msg, "ssh failed: "));
+}
+
 /* The profile's second_factor hops, their sockets and the config's lines. */
 static void test_master_config(void **state)
 {
@@ -727,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_image_node_check),
 		cmocka_unit_test(test_master),
 		cmocka_unit_test(test_master_config),
+		cmocka_unit_test(test_openssh),
 	};
 	return cmocka_run_group_tests_name("ssh client", tests, setup, teardown);
 }
