@@ -289,7 +289,11 @@ json_valid version
 # login (second-factor jump hosts): a hop number with a terminal escape or out
 # of range refused, naming the key; an odd site name never printed raw.
 run_gg site set odd second-factor "$(printf '1\033[2J')"
-refused_key second_factor "site set second-factor: a value with a terminal escape is refused"
+printf '%s%s' "$OUT" "$ERR" >"$T_TMP/sf.out"
+[ "$RC" = 2 ] && printf '%s' "$ERR" | head -n 1 | grep -q -- "--second-factor '1\\\\x1b\[2J'" &&
+	! raw_controls "$T_TMP/sf.out" >/dev/null &&
+	ok "site set second-factor: a value with a terminal escape is refused, shown escaped" ||
+	not_ok "site set second-factor with ESC[2J: $RC '$ERR'"
 expect_fail "site set second-factor 99: refused" 2 "expected a jump host's number" site set odd second-factor 99
 run_gg login "$(printf 'x\033[2Jy')"
 printf '%s%s' "$OUT" "$ERR" >"$T_TMP/l.out"
