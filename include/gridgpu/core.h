@@ -261,7 +261,7 @@ enum gg_site_kind {
 	D(snapshot_time, "snapshot-time", "20s",                                                 \
 	  "time a session's snapshot at its end may take (0s: none)")                            \
 	S(GG_SK_TEXT, snapshot_max, "snapshot-max", 0, "SIZE", "2G", 0, size,                    \
-	  "largest snapshot of a session's changes kept (2G)")                                \
+	  "largest snapshot of a session's changes kept (2G)")                                   \
 	L(GG_SK_LIST, second_factor, nsecond_factor, GG_MAX_JUMPS, "second-factor hops",         \
 	  "second_factor", "second-factor", 0, "N", hop_number,                                  \
 	  "jump host N (1 = the first) asks for a second factor: 'gridgpu login' (repeat)")      \
