@@ -11,7 +11,10 @@
 #      submit --count N` of a job that sleeps, so that they stay queued or
 #      running; once the CE's states have settled, `gridgpu list --sync` beside
 #      `arcstat -a` on the same jobs (arcsync fills arcstat's job list from the
-#      CE), RUNS of each, interleaved A B A B; medians. Then the system calls of
+#      CE), RUNS of each, interleaved A B A B; medians; beside them the floor
+#      of a client that connects once per command: `curl` of A-REX's least
+#      answer (GET /rest) over one fresh TLS connection; the CPU of each
+#      command and of A-REX's WS daemon per run. Then the system calls of
 #      one unchanged sync (strace -c, when installed): fsync, rename, openat.
 #   2. 10,000 records simulated in the store, on two fake CEs that the fault
 #      proxy (tests/e2e/faultproxy.py, mode "jobs") answers for, one of them
@@ -67,19 +70,38 @@ trap cleanup EXIT INT TERM
 "$G" site add tb -q --ce "$GG_TB_CE_URL" --runtime bwrap
 
 # interleaved NAME=COMMAND ...: RUNS runs of each, in turn (A B A B); prints
-# "NAME median" lines (seconds)
+# "NAME median" lines (seconds); with CPU_PID set, each line ends with
+# "cpu=MS/MS": the median CPU of the command and of that process (A-REX's
+# WS/REST daemon, all its threads) per run, in ms
 interleaved() {
-	python3 - "$RUNS" "$@" <<'EOF'
-import statistics, subprocess, sys, time
-runs, cmds = int(sys.argv[1]), [a.split("=", 1) for a in sys.argv[2:]]
+	python3 - "$RUNS" "${CPU_PID:-0}" "$@" <<'EOF'
+import os, resource, statistics, subprocess, sys, time
+runs, pid, cmds = int(sys.argv[1]), int(sys.argv[2]), [a.split("=", 1) for a in sys.argv[3:]]
+tck = os.sysconf("SC_CLK_TCK")
+def pcpu():
+    try:
+        f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / tck
+    except (OSError, IndexError, ValueError):
+        return 0.0
+def ccpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 t = {n: [] for n, _ in cmds}
+cc = {n: [] for n, _ in cmds}
+sc = {n: [] for n, _ in cmds}
 for _ in range(runs):
     for n, c in cmds:
-        a = time.monotonic()
+        c0, s0, a = ccpu(), pcpu(), time.monotonic()
         subprocess.run(c, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t[n].append(time.monotonic() - a)
+        if pid:
+            time.sleep(0.05) # the daemon's threads done with the connection
+        cc[n].append(ccpu() - c0)
+        sc[n].append(pcpu() - s0)
 for n, _ in cmds:
-    print(n, "%.4f" % statistics.median(t[n]), " ".join("%.3f" % v for v in t[n]))
+    cpu = " cpu=%.0f/%.0f" % (1000 * statistics.median(cc[n]), 1000 * statistics.median(sc[n])) if pid else ""
+    print(n, "%.4f" % statistics.median(t[n]), " ".join("%.3f" % v for v in t[n]) + cpu)
 EOF
 }
 ms() { python3 -c 'import sys; print("%.0f" % (float(sys.argv[1]) * 1000))' "$1"; }
@@ -195,13 +217,19 @@ for (i,) in db.execute("select id from jobs").fetchall():
 db.commit()
 EOF
 njobs=$(arcstat -a -j "$W/jobs.dat" 2>/dev/null | grep -c '^Job:' || true)
-interleaved "sync=$G list --sync" "arcstat=arcstat -a -j $W/jobs.dat" \
+# the floor of any client that opens a connection per command: curl's one
+# TLS handshake with the proxy and A-REX's least answer (GET /rest, 17 bytes)
+floor="curl -s -o /dev/null --capath $X509_CERT_DIR --cert $X509_USER_PROXY --key $X509_USER_PROXY $GG_TB_CE_URL/rest"
+CPU_PID=$(cat "$GG_TB_DIR/run/arex-ws.pid" 2>/dev/null || echo 0) \
+	interleaved "sync=$G list --sync" "arcstat=arcstat -a -j $W/jobs.dat" "floor=$floor" \
 	${BEFORE:+"before=$BEFORE list --sync"} >"$W/t1.txt"
-g=$(field sync "$W/t1.txt"); a=$(field arcstat "$W/t1.txt")
+g=$(field sync "$W/t1.txt"); a=$(field arcstat "$W/t1.txt"); f=$(field floor "$W/t1.txt")
 printf '  %-44s %8s ms   %sx arcstat -a (target <= 0.5)\n' "gridgpu list --sync, $N unchanged jobs" "$(ms "$g")" "$(ratio "$g" "$a")"
 [ -z "${BEFORE:-}" ] || { b=$(field before "$W/t1.txt")
 	printf '  %-44s %8s ms   %sx arcstat -a\n' "the same, BEFORE's gridgpu" "$(ms "$b")" "$(ratio "$b" "$a")"; }
 printf '  %-44s %8s ms\n' "arcstat -a, $njobs jobs" "$(ms "$a")"
+printf '  %-44s %8s ms   %sx arcstat -a (the floor)\n' "curl: one handshake, A-REX's least answer" "$(ms "$f")" "$(ratio "$f" "$a")"
+echo "    (cpu=CLIENT/A-REX: median CPU ms per run of the command and of A-REX's WS daemon)"
 sed 's/^/    runs: /' "$W/t1.txt"
 echo "  one unchanged list --sync: $(syscalls "$G" list --sync)"
 names=$("$G" __complete sessions 2>/dev/null || true)

@@ -110,14 +110,19 @@ static int open_ce(struct batch *b, struct gg_err *err)
 	return rc < 0 ? gg_err_prefix(err, "delegating to %s", b->site->ce) : 0;
 }
 
-static void describe_all(struct batch *b)
+/* Each job's description; the batch's image from the site's storage when it
+ * could be put there once (shared: its URL), else uploaded with each job. */
+static void describe_all(struct batch *b, const char *shared)
 {
+	struct gg_job_spec q = *b->q; /* shallow: only image_url differs */
+	if (shared)
+		q.image_url = shared;
 	for (size_t i = 0; i < b->n; i++) {
 		struct bjob *j = b->jobs[i];
 		struct gg_err err = {0};
 		if (j->rc)
 			continue;
-		int rc = gg_job_describe(b->q, b->site, &j->r, &j->jd, &err);
+		int rc = gg_job_describe(&q, b->site, &j->r, &j->jd, &err);
 		if (rc == 0 && b->deleg)
 			rc = gg_jd_set(&j->jd.delegation_id, b->deleg, &err);
 		if (rc == 0)
@@ -332,7 +337,9 @@ static void batch_at(struct batch *b)
 	create_records(b);
 	if (open_ce(b, &err) < 0)
 		fail_all(b, err.code, &err);
-	describe_all(b);
+	char *shared = err.code ? NULL : gg_batch_share_image(b->e, &b->auth, b->q, b->site, b->n);
+	describe_all(b, shared);
+	free(shared);
 	if (post(b, &err) == 0)
 		record_ids(b);
 	for (size_t i = 0; i < b->n; i++)

@@ -125,6 +125,14 @@ int gg_engine_clean_one(struct gg_engine *e, struct gg_record *r, struct gg_err 
  * output_base (a name, not a pattern, and the site has one): the URL,
  * malloc'd; NULL when it stays in the CE's session directory. */
 char *gg_job_output_dest(const struct gg_job_spec *s, const struct gg_site *site, int i);
+/* submit --count: the image of njobs jobs put once at the site's storage
+ * (output_base, named by its SHA-256; not again when it is there whole), for
+ * the CE to fetch for each job: the URL the jobs name it by (a root:// one
+ * through the site's cache), or NULL (each job uploads its own: one job, no
+ * output_base, a node: or --image-url image, or the storage would not take
+ * it, said in a GG_NOTE_VERBOSE). malloc'd. */
+char *gg_batch_share_image(struct gg_engine *e, const struct gg_auth *a,
+			   const struct gg_job_spec *q, const struct gg_site *site, size_t njobs);
 
 /* The cache's SIF for a local image as it is now (jobimage.c): the path of
  * $XDG_CACHE_HOME/gridgpu/images/SRC-KEY-NAME.sif (the directory made when
