@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/http.h"
 #include "engine/engine_int.h"
 
 /* Jobs in one request at most: a request whose answer is lost leaves at most
@@ -346,6 +347,16 @@ static void batch_at(struct batch *b)
 		if (!b->jobs[i]->rc)
 			upload(b, b->jobs[i]);
 	settle(b);
+	struct gg_http *h = b->ce ? gg_ce_http(b->ce) : NULL;
+	int64_t sent, received;
+	if (h) {
+		gg_http_bytes(h, &sent, &received);
+		gg_engine_notef(
+			b->e, GG_NOTE_VERBOSE,
+			"%ld TLS connection(s) to the CE for %zu jobs, %lld bytes sent, %lld "
+			"received",
+			gg_http_connections(h), b->n, (long long)sent, (long long)received);
+	}
 }
 
 static void bjob_clear(struct bjob *j)

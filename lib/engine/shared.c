@@ -135,6 +135,12 @@ char *gg_batch_share_image(struct gg_engine *e, const struct gg_auth *a,
 	if (rc == 0)
 		rc = gg_http_new(&o, &h[1], &err);
 	char *at = rc == 0 ? put_once(e, h, https, url, q->image, (int64_t)st.st_size, &err) : NULL;
+	int64_t sent[2] = {0, 0}, got;
+	for (int i = 0; i < 2; i++)
+		if (h[i])
+			gg_http_bytes(h[i], &sent[i], &got);
+	gg_engine_notef(e, GG_NOTE_VERBOSE, "%lld bytes sent to the storage",
+			(long long)(sent[0] + sent[1]));
 	gg_http_free(h[0]);
 	gg_http_free(h[1]);
 	free(https);
