@@ -24,6 +24,7 @@ enum {
 	O_MATCH_DEV,
 	O_BIND,
 	O_CHECK,
+	O_INPUT_LIST,
 };
 
 const struct gg_opt cmd_submit_opts[] = {
@@ -35,6 +36,8 @@ const struct gg_opt cmd_submit_opts[] = {
 	 "a file left for 'gridgpu get', or one the CE uploads to storage (repeat)", O_OUTPUT},
 	{"name", 'n', OPT_ARG, "NAME", "name of the job (default job-N)", O_NAME},
 	{"count", 0, OPT_ARG, "N", "N jobs, spread over the sites given", O_COUNT},
+	{"input-list", 0, OPT_FILE, "FILE", "one job per line of FILE, the line its input",
+	 O_INPUT_LIST},
 	{"image-url", 0, OPT_ARG, "URL", "the image is already at the site: the CE fetches it",
 	 O_IMAGE_URL},
 	{"min-capability", 0, OPT_ARG, "X.Y", "lowest CUDA compute capability the job accepts",
@@ -57,7 +60,7 @@ const struct gg_opt cmd_submit_opts[] = {
 struct sub {
 	struct gg_job_spec *spec; /* storage URLs as parsed, the rest once all is */
 	struct gg_jd_resources res;
-	const char *image, *image_url;
+	const char *image, *image_url, *input_list;
 	char **cmd;
 	int ncmd, ninputs, noutputs, ndata_in, ndata_out;
 	const char *inputs[GG_JD_MAX], *outputs[GG_JD_MAX];
@@ -145,6 +148,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct sub *s)
 			       : add_file(cli, s->outputs, &s->noutputs, "--output patterns");
 	case O_NAME: s->name = v; break;
 	case O_IMAGE_URL: s->image_url = v; break;
+	case O_INPUT_LIST: s->input_list = v; break;
 	case O_DRY_RUN: s->dry_run = 1; break;
 	case O_MATCH_DEV: s->match_dev = 1; break;
 	case O_CHECK: s->check = 1; break;
@@ -187,8 +191,14 @@ static int check_sub(struct gg_cli *cli, struct sub *s)
 		return rc;
 	if (s->chk && !s->check)
 		return ui_usage(cli, "--session and --module go with --check");
-	if (s->name && s->count > 1)
+	if (s->name && (s->count > 1 || s->input_list))
 		return ui_usage(cli, "--name names one job: leave it out with --count");
+	if (s->input_list && s->count > 1)
+		return ui_usage(cli, "--input-list: its lines count the jobs: leave out --count");
+	if (s->input_list && (rc = cli_read_input_list(cli, s->input_list, s->spec)))
+		return rc;
+	if (s->input_list)
+		s->count = gg_job_spec_each_count(s->spec);
 	if (s->name && !gg_record_name_valid(s->name))
 		return ui_usage(cli,
 				"--name '%s': use a letter, then letters, digits, '.', '_', '-'",

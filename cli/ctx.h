@@ -62,6 +62,10 @@ int cli_submit_sites(struct gg_cli *cli, const struct gg_jd_resources *res, cons
 int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec, int count,
 		      const char *name, int token, const struct gg_site *const *sites, int nsites);
 
+/* submit --input-list FILE into spec (gg_job_spec_add_each_input), each line
+ * checked; 0 or the exit code after saying what is wrong. */
+int cli_read_input_list(struct gg_cli *cli, const char *path, struct gg_job_spec *spec);
+
 struct gg_store *cli_store(struct gg_cli *cli);
 /* A file of ours in libexec to stage (malloc'd): the session launcher, the
  * batch wrapper. NULL after saying that the (what) is missing (cmd: the

@@ -96,7 +96,7 @@ int cli_dry_run_jobs(struct gg_cli *cli, const struct gg_job_spec *spec,
 		struct gg_jobdesc jd = {0};
 		struct gg_err err = {0};
 		char *x = NULL;
-		if (gg_job_describe(spec, site, &r, &jd, &err) < 0 ||
+		if (gg_job_describe_nth(spec, site, &r, i, &jd, &err) < 0 ||
 		    gg_jd_xrsl(&jd, &x, &err) < 0) {
 			gg_jd_clear(&jd);
 			json_decref(all);

@@ -165,6 +165,7 @@ int cli_request_site(struct gg_cli *cli, const struct gg_jd_resources *res, cons
 /* --count N > 1: the jobs in bulk, each told as its fate is known. */
 struct many {
 	struct gg_cli *cli;
+	const struct gg_job_spec *spec;
 	json_t *done, *failed;
 	int count, nok, ntold, exit_code;
 	struct gg_err first;
@@ -183,8 +184,11 @@ static void each_job(void *ud, int index, int rc, const struct gg_record *r,
 		return;
 	}
 	/* the text on standard error; with --json, the document's "failed" */
-	int code = ui_fail(NULL, err, "submit: job %d of %d%s%s%s", index + 1, m->count,
-			   r ? " (" : "", r ? r->name : "", r ? ")" : "");
+	const char *item = gg_job_spec_each_input(m->spec, index);
+	char *in = item ? gg_str_printable(item, strlen(item)) : NULL;
+	int code = ui_fail(NULL, err, "submit: job %d of %d%s%s%s%s%s", index + 1, m->count,
+			   r ? " (" : "", r ? r->name : "", r ? ")" : "", in ? ", input " : "",
+			   in ? in : "");
 	if (!m->exit_code) {
 		m->exit_code = code;
 		m->first = *err; /* the document when none is submitted */
@@ -199,13 +203,20 @@ static void each_job(void *ud, int index, int rc, const struct gg_record *r,
 	free(msg);
 	if (r)
 		gg_json_set(o, "name", gg_json_text(r->name));
+	if (in)
+		gg_json_set(o, "input", gg_json_text(in));
+	free(in);
 	gg_json_append(m->failed, o);
 }
 
 static int submit_many(struct gg_cli *cli, const struct gg_job_spec *spec, int count, int token,
 		       const struct gg_site *const *sites, int nsites)
 {
-	struct many m = {.cli = cli, .done = json_array(), .failed = json_array(), .count = count};
+	struct many m = {.cli = cli,
+			 .spec = spec,
+			 .done = json_array(),
+			 .failed = json_array(),
+			 .count = count};
 	struct gg_err err = {0};
 	if (gg_engine_submit_many(cli_engine(cli), spec, sites, nsites, count, token, each_job, &m,
 				  &err) < 0 &&
@@ -243,7 +254,7 @@ int cli_submit_spread(struct gg_cli *cli, const struct gg_job_spec *spec, int co
 		      const char *name, int token, const struct gg_site *const *sites, int nsites)
 {
 	cli_catch_interrupt();
-	if (count > 1 && !name)
+	if ((count > 1 || gg_job_spec_each_count(spec)) && !name)
 		return submit_many(cli, spec, count, token, sites, nsites);
 	int exit_code = EXIT_OK, nok = 0;
 	json_t *done = json_array();

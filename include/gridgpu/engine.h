@@ -285,6 +285,21 @@ GG_API int gg_jd_storage_env(struct gg_jobdesc *jd, const struct gg_site *site, 
 GG_API char *gg_site_output_base(const struct gg_site *site);
 GG_API int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 			   const struct gg_record *r, struct gg_jobdesc *jd, struct gg_err *err);
+/* submit --input-list: one job per item, the item that job's own input besides
+ * the spec's (a local file uploaded, or a root://, davs://, https:// URL[:NAME]
+ * the CE fetches), by its last path element, which the job finds in
+ * $GRIDGPU_INPUT; at most GG_JOB_MAX_EACH. gg_engine_submit_many submits
+ * gg_job_spec_each_count jobs of such a spec (its count must be that). */
+#define GG_JOB_MAX_EACH 1000
+GG_API int gg_job_spec_add_each_input(struct gg_job_spec *q, const char *item, struct gg_err *err);
+GG_API int gg_job_spec_each_count(const struct gg_job_spec *q);
+/* The index'th item (from 0), or NULL. */
+GG_API const char *gg_job_spec_each_input(const struct gg_job_spec *q, int index);
+/* gg_job_describe of the index'th job (from 0) of a batch: with its own input
+ * when the spec has a list (gg_job_spec_add_each_input). */
+GG_API int gg_job_describe_nth(const struct gg_job_spec *s, const struct gg_site *site,
+			       const struct gg_record *r, int index, struct gg_jobdesc *jd,
+			       struct gg_err *err);
 /* The GPU an image was developed on (its provenance, from freeze). */
 struct gg_dev_gpu {
 	char cc[16];     /* compute capability "8.0", or "" */

@@ -123,7 +123,7 @@ static void describe_all(struct batch *b, const char *shared)
 		struct gg_err err = {0};
 		if (j->rc)
 			continue;
-		int rc = gg_job_describe(&q, b->site, &j->r, &j->jd, &err);
+		int rc = gg_job_describe_nth(&q, b->site, &j->r, j->index, &j->jd, &err);
 		if (rc == 0 && b->deleg)
 			rc = gg_jd_set(&j->jd.delegation_id, b->deleg, &err);
 		if (rc == 0)

@@ -379,3 +379,60 @@ int gg_job_image_check(const char *path, int64_t *part_offset, struct gg_dev_gpu
 	gg_sif_close(sif);
 	return rc;
 }
+
+/* The spec of job index of an --input-list batch: the spec's own inputs and
+ * the item (a shallow copy; the arrays malloc'd, into *free1 and *free2). */
+static int nth_spec(const struct gg_job_spec *s, const char *item, struct gg_job_spec *q,
+		    const char ***free1, const char ***free2, char **url, char **name,
+		    struct gg_err *err)
+{
+	*q = *s;
+	if (!gg_data_url_is_remote(item)) {
+		const char *base = strrchr(item, '/');
+		if (!(*name = strdup(base ? base + 1 : item)) ||
+		    !(*free1 = calloc((size_t)s->ninputs + 1, sizeof **free1)))
+			return gg_err_set(err, GG_ENOMEM, "out of memory");
+		memcpy(*free1, s->inputs, (size_t)s->ninputs * sizeof **free1);
+		(*free1)[s->ninputs] = item;
+		q->inputs = *free1;
+		q->ninputs++;
+		return 0;
+	}
+	if (gg_data_input_parse(item, url, name, err) < 0)
+		return gg_err_prefix(err, "--input-list");
+	size_t n = (size_t)s->ndata_in + 1;
+	if (!(*free1 = calloc(n, sizeof **free1)) || !(*free2 = calloc(n, sizeof **free2)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	memcpy(*free1, s->data_in_urls, (n - 1) * sizeof **free1);
+	memcpy(*free2, s->data_in_names, (n - 1) * sizeof **free2);
+	(*free1)[n - 1] = *url;
+	(*free2)[n - 1] = *name;
+	q->data_in_urls = *free1;
+	q->data_in_names = *free2;
+	q->ndata_in++;
+	return 0;
+}
+
+int gg_job_describe_nth(const struct gg_job_spec *s, const struct gg_site *site,
+			const struct gg_record *r, int index, struct gg_jobdesc *jd,
+			struct gg_err *err)
+{
+	if (!s->neach)
+		return gg_job_describe(s, site, r, jd, err);
+	if (index < 0 || index >= s->neach)
+		return gg_err_set(err, GG_EUSAGE, "job %d of an input list of %d", index + 1,
+				  s->neach);
+	struct gg_job_spec q;
+	const char **a = NULL, **b = NULL;
+	char *url = NULL, *name = NULL;
+	int rc = nth_spec(s, s->each[index], &q, &a, &b, &url, &name, err);
+	if (rc == 0)
+		rc = gg_job_describe(&q, site, r, jd, err);
+	if (rc == 0)
+		rc = gg_jd_env(jd, "GRIDGPU_INPUT", name, err);
+	free(a);
+	free(b);
+	free(url);
+	free(name);
+	return rc;
+}

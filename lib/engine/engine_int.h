@@ -61,7 +61,9 @@ struct gg_job_spec {
 	int64_t part_offset;
 	const char **binds; /* submit --bind SRC[:DST] */
 	int nbinds;
-	int cpu_fallback; /* --gpus 0-1 sent as a CPU job (gg_job_spec_gpu_optional) */
+	int cpu_fallback;  /* --gpus 0-1 sent as a CPU job (gg_job_spec_gpu_optional) */
+	const char **each; /* submit --input-list: job i's own input (a file or a URL) */
+	int neach;
 };
 
 /* A batch job's enter script (gridgpu-enter: the session's container run,

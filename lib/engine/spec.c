@@ -205,6 +205,7 @@ void gg_job_spec_free(struct gg_job_spec *q)
 	list_free(q->data_out_urls, q->ndata_out);
 	list_free((const char **)q->cmd, q->ncmd);
 	list_free(q->binds, q->nbinds);
+	list_free(q->each, q->neach);
 	free(q);
 }
 
@@ -279,6 +280,21 @@ int gg_job_spec_set_command(struct gg_job_spec *q, const char *const *argv, int 
 int gg_job_spec_add_input(struct gg_job_spec *q, const char *path, struct gg_err *err)
 {
 	return list_add(&q->inputs, &q->ninputs, GG_JOB_MAX_INPUTS, path, "--input files", err);
+}
+
+int gg_job_spec_add_each_input(struct gg_job_spec *q, const char *item, struct gg_err *err)
+{
+	return list_add(&q->each, &q->neach, GG_JOB_MAX_EACH, item, "--input-list lines", err);
+}
+
+int gg_job_spec_each_count(const struct gg_job_spec *q)
+{
+	return q->neach;
+}
+
+const char *gg_job_spec_each_input(const struct gg_job_spec *q, int index)
+{
+	return index >= 0 && index < q->neach ? q->each[index] : NULL;
 }
 
 int gg_job_spec_add_output(struct gg_job_spec *q, const char *pattern, struct gg_err *err)

@@ -313,6 +313,23 @@ BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --site fp submit --token --count 4 --wal
 	"$T_TMP/small.sif" -- echo "${TAG}b"
 expect_eq "a batch the CE takes whole: exit 0, the four names on standard output (the refused ones' free again)" \
 	"$RC $(printf '%s' "$OUT" | tr '\n' ' ')" "0 job-3 job-9 job-10 job-11"
+# submit --input-list: one job per line through the same bulk request; the
+# refused lines are told with their input, the rest recorded, none lost
+for i in 1 2 3 4 5; do echo "in $i" >"$T_TMP/in$i.txt"; done
+printf '# five inputs\n%s\n\n%s\n%s\n%s\n%s\n' "$T_TMP/in1.txt" "$T_TMP/in2.txt" "$T_TMP/in3.txt" \
+	"$T_TMP/in4.txt" "$T_TMP/in5.txt" >"$T_TMP/inputs.txt"
+nbefore=$(ls "$BREC" | grep -c json)
+fp_mode "$FP" refuse 2 4
+BEARER_TOKEN=$TOKEN alt_run "$T_TMP/hb" --json --site fp submit --token --input-list "$T_TMP/inputs.txt" \
+	--walltime 10m "$T_TMP/small.sif" -- echo "${TAG}b"
+json_valid submit
+expect_eq "--input-list of 5, the CE refusing lines 2 and 4: exit 6, one request, each refusal naming its input" \
+	"$RC $(fp_new_event "$FP" "submit 5 jobs, refused 2 4" && echo yes) $(printf '%s\n' "$ERR" | grep -c "^gridgpu: submit: job [24] of 5, input $T_TMP/in[24].txt: the CE refused")" \
+	"6 yes 2"
+expect_eq "--input-list: --json has the 3 jobs made and the 2 refused with their inputs; 3 new records" \
+	"$(printf '%s' "$OUT" | "$PY" -c 'import json,sys; d=json.load(sys.stdin)
+print(len(d["items"]), [(f["index"], f["input"].rsplit("/", 1)[-1]) for f in d["failed"]])') $(($(ls "$BREC" | grep -c json) - nbefore))" \
+	"3 [(2, 'in2.txt'), (4, 'in4.txt')] 3"
 
 section "a hostile CE's diagnostics and listings reach the terminal escaped"
 alt_record "$T_TMP/hf" "${TAG}fail" fpfail1

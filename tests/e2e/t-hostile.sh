@@ -170,6 +170,25 @@ run_gg --json submit "$T_TMP/$bad.sif" --dry-run --site odd --output "o=root://s
 [ "$RC" = 2 ] && [ "$(printf '%s\n' "$ERR" | grep -c '^gridgpu: --output o: .*not valid UTF-8')" = 1 ] &&
 	ok "submit: an --output URL that is not UTF-8 is refused at input (exit 2, naming --output)" || not_ok "submit --output not UTF-8 ($RC '$ERR')"
 json_valid error
+# --input-list FILE: odd lists refused with the line, escaped, before anything is sent
+L=$T_TMP/list
+printf 'x\n' >"$T_TMP/in-ok.txt"
+printf '# nothing\n\n   \n' >"$L.empty"
+printf '%s\n%s\n' "$T_TMP/in-ok.txt" "$T_TMP/no-such${C}${X}.txt" >"$L.missing"
+printf 'file:///etc/passwd\n' >"$L.file"
+seq 1001 | sed "s|.*|$T_TMP/in-ok.txt|" >"$L.long"
+printf '%s\n%s\n' "$T_TMP/in-ok.txt" "root://se.invalid//d/in1" >"$L.ok"
+for c in "$L.none:no such file" "$L.empty:no input" "$L.missing:line 2" "$L.file:line 1" "$L.long:at most 1000"; do
+	run_gg submit "$T_TMP/$bad.sif" --dry-run --site odd --input-list "${c%%:*}" -- true
+	[ "$RC" = 2 ] && printf '%s\n' "$ERR" | grep -q "^gridgpu: .*--input-list.*" &&
+		printf '%s\n' "$ERR" | grep -q -- "${c#*:}" && ! raw_controls "$T_TMP/.stderr" >/dev/null &&
+		ok "submit --input-list $(basename "${c%%:*}"): exit 2, naming it ('${c#*:}'), escaped" ||
+		not_ok "submit --input-list $(basename "${c%%:*}"): ($RC '$ERR')"
+done
+run_gg submit "$T_TMP/$bad.sif" --dry-run --site odd --input-list "$L.ok" --count 2 -- true
+expect_eq "submit --input-list with --count: exit 2" "$RC:$(printf '%s\n' "$ERR" | grep -c 'leave out --count')" "2:1"
+run_gg --json submit "$T_TMP/$bad.sif" --dry-run --site odd --input-list "$L.ok" -- true
+json_has 'len(d["items"]) == 2' "submit --input-list --dry-run --json: one job a line" dry-run submit
 # --gpus 0-1 ("can use a GPU"): no other range, not with --mig, not for a session
 for v in 0-2 1-0 0-1x "0-1$C"; do
 	run_gg submit "$T_TMP/$bad.sif" --dry-run --site odd --gpus "$v" -- true

@@ -1865,6 +1865,54 @@ static const char *jd_local(const struct gg_jobdesc *jd, const char *name)
 	return NULL;
 }
 
+/* submit --input-list: job i gets item i (a local file uploaded, or a URL the
+ * CE fetches) and its name in GRIDGPU_INPUT; the spec's own inputs stay. */
+static void test_job_describe_nth(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	const char *cmd[] = {"sh", "run.sh"};
+	struct gg_job_spec *q = command_spec(cmd, 2);
+	struct gg_record r = {.uid = (char *)"u1"};
+	struct gg_jobdesc jd = {0};
+	assert_int_equal(gg_job_spec_each_count(q), 0);
+	assert_null(gg_job_spec_each_input(q, 0));
+	assert_int_equal(gg_job_describe_nth(q, NULL, &r, 5, &jd, &err), 0); /* no list */
+	gg_jd_clear(&jd);
+	assert_int_equal(gg_job_spec_add_input(q, "/data/common.txt", &err), 0);
+	assert_int_equal(gg_job_spec_add_each_input(q, "/data/in/a.root", &err), 0);
+	assert_int_equal(gg_job_spec_add_each_input(q, "root://se:1094//store/b.root", &err), 0);
+	assert_int_equal(gg_job_spec_each_count(q), 2);
+	assert_string_equal(gg_job_spec_each_input(q, 1), "root://se:1094//store/b.root");
+	assert_null(gg_job_spec_each_input(q, 2));
+	memset(&jd, 0, sizeof jd);
+	assert_int_equal(gg_job_describe_nth(q, NULL, &r, 0, &jd, &err), 0);
+	assert_string_equal(jd_local(&jd, "a.root"), "/data/in/a.root");
+	assert_string_equal(jd_local(&jd, "common.txt"), "/data/common.txt");
+	assert_null(jd_local(&jd, "b.root"));
+	int env = 0;
+	for (int i = 0; i < jd.nenv; i++)
+		env += !strcmp(jd.env[i], "GRIDGPU_INPUT=a.root");
+	assert_int_equal(env, 1);
+	gg_jd_clear(&jd);
+	memset(&jd, 0, sizeof jd);
+	assert_int_equal(gg_job_describe_nth(q, NULL, &r, 1, &jd, &err), 0);
+	int url = 0;
+	for (int i = 0; i < jd.ninputs; i++)
+		url += !strcmp(jd.inputs[i].name, "b.root") && jd.inputs[i].source &&
+		       !strcmp(jd.inputs[i].source, "root://se:1094//store/b.root");
+	assert_int_equal(url, 1);
+	assert_null(jd_local(&jd, "a.root"));
+	gg_jd_clear(&jd);
+	memset(&jd, 0, sizeof jd);
+	assert_int_equal(gg_job_describe_nth(q, NULL, &r, 2, &jd, &err), GG_EUSAGE);
+	gg_jd_clear(&jd);
+	for (int i = 2; i < GG_JOB_MAX_EACH; i++)
+		assert_int_equal(gg_job_spec_add_each_input(q, "/x", &err), 0);
+	assert_int_equal(gg_job_spec_add_each_input(q, "/x", &err), GG_EUSAGE);
+	gg_job_spec_free(q);
+}
+
 /* A batch job's container is the session's: the enter script made for the
  * job's image, the site's runtime and binds and submit --bind, staged beside
  * the wrapper; a bind --bind cannot take is refused. */
@@ -2519,6 +2567,7 @@ int main(void)
 		cmocka_unit_test(test_job_spec_check),
 		cmocka_unit_test(test_session_spec_setters),
 		cmocka_unit_test(test_job_spec_setters),
+		cmocka_unit_test(test_job_describe_nth),
 		cmocka_unit_test(test_job_enter),
 		cmocka_unit_test_setup_teardown(test_job_spread, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_submit_many, each_setup, each_teardown),
