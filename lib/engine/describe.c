@@ -392,7 +392,8 @@ static int nth_spec(const struct gg_job_spec *s, const char *item, struct gg_job
 		if (!(*name = strdup(base ? base + 1 : item)) ||
 		    !(*free1 = calloc((size_t)s->ninputs + 1, sizeof **free1)))
 			return gg_err_set(err, GG_ENOMEM, "out of memory");
-		memcpy(*free1, s->inputs, (size_t)s->ninputs * sizeof **free1);
+		for (int i = 0; i < s->ninputs; i++)
+			(*free1)[i] = s->inputs[i];
 		(*free1)[s->ninputs] = item;
 		q->inputs = *free1;
 		q->ninputs++;
@@ -403,8 +404,10 @@ static int nth_spec(const struct gg_job_spec *s, const char *item, struct gg_job
 	size_t n = (size_t)s->ndata_in + 1;
 	if (!(*free1 = calloc(n, sizeof **free1)) || !(*free2 = calloc(n, sizeof **free2)))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	memcpy(*free1, s->data_in_urls, (n - 1) * sizeof **free1);
-	memcpy(*free2, s->data_in_names, (n - 1) * sizeof **free2);
+	for (size_t i = 0; i + 1 < n; i++) {
+		(*free1)[i] = s->data_in_urls[i];
+		(*free2)[i] = s->data_in_names[i];
+	}
 	(*free1)[n - 1] = *url;
 	(*free2)[n - 1] = *name;
 	q->data_in_urls = *free1;
