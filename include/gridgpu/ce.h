@@ -167,12 +167,13 @@ struct gg_ce_auth {
 struct gg_ce;
 struct gg_ce_ops; /* a backend (ce/backend.h): ARC REST is the one built in */
 
-/* Open a CE by endpoint URL (https://host:port/arex): the first backend that
- * accepts the URL. No network I/O yet. */
+/* Open a CE by endpoint URL (https://host:port/arex; a slurm+ssh:// CE,
+ * Slurm through its login node, is opened by the library with its site's
+ * profile): the first backend that accepts the URL. No network I/O yet. */
 GG_API int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
 		      struct gg_err *err);
 GG_API void gg_ce_free(struct gg_ce *ce);
-/* The backend's name ("arc-rest"). */
+/* The backend's name ("arc-rest", "slurm-ssh"). */
 GG_API const char *gg_ce_backend(const struct gg_ce *ce);
 /* The interface version in use (ARC REST: "1.0" or "1.1", asked once with GET
  * /rest); GG_EUSAGE for a backend without one. */

@@ -203,7 +203,7 @@ enum gg_site_kind {
  * man/gridgpu-site.1 (tests/unit/test_site.c checks both). */
 #define GG_SITE_KEYS(S, L, D)                                                                    \
 	S(GG_SK_TEXT, ce, "ce", 0, "URL", NULL, GG_SKF_REQUIRED, ce_url,                         \
-	  "CE endpoint, e.g. https://ce.example.org:443/arex")                                   \
+	  "CE endpoint: https://ce.example.org:443/arex, slurm+ssh://USER@LOGIN[/DIR]")          \
 	L(GG_SK_LIST, jumps, njumps, GG_MAX_JUMPS, "jump hosts", "jump", "jump", 'J',            \
 	  "USER@HOST[:PORT]", jump, "a jump host, in order (repeat for more hops)")              \
 	S(GG_SK_FILE, identity, "identity", 'i', "FILE", NULL, 0, ssh_path,                      \
@@ -266,7 +266,11 @@ enum gg_site_kind {
 	  "second_factor", "second-factor", 0, "N", hop_number,                                  \
 	  "jump host N (1 = the first) asks for a second factor: 'gridgpu login' (repeat)")      \
 	D(control_persist, "control-persist", "4h",                                              \
-	  "how long a master 'gridgpu login' opened stays up unused")
+	  "how long a master 'gridgpu login' opened stays up unused")                            \
+	S(GG_SK_CHOICE, slurm_gpu, "slurm-gpu", 0, "gres|gpus", "gres", 0, choice,               \
+	  "slurm+ssh: sbatch asks --gres=gpu:[TYPE:]N or --gpus=[TYPE:]N")                       \
+	S(GG_SK_TEXT, slurm_gpu_type, "slurm-gpu-type", 0, "TYPE", NULL, 0, gres_type,           \
+	  "slurm+ssh: the GPU type whole GPUs are asked by (a100)")
 
 #define GG_SITE_FIELD_S(kind, field, ...) char *field;
 #define GG_SITE_FIELD_L(kind, field, count, max, ...) \

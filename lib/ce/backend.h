@@ -9,8 +9,9 @@
 
 struct gg_ce {
 	const struct gg_ce_ops *ops;
-	char *endpoint; /* as given, without trailing '/' */
-	void *impl;     /* the backend's */
+	char *endpoint;             /* as given, without trailing '/' */
+	void *impl;                 /* the backend's */
+	const struct gg_site *site; /* the profile it was opened with, or NULL */
 };
 
 typedef int (*gg_ce_bulk_fn)(struct gg_ce *ce, const char *const *ids, size_t n,
@@ -58,9 +59,17 @@ struct gg_ce_ops {
 	/* Optional: set copy->impl to a second handle on ce's CE with the same
 	 * credential and a connection of its own; no network I/O. */
 	int (*clone)(struct gg_ce *ce, struct gg_ce *copy, struct gg_err *err);
+	/* Optional: submit the description itself rather than its xRSL
+	 * (gg_ce_submit_jd). */
+	int (*submit_jd)(struct gg_ce *ce, const struct gg_jobdesc *jd, char **id,
+			 struct gg_err *err);
+	/* 1: the CE is reached with the user's ssh key, no proxy or token. */
+	int no_credential;
 };
 
 /* ARC CE, REST interface (arc.c, deleg.c). */
 extern const struct gg_ce_ops gg_ce_arc_rest;
+/* Slurm through a login node over ssh (slurm.c). */
+extern const struct gg_ce_ops gg_ce_slurm_ssh;
 
 #endif

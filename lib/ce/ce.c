@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct gg_ce_ops *const backends[] = {&gg_ce_arc_rest};
+static const struct gg_ce_ops *const backends[] = {&gg_ce_arc_rest, &gg_ce_slurm_ssh};
 
-int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
-		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err)
+static int open_with(const struct gg_ce_ops *ops, const char *endpoint,
+		     const struct gg_ce_auth *auth, const struct gg_site *site, struct gg_ce **out,
+		     struct gg_err *err)
 {
 	*out = NULL;
-	if (!auth->proxy_path && !auth->token && !auth->tsource)
+	if (!ops->no_credential && !auth->proxy_path && !auth->token && !auth->tsource)
 		return gg_err_set(err, GG_ECRED,
 				  "no credential to talk to the CE: run 'gridgpu "
 				  "proxy init' or set BEARER_TOKEN");
@@ -21,10 +22,12 @@ int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	ce->ops = ops;
+	ce->site = site;
 	size_t l = strlen(ce->endpoint);
 	while (l > 8 && ce->endpoint[l - 1] == '/')
 		ce->endpoint[--l] = '\0';
 	int rc = ops->open(ce, auth, err);
+	ce->site = NULL; /* borrowed for the open only */
 	if (rc < 0) {
 		gg_ce_free(ce);
 		return rc;
@@ -33,14 +36,27 @@ int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 	return 0;
 }
 
+int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
+		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err)
+{
+	return open_with(ops, endpoint, auth, NULL, out, err);
+}
+
 int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
 	       struct gg_err *err)
 {
+	return gg_ce_open_site(endpoint, auth, NULL, out, err);
+}
+
+int gg_ce_open_site(const char *endpoint, const struct gg_ce_auth *auth, const struct gg_site *site,
+		    struct gg_ce **out, struct gg_err *err)
+{
 	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
 		if (backends[i]->accepts(endpoint))
-			return gg_ce_open_with(backends[i], endpoint, auth, out, err);
+			return open_with(backends[i], endpoint, auth, site, out, err);
 	*out = NULL;
-	return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https://", endpoint);
+	return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https:// or slurm+ssh://",
+			  endpoint);
 }
 
 int gg_ce_clone(struct gg_ce *ce, struct gg_ce **out, struct gg_err *err)
@@ -123,6 +139,19 @@ int gg_ce_delegate(struct gg_ce *ce, const char *proxy_path, int64_t min_left,
 int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
 {
 	return ce->ops->submit(ce, description, id, err);
+}
+
+int gg_ce_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char **id, struct gg_err *err)
+{
+	*id = NULL;
+	if (ce->ops->submit_jd)
+		return ce->ops->submit_jd(ce, jd, id, err);
+	char *xrsl = NULL;
+	int rc = gg_jd_xrsl(jd, &xrsl, err);
+	if (rc == 0)
+		rc = ce->ops->submit(ce, xrsl, id, err);
+	free(xrsl);
+	return rc;
 }
 
 /* gg_ce_submit_many one job at a time: after a broken request, the job sent

@@ -9,12 +9,41 @@
 #include "gridgpu/ce.h"
 #include "http/http.h"
 
+/* gg_ce_open with the site profile the endpoint is one of (borrowed for
+ * the open; NULL: none): its jump hosts, identity, known_hosts and GPU
+ * mapping, what a slurm+ssh:// CE is reached and asked by. */
+int gg_ce_open_site(const char *endpoint, const struct gg_ce_auth *auth, const struct gg_site *site,
+		    struct gg_ce **out, struct gg_err *err);
 /* The same with a given backend (tests plug in a fake one this way). */
 int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err);
 /* A second handle on ce's CE (the same credential and deadline, a connection
  * of its own), for two requests at once; GG_EUSAGE when the backend has none. */
 int gg_ce_clone(struct gg_ce *ce, struct gg_ce **out, struct gg_err *err);
+/* Submit a description: the backend's own way when it has one (slurm+ssh
+ * writes a job script), else its xRSL with gg_ce_submit. */
+int gg_ce_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char **id, struct gg_err *err);
+/* A slurm+ssh:// CE URL, its parts (slurm.c): user (NULL: the local user's
+ * name), host, port (0: 22), dir (the shared directory jobs go under; NULL:
+ * "gridgpu-jobs" in the login's home). GG_EUSAGE naming what is wrong. */
+struct gg_slurm_url {
+	char user[64], host[256], dir[512];
+	int port, has_user, has_dir;
+};
+int gg_slurm_url_parse(const char *url, struct gg_slurm_url *u, struct gg_err *err);
+/* 1 when url is a slurm+ssh:// URL (by its scheme). */
+int gg_slurm_url_is(const char *url);
+/* Slurm's state name (squeue %T, sacct State: "PENDING", "CANCELLED by 0")
+ * as a CE state. */
+enum gg_ce_state gg_slurm_state(const char *state);
+/* For each results[i] still without a code (ids[i] a job squeue no longer
+ * shows), what text says of it (sacct.c): sacct's "ID|STATE|EXITCODE" lines
+ * (-n -P -X -o JobIDRaw,State,ExitCode), else the "dir|ID|EXIT" line of its
+ * job directory (EXIT: the status the job script left, or empty). Lines that
+ * do not parse are skipped; fields are kept printable. */
+void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, size_t n,
+			  struct gg_ce_result *res);
+
 /* Small JSON files where what was learned about CEs is kept (REST versions,
  * delegations): an empty object when missing or unreadable; saved atomically,
  * 0600, best effort. */

@@ -153,6 +153,9 @@ int gg_jd_gpu_check(const struct gg_jd_resources *res, const struct gg_site *sit
 		return 0;
 	if (site && (site->gpu_queue || site->gpu_rte))
 		return 0;
+	/* slurm+ssh: the backend asks sbatch for the GPUs (slurm_gpu) */
+	if (site && site->ce && !strncmp(site->ce, "slurm+ssh://", 12))
+		return 0;
 	const char *opt = res->mig ? "--mig" : "--gpus";
 	if (!site)
 		return gg_err_set(err, GG_EUSAGE,

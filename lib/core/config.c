@@ -25,6 +25,8 @@ int gg_site_name_valid(const char *name)
 
 const char *gg_site_auth_kind(const struct gg_site *site)
 {
+	if (site && site->ce && !strncmp(site->ce, "slurm+ssh://", 12))
+		return "ssh"; /* the user's ssh key: no grid credential */
 	if (site && site->auth)
 		return site->auth;
 	return site && (site->token_command || site->oidc_account) ? "token" : "proxy";

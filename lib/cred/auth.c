@@ -125,6 +125,11 @@ int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left
 	int rc = gg_cred_ca_dir(site ? site->ca_dir : NULL, &a->ca_dir, err);
 	if (rc < 0)
 		return rc;
+	/* a slurm+ssh site: the user's ssh key reaches its login node */
+	if (!strcmp(gg_site_auth_kind(site), "ssh")) {
+		a->kind = "ssh";
+		return 0;
+	}
 	return strcmp(kind, "token") == 0 ? token_auth(site, a, need_left, err)
 					  : proxy_auth(a, need_left, err);
 }

@@ -161,6 +161,10 @@ int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg
 	if (gg_xdg_dir(GG_XDG_STATE, &state, NULL) == 0 && gg_mkdir_p(state, 0700, NULL) == 0)
 		cache = gg_strdup_printf("%s/ce.json", state);
 	free(state);
+	const struct gg_site *site = NULL;
+	for (size_t i = 0; e->cfg && i < e->cfg->nsites && !site; i++)
+		if (e->cfg->sites[i].ce && !strcmp(e->cfg->sites[i].ce, endpoint))
+			site = &e->cfg->sites[i];
 	struct gg_ce_auth ca = {.proxy_path = a->proxy_path,
 				.token = a->token ? a->token->value : NULL,
 				.tsource = a->tsource,
@@ -170,7 +174,7 @@ int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg
 				.cancel_ud = e->ud,
 				.log = &e->log};
 	int rc = e->open_ce ? e->open_ce(e->ud, endpoint, &ca, ce, err)
-			    : gg_ce_open(endpoint, &ca, ce, err);
+			    : gg_ce_open_site(endpoint, &ca, site, ce, err);
 	free(cache);
 	return rc;
 }
@@ -218,6 +222,8 @@ int gg_engine_ce_errors(struct gg_engine *e, const struct gg_record *r, char **o
 
 static const char *auth_kind(const struct gg_record *r)
 {
+	if (r->ce && !strncmp(r->ce, "slurm+ssh://", 12))
+		return "ssh";
 	return r->auth && !strcmp(r->auth, "token") ? "token" : "proxy";
 }
 

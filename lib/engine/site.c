@@ -20,8 +20,25 @@ static int check_none(const struct gg_site_key *k, const char *v, struct gg_err 
 
 static int check_ce_url(const struct gg_site_key *k, const char *v, struct gg_err *err)
 {
+	struct gg_slurm_url u;
+	if (gg_slurm_url_is(v))
+		return gg_slurm_url_parse(v, &u, err) < 0 ? gg_err_prefix(err, "--%s", k->option)
+							  : 0;
 	if (strncmp(v, "https://", 8) != 0)
-		return gg_err_set(err, GG_EUSAGE, "--%s '%s': the CE URL must start with https://",
+		return gg_err_set(err, GG_EUSAGE,
+				  "--%s '%s': the CE URL must start with https:// or slurm+ssh://",
+				  k->option, v);
+	return 0;
+}
+
+/* A Slurm GPU type (gres type): a100, 1g.10gb. */
+static int check_gres_type(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-");
+	if (!v[0] || v[n] || n > 64)
+		return gg_err_set(err, GG_EUSAGE,
+				  "--%s '%s': expected a Slurm GPU type (letters, digits, '.', "
+				  "'_', '-'), e.g. a100",
 				  k->option, v);
 	return 0;
 }

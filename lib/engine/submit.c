@@ -172,14 +172,12 @@ static int send_job(struct run *x, struct gg_err *err)
 		rc = gg_engine_open_ce(x->e, x->r.ce, &x->auth, &x->ce, err);
 	if (rc == 0)
 		rc = delegate(x, err);
-	if (rc == 0)
-		rc = gg_jd_xrsl(&x->jd, &x->xrsl, err);
 	if (rc < 0)
 		return rc;
 	if (x->e->cancel && x->e->cancel(x->e->ud))
 		return gg_err_set(err, GG_EINTR, "interrupted before submitting");
 	x->posted = 1;
-	if ((rc = gg_ce_submit(x->ce, x->xrsl, &x->job_id, err)) < 0)
+	if ((rc = gg_ce_submit_jd(x->ce, &x->jd, &x->job_id, err)) < 0)
 		return rc;
 	struct gg_record saved;
 	if ((rc = gg_store_update(x->e->st, x->r.name, gg_rec_set_submitted, x->job_id, &saved,

@@ -1,0 +1,107 @@
+/* The slurm+ssh backend's parser of what it asks about jobs squeue no longer
+ * shows (outside text): sacct's "ID|STATE|EXITCODE" lines and the job
+ * directories' "dir|ID|EXIT" lines. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ce/ce.h"
+
+/* A field of at most n bytes, printable ASCII, into out (size len). */
+static void field(const char *p, size_t n, char *out, size_t len)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		out[k++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	out[k] = '\0';
+}
+
+/* 0-255 from the digits of s, -1 when s is not one. */
+static int exit_code(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+	if (n == 0 || n > 3 || (s[n] && s[n] != ':' && s[n] != '\n'))
+		return -1;
+	int v = atoi(s);
+	return v <= 255 ? v : -1;
+}
+
+static struct gg_ce_result *find(const char *id, const char *const *ids, size_t n,
+				 struct gg_ce_result *res)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!res[i].code && !strcmp(ids[i], id))
+			return &res[i];
+	return NULL;
+}
+
+static void set(struct gg_ce_result *r, enum gg_ce_state st, const char *raw, char *reason)
+{
+	r->code = 200;
+	r->state = st;
+	free(r->raw_state);
+	r->raw_state = raw ? strdup(raw) : NULL;
+	free(r->reason);
+	r->reason = reason;
+}
+
+/* sacct's line: the state Slurm accounted, its exit code. */
+static void sacct_line(const char *f[3], const char *const *ids, size_t n, struct gg_ce_result *res)
+{
+	struct gg_ce_result *r = find(f[0], ids, n, res);
+	enum gg_ce_state st = gg_slurm_state(f[1]);
+	if (!r || st == GG_CE_UNKNOWN)
+		return;
+	int code = exit_code(f[2]);
+	char *why = st == GG_CE_FAILED && code > 0 ? gg_strdup_printf("exit %d", code)
+		    : st == GG_CE_FAILED           ? gg_strdup_printf("Slurm: %s", f[1])
+						   : NULL;
+	set(r, st, f[1], why);
+}
+
+/* A job directory's line: the exit status the job script left, or none. */
+static void dir_line(const char *f[3], const char *const *ids, size_t n, struct gg_ce_result *res)
+{
+	struct gg_ce_result *r = find(f[1], ids, n, res);
+	if (!r)
+		return;
+	int code = exit_code(f[2]);
+	if (code == 0)
+		set(r, GG_CE_FINISHED, "COMPLETED", NULL);
+	else if (code > 0)
+		set(r, GG_CE_FAILED, "FAILED",
+		    gg_strdup_printf("the job ended with exit %d", code));
+	else
+		set(r, GG_CE_FAILED, "UNKNOWN",
+		    strdup("Slurm no longer knows the job and it left no exit status"));
+}
+
+void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, size_t n,
+			  struct gg_ce_result *res)
+{
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ln = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[256], *f[3] = {line, NULL, NULL};
+		field(p, ln, line, sizeof line);
+		p += ln + 1;
+		for (int k = 1; k < 3; k++) {
+			char *bar = f[k - 1] ? strchr(f[k - 1], '|') : NULL;
+			if (bar) {
+				*bar = '\0';
+				f[k] = bar + 1;
+			}
+		}
+		if (!f[2])
+			continue;
+		char *more = strchr(f[2], '|');
+		if (more)
+			*more = '\0';
+		if (!strcmp(f[0], "dir"))
+			dir_line((const char **)f, ids, n, res);
+		else
+			sacct_line((const char **)f, ids, n, res);
+	}
+}

@@ -1,0 +1,1003 @@
+/* The slurm+ssh backend: Slurm through a login node over ssh (the site's jump
+ * hosts, then the login node, host keys pinned as for every hop). A job is a
+ * directory DIR/ID on the shared file system the nodes see, holding what the
+ * job description stages (launcher, wrapper, image, inputs), a job script made
+ * from the same description an ARC CE gets, and the job's outputs. It is
+ * submitted held (sbatch --parsable --hold) and released once its uploads are
+ * in. Every value in a remote command is quoted for sh; what comes back is
+ * parsed (squeue through engine/slurmq.h, sacct here) and kept printable. */
+#include "ce/backend.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/slurmq.h"
+#include "node/node.h"
+#include "ssh/ssh.h"
+
+#define JOB_SCRIPT "gridgpu-job.sh"
+#define EXIT_FILE  ".gridgpu-exit"
+#define NO_FILE    44 /* a remote command's exit status: no such file */
+
+struct slurm {
+	struct gg_slurm_url url;
+	struct gg_ssh_route rt;
+	char *identity, *known_hosts;
+	char *gpu_mode, *gpu_type; /* the site's slurm_gpu, slurm_gpu_type */
+	struct gg_ssh_conn *conn;
+	const struct gg_log *log;
+	int (*cancel)(void *);
+	void *cancel_ud;
+	char *held; /* the last job submitted, held for its uploads */
+	char *pending[GG_JD_MAX];
+	int npending; /* its uploads still to come */
+};
+
+int gg_slurm_url_is(const char *url)
+{
+	return url && !strncmp(url, "slurm+ssh://", 12);
+}
+
+static int url_bad(const char *url, const char *why, struct gg_err *err)
+{
+	char *p = gg_str_printable(url, strnlen(url, 300));
+	gg_err_set(err, GG_EUSAGE, "CE URL '%s': %s (slurm+ssh://USER@LOGIN[:PORT][/DIR])",
+		   p ? p : "?", why);
+	free(p);
+	return GG_EUSAGE;
+}
+
+/* user and host: letters, digits and ._- only (they reach ssh and messages). */
+static int plain(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return 0;
+	return n > 0;
+}
+
+static int parse_port(const char *p, size_t n, int *port)
+{
+	int v = 0;
+	if (n == 0 || n > 5)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)p[i]))
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	*port = v;
+	return v >= 1 && v <= 65535 ? 0 : -1;
+}
+
+int gg_slurm_url_parse(const char *url, struct gg_slurm_url *u, struct gg_err *err)
+{
+	memset(u, 0, sizeof *u);
+	if (!gg_slurm_url_is(url))
+		return url_bad(url, "not a slurm+ssh:// URL", err);
+	const char *p = url + 12, *slash = strchr(p, '/');
+	size_t auth = slash ? (size_t)(slash - p) : strlen(p);
+	const char *at = memchr(p, '@', auth);
+	if (at) {
+		if (!plain(p, (size_t)(at - p)) || (size_t)(at - p) >= sizeof u->user)
+			return url_bad(url, "a bad user name", err);
+		memcpy(u->user, p, (size_t)(at - p));
+		u->has_user = 1;
+		auth -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	const char *colon = memchr(p, ':', auth);
+	size_t hl = colon ? (size_t)(colon - p) : auth;
+	if (!plain(p, hl) || hl >= sizeof u->host)
+		return url_bad(url, "no login node, or a bad host name", err);
+	memcpy(u->host, p, hl);
+	if (colon && parse_port(colon + 1, auth - hl - 1, &u->port) < 0)
+		return url_bad(url, "a bad port", err);
+	if (slash) {
+		size_t dl = strlen(slash);
+		while (dl > 1 && slash[dl - 1] == '/')
+			dl--;
+		if (dl >= sizeof u->dir || gg_str_has_control(slash) || strstr(slash, "/../") ||
+		    (dl >= 3 && !strncmp(slash + dl - 3, "/..", 3)))
+			return url_bad(url, "a bad directory", err);
+		if (dl > 1) {
+			memcpy(u->dir, slash, dl);
+			u->has_dir = 1;
+		}
+	}
+	if (!u->has_dir)
+		snprintf(u->dir, sizeof u->dir, "gridgpu-jobs");
+	return 0;
+}
+
+enum gg_ce_state gg_slurm_state(const char *s)
+{
+	static const struct {
+		const char *name;
+		enum gg_ce_state st;
+	} map[] = {
+		{"PENDING", GG_CE_QUEUED},       {"CONFIGURING", GG_CE_QUEUED},
+		{"REQUEUE", GG_CE_QUEUED},       {"RESV_DEL_HOLD", GG_CE_QUEUED},
+		{"RUNNING", GG_CE_RUNNING},      {"SUSPENDED", GG_CE_RUNNING},
+		{"STOPPED", GG_CE_RUNNING},      {"SIGNALING", GG_CE_RUNNING},
+		{"RESIZING", GG_CE_RUNNING},     {"STAGE_OUT", GG_CE_FINISHING},
+		{"COMPLETING", GG_CE_FINISHING}, {"COMPLETED", GG_CE_FINISHED},
+		{"CANCELLED", GG_CE_KILLED},     {"FAILED", GG_CE_FAILED},
+		{"TIMEOUT", GG_CE_FAILED},       {"NODE_FAIL", GG_CE_FAILED},
+		{"BOOT_FAIL", GG_CE_FAILED},     {"DEADLINE", GG_CE_FAILED},
+		{"OUT_OF_MEMORY", GG_CE_FAILED}, {"PREEMPTED", GG_CE_FAILED},
+		{"REVOKED", GG_CE_GONE},         {"SPECIAL_EXIT", GG_CE_FAILED},
+	};
+	size_t n = strcspn(s, " +");
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strlen(map[i].name) == n && !strncmp(s, map[i].name, n))
+			return map[i].st;
+	return GG_CE_UNKNOWN;
+}
+
+/* ---- the connection and remote commands ------------------------------------------------ */
+
+static struct slurm *S(struct gg_ce *ce)
+{
+	return ce->impl;
+}
+
+static int connect_login(struct slurm *s, struct gg_err *err)
+{
+	if (s->conn)
+		return 0;
+	s->rt.hops[0].log = s->log;
+	int rc = gg_ssh_connect(s->rt.hops, s->rt.n, 30000, &s->conn, NULL, err);
+	if (rc < 0)
+		return gg_err_prefix(err, "reaching the Slurm login node %s", s->url.host);
+	if (s->cancel)
+		gg_ssh_set_cancel(s->conn, s->cancel, s->cancel_ud);
+	return 0;
+}
+
+/* sh quoting, into a memstream. */
+static void sq(FILE *f, const char *v)
+{
+	fputc('\'', f);
+	for (; *v; v++) {
+		if (*v == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*v, f);
+	}
+	fputc('\'', f);
+}
+
+/* The job's directory, quoted: DIR/ID (DIR relative to the login's home when
+ * not absolute). */
+static void jobdir(FILE *f, const struct slurm *s, const char *id)
+{
+	char *d = gg_strdup_printf("%s/%s", s->url.dir, id ? id : "");
+	sq(f, d ? d : "/nonexistent");
+	free(d);
+}
+
+static int close_cmd(FILE *f, char **cmd, size_t *len, struct gg_err *err)
+{
+	if (fclose(f) != 0 || !*cmd) {
+		free(*cmd);
+		*cmd = NULL;
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	(void)len;
+	return 0;
+}
+
+/* Run cmd on the login node; its output in *out (max bytes), its status in
+ * *status; what it said on stderr, printable, into the error when it fails
+ * with a status not in ok_mask (bit n: status n is an answer). */
+static int run(struct slurm *s, const char *what, const char *cmd, size_t max, char **out,
+	       int *status, struct gg_err *err)
+{
+	char *text = NULL, *errtext = NULL;
+	size_t len = 0;
+	int st = 0, rc = connect_login(s, err);
+	if (rc == 0)
+		rc = gg_ssh_exec_capture(s->conn, cmd, max, &text, &len, &st, &errtext, err);
+	if (rc < 0 && rc != GG_EUSAGE && s->conn) {
+		gg_ssh_disconnect(s->conn); /* a broken connection is not reused */
+		s->conn = NULL;
+	}
+	if (rc == 0 && !status && st != 0) {
+		char *p = errtext ? gg_str_printable(errtext, strnlen(errtext, 400)) : NULL;
+		rc = gg_err_set(err, GG_EJOB, "%s on %s failed (exit %d)%s%s", what, s->url.host,
+				st, p && p[0] ? ": " : "", p ? p : "");
+		free(p);
+	}
+	free(errtext);
+	if (status)
+		*status = st;
+	if (rc == 0 && out)
+		*out = text;
+	else
+		free(text);
+	return rc;
+}
+
+/* ---- submit ----------------------------------------------------------------------------- */
+
+static const char *env_value(const struct gg_jobdesc *jd, const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 0; i < jd->nenv; i++)
+		if (!strncmp(jd->env[i], name, n) && jd->env[i][n] == '=')
+			return jd->env[i] + n + 1;
+	return NULL;
+}
+
+/* The GPU request as the site maps it: --gres=gpu[:TYPE]:N, or
+ * --gpus=[TYPE:]N; a MIG device is one GPU of its profile's type. */
+static void gpu_option(FILE *f, const struct slurm *s, const struct gg_jobdesc *jd)
+{
+	const char *gpus = env_value(jd, "GRIDGPU_GPUS"), *mig = env_value(jd, "GRIDGPU_MIG");
+	const char *type = mig ? mig : s->gpu_type;
+	const char *n = mig ? "1" : gpus;
+	if (!n)
+		return;
+	int gres = !s->gpu_mode || strcmp(s->gpu_mode, "gpus");
+	char *v = gres ? gg_strdup_printf("--gres=gpu:%s%s%s", type ? type : "", type ? ":" : "", n)
+		       : gg_strdup_printf("--gpus=%s%s%s", type ? type : "", type ? ":" : "", n);
+	if (v) {
+		fputc(' ', f);
+		sq(f, v);
+	}
+	free(v);
+}
+
+static void opt(FILE *f, const char *fmt, long long v)
+{
+	char b[64];
+	snprintf(b, sizeof b, fmt, v);
+	fputc(' ', f);
+	sq(f, b);
+}
+
+/* sbatch's options: name, walltime, CPUs, memory, partition, GPUs. */
+static void sbatch_options(FILE *f, const struct slurm *s, const struct gg_jobdesc *jd)
+{
+	if (jd->name) {
+		fputs(" --job-name=", f);
+		sq(f, jd->name);
+	}
+	if (jd->walltime > 0)
+		opt(f, "--time=%lld", (long long)((jd->walltime + 59) / 60));
+	if (jd->cpus > 0)
+		opt(f, "--cpus-per-task=%lld", jd->cpus);
+	if (jd->memory > 0)
+		opt(f, "--mem=%lldM", (long long)((jd->memory + (1u << 20) - 1) >> 20));
+	if (jd->queue) {
+		fputs(" --partition=", f);
+		sq(f, jd->queue);
+	}
+	gpu_option(f, s, jd);
+}
+
+/* The job script: into its directory, the description's environment, then
+ * its executable and arguments with stdout and stderr where it names them,
+ * and the exit status left in EXIT_FILE. */
+static int job_script(const struct slurm *s, const struct gg_jobdesc *jd, char **out,
+		      struct gg_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	fputs("#!/bin/sh\n# a gridgpu job (slurm+ssh)\ncd ", f);
+	jobdir(f, s, "");
+	fputs("\"$SLURM_JOB_ID\" || exit 1\n", f);
+	for (int i = 0; i < jd->nenv; i++) {
+		const char *eq = strchr(jd->env[i], '=');
+		fprintf(f, "%.*s=", (int)(eq - jd->env[i]), jd->env[i]);
+		sq(f, eq + 1);
+		fprintf(f, "; export %.*s\n", (int)(eq - jd->env[i]), jd->env[i]);
+	}
+	if (jd->executable[0] != '/')
+		fputs("./", f);
+	sq(f, jd->executable);
+	for (int i = 0; i < jd->nargs; i++) {
+		fputc(' ', f);
+		sq(f, jd->args[i]);
+	}
+	fputs(" </dev/null >", f);
+	sq(f, jd->stdout_name ? jd->stdout_name : "/dev/null");
+	if (jd->stderr_name && jd->stdout_name && !strcmp(jd->stderr_name, jd->stdout_name)) {
+		fputs(" 2>&1", f);
+	} else {
+		fputs(" 2>", f);
+		sq(f, jd->stderr_name ? jd->stderr_name : "/dev/null");
+	}
+	fputs("\necho $? >" EXIT_FILE "\n", f);
+	return close_cmd(f, &buf, &len, err) < 0 ? err->code : (*out = buf, 0);
+}
+
+/* What the CE cannot do here, refused before anything is sent. */
+static int refuse_unsupported(const struct gg_jobdesc *jd, struct gg_err *err)
+{
+	if (!jd->executable || !jd->executable[0])
+		return gg_err_set(err, GG_EUSAGE, "job description: no executable");
+	for (int i = 0; i < jd->ninputs; i++)
+		if (jd->inputs[i].source && jd->inputs[i].source[0])
+			return gg_err_set(err, GG_EUSAGE,
+					  "input '%s' from storage: a slurm+ssh site's nodes stage "
+					  "nothing from storage; give a local file",
+					  jd->inputs[i].name);
+	for (int i = 0; i < jd->noutputs; i++)
+		if (jd->output_urls[i])
+			return gg_err_set(
+				err, GG_EUSAGE,
+				"output '%s' to storage: a slurm+ssh site keeps outputs in "
+				"the job's directory; 'gridgpu get' brings them",
+				jd->outputs[i]);
+	for (int i = 0; i < jd->nenv; i++)
+		if (!strchr(jd->env[i], '=') || jd->env[i][strcspn(jd->env[i], "=")] != '=' ||
+		    strspn(jd->env[i],
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+			    strcspn(jd->env[i], "="))
+			return gg_err_set(err, GG_EUSAGE,
+					  "job description: a bad environment name");
+	return 0;
+}
+
+/* The command: a fresh directory under DIR, the script in it, sbatch --hold,
+ * the directory renamed to the job's id; the id on stdout. */
+static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, const char *script,
+			  char **cmd, struct gg_err *err)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(cmd, &len);
+	if (!f)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	fputs("umask 077; d=", f);
+	sq(f, s->url.dir);
+	fputs(" && mkdir -p \"$d\" && cd \"$d\" && t=$(mktemp -d .new-XXXXXX) && printf '%s' ", f);
+	sq(f, script);
+	fputs(" >\"$t/" JOB_SCRIPT "\" && id=$(sbatch --parsable --hold --chdir=\"$PWD\" "
+	      "--output=\"$PWD/%j/gridgpu-slurm.out\"",
+	      f);
+	sbatch_options(f, s, jd);
+	fputs(" \"$t/" JOB_SCRIPT "\") && id=${id%%;*} && mv \"$t\" \"$id\" && echo \"$id\" || "
+	      "{ rm -rf \"$t\"; exit 1; }",
+	      f);
+	return close_cmd(f, cmd, &len, err);
+}
+
+static void pending_clear(struct slurm *s)
+{
+	for (int i = 0; i < s->npending; i++)
+		free(s->pending[i]);
+	s->npending = 0;
+	free(s->held);
+	s->held = NULL;
+}
+
+static int release(struct slurm *s, const char *id, struct gg_err *err)
+{
+	char *cmd = gg_strdup_printf("scontrol release %s", id);
+	int rc = cmd ? run(s, "scontrol release", cmd, 4096, NULL, NULL, err)
+		     : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(cmd);
+	return rc;
+}
+
+static int slurm_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char **id,
+			   struct gg_err *err)
+{
+	struct slurm *s = S(ce);
+	char *script = NULL, *cmd = NULL, *out = NULL;
+	int rc = refuse_unsupported(jd, err);
+	if (rc == 0)
+		rc = job_script(s, jd, &script, err);
+	if (rc == 0)
+		rc = submit_command(s, jd, script, &cmd, err);
+	if (rc == 0)
+		rc = run(s, "sbatch", cmd, 4096, &out, NULL, err);
+	free(script);
+	free(cmd);
+	if (rc < 0)
+		return rc;
+	out[strcspn(out, "\r\n")] = '\0';
+	if (!gg_slurmq_id_ok(out)) {
+		free(out);
+		return gg_err_set(err, GG_EPROTO, "sbatch on %s answered no job id", s->url.host);
+	}
+	pending_clear(s);
+	s->held = strdup(out);
+	for (int i = 0; i < jd->ninputs && s->held; i++)
+		if (jd->inputs[i].local)
+			s->pending[s->npending++] = strdup(jd->inputs[i].name);
+	*id = out;
+	if (s->npending == 0)
+		return release(s, out, err);
+	return 0;
+}
+
+static int slurm_submit(struct gg_ce *ce, const char *description, char **id, struct gg_err *err)
+{
+	(void)ce, (void)description, (void)id;
+	return gg_err_set(err, GG_EUSAGE, "a slurm+ssh CE takes no xRSL");
+}
+
+/* An upload of the held job arrived: release it after the last one. */
+static int uploaded(struct slurm *s, const char *id, const char *name, struct gg_err *err)
+{
+	if (!s->held || strcmp(s->held, id))
+		return 0;
+	for (int i = 0; i < s->npending; i++)
+		if (s->pending[i] && !strcmp(s->pending[i], name)) {
+			free(s->pending[i]);
+			s->pending[i] = s->pending[--s->npending];
+			break;
+		}
+	if (s->npending)
+		return 0;
+	char *held = s->held;
+	s->held = NULL;
+	int rc = release(s, held, err);
+	free(held);
+	return rc;
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+static int check_name(const char *id, const char *name, struct gg_err *err)
+{
+	if (!gg_slurmq_id_ok(id))
+		return gg_err_set(err, GG_ENOTFOUND, "'%s' is not a Slurm job id", id);
+	if (name && (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") ||
+		     gg_str_has_control(name) || name[0] == '/' || strstr(name, "../")))
+		return gg_err_set(err, GG_EUSAGE, "a bad file name for the job's directory");
+	return 0;
+}
+
+static char *file_command(const struct slurm *s, const char *id, const char *name,
+			  const char *action)
+{
+	char *cmd = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&cmd, &len);
+	if (!f)
+		return NULL;
+	fputs("cd ", f);
+	jobdir(f, s, id);
+	fprintf(f, " 2>/dev/null || exit %d; f=", NO_FILE);
+	sq(f, name);
+	fprintf(f, "; %s", action);
+	if (fclose(f) != 0) {
+		free(cmd);
+		return NULL;
+	}
+	return cmd;
+}
+
+static int put_fd(struct slurm *s, const char *id, const char *name, int fd, struct gg_err *err)
+{
+	char *cmd =
+		file_command(s, id, name, "cat >\"$f.part\" && mv -f \"$f.part\" \"$f\" || exit 1");
+	if (!cmd)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	struct gg_ssh_input in = {.fd = fd};
+	int st = 0, rc = connect_login(s, err);
+	char *errtext = NULL;
+	if (rc == 0)
+		rc = gg_ssh_exec_input(s->conn, cmd, &in, &st, &errtext, err);
+	free(cmd);
+	free(errtext);
+	if (rc == 0 && st == NO_FILE)
+		rc = gg_err_set(err, GG_ENOTFOUND, "job %s has no directory on %s", id,
+				s->url.host);
+	else if (rc == 0 && st)
+		rc = gg_err_set(err, GG_EIO, "writing %s of job %s on %s failed", name, id,
+				s->url.host);
+	return rc < 0 ? rc : uploaded(s, id, name, err);
+}
+
+static int slurm_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+			  gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	(void)progress, (void)ud;
+	int rc = check_name(id, name, err);
+	if (rc < 0)
+		return rc;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gg_err_sys(err, GG_EIO, errno, "opening '%s'", path);
+	rc = put_fd(S(ce), id, name, fd, err);
+	close(fd);
+	return rc;
+}
+
+/* Small data through a pipe (the "stop" file). */
+static int slurm_put(struct gg_ce *ce, const char *id, const char *name, const void *data,
+		     size_t len, struct gg_err *err)
+{
+	int p[2], rc = check_name(id, name, err);
+	if (rc < 0)
+		return rc;
+	if (len > 60000)
+		return gg_err_set(err, GG_EUSAGE, "%s: too large to put in one piece", name);
+	if (pipe(p) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "pipe");
+	ssize_t w = len ? write(p[1], data, len) : 0;
+	close(p[1]);
+	rc = w == (ssize_t)len ? put_fd(S(ce), id, name, p[0], err)
+			       : gg_err_set(err, GG_EIO, "pipe: short write");
+	close(p[0]);
+	return rc;
+}
+
+static int slurm_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+		     size_t *len, struct gg_err *err)
+{
+	*data = NULL;
+	*len = 0;
+	int rc = check_name(id, name, err), st = 0;
+	char *cmd = rc == 0 ? file_command(S(ce), id, name, "[ -f \"$f\" ] || exit 44; cat \"$f\"")
+			    : NULL;
+	if (rc == 0 && !cmd)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = run(S(ce), "reading a file", cmd, max, data, &st, err);
+	free(cmd);
+	if (rc == 0 && st) {
+		free(*data);
+		*data = NULL;
+		return gg_err_set(err, st == NO_FILE ? GG_ENOTFOUND : GG_EIO,
+				  "job %s has no file %s on %s", id, name, S(ce)->url.host);
+	}
+	if (rc == 0)
+		*len = strlen(*data); /* a binary file is cut at its first NUL */
+	return rc;
+}
+
+struct to_file {
+	int fd;
+	gg_http_progress_fn progress;
+	void *ud;
+	uint64_t n;
+};
+
+static int file_sink(void *ud, const void *buf, size_t len)
+{
+	struct to_file *t = ud;
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(t->fd, (const char *)buf + off, len - off);
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	t->n += len;
+	if (t->progress)
+		t->progress(t->ud, 0, (int64_t)t->n);
+	return 0;
+}
+
+static int slurm_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
+			  gg_http_progress_fn progress, void *ud, struct gg_err *err)
+{
+	struct slurm *s = S(ce);
+	int st = 0, rc = check_name(id, name, err);
+	if (rc < 0)
+		return rc;
+	char *cmd = file_command(s, id, name, "[ -f \"$f\" ] || exit 44; cat \"$f\""), *et = NULL;
+	if (!cmd)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	struct to_file t = {.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600),
+			    .progress = progress,
+			    .ud = ud};
+	if (t.fd < 0)
+		rc = gg_err_sys(err, GG_EIO, errno, "creating '%s'", path);
+	if (rc == 0)
+		rc = connect_login(s, err);
+	if (rc == 0)
+		rc = gg_ssh_exec(s->conn, cmd, file_sink, &t, &st, &et, err);
+	if (t.fd >= 0 && close(t.fd) < 0 && rc == 0)
+		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
+	if (rc == 0 && st)
+		rc = gg_err_set(err, st == NO_FILE ? GG_ENOTFOUND : GG_EIO,
+				"job %s has no file %s on %s", id, name, s->url.host);
+	if (rc < 0 && t.fd >= 0)
+		unlink(path);
+	free(cmd);
+	free(et);
+	return rc;
+}
+
+/* The job directory's files, one a line (names with a newline left out). */
+static int slurm_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err)
+{
+	*names = NULL;
+	*n = 0;
+	char *out = NULL;
+	int st = 0, rc = check_name(id, NULL, err);
+	char *cmd = rc == 0 ? file_command(S(ce), id, ".",
+					   "for f in * .[!.]*; do [ -f \"$f\" ] && printf "
+					   "'%s\\n' \"$f\"; done; true")
+			    : NULL;
+	if (rc == 0 && !cmd)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = run(S(ce), "listing a job", cmd, 1 << 20, &out, &st, err);
+	free(cmd);
+	if (rc == 0 && st == NO_FILE)
+		rc = gg_err_set(err, GG_ENOTFOUND, "job %s has no directory on %s", id,
+				S(ce)->url.host);
+	size_t cap = 0;
+	for (char *p = rc == 0 ? out : NULL, *nl; p && *p; p = nl + 1) {
+		if (!(nl = strchr(p, '\n')))
+			break;
+		*nl = '\0';
+		if (!strcmp(p, JOB_SCRIPT) || !strcmp(p, EXIT_FILE) || gg_str_has_control(p))
+			continue;
+		if (*n == cap) {
+			char **t = realloc(*names, (cap = cap ? 2 * cap : 16) * sizeof *t);
+			if (!t) {
+				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+				break;
+			}
+			*names = t;
+		}
+		(*names)[(*n)++] = strdup(p);
+	}
+	free(out);
+	return rc;
+}
+
+/* ---- status, kill, clean --------------------------------------------------------------- */
+
+static struct gg_ce_result *results_new(const char *const *ids, size_t n, struct gg_err *err)
+{
+	struct gg_ce_result *r = calloc(n ? n : 1, sizeof *r);
+	if (!r) {
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		r[i].id = strdup(ids[i]);
+	return r;
+}
+
+static void set_result(struct gg_ce_result *r, int code, enum gg_ce_state st, const char *raw,
+		       char *reason)
+{
+	r->code = code;
+	r->state = st;
+	free(r->raw_state);
+	r->raw_state = raw ? strdup(raw) : NULL;
+	free(r->reason);
+	r->reason = reason;
+}
+
+/* The ids Slurm may be asked about; the others are answered 404. */
+static size_t valid_ids(const char *const *ids, size_t n, const char **ok, struct gg_ce_result *res)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (gg_slurmq_id_ok(ids[i]))
+			ok[k++] = ids[i];
+		else
+			set_result(&res[i], 404, GG_CE_GONE, NULL, strdup("not a Slurm job id"));
+	}
+	return k;
+}
+
+/* squeue's word on the jobs. */
+static int from_squeue(struct slurm *s, const char *const *ok, size_t k, const char *const *ids,
+		       size_t n, struct gg_ce_result *res, struct gg_err *err)
+{
+	char *cmd = gg_slurmq_command(ok, k), *out = NULL;
+	int st = 0, rc = cmd ? run(s, "squeue", cmd, 1 << 20, &out, &st, err)
+			     : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(cmd);
+	if (rc == 0 && st == GG_SLURMQ_NO_SQUEUE)
+		rc = gg_err_set(err, GG_EPROTO, "%s has no squeue: not a Slurm login node",
+				s->url.host);
+	struct gg_slurm_job *jobs = NULL;
+	size_t nj = 0;
+	if (rc == 0)
+		rc = gg_slurmq_parse(out, strlen(out), &jobs, &nj, err);
+	for (size_t j = 0; rc == 0 && j < nj; j++)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(ids[i], jobs[j].id) && !res[i].code) {
+				enum gg_ce_state cs = gg_slurm_state(jobs[j].state);
+				set_result(&res[i], 200, cs, jobs[j].state,
+					   gg_slurmq_phrase(&jobs[j]));
+			}
+	free(jobs);
+	free(out);
+	return rc;
+}
+
+/* Jobs squeue has forgotten: sacct's word, else the exit status the job
+ * script left, else gone (no directory). */
+static int from_sacct_and_dirs(struct slurm *s, const char *const *ids, size_t n,
+			       struct gg_ce_result *res, struct gg_err *err)
+{
+	char *cmd = NULL, *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&cmd, &len);
+	if (!f)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	fputs("for i in", f);
+	for (size_t i = 0; i < n; i++)
+		if (!res[i].code && gg_slurmq_id_ok(ids[i]))
+			fprintf(f, " %s", ids[i]);
+	fputs("; do sacct -n -P -X -j \"$i\" -o JobIDRaw,State,ExitCode 2>/dev/null | head -n 1; "
+	      "d=",
+	      f);
+	jobdir(f, s, "");
+	fputs("\"$i\"; if [ -d \"$d\" ]; then printf 'dir|%s|%s\\n' \"$i\" \"$(head -c 12 "
+	      "\"$d/" EXIT_FILE "\" 2>/dev/null)\"; fi; done; true",
+	      f);
+	int rc = close_cmd(f, &cmd, &len, err);
+	if (rc == 0)
+		rc = run(s, "sacct", cmd, 1 << 20, &out, NULL, err);
+	free(cmd);
+	if (rc == 0)
+		gg_slurm_parse_sacct(out, strlen(out), ids, n, res);
+	free(out);
+	return rc;
+}
+
+static int slurm_status(struct gg_ce *ce, const char *const *ids, size_t n,
+			struct gg_ce_result **results, struct gg_err *err)
+{
+	*results = NULL;
+	struct gg_ce_result *res = results_new(ids, n, err);
+	const char **ok = calloc(n ? n : 1, sizeof *ok);
+	int rc = res && ok ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+	size_t k = rc == 0 ? valid_ids(ids, n, ok, res) : 0;
+	if (k)
+		rc = from_squeue(S(ce), ok, k, ids, n, res, err);
+	int left = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		left |= !res[i].code;
+	if (rc == 0 && left)
+		rc = from_sacct_and_dirs(S(ce), ids, n, res, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!res[i].code)
+			set_result(&res[i], 404, GG_CE_GONE, NULL,
+				   strdup("Slurm and the shared directory know no such job"));
+	free(ok);
+	if (rc < 0) {
+		gg_ce_results_free(res, n);
+		return rc;
+	}
+	*results = res;
+	return 0;
+}
+
+/* scancel or rm -rf of each job, one command. */
+static int each_job(struct gg_ce *ce, const char *const *ids, size_t n, int clean,
+		    struct gg_ce_result **results, struct gg_err *err)
+{
+	struct slurm *s = S(ce);
+	*results = NULL;
+	struct gg_ce_result *res = results_new(ids, n, err);
+	char *cmd = NULL, *out = NULL;
+	size_t len = 0;
+	FILE *f = res ? open_memstream(&cmd, &len) : NULL;
+	if (!f) {
+		gg_ce_results_free(res, n);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	fputs("for i in", f);
+	for (size_t i = 0; i < n; i++)
+		if (gg_slurmq_id_ok(ids[i]))
+			fprintf(f, " %s", ids[i]);
+	if (clean) {
+		fputs("; do d=", f);
+		jobdir(f, s, "");
+		fputs("\"$i\"; if [ -d \"$d\" ]; then rm -rf \"$d\" && echo \"$i|ok\"; else echo "
+		      "\"$i|none\"; fi; done; true",
+		      f);
+	} else {
+		fputs("; do if scancel \"$i\" 2>/dev/null; then echo \"$i|ok\"; else echo "
+		      "\"$i|none\"; fi; done; true",
+		      f);
+	}
+	int rc = close_cmd(f, &cmd, &len, err);
+	if (rc == 0)
+		rc = run(s, clean ? "removing job directories" : "scancel", cmd, 1 << 16, &out,
+			 NULL, err);
+	free(cmd);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char want[48];
+		snprintf(want, sizeof want, "%s|ok\n", ids[i]);
+		int found = gg_slurmq_id_ok(ids[i]) && strstr(out, want);
+		set_result(&res[i], found ? 202 : 404, found ? GG_CE_UNKNOWN : GG_CE_GONE, NULL,
+			   found ? NULL : strdup("no such job"));
+	}
+	free(out);
+	if (rc < 0) {
+		gg_ce_results_free(res, n);
+		return rc;
+	}
+	*results = res;
+	return 0;
+}
+
+static int slurm_kill(struct gg_ce *ce, const char *const *ids, size_t n,
+		      struct gg_ce_result **results, struct gg_err *err)
+{
+	return each_job(ce, ids, n, 0, results, err);
+}
+
+static int slurm_clean(struct gg_ce *ce, const char *const *ids, size_t n,
+		       struct gg_ce_result **results, struct gg_err *err)
+{
+	return each_job(ce, ids, n, 1, results, err);
+}
+
+/* The user's Slurm jobs named as gridgpu names its jobs. */
+static int slurm_list(struct gg_ce *ce, struct gg_ce_result **results, size_t *n,
+		      struct gg_err *err)
+{
+	char *out = NULL;
+	*results = NULL;
+	*n = 0;
+	int rc = run(S(ce), "squeue", "squeue -h --me -o '%i|%T|%j' 2>/dev/null; true", 1 << 20,
+		     &out, NULL, err);
+	size_t cap = 0;
+	for (char *p = rc == 0 ? out : NULL, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+		*nl = '\0';
+		char *b1 = strchr(p, '|'), *b2 = b1 ? strchr(b1 + 1, '|') : NULL;
+		if (!b2 || strncmp(b2 + 1, "gridgpu-", 8))
+			continue;
+		*b1 = *b2 = '\0';
+		if (!gg_slurmq_id_ok(p))
+			continue;
+		if (*n == cap) {
+			struct gg_ce_result *t =
+				realloc(*results, (cap = cap ? 2 * cap : 8) * sizeof *t);
+			if (!t) {
+				rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+				break;
+			}
+			*results = t;
+		}
+		struct gg_ce_result *r = &(*results)[(*n)++];
+		memset(r, 0, sizeof *r);
+		r->id = strdup(p);
+		r->code = 200;
+		r->state = gg_slurm_state(b1 + 1);
+	}
+	free(out);
+	return rc;
+}
+
+static int slurm_job_names(struct gg_ce *ce, const char *const *ids, size_t n, char **names,
+			   struct gg_err *err)
+{
+	char *out = NULL;
+	for (size_t i = 0; i < n; i++)
+		names[i] = NULL;
+	int rc = run(S(ce), "squeue", "squeue -h --me -t all -o '%i|%j' 2>/dev/null; true", 1 << 20,
+		     &out, NULL, err);
+	for (char *p = rc == 0 ? out : NULL, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+		*nl = '\0';
+		char *bar = strchr(p, '|');
+		if (!bar)
+			continue;
+		*bar = '\0';
+		for (size_t i = 0; i < n; i++)
+			if (!names[i] && !strcmp(ids[i], p) && !gg_str_has_control(bar + 1))
+				names[i] = strdup(bar + 1);
+	}
+	free(out);
+	return rc;
+}
+
+static int slurm_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
+{
+	memset(info, 0, sizeof *info);
+	info->name = strdup(S(ce)->url.host);
+	return info->name ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
+/* ---- open, close ------------------------------------------------------------------------- */
+
+static int route(struct slurm *s, const struct gg_site *site, struct gg_err *err)
+{
+	struct gg_ssh_target t = {.name = "login",
+				  .node = s->url.host,
+				  .port = s->url.port ? s->url.port : 22,
+				  .user = s->url.has_user ? s->url.user : NULL,
+				  .host_key = "-"};
+	int rc = gg_ssh_session_route(site, &t, &s->rt, err);
+	if (rc < 0)
+		return rc;
+	/* the login node is a host like the jump hosts: the site's key and
+	 * known_hosts, not a session's pinned key */
+	struct gg_ssh_hop *h = &s->rt.hops[s->rt.n - 1];
+	h->pinned_key = NULL;
+	h->identity = s->identity;
+	h->known_hosts = s->known_hosts;
+	free(s->rt.bufs[s->rt.n - 1].name);
+	s->rt.bufs[s->rt.n - 1].name = gg_strdup_printf("the Slurm login node %s", s->url.host);
+	h->name = s->rt.bufs[s->rt.n - 1].name;
+	for (size_t i = 0; i + 1 < s->rt.n; i++) {
+		s->rt.hops[i].identity = s->identity;
+		s->rt.hops[i].known_hosts = s->known_hosts;
+	}
+	return 0;
+}
+
+static char *dup_or_null(const char *v)
+{
+	return v ? strdup(v) : NULL;
+}
+
+static void slurm_close(struct gg_ce *ce)
+{
+	struct slurm *s = S(ce);
+	if (!s)
+		return;
+	gg_ssh_disconnect(s->conn);
+	gg_ssh_route_clear(&s->rt);
+	pending_clear(s);
+	free(s->identity);
+	free(s->known_hosts);
+	free(s->gpu_mode);
+	free(s->gpu_type);
+	free(s);
+	ce->impl = NULL;
+}
+
+static int slurm_open(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg_err *err)
+{
+	const struct gg_site *site = ce->site;
+	struct slurm *s = calloc(1, sizeof *s);
+	if (!s)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	ce->impl = s;
+	int rc = gg_slurm_url_parse(ce->endpoint, &s->url, err);
+	if (rc < 0)
+		return rc;
+	s->log = auth->log;
+	s->cancel = auth->cancel;
+	s->cancel_ud = auth->cancel_ud;
+	if (site) {
+		s->identity = dup_or_null(site->identity);
+		s->known_hosts = dup_or_null(site->known_hosts);
+		s->gpu_mode = dup_or_null(site->slurm_gpu);
+		s->gpu_type = dup_or_null(site->slurm_gpu_type);
+	}
+	return route(s, site, err);
+}
+
+static int slurm_accepts(const char *endpoint)
+{
+	return gg_slurm_url_is(endpoint);
+}
+
+const struct gg_ce_ops gg_ce_slurm_ssh = {
+	.name = "slurm-ssh",
+	.accepts = slurm_accepts,
+	.open = slurm_open,
+	.close = slurm_close,
+	.info = slurm_info,
+	.submit = slurm_submit,
+	.submit_jd = slurm_submit_jd,
+	.status = slurm_status,
+	.kill = slurm_kill,
+	.clean = slurm_clean,
+	.list = slurm_list,
+	.job_names = slurm_job_names,
+	.put = slurm_put,
+	.put_file = slurm_put_file,
+	.get = slurm_get,
+	.get_file = slurm_get_file,
+	.ls = slurm_ls,
+	.no_credential = 1,
+};
