@@ -65,6 +65,8 @@ struct gg_ce_ops {
 			 struct gg_err *err);
 	/* 1: the CE is reached with the user's ssh key, no proxy or token. */
 	int no_credential;
+	/* 1: status's reason for a queued job is the batch system's own word. */
+	int status_lrms;
 };
 
 /* ARC CE, REST interface (arc.c, deleg.c). */

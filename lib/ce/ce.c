@@ -141,6 +141,11 @@ int gg_ce_submit(struct gg_ce *ce, const char *description, char **id, struct gg
 	return ce->ops->submit(ce, description, id, err);
 }
 
+int gg_ce_status_lrms(const struct gg_ce *ce)
+{
+	return ce->ops->status_lrms;
+}
+
 int gg_ce_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char **id, struct gg_err *err)
 {
 	*id = NULL;

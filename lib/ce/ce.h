@@ -20,6 +20,9 @@ int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 /* A second handle on ce's CE (the same credential and deadline, a connection
  * of its own), for two requests at once; GG_EUSAGE when the backend has none. */
 int gg_ce_clone(struct gg_ce *ce, struct gg_ce **out, struct gg_err *err);
+/* 1 when status's reason for a queued job is the batch system's word
+ * (slurm+ssh: Slurm's pending reason, in the user's words). */
+int gg_ce_status_lrms(const struct gg_ce *ce);
 /* Submit a description: the backend's own way when it has one (slurm+ssh
  * writes a job script), else its xRSL with gg_ce_submit. */
 int gg_ce_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char **id, struct gg_err *err);

@@ -22,7 +22,8 @@
 
 #define JOB_SCRIPT "gridgpu-job.sh"
 #define EXIT_FILE  ".gridgpu-exit"
-#define NO_FILE    44 /* a remote command's exit status: no such file */
+#define OUTPUTS    ".gridgpu-outputs" /* the names the job declared, one a line */
+#define NO_FILE    44                 /* a remote command's exit status: no such file */
 
 struct slurm {
 	struct gg_slurm_url url;
@@ -349,8 +350,28 @@ static int refuse_unsupported(const struct gg_jobdesc *jd, struct gg_err *err)
 	return 0;
 }
 
-/* The command: a fresh directory under DIR, the script in it, sbatch --hold,
- * the directory renamed to the job's id; the id on stdout. */
+/* The outputs the job declares (its outputs, stdout and stderr), one a line:
+ * what ls shows of its directory, as an ARC CE keeps only those. */
+static void outputs_list(FILE *f, const struct gg_jobdesc *jd)
+{
+	const char *std[2] = {jd->stdout_name, jd->stderr_name};
+	fputs(" && printf '%s\\n'", f);
+	for (int i = 0; i < jd->noutputs; i++)
+		if (!strchr(jd->outputs[i], '\n')) {
+			fputc(' ', f);
+			sq(f, jd->outputs[i]);
+		}
+	for (int k = 0; k < 2; k++)
+		if (std[k] && !strchr(std[k], '\n')) {
+			fputc(' ', f);
+			sq(f, std[k]);
+		}
+	fputs(" >\"$t/" OUTPUTS "\"", f);
+}
+
+/* The command: a fresh directory under DIR, the script and the outputs' list
+ * in it, sbatch --hold, the directory renamed to the job's id; the id on
+ * stdout. */
 static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, const char *script,
 			  char **cmd, struct gg_err *err)
 {
@@ -362,7 +383,9 @@ static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, co
 	sq(f, s->url.dir);
 	fputs(" && mkdir -p \"$d\" && cd \"$d\" && t=$(mktemp -d .new-XXXXXX) && printf '%s' ", f);
 	sq(f, script);
-	fputs(" >\"$t/" JOB_SCRIPT "\" && id=$(sbatch --parsable --hold --chdir=\"$PWD\" "
+	fputs(" >\"$t/" JOB_SCRIPT "\"", f);
+	outputs_list(f, jd);
+	fputs(" && id=$(sbatch --parsable --hold --chdir=\"$PWD\" "
 	      "--output=\"$PWD/%j/gridgpu-slurm.out\"",
 	      f);
 	sbatch_options(f, s, jd);
@@ -621,8 +644,8 @@ static int slurm_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, 
 	char *out = NULL;
 	int st = 0, rc = check_name(id, NULL, err);
 	char *cmd = rc == 0 ? file_command(S(ce), id, ".",
-					   "for f in * .[!.]*; do [ -f \"$f\" ] && printf "
-					   "'%s\\n' \"$f\"; done; true")
+					   "while IFS= read -r f; do [ -f \"$f\" ] && printf "
+					   "'%s\\n' \"$f\"; done <" OUTPUTS "; true")
 			    : NULL;
 	if (rc == 0 && !cmd)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -1000,4 +1023,5 @@ const struct gg_ce_ops gg_ce_slurm_ssh = {
 	.get_file = slurm_get_file,
 	.ls = slurm_ls,
 	.no_credential = 1,
+	.status_lrms = 1,
 };

@@ -552,6 +552,13 @@ static void lrms_refine(struct gg_ce *ce, struct gg_record *recs, const char **i
 			at[na] = i;
 			ask[na++] = ids[i];
 		}
+	/* a backend whose status gives the batch system's reason (slurm+ssh) */
+	for (size_t i = 0; seen && gg_ce_status_lrms(ce) && i < k; i++)
+		if (res[i].state == GG_CE_QUEUED && res[i].reason) {
+			char *said = gg_strdup_printf("\nLRMS: %s", res[i].reason);
+			lrms_seen(&seen[idx[i]], said);
+			free(said);
+		}
 	int own = 0;
 	struct gg_ce_result *q = na ? lrms_ask(ce, ask, at, na, ahead, &own) : NULL;
 	for (size_t j = 0; q && j < na; j++) {

@@ -23,6 +23,7 @@ jump = $TB_USER@127.0.0.1:$TB_JUMP2_PORT
 identity = $TB_SSH/id_ed25519
 known_hosts = $TB_SSH/known_hosts
 worker_address = 127.0.0.1
+runtime = bwrap
 gpu_queue = gpu
 slurm_gpu = gres
 slurm_gpu_type = $TB_GPU_TYPE
