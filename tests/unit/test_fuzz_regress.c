@@ -41,6 +41,7 @@
 #include "../fuzz/fuzz_lrms_refusal.c"
 #include "../fuzz/fuzz_pubkey.c"
 #include "../fuzz/fuzz_record.c"
+#include "../fuzz/fuzz_sacct.c"
 #include "../fuzz/fuzz_sif.c"
 #include "../fuzz/fuzz_slurmq.c"
 #include "../fuzz/fuzz_snap_list.c"
@@ -85,6 +86,7 @@ static const struct target targets[] = {
 	{"printable", no_init, fuzz_one_printable},
 	{"pubkey", no_init, fuzz_one_pubkey},
 	{"record", no_init, fuzz_one_record},
+	{"sacct", no_init, fuzz_one_sacct},
 	{"sif", no_init, fuzz_one_sif},
 	{"slurmq", no_init, fuzz_one_slurmq},
 	{"snap_list", no_init, fuzz_one_snap_list},
