@@ -118,6 +118,14 @@ run_gg site set evil queue "$(printf 'gpu\033]0;pwned\007')"
 refused_key queue "site set: a value with a terminal escape is refused"
 run_gg site add evil2 --ce https://ce.invalid/arex --image "$(printf 'i\033[2J')"
 refused_key image "site add: a value with a terminal escape is refused"
+# slurm+ssh:// (issue 49): a login node or user with shell syntax, a '..' step, a
+# bad port, a GPU type with a blank, a GPU mapping it does not know: refused
+for v in 'slurm+ssh://u@h;id' 'slurm+ssh://$(id)@h' 'slurm+ssh://u@h/a/../b' 'slurm+ssh://u@h:99999'; do
+	expect_fail "site add --ce '$v': refused (exit 2)" 2 "slurm+ssh://USER@LOGIN" site add sl1 --ce "$v"
+done
+expect_fail "site add --slurm-gpu-type 'a 100': refused" 2 "expected a Slurm GPU type" \
+	site add sl2 --ce slurm+ssh://u@h --slurm-gpu-type 'a 100'
+expect_fail "site add --slurm-gpu mig: refused" 2 "slurm-gpu" site add sl3 --ce slurm+ssh://u@h --slurm-gpu mig
 cmp -s "$CFG" "$T_TMP/cfg.before" && ok "the refused values left the configuration as it was" || not_ok "configuration changed by a refused value"
 # valid but odd: not UTF-8 (CE, image) and a right-to-left override (queue)
 X=$(printf '\377')
