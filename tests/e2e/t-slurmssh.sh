@@ -7,8 +7,8 @@
 # request --gpus 1 reaches ready with the gres asked as the profile maps it,
 # connect runs a command on the node, kill ends the job through Slurm, clean
 # leaves nothing in the shared directory; a job waiting for GPUs shows Slurm's
-# reason (Resources) in status; a frozen image is submitted with an input and
-# get brings its output back.
+# reason (Resources) in status; a session with an image is changed, frozen
+# (freeze --session), submitted with an input and get brings its output back.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ -z "${GG_TB_SLURMSSH_CONF:-}" ] || [ ! -r "${GG_TB_SLURMSSH_CONF:-}" ]; then
@@ -77,18 +77,25 @@ check "no half-made job directory left either" sh -c "! ls -A '$DIR' | grep -q '
 run_gg list
 expect_eq "list: nothing" "$(printf '%s' "$OUT" | grep -c 's[12] ')" 0
 
-# --- a frozen image as batch work: submit, get ----------------------------------------------
+# --- the development loop: an image on the node, changed, frozen, submitted, got ------------
 sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" >/dev/null 2>&1
-"$GRIDGPU" freeze -q "$T_TMP/sandbox" -o "$T_TMP/work.sif"
 cd "$T_TMP" || exit 1
+run_gg request --name dev --gpus 1 --image sandbox --walltime 10m
+expect_eq "request --image sandbox reaches ready (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
+run_gg connect dev -- 'echo installed-in-session >/marker'
+expect_eq "connect changes the session's sandbox" "$RC" 0
+run_gg freeze --session dev -o work.sif
+expect_eq "freeze --session over the same hops (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
+run_gg kill dev
+run_gg clean dev
 echo "hello from the laptop" >input.txt
 run_gg submit work.sif --name j1 --walltime 10m --input input.txt --output result.txt -- \
-	sh -c 'cat input.txt >result.txt; echo done-here'
+	sh -c 'cat input.txt /marker >result.txt; echo done-here'
 expect_eq "submit a frozen image to slurm+ssh:// (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
 JJ=$(job j1)
 run_gg get --wait j1
 expect_eq "get --wait j1" "$RC" 0
-expect_eq "the output came back" "$(cat j1/result.txt 2>/dev/null)" "hello from the laptop"
+expect_eq "the output came back, made with the session's change" "$(cat j1/result.txt 2>/dev/null | tr '\n' ' ')" "hello from the laptop installed-in-session "
 expect_eq "the job's stdout came back" "$(cat j1/gridgpu-job.out 2>/dev/null)" done-here
 check "get brings the declared outputs only (no image, no input)" sh -c '[ ! -e j1/image.sif ] && [ ! -e j1/input.txt ]'
 expect_eq "Slurm ran it to the end" "$(slurm_state "$JJ")" COMPLETED
