@@ -4,8 +4,9 @@
  * job description stages (launcher, wrapper, image, inputs), a job script made
  * from the same description an ARC CE gets, and the job's outputs. It is
  * submitted held (sbatch --parsable --hold) and released once its uploads are
- * in. Every value in a remote command is quoted for sh; what comes back is
- * parsed (squeue through engine/slurmq.h, sacct here) and kept printable. */
+ * in. Files go both ways over sftp (lib/ssh/sftp.c) on the same connection.
+ * Every value in a remote command is quoted for sh; what comes back is parsed
+ * (squeue through engine/slurmq.h, sacct in sacct.c) and kept printable. */
 #include "ce/backend.h"
 
 #include <ctype.h>
@@ -503,26 +504,36 @@ static char *file_command(const struct slurm *s, const char *id, const char *nam
 	return cmd;
 }
 
+/* DIR/ID/NAME as the login's sftp server takes it (relative to its home when
+ * DIR is). malloc'd. */
+static char *job_path(const struct slurm *s, const char *id, const char *name)
+{
+	return gg_strdup_printf("%s/%s/%s", s->url.dir, id, name);
+}
+
+/* A connection an sftp call broke is not reused. */
+static int sftp_done(struct slurm *s, int rc)
+{
+	if ((rc == GG_ENET || rc == GG_EPROTO) && s->conn) {
+		gg_ssh_disconnect(s->conn);
+		s->conn = NULL;
+	}
+	return rc;
+}
+
 static int put_fd(struct slurm *s, const char *id, const char *name, int fd, struct gg_err *err)
 {
-	char *cmd =
-		file_command(s, id, name, "cat >\"$f.part\" && mv -f \"$f.part\" \"$f\" || exit 1");
-	if (!cmd)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	struct gg_ssh_input in = {.fd = fd};
-	int st = 0, rc = connect_login(s, err);
-	char *errtext = NULL;
+	char *path = job_path(s, id, name);
+	int rc = path ? connect_login(s, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = gg_ssh_exec_input(s->conn, cmd, &in, &st, &errtext, err);
-	free(cmd);
-	free(errtext);
-	if (rc == 0 && st == NO_FILE)
-		rc = gg_err_set(err, GG_ENOTFOUND, "job %s has no directory on %s", id,
-				s->url.host);
-	else if (rc == 0 && st)
-		rc = gg_err_set(err, GG_EIO, "writing %s of job %s on %s failed", name, id,
-				s->url.host);
-	return rc < 0 ? rc : uploaded(s, id, name, err);
+		rc = sftp_done(s, gg_ssh_sftp_put(s->conn, fd, path, NULL, NULL, err));
+	free(path);
+	if (rc == GG_ENOTFOUND)
+		return gg_err_set(err, GG_ENOTFOUND, "job %s has no directory on %s", id,
+				  s->url.host);
+	if (rc < 0)
+		return gg_err_prefix(err, "writing %s of job %s on %s", name, id, s->url.host);
+	return uploaded(s, id, name, err);
 }
 
 static int slurm_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
@@ -559,28 +570,22 @@ static int slurm_put(struct gg_ce *ce, const char *id, const char *name, const v
 	return rc;
 }
 
-static int slurm_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
-		     size_t *len, struct gg_err *err)
+struct to_mem {
+	char *buf;
+	size_t len;
+};
+
+static int mem_sink(void *ud, const void *buf, size_t len)
 {
-	*data = NULL;
-	*len = 0;
-	int rc = check_name(id, name, err), st = 0;
-	char *cmd = rc == 0 ? file_command(S(ce), id, name, "[ -f \"$f\" ] || exit 44; cat \"$f\"")
-			    : NULL;
-	if (rc == 0 && !cmd)
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = run(S(ce), "reading a file", cmd, max, data, &st, err);
-	free(cmd);
-	if (rc == 0 && st) {
-		free(*data);
-		*data = NULL;
-		return gg_err_set(err, st == NO_FILE ? GG_ENOTFOUND : GG_EIO,
-				  "job %s has no file %s on %s", id, name, S(ce)->url.host);
-	}
-	if (rc == 0)
-		*len = strlen(*data); /* a binary file is cut at its first NUL */
-	return rc;
+	struct to_mem *m = ud;
+	char *t = realloc(m->buf, m->len + len + 1);
+	if (!t)
+		return -1;
+	memcpy(t + m->len, buf, len);
+	m->buf = t;
+	m->len += len;
+	m->buf[m->len] = '\0';
+	return 0;
 }
 
 struct to_file {
@@ -605,34 +610,56 @@ static int file_sink(void *ud, const void *buf, size_t len)
 	return 0;
 }
 
+/* A file of the job's directory into sink, over sftp. */
+static int read_job_file(struct slurm *s, const char *id, const char *name, uint64_t max,
+			 gg_ssh_sink_fn sink, void *ud, struct gg_err *err)
+{
+	int rc = check_name(id, name, err);
+	char *path = rc == 0 ? job_path(s, id, name) : NULL;
+	if (rc == 0 && !path)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = connect_login(s, err);
+	if (rc == 0)
+		rc = sftp_done(s, gg_ssh_sftp_get(s->conn, path, max, sink, ud, err));
+	free(path);
+	if (rc == GG_ENOTFOUND)
+		return gg_err_set(err, GG_ENOTFOUND, "job %s has no file %s on %s", id, name,
+				  s->url.host);
+	return rc < 0 ? gg_err_prefix(err, "reading %s of job %s", name, id) : 0;
+}
+
+static int slurm_get(struct gg_ce *ce, const char *id, const char *name, size_t max, char **data,
+		     size_t *len, struct gg_err *err)
+{
+	struct to_mem m = {0};
+	*data = NULL;
+	*len = 0;
+	int rc = read_job_file(S(ce), id, name, max, mem_sink, &m, err);
+	if (rc == 0 && !m.buf && !(m.buf = calloc(1, 1)))
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc < 0) {
+		free(m.buf);
+		return rc;
+	}
+	*data = m.buf;
+	*len = m.len;
+	return 0;
+}
+
 static int slurm_get_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
 			  gg_http_progress_fn progress, void *ud, struct gg_err *err)
 {
-	struct slurm *s = S(ce);
-	int st = 0, rc = check_name(id, name, err);
-	if (rc < 0)
-		return rc;
-	char *cmd = file_command(s, id, name, "[ -f \"$f\" ] || exit 44; cat \"$f\""), *et = NULL;
-	if (!cmd)
-		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	struct to_file t = {.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600),
 			    .progress = progress,
 			    .ud = ud};
 	if (t.fd < 0)
-		rc = gg_err_sys(err, GG_EIO, errno, "creating '%s'", path);
-	if (rc == 0)
-		rc = connect_login(s, err);
-	if (rc == 0)
-		rc = gg_ssh_exec(s->conn, cmd, file_sink, &t, &st, &et, err);
-	if (t.fd >= 0 && close(t.fd) < 0 && rc == 0)
+		return gg_err_sys(err, GG_EIO, errno, "creating '%s'", path);
+	int rc = read_job_file(S(ce), id, name, 0, file_sink, &t, err);
+	if (close(t.fd) < 0 && rc == 0)
 		rc = gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
-	if (rc == 0 && st)
-		rc = gg_err_set(err, st == NO_FILE ? GG_ENOTFOUND : GG_EIO,
-				"job %s has no file %s on %s", id, name, s->url.host);
-	if (rc < 0 && t.fd >= 0)
+	if (rc < 0)
 		unlink(path);
-	free(cmd);
-	free(et);
 	return rc;
 }
 

@@ -1193,3 +1193,14 @@ int gg_ssh_probe(const struct gg_site *site, const struct gg_ssh_target *t, int 
 	gg_ssh_route_clear(&rt);
 	return rc;
 }
+
+/* ---- the last hop's session (sftp.c) ------------------------------------------------------ */
+
+void *gg_ssh_conn_session(struct gg_ssh_conn *c, int *timeout_ms, gg_ssh_cancel_fn *cancel,
+			  void **cancel_ud)
+{
+	*timeout_ms = c->timeout_ms;
+	*cancel = c->cancel;
+	*cancel_ud = c->cancel_ud;
+	return c->sess[c->n - 1];
+}

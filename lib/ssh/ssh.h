@@ -142,6 +142,21 @@ void gg_ssh_set_timeout(struct gg_ssh_conn *c, int timeout_ms);
  * bytes: GG_EPROTO beyond). */
 int gg_ssh_exec_capture(struct gg_ssh_conn *c, const char *command, size_t max, char **out,
 			size_t *len, int *status, char **errtext, struct gg_err *err);
+/* The last hop's LIBSSH2_SESSION (blocking), its timeout and cancel hook:
+ * what sftp.c works on. */
+void *gg_ssh_conn_session(struct gg_ssh_conn *c, int *timeout_ms, gg_ssh_cancel_fn *cancel,
+			  void **cancel_ud);
+/* ---- sftp on the last hop (sftp.c): paths as its sftp server takes them
+ * (relative to the login's home) ---- */
+/* Write all of fd into path (created 0600, or truncated); fed (may be NULL)
+ * told each chunk's size. */
+int gg_ssh_sftp_put(struct gg_ssh_conn *c, int fd, const char *path,
+		    void (*fed)(void *ud, uint64_t bytes), void *ud, struct gg_err *err);
+/* Read path to its end into sink (non-zero from sink: GG_EIO); at most max
+ * bytes (GG_EPROTO beyond; 0: no bound). GG_ENOTFOUND when there is no such
+ * file. */
+int gg_ssh_sftp_get(struct gg_ssh_conn *c, const char *path, uint64_t max, gg_ssh_sink_fn sink,
+		    void *ud, struct gg_err *err);
 /* 1 when the key blob (as a server sends it) is the key of the OpenSSH public
  * key line pinned. */
 int gg_ssh_key_matches(const char *pinned, const void *blob, size_t len);

@@ -1,0 +1,141 @@
+/* sftp on the last hop of a connection (libssh2's sftp subsystem, blocking,
+ * with the connection's timeout and cancel hook): whole files put from a
+ * descriptor and read into a sink. No shell sees the path. */
+#include <errno.h>
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ssh/ssh.h"
+
+struct sftp {
+	LIBSSH2_SESSION *s;
+	LIBSSH2_SFTP *sftp;
+	gg_ssh_cancel_fn cancel;
+	void *cancel_ud;
+};
+
+static int sftp_open(struct gg_ssh_conn *c, struct sftp *x, struct gg_err *err)
+{
+	int timeout_ms;
+	memset(x, 0, sizeof *x);
+	x->s = gg_ssh_conn_session(c, &timeout_ms, &x->cancel, &x->cancel_ud);
+	libssh2_session_set_blocking(x->s, 1);
+	libssh2_session_set_timeout(x->s, timeout_ms);
+	x->sftp = libssh2_sftp_init(x->s);
+	if (!x->sftp)
+		return gg_err_set(err, GG_ENET,
+				  "starting sftp failed (%d): the host may have no "
+				  "sftp subsystem",
+				  libssh2_session_last_errno(x->s));
+	return 0;
+}
+
+static void sftp_close(struct sftp *x)
+{
+	if (x->sftp)
+		libssh2_sftp_shutdown(x->sftp);
+}
+
+static int cancelled(const struct sftp *x, struct gg_err *err)
+{
+	if (x->cancel && x->cancel(x->cancel_ud))
+		return gg_err_set(err, GG_EINTR, "interrupted");
+	return 0;
+}
+
+/* An sftp failure: the server's status where it gave one. */
+static int sftp_failed(struct sftp *x, const char *what, struct gg_err *err)
+{
+	int e = libssh2_session_last_errno(x->s);
+	if (e == LIBSSH2_ERROR_SFTP_PROTOCOL) {
+		unsigned long st = libssh2_sftp_last_error(x->sftp);
+		if (st == LIBSSH2_FX_NO_SUCH_FILE || st == LIBSSH2_FX_NO_SUCH_PATH)
+			return gg_err_set(err, GG_ENOTFOUND, "%s: no such file", what);
+		return gg_err_set(err, GG_EIO, "%s: sftp status %lu", what, st);
+	}
+	return gg_err_set(err, e == LIBSSH2_ERROR_TIMEOUT ? GG_ENET : GG_EPROTO,
+			  "%s: sftp failed (%d)%s", what, e,
+			  e == LIBSSH2_ERROR_TIMEOUT ? ", no answer" : "");
+}
+
+static int put_all(struct sftp *x, LIBSSH2_SFTP_HANDLE *h, int fd,
+		   void (*fed)(void *ud, uint64_t bytes), void *ud, struct gg_err *err)
+{
+	char buf[32768];
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return gg_err_sys(err, GG_EIO, errno, "reading the file to send");
+		if (r == 0)
+			return 0;
+		if (cancelled(x, err) < 0)
+			return err->code;
+		for (ssize_t off = 0; off < r;) {
+			ssize_t w = libssh2_sftp_write(h, buf + off, (size_t)(r - off));
+			if (w < 0)
+				return sftp_failed(x, "writing", err);
+			off += w;
+		}
+		if (fed)
+			fed(ud, (uint64_t)r);
+	}
+}
+
+int gg_ssh_sftp_put(struct gg_ssh_conn *c, int fd, const char *path,
+		    void (*fed)(void *ud, uint64_t bytes), void *ud, struct gg_err *err)
+{
+	struct sftp x;
+	int rc = sftp_open(c, &x, err);
+	LIBSSH2_SFTP_HANDLE *h = NULL;
+	if (rc == 0) {
+		h = libssh2_sftp_open(x.sftp, path,
+				      LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
+				      LIBSSH2_SFTP_S_IRUSR | LIBSSH2_SFTP_S_IWUSR);
+		if (!h)
+			rc = sftp_failed(&x, "creating the file", err);
+	}
+	if (rc == 0)
+		rc = put_all(&x, h, fd, fed, ud, err);
+	if (h && libssh2_sftp_close(h) < 0 && rc == 0)
+		rc = sftp_failed(&x, "closing the file", err);
+	sftp_close(&x);
+	return rc;
+}
+
+int gg_ssh_sftp_get(struct gg_ssh_conn *c, const char *path, uint64_t max, gg_ssh_sink_fn sink,
+		    void *ud, struct gg_err *err)
+{
+	struct sftp x;
+	char buf[32768];
+	uint64_t total = 0;
+	int rc = sftp_open(c, &x, err);
+	LIBSSH2_SFTP_HANDLE *h = NULL;
+	if (rc == 0 && !(h = libssh2_sftp_open(x.sftp, path, LIBSSH2_FXF_READ, 0)))
+		rc = sftp_failed(&x, "opening the file", err);
+	while (rc == 0) {
+		ssize_t r = libssh2_sftp_read(h, buf, sizeof buf);
+		if (r < 0) {
+			rc = sftp_failed(&x, "reading", err);
+			break;
+		}
+		if (r == 0)
+			break;
+		total += (uint64_t)r;
+		if (max && total > max)
+			rc = gg_err_set(err, GG_EPROTO, "the file is larger than %llu bytes",
+					(unsigned long long)max);
+		else if (sink(ud, buf, (size_t)r) != 0)
+			rc = gg_err_set(err, GG_EIO, "keeping what was read failed");
+		else
+			rc = cancelled(&x, err);
+	}
+	if (h)
+		libssh2_sftp_close(h);
+	sftp_close(&x);
+	return rc;
+}
