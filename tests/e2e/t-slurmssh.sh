@@ -8,7 +8,8 @@
 # connect runs a command on the node, kill ends the job through Slurm, clean
 # leaves nothing in the shared directory; a job waiting for GPUs shows Slurm's
 # reason (Resources) in status; a session with an image is changed, frozen
-# (freeze --session), submitted with an input and get brings its output back.
+# (freeze --session), submitted with an input and get brings its output back;
+# an image pre-placed on the shared file system (node:/PATH) is used in place.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ -z "${GG_TB_SLURMSSH_CONF:-}" ] || [ ! -r "${GG_TB_SLURMSSH_CONF:-}" ]; then
@@ -101,5 +102,18 @@ check "get brings the declared outputs only (no image, no input)" sh -c '[ ! -e 
 expect_eq "Slurm ran it to the end" "$(slurm_state "$JJ")" COMPLETED
 run_gg clean j1
 check "clean j1 removes its directory" test ! -e "$DIR/$JJ"
+
+# --- an image pre-placed on the shared file system: used in place, not uploaded -------------
+mkdir -p "$GG_TB_DIR/shared/images"
+cp work.sif "$GG_TB_DIR/shared/images/placed-$$.sif"
+chmod -R a+rX "$GG_TB_DIR/shared/images"
+run_gg submit "node:$GG_TB_DIR/shared/images/placed-$$.sif" --name j2 --walltime 10m -- cat /marker
+expect_eq "submit node:/PATH to slurm+ssh:// (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
+JN=$(job j2)
+check "... the image was not uploaded into the job's directory" sh -c "! ls '$DIR/$JN' | grep -q 'sif\$'"
+run_gg get --wait j2
+expect_eq "... and the job ran on it" "$(cat j2/gridgpu-job.out 2>/dev/null)" installed-in-session
+run_gg clean j2
+rm -f "$GG_TB_DIR/shared/images/placed-$$.sif"
 
 done_testing
