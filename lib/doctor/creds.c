@@ -179,6 +179,13 @@ void gg_doctor_check_proxy(struct gg_doctor *d)
 	char *path = NULL;
 	int token_site = !strcmp(d->auth_kind, "token");
 	char dur[32];
+	if (!strcmp(d->auth_kind, "ssh")) { /* slurm+ssh: the user's ssh key */
+		gg_doctor_add(d, "proxy", "proxy", GG_DOCTOR_SKIP,
+			      S("not needed: site %s is reached with your ssh key", d->site->name),
+			      NULL);
+		gg_doctor_add(d, "proxy-chain", "proxy chain", GG_DOCTOR_SKIP, S("no proxy"), NULL);
+		return;
+	}
 	gg_duration_format(d->valid, dur, sizeof dur);
 	const char *init = d->valid <= 12 * 3600 ? "12h" : dur;
 	/* A site that uses tokens does not need the proxy: its faults are notes. */
@@ -233,8 +240,10 @@ void gg_doctor_check_token(struct gg_doctor *d)
 		else
 			gg_doctor_add(
 				d, "token", "bearer token", GG_DOCTOR_SKIP,
-				d->site ? S("none found (not needed: site %s uses a proxy)",
-					    d->site->name)
+				d->site ? S("none found (not needed: site %s uses %s)",
+					    d->site->name,
+					    strcmp(d->auth_kind, "ssh") ? "a proxy"
+									: "your ssh key")
 					: S("none found (not needed without a site that asks for one)"),
 				NULL);
 		return;

@@ -119,6 +119,8 @@ int gg_doctor_run(struct gg_doctor *d, struct gg_err *err)
 	d->ran = 1;
 	gg_doctor_check_config(d);
 	d->auth_kind = d->site && d->site->auth ? d->site->auth : "proxy";
+	if (d->site && !strcmp(gg_site_auth_kind(d->site), "ssh"))
+		d->auth_kind = "ssh"; /* slurm+ssh: the user's ssh key */
 	struct gg_err e2 = {0};
 	if (gg_cred_ca_dir(d->site ? d->site->ca_dir : NULL, &d->ca_dir, &e2) < 0)
 		d->ca_dir = NULL;

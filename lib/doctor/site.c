@@ -11,6 +11,7 @@
 #include "core/run.h"
 #include "cred/cred.h"
 #include "doctor/doctor.h"
+#include "engine/engine.h"
 #include "ssh/ssh.h"
 
 #define S(...) gg_strdup_printf(__VA_ARGS__)
@@ -52,13 +53,21 @@ void gg_doctor_check_ce(struct gg_doctor *d)
 	struct gg_engine *plain = NULL;
 	int rc = d->engine ? 0 : gg_engine_new(NULL, NULL, &plain, &err);
 	if (rc == 0)
-		rc = gg_engine_open_ce(d->engine ? d->engine : plain, d->site->ce, &a, &ce, &err);
-	if (rc == 0)
-		rc = gg_ce_version(ce, &version, &err);
+		rc = gg_engine_open_site_ce(d->engine ? d->engine : plain, d->site, &a, &ce, &err);
+	if (rc == 0 && (rc = gg_ce_version(ce, &version, &err)) == GG_EUSAGE) {
+		rc = 0; /* a CE without an interface version (slurm+ssh) */
+		memset(&err, 0, sizeof err);
+	}
 	if (rc == 0)
 		rc = gg_ce_list(ce, &res, &nres, &err);
 	double ms = now_ms() - t0;
-	if (rc == 0) {
+	if (rc == 0 && !version) {
+		gg_doctor_add(d, "ce", "CE", GG_DOCTOR_OK,
+			      S("%s: %s, reached with your %s key (%zu job%s), %.0f ms",
+				d->site->ce, gg_ce_backend(ce), a.kind, nres, nres == 1 ? "" : "s",
+				ms),
+			      NULL);
+	} else if (rc == 0) {
 		gg_doctor_add(d, "ce", "CE", GG_DOCTOR_OK,
 			      S("%s: REST %s, accepts your %s (%zu job%s), %.0f ms", d->site->ce,
 				version, a.kind, nres, nres == 1 ? "" : "s", ms),

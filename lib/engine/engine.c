@@ -154,15 +154,15 @@ const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name
 	return e->cfg && name ? gg_config_site(e->cfg, name) : NULL;
 }
 
-int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg_auth *a,
-		      struct gg_ce **ce, struct gg_err *err)
+/* Open endpoint with site's profile (NULL: the configured site whose CE it is). */
+static int open_ce_at(struct gg_engine *e, const char *endpoint, const struct gg_site *site,
+		      const struct gg_auth *a, struct gg_ce **ce, struct gg_err *err)
 {
 	char *state = NULL, *cache = NULL;
 	if (gg_xdg_dir(GG_XDG_STATE, &state, NULL) == 0 && gg_mkdir_p(state, 0700, NULL) == 0)
 		cache = gg_strdup_printf("%s/ce.json", state);
 	free(state);
-	const struct gg_site *site = NULL;
-	for (size_t i = 0; e->cfg && i < e->cfg->nsites && !site; i++)
+	for (size_t i = 0; !site && e->cfg && i < e->cfg->nsites; i++)
 		if (e->cfg->sites[i].ce && !strcmp(e->cfg->sites[i].ce, endpoint))
 			site = &e->cfg->sites[i];
 	struct gg_ce_auth ca = {.proxy_path = a->proxy_path,
@@ -179,6 +179,17 @@ int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg
 	return rc;
 }
 
+int gg_engine_open_site_ce(struct gg_engine *e, const struct gg_site *site, const struct gg_auth *a,
+			   struct gg_ce **ce, struct gg_err *err)
+{
+	return open_ce_at(e, site->ce, site, a, ce, err);
+}
+
+int gg_engine_open_ce(struct gg_engine *e, const char *endpoint, const struct gg_auth *a,
+		      struct gg_ce **ce, struct gg_err *err)
+{
+	return open_ce_at(e, endpoint, NULL, a, ce, err);
+}
 static const char *auth_kind(const struct gg_record *r);
 
 int gg_engine_open_record_ce(struct gg_engine *e, const struct gg_record *r, struct gg_ce **ce,

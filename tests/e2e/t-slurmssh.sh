@@ -34,6 +34,11 @@ DIR=$GG_TB_SLURMSSH_DIR
 mkdir -p "$XDG_CONFIG_HOME/gridgpu"
 { printf '[gridgpu]\nsite = slurmssh\n'; cat "$GG_TB_SLURMSSH_CONF"; } >"$XDG_CONFIG_HOME/gridgpu/config"
 check "the site's slurm+ssh profile is taken (site show)" "$GRIDGPU" site show slurmssh
+run_gg doctor
+case $OUT in *"✓ CE"*"slurm-ssh, reached with your ssh key"*) ok "doctor: the CE is reached with the ssh key" ;;
+*) not_ok "doctor: the CE is reached with the ssh key: $(printf '%s' "$OUT" | grep CE)" ;; esac
+case $OUT in *"proxy"*"skipped: not needed"*) ok "doctor: no proxy asked for" ;;
+*) not_ok "doctor: no proxy asked for: $(printf '%s' "$OUT" | grep proxy)" ;; esac
 
 # --- request --gpus 1: ready, with the gres Slurm was asked ------------------------------
 run_gg request --name s1 --gpus 1 --walltime 10m
