@@ -663,6 +663,19 @@ static int slurm_get_file(struct gg_ce *ce, const char *id, const char *name, co
 	return rc;
 }
 
+/* "errors": what Slurm itself wrote for the job (its batch script's own
+ * output: a job directory it could not enter, a signal), the last 64 KiB. */
+static int slurm_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
+			  struct gg_err *err)
+{
+	size_t len = 0;
+	*text = NULL;
+	if (strcmp(item, "errors"))
+		return gg_err_set(err, GG_EUSAGE, "%s: a slurm-ssh CE has no '%s' diagnostics",
+				  ce->endpoint, item);
+	return slurm_get(ce, id, "gridgpu-slurm.out", 64 * 1024, text, &len, err);
+}
+
 /* The job directory's files, one a line (names with a newline left out). */
 static int slurm_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, struct gg_err *err)
 {
@@ -1049,6 +1062,7 @@ const struct gg_ce_ops gg_ce_slurm_ssh = {
 	.get = slurm_get,
 	.get_file = slurm_get_file,
 	.ls = slurm_ls,
+	.diagnose = slurm_diagnose,
 	.no_credential = 1,
 	.status_lrms = 1,
 };
