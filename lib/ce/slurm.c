@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/json.h"
 #include "engine/slurmq.h"
 #include "node/node.h"
 #include "ssh/ssh.h"
@@ -961,6 +962,34 @@ static int slurm_job_names(struct gg_ce *ce, const char *const *ids, size_t n, c
 	return rc;
 }
 
+/* What the site offers as gg_glue2_offer_json's object says it: the login
+ * node's name, the batch system, its running and waiting jobs (squeue). */
+static int slurm_offer(struct gg_ce *ce, json_t **offer, struct gg_err *err)
+{
+	char *out = NULL;
+	*offer = NULL;
+	int rc = run(S(ce), "squeue", "squeue -h -t R,PD -o '%T' 2>/dev/null; true", 1 << 22, &out,
+		     NULL, err);
+	if (rc < 0)
+		return rc;
+	long running = 0, waiting = 0;
+	for (char *p = out, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+		running += !strncmp(p, "RUNNING\n", 8);
+		waiting += !strncmp(p, "PENDING\n", 8);
+	}
+	free(out);
+	json_t *o = json_object();
+	if (!o || gg_json_set_text(o, "name", S(ce)->url.host) < 0 ||
+	    gg_json_set_text(o, "batch_system", "SLURM") < 0 ||
+	    gg_json_set(o, "running", json_integer(running)) < 0 ||
+	    gg_json_set(o, "waiting", json_integer(waiting)) < 0) {
+		json_decref(o);
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	*offer = o;
+	return 0;
+}
+
 static int slurm_info(struct gg_ce *ce, struct gg_ce_info *info, struct gg_err *err)
 {
 	memset(info, 0, sizeof *info);
@@ -1063,6 +1092,7 @@ const struct gg_ce_ops gg_ce_slurm_ssh = {
 	.get_file = slurm_get_file,
 	.ls = slurm_ls,
 	.diagnose = slurm_diagnose,
+	.offer = slurm_offer,
 	.no_credential = 1,
 	.status_lrms = 1,
 };

@@ -61,7 +61,7 @@ static int probe_open(struct probe *p, const struct gg_auth *a, struct gg_ce **c
 				.cancel_ud = p,
 				.log = &p->e->log};
 	int rc = p->e->open_ce ? p->e->open_ce(p->e->ud, p->site->ce, &ca, ce, &p->err)
-			       : gg_ce_open(p->site->ce, &ca, ce, &p->err);
+			       : gg_ce_open_site(p->site->ce, &ca, p->site, ce, &p->err);
 	free(versions);
 	return rc;
 }

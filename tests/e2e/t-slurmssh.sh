@@ -39,6 +39,9 @@ case $OUT in *"✓ CE"*"slurm-ssh, reached with your ssh key"*) ok "doctor: the 
 *) not_ok "doctor: the CE is reached with the ssh key: $(printf '%s' "$OUT" | grep CE)" ;; esac
 case $OUT in *"proxy"*"skipped: not needed"*) ok "doctor: no proxy asked for" ;;
 *) not_ok "doctor: no proxy asked for: $(printf '%s' "$OUT" | grep proxy)" ;; esac
+run_gg sites --refresh
+expect_eq "sites: the slurm+ssh site is reachable (squeue on its login node)" \
+	"$(printf '%s\n' "$OUT" | awk '$1 == "slurmssh" { print $2 }')" yes
 
 # --- request --gpus 1: ready, with the gres Slurm was asked ------------------------------
 run_gg request --name s1 --gpus 1 --walltime 10m
