@@ -61,12 +61,15 @@ static int sftp_failed(struct sftp *x, const char *what, struct gg_err *err)
 			  e == LIBSSH2_ERROR_TIMEOUT ? ", no answer" : "");
 }
 
+/* Chunks of a MiB: libssh2 keeps the packets of one write in flight
+ * together, so a chunk costs about one round trip through the hops. */
+#define SFTP_CHUNK (1 << 20)
+
 static int put_all(struct sftp *x, LIBSSH2_SFTP_HANDLE *h, int fd,
-		   void (*fed)(void *ud, uint64_t bytes), void *ud, struct gg_err *err)
+		   void (*fed)(void *ud, uint64_t bytes), void *ud, char *buf, struct gg_err *err)
 {
-	char buf[32768];
 	for (;;) {
-		ssize_t r = read(fd, buf, sizeof buf);
+		ssize_t r = read(fd, buf, SFTP_CHUNK);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -99,8 +102,12 @@ int gg_ssh_sftp_put(struct gg_ssh_conn *c, int fd, const char *path,
 		if (!h)
 			rc = sftp_failed(&x, "creating the file", err);
 	}
+	char *buf = rc == 0 ? malloc(SFTP_CHUNK) : NULL;
+	if (rc == 0 && !buf)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = put_all(&x, h, fd, fed, ud, err);
+		rc = put_all(&x, h, fd, fed, ud, buf, err);
+	free(buf);
 	if (h && libssh2_sftp_close(h) < 0 && rc == 0)
 		rc = sftp_failed(&x, "closing the file", err);
 	sftp_close(&x);
@@ -111,14 +118,16 @@ int gg_ssh_sftp_get(struct gg_ssh_conn *c, const char *path, uint64_t max, gg_ss
 		    void *ud, struct gg_err *err)
 {
 	struct sftp x;
-	char buf[32768];
 	uint64_t total = 0;
 	int rc = sftp_open(c, &x, err);
 	LIBSSH2_SFTP_HANDLE *h = NULL;
+	char *buf = rc == 0 ? malloc(SFTP_CHUNK) : NULL;
+	if (rc == 0 && !buf)
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0 && !(h = libssh2_sftp_open(x.sftp, path, LIBSSH2_FXF_READ, 0)))
 		rc = sftp_failed(&x, "opening the file", err);
 	while (rc == 0) {
-		ssize_t r = libssh2_sftp_read(h, buf, sizeof buf);
+		ssize_t r = libssh2_sftp_read(h, buf, SFTP_CHUNK);
 		if (r < 0) {
 			rc = sftp_failed(&x, "reading", err);
 			break;
@@ -136,6 +145,7 @@ int gg_ssh_sftp_get(struct gg_ssh_conn *c, const char *path, uint64_t max, gg_ss
 	}
 	if (h)
 		libssh2_sftp_close(h);
+	free(buf);
 	sftp_close(&x);
 	return rc;
 }
