@@ -6,7 +6,7 @@
  * submitted held (sbatch --parsable --hold) and released once its uploads are
  * in. Files go both ways over sftp (lib/ssh/sftp.c) on the same connection.
  * Every value in a remote command is quoted for sh; what comes back is parsed
- * (squeue through engine/slurmq.h, sacct in sacct.c) and kept printable. */
+ * (squeue through ce/slurmq.h, sacct in sacct.c) and kept printable. */
 #include "ce/backend.h"
 
 #include <ctype.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "engine/slurmq.h"
+#include "ce/slurmq.h"
 #include "node/node.h"
 #include "ssh/ssh.h"
 

@@ -9,7 +9,7 @@
 
 #include "ce/ce.h"
 #include "engine/engine_int.h"
-#include "engine/slurmq.h"
+#include "ce/slurmq.h"
 #include "engine/sync.h"
 #include "ssh/ssh.h"
 

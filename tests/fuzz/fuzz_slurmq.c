@@ -4,7 +4,7 @@
  * lines; the phrase is printable. */
 #include <string.h>
 
-#include "engine/slurmq.h"
+#include "ce/slurmq.h"
 #include "fuzz.h"
 
 static void slurmq_printable(const char *s, size_t max)

@@ -1,11 +1,11 @@
 /* Why queued work waits, in the user's words: the squeue command and the
- * parser of its output (lib/engine/slurmq.c), the phrases made of Slurm's
+ * parser of its output (lib/ce/slurmq.c), the phrases made of Slurm's
  * reason codes, the CE's "LRMS: ..." word, A-REX's LocalIDFromManager in the
  * info answer. */
 #include "unit.h"
 
 #include "ce/ce.h"
-#include "engine/slurmq.h"
+#include "ce/slurmq.h"
 
 /* What squeue prints on the test site for a job behind a full node, and the
  * partition's pending jobs (ours and two others, one of higher priority). */

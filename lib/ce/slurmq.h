@@ -1,8 +1,8 @@
 /* Why Slurm holds a job in its queue, in the user's words: the command run on
  * the site's Slurm login node (the last jump host), the parser of its output
  * (outside text) and the phrase made of it. */
-#ifndef GG_ENGINE_SLURMQ_H
-#define GG_ENGINE_SLURMQ_H
+#ifndef GG_CE_SLURMQ_H
+#define GG_CE_SLURMQ_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* Why Slurm holds a job in its queue: squeue on the site's login node, its
  * output parsed (outside text: every field kept printable and bounded) and
  * put in the user's words with Slurm's own code beside them. */
-#include "engine/slurmq.h"
+#include "ce/slurmq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
