@@ -14,7 +14,7 @@ struct run {
 	struct gg_auth auth;
 	struct gg_ce *ce;
 	struct gg_jobdesc jd;
-	char *pub, *xrsl, *job_id, *deleg;
+	char *pub, *job_id, *deleg;
 	int created, posted, own_key;
 };
 
@@ -269,7 +269,6 @@ static void run_clear(struct run *x)
 	gg_jd_clear(&x->jd);
 	gg_ce_free(x->ce);
 	free(x->pub);
-	free(x->xrsl);
 	free(x->job_id);
 	free(x->deleg);
 }
