@@ -733,18 +733,21 @@ int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_engine *e
 		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
 				  o->output);
 	sf->step = GG_SFREEZE_NODE;
+	if (r->kind != GG_REC_SESSION)
+		return gg_node_session_ready(r, err);
+	if (!r->job_id || !r->image ||
+	    !strncmp(r->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "the session %s: its sandbox is gone with it (only a session "
+				  "requested with --image of this machine's keeps a snapshot; "
+				  "'gridgpu request' starts one)",
+				  gg_sess_state_phrase(r->state));
 	if (sf->path || sf->ninc)
 		return gg_err_set(
 			err, GG_EUSAGE,
 			"session '%s' has ended: only its sandbox can be frozen (from its "
 			"snapshot), without --path or --include",
 			r->name);
-	if (r->kind != GG_REC_SESSION || !r->job_id || !r->image ||
-	    !strncmp(r->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
-		return gg_err_set(err, GG_EUSAGE,
-				  "'%s' has no snapshot to freeze: only a session requested with "
-				  "--image of this machine's keeps one",
-				  r->name);
 	struct gg_freeze_opts so = *o;
 	if (make_labels(sf, r, o, &so))
 		return gg_err_set(err, GG_ENOMEM, "out of memory");

@@ -23,7 +23,8 @@ if [ -z "${GG_TB_JUMPOTP:-}" ]; then
 	exit
 fi
 OTPLOG=$GG_TB_LOG_DIR/jumpotp.log
-kbd() { grep -c 'Accepted keyboard-interactive' "$OTPLOG" 2>/dev/null || echo 0; }
+# (grep -c prints 0 and fails when none matched: one number either way)
+kbd() { _n=$(grep -c 'Accepted keyboard-interactive' "$OTPLOG" 2>/dev/null); echo "${_n:-0}"; }
 # within N s (a bound, not a timing target): the last run's $RC, $ERR
 run_within() { # SECONDS ARGS...
 	_s=$1
