@@ -7,8 +7,11 @@
 SHELL := /bin/sh
 
 NOCONF_GOALS := deps clean distclean help fresh-check bench-tools
+# CONFIG_MK: another configure's output (make portable-check configures in its own
+# build directory)
+CONFIG_MK ?= config.mk
 ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
-include config.mk
+include $(CONFIG_MK)
 endif
 
 config.mk: configure.ac config.mk.in
@@ -20,7 +23,18 @@ B        ?= build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith \
             $(if $(findstring clang,$(CC)),-Wno-unknown-warning-option)
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -DGG_VERSION='"$(VERSION)"' \
+# The portable parts see POSIX 2008 with XSI only (a Linux-only call there does not
+# build); PLATFORM_SRC, the files that still need the system's extensions, see
+# _GNU_SOURCE. lib/compat/compat.c is the compat layer: the Linux calls with their
+# POSIX fallbacks, chosen by configure (COMPAT_DEFS; --disable-linux-fastpaths).
+STRICT_FLAGS := -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=700
+# Why each is there: vasprintf (str, proxyreq), memmem (arc), timegm (x509), strcasestr
+# (offer), dladdr (cuda, nvml), SEEK_DATA/SEEK_HOLE and major/minor (sandbox), glibc's
+# strerror (err: -Wformat-truncation differs). Each has it on macOS and the BSDs too.
+PLATFORM_SRC := lib/compat/compat.c lib/compat/heap.c lib/core/str.c lib/core/err.c \
+                lib/ce/arc.c lib/cred/x509.c lib/engine/offer.c lib/gpu/cuda.c lib/gpu/nvml.c \
+                lib/image/sandbox.c lib/voms/proxyreq.c
+BASEFLAGS := -std=c11 -fPIC $(WARN) -DGG_VERSION='"$(VERSION)"' \
             -DGG_LIBEXECDIR='"$(libexecdir)/gridgpu"'
 CFLAGS   ?= -O2 -g
 # Where headers are looked for: the library (and its tests) see lib/'s own
@@ -44,7 +58,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect
+        abi-check abi-dump example-connect portable-check
 
 all: $(BIN) $(LIBSO)
 
@@ -60,16 +74,18 @@ help:
 	@echo "make bench      benchmarks beside the peer tools"
 	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
 	@echo "make valgrind   unit tests under valgrind (no leaks, no invalid access)"
+	@echo "make portable-check  unit tests of a --disable-linux-fastpaths build (build-portable/)"
 	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
 	@echo "make install    install (prefix and DESTDIR honoured)"
 
 deps:
 	@scripts/deps.sh
 
-$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h lib/*/*.def cli/*.h) config.mk
+$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h lib/*/*.def cli/*.h) $(CONFIG_MK)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALLCFLAGS) -c $< -o $@
+	@$(CC) $(ALLCFLAGS) $(if $(filter $(PLATFORM_SRC),$<),-D_GNU_SOURCE,$(STRICT_FLAGS)) -c $< -o $@
+$(B)/lib/compat/%.o: ALLCFLAGS += $(COMPAT_DEFS)
 
 # The library exports only what include/gridgpu/ declares GG_API.
 $(LIB_OBJ): ALLCFLAGS += -fvisibility=hidden
@@ -100,7 +116,7 @@ $(BIN): $(CLI_OBJ) $(LIBSO)
 # sanitizers in their own tree (make sanitize B=build-san).
 $(B)/tests/%: tests/unit/%.c $(LIBA) tests/unit/unit.h tests/unit/squat.h tests/unit/https_srv.h
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LIBS)
+	$(CC) $(ALLCFLAGS) -D_GNU_SOURCE $(CMOCKA_CFLAGS) -Itests/unit -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LIBS)
 
 # Fake GPU libraries (tests/fakegpu/): NVML and the CUDA driver answering from a
 # description of devices, loaded by the same dlopen as the real ones. Built
@@ -125,6 +141,9 @@ $(FAKEGPU_DIR)/libcuda.so.1: tests/fakegpu/fake-cuda.c
 $(B)/tests/test_gpu $(B)/tests/test_doctor: $(FAKEGPU)
 $(B)/tests/test_gpu $(B)/tests/test_doctor: ALLCFLAGS += \
 	-DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"' -DGG_FAKEGPU_SPECS='"$(abspath tests/fakegpu)"'
+
+# the compat layer's tests see which fast paths this build has
+$(B)/tests/test_compat: ALLCFLAGS += $(COMPAT_DEFS)
 
 unit: $(UNIT_BIN)
 	@tests/run-unit $(UNIT_BIN)
@@ -257,7 +276,7 @@ VALGRIND_FLAGS := --leak-check=full --errors-for-leak-kinds=definite --error-exi
 
 $(B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(LIBA) $(LIBS)
+	$(CC) $(ALLCFLAGS) -D_GNU_SOURCE -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(LIBA) $(LIBS)
 
 # the regression runner includes the targets (tests/unit/test_fuzz_regress.c)
 $(B)/tests/test_fuzz_regress: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
@@ -293,6 +312,21 @@ valgrind:
 
 demo: $(BIN)
 	@scripts/demo.sh $(B)
+
+# The unit tests of a build with the compat layer's POSIX fallbacks only (configured
+# --disable-linux-fastpaths in build-portable/, its own config.mk there), and
+# scripts/check-portable.sh: no Linux-only call outside lib/compat/.
+PORTABLE_B := build-portable
+portable-check:
+	@scripts/check-portable.sh
+	@mkdir -p $(PORTABLE_B)
+	@cd $(PORTABLE_B) && [ config.mk -nt ../configure ] || \
+	  ../configure --disable-linux-fastpaths >configure.log || { tail -20 configure.log; exit 1; }
+	$(MAKE) B=$(PORTABLE_B) CONFIG_MK=$(PORTABLE_B)/config.mk all \
+	  $(patsubst $(B)/%,$(PORTABLE_B)/%,$(UNIT_BIN))
+	@echo "portable-check: fast paths in this build: '$$($(PORTABLE_B)/tests/test_compat 2>&1 | \
+	  sed -n 's/^compat fast paths://p')'"
+	@tests/run-unit $(patsubst $(B)/%,$(PORTABLE_B)/%,$(UNIT_BIN))
 
 # The README's two commands on a pristine Debian 12 root (tests/fresh/fresh-check):
 # catches a package that is missing from scripts/deps.sh but happens to be here.
@@ -347,7 +381,7 @@ uninstall:
 	rm -f $(DESTDIR)$(datarootdir)/zsh/vendor-completions/_gridgpu
 
 clean:
-	rm -rf build build-san build-clang build-fuzz build-vg
+	rm -rf build build-san build-clang build-fuzz build-vg build-portable
 
 distclean: clean
 	rm -rf config.mk config.log config.status configure autom4te.cache aclocal.m4 configure~
