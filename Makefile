@@ -58,7 +58,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect portable-check
+        abi-check abi-dump example-connect portable-check sh-check
 
 all: $(BIN) $(LIBSO)
 
@@ -74,6 +74,7 @@ help:
 	@echo "make bench      benchmarks beside the peer tools"
 	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
 	@echo "make valgrind   unit tests under valgrind (no leaks, no invalid access)"
+	@echo "make sh-check   the node's scripts parse with dash and posh, pass shellcheck"
 	@echo "make portable-check  unit tests of a --disable-linux-fastpaths build (build-portable/)"
 	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
 	@echo "make install    install (prefix and DESTDIR honoured)"
@@ -312,6 +313,13 @@ valgrind:
 
 demo: $(BIN)
 	@scripts/demo.sh $(B)
+
+# The node's scripts stay POSIX sh: dash, posh and shellcheck (scripts/check-sh.sh).
+$(B)/tests/enter_dump: tests/unit/enter_dump.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) $(STRICT_FLAGS) -o $@ $< $(LIBA) $(LIBS)
+sh-check: $(B)/tests/enter_dump
+	@scripts/check-sh.sh $(B)
 
 # The unit tests of a build with the compat layer's POSIX fallbacks only (configured
 # --disable-linux-fastpaths in build-portable/, its own config.mk there), and

@@ -11,7 +11,7 @@ libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflat
 PKGS="$PKGS clang clang-format libclang-rt-14-dev openssl curl openssh-client openssh-server socat iproute2
 procps zsh bash-completion man-db python3 python3-cryptography python3-jsonschema python3-pip nordugrid-arc-arex nordugrid-arc-client
 nordugrid-arc-plugins-arcrest nordugrid-arc-plugins-needed voms-clients globus-proxy-utils
-valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck gdb strace abigail-tools
+valgrind squashfs-tools squashfs-tools-ng siftool bubblewrap shellcheck posh gdb strace abigail-tools
 slurmctld slurmd slurm-client munge util-linux
 voms-server voms-mysql-plugin mariadb-server mariadb-client
 oidc-agent-cli liboidc-agent4 faketime
