@@ -58,7 +58,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect portable-check sh-check
+        abi-check abi-dump example-connect portable-check sh-check dist distcheck
 
 all: $(BIN) $(LIBSO)
 
@@ -77,6 +77,7 @@ help:
 	@echo "make sh-check   the node's scripts parse with dash and posh, pass shellcheck"
 	@echo "make portable-check  unit tests of a --disable-linux-fastpaths build (build-portable/)"
 	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
+	@echo "make dist       gridgpu-VERSION.tar.gz (HEAD and a generated configure); distcheck: it builds and tests out of tree"
 	@echo "make install    install (prefix and DESTDIR honoured)"
 
 deps:
@@ -314,6 +315,42 @@ valgrind:
 demo: $(BIN)
 	@scripts/demo.sh $(B)
 
+# ---- release ------------------------------------------------------------------
+# make dist       gridgpu-VERSION.tar.gz: the files of HEAD (git archive; uncommitted
+#                 changes are not in it) and a generated ./configure, so that a release
+#                 builds with ./configure && make, without autoconf
+# make distcheck  that tarball unpacked read-only, configured and built in a directory
+#                 of its own (B= and CONFIG_MK= outside the source), its unit tests and
+#                 sh-check run there, make install DESTDIR= checked: the release, out of tree
+DIST     := gridgpu-$(VERSION)
+DISTDIR  := $(abspath build-dist)
+dist:
+	@git rev-parse --verify -q HEAD >/dev/null || { echo "dist: needs a git checkout" >&2; exit 1; }
+	rm -rf $(DISTDIR)/$(DIST) && mkdir -p $(DISTDIR)
+	git archive --prefix=$(DIST)/ HEAD | tar -x -C $(DISTDIR)
+	cd $(DISTDIR)/$(DIST) && autoreconf -fi >/dev/null 2>&1 && rm -rf autom4te.cache
+	tar -C $(DISTDIR) --sort=name --owner=0 --group=0 --numeric-owner \
+	  --mtime="@$$(git log -1 --format=%ct)" -czf $(DIST).tar.gz $(DIST)
+	rm -rf $(DISTDIR)/$(DIST)
+	@echo "dist: $(DIST).tar.gz ($$(du -k $(DIST).tar.gz | cut -f1) KiB, $$(tar -tzf $(DIST).tar.gz | wc -l) entries)"
+
+distcheck: dist
+	rm -rf $(DISTDIR)/check && mkdir -p $(DISTDIR)/check/_build $(DISTDIR)/check/_inst
+	tar -xzf $(DIST).tar.gz -C $(DISTDIR)/check
+	chmod -R a-w $(DISTDIR)/check/$(DIST)
+	cd $(DISTDIR)/check/_build && ../$(DIST)/configure --prefix=/usr >configure.log
+	$(MAKE) -C $(DISTDIR)/check/$(DIST) B=$(DISTDIR)/check/_build \
+	  CONFIG_MK=$(DISTDIR)/check/_build/config.mk all unit sh-check
+	$(MAKE) -C $(DISTDIR)/check/$(DIST) B=$(DISTDIR)/check/_build \
+	  CONFIG_MK=$(DISTDIR)/check/_build/config.mk install DESTDIR=$(DISTDIR)/check/_inst >/dev/null
+	@for f in usr/bin/gridgpu usr/lib/libgridgpu.so.0 usr/libexec/gridgpu/session-launcher \
+	  usr/share/man/man1/gridgpu.1; do [ -e $(DISTDIR)/check/_inst/$$f ] || \
+	  { echo "distcheck: make install left out $$f" >&2; exit 1; }; done
+	@[ -z "$$(find $(DISTDIR)/check/$(DIST) -newer $(DIST).tar.gz ! -type d | head -1)" ] || \
+	  { echo "distcheck: the build wrote into the source tree" >&2; exit 1; }
+	chmod -R u+w $(DISTDIR)/check && rm -rf $(DISTDIR)/check
+	@echo "distcheck: $(DIST).tar.gz builds out of tree, its unit tests pass, it installs"
+
 # The node's scripts stay POSIX sh: dash, posh and shellcheck (scripts/check-sh.sh).
 $(B)/tests/enter_dump: tests/unit/enter_dump.c $(LIBA)
 	@mkdir -p $(@D)
@@ -390,6 +427,7 @@ uninstall:
 
 clean:
 	rm -rf build build-san build-clang build-fuzz build-vg build-portable
+	[ ! -d build-dist ] || { chmod -R u+w build-dist && rm -rf build-dist; }
 
 distclean: clean
 	rm -rf config.mk config.log config.status configure autom4te.cache aclocal.m4 configure~
