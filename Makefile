@@ -40,7 +40,7 @@ CFLAGS   ?= -O2 -g
 # Where headers are looked for: the library (and its tests) see lib/'s own
 # headers; cli/ is meant to see the public ones only (CLI_INCFLAGS below).
 INCFLAGS  = -Iinclude -Ilib
-ALLCFLAGS = $(INCFLAGS) $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS)
+ALLCFLAGS = $(INCFLAGS) $(BASEFLAGS) $(CPPFLAGS) $(CFLAGS) $(DEP_CFLAGS)
 LIBS      = $(DEP_LIBS) -lpthread -ldl
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c))
@@ -58,7 +58,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect portable-check sh-check dist distcheck
+        abi-check abi-dump example-connect portable-check sh-check dist distcheck deb-check rpm-check
 
 all: $(BIN) $(LIBSO)
 
@@ -106,12 +106,14 @@ $(LIBSO): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(LIBS)
 	ln -sf $(SONAME) $(B)/lib/libgridgpu.so
 
+# BIN_RPATH empty (packages): only where the dynamic linker looks.
+BIN_RPATH ?= -Wl,-rpath,'$$ORIGIN/../lib'
 # The command links the shared library, as any other program would: found
 # beside it, in ../lib (the build tree's build/lib, an install's $(libdir) when
 # that is $(prefix)/lib), or where the dynamic linker looks.
 $(BIN): $(CLI_OBJ) $(LIBSO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B)/lib -lgridgpu -Wl,-rpath,'$$ORIGIN/../lib' $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B)/lib -lgridgpu $(BIN_RPATH) $(LIBS)
 
 # ---- tests --------------------------------------------------------------------
 # Unit tests link the library objects statically so they can be built with
@@ -350,6 +352,26 @@ distcheck: dist
 	  { echo "distcheck: the build wrote into the source tree" >&2; exit 1; }
 	chmod -R u+w $(DISTDIR)/check && rm -rf $(DISTDIR)/check
 	@echo "distcheck: $(DIST).tar.gz builds out of tree, its unit tests pass, it installs"
+
+# make deb-check  dpkg-buildpackage of debian/ (the three .debs in build-deb/), lintian
+#                 on them, then scripts/deb-check.sh: install, upgrade and remove in a
+#                 pristine Debian root (fresh-check's cached one, in an overlay)
+# make rpm-check  rpmbuild (Debian's rpm package) of packaging/rpm/gridgpu.spec from
+#                 the make dist tarball into build-rpm/ (--nodeps: no EL9 packages here)
+deb-check:
+	@scripts/deps.sh --packaging --check >/dev/null 2>&1 || scripts/deps.sh --packaging
+	@scripts/deb-check.sh
+
+rpm-check: dist
+	@scripts/deps.sh --packaging --check >/dev/null 2>&1 || scripts/deps.sh --packaging
+	rm -rf build-rpm && mkdir -p build-rpm/SOURCES
+	cp $(DIST).tar.gz build-rpm/SOURCES/
+	rpmbuild --define "_topdir $(abspath build-rpm)" --nodeps \
+	  --define "_libexecdir /usr/libexec" -bb packaging/rpm/gridgpu.spec >build-rpm/rpmbuild.log 2>&1 || \
+	  { tail -30 build-rpm/rpmbuild.log; exit 1; }
+	@for p in build-rpm/RPMS/*/*.rpm; do echo "rpm-check: $$p: $$(rpm -qpl $$p 2>/dev/null | wc -l) files"; done
+	@rpm -qpl build-rpm/RPMS/*/gridgpu-$(VERSION)-*.rpm | grep -qx /usr/bin/gridgpu || \
+	  { echo "rpm-check: the gridgpu rpm has no /usr/bin/gridgpu" >&2; exit 1; }
 
 # The node's scripts stay POSIX sh: dash, posh and shellcheck (scripts/check-sh.sh).
 $(B)/tests/enter_dump: tests/unit/enter_dump.c $(LIBA)

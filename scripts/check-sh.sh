@@ -3,11 +3,11 @@
 # libexec/gridgpu/* (the launcher and the batch wrapper, run by the CE's job) and the
 # gridgpu-enter script the library writes (BUILD/tests/enter_dump prints it, for each
 # runtime) are parsed by dash and by posh (a shell with nothing beyond POSIX), and
-# shellcheck -s sh finds no warning in them (its notes are left to the author).
+# "shellcheck -s sh" finds no warning in them (its notes are left to the author).
 # Exit 0: all pass; 1: each failure listed; 2: a tool is missing (make deps).
 set -u
 b=${1:-build}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 for t in dash posh shellcheck; do
 	command -v "$t" >/dev/null 2>&1 || { echo "check-sh: $t is not installed: run 'make deps'" >&2; exit 2; }
 done

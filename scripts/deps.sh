@@ -2,6 +2,7 @@
 # Install the Debian packages gridgpu's build, tests, demo and benchmarks need.
 #   scripts/deps.sh          install what is missing (as root), print what it installs
 #   scripts/deps.sh --check  exit 0 when everything is there, 1 (listing what is missing) otherwise
+#   scripts/deps.sh --packaging [--check]  the same for what make deb-check and rpm-check need
 set -eu
 
 # build
@@ -19,6 +20,12 @@ xrootd-server xrootd-server-plugins xrootd-plugins xrootd-client nordugrid-arc-p
 nordugrid-arc-plugins-gfal gfal2 gfal2-plugin-http gfal2-plugin-xrootd davix"
 # benchmarks
 PKGS="$PKGS hyperfine time debootstrap zstd zlib1g-dev"
+
+# make deb-check and rpm-check (scripts/deps.sh --packaging [--check]): these only
+if [ "${1:-}" = --packaging ]; then
+	PKGS="dpkg-dev debhelper lintian rpm"
+	shift
+fi
 
 missing=""
 for p in $PKGS; do
