@@ -6,7 +6,7 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/sh
 
-NOCONF_GOALS := deps clean distclean help fresh-check bench-tools
+NOCONF_GOALS := deps clean distclean help fresh-check bench-tools client-check
 # CONFIG_MK: another configure's output (make portable-check configures in its own
 # build directory)
 CONFIG_MK ?= config.mk
@@ -58,7 +58,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect portable-check sh-check dist distcheck deb-check rpm-check
+        abi-check abi-dump example-connect portable-check sh-check dist distcheck deb-check rpm-check client-check
 
 all: $(BIN) $(LIBSO)
 
@@ -78,6 +78,7 @@ help:
 	@echo "make portable-check  unit tests of a --disable-linux-fastpaths build (build-portable/)"
 	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
 	@echo "make dist       gridgpu-VERSION.tar.gz (HEAD and a generated configure); distcheck: it builds and tests out of tree"
+	@echo "make client-check  the client built and unit-tested on a pristine Debian 13 root, its e2e tests against this machine's site"
 	@echo "make install    install (prefix and DESTDIR honoured)"
 
 deps:
@@ -402,6 +403,13 @@ FRESH_FLAGS ?=
 fresh-check:
 	@tests/fresh/t-teardown
 	@tests/fresh/fresh-check $(FRESH_FLAGS)
+
+# The client on Debian 13 (trixie): built, unit-tested and run against this machine's
+# test site from a pristine trixie root (tests/fresh/client-check; CLIENT_FLAGS, e.g.
+# --suite, --tests).
+CLIENT_FLAGS ?=
+client-check:
+	@tests/fresh/client-check $(CLIENT_FLAGS)
 
 bench: $(BIN)
 	@bench/run $(B)

@@ -3,6 +3,7 @@
 #   scripts/deps.sh          install what is missing (as root), print what it installs
 #   scripts/deps.sh --check  exit 0 when everything is there, 1 (listing what is missing) otherwise
 #   scripts/deps.sh --packaging [--check]  the same for what make deb-check and rpm-check need
+#   scripts/deps.sh --client [--check]     the same for the client's build and unit tests
 set -eu
 
 # build
@@ -24,6 +25,14 @@ PKGS="$PKGS hyperfine time debootstrap zstd zlib1g-dev"
 # make deb-check and rpm-check (scripts/deps.sh --packaging [--check]): these only
 if [ "${1:-}" = --packaging ]; then
 	PKGS="dpkg-dev debhelper lintian rpm"
+	shift
+fi
+# the client alone, its build and unit tests (scripts/deps.sh --client [--check]): what
+# tests/fresh/client-check installs in a Debian 13 root (no test site there)
+if [ "${1:-}" = --client ]; then
+	PKGS="gcc make autoconf automake pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
+libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflate-dev
+openssl openssh-client openssh-server python3 squashfs-tools procps dash posh shellcheck"
 	shift
 fi
 
