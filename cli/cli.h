@@ -111,6 +111,10 @@ struct gg_cli {
  * options (--json, -q, -v, --site, --config, -h) are handled here. Set
  * cli->optind = 0 before the first call. */
 int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts);
+/* The index of the first "--" in argv[1..argc-1], or argc when there is none:
+ * what follows belongs to the job or to ssh, and getopt must not see it (pass
+ * the index as cli_next_opt's argc). */
+int cli_dashdash(int argc, char **argv);
 /* The value of the current option as a whole number in [min, max]; 0, or the
  * usage exit code after saying what is wrong ("--cpus 'x': expected ..."). */
 int cli_opt_int(struct gg_cli *cli, int min, int max, int *out);

@@ -55,10 +55,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct chk *k)
  * code after saying what is wrong. */
 static int parse(struct gg_cli *cli, int argc, char **argv, struct chk *k)
 {
-	int c, rc, dd = argc;
-	for (int i = 1; i < argc && dd == argc; i++)
-		if (strcmp(argv[i], "--") == 0)
-			dd = i;
+	int c, rc, dd = cli_dashdash(argc, argv);
 	while ((c = cli_next_opt(cli, dd, argv, cmd_check_opts)) > 0)
 		if ((rc = apply_opt(cli, c, k)))
 			return rc;

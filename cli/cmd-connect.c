@@ -89,13 +89,7 @@ int cmd_connect(struct gg_cli *cli, int argc, char **argv)
 	int c, nowait = 0;
 	int64_t timeout = 0;
 	struct gg_err err = {0};
-	/* Everything after "--" belongs to ssh: getopt must not see it. */
-	int dd = argc;
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			dd = i;
-			break;
-		}
+	int dd = cli_dashdash(argc, argv); /* everything after it is ssh's */
 	while ((c = cli_next_opt(cli, dd, argv, cmd_connect_opts)) > 0) {
 		if (c == O_NO_WAIT)
 			nowait = 1;

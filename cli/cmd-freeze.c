@@ -218,6 +218,8 @@ static int freeze(struct gg_cli *cli, struct freeze_job *j, const struct gg_reco
 					.warn = freeze_bar_warn,
 					.cancel = cli_cancel_cb,
 					.ud = bar};
+	if (j->session && gg_sess_state_ended(r->state)) /* from its snapshot, at its CE */
+		return gg_session_freeze_snapshot(j->sf, cli_engine(cli), r, &j->o, &cb, res, err);
 	if (j->session) {
 		gg_session_freeze_on_info(j->sf, freeze_bar_info, bar);
 		return gg_session_freeze(j->sf, cli_config(cli), r, &j->o, &cb, res, err);

@@ -116,6 +116,18 @@ static void print_deadlines(const struct gg_record *r, int64_t now)
 		       when(r->activity_at, now, b, sizeof b));
 }
 
+/* The snapshot of the sandbox's changes the launcher wrote as the session ended. */
+static void print_snapshot(const struct gg_record *r, int64_t now)
+{
+	char b[96], sz[32];
+	if (r->snapshot_at)
+		ui_out("snapshot:    %s, written %s (freeze --session %s takes it)\n",
+		       gg_size_format((uint64_t)r->snapshot_size, sz, sizeof sz),
+		       when(r->snapshot_at, now, b, sizeof b), r->name);
+	else if (r->snapshot_error)
+		ui_out("snapshot:    none: %s\n", r->snapshot_error);
+}
+
 /* A job's storage outputs, where the CE puts them. */
 static void print_storage(const struct gg_record *r)
 {
@@ -174,6 +186,7 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 			ui_out("host key:    %s (pinned)\n", fp);
 		if (r->sessiondir)
 			ui_out("session dir: %s\n", r->sessiondir);
+		print_snapshot(r, now);
 		if (r->key)
 			ui_out("key:         %s\n", r->key);
 	}

@@ -207,11 +207,7 @@ static int check_sub(struct gg_cli *cli, struct sub *s)
 static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct sub *s)
 {
 	int c, rc;
-	/* The command after "--" is the job's: getopt must not see it. */
-	int dd = argc;
-	for (int i = 1; i < argc && dd == argc; i++)
-		if (strcmp(argv[i], "--") == 0)
-			dd = i;
+	int dd = cli_dashdash(argc, argv); /* the job's command follows */
 	while ((c = cli_next_opt(cli, dd, argv, cmd_submit_opts)) > 0)
 		if ((rc = apply_opt(cli, c, s)))
 			return rc;

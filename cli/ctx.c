@@ -350,42 +350,44 @@ static void show_wait(void *ud, const struct gg_record *r, int64_t waited)
 	snprintf(cli->wait_ce, sizeof cli->wait_ce, "%s", key);
 }
 
-int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, int64_t timeout,
-		   struct gg_err *err)
+/* The waiting line on (show_wait) for the length of one wait; wait_end puts
+ * the callbacks back and ends the line a terminal was redrawing. */
+static int wait_begin(struct gg_cli *cli, struct gg_err *err)
 {
-	struct gg_engine *e = cli_engine(cli);
 	struct gg_engine_callbacks cb;
 	cli_engine_callbacks(cli, &cb);
 	cli->wait_tty = isatty(STDERR_FILENO) && !cli->quiet;
 	cli->wait_shown = cli->wait_top = 0;
 	cb.waiting = show_wait;
-	int rc = gg_engine_set_callbacks(e, &cb, err);
-	if (rc == 0)
-		rc = gg_engine_wait_ready(e, ce, r, timeout, err);
-	cb.waiting = NULL;
-	gg_engine_set_callbacks(e, &cb, NULL);
+	return gg_engine_set_callbacks(cli_engine(cli), &cb, err);
+}
+
+static int wait_end(struct gg_cli *cli, int rc)
+{
+	struct gg_engine_callbacks cb;
+	cli_engine_callbacks(cli, &cb);
+	gg_engine_set_callbacks(cli_engine(cli), &cb, NULL);
 	if (cli->wait_tty && cli->wait_shown)
 		fputc('\n', stderr);
 	return rc;
 }
 
+int cli_wait_ready(struct gg_cli *cli, struct gg_ce *ce, struct gg_record *r, int64_t timeout,
+		   struct gg_err *err)
+{
+	int rc = wait_begin(cli, err);
+	if (rc == 0)
+		rc = gg_engine_wait_ready(cli_engine(cli), ce, r, timeout, err);
+	return wait_end(cli, rc);
+}
+
 int cli_race_wait(struct gg_cli *cli, struct gg_ce **ces, struct gg_record *recs, size_t n,
 		  int64_t timeout, size_t *winner, struct gg_err *err)
 {
-	struct gg_engine *e = cli_engine(cli);
-	struct gg_engine_callbacks cb;
-	cli_engine_callbacks(cli, &cb);
-	cli->wait_tty = isatty(STDERR_FILENO) && !cli->quiet;
-	cli->wait_shown = cli->wait_top = 0;
-	cb.waiting = show_wait;
-	int rc = gg_engine_set_callbacks(e, &cb, err);
+	int rc = wait_begin(cli, err);
 	if (rc == 0)
-		rc = gg_engine_race_wait(e, ces, recs, n, timeout, winner, err);
-	cb.waiting = NULL;
-	gg_engine_set_callbacks(e, &cb, NULL);
-	if (cli->wait_tty && cli->wait_shown)
-		fputc('\n', stderr);
-	return rc;
+		rc = gg_engine_race_wait(cli_engine(cli), ces, recs, n, timeout, winner, err);
+	return wait_end(cli, rc);
 }
 
 int cli_local_file(const char *path, struct gg_err *err)

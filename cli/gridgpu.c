@@ -272,6 +272,14 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 	}
 }
 
+int cli_dashdash(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			return i;
+	return argc;
+}
+
 int cli_next_opt(struct gg_cli *cli, int argc, char **argv, const struct gg_opt *opts)
 {
 	int c = parse_next(cli, argc, argv, opts, 0);

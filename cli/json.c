@@ -70,6 +70,10 @@ static void set_session(json_t *o, const struct gg_record *r)
 	set_time(o, "activity_as_of", r->activity_at);
 	set_time(o, "idle_since", r->idle_since);
 	set_str(o, "active_reason", r->active_reason);
+	if (r->snapshot_at)
+		gg_json_set(o, "snapshot_bytes", json_integer((json_int_t)r->snapshot_size));
+	set_time(o, "snapshot_at", r->snapshot_at);
+	set_str(o, "snapshot_error", r->snapshot_error);
 	set_deadline(o, r);
 	set_str(o, "race", r->race);
 	set_str(o, "race_name", r->race_name);

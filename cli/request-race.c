@@ -78,7 +78,11 @@ static int send_one(struct gg_cli *cli, const struct req *q, struct race *x,
 			*d = '-';
 		s.rec.race = strdup(gg_race_id(x->race));
 		s.rec.race_name = q->name ? strdup(q->name) : NULL;
-		rc = gg_engine_submit(cli_engine(cli), &s, &x->recs[x->n], &x->ces[x->n], &err);
+		if (!s.rec.race || (q->name && !s.rec.race_name)) /* never sent unmarked */
+			rc = gg_err_set(&err, GG_ENOMEM, "out of memory");
+		else
+			rc = gg_engine_submit(cli_engine(cli), &s, &x->recs[x->n], &x->ces[x->n],
+					      &err);
 		if (rc == 0)
 			x->n++;
 		else
@@ -151,7 +155,8 @@ static int settle(struct gg_cli *cli, struct race *x, size_t w, int wrc, struct 
 	if (wrc == GG_EINTR && won.name) {
 		ui_err("gridgpu: request: interrupted: the race is settled: session %s at %s keeps "
 		       "starting ('gridgpu connect %s' waits for it, 'gridgpu kill %s' ends it); "
-		       "the others were killed and cleaned\n",
+		       "the others are killed and cleaned (what a CE has not finished, by the next "
+		       "'gridgpu list --sync')\n",
 		       won.name, won.site ? won.site : "?", won.name, won.name);
 		code = EXIT_INTR;
 	} else if (wrc < 0) {
@@ -189,16 +194,16 @@ static int run(struct gg_cli *cli, const struct req *q, struct race *x,
 	if (rc < 0)
 		return ui_fail(cli, &err, "request --race");
 	x->start = time(NULL);
+	char names[256] = "";
+	for (int i = 0, used = 0; i < nsites && used < (int)sizeof names; i++)
+		used += snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+				 sites[i]->name);
+	ui_info(cli, "racing %s for the session (best ranked first): the first ready wins", names);
 	for (int i = 0; i < nsites && !cli_interrupted(); i++)
 		if (send_one(cli, q, x, sites[i], launcher) == GG_EINTR)
 			break;
 	if (!x->n)
 		return cli_interrupted() ? EXIT_INTR : EXIT_FAIL; /* each said why */
-	char names[256] = "";
-	for (size_t i = 0, used = 0; i < x->n && used < sizeof names; i++)
-		used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-					 x->recs[i].site ? x->recs[i].site : "?");
-	ui_info(cli, "racing %s for the session: the first ready wins", names);
 	size_t w = 0;
 	int wrc = cli_interrupted()
 			  ? gg_err_set(&err, GG_EINTR, "interrupted")

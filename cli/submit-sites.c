@@ -121,7 +121,9 @@ static int match(struct gg_cli *cli, const struct gg_jd_resources *res, const ch
 		if (json_is_true(json_object_get(r, "fits")) && *nsites < max)
 			sites[(*nsites)++] =
 				gg_engine_site(e, json_string_value(json_object_get(r, "site")));
-	if (why)
+	/* request --race: its own line names the sites it races (-v: this one too) */
+	int racing = max > 1 && cli->cmd && !strcmp(cli->cmd->name, "request");
+	if (why && (!racing || cli->verbose))
 		ui_info(cli, "%s", why);
 	if (cli->gpu_optional)
 		gpu_optional(cli, e, doc, sites, nsites);

@@ -213,7 +213,9 @@ GG_API int gg_ce_submit_unsent(const struct gg_ce *ce);
 GG_API int gg_ce_submit_many(struct gg_ce *ce, const char *const *descs, size_t n,
 			     struct gg_ce_result **results, struct gg_err *err);
 /* Kill and clean one job, ignoring what the CE says (for jobs that must not
- * be left behind: half staged, or made when they could not be recorded). */
+ * be left behind: half staged, or made when they could not be recorded). The
+ * CE's cancel callback does not stop it (the user's interrupt is often why the
+ * job is cancelled): it is bounded by its own 15 s instead. */
 GG_API void gg_ce_cancel(struct gg_ce *ce, const char *id);
 /* Bulk status/kill/clean of many jobs in one request. results[i] matches ids[i]. */
 GG_API int gg_ce_status(struct gg_ce *ce, const char *const *ids, size_t n,

@@ -257,7 +257,11 @@ enum gg_site_kind {
 	L(GG_SK_LIST, mig_profiles, nmig_profiles, GG_MAX_MIG, "MIG profiles", "mig_profile",    \
 	  "mig-profile", 0, "PROFILE", mig, "a MIG profile the site offers, 1g.10gb (repeat)")   \
 	S(GG_SK_TEXT, arch, "arch", 0, "ARCH", NULL, 0, arch,                                    \
-	  "the nodes' CPU architecture (x86_64, aarch64): the images they run")
+	  "the nodes' CPU architecture (x86_64, aarch64): the images they run")                  \
+	D(snapshot_time, "snapshot-time", "20s",                                                 \
+	  "time a session's snapshot at its end may take (0s: none)")                            \
+	S(GG_SK_TEXT, snapshot_max, "snapshot-max", 0, "SIZE", "2G", 0, size,                    \
+	  "largest snapshot of a session's changes kept (2G)")
 
 #define GG_SITE_FIELD_S(kind, field, ...) char *field;
 #define GG_SITE_FIELD_L(kind, field, count, max, ...) \

@@ -577,12 +577,17 @@ GG_API void gg_race_end(struct gg_race *r);
  * furthest along. */
 GG_API int gg_engine_race_wait(struct gg_engine *e, struct gg_ce **ces, struct gg_record *recs,
 			       size_t n, int64_t timeout, size_t *winner, struct gg_err *err);
-/* End a race: every racer but recs[winner] marked lost, killed and cleaned (at
- * its CE and here; one whose CE cannot be asked stays, marked lost, for the
- * next sync); the winner renamed to its race_name (taken: its site's SITE-N)
- * without its race marks, into *out (may be NULL); the SSH configuration
- * rewritten. winner >= n: the rule of a race without winner: a ready racer,
- * else the furthest along (starting, queued, requested), else the first. */
+/* End a race (recs[i].race's): every record of the race in the store but
+ * recs[winner] (one the caller gave up mid-submission too) marked lost there
+ * first, then killed and cleaned (at its CE and here; one whose CE cannot be
+ * asked, or has not finished killing it, stays, marked lost, for the next
+ * sync; one whose submission's answer was lost waits for the sync's adoption);
+ * the winner renamed to its race_name (taken: its site's SITE-N) without its
+ * race marks, into *out (may be NULL); the SSH configuration rewritten. A
+ * record marked lost is never the winner; a refresh saved later keeps its
+ * marks. winner >= n (or marked lost): the rule of a race without winner, over
+ * the stored records: a ready racer, else the furthest along (starting,
+ * queued, requested), else the first. */
 GG_API int gg_engine_race_settle(struct gg_engine *e, struct gg_record *recs, size_t n,
 				 size_t winner, struct gg_record *out, struct gg_err *err);
 

@@ -24,6 +24,7 @@
 #define GG_ENTER_NAME         "gridgpu-enter"
 #define GG_SESSION_IMAGE_NAME "gridgpu-image.sif"
 #define GG_SESSION_FILE       "gridgpu-session.json"
+#define GG_SNAPSHOT_NAME      "gridgpu-snapshot.tar"
 #define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
 
 /* How a session is to be frozen: made by gg_session_freeze_new, set up, run once by
@@ -75,6 +76,17 @@ GG_API int gg_session_freeze(struct gg_session_freeze *sf, const struct gg_confi
 			     const struct gg_record *r, const struct gg_freeze_opts *o,
 			     const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
 			     struct gg_err *err);
+
+/* The same for a session that has ended (r, its CE reached through e): its sandbox as the
+ * launcher's snapshot at the end saw it, made from the image the session was made from and the
+ * snapshot (both fetched from the job's directory into the cache, removed after): the
+ * image a freeze of the live sandbox at that moment would have made, byte for byte.
+ * GG_ENOTFOUND when the session left no snapshot; GG_EUSAGE for --path or --include. */
+struct gg_engine;
+GG_API int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_engine *e,
+				      const struct gg_record *r, const struct gg_freeze_opts *o,
+				      const struct gg_image_callbacks *cb,
+				      struct gg_freeze_result *res, struct gg_err *err);
 
 /* Where gg_session_freeze stopped, for the caller's words around its error: at the
  * output, on the way to the node (the session, its route, the stream's start), or in

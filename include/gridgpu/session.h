@@ -102,6 +102,11 @@ struct gg_record {
 	 * race_lost 1 once this one lost (it is killed and cleaned) */
 	char *race, *race_name;
 	int64_t race_lost;
+	/* sessions with a sandbox: the snapshot of its changes the launcher wrote as
+	 * it ended (freeze --session takes it then): its size in bytes and when (0:
+	 * none), or why none was kept (the launcher's words, made printable) */
+	int64_t snapshot_size, snapshot_at;
+	char *snapshot_error;
 };
 
 /* The record's string and whole-number fields, each as the JSON key of the same
@@ -111,12 +116,12 @@ struct gg_record {
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
 	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging) \
-	X(launch_error) X(stderr_tail) X(race) X(race_name)
+	X(launch_error) X(stderr_tail) X(race) X(race_name) X(snapshot_error)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \
 	X(logins) X(connections) X(activity_at) X(idle_since) X(remote_inputs) \
-	X(exit_read) X(exit_status) X(oom_kills) X(race_lost)
+	X(exit_read) X(exit_status) X(oom_kills) X(race_lost) X(snapshot_size) X(snapshot_at)
 /* clang-format on */
 
 GG_API void gg_record_clear(struct gg_record *r);

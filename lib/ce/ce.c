@@ -290,15 +290,24 @@ void gg_ce_cache_save(const char *path, json_t *cache)
 	free(text);
 }
 
+/* How long the kill and clean of gg_ce_cancel may take, the user's interrupt
+ * not stopping them (it is often what made the job one to cancel). */
+#define CANCEL_WINDOW_MS 15000
+
 void gg_ce_cancel(struct gg_ce *ce, const char *id)
 {
 	const char *ids[1] = {id};
 	struct gg_ce_result *res = NULL;
+	struct gg_http *h = gg_ce_http(ce);
+	if (h)
+		gg_http_cleanup_window(h, CANCEL_WINDOW_MS);
 	if (ce->ops->kill(ce, ids, 1, &res, NULL) == 0)
 		gg_ce_results_free(res, 1);
 	res = NULL;
 	if (ce->ops->clean(ce, ids, 1, &res, NULL) == 0)
 		gg_ce_results_free(res, 1);
+	if (h)
+		gg_http_cleanup_window(h, 0);
 }
 
 int gg_ce_submit_unsent(const struct gg_ce *ce)

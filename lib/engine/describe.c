@@ -64,6 +64,21 @@ static int allow_arg(struct gg_jobdesc *jd, const struct gg_site *site, struct g
 	return gg_node_jd_arg(jd, GG_NF_ALLOW, list, err);
 }
 
+/* -S SECS -Z BYTES: the snapshot at the session's end, as the site bounds it
+ * (snapshot_time, default 20 s; snapshot_max, default 2 GiB). */
+static int snapshot_args(struct gg_jobdesc *jd, const struct gg_site *site, struct gg_err *err)
+{
+	char buf[32];
+	int64_t t = site && site->snapshot_time ? site->snapshot_time : GG_SNAPSHOT_TIME;
+	uint64_t max = GG_SNAPSHOT_MAX;
+	if (site && site->snapshot_max && gg_size_parse(site->snapshot_max, &max, err) < 0)
+		return gg_err_prefix(err, "site '%s' snapshot_max", site->name);
+	snprintf(buf, sizeof buf, "%lld", (long long)t);
+	int rc = gg_node_jd_arg(jd, GG_NF_SNAPTIME, buf, err);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)max);
+	return rc < 0 ? rc : gg_node_jd_arg(jd, GG_NF_SNAPMAX, buf, err);
+}
+
 int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
 			const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
 			struct gg_err *err)
@@ -92,6 +107,14 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = allow_arg(jd, site, err);
 	if (rc == 0 && q->image && q->enter)
 		rc = gg_node_jd_arg(jd, GG_NF_ENTER, GG_ENTER_NAME, err);
+	if (rc == 0 && q->image && q->enter)
+		rc = snapshot_args(jd, site, err);
+	/* kept in the job's directory when it ends (A-REX deletes the rest): the
+	 * snapshot and the image it is the difference to */
+	if (rc == 0 && q->image && q->enter && q->image_file)
+		rc = gg_jd_output(jd, GG_SNAPSHOT_NAME, err);
+	if (rc == 0 && q->image && q->enter && q->image_file)
+		rc = gg_jd_output(jd, GG_SESSION_IMAGE_NAME, err);
 	snprintf(buf, sizeof buf, "%lld", (long long)q->res.walltime);
 	if (rc == 0 && q->res.walltime > 0)
 		rc = gg_node_jd_arg(jd, GG_NF_WALLTIME, buf, err);

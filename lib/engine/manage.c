@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine_int.h"
 #include "engine/sync.h"
@@ -405,6 +406,51 @@ static const char **group_ids(const struct gg_record *recs, const struct gg_rec_
 	return ids;
 }
 
+/* Has the launcher of r said it ended and what of its snapshot? */
+static int launcher_done(struct gg_ce *ce, const struct gg_record *r)
+{
+	char *text = NULL;
+	size_t len;
+	struct gg_launch_info li;
+	int done = 0;
+	if (gg_ce_get(ce, r->job_id, GG_SESSION_FILE, 64 * 1024, &text, &len, NULL) == 0 &&
+	    gg_launch_info_parse(text, len, &li, NULL) == 0) {
+		done = !strcmp(li.state, "ended") && (li.snapshot_at || li.snapshot_error);
+		gg_launch_info_clear(&li);
+	}
+	free(text);
+	return done;
+}
+
+/* The group's live sessions with a sandbox, asked to stop: waited for (the snapshot's
+ * time and 20 s more at most) until each launcher says it ended; those are left out
+ * of the kill (ids keeps the rest, its count returned). */
+static size_t await_snapshots(struct gg_engine *e, struct gg_ce *ce, const struct gg_record *recs,
+			      const struct gg_rec_group *g, const char **ids, size_t nid)
+{
+	const struct gg_site *site = recs[g->idx[0]].site && e->cfg
+					     ? gg_config_site(e->cfg, recs[g->idx[0]].site)
+					     : NULL;
+	int64_t wait = (site && site->snapshot_time ? site->snapshot_time : GG_SNAPSHOT_TIME) + 20;
+	int64_t end = (int64_t)time(NULL) + wait;
+	size_t kept = 0;
+	for (size_t i = 0; i < nid; i++) {
+		const struct gg_record *r = NULL;
+		for (size_t k = 0; k < g->n && !r; k++)
+			if (recs[g->idx[k]].job_id == ids[i])
+				r = &recs[g->idx[k]];
+		int saves = r && r->kind == GG_REC_SESSION && r->image && r->state == GG_S_READY &&
+			    strncmp(r->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK));
+		int done = 0;
+		while (saves && !(done = launcher_done(ce, r)) && (int64_t)time(NULL) < end &&
+		       !(e->cancel && e->cancel(e->ud)))
+			sleep(1);
+		if (!done)
+			ids[kept++] = ids[i];
+	}
+	return kept;
+}
+
 /* Kill the group's jobs on its CE, with the group's own credential. */
 static int kill_on_ce(struct gg_engine *e, struct gg_record *recs, const struct gg_rec_group *g,
 		      struct gg_err *err)
@@ -422,6 +468,10 @@ static int kill_on_ce(struct gg_engine *e, struct gg_record *recs, const struct 
 		if (r->job_id && r->kind == GG_REC_SESSION)
 			gg_ce_put(ce, r->job_id, "stop", "", 0, NULL);
 	}
+	/* A session with a sandbox: its launcher saves what changed and ends the job
+	 * itself; A-REX would empty the job's directory of a job it kills */
+	if (rc == 0 && nid)
+		nid = await_snapshots(e, ce, recs, g, ids, nid);
 	struct gg_ce_result *res = NULL;
 	if (rc == 0 && nid && (rc = gg_ce_kill(ce, ids, nid, &res, err)) == 0) {
 		/* what the CE says of a job whose record had ended is no failure

@@ -215,12 +215,18 @@ static int mark_lost(struct gg_record *r, void *ud)
 /* The winner without its race marks, under its own name (the race's name
  * when it has one and it is free, else its site's SITE-N); the racer's record
  * removed after (a sync that finds both removes the racer). */
-static int crown(struct gg_engine *e, const char *name, struct gg_record *out, struct gg_err *err)
+static int crown(struct gg_engine *e, const char *name, const char *id, struct gg_record *out,
+		 struct gg_err *err)
 {
 	struct gg_record w, c;
 	int rc = gg_store_load(e->st, name, &w, err);
 	if (rc < 0)
 		return rc;
+	if (w.race_lost || !w.race || strcmp(w.race, id)) { /* lost, or settled meanwhile */
+		rc = gg_err_set(err, GG_EFAIL, "%s is not in the race any more: not crowned", name);
+		gg_record_clear(&w);
+		return rc;
+	}
 	if ((rc = gg_record_copy(&c, &w)) < 0) {
 		gg_record_clear(&w);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
@@ -261,20 +267,30 @@ static int crown(struct gg_engine *e, const char *name, struct gg_record *out, s
 	return rc;
 }
 
-/* The losers killed (those still live) and cleaned, at their CEs and here:
- * one whose CE cannot be asked stays, marked lost, for the next sync. */
-static void drop_losers(struct gg_engine *e, struct gg_record *recs, size_t n, size_t winner)
+/* A loser whose submission's answer was lost (no job id yet, the CE may have
+ * the job): marked lost only; the next sync adopts its job (or, long after,
+ * marks it never submitted), then kills and cleans it. */
+static int adoptable(const struct gg_record *r)
+{
+	return !r->job_id && r->state == GG_S_REQUESTED;
+}
+
+/* Every racer of the race but the one named win (NULL: none) marked lost on
+ * disk first, then the live ones killed and all cleaned, at their CEs and
+ * here: one whose CE cannot be asked, or has not finished killing it, stays,
+ * marked lost, for the next sync. g: the race's records as stored. */
+static void drop_losers(struct gg_engine *e, const struct gg_record *g, size_t n, const char *win)
 {
 	struct gg_record *l = calloc(n ? n : 1, sizeof *l);
 	char *cleaned = calloc(n ? n : 1, 1);
 	size_t nl = 0;
 	for (size_t i = 0; l && cleaned && i < n; i++) {
-		if (i == winner)
+		if (win && !strcmp(g[i].name, win))
 			continue;
 		struct gg_record now;
-		if (gg_store_update(e->st, recs[i].name, mark_lost, recs[i].race, &now, NULL) < 0)
+		if (gg_store_update(e->st, g[i].name, mark_lost, g[i].race, &now, NULL) < 0)
 			continue; /* gone */
-		if (now.race_lost)
+		if (now.race_lost && !adoptable(&now))
 			l[nl++] = now;
 		else
 			gg_record_clear(&now);
@@ -299,31 +315,71 @@ static size_t pick(const struct gg_record *recs, size_t n)
 	return best;
 }
 
+static int same_race(const struct gg_record *r, const char *id)
+{
+	return r->race && !strcmp(r->race, id);
+}
+
+static struct gg_record *members(struct gg_engine *e, const struct gg_record *all, size_t n,
+				 const char *id, size_t *m);
+
+/* The race's records as stored now, whoever wrote them: a racer whose
+ * submission the client gave up (interrupted, failed after its job was
+ * recorded) is one too. NULL (none) when they cannot be listed. */
+static struct gg_record *stored_members(struct gg_engine *e, const char *id, size_t *m)
+{
+	struct gg_record *all = NULL, *g = NULL;
+	size_t n = 0;
+	*m = 0;
+	if (gg_store_list(e->st, &all, &n, NULL, NULL) == 0)
+		g = members(e, all, n, id, m);
+	gg_records_free(all, n);
+	return g;
+}
+
 int gg_engine_race_settle(struct gg_engine *e, struct gg_record *recs, size_t n, size_t winner,
 			  struct gg_record *out, struct gg_err *err)
 {
 	if (out)
 		memset(out, 0, sizeof *out);
-	if (winner >= n)
-		winner = pick(recs, n);
-	drop_losers(e, recs, n, winner);
-	int rc = 0;
-	if (winner < n) {
-		rc = crown(e, recs[winner].name, out, err);
-		if (rc == 0 && out)
-			gg_engine_notef(e, GG_NOTE_VERBOSE, "the race's %s is now %s",
-					recs[winner].name, out->name);
+	const char *id = NULL;
+	for (size_t i = 0; i < n && !id; i++)
+		id = recs[i].race;
+	if (!id)
+		return 0; /* not racers (settled meanwhile) */
+	char *race = strdup(id), *win = NULL;
+	size_t m = 0;
+	struct gg_record *g = race ? stored_members(e, race, &m) : NULL;
+	if (!g) { /* the store cannot be listed: the caller's racers */
+		g = recs;
+		m = n;
 	}
+	size_t w = m; /* the caller's winner as stored: never one marked lost */
+	for (size_t i = 0; winner < n && i < m && w == m; i++)
+		if (!strcmp(g[i].name, recs[winner].name) && !g[i].race_lost)
+			w = i;
+	if (w == m)
+		w = pick(g, m);
+	int rc = 0;
+	if (!race || (w < m && !(win = strdup(g[w].name))))
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory"); /* nobody marked lost */
+	if (rc == 0)
+		drop_losers(e, g, m, win);
+	if (rc == 0 && win) {
+		rc = crown(e, win, race, out, err);
+		if (rc == 0 && out)
+			gg_engine_notef(e, GG_NOTE_VERBOSE, "the race's %s is now %s", win,
+					out->name);
+	}
+	if (g != recs)
+		gg_records_free(g, m);
+	free(win);
+	free(race);
 	gg_engine_write_ssh_config(e, NULL);
 	return rc;
 }
 
 /* ---- a sync's part: races whose client is gone ---- */
-
-static int same_race(const struct gg_record *r, const char *id)
-{
-	return r->race && !strcmp(r->race, id);
-}
 
 /* A racer whose winner's record already exists under its new name (a client
  * stopped between the two steps of crown): only its record goes. */

@@ -129,6 +129,15 @@ static int check_mib(const struct gg_site_key *k, const char *v, struct gg_err *
 	return 0;
 }
 
+static int check_size(const struct gg_site_key *k, const char *v, struct gg_err *err)
+{
+	uint64_t n;
+	if (gg_size_parse(v, &n, err) < 0 || n == 0)
+		return gg_err_set(err, GG_EUSAGE, "--%s '%s': expected a size (2G, 500M)",
+				  k->option, v);
+	return 0;
+}
+
 static int check_count(const struct gg_site_key *k, const char *v, struct gg_err *err)
 {
 	if (!digits(v, 3))

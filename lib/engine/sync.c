@@ -201,6 +201,9 @@ static void apply_activity(struct gg_record *r, const struct gg_launch_info *li)
 /* Fold the launcher's file into a record; returns 1 when the record changed. */
 static int apply_launch(struct gg_record *r, const struct gg_launch_info *li)
 {
+	r->snapshot_size = li->snapshot_size;
+	r->snapshot_at = li->snapshot_at;
+	set_str(&r->snapshot_error, li->snapshot_error);
 	if (strcmp(li->state, "ready") != 0) {
 		if (li->started)
 			r->started = li->started;
@@ -323,10 +326,36 @@ static void apply_staging(struct gg_ce *ce, struct gg_record *r, const struct gg
 	r->staging = text;
 }
 
+/* An ended session's snapshot, as its launcher's last file says (killed or failed:
+ * its reason stays ours). Read until the launcher's word on it is there. */
+static void snapshot_word(struct gg_ce *ce, struct gg_record *r)
+{
+	if (!ce || r->kind != GG_REC_SESSION || !r->image || r->snapshot_at || r->snapshot_error)
+		return;
+	char *text = NULL;
+	size_t len;
+	struct gg_err e = {0};
+	struct gg_launch_info li;
+	if (gg_ce_get(ce, r->job_id, GG_SESSION_FILE, 64 * 1024, &text, &len, &e) == 0 &&
+	    gg_launch_info_parse(text, len, &li, &e) == 0) {
+		if (!strcmp(li.state, "ended")) {
+			r->snapshot_size = li.snapshot_size;
+			r->snapshot_at = li.snapshot_at;
+			set_str(&r->snapshot_error, li.snapshot_error);
+		}
+		gg_launch_info_clear(&li);
+	}
+	free(text);
+}
+
 void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_result *res)
 {
-	if (gg_sess_state_ended(r->state) && r->state != GG_S_UNKNOWN)
+	if (gg_sess_state_ended(r->state) && r->state != GG_S_UNKNOWN) {
+		if (res->state == GG_CE_KILLED || res->state == GG_CE_FAILED ||
+		    res->state == GG_CE_FINISHED)
+			snapshot_word(ce, r);
 		return; /* final: a killed session stays killed */
+	}
 	set_str(&r->ce_state, res->raw_state ? res->raw_state : gg_ce_state_name(res->state));
 	apply_staging(ce, r, res);
 	switch (res->state) {
@@ -390,7 +419,10 @@ void gg_session_apply(struct gg_ce *ce, struct gg_record *r, const struct gg_ce_
 		if (!r->error)
 			set_str(&r->error, "the job failed on the CE (see 'gridgpu status')");
 		return;
-	case GG_CE_KILLED: r->state = GG_S_KILLED; return;
+	case GG_CE_KILLED:
+		r->state = GG_S_KILLED;
+		snapshot_word(ce, r);
+		return;
 	}
 }
 

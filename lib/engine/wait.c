@@ -9,6 +9,18 @@
 #include "engine/sync.h"
 #include "ssh/ssh.h"
 
+/* The race's marks (race.c) as stored, whatever the refreshed copy (read
+ * before a race was settled, maybe) says: a racer marked lost stays lost. */
+static void keep_race_marks(struct gg_record *fresh, struct gg_record *stored)
+{
+	free(fresh->race);
+	free(fresh->race_name);
+	fresh->race = stored->race;
+	fresh->race_name = stored->race_name;
+	fresh->race_lost = stored->race_lost;
+	stored->race = stored->race_name = NULL;
+}
+
 static int copy_into(struct gg_record *stored, void *ud)
 {
 	/* Keep what the store has, apply the refreshed fields. */
@@ -19,6 +31,7 @@ static int copy_into(struct gg_record *stored, void *ud)
 	if (gg_record_copy(&fresh, r) < 0)
 		return 1;
 	fresh.created = stored->created;
+	keep_race_marks(&fresh, stored);
 	gg_record_clear(stored);
 	*stored = fresh;
 	return 0;

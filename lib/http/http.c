@@ -25,8 +25,10 @@ struct gg_http {
 	long connections;
 	int64_t bytes_sent, bytes_received; /* request and answer bytes, headers included */
 	CURLcode last;                      /* of the last transfer */
-	int unsent;          /* the last request failed before any byte of it was sent */
-	int64_t deadline_ms; /* CLOCK_MONOTONIC ms no request may go past; 0: none */
+	int unsent;                /* the last request failed before any byte of it was sent */
+	int64_t deadline_ms;       /* CLOCK_MONOTONIC ms no request may go past; 0: none */
+	int64_t saved_deadline_ms; /* the caller's, during a clean-up window */
+	int cleanup;               /* in a clean-up window: the cancel callback not polled */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -180,6 +182,20 @@ void gg_http_set_deadline(struct gg_http *h, int64_t at_ms)
 	h->deadline_ms = at_ms;
 }
 
+static double mono_ms(void);
+
+void gg_http_cleanup_window(struct gg_http *h, long ms)
+{
+	if (ms > 0 && !h->cleanup) {
+		h->saved_deadline_ms = h->deadline_ms;
+		h->deadline_ms = (int64_t)mono_ms() + ms;
+		h->cleanup = 1;
+	} else if (ms <= 0 && h->cleanup) {
+		h->deadline_ms = h->saved_deadline_ms;
+		h->cleanup = 0;
+	}
+}
+
 int gg_http_unsent(const struct gg_http *h)
 {
 	return h->unsent;
@@ -304,7 +320,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 		       curl_off_t ulnow)
 {
 	struct xfer *x = ud;
-	if (x->h->o.cancel && x->h->o.cancel(x->h->o.cancel_ud)) {
+	if (!x->h->cleanup && x->h->o.cancel && x->h->o.cancel(x->h->o.cancel_ud)) {
 		x->cancelled = 1;
 		return 1;
 	}
@@ -438,7 +454,7 @@ static int map_curl_error(struct gg_http *h, CURLcode c, const char *url, struct
 static int sleep_ms(struct gg_http *h, long ms)
 {
 	while (ms > 0) {
-		if (h->o.cancel && h->o.cancel(h->o.cancel_ud))
+		if (!h->cleanup && h->o.cancel && h->o.cancel(h->o.cancel_ud))
 			return -1;
 		long step = ms > 50 ? 50 : ms;
 		struct timespec ts = {0, step * 1000000L};

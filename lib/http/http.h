@@ -102,6 +102,10 @@ int gg_http_resp_json(const struct gg_http_resp *resp, json_t **out, struct gg_e
 /* No request from now on goes past at_ms (CLOCK_MONOTONIC, milliseconds): each
  * is cut at that time, and one asked after it fails at once (GG_ENET); 0: none. */
 void gg_http_set_deadline(struct gg_http *h, int64_t at_ms);
+/* A clean-up after the user interrupted (a job to cancel at the CE): for ms > 0
+ * the cancel callback is not polled and no request goes past ms milliseconds
+ * from now; ms = 0 ends the window and gives the caller's deadline back. */
+void gg_http_cleanup_window(struct gg_http *h, long ms);
 int gg_http_unsent(const struct gg_http *h);
 /* Number of TCP connections opened so far (for tests and benchmarks). */
 long gg_http_connections(const struct gg_http *h);

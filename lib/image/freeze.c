@@ -106,6 +106,7 @@ static int check_opts(const struct gg_freeze_opts *o, struct gg_err *err)
 struct run {
 	const struct gg_freeze_opts *o;
 	const struct gg_image_callbacks *cb;
+	const struct gg_freeze_feeder *fdr;
 	struct gg_feed *feed;
 	struct gg_tree *tree;
 	struct gg_sqfs_writer *sq;
@@ -259,6 +260,10 @@ static int read_source(struct run *r, struct gg_err *err)
 	int rc;
 	gg_image_progress_phase(r->feed,
 				r->fmt == GG_IMAGE_DIR ? GG_IMAGE_PHASE_SCAN : GG_IMAGE_PHASE_DATA);
+	if (r->fdr && r->fdr->read)
+		return (rc = r->fdr->read(r->feed, r->fdr->ud, err)) < 0
+			       ? rc
+			       : gg_image_check_cancel(r->feed, err);
 	switch (r->fmt) {
 	case GG_IMAGE_DIR: rc = gg_image_read_dir(r->feed, r->o->source, err); break;
 	case GG_IMAGE_TAR:
@@ -323,7 +328,9 @@ static int build_meta(struct run *r, struct gg_err *err)
 		.source = r->from_stdin ? "-" : o->source,
 		.source_abs = r->source_abs,
 		.format = r->fmt,
-		.source_digest = oci ? r->oci.digest : r->digest,
+		.source_digest = r->fdr && r->fdr->no_digest ? NULL
+				 : oci                       ? r->oci.digest
+							     : r->digest,
 		.oci = oci ? &r->oci : NULL,
 		.arch = r->arch,
 		.build_time = r->build_time,
@@ -425,13 +432,21 @@ static void run_free(struct run *r)
 int gg_image_freeze(const struct gg_freeze_opts *o, const struct gg_image_callbacks *cb,
 		    struct gg_freeze_result *res, struct gg_err *err)
 {
+	return gg_image_freeze_fed(o, cb, NULL, res, err);
+}
+
+int gg_image_freeze_fed(const struct gg_freeze_opts *o, const struct gg_image_callbacks *cb,
+			const struct gg_freeze_feeder *fdr, struct gg_freeze_result *res,
+			struct gg_err *err)
+{
 	struct gg_freeze_result dummy;
 	if (!res)
 		res = &dummy;
 	memset(res, 0, sizeof *res);
 	if (check_opts(o, err) < 0)
 		return err->code;
-	struct run r = {.o = o, .cb = cb, .fd = -1, .reproducible = !o->no_reproducible};
+	struct run r = {
+		.o = o, .cb = cb, .fdr = fdr, .fd = -1, .reproducible = !o->no_reproducible};
 	r.from_stdin = strcmp(o->source, "-") == 0;
 	int rc = resolve_source(&r, err);
 	if (rc == 0) {

@@ -63,6 +63,23 @@ void gg_huffman_free(struct gg_huffman *h);
 size_t gg_huffman_zlib(struct gg_huffman *h, const uint8_t *in, size_t n, uint8_t *out,
 		       size_t outsize);
 
+/* ---- a freeze fed by its caller ------------------------------------------------ */
+
+struct gg_feed;
+/* What gg_image_freeze_fed takes instead of reading opts->source (which then only names
+ * the source, "-" as for a tar on standard input): read gives the feed every entry and
+ * its data (gg_image_tree_apply, gg_image_feed_begin/data/end), in the order the image
+ * is to have them; NULL reads opts->source as gg_image_freeze does. no_digest: the
+ * provenance records no digest of the source (a stream nobody keeps: a session's). */
+struct gg_freeze_feeder {
+	int (*read)(struct gg_feed *fz, void *ud, struct gg_err *err);
+	void *ud;
+	int no_digest;
+};
+int gg_image_freeze_fed(const struct gg_freeze_opts *o, const struct gg_image_callbacks *cb,
+			const struct gg_freeze_feeder *fdr, struct gg_freeze_result *res,
+			struct gg_err *err);
+
 /* ---- SIF encoding and writing ---------------------------------------------- */
 
 /* Encode / decode the packed little-endian layouts. decode returns 0, or GG_EFAIL for a

@@ -194,7 +194,7 @@ static const char enter_body[] =
 	"\t# one a line (a path may hold blanks; line ends are refused at the client)\n"
 	"\tprintf '%s\\n' \"$mounts\" | while IFS= read -r m; do [ -z \"$m\" ] || top_new \"$m\"; done |\n"
 	"\t\tsort -u >\"$MOUNTS\"\n"
-	"\t[ \"$src\" = \"$SD/$IMAGE\" ] && rm -f \"$src\"\n"
+	"\t# the staged image stays: a snapshot's base (freeze --session, request --resume)\n"
 	"\techo \"$(basename \"$RT\") $IMAGE (writable sandbox $SB)\"\n"
 	"}\n"
 	"# the command of a login, inside the sandbox\n"

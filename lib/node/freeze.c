@@ -7,10 +7,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "gpu/gpu.h"
+#include "image/image.h"
+#include "gridgpu/ce.h"
+#include "gridgpu/engine.h"
 #include "node/node.h"
 #include "store/store.h"
 #include "node/sshview.h"
@@ -499,7 +504,10 @@ int gg_session_freeze(struct gg_session_freeze *sf, const struct gg_config *cfg,
 				       .cancel = fwd_cancel,
 				       .ud = sf,
 				       .source_end = source_end};
-	rc = gg_image_freeze(&so, &w, res, err);
+	/* the stream's digest is not recorded: no one keeps that stream, and a freeze
+	 * of the session's snapshot (snapshot.c) makes the same image without it */
+	struct gg_freeze_feeder fdr = {.no_digest = 1};
+	rc = gg_image_freeze_fed(&so, &w, &fdr, res, err);
 	return end_stream(sf, rc, err);
 }
 
@@ -534,4 +542,108 @@ int gg_freeze_local_gpus(char **json, struct gg_err *err)
 	*json = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(j);
 	return 0;
+}
+
+/* ---- an ended session: from its snapshot (snapshot.c) ---- */
+
+/* The image the session was made from and its snapshot, from the job's directory at
+ * the CE into dir. */
+static int fetch_snapshot(struct gg_ce *ce, const struct gg_record *r, const char *dir, char **base,
+			  char **snap, struct gg_err *err)
+{
+	*base = gg_strdup_printf("%s/base.sif", dir);
+	*snap = gg_strdup_printf("%s/" GG_SNAPSHOT_NAME, dir);
+	if (!*base || !*snap)
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = gg_ce_get_file(ce, r->job_id, GG_SNAPSHOT_NAME, *snap, NULL, NULL, err);
+	if (rc == GG_ENOTFOUND)
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "session '%s' ended without a snapshot of its sandbox ('gridgpu "
+				  "status %s' says why)",
+				  r->name, r->name);
+	if (rc == 0 && (rc = gg_ce_get_file(ce, r->job_id, GG_SESSION_IMAGE_NAME, *base, NULL, NULL,
+					    err)) == GG_ENOTFOUND)
+		return gg_err_set(err, GG_ENOTFOUND,
+				  "the image session '%s' was made from is no longer in its job's "
+				  "directory",
+				  r->name);
+	return rc;
+}
+
+static void remove_fetched(char *dir, char *base, char *snap)
+{
+	if (base)
+		unlink(base);
+	if (snap)
+		unlink(snap);
+	if (dir)
+		rmdir(dir);
+	free(base);
+	free(snap);
+	free(dir);
+}
+
+/* A directory of its own under the cache for the fetched files. */
+static char *fetch_dir(struct gg_err *err)
+{
+	char *top = NULL;
+	if (gg_xdg_dir(GG_XDG_CACHE, &top, err) < 0)
+		return NULL;
+	char *d = gg_strdup_printf("%s/snapshot-XXXXXX", top);
+	int made = d && gg_mkdir_p(top, 0700, err) == 0;
+	free(top);
+	if (made && !mkdtemp(d))
+		made = 0, gg_err_sys(err, GG_EIO, errno, "making a directory for the snapshot");
+	if (!d)
+		gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (!made) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_engine *e,
+			       const struct gg_record *r, const struct gg_freeze_opts *o,
+			       const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
+			       struct gg_err *err)
+{
+	sf->step = GG_SFREEZE_OUTPUT;
+	if (access(o->output, F_OK) == 0 && !o->force)
+		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
+				  o->output);
+	sf->step = GG_SFREEZE_NODE;
+	if (sf->path || sf->ninc)
+		return gg_err_set(
+			err, GG_EUSAGE,
+			"session '%s' has ended: only its sandbox can be frozen (from its "
+			"snapshot), without --path or --include",
+			r->name);
+	if (r->kind != GG_REC_SESSION || !r->job_id || !r->image ||
+	    !strncmp(r->image, GG_IMAGE_NODE_MARK, strlen(GG_IMAGE_NODE_MARK)))
+		return gg_err_set(err, GG_EUSAGE,
+				  "'%s' has no snapshot to freeze: only a session requested with "
+				  "--image of this machine's keeps one",
+				  r->name);
+	struct gg_freeze_opts so = *o;
+	if (make_labels(sf, r, o, &so))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	struct gg_ce *ce = NULL;
+	if (!e)
+		return gg_err_set(err, GG_EFAIL,
+				  "no connection to the session's CE could be set up");
+	int rc = gg_engine_open_record_ce(e, r, &ce, err);
+	char *dir = rc == 0 ? fetch_dir(err) : NULL, *base = NULL, *snap = NULL;
+	if (rc == 0)
+		rc = dir ? fetch_snapshot(ce, r, dir, &base, &snap, err) : err->code;
+	gg_ce_free(ce);
+	if (rc == 0) {
+		sf->step = GG_SFREEZE_IMAGE;
+		struct stat st;
+		sf->bytes = stat(snap, &st) == 0 ? (uint64_t)st.st_size : 0;
+		rc = gg_snapshot_freeze_files(base, snap, (const char *const *)sf->excl, sf->nexcl,
+					      &so, cb, res, err);
+	}
+	remove_fetched(dir, base, snap);
+	return rc;
 }

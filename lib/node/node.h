@@ -17,6 +17,10 @@ struct gg_jobdesc;
  * paths) are gridgpu/node.h's GG_*_NAME, GG_SESSION_FILE, GG_LAUNCHER_LOG. */
 #include "gridgpu/node.h"
 
+/* The snapshot at a session's end, unless the site says otherwise. */
+#define GG_SNAPSHOT_TIME 20
+#define GG_SNAPSHOT_MAX  (2ull << 30)
+
 /* A command that starts with this runs on the node, outside the session's
  * container (the enter script's login lets it through). */
 #define GG_NODE_MARK ": gridgpu-node;"
@@ -212,10 +216,43 @@ struct gg_launch_info {
 	char *active_reason;
 	char *launcher_version;
 	char *container;
+	/* the snapshot of the sandbox's changes at the end: its size (0: none), when
+	 * written, or why none was kept (printable, NULL: no word) */
+	int64_t snapshot_size, snapshot_at;
+	char *snapshot_error;
 };
 int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *out,
 			 struct gg_err *err);
 void gg_launch_info_clear(struct gg_launch_info *li);
+
+/* ---- a session's snapshot (snaplist.c, snapshot.c) ---- */
+
+/* One entry of the list a snapshot begins with: find's type letter (f d l b c p s),
+ * owner, permission bits, mtime (whole seconds), size, inode and link count, the path
+ * ("." or "./A/B") and a link's target (NULL for others). */
+struct gg_snap_entry {
+	char type;
+	uint32_t uid, gid, mode;
+	int64_t mtime;
+	uint64_t size, ino, nlink;
+	char *path, *target;
+};
+#define GG_SNAP_MAX_ENTRIES (8 * 1024 * 1024)
+#define GG_SNAP_PATH_MAX    4096
+#define GG_SNAP_LIST_MAX    (1024u << 20) /* the list's bytes at most */
+/* The list's text (NUL-separated records), parsed strictly: *out malloc'd (n entries,
+ * the first the top "."), free with gg_snap_list_free. GG_EPROTO for anything else. */
+int gg_snap_list_parse(const char *text, size_t len, struct gg_snap_entry **out, size_t *n,
+		       struct gg_err *err);
+void gg_snap_list_free(struct gg_snap_entry *e, size_t n);
+/* Freeze the sandbox a snapshot (a file, the launcher's) and the image it was made
+ * from (base, a SIF) give, less what excl leaves out, into o->output. */
+int gg_snapshot_freeze_files(const char *base, const char *snapshot, const char *const *excl,
+			     size_t nexcl, const struct gg_freeze_opts *o,
+			     const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
+			     struct gg_err *err);
+/* GNU tar --sort=name's order of two paths (component by component). */
+int gg_snap_path_cmp(const char *a, const char *b);
 
 /* ---- the enter script (enter.c) ---- */
 

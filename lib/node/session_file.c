@@ -23,6 +23,7 @@ void gg_launch_info_clear(struct gg_launch_info *li)
 	free(li->launcher_version);
 	free(li->container);
 	free(li->active_reason);
+	free(li->snapshot_error);
 	memset(li, 0, sizeof *li);
 }
 
@@ -73,6 +74,8 @@ static int64_t *number_member(struct gg_launch_info *li, const char *name)
 		{"connections", offsetof(struct gg_launch_info, connections)},
 		{"updated", offsetof(struct gg_launch_info, updated)},
 		{"idle_since", offsetof(struct gg_launch_info, idle_since)},
+		{"snapshot_size", offsetof(struct gg_launch_info, snapshot_size)},
+		{"snapshot_at", offsetof(struct gg_launch_info, snapshot_at)},
 	};
 	for (size_t i = 0; i < sizeof m / sizeof *m; i++)
 		if (!strcmp(m[i].name, name))
@@ -127,6 +130,8 @@ int gg_launch_info_parse(const char *text, size_t len, struct gg_launch_info *li
 		li->sessiondir = strdup(s);
 	if ((s = json_string_value(json_object_get(j, "active_reason"))) && reason_ok(s))
 		li->active_reason = strdup(s);
+	if ((s = json_string_value(json_object_get(j, "snapshot_error"))) && *s)
+		li->snapshot_error = gg_str_printable(s, strlen(s) > 512 ? 512 : strlen(s));
 	json_t *v;
 	if ((rc = read_numbers(j, li, err)) < 0)
 		goto out;

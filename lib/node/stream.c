@@ -88,6 +88,10 @@ static char *include_args(const char *const *inc, size_t ninc)
 	return x;
 }
 
+/* GNU tar's --sort=name where the node's tar has it: the entries in an order of their
+ * names alone, which a freeze of the session's snapshot gives them too (snapshot.c). */
+#define SORT_SH "S=; tar --sort=name --version >/dev/null 2>&1 && S=--sort=name; "
+
 /* The session's sandbox, on the node (outside the container: GG_NODE_MARK). */
 static char *sandbox_command(const char *const *excl, size_t nexcl, const char *const *inc,
 			     size_t ninc, enum gg_node_link link)
@@ -96,12 +100,13 @@ static char *sandbox_command(const char *const *excl, size_t nexcl, const char *
 	char *x = exclude_args(excl, nexcl), *in = include_args(inc, ninc);
 	char *pre = sb && mounts ? gg_strdup_printf(GG_NODE_MARK " b=%s; m=%s; "
 								 "test -d \"$b\" || exit %d; "
-								 "touch \"$m\"; ",
+								 "touch \"$m\"; " SORT_SH,
 						    sb, mounts, GG_NODE_TAR_NO_SANDBOX)
 				 : NULL;
-	char *tar = x && in ? gg_strdup_printf(
-				      "tar -C \"$b\" --numeric-owner -X \"$m\"%s -cf - .%s", x, in)
-			    : NULL;
+	char *tar =
+		x && in ? gg_strdup_printf("tar -C \"$b\" $S --numeric-owner -X \"$m\"%s -cf - .%s",
+					   x, in)
+			: NULL;
 	char *cmd = pre && tar ? through_link(pre, tar, link) : NULL;
 	free(in);
 	free(sb);

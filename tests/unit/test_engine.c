@@ -64,6 +64,8 @@ static struct fake {
 	int delegations;
 	int lrms_asked;   /* jobs the batch system's view was asked for */
 	int clean_fails;  /* the clean call cannot reach the CE */
+	int kill_fails;   /* the kill call cannot reach the CE (slow to answer) */
+	int put_eintr;    /* uploads interrupted (Ctrl-C), and so is all else on the handle */
 	int files_got;    /* files the CE sent */
 	int exit_gets;    /* GETs of a job's gridgpu-job.exit */
 	int err_gets;     /* GETs of a job's gridgpu-job.err */
@@ -245,13 +247,18 @@ static int f_lrms_status(struct gg_ce *ce, const char *const *ids, size_t n,
 static int f_kill(struct gg_ce *ce, const char *const *ids, size_t n, struct gg_ce_result **results,
 		  struct gg_err *err)
 {
-	(void)err;
+	if (F.put_eintr)
+		return gg_err_set(err, GG_EINTR, "interrupted");
+	if (F.kill_fails)
+		return gg_err_set(err, GG_ENET, "the CE did not answer in time");
 	return f_bulk(ce, ids, n, results, "kill");
 }
 
 static int f_clean(struct gg_ce *ce, const char *const *ids, size_t n,
 		   struct gg_ce_result **results, struct gg_err *err)
 {
+	if (F.put_eintr)
+		return gg_err_set(err, GG_EINTR, "interrupted");
 	if (F.clean_fails)
 		return gg_err_set(err, GG_ENET, "cannot connect to the CE");
 	return f_bulk(ce, ids, n, results, "clean");
@@ -292,6 +299,8 @@ static int f_put_file(struct gg_ce *ce, const char *id, const char *name, const 
 		      gg_http_progress_fn progress, void *ud, struct gg_err *err)
 {
 	(void)progress, (void)ud, (void)path;
+	if (F.put_eintr)
+		return gg_err_set(err, GG_EINTR, "interrupted");
 	return f_put(ce, id, name, NULL, 0, err);
 }
 
@@ -2328,6 +2337,143 @@ static void test_race_crowned_twice(void **state)
 	gg_record_clear(&recs[0]);
 }
 
+/* describe, and a file to upload after the submission (a session's launcher). */
+static int describe_upload(void *ud, const struct gg_record *r, const char *pubkey,
+			   struct gg_jobdesc *jd, struct gg_err *err)
+{
+	int rc = describe(ud, r, pubkey, jd, err);
+	return rc ? rc : gg_jd_input(jd, "launcher", NULL, "/bin/sh", err);
+}
+
+static void sync_all(struct gg_engine *e)
+{
+	struct gg_record *all = NULL;
+	size_t n = 0;
+	assert_int_equal(gg_store_list(gg_engine_store(e), &all, &n, NULL, NULL), 0);
+	gg_engine_sync(e, all, n, 1);
+	gg_records_free(all, n);
+}
+
+/* Ctrl-C while the second racer's launcher was on its way to its CE (its job
+ * recorded, the cancel of it cut short by the same Ctrl-C): the client's race
+ * holds the first racer only, but the settled race is the store's. The
+ * regression: the second racer stayed in the race unmarked and the next sync
+ * crowned it as a second session (s1-1 beside soft), its job left running. */
+static void test_race_interrupted_submission(void **state)
+{
+	(void)state;
+	struct gg_race *race = NULL;
+	struct gg_record recs[2], won;
+	struct gg_err err = {0};
+	assert_int_equal(gg_race_begin(E, &race, NULL), 0);
+	racers(E, gg_race_id(race), "soft", recs, 1);
+	struct gg_submission s = job(NULL, "proxy");
+	s.describe = describe_upload;
+	snprintf(s.prefix, sizeof s.prefix, "race-s1");
+	s.rec.site = strdup("s1");
+	s.rec.race = strdup(gg_race_id(race));
+	s.rec.race_name = strdup("soft");
+	F.put_eintr = 1;
+	assert_true(gg_engine_submit(E, &s, &recs[1], NULL, &err) < 0);
+	F.put_eintr = 0;
+	assert_int_equal(F.jobs[1].state, GG_CE_QUEUED); /* its cancel never got there */
+	assert_false(F.jobs[1].cleaned);
+	assert_int_equal(gg_engine_race_settle(E, recs, 1, (size_t)-1, &won, &err), 0);
+	gg_race_end(race);
+	assert_string_equal(won.name, "soft");
+	assert_int_equal(F.jobs[1].state, GG_CE_KILLED);
+	assert_true(F.jobs[1].cleaned);
+	sync_all(K);
+	assert_int_equal(stored(), 1);
+	struct gg_record now = load("soft");
+	assert_string_equal(now.job_id, F.jobs[0].id);
+	gg_record_clear(&now);
+	gg_record_clear(&won);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
+/* The loser's CE slow to kill it when the race is decided: it stays, marked
+ * lost, whatever a sync that read it before writes back; the next sync never
+ * crowns it: it kills and cleans it there and forgets it here, its key too.
+ * The regression: a refresh's copy, read before, wrote race_lost 0 back and
+ * the next sync crowned the loser beside the winner. */
+static void test_race_lost_stays_lost(void **state)
+{
+	(void)state;
+	struct gg_record recs[2], won, stale, now;
+	struct gg_err err = {0};
+	for (int i = 0; i < 2; i++) {
+		struct gg_submission s = job(NULL, "proxy");
+		s.rec.kind = GG_REC_SESSION;
+		s.make_key = 1;
+		snprintf(s.prefix, sizeof s.prefix, "race-s%d", i);
+		s.rec.site = gg_strdup_printf("s%d", i);
+		s.rec.race = strdup("r5");
+		s.rec.race_name = strdup("w");
+		assert_int_equal(gg_engine_submit(E, &s, &recs[i], NULL, &err), 0);
+	}
+	assert_int_equal(gg_record_copy(&stale, &recs[1]), 0); /* a sync's, read before */
+	F.kill_fails = 1;
+	assert_int_equal(gg_engine_race_settle(E, recs, 2, 0, &won, &err), 0);
+	assert_string_equal(won.name, "w");
+	now = load(recs[1].name);
+	assert_int_equal(now.race_lost, 1);
+	gg_record_clear(&now);
+	F.jobs[1].state = GG_CE_RUNNING; /* still running there */
+	assert_int_equal(gg_engine_save(K, &stale, &err), 0);
+	now = load(recs[1].name);
+	assert_int_equal(now.race_lost, 1);
+	gg_record_clear(&now);
+	sync_all(K); /* still slow: kept, lost */
+	assert_int_equal(stored(), 2);
+	now = load(recs[1].name);
+	assert_int_equal(now.race_lost, 1);
+	gg_record_clear(&now);
+	F.kill_fails = 0;
+	sync_all(K);
+	assert_int_equal(stored(), 1);
+	assert_int_equal(F.jobs[1].state, GG_CE_KILLED);
+	assert_true(F.jobs[1].cleaned);
+	assert_int_equal(access(recs[1].key, F_OK), -1);
+	assert_int_equal(access(recs[0].key, R_OK), 0);
+	now = load("w");
+	assert_string_equal(now.job_id, F.jobs[0].id);
+	gg_record_clear(&now);
+	gg_record_clear(&stale);
+	gg_record_clear(&won);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
+static int set_lost(struct gg_record *r, void *ud)
+{
+	(void)ud;
+	r->race_lost = 1;
+	return 0;
+}
+
+/* A winner the caller names that is marked lost on disk is never crowned:
+ * the race is settled by the rule without a winner. */
+static void test_race_lost_never_crowned(void **state)
+{
+	(void)state;
+	struct gg_record recs[2], won;
+	struct gg_err err = {0};
+	racers(E, "r6", "w", recs, 2);
+	assert_int_equal(
+		gg_store_update(gg_engine_store(E), recs[1].name, set_lost, NULL, NULL, &err), 0);
+	assert_int_equal(gg_engine_race_settle(E, recs, 2, 1, &won, &err), 0);
+	assert_string_equal(won.name, "w");
+	assert_string_equal(won.job_id, F.jobs[0].id);
+	assert_int_equal(F.jobs[1].state, GG_CE_KILLED);
+	assert_true(F.jobs[1].cleaned);
+	assert_int_equal(stored(), 1);
+	gg_record_clear(&won);
+	gg_record_clear(&recs[0]);
+	gg_record_clear(&recs[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2389,6 +2535,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_race_name_taken, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_race_sigkill_sync, each_setup, each_teardown),
 		cmocka_unit_test_setup_teardown(test_race_crowned_twice, each_setup, each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_interrupted_submission, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_lost_stays_lost, each_setup,
+						each_teardown),
+		cmocka_unit_test_setup_teardown(test_race_lost_never_crowned, each_setup,
+						each_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

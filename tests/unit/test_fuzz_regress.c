@@ -43,6 +43,7 @@
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_sif.c"
 #include "../fuzz/fuzz_slurmq.c"
+#include "../fuzz/fuzz_snap_list.c"
 #include "../fuzz/fuzz_sshcfg.c"
 #include "../fuzz/fuzz_tar.c"
 #include "../fuzz/fuzz_token.c"
@@ -86,6 +87,7 @@ static const struct target targets[] = {
 	{"record", no_init, fuzz_one_record},
 	{"sif", no_init, fuzz_one_sif},
 	{"slurmq", no_init, fuzz_one_slurmq},
+	{"snap_list", no_init, fuzz_one_snap_list},
 	{"check_report", no_init, fuzz_one_check_report},
 	{"sshcfg", no_init, fuzz_one_sshcfg},
 	{"tar", fuzz_init_tar, fuzz_one_tar},

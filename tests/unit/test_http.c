@@ -292,6 +292,34 @@ static void test_resume(void **state)
 	srv_stop(&s);
 }
 
+/* A clean-up window (gg_ce_cancel after the user's Ctrl-C): the cancel
+ * callback that stops every request is not polled inside it, is again after. */
+static void test_cleanup_window(void **state)
+{
+	(void)state;
+	struct srv s;
+	srv_start(&s, v1, FLEN);
+	struct gg_http *h;
+	struct gg_err err = {0};
+	struct gg_http_opts o = {.ca_dir = s.cadir, .retries = -1, .cancel = always};
+	assert_int_equal(gg_http_new(&o, &h, &err), 0);
+	char url[64];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/store/f", s.port);
+	struct gg_http_resp r = {0};
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err),
+			 GG_EINTR);
+	gg_http_cleanup_window(h, 10000);
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.len, FLEN);
+	gg_http_cleanup_window(h, 0);
+	assert_int_equal(gg_http_request(h, "GET", url, NULL, NULL, 0, NULL, 1, &r, &err),
+			 GG_EINTR);
+	gg_http_resp_clear(&r);
+	gg_http_free(h);
+	srv_stop(&s);
+}
+
 /* A CA directory that is not there: GG_ECRED saying so, also to a caller
  * that wants no message (err NULL: the sync's request asked ahead; it
  * crashed there once), and the clone of a handle fails the same way. */
@@ -465,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_no_validator),    cmocka_unit_test(test_wrong_range),
 		cmocka_unit_test(test_range_ignored),   cmocka_unit_test(test_short_body),
 		cmocka_unit_test(test_digest_mismatch), cmocka_unit_test(test_ca_dir_missing),
+		cmocka_unit_test(test_cleanup_window),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

@@ -504,15 +504,15 @@ static json_t *session_file_value(const char *name)
 		{"host_key", KEY},        {"sessiondir", "/s/d"},
 		{"container", "none"},    {"cuda_visible_devices", "0,1"},
 		{"batch_job_id", "42"},   {"active_reason", "ssh"},
-		{"state", "ready"},
+		{"state", "ready"},       {"snapshot_error", ""},
 	};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 		if (!strcmp(strs[i][0], name))
 			return json_string(strs[i][1]);
 	static const char *const ints[] = {
-		"version",     "port",          "started",     "connect_deadline",
-		"idle_limit",  "last_activity", "first_login", "logins",
-		"connections", "updated",       "walltime",    "idle_since",
+		"version",       "port",        "started",       "connect_deadline", "idle_limit",
+		"last_activity", "first_login", "logins",        "connections",      "updated",
+		"walltime",      "idle_since",  "snapshot_size", "snapshot_at",
 	};
 	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
 		if (!strcmp(ints[i], name))
