@@ -178,6 +178,24 @@ int gg_compat_tmpfile_link(int fd, const char *path)
 #endif
 }
 
+int gg_compat_scratch(const char *dir)
+{
+	int fd = gg_compat_tmpfile(dir, 1);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR))
+		return fd;
+	/* no O_TMPFILE here (or on that file system): a name, removed at once */
+	char tmpl[4096];
+	int n = snprintf(tmpl, sizeof tmpl, "%s/.gridgpu-scratch.XXXXXX", dir);
+	if (n < 0 || (size_t)n >= sizeof tmpl) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = gg_compat_mkstemp(tmpl);
+	if (fd >= 0)
+		unlink(tmpl);
+	return fd;
+}
+
 int gg_compat_mkstemp(char *tmpl)
 {
 #if GG_HAVE_MKOSTEMP

@@ -28,6 +28,9 @@ int gg_compat_tmpfile(const char *dir, int rdwr);
 /* Give the unnamed file fd the name path (linkat through /proc/self/fd); EEXIST when
  * path exists. Only for a descriptor gg_compat_tmpfile returned. */
 int gg_compat_tmpfile_link(int fd, const char *path);
+/* A scratch file in dir that has no name at any moment, O_RDWR, close-on-exec:
+ * O_TMPFILE, else a mkstemp name removed at once (a crash between the two leaves it). */
+int gg_compat_scratch(const char *dir);
 /* mkstemp with close-on-exec (mkostemp, else mkstemp + fcntl). */
 int gg_compat_mkstemp(char *tmpl);
 /* Rename from to to unless to exists (then EEXIST): renameat2(RENAME_NOREPLACE), else

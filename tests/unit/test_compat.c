@@ -98,6 +98,24 @@ static void test_tmpfile_named_once_linked(void **state)
 #endif
 }
 
+static void test_scratch_has_no_name(void **state)
+{
+	(void)state;
+	char sub[128];
+	path_in(sub, sizeof sub, "scratch");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	int fd = gg_compat_scratch(sub);
+	assert_true(fd >= 0);
+	assert_true(has_cloexec(fd));
+	assert_int_equal(pwrite(fd, "spool", 5, 0), 5);
+	char buf[5];
+	assert_int_equal(pread(fd, buf, 5, 0), 5);
+	assert_memory_equal(buf, "spool", 5);
+	close(fd);
+	assert_int_equal(rmdir(sub), 0); /* nothing was left in it */
+	assert_int_equal(gg_compat_scratch("/nonexistent-dir"), -1);
+}
+
 static void test_mkstemp_cloexec(void **state)
 {
 	(void)state;
@@ -399,6 +417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fastpaths_as_configured),
 		cmocka_unit_test(test_tmpfile_named_once_linked),
+		cmocka_unit_test(test_scratch_has_no_name),
 		cmocka_unit_test(test_mkstemp_cloexec),
 		cmocka_unit_test(test_rename_noreplace),
 		cmocka_unit_test(test_syncfs),
