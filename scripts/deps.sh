@@ -32,7 +32,8 @@ fi
 if [ "${1:-}" = --client ]; then
 	PKGS="gcc make autoconf automake pkgconf libssl-dev libcurl4-openssl-dev libjansson-dev
 libarchive-dev libssh2-1-dev libinih-dev libcmocka-dev libsquashfs-dev libdeflate-dev
-openssl openssh-client openssh-server python3 squashfs-tools procps valgrind dash posh shellcheck"
+openssl openssh-client openssh-server python3 squashfs-tools procps valgrind dash posh shellcheck
+faketime"
 	shift
 fi
 
