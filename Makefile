@@ -6,9 +6,12 @@
 .DEFAULT_GOAL := all
 SHELL := /bin/sh
 
-NOCONF_GOALS := deps clean distclean help fresh-check bench-tools
+NOCONF_GOALS := deps clean distclean help fresh-check bench-tools client-check
+# CONFIG_MK: another configure's output (make portable-check configures in its own
+# build directory)
+CONFIG_MK ?= config.mk
 ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
-include config.mk
+include $(CONFIG_MK)
 endif
 
 config.mk: configure.ac config.mk.in
@@ -20,13 +23,24 @@ B        ?= build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wvla -Wpointer-arith \
             $(if $(findstring clang,$(CC)),-Wno-unknown-warning-option)
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -DGG_VERSION='"$(VERSION)"' \
+# The portable parts see POSIX 2008 with XSI only (a Linux-only call there does not
+# build); PLATFORM_SRC, the files that still need the system's extensions, see
+# _GNU_SOURCE. lib/compat/compat.c is the compat layer: the Linux calls with their
+# POSIX fallbacks, chosen by configure (COMPAT_DEFS; --disable-linux-fastpaths).
+STRICT_FLAGS := -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=700
+# Why each is there: vasprintf (str, proxyreq), memmem (arc), timegm (x509), strcasestr
+# (offer), dladdr (cuda, nvml), SEEK_DATA/SEEK_HOLE and major/minor (sandbox), glibc's
+# strerror (err: -Wformat-truncation differs). Each has it on macOS and the BSDs too.
+PLATFORM_SRC := lib/compat/compat.c lib/compat/heap.c lib/core/str.c lib/core/err.c \
+                lib/ce/arc.c lib/cred/x509.c lib/engine/offer.c lib/gpu/cuda.c lib/gpu/nvml.c \
+                lib/image/sandbox.c lib/voms/proxyreq.c
+BASEFLAGS := -std=c11 -fPIC $(WARN) -DGG_VERSION='"$(VERSION)"' \
             -DGG_LIBEXECDIR='"$(libexecdir)/gridgpu"'
 CFLAGS   ?= -O2 -g
 # Where headers are looked for: the library (and its tests) see lib/'s own
 # headers; cli/ is meant to see the public ones only (CLI_INCFLAGS below).
 INCFLAGS  = -Iinclude -Ilib
-ALLCFLAGS = $(INCFLAGS) $(BASEFLAGS) $(CFLAGS) $(DEP_CFLAGS)
+ALLCFLAGS = $(INCFLAGS) $(BASEFLAGS) $(CPPFLAGS) $(CFLAGS) $(DEP_CFLAGS)
 LIBS      = $(DEP_LIBS) -lpthread -ldl
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c))
@@ -44,7 +58,7 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect
+        abi-check abi-dump example-connect portable-check sh-check dist distcheck deb-check rpm-check client-check
 
 all: $(BIN) $(LIBSO)
 
@@ -60,16 +74,21 @@ help:
 	@echo "make bench      benchmarks beside the peer tools"
 	@echo "make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each (default 60); fuzz-short: 10 s"
 	@echo "make valgrind   unit tests under valgrind (no leaks, no invalid access)"
+	@echo "make sh-check   the node's scripts parse with dash and posh, pass shellcheck"
+	@echo "make portable-check  unit tests of a --disable-linux-fastpaths build (build-portable/)"
 	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
+	@echo "make dist       gridgpu-VERSION.tar.gz (HEAD and a generated configure); distcheck: it builds and tests out of tree"
+	@echo "make client-check  the client built and unit-tested on a pristine Debian 13 root, its e2e tests against this machine's site"
 	@echo "make install    install (prefix and DESTDIR honoured)"
 
 deps:
 	@scripts/deps.sh
 
-$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h lib/*/*.def cli/*.h) config.mk
+$(B)/%.o: %.c $(wildcard include/gridgpu/*.h lib/*/*.h lib/*/*.def cli/*.h) $(CONFIG_MK)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALLCFLAGS) -c $< -o $@
+	@$(CC) $(ALLCFLAGS) $(if $(filter $(PLATFORM_SRC),$<),-D_GNU_SOURCE,$(STRICT_FLAGS)) -c $< -o $@
+$(B)/lib/compat/%.o: ALLCFLAGS += $(COMPAT_DEFS)
 
 # The library exports only what include/gridgpu/ declares GG_API.
 $(LIB_OBJ): ALLCFLAGS += -fvisibility=hidden
@@ -88,19 +107,21 @@ $(LIBSO): $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(LIBS)
 	ln -sf $(SONAME) $(B)/lib/libgridgpu.so
 
+# BIN_RPATH empty (packages): only where the dynamic linker looks.
+BIN_RPATH ?= -Wl,-rpath,'$$ORIGIN/../lib'
 # The command links the shared library, as any other program would: found
 # beside it, in ../lib (the build tree's build/lib, an install's $(libdir) when
 # that is $(prefix)/lib), or where the dynamic linker looks.
 $(BIN): $(CLI_OBJ) $(LIBSO)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B)/lib -lgridgpu -Wl,-rpath,'$$ORIGIN/../lib' $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B)/lib -lgridgpu $(BIN_RPATH) $(LIBS)
 
 # ---- tests --------------------------------------------------------------------
 # Unit tests link the library objects statically so they can be built with
 # sanitizers in their own tree (make sanitize B=build-san).
 $(B)/tests/%: tests/unit/%.c $(LIBA) tests/unit/unit.h tests/unit/squat.h tests/unit/https_srv.h
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) $(CMOCKA_CFLAGS) -Itests/unit -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LIBS)
+	$(CC) $(ALLCFLAGS) -D_GNU_SOURCE $(CMOCKA_CFLAGS) -Itests/unit -o $@ $< $(LIBA) $(CMOCKA_LIBS) $(LIBS)
 
 # Fake GPU libraries (tests/fakegpu/): NVML and the CUDA driver answering from a
 # description of devices, loaded by the same dlopen as the real ones. Built
@@ -125,6 +146,9 @@ $(FAKEGPU_DIR)/libcuda.so.1: tests/fakegpu/fake-cuda.c
 $(B)/tests/test_gpu $(B)/tests/test_doctor: $(FAKEGPU)
 $(B)/tests/test_gpu $(B)/tests/test_doctor: ALLCFLAGS += \
 	-DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"' -DGG_FAKEGPU_SPECS='"$(abspath tests/fakegpu)"'
+
+# the compat layer's tests see which fast paths this build has
+$(B)/tests/test_compat: ALLCFLAGS += $(COMPAT_DEFS)
 
 unit: $(UNIT_BIN)
 	@tests/run-unit $(UNIT_BIN)
@@ -257,7 +281,7 @@ VALGRIND_FLAGS := --leak-check=full --errors-for-leak-kinds=definite --error-exi
 
 $(B)/fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(LIBA) $(LIBS)
+	$(CC) $(ALLCFLAGS) -D_GNU_SOURCE -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(LIBA) $(LIBS)
 
 # the regression runner includes the targets (tests/unit/test_fuzz_regress.c)
 $(B)/tests/test_fuzz_regress: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
@@ -294,6 +318,84 @@ valgrind:
 demo: $(BIN)
 	@scripts/demo.sh $(B)
 
+# ---- release ------------------------------------------------------------------
+# make dist       gridgpu-VERSION.tar.gz: the files of HEAD (git archive; uncommitted
+#                 changes are not in it) and a generated ./configure, so that a release
+#                 builds with ./configure && make, without autoconf
+# make distcheck  that tarball unpacked read-only, configured and built in a directory
+#                 of its own (B= and CONFIG_MK= outside the source), its unit tests and
+#                 sh-check run there, make install DESTDIR= checked: the release, out of tree
+DIST     := gridgpu-$(VERSION)
+DISTDIR  := $(abspath build-dist)
+dist:
+	@git rev-parse --verify -q HEAD >/dev/null || { echo "dist: needs a git checkout" >&2; exit 1; }
+	rm -rf $(DISTDIR)/$(DIST) && mkdir -p $(DISTDIR)
+	git archive --prefix=$(DIST)/ HEAD | tar -x -C $(DISTDIR)
+	cd $(DISTDIR)/$(DIST) && autoreconf -fi >/dev/null 2>&1 && rm -rf autom4te.cache
+	tar -C $(DISTDIR) --sort=name --owner=0 --group=0 --numeric-owner \
+	  --mtime="@$$(git log -1 --format=%ct)" -czf $(DIST).tar.gz $(DIST)
+	rm -rf $(DISTDIR)/$(DIST)
+	@echo "dist: $(DIST).tar.gz ($$(du -k $(DIST).tar.gz | cut -f1) KiB, $$(tar -tzf $(DIST).tar.gz | wc -l) entries)"
+
+distcheck: dist
+	rm -rf $(DISTDIR)/check && mkdir -p $(DISTDIR)/check/_build $(DISTDIR)/check/_inst
+	tar -xzf $(DIST).tar.gz -C $(DISTDIR)/check
+	chmod -R a-w $(DISTDIR)/check/$(DIST)
+	cd $(DISTDIR)/check/_build && ../$(DIST)/configure --prefix=/usr >configure.log
+	$(MAKE) -C $(DISTDIR)/check/$(DIST) B=$(DISTDIR)/check/_build \
+	  CONFIG_MK=$(DISTDIR)/check/_build/config.mk all unit sh-check
+	$(MAKE) -C $(DISTDIR)/check/$(DIST) B=$(DISTDIR)/check/_build \
+	  CONFIG_MK=$(DISTDIR)/check/_build/config.mk install DESTDIR=$(DISTDIR)/check/_inst >/dev/null
+	@for f in usr/bin/gridgpu usr/lib/libgridgpu.so.0 usr/libexec/gridgpu/session-launcher \
+	  usr/share/man/man1/gridgpu.1; do [ -e $(DISTDIR)/check/_inst/$$f ] || \
+	  { echo "distcheck: make install left out $$f" >&2; exit 1; }; done
+	@[ -z "$$(find $(DISTDIR)/check/$(DIST) -newer $(DIST).tar.gz ! -type d | head -1)" ] || \
+	  { echo "distcheck: the build wrote into the source tree" >&2; exit 1; }
+	chmod -R u+w $(DISTDIR)/check && rm -rf $(DISTDIR)/check
+	@echo "distcheck: $(DIST).tar.gz builds out of tree, its unit tests pass, it installs"
+
+# make deb-check  dpkg-buildpackage of debian/ (the three .debs in build-deb/), lintian
+#                 on them, then scripts/deb-check.sh: install, upgrade and remove in a
+#                 pristine Debian root (fresh-check's cached one, in an overlay)
+# make rpm-check  rpmbuild (Debian's rpm package) of packaging/rpm/gridgpu.spec from
+#                 the make dist tarball into build-rpm/ (--nodeps: no EL9 packages here)
+deb-check:
+	@scripts/deps.sh --packaging --check >/dev/null 2>&1 || scripts/deps.sh --packaging
+	@scripts/deb-check.sh
+
+rpm-check: dist
+	@scripts/deps.sh --packaging --check >/dev/null 2>&1 || scripts/deps.sh --packaging
+	rm -rf build-rpm && mkdir -p build-rpm/SOURCES
+	cp $(DIST).tar.gz build-rpm/SOURCES/
+	rpmbuild --define "_topdir $(abspath build-rpm)" --nodeps \
+	  --define "_libexecdir /usr/libexec" -bb packaging/rpm/gridgpu.spec >build-rpm/rpmbuild.log 2>&1 || \
+	  { tail -30 build-rpm/rpmbuild.log; exit 1; }
+	@for p in build-rpm/RPMS/*/*.rpm; do echo "rpm-check: $$p: $$(rpm -qpl $$p 2>/dev/null | wc -l) files"; done
+	@rpm -qpl build-rpm/RPMS/*/gridgpu-$(VERSION)-*.rpm | grep -qx /usr/bin/gridgpu || \
+	  { echo "rpm-check: the gridgpu rpm has no /usr/bin/gridgpu" >&2; exit 1; }
+
+# The node's scripts stay POSIX sh: dash, posh and shellcheck (scripts/check-sh.sh).
+$(B)/tests/enter_dump: tests/unit/enter_dump.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) $(STRICT_FLAGS) -o $@ $< $(LIBA) $(LIBS)
+sh-check: $(B)/tests/enter_dump
+	@scripts/check-sh.sh $(B)
+
+# The unit tests of a build with the compat layer's POSIX fallbacks only (configured
+# --disable-linux-fastpaths in build-portable/, its own config.mk there), and
+# scripts/check-portable.sh: no Linux-only call outside lib/compat/.
+PORTABLE_B := build-portable
+portable-check:
+	@scripts/check-portable.sh
+	@mkdir -p $(PORTABLE_B)
+	@cd $(PORTABLE_B) && [ config.mk -nt ../configure ] || \
+	  ../configure --disable-linux-fastpaths >configure.log || { tail -20 configure.log; exit 1; }
+	$(MAKE) B=$(PORTABLE_B) CONFIG_MK=$(PORTABLE_B)/config.mk all \
+	  $(patsubst $(B)/%,$(PORTABLE_B)/%,$(UNIT_BIN))
+	@echo "portable-check: fast paths in this build: '$$($(PORTABLE_B)/tests/test_compat 2>&1 | \
+	  sed -n 's/^compat fast paths://p')'"
+	@tests/run-unit $(patsubst $(B)/%,$(PORTABLE_B)/%,$(UNIT_BIN))
+
 # The README's two commands on a pristine Debian 12 root (tests/fresh/fresh-check):
 # catches a package that is missing from scripts/deps.sh but happens to be here.
 # First tests/fresh/t-teardown: a failed or interrupted run leaves nothing behind.
@@ -301,6 +403,13 @@ FRESH_FLAGS ?=
 fresh-check:
 	@tests/fresh/t-teardown
 	@tests/fresh/fresh-check $(FRESH_FLAGS)
+
+# The client on Debian 13 (trixie): built, unit-tested and run against this machine's
+# test site from a pristine trixie root (tests/fresh/client-check; CLIENT_FLAGS, e.g.
+# --suite, --tests).
+CLIENT_FLAGS ?=
+client-check:
+	@tests/fresh/client-check $(CLIENT_FLAGS)
 
 bench: $(BIN)
 	@bench/run $(B)
@@ -347,7 +456,8 @@ uninstall:
 	rm -f $(DESTDIR)$(datarootdir)/zsh/vendor-completions/_gridgpu
 
 clean:
-	rm -rf build build-san build-clang build-fuzz build-vg
+	rm -rf build build-san build-clang build-fuzz build-vg build-portable
+	[ ! -d build-dist ] || { chmod -R u+w build-dist && rm -rf build-dist; }
 
 distclean: clean
 	rm -rf config.mk config.log config.status configure autom4te.cache aclocal.m4 configure~

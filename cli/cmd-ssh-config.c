@@ -8,13 +8,13 @@
 #include "ctx.h"
 #include "gridgpu/ssh.h"
 
-enum { O_INSTALL = 256, O_WINDOWS, O_PATH };
+enum { O_INSTALL = 256, O_WINDOWS, O_PRINT_PATH };
 
 const struct gg_opt cmd_ssh_config_opts[] = {
 	{"install", 0, OPT_NONE, NULL, "add one Include line to ~/.ssh/config (with a backup)",
 	 O_INSTALL},
 	{"windows", 0, OPT_NONE, NULL, "the form OpenSSH for Windows accepts", O_WINDOWS},
-	{"path", 0, OPT_NONE, NULL, "print the path of the file only", O_PATH},
+	{"path", 0, OPT_NONE, NULL, "print the path of the file only", O_PRINT_PATH},
 	OPT_END,
 };
 
@@ -24,7 +24,7 @@ int cmd_ssh_config(struct gg_cli *cli, int argc, char **argv)
 	while ((c = cli_next_opt(cli, argc, argv, cmd_ssh_config_opts)) > 0) {
 		install |= c == O_INSTALL;
 		windows |= c == O_WINDOWS;
-		path |= c == O_PATH;
+		path |= c == O_PRINT_PATH;
 	}
 	if (c < 0)
 		return c == -2 ? EXIT_OK : EXIT_USAGE;

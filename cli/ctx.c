@@ -149,7 +149,7 @@ static char *libexec_path(const char *name)
 	if (env && *env)
 		return gg_strdup_printf("%s/%s", env, name);
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* portable: else below */
 	if (n > 0) {
 		exe[n] = '\0';
 		char *slash = strrchr(exe, '/');

@@ -1,5 +1,6 @@
 /* Atomic writes, bounded reads, private-file checks. */
 #include "core/core.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,14 +47,12 @@ int gg_fsync_dir(const char *path)
 
 int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err)
 {
-	char proc[64];
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 	for (int i = 0; i < NAME_TRIES; i++) {
 		uint32_t v;
-		if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+		if (gg_compat_random(&v, sizeof v) < 0)
 			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
 		snprintf(tmp + strlen(tmp) - 6, 7, "%06lx", (unsigned long)v & 0xffffff);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+		if (gg_compat_tmpfile_link(fd, tmp) == 0)
 			return 0;
 		if (errno != EEXIST)
 			return gg_err_sys(err, GG_EIO, errno, "writing '%s'", path);
@@ -72,13 +70,14 @@ int gg_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 	if (!tmp)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	/* An unnamed file (O_TMPFILE) is named only once complete, so a SIGKILL
-	 * leaves nothing; otherwise a named temp file, removed on failure. */
+	 * leaves nothing; otherwise (or without one: compat.h) a named temp file
+	 * (mkstemp + rename), removed on failure. */
 	char *dir = strdup(path);
-	int fd = dir ? open(dirname(dir), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+	int fd = dir ? gg_compat_tmpfile(dirname(dir), 0) : -1;
 	int anon = fd >= 0, named = 0;
 	free(dir);
 	if (!anon)
-		named = (fd = mkostemp(tmp, O_CLOEXEC)) >= 0;
+		named = (fd = gg_compat_mkstemp(tmp)) >= 0;
 	if (fd < 0) {
 		int e = errno;
 		free(tmp);

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/run.h"
+#include "compat/compat.h"
 
 extern char **environ;
 
@@ -75,7 +75,7 @@ static int spawn(char *const argv[], struct runner *x, struct gg_err *err)
 		return not_run(argv[0], e, err);
 	}
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	if (gg_compat_pipe(p, 0) < 0) {
 		free(file);
 		return gg_err_sys(err, GG_EFAIL, errno, "running %s", argv[0]);
 	}
@@ -96,9 +96,7 @@ static int spawn(char *const argv[], struct runner *x, struct gg_err *err)
 		return not_run(argv[0], e, err);
 	}
 	x->fd = p[0];
-#ifdef SYS_pidfd_open
-	x->pidfd = (int)syscall(SYS_pidfd_open, x->pid, 0);
-#endif
+	x->pidfd = gg_compat_pidfd(x->pid);
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* Finding and loading credentials: PEM certificate + key, PKCS#12, proxy files. */
 #include "cred/internal.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -237,7 +238,7 @@ int gg_cred_wipe_on_free(void)
 int gg_cred_disable_core_dumps(struct gg_err *err)
 {
 	struct rlimit rl = {0, 0};
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+	if (gg_compat_no_dump() < 0)
 		return gg_err_sys(err, GG_EFAIL, errno, "disabling core dumps");
 	if (setrlimit(RLIMIT_CORE, &rl) < 0)
 		return gg_err_sys(err, GG_EFAIL, errno, "setting the core size limit to 0");

@@ -275,6 +275,33 @@ int gg_proxy_create(const struct gg_cred *issuer, const struct gg_proxy_opts *o,
 	return 0;
 }
 
+/* The request's signature by pub. OpenSSL 3.4 and later refuse to verify a request
+ * whose version is not 1 (value 0), and ARC's CEs write theirs with another: its
+ * signature is then checked by hand over the request's signed part, as OpenSSL 3.0
+ * does. 1 verified, else 0 (OpenSSL's error queue says why). */
+static int csr_verify(X509_REQ *req, EVP_PKEY *pub)
+{
+	if (X509_REQ_get_version(req) == X509_REQ_VERSION_1)
+		return X509_REQ_verify(req, pub) > 0;
+	const ASN1_BIT_STRING *sig = NULL;
+	const X509_ALGOR *alg = NULL;
+	const ASN1_OBJECT *oid = NULL;
+	int md_nid = NID_undef, pk_nid = NID_undef;
+	X509_REQ_get0_signature(req, &sig, &alg);
+	X509_ALGOR_get0(&oid, NULL, NULL, alg);
+	const EVP_MD *md = OBJ_find_sigid_algs(OBJ_obj2nid(oid), &md_nid, &pk_nid)
+				   ? EVP_get_digestbynid(md_nid)
+				   : NULL;
+	unsigned char *tbs = NULL;
+	int n = md ? i2d_re_X509_REQ_tbs(req, &tbs) : -1;
+	EVP_MD_CTX *ctx = n > 0 ? EVP_MD_CTX_new() : NULL;
+	int ok = ctx && sig && EVP_DigestVerifyInit(ctx, NULL, md, NULL, pub) == 1 &&
+		 EVP_DigestVerify(ctx, sig->data, (size_t)sig->length, tbs, (size_t)n) == 1;
+	EVP_MD_CTX_free(ctx);
+	OPENSSL_free(tbs);
+	return ok;
+}
+
 int gg_proxy_sign_csr(const struct gg_cred *signer, const char *csr_pem, size_t csr_len,
 		      int64_t lifetime, char **chain_pem, size_t *chain_len, struct gg_err *err)
 {
@@ -299,7 +326,7 @@ int gg_proxy_sign_csr(const struct gg_cred *signer, const char *csr_pem, size_t 
 	else if (EVP_PKEY_get_bits(pub) < 1024)
 		rc = gg_err_set(err, GG_EPROTO, "the delegation request's key has only %d bits",
 				EVP_PKEY_get_bits(pub));
-	else if (X509_REQ_verify(req, pub) <= 0)
+	else if (!csr_verify(req, pub))
 		rc = gg_cred_ossl_err(err, GG_EPROTO,
 				      "the delegation request's signature does not verify");
 	struct gg_cred *d = NULL;

@@ -3,8 +3,8 @@
  * liboidc-agent) and the refresh before a token runs out. */
 #include "cred/tsource.h"
 #include "core/run.h"
+#include "compat/compat.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,6 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -283,42 +282,12 @@ static int drain(struct gg_tsource *ts, struct run *r, struct gg_err *err)
 	}
 }
 
-/* Whether a process of group pg still runs (zombies do not count). */
-static int group_runs(pid_t pg)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return kill(-pg, 0) == 0;
-	struct dirent *e;
-	int found = 0;
-	while (!found && (e = readdir(d))) {
-		char path[64], buf[1024];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-		if (fd >= 0)
-			close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* "pid (comm) state ppid pgrp ...": comm may hold anything */
-		char *c = strrchr(buf, ')'), state;
-		int ppid, pgrp;
-		found = c && sscanf(c + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pg &&
-			state != 'Z' && state != 'X';
-	}
-	closedir(d);
-	return found;
-}
-
 /* Until no process of group pg runs, at most ms: whether none does. */
 static int group_ends(pid_t pg, long ms)
 {
 	struct timespec end;
 	deadline_in(&end, ms);
-	while (group_runs(pg)) {
+	while (gg_compat_group_runs(pg)) {
 		if (ms_left(&end) <= 0)
 			return 0;
 		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000000}, NULL);
@@ -347,9 +316,9 @@ static int finish(struct run *r, int *status)
 /* Our ends of two pipes, non-blocking and close-on-exec. */
 static int open_pipes(int po[2], int pe[2])
 {
-	if (pipe2(po, O_CLOEXEC) < 0)
+	if (gg_compat_pipe(po, 0) < 0)
 		return -1;
-	if (pipe2(pe, O_CLOEXEC) < 0) {
+	if (gg_compat_pipe(pe, 0) < 0) {
 		int e = errno;
 		close(po[0]);
 		close(po[1]);
@@ -390,9 +359,7 @@ static int spawn(struct gg_tsource *ts, struct run *r, struct gg_err *err)
 	}
 	r->fd[0] = po[0];
 	r->fd[1] = pe[0];
-#ifdef SYS_pidfd_open
-	r->pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0);
-#endif
+	r->pidfd = gg_compat_pidfd(r->pid);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* lib/http: libcurl set-up, keep-alive, retries, TLS, auth. */
 #include "http/http.h"
 #include "http/version.h"
+#include "compat/compat.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -765,7 +767,7 @@ int gg_http_get_file(struct gg_http *h, const char *url, const char *path, mode_
 		free(tmp);
 		return arc;
 	}
-	int fd = mkostemp(tmp, O_CLOEXEC);
+	int fd = gg_compat_mkstemp(tmp);
 	if (fd < 0) {
 		int e = errno;
 		free(tmp);

@@ -20,6 +20,7 @@
  * or without them. They touch only the tree's names and parent links, which do not change
  * while the data is fed. */
 #include "image/internal.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #define AHEAD_THREADS 4
@@ -115,13 +115,14 @@ void gg_image_ahead_open(int rootfd, const char *rel, int use_openat2, struct gg
 {
 	/* O_NONBLOCK: a FIFO put in the file's place must not block the open */
 	int fl = O_RDONLY | O_NONBLOCK;
-	f->fd = gg_image_open_beneath(rootfd, rel, fl | O_NOATIME, use_openat2);
-	if (f->fd < 0 && errno == EPERM) /* O_NOATIME on a file of another user */
+	int noatime = gg_compat_o_noatime();
+	f->fd = gg_image_open_beneath(rootfd, rel, fl | noatime, use_openat2);
+	if (f->fd < 0 && errno == EPERM && noatime) /* O_NOATIME on a file of another user */
 		f->fd = gg_image_open_beneath(rootfd, rel, fl, use_openat2);
 	f->err_no = f->fd < 0 ? errno : 0;
 	f->st_ok = f->fd >= 0 && fstat(f->fd, &f->st) == 0 && S_ISREG(f->st.st_mode);
 	/* most files have no extended attributes: the size of their list says so at once */
-	f->xattrs = f->st_ok ? flistxattr(f->fd, NULL, 0) : -1;
+	f->xattrs = f->st_ok ? gg_compat_listxattr(f->fd, NULL, NULL, 0) : -1;
 }
 
 /* What the slot held before (its descriptor, given back by the reader) is let go here,
@@ -172,10 +173,9 @@ static int fill(struct gg_ahead *a, struct gg_ahead_file *f, size_t i, size_t *w
 	}
 	/* Not in the page cache: the kernel starts reading it (readahead) and says EAGAIN;
 	 * the thread opens its next files meanwhile and comes back (finish_due). */
-	struct iovec iov = {f->data, *want};
 	ssize_t got;
 	do
-		got = preadv2(f->fd, &iov, 1, 0, RWF_NOWAIT);
+		got = gg_compat_pread_nowait(f->fd, f->data, *want, 0);
 	while (got < 0 && errno == EINTR);
 	if (got < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
 		a->nowait = 0; /* this kernel or file system: wait as before */
@@ -243,8 +243,7 @@ static void *ahead_main(void *arg)
 	struct gg_ahead *a = r->a;
 	struct pending p = {.n = 0};
 	/* as the compressor threads (squashfs.c): the feeding thread goes first */
-	struct sched_param sp = {.sched_priority = 0};
-	sched_setscheduler(0, SCHED_BATCH, &sp); /* this thread only; best effort */
+	gg_compat_sched_batch(); /* this thread only; best effort */
 	for (size_t i = r->k; i < a->n; i += AHEAD_THREADS) {
 		struct slot *s = &a->slots[i % a->nslots];
 		if (s->ready && !a->stop) {

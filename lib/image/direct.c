@@ -19,16 +19,15 @@
  * alignment), everything goes through the page cache as before, from the first
  * refusal on: the bytes are the same either way. */
 #include "image/internal.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #define DIRECT_ALIGN 4096u
@@ -186,11 +185,9 @@ struct gg_direct *gg_direct_new(int fd, uint64_t at)
 	/* default attributes: these cannot fail (Linux), as in ahead.c */
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
-	char proc[64];
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 	d->fd = fd;
 	d->direct = 1;
-	d->dfd = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	d->dfd = gg_compat_open_direct(fd); /* -1 without O_DIRECT: the caller writes buffered */
 	for (int k = 0; d->dfd >= 0 && k < DIRECT_BUFS; k++) {
 		void *p = NULL;
 		if (posix_memalign(&p, DIRECT_ALIGN, DIRECT_CHUNK) != 0)
@@ -208,11 +205,10 @@ struct gg_direct *gg_direct_new(int fd, uint64_t at)
 	d->cur = d->free_[--d->nfree];
 	d->cur->at = at;
 	struct stat st;
-	struct statfs fs;
 	d->end = fstat(fd, &st) == 0 && (uint64_t)st.st_size > at ? (uint64_t)st.st_size : at;
 	d->alloc = d->end;
 	/* tmpfs has no such lock, and what it reserves is memory */
-	d->reserve = fstatfs(fd, &fs) == 0 && fs.f_type != TMPFS_MAGIC;
+	d->reserve = gg_compat_reserve_useful(fd);
 	return d;
 }
 
@@ -240,7 +236,7 @@ static void reserve(struct gg_direct *d, uint64_t to)
 	if (!d->reserve || to <= d->alloc)
 		return;
 	uint64_t len = (to - d->alloc + DIRECT_RESERVE - 1) / DIRECT_RESERVE * DIRECT_RESERVE;
-	if (fallocate(d->fd, 0, (off_t)d->alloc, (off_t)len) == 0) {
+	if (gg_compat_reserve(d->fd, (off_t)d->alloc, (off_t)len) == 0) {
 		d->alloc += len;
 		return;
 	}

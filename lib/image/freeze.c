@@ -2,17 +2,16 @@
  * at the partition offset of a temp SIF next to the output -> metadata objects ->
  * header and descriptors -> fsync -> rename. Any failure or cancel removes the temp. */
 #include "image/internal.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,11 +26,7 @@
 
 static unsigned ncpus(void)
 {
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		return (unsigned)CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned)n : 1;
+	return gg_compat_ncpus();
 }
 
 struct newest {
@@ -63,21 +58,12 @@ static int install(const char *tmp, const char *out, int force, struct gg_err *e
 			return gg_err_sys(err, GG_EIO, errno, "renaming '%s' to '%s'", tmp, out);
 		return 0;
 	}
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) == 0)
+	/* renameat2 RENAME_NOREPLACE, else link + unlink: neither replaces (compat.h) */
+	if (gg_compat_rename_noreplace(tmp, out) == 0)
 		return 0;
 	if (errno == EEXIST)
 		return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)", out);
-	if (errno != EINVAL && errno != ENOSYS)
-		return gg_err_sys(err, GG_EIO, errno, "renaming '%s' to '%s'", tmp, out);
-	/* a file system without RENAME_NOREPLACE: link() refuses to replace too */
-	if (link(tmp, out) < 0) {
-		if (errno == EEXIST)
-			return gg_err_set(err, GG_EFAIL, "'%s' exists (use --force to replace it)",
-					  out);
-		return gg_err_sys(err, GG_EIO, errno, "renaming '%s' to '%s'", tmp, out);
-	}
-	unlink(tmp);
-	return 0;
+	return gg_err_sys(err, GG_EIO, errno, "renaming '%s' to '%s'", tmp, out);
 }
 
 static int check_opts(const struct gg_freeze_opts *o, struct gg_err *err)
@@ -195,12 +181,12 @@ static int open_temp(struct run *r, struct gg_err *err)
 	if (!r->tmp)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	char *dir = strdup(r->o->output);
-	r->fd = dir ? open(dirname(dir), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+	r->fd = dir ? gg_compat_tmpfile(dirname(dir), 1) : -1;
 	free(dir);
 	if (r->fd >= 0) {
 		r->anon = 1;
 	} else {
-		r->fd = mkostemp(r->tmp, O_CLOEXEC);
+		r->fd = gg_compat_mkstemp(r->tmp);
 		r->named = r->fd >= 0;
 	}
 	if (r->fd < 0)
@@ -223,7 +209,7 @@ static int start_writers(struct run *r, struct gg_err *err)
 	r->so.launch_script = 1;
 	r->so.now = (int64_t)time(NULL);
 	if (!r->reproducible) {
-		if (getrandom(r->so.id, sizeof r->so.id, 0) != (ssize_t)sizeof r->so.id)
+		if (gg_compat_random(r->so.id, sizeof r->so.id) < 0)
 			return gg_err_sys(err, GG_EFAIL, errno,
 					  "getting random bytes for the image UUID");
 		r->so.id[6] = (uint8_t)((r->so.id[6] & 0x0F) | 0x40);

@@ -9,18 +9,16 @@
  * the scan found, else the freeze fails ("changed while freezing"). Both walks use an
  * explicit stack or the tree walk, so the depth costs no C stack. */
 #include "image/internal.h"
+#include "compat/compat.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #define READ_BUF      (1u << 20)
@@ -105,11 +103,7 @@ static const char *relpath(const struct scan *s)
 
 static int open_v2(int rootfd, const char *rel, int flags)
 {
-	struct open_how how;
-	memset(&how, 0, sizeof how);
-	how.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC);
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+	return gg_compat_open_beneath(rootfd, rel, flags | O_NOFOLLOW | O_CLOEXEC);
 }
 
 /* One openat per component, each with O_NOFOLLOW: a symbolic link anywhere fails. */
@@ -128,7 +122,7 @@ static int open_walk(int rootfd, const char *rel, int flags)
 		memcpy(name, p, n);
 		name[n] = '\0';
 		int last = !p[n];
-		int fl = last ? flags : O_PATH | O_DIRECTORY;
+		int fl = last ? flags : gg_compat_o_path() | O_DIRECTORY;
 		int fd = openat(dfd, name, fl | O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
 		if (dfd != rootfd)
@@ -153,7 +147,7 @@ int gg_image_open_beneath(int rootfd, const char *rel, int flags, int use_openat
 
 int gg_image_openat2_works(int rootfd)
 {
-	int fd = open_v2(rootfd, ".", O_PATH | O_DIRECTORY);
+	int fd = open_v2(rootfd, ".", gg_compat_o_path() | O_DIRECTORY);
 	if (fd < 0)
 		return 0;
 	close(fd);
@@ -243,12 +237,12 @@ static int grow(char **buf, size_t *cap, size_t need)
  * when fd >= 0, of the open file fd (a regular file, in the data walk). */
 static ssize_t xlist(const char *xp, int fd, char *buf, size_t n)
 {
-	return fd >= 0 ? flistxattr(fd, buf, n) : llistxattr(xp, buf, n);
+	return gg_compat_listxattr(fd, xp, buf, n);
 }
 
 static ssize_t xget(const char *xp, int fd, const char *key, char *buf, size_t n)
 {
-	return fd >= 0 ? fgetxattr(fd, key, buf, n) : lgetxattr(xp, key, buf, n);
+	return gg_compat_getxattr(fd, xp, key, buf, n);
 }
 
 static int read_xattrs(struct scan *s, struct gg_inode *ino, const char *xp, int fd,
@@ -361,7 +355,8 @@ static int fill_inode(struct scan *s, struct gg_inode *ino, const struct stat *s
 	if (!s->proc || S_ISREG(st->st_mode))
 		return 0;
 	char xp[64 + GG_IMAGE_NAME_MAX];
-	snprintf(xp, sizeof xp, "/proc/self/fd/%d/%s", dfd, name);
+	if (gg_compat_fd_path(xp, sizeof xp, dfd, name) < 0)
+		return 0;
 	return read_xattrs(s, ino, xp, -1, err);
 }
 
@@ -799,9 +794,9 @@ static int open_root(struct scan *s, const char *dir, struct gg_err *err)
 		return gg_err_sys(err, GG_EFAIL, errno, "'%s'", dir);
 	s->openat2 = gg_image_openat2_works(s->rootfd);
 	char xp[64];
-	snprintf(xp, sizeof xp, "/proc/self/fd/%d/.", s->rootfd);
 	struct stat pst;
-	s->proc = stat(xp, &pst) == 0 && pst.st_dev == st.st_dev && pst.st_ino == st.st_ino;
+	s->proc = gg_compat_fd_path(xp, sizeof xp, s->rootfd, ".") == 0 && stat(xp, &pst) == 0 &&
+		  pst.st_dev == st.st_dev && pst.st_ino == st.st_ino;
 	if (!s->proc)
 		gg_image_warn(s->fz, "'%s': extended attributes left out (/proc is not mounted)",
 			      dir);

@@ -3,6 +3,7 @@
  * sqfs_file_t, then the tree serialised the way squashfs-tools-ng's writer does it:
  * inodes children-first, directory listings, fragment, ID and xattr tables, superblock. */
 #include "image/internal.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -275,8 +276,7 @@ struct starter {
 static void *starter_main(void *arg)
 {
 	struct starter *st = arg;
-	struct sched_param sp = {.sched_priority = 0};
-	sched_setscheduler(0, SCHED_BATCH, &sp); /* this thread only; best effort */
+	gg_compat_sched_batch(); /* this thread only; best effort */
 	st->rc = sqfs_block_processor_create_ex(st->desc, &st->proc);
 	return NULL;
 }

@@ -15,6 +15,7 @@
  * errors), and when the thread cannot be started the writer's own thread makes the
  * calls. */
 #include "image/internal.h"
+#include "compat/compat.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,7 +34,7 @@ struct gg_writeback {
 
 static void start_range(struct gg_writeback *wb, uint64_t from, uint64_t to)
 {
-	sync_file_range(wb->fd, (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE);
+	gg_compat_writeback(wb->fd, (off_t)from, (off_t)(to - from));
 }
 
 /* Takes what was asked for in one go: requests made while a call sleeps are merged. */

@@ -25,6 +25,7 @@
 #include "image/internal.h"
 #include "image/partfile.h"
 #include "node/node.h"
+#include "compat/compat.h"
 #include "gridgpu/ce.h"
 
 #define CHUNK    (128u << 10)
@@ -197,7 +198,7 @@ static int ent_cmp(const void *a, const void *b)
 static int read_snapshot(struct snap *s, const char *path, const char *spool_dir,
 			 struct gg_err *err)
 {
-	s->spool = open(spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	s->spool = gg_compat_scratch(spool_dir);
 	if (s->spool < 0)
 		return gg_err_sys(err, GG_EIO, errno, "a temporary file in %s", spool_dir);
 	struct archive *a = archive_read_new();

@@ -42,7 +42,7 @@ static const char node_script[] =
 	"    case $v in PATH) k=path;; PYTHONPATH) k=pythonpath;; LD_LIBRARY_PATH) k=ldpath;; *) continue;; esac; "
 	"    val=$(printf '%s' \"$val\" | tr -d \"\\\"'\" | sed \"s|\\${HOME}|$h|g; s|\\$HOME|$h|g; s|^~/|$h/|; s|:~/|:$h/|g\"); "
 	"    printf '%s\\n' \"$val\" | tr ':' '\\n' | while IFS= read -r e; do case $e in \"$h\"/*) [ -d \"$e\" ] && o $k \"$e\";; esac; done; done; done; "
-	"for p in /proc/[0-9]*; do [ -r \"$p/environ\" ] || continue; "
+	"for p in /proc/[0-9]*; do [ -r \"$p/environ\" ] || continue; " /* portable: the node's */
 	"  e=$(tr '\\0' '\\n' <\"$p/environ\" 2>/dev/null) || continue; "
 	"  printf '%s\\n' \"$e\" | grep -qx \"" GG_NODE_SD_VAR "=$sd\" || continue; "
 	"  printf '%s\\n' \"$e\" | grep -qx 'GG_UNFROZEN_SELF=1' && continue; "

@@ -9,6 +9,7 @@
  * the other end of the pair as if it were a TCP socket. The last session is
  * used by the caller's thread only. */
 #include "ssh/ssh.h"
+#include "compat/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -107,8 +108,7 @@ static int tcp_connect(const struct gg_ssh_hop *h, int timeout_ms, int *out, str
 	}
 	int last = ECONNREFUSED, fd = -1;
 	for (struct addrinfo *a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			    a->ai_protocol);
+		fd = gg_compat_socket(a->ai_family, a->ai_socktype, a->ai_protocol, 1);
 		if (fd < 0) {
 			last = errno;
 			continue;
@@ -423,8 +423,7 @@ static void *pump_run(void *arg)
 			}
 		}
 		if (p->down_len) {
-			ssize_t w =
-				send(p->local, p->down + p->down_off, p->down_len, MSG_NOSIGNAL);
+			ssize_t w = gg_compat_send(p->local, p->down + p->down_off, p->down_len);
 			if (w > 0) {
 				p->down_off += (size_t)w;
 				p->down_len -= (size_t)w;
@@ -630,8 +629,7 @@ static int open_tunnel(struct gg_ssh_conn *c, const struct gg_ssh_hop *hops, siz
 		return rc;
 	}
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(p->stop, O_CLOEXEC | O_NONBLOCK) < 0)
+	if (gg_compat_socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0 || gg_compat_pipe(p->stop, 1) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "socketpair");
 	p->local = sv[0];
 	c->socks[i + 1] = sv[1];
@@ -1038,7 +1036,7 @@ int gg_ssh_stream_start(struct gg_ssh_conn *c, const char *command, int *fd,
 		free(x);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	if (gg_compat_pipe(p, 0) < 0) {
 		int rc = gg_err_sys(err, GG_EIO, errno, "pipe");
 		free(x->command);
 		free(x);

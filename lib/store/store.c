@@ -9,6 +9,7 @@
  * the directory's modification time, which every create, rename and unlink
  * changes, is the one it was made at. */
 #include "store/store.h"
+#include "compat/compat.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -187,9 +188,9 @@ static int pend_fail(struct pend *p, int errnum)
  * a SIGKILL leaves nothing behind; a named temp where the file system has none. */
 static int pend_open(struct gg_store *st, struct pend *p)
 {
-	p->fd = open(st->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	p->fd = gg_compat_tmpfile(st->dir, 0);
 	if (p->fd < 0)
-		p->named = (p->fd = mkostemp(p->tmp, O_CLOEXEC)) >= 0;
+		p->named = (p->fd = gg_compat_mkstemp(p->tmp)) >= 0;
 	if (p->fd < 0)
 		return pend_fail(p, errno);
 	st->io.writes++;
@@ -226,9 +227,15 @@ static void pend_sync(struct gg_store *st, struct pend *p, size_t n, int lone)
 	if (i == n)
 		return;
 	st->io.syncs++;
-	if ((lone ? fsync(p[i].fd) : syncfs(p[i].fd)) == 0)
+	if ((lone ? fsync(p[i].fd) : gg_compat_syncfs(p[i].fd)) == 0)
 		return;
 	int e = errno;
+	if (!lone && e == EOPNOTSUPP) { /* no syncfs (compat.h): an fsync each */
+		for (; i < n; i++)
+			if (p[i].rc == 0 && fsync(p[i].fd) < 0)
+				pend_fail(&p[i], errno);
+		return;
+	}
 	for (; i < n; i++)
 		pend_fail(&p[i], e);
 }

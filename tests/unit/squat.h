@@ -36,7 +36,7 @@ int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 /* 1 where unnamed temp files can be made in dir (else the writers name theirs). */
 static int squat_unnamed_works(const char *dir)
 {
-	int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+	int fd = gg_compat_tmpfile(dir, 1);
 	if (fd >= 0)
 		close(fd);
 	return fd >= 0;

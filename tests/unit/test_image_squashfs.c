@@ -968,7 +968,7 @@ static int direct_works(const char *dir)
 	snprintf(path, sizeof path, "%s/probe.direct", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
 	void *p = NULL;
-	int ok = fd >= 0 && posix_memalign(&p, 4096, 4096) == 0 &&
+	int ok = fd >= 0 && unit_fast(" o_direct") && posix_memalign(&p, 4096, 4096) == 0 &&
 		 (memset(p, 0, 4096), pwrite(fd, p, 4096, 0) == 4096);
 	free(p);
 	if (fd >= 0)

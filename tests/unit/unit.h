@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat/compat.h"
+
+/* Whether this build has the compat layer's fast path name (" o_tmpfile", ...; a
+ * --disable-linux-fastpaths build has none): a test of what only the fast path does. */
+static inline int unit_fast(const char *name)
+{
+	return strstr(gg_compat_fastpaths(), name) != NULL;
+}
+
 /* Remove a test's temporary directory tree; 0 when it is gone. */
 static inline int unit_rmtree(const char *dir)
 {
