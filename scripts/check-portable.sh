@@ -8,7 +8,7 @@
 # Exit 0: none found; 1: each one found is listed (file:line: text).
 set -eu
 cd "$(dirname "$0")/.."
-WORDS='O_TMPFILE|linkat|renameat2|getrandom|sched_getaffinity|CPU_COUNT|prctl|O_PATH|pipe2|SOCK_CLOEXEC|SOCK_NONBLOCK|RWF_NOWAIT|preadv2|O_DIRECT|fallocate|syncfs|sync_file_range|O_NOATIME|MSG_NOSIGNAL|mkostemp|SCHED_BATCH|pidfd_open|fstatfs|TMPFS_MAGIC|accept4|dup3|epoll_[a-z]+|inotify_[a-z]+|signalfd|eventfd|memfd_create|copy_file_range|close_range|syscall|SYS_openat2|RESOLVE_BENEATH|[lf]?listxattr|[lf]?getxattr|malloc_usable_size|madvise|mallopt|sbrk|explicit_bzero'
+WORDS='O_TMPFILE|linkat|renameat2|getrandom|sched_getaffinity|CPU_COUNT|prctl|O_PATH|pipe2|SOCK_CLOEXEC|SOCK_NONBLOCK|RWF_NOWAIT|preadv2|O_DIRECT|fallocate|syncfs|sync_file_range|O_NOATIME|MSG_NOSIGNAL|mkostemp|SCHED_BATCH|pidfd_open|fstatfs|TMPFS_MAGIC|accept4|dup3|epoll_[a-z]+|inotify_[a-z]+|signalfd|eventfd|memfd_create|copy_file_range|close_range|syscall|SYS_openat2|RESOLVE_BENEATH|[lf]?listxattr|[lf]?getxattr|malloc_usable_size|madvise|mallopt|sbrk|explicit_bzero|splice|F_SETPIPE_SZ|SPLICE_F_[A-Z]+'
 # shellcheck disable=SC2016 # awk's own
 found=$(find lib cli include -name '*.[ch]' ! -path 'lib/compat/*' | sort | xargs awk -v words="$WORDS" '
 	FNR == 1 { incomment = 0 }

@@ -74,6 +74,9 @@ const char *gg_compat_fastpaths(void)
 #if GG_HAVE_O_PATH
 	       " o_path"
 #endif
+#if GG_HAVE_SPLICE
+	       " splice"
+#endif
 #if GG_HAVE_PIPE2
 	       " pipe2"
 #endif
@@ -428,6 +431,29 @@ int gg_compat_socketpair(int domain, int type, int protocol, int sv[2])
 		return close_keep_errno(sv[0]);
 	}
 	return 0;
+#endif
+}
+
+ssize_t gg_compat_splice(int in, int out, size_t len)
+{
+#if GG_HAVE_SPLICE
+	return splice(in, NULL, out, NULL, len, SPLICE_F_MOVE);
+#else
+	(void)in;
+	(void)out;
+	(void)len;
+	errno = EINVAL;
+	return -1;
+#endif
+}
+
+void gg_compat_pipe_size(int fd, int size)
+{
+#if GG_HAVE_SPLICE && defined(F_SETPIPE_SZ)
+	(void)fcntl(fd, F_SETPIPE_SZ, size);
+#else
+	(void)fd;
+	(void)size;
 #endif
 }
 

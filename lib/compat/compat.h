@@ -79,6 +79,13 @@ int gg_compat_pipe(int p[2], int nonblock);
 int gg_compat_socket(int domain, int type, int protocol, int nonblock);
 /* socketpair with close-on-exec on both ends. */
 int gg_compat_socketpair(int domain, int type, int protocol, int sv[2]);
+/* Up to len bytes from the pipe or socket in to the pipe out without a copy through
+ * user space (splice); -1 with errno EINVAL where the system cannot (the caller
+ * copies), as splice itself says for descriptors it cannot join. */
+ssize_t gg_compat_splice(int in, int out, size_t len);
+/* A pipe's buffer made size bytes where the system lets one say it (F_SETPIPE_SZ);
+ * a hint: nothing happens elsewhere or when refused. */
+void gg_compat_pipe_size(int fd, int size);
 /* send that never raises SIGPIPE (MSG_NOSIGNAL, SO_NOSIGPIPE, else SIGPIPE blocked in
  * this thread around the call). */
 ssize_t gg_compat_send(int fd, const void *buf, size_t len);

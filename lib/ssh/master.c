@@ -8,6 +8,7 @@
  * command fails at once saying to run `gridgpu login SITE`, instead of hanging
  * on a prompt nobody sees. */
 #include "ssh/ssh.h"
+#include "compat/compat.h"
 #include "core/run.h"
 
 #include <errno.h>
@@ -66,7 +67,7 @@ int gg_ssh_master_alive(const char *path)
 	if (!path || strlen(path) >= sizeof a.sun_path)
 		return 0;
 	memcpy(a.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = gg_compat_socket(AF_UNIX, SOCK_STREAM, 0, 0);
 	if (fd < 0)
 		return 0;
 	int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
@@ -88,7 +89,7 @@ int gg_ssh_master_stream(const char *control, const char *host, int port, int *f
 	*fd = -1;
 	*pid = -1;
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+	if (gg_compat_socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "socketpair");
 	char target[300];
 	snprintf(target, sizeof target, "%s%s%s:%d", strchr(host, ':') ? "[" : "", host,

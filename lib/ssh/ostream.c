@@ -6,6 +6,7 @@
  * a single stream through three hops at about 0.6 of OpenSSH's rate; OpenSSH
  * is used where the user has it. */
 #include "ssh/ssh.h"
+#include "compat/compat.h"
 #include "core/run.h"
 
 #include <errno.h>
@@ -42,7 +43,7 @@ uint64_t gg_ssh_ostream_bytes(struct gg_ssh_ostream *x)
 /* Some of stdout into the caller's pipe: 1 moved, 0 end of file, -1 reader gone. */
 static int move_out(struct gg_ssh_ostream *x)
 {
-	ssize_t n = splice(x->out, NULL, x->wfd, NULL, 1 << 20, SPLICE_F_MOVE);
+	ssize_t n = gg_compat_splice(x->out, x->wfd, 1 << 20);
 	if (n < 0 && errno == EINVAL) { /* no splice here: copy */
 		char buf[65536];
 		n = read(x->out, buf, sizeof buf);
@@ -126,14 +127,14 @@ static void ostream_free(struct gg_ssh_ostream *x)
 static int spawn_ssh(struct gg_ssh_ostream *x, char *const argv[], struct gg_err *err)
 {
 	int o[2], e[2];
-	if (pipe2(o, O_CLOEXEC) < 0)
+	if (gg_compat_pipe(o, 0) < 0)
 		return gg_err_sys(err, GG_EIO, errno, "pipe");
-	if (pipe2(e, O_CLOEXEC) < 0) {
+	if (gg_compat_pipe(e, 0) < 0) {
 		close(o[0]);
 		close(o[1]);
 		return gg_err_sys(err, GG_EIO, errno, "pipe");
 	}
-	fcntl(o[0], F_SETPIPE_SZ, 1 << 20);
+	gg_compat_pipe_size(o[0], 1 << 20);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
@@ -186,12 +187,12 @@ int gg_ssh_ostream_start(const char *config, const char *ctl, const char *host, 
 			(char *)command,
 			NULL};
 	int p[2] = {-1, -1};
-	int rc = pipe2(p, O_CLOEXEC) < 0 || pipe2(x->stop, O_CLOEXEC) < 0
+	int rc = gg_compat_pipe(p, 0) < 0 || gg_compat_pipe(x->stop, 0) < 0
 			 ? gg_err_sys(err, GG_EIO, errno, "pipe")
 			 : 0;
 	x->wfd = p[1];
 	if (rc == 0) {
-		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+		gg_compat_pipe_size(p[1], 1 << 20);
 		rc = spawn_ssh(x, argv, err);
 	}
 	sigset_t all, old;
