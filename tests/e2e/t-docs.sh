@@ -136,7 +136,7 @@ missing=$(awk '/^```/ { f = !f; next } f' "$top/README.md" | sed 's/#.*//' | tr 
 		git -C "$top" ls-files --error-unmatch "$prog" >/dev/null 2>&1 || echo "./$prog"
 	done)
 expect_eq "README's commands run nothing a fresh clone lacks" "${missing:-none}" none
-docs="$top/README.md $top/doc/site-admin.md $top/doc/architecture.md $top/bench/README.md"
+docs="$top/README.md $top/doc/install.md $top/doc/site-admin.md $top/doc/architecture.md $top/bench/README.md"
 for d in $docs; do
 	[ -s "$d" ] && ok "${d#"$top"/} exists" || not_ok "${d#"$top"/} exists"
 done
