@@ -177,3 +177,16 @@ peer_site_stop() {
 		{ echo "# the second site did not stop:"; tail -n 5 "$T_TMP/peer-site-down.log" | sed 's/^/#   /'; }
 	PEER_STARTED=""
 }
+
+# A fault proxy (tests/e2e/faultproxy.py) a test started with its state in DIR:
+# fp_mode DIR MODE [ARG...]: switch the proxy's mode; wait until it is in force.
+# Events logged from then on are the ones fp_event looks at.
+fp_mode() {
+	_fd=$1
+	shift
+	FPL=$(wc -l <"$_fd/log")
+	printf '%s\n' "$*" >"$_fd/mode.t" && mv "$_fd/mode.t" "$_fd/mode"
+	poll 10 grep -qxF -- "$*" "$_fd/state"
+}
+fp_new_event() { tail -n +"$((FPL + 1))" "$1/log" | grep -qE -- "$2"; }
+fp_event() { poll "$2" fp_new_event "$1" "$3"; } # DIR SECS REGEX: an event since the last fp_mode

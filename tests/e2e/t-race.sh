@@ -73,15 +73,6 @@ fp_start() { # DIR PORT UPSTREAM CONTROL_DIR
 	FP_PID=$!
 	poll 30 test -s "$1/state"
 }
-fp_mode() {
-	_fd=$1
-	shift
-	FPL=$(wc -l <"$_fd/log")
-	printf '%s\n' "$*" >"$_fd/mode.t" && mv "$_fd/mode.t" "$_fd/mode"
-	poll 10 grep -qxF -- "$*" "$_fd/state"
-}
-fp_new_event() { tail -n +"$((FPL + 1))" "$1/log" | grep -qE -- "$2"; }
-fp_event() { poll "$2" fp_new_event "$1" "$3"; }
 lost_marked() { # every racer record left is marked lost
 	[ "$(racers)" = "$(grep -lE '"race_lost": *1([^0-9]|$)' "$REC"/race-*.json 2>/dev/null | wc -l)" ]
 }
