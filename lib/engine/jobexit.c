@@ -22,11 +22,11 @@ static int64_t number(const char *p, size_t n, int64_t max)
 	if (n == 0 || n > 19)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return -1;
+		if (p[i] < '0' || p[i] > '9' || v > (max - (p[i] - '0')) / 10)
+			return -1; /* not a digit, or past max (never past INT64_MAX) */
 		v = v * 10 + (p[i] - '0');
 	}
-	return v <= max ? v : -1;
+	return v;
 }
 
 /* One "KEY VALUE" line of the head; unknown keys are a later wrapper's. */

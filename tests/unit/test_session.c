@@ -806,13 +806,14 @@ static void test_job_exit_parse(void **state)
 	assert_null(x.tail);
 	gg_job_exit_clear(&x);
 	/* not the wrapper's file */
-	static const char *const refused[] = {"",
-					      "gridgpu-job-exit 2\nexit 3\n",
-					      "gridgpu-job-exit 1\nstderr\nexit 3\n",
-					      "gridgpu-job-exit 1\nexit 256\n",
-					      "gridgpu-job-exit 1\nexit x\n",
-					      "gridgpu-job-exit 1\nexit 3\noom-kills -1\n",
-					      "<html>404</html>"};
+	static const char *const refused[] = {
+		"", "gridgpu-job-exit 2\nexit 3\n", "gridgpu-job-exit 1\nstderr\nexit 3\n",
+		"gridgpu-job-exit 1\nexit 256\n", "gridgpu-job-exit 1\nexit x\n",
+		"gridgpu-job-exit 1\nexit 3\noom-kills -1\n",
+		/* 19 digits past INT64_MAX (fuzzed: no overflow) */
+		"gridgpu-job-exit 1\nexit 3\nstderr-bytes 9999999999999900000\n",
+		"gridgpu-job-exit 1\nexit 3\nstderr-bytes 922337203685477581\n",
+		"<html>404</html>"};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		assert_int_equal(parse_exit(refused[i], strlen(refused[i]), &x), GG_EPROTO);
 		assert_null(x.tail);
