@@ -57,6 +57,7 @@ GG_API int gg_jd_output_url(struct gg_jobdesc *jd, const char *name, const char 
 /* rte: a runtime environment's name, then its arguments, separated by spaces
  * ("ENV/GPU 2" is written (runtimeenvironment="ENV/GPU" "2")). */
 GG_API int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err);
+/* name: a shell variable's name ([A-Za-z_][A-Za-z0-9_]*), else GG_EUSAGE. */
 GG_API int gg_jd_env(struct gg_jobdesc *jd, const char *name, const char *value,
 		     struct gg_err *err);
 GG_API int gg_jd_set(char **field, const char *value, struct gg_err *err);

@@ -86,8 +86,24 @@ int gg_jd_rte(struct gg_jobdesc *jd, const char *rte, struct gg_err *err)
 	return 0;
 }
 
+/* A shell variable's name: the slurm+ssh backend writes it into the job's script. */
+static int env_name_ok(const char *s)
+{
+	if (!s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+		return 0;
+	for (; *s; s++)
+		if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9')))
+			return 0;
+	return 1;
+}
+
 int gg_jd_env(struct gg_jobdesc *jd, const char *name, const char *value, struct gg_err *err)
 {
+	if (!env_name_ok(name))
+		return gg_err_set(err, GG_EUSAGE,
+				  "an environment variable's name is letters, digits and '_' "
+				  "(not first a digit)");
 	char *kv = gg_strdup_printf("%s=%s", name, value);
 	if (!kv)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");

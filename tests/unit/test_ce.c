@@ -37,6 +37,10 @@ static void test_xrsl(void **state)
 	gg_jd_set(&jd.queue, "gpu", &err);
 	gg_jd_rte(&jd, "ENV/GPU", &err);
 	gg_jd_env(&jd, "GRIDGPU_GPUS", "2", &err);
+	/* a name the job's script could not take as a variable's is refused */
+	assert_int_equal(gg_jd_env(&jd, "A;rm -rf x", "v", &err), GG_EUSAGE);
+	assert_int_equal(gg_jd_env(&jd, "1A", "v", &err), GG_EUSAGE);
+	assert_int_equal(gg_jd_env(&jd, "", "v", &err), GG_EUSAGE);
 	gg_jd_set(&jd.delegation_id, "d123", &err);
 	assert_int_equal(gg_jd_xrsl(&jd, &x, &err), 0);
 	assert_true(x[0] == '&');
