@@ -273,7 +273,7 @@ int gg_ssh_omaster_open(const char *config, const char *host, const char *ctl, i
 			"-o",
 			ctlopt,
 			"-o",
-			"ControlPersist=yes",
+			keep,
 			"-o",
 			"Compression=no",
 			"-E",

@@ -785,6 +785,13 @@ static void test_openssh(void **state)
 	assert_int_equal(st, 0);
 	gg_ssh_omaster_close("t", ctl);
 	assert_false(gg_ssh_master_alive(ctl));
+	/* the persist time given is the master's: left idle, it ends by itself (it once
+	 * stayed for good: ControlPersist=yes) */
+	assert_int_equal(gg_ssh_omaster_open(cfg, "t", ctl, 1, &err), 0);
+	int alive = 1;
+	for (int i = 0; i < 150 && (alive = gg_ssh_master_alive(ctl)); i++)
+		nanosleep(&(struct timespec){0, 100000000}, NULL);
+	assert_false(alive);
 	/* ssh's own failure: GG_ENET with its last line */
 	assert_int_equal(gg_ssh_ocapture(cfg, NULL, "no-such-host.invalid", "true", 100, &out, &len,
 					 &st, NULL, &err),
