@@ -119,6 +119,78 @@ struct extra_ext {
 	size_t acseq_len;
 };
 
+/* What the issuer allows: *path_length, *policy and *usage narrowed to it. */
+static int issuer_allows(const struct gg_cred *issuer, const char *ipath, int *path_length,
+			 enum gg_proxy_policy *policy, unsigned *usage, struct gg_err *err)
+{
+	int ipl = -1;
+	enum gg_cert_kind ikind = gg_cred_cert_kind(issuer->cert, &ipl);
+	if (ikind >= GG_CERT_PROXY) {
+		if (ipl == 0)
+			return gg_err_set(
+				err, GG_ECRED,
+				"'%s' is a proxy with path length 0: it cannot sign proxies",
+				ipath);
+		if (ipl > 0 && (*path_length < 0 || *path_length > ipl - 1))
+			*path_length = ipl - 1;
+		if (ikind == GG_CERT_PROXY_LIMITED)
+			*policy = GG_PROXY_LIMITED; /* limited stays limited */
+	}
+	uint32_t iku = X509_get_key_usage(issuer->cert);
+	*usage = KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT;
+	if (iku != UINT32_MAX) {
+		if (!(iku & KU_DIGITAL_SIGNATURE))
+			return gg_err_set(
+				err, GG_ECRED,
+				"certificate '%s' cannot sign proxies: its key usage lacks "
+				"digitalSignature",
+				ipath);
+		*usage &= iku;
+	}
+	return 0;
+}
+
+/* Validity: [now - skew, now + lifetime], inside the issuer's. */
+static void proxy_validity(const struct gg_cred *issuer, int64_t lifetime, time_t now, time_t *nb,
+			   time_t *na, int *clipped)
+{
+	time_t end = gg_cred_end(issuer), ibegin = 0;
+	gg_cred_asn1_time(X509_get0_notBefore(issuer->cert), &ibegin);
+	*nb = now - PROXY_SKEW;
+	if (*nb < ibegin)
+		*nb = ibegin;
+	if (lifetime <= 0 || lifetime > (int64_t)(end - now)) {
+		if (lifetime > 0 && clipped)
+			*clipped = 1;
+		*na = end;
+	} else {
+		*na = now + (time_t)lifetime;
+	}
+}
+
+/* The certificate's fields: subject = issuer's subject + CN=<serial>. */
+static int set_proxy_fields(X509 *x, const struct gg_cred *issuer, EVP_PKEY *pub, uint64_t serial,
+			    time_t nb, time_t na, struct gg_err *err)
+{
+	char cn[32];
+	snprintf(cn, sizeof cn, "%llu", (unsigned long long)serial);
+	X509_NAME *subj = X509_NAME_dup(X509_get_subject_name(issuer->cert));
+	ASN1_INTEGER *sn = ASN1_INTEGER_new();
+	int ok = subj && sn;
+	ok = ok && X509_NAME_add_entry_by_NID(subj, NID_commonName, MBSTRING_ASC,
+					      (const unsigned char *)cn, -1, -1, 0);
+	ok = ok && X509_set_version(x, X509_VERSION_3);
+	ok = ok && ASN1_INTEGER_set_uint64(sn, serial) && X509_set_serialNumber(x, sn);
+	ok = ok && X509_set_issuer_name(x, X509_get_subject_name(issuer->cert));
+	ok = ok && X509_set_subject_name(x, subj);
+	ok = ok && ASN1_TIME_set(X509_getm_notBefore(x), nb);
+	ok = ok && ASN1_TIME_set(X509_getm_notAfter(x), na);
+	ok = ok && X509_set_pubkey(x, pub);
+	X509_NAME_free(subj);
+	ASN1_INTEGER_free(sn);
+	return ok ? 0 : gg_cred_ossl_err(err, GG_ECRED, "making the proxy certificate");
+}
+
 static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub, enum gg_proxy_policy policy,
 			   int path_length, int64_t lifetime, time_t now,
 			   const struct extra_ext *xe, X509 **out, int *clipped, struct gg_err *err)
@@ -133,71 +205,17 @@ static int make_proxy_cert(const struct gg_cred *issuer, EVP_PKEY *pub, enum gg_
 	if (rc < 0)
 		return rc;
 	const char *ipath = issuer->path ? issuer->path : "issuer";
-
-	/* What the issuer allows. */
-	int ipl = -1;
-	enum gg_cert_kind ikind = gg_cred_cert_kind(issuer->cert, &ipl);
-	if (ikind >= GG_CERT_PROXY) {
-		if (ipl == 0)
-			return gg_err_set(
-				err, GG_ECRED,
-				"'%s' is a proxy with path length 0: it cannot sign proxies",
-				ipath);
-		if (ipl > 0 && (path_length < 0 || path_length > ipl - 1))
-			path_length = ipl - 1;
-		if (ikind == GG_CERT_PROXY_LIMITED)
-			policy = GG_PROXY_LIMITED; /* limited stays limited */
-	}
-	uint32_t iku = X509_get_key_usage(issuer->cert);
-	unsigned usage = KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT;
-	if (iku != UINT32_MAX) {
-		if (!(iku & KU_DIGITAL_SIGNATURE))
-			return gg_err_set(
-				err, GG_ECRED,
-				"certificate '%s' cannot sign proxies: its key usage lacks "
-				"digitalSignature",
-				ipath);
-		usage &= iku;
-	}
-
-	/* Validity: [now - skew, now + lifetime], inside the issuer's. */
-	time_t end = gg_cred_end(issuer), ibegin = 0;
-	gg_cred_asn1_time(X509_get0_notBefore(issuer->cert), &ibegin);
-	time_t nb = now - PROXY_SKEW, na;
-	if (nb < ibegin)
-		nb = ibegin;
-	if (lifetime <= 0 || lifetime > (int64_t)(end - now)) {
-		if (lifetime > 0 && clipped)
-			*clipped = 1;
-		na = end;
-	} else {
-		na = now + (time_t)lifetime;
-	}
-
+	unsigned usage;
+	if ((rc = issuer_allows(issuer, ipath, &path_length, &policy, &usage, err)) < 0)
+		return rc;
+	time_t nb, na;
+	proxy_validity(issuer, lifetime, now, &nb, &na, clipped);
 	uint64_t serial;
 	if ((rc = random_serial(&serial, err)) < 0)
 		return rc;
-	char cn[32];
-	snprintf(cn, sizeof cn, "%llu", (unsigned long long)serial);
-
 	X509 *x = X509_new();
-	X509_NAME *subj = X509_NAME_dup(X509_get_subject_name(issuer->cert));
-	ASN1_INTEGER *sn = ASN1_INTEGER_new();
-	int ok = x && subj && sn;
-	/* subject = issuer's subject + one more RDN: CN=<serial> */
-	ok = ok && X509_NAME_add_entry_by_NID(subj, NID_commonName, MBSTRING_ASC,
-					      (const unsigned char *)cn, -1, -1, 0);
-	ok = ok && X509_set_version(x, X509_VERSION_3);
-	ok = ok && ASN1_INTEGER_set_uint64(sn, serial) && X509_set_serialNumber(x, sn);
-	ok = ok && X509_set_issuer_name(x, X509_get_subject_name(issuer->cert));
-	ok = ok && X509_set_subject_name(x, subj);
-	ok = ok && ASN1_TIME_set(X509_getm_notBefore(x), nb);
-	ok = ok && ASN1_TIME_set(X509_getm_notAfter(x), na);
-	ok = ok && X509_set_pubkey(x, pub);
-	X509_NAME_free(subj);
-	ASN1_INTEGER_free(sn);
-	if (!ok)
-		rc = gg_cred_ossl_err(err, GG_ECRED, "making the proxy certificate");
+	rc = x ? set_proxy_fields(x, issuer, pub, serial, nb, na, err)
+	       : gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = add_key_usage(x, usage, err);
 	if (rc == 0)
