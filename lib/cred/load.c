@@ -516,6 +516,69 @@ static int p12_unlock(struct gg_cred *c, const char *pass, size_t passlen, struc
 
 /* ---- opening ------------------------------------------------------------------ */
 
+/* PKCS#12: the whole file is the secret. */
+static int open_p12(struct gg_cred *c, const struct gg_cred_source *src, const unsigned char *data,
+		    size_t len, struct gg_err *err)
+{
+	const unsigned char *p = data;
+	c->p12 = d2i_PKCS12(NULL, &p, (long)len);
+	ERR_clear_error();
+	if (!c->p12)
+		return gg_err_set(err, GG_ECRED,
+				  "reading '%s': neither PEM nor PKCS#12 (truncated or garbage)",
+				  src->cert);
+	int rc = gg_file_check_private(src->cert, "PKCS#12 file", err);
+	if (rc < 0)
+		return rc;
+	if (!(c->key_path = strdup(src->cert)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	c->pkcs12 = 1;
+	/* Unprotected (empty password) files open at once. */
+	if (PKCS12_mac_present(c->p12) && !PKCS12_verify_mac(c->p12, "", 0) &&
+	    !PKCS12_verify_mac(c->p12, NULL, 0)) {
+		ERR_clear_error();
+		c->need_pass = 1;
+		return 0;
+	}
+	return p12_unlock(c, "", 0, err);
+}
+
+/* PEM: the certificate (and chain) from *data, the key from it or src->key. A
+ * key that needs its pass phrase keeps its bytes in c (*data = NULL then). */
+static int open_pem(struct gg_cred *c, const struct gg_cred_source *src, unsigned char **data,
+		    size_t *len, struct gg_err *err)
+{
+	int rc = pem_certs(*data, *len, src->cert, &c->cert, c->chain, err);
+	if (rc < 0)
+		return rc;
+	const char *kpath = src->key ? src->key : src->cert;
+	if (!(c->key_path = strdup(kpath)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (src->key && strcmp(src->key, src->cert) != 0) {
+		gg_cred_secret_free(*data, *len + 1);
+		*data = NULL;
+		if ((rc = gg_cred_read_file(kpath, "key", data, len, err)) < 0)
+			return rc;
+	}
+	struct pw pw = {NULL, 0, 0};
+	ERR_clear_error();
+	c->key = pem_key(*data, *len, &pw);
+	ERR_clear_error();
+	if (!c->key && !pw.called)
+		return gg_err_set(err, GG_ECRED, "reading key '%s': no private key found%s", kpath,
+				  src->key ? " (truncated or not PEM)"
+					   : ": give the key file with --key or X509_USER_KEY");
+	if ((rc = gg_file_check_private(kpath, "key", err)) < 0)
+		return rc;
+	if (c->key)
+		return match_key(c, err);
+	c->need_pass = 1;
+	c->key_data = *data; /* kept (encrypted) until gg_cred_unlock */
+	c->key_len = *len;
+	*data = NULL;
+	return 0;
+}
+
 int gg_cred_open(const struct gg_cred_source *src, struct gg_cred **out, struct gg_err *err)
 {
 	*out = NULL;
@@ -528,81 +591,17 @@ int gg_cred_open(const struct gg_cred_source *src, struct gg_cred **out, struct 
 	size_t len = 0;
 	int rc = gg_cred_read_file(src->cert, src->pkcs12 ? "PKCS#12 file" : "certificate", &data,
 				   &len, err);
-	if (rc < 0)
-		goto fail;
-
-	if (!src->key && !has_pem(data, len)) {
-		/* PKCS#12: the whole file is the secret. */
-		const unsigned char *p = data;
-		c->p12 = d2i_PKCS12(NULL, &p, (long)len);
-		ERR_clear_error();
-		if (!c->p12) {
-			rc = gg_err_set(
-				err, GG_ECRED,
-				"reading '%s': neither PEM nor PKCS#12 (truncated or garbage)",
-				src->cert);
-			goto fail;
-		}
-		if ((rc = gg_file_check_private(src->cert, "PKCS#12 file", err)) < 0)
-			goto fail;
-		if (!(c->key_path = strdup(src->cert))) {
-			rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-			goto fail;
-		}
-		c->pkcs12 = 1;
-		/* Unprotected (empty password) files open at once. */
-		if (PKCS12_mac_present(c->p12) && !PKCS12_verify_mac(c->p12, "", 0) &&
-		    !PKCS12_verify_mac(c->p12, NULL, 0)) {
-			ERR_clear_error();
-			c->need_pass = 1;
-		} else if ((rc = p12_unlock(c, "", 0, err)) < 0) {
-			goto fail;
-		}
+	if (rc == 0)
+		rc = !src->key && !has_pem(data, len) ? open_p12(c, src, data, len, err)
+						      : open_pem(c, src, &data, &len, err);
+	if (data)
 		gg_cred_secret_free(data, len + 1);
-		*out = c;
-		return 0;
-	}
-
-	if ((rc = pem_certs(data, len, src->cert, &c->cert, c->chain, err)) < 0)
-		goto fail;
-	const char *kpath = src->key ? src->key : src->cert;
-	if (!(c->key_path = strdup(kpath))) {
-		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (src->key && strcmp(src->key, src->cert) != 0) {
-		gg_cred_secret_free(data, len + 1);
-		data = NULL;
-		if ((rc = gg_cred_read_file(kpath, "key", &data, &len, err)) < 0)
-			goto fail;
-	}
-	struct pw pw = {NULL, 0, 0};
-	ERR_clear_error();
-	c->key = pem_key(data, len, &pw);
-	ERR_clear_error();
-	if (!c->key && !pw.called) {
-		rc = gg_err_set(err, GG_ECRED, "reading key '%s': no private key found%s", kpath,
-				src->key ? " (truncated or not PEM)"
-					 : ": give the key file with --key or X509_USER_KEY");
-		goto fail;
-	}
-	if ((rc = gg_file_check_private(kpath, "key", err)) < 0)
-		goto fail;
-	if (c->key) {
-		if ((rc = match_key(c, err)) < 0)
-			goto fail;
-		gg_cred_secret_free(data, len + 1);
-	} else {
-		c->need_pass = 1;
-		c->key_data = data; /* kept (encrypted) until gg_cred_unlock */
-		c->key_len = len;
+	if (rc < 0) {
+		gg_cred_free(c);
+		return rc;
 	}
 	*out = c;
 	return 0;
-fail:
-	gg_cred_secret_free(data, len + 1);
-	gg_cred_free(c);
-	return rc;
 }
 
 int gg_cred_unlock(struct gg_cred *c, const char *pass, size_t passlen, struct gg_err *err)
