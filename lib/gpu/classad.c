@@ -96,83 +96,104 @@ static void attr_prefix(const char *id, char *buf, size_t len)
 			*p = '_';
 }
 
+/* The units of info's visible devices and MIG instances; -1: out of memory. */
+static int fill_units(const struct gg_gpu_info *info, int rt, struct unit *units, size_t *nunits)
+{
+	for (size_t i = 0; i < info->ndevs; i++) {
+		const struct gg_gpu_dev *d = &info->devs[i];
+		if (d->visible && *nunits < info->nvisible &&
+		    fill(&units[(*nunits)++], d->uuid, d->name, d->cc_major, d->cc_minor, d->ecc,
+			 d->have_mem, d->mem_total, info->cuda_driver, rt) < 0)
+			return -1;
+		for (size_t k = 0; k < d->nmigs; k++) {
+			const struct gg_gpu_mig *m = &d->migs[k];
+			if (m->visible && *nunits < info->nvisible &&
+			    fill(&units[(*nunits)++], m->uuid, m->name, m->cc_major, m->cc_minor,
+				 m->ecc, m->have_mem, m->mem_total, info->cuda_driver, rt) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* common[p]: every unit has the first unit's value of property p. */
+static void find_common(const struct unit *units, size_t nunits, int common[NPROPS])
+{
+	for (int p = 0; p < NPROPS; p++) {
+		common[p] = units[0].val[p] != NULL;
+		for (size_t u = 1; u < nunits && common[p]; u++)
+			common[p] = units[u].val[p] && !strcmp(units[u].val[p], units[0].val[p]);
+	}
+}
+
+static void print_nested(FILE *f, const struct unit *units, size_t nunits, const int common[NPROPS])
+{
+	int ncommon = 0;
+	for (int p = 0; p < NPROPS; p++)
+		ncommon += common[p];
+	if (ncommon) {
+		fprintf(f, "Common=[ ");
+		for (int p = 0; p < NPROPS; p++)
+			if (common[p])
+				fprintf(f, "%s=%s; ", prop_names[p], units[0].val[p]);
+		fprintf(f, "]\n");
+	}
+	for (size_t u = 0; u < nunits; u++) {
+		char pre[GG_GPU_STR];
+		attr_prefix(units[u].id, pre, sizeof pre);
+		fprintf(f, "%s=[ id=\"%s\"; ", pre, units[u].id);
+		for (int p = 0; p < NPROPS; p++)
+			if (!common[p] && units[u].val[p])
+				fprintf(f, "%s=%s; ", prop_names[p], units[u].val[p]);
+		fprintf(f, "]\n");
+	}
+}
+
+static void print_flat(FILE *f, const struct unit *units, size_t nunits, const int common[NPROPS])
+{
+	for (int p = 0; p < NPROPS; p++)
+		if (common[p])
+			fprintf(f, "CUDA%s=%s\n", prop_names[p], units[0].val[p]);
+	for (size_t u = 0; u < nunits; u++) {
+		char pre[GG_GPU_STR];
+		attr_prefix(units[u].id, pre, sizeof pre);
+		for (int p = 0; p < NPROPS; p++)
+			if (!common[p] && units[u].val[p])
+				fprintf(f, "%s%s=%s\n", pre, prop_names[p], units[u].val[p]);
+	}
+}
+
+static void print_units(FILE *f, const struct unit *units, size_t nunits, enum gg_classad_form form)
+{
+	if (nunits == 0) {
+		fprintf(f, "DetectedGPUs=0\n");
+		return;
+	}
+	fprintf(f, "DetectedGPUs=\"");
+	for (size_t u = 0; u < nunits; u++)
+		fprintf(f, "%s%s", u ? ", " : "", units[u].id);
+	fprintf(f, "\"\n");
+	int common[NPROPS];
+	find_common(units, nunits, common);
+	if (form == GG_CLASSAD_NESTED)
+		print_nested(f, units, nunits, common);
+	else
+		print_flat(f, units, nunits, common);
+}
+
 char *gg_gpu_classad(const struct gg_gpu_info *info, enum gg_classad_form form, const char *runtime)
 {
 	int rt = 0, rmaj, rmin;
 	if (runtime && gg_gpu_version_parse(runtime, &rmaj, &rmin) == 0)
 		rt = rmaj * 1000 + rmin * 10;
-	size_t nunits = 0;
+	size_t nunits = 0, len = 0;
 	struct unit *units = calloc(info->nvisible ? info->nvisible : 1, sizeof *units);
 	char *buf = NULL;
-	size_t len = 0;
 	FILE *f = NULL;
-	int ok = units != NULL;
-	for (size_t i = 0; ok && i < info->ndevs; i++) {
-		const struct gg_gpu_dev *d = &info->devs[i];
-		if (d->visible && nunits < info->nvisible)
-			ok = fill(&units[nunits++], d->uuid, d->name, d->cc_major, d->cc_minor,
-				  d->ecc, d->have_mem, d->mem_total, info->cuda_driver, rt) == 0;
-		for (size_t k = 0; ok && k < d->nmigs; k++) {
-			const struct gg_gpu_mig *m = &d->migs[k];
-			if (m->visible && nunits < info->nvisible)
-				ok = fill(&units[nunits++], m->uuid, m->name, m->cc_major,
-					  m->cc_minor, m->ecc, m->have_mem, m->mem_total,
-					  info->cuda_driver, rt) == 0;
-		}
-	}
+	int ok = units && fill_units(info, rt, units, &nunits) == 0 &&
+		 (f = open_memstream(&buf, &len)) != NULL;
 	if (ok)
-		ok = (f = open_memstream(&buf, &len)) != NULL;
-	if (ok && nunits == 0) {
-		fprintf(f, "DetectedGPUs=0\n");
-	} else if (ok) {
-		fprintf(f, "DetectedGPUs=\"");
-		for (size_t u = 0; u < nunits; u++)
-			fprintf(f, "%s%s", u ? ", " : "", units[u].id);
-		fprintf(f, "\"\n");
-		/* Common: the value of the first device, when every device has it. */
-		int common[NPROPS] = {0}, ncommon = 0;
-		for (int p = 0; p < NPROPS; p++) {
-			if (!units[0].val[p])
-				continue;
-			common[p] = 1;
-			for (size_t u = 1; u < nunits && common[p]; u++)
-				common[p] = units[u].val[p] &&
-					    !strcmp(units[u].val[p], units[0].val[p]);
-			ncommon += common[p];
-		}
-		if (form == GG_CLASSAD_NESTED) {
-			if (ncommon) {
-				fprintf(f, "Common=[ ");
-				for (int p = 0; p < NPROPS; p++)
-					if (common[p])
-						fprintf(f, "%s=%s; ", prop_names[p],
-							units[0].val[p]);
-				fprintf(f, "]\n");
-			}
-			for (size_t u = 0; u < nunits; u++) {
-				char pre[GG_GPU_STR];
-				attr_prefix(units[u].id, pre, sizeof pre);
-				fprintf(f, "%s=[ id=\"%s\"; ", pre, units[u].id);
-				for (int p = 0; p < NPROPS; p++)
-					if (!common[p] && units[u].val[p])
-						fprintf(f, "%s=%s; ", prop_names[p],
-							units[u].val[p]);
-				fprintf(f, "]\n");
-			}
-		} else {
-			for (int p = 0; p < NPROPS; p++)
-				if (common[p])
-					fprintf(f, "CUDA%s=%s\n", prop_names[p], units[0].val[p]);
-			for (size_t u = 0; u < nunits; u++) {
-				char pre[GG_GPU_STR];
-				attr_prefix(units[u].id, pre, sizeof pre);
-				for (int p = 0; p < NPROPS; p++)
-					if (!common[p] && units[u].val[p])
-						fprintf(f, "%s%s=%s\n", pre, prop_names[p],
-							units[u].val[p]);
-			}
-		}
-	}
+		print_units(f, units, nunits, form);
 	if (f && fclose(f) != 0)
 		ok = 0;
 	for (size_t u = 0; units && u < nunits; u++)
