@@ -45,14 +45,52 @@ static const char *onoff(int v)
 	return v == GG_GPU_ON ? "on" : v == GG_GPU_OFF ? "off" : "-";
 }
 
-static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
+static void dev_row(struct row *w, const struct gg_gpu_dev *d)
 {
-	size_t nrows = 1;
+	snprintf(w->c[0], sizeof w->c[0], "%u", d->index);
+	snprintf(w->c[1], sizeof w->c[1], "%s", d->name[0] ? d->name : "?");
+	cc_cell(w->c[2], sizeof w->c[2], d->cc_major, d->cc_minor);
+	mem_cell(w->c[3], sizeof w->c[3], d->have_mem, d->mem_total);
+	mem_cell(w->c[4], sizeof w->c[4], d->have_mem, d->mem_free);
+	snprintf(w->c[5], sizeof w->c[5], "%s", onoff(d->ecc));
+	if (d->mig != GG_GPU_UNKNOWN && d->mig_pending != GG_GPU_UNKNOWN &&
+	    d->mig_pending != d->mig)
+		snprintf(w->c[6], sizeof w->c[6], "%s>%s", onoff(d->mig), onoff(d->mig_pending));
+	else
+		snprintf(w->c[6], sizeof w->c[6], "%s", onoff(d->mig));
+	snprintf(w->c[7], sizeof w->c[7], "%s",
+		 d->mig == GG_GPU_ON ? "-"
+		 : d->visible        ? "yes"
+				     : "no");
+	snprintf(w->c[8], sizeof w->c[8], "%s", d->uuid[0] ? d->uuid : "?");
+}
+
+static void mig_row(struct row *w, const struct gg_gpu_dev *d, const struct gg_gpu_mig *m)
+{
+	snprintf(w->c[0], sizeof w->c[0], "%u/%u", d->index, m->index);
+	if (m->gi_id >= 0)
+		snprintf(w->c[1], sizeof w->c[1], "  MIG %s (gi %d, ci %d)",
+			 m->profile[0] ? m->profile : "?", m->gi_id, m->ci_id);
+	else
+		snprintf(w->c[1], sizeof w->c[1], "  MIG %s", m->profile[0] ? m->profile : m->name);
+	cc_cell(w->c[2], sizeof w->c[2], m->cc_major, m->cc_minor);
+	mem_cell(w->c[3], sizeof w->c[3], m->have_mem, m->mem_total);
+	mem_cell(w->c[4], sizeof w->c[4], m->have_mem, m->mem_free);
+	snprintf(w->c[5], sizeof w->c[5], "%s", onoff(m->ecc));
+	snprintf(w->c[6], sizeof w->c[6], "-");
+	snprintf(w->c[7], sizeof w->c[7], "%s", m->visible ? "yes" : "no");
+	snprintf(w->c[8], sizeof w->c[8], "%s", m->uuid[0] ? m->uuid : "?");
+}
+
+/* The rows, the heading first; *nrows of them (NULL: out of memory). */
+static struct row *table_rows(const struct gg_gpu_info *info, size_t *nrows)
+{
+	*nrows = 1;
 	for (size_t i = 0; i < info->ndevs; i++)
-		nrows += 1 + info->devs[i].nmigs;
-	struct row *rows = calloc(nrows, sizeof *rows);
+		*nrows += 1 + info->devs[i].nmigs;
+	struct row *rows = calloc(*nrows, sizeof *rows);
 	if (!rows)
-		return;
+		return NULL;
 	const char *head[NCOL] = {"GPU", "NAME", "CC",  "MEMORY", "FREE",
 				  "ECC", "MIG",  "USE", "UUID"};
 	for (int k = 0; k < NCOL; k++)
@@ -60,54 +98,21 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 	size_t r = 1;
 	for (size_t i = 0; i < info->ndevs; i++) {
 		const struct gg_gpu_dev *d = &info->devs[i];
-		struct row *w = &rows[r++];
-		snprintf(w->c[0], sizeof w->c[0], "%u", d->index);
-		snprintf(w->c[1], sizeof w->c[1], "%s", d->name[0] ? d->name : "?");
-		cc_cell(w->c[2], sizeof w->c[2], d->cc_major, d->cc_minor);
-		mem_cell(w->c[3], sizeof w->c[3], d->have_mem, d->mem_total);
-		mem_cell(w->c[4], sizeof w->c[4], d->have_mem, d->mem_free);
-		snprintf(w->c[5], sizeof w->c[5], "%s", onoff(d->ecc));
-		if (d->mig != GG_GPU_UNKNOWN && d->mig_pending != GG_GPU_UNKNOWN &&
-		    d->mig_pending != d->mig)
-			snprintf(w->c[6], sizeof w->c[6], "%s>%s", onoff(d->mig),
-				 onoff(d->mig_pending));
-		else
-			snprintf(w->c[6], sizeof w->c[6], "%s", onoff(d->mig));
-		snprintf(w->c[7], sizeof w->c[7], "%s",
-			 d->mig == GG_GPU_ON ? "-"
-			 : d->visible        ? "yes"
-					     : "no");
-		snprintf(w->c[8], sizeof w->c[8], "%s", d->uuid[0] ? d->uuid : "?");
-		for (size_t k = 0; k < d->nmigs; k++) {
-			const struct gg_gpu_mig *m = &d->migs[k];
-			w = &rows[r++];
-			snprintf(w->c[0], sizeof w->c[0], "%u/%u", d->index, m->index);
-			if (m->gi_id >= 0)
-				snprintf(w->c[1], sizeof w->c[1], "  MIG %s (gi %d, ci %d)",
-					 m->profile[0] ? m->profile : "?", m->gi_id, m->ci_id);
-			else
-				snprintf(w->c[1], sizeof w->c[1], "  MIG %s",
-					 m->profile[0] ? m->profile : m->name);
-			cc_cell(w->c[2], sizeof w->c[2], m->cc_major, m->cc_minor);
-			mem_cell(w->c[3], sizeof w->c[3], m->have_mem, m->mem_total);
-			mem_cell(w->c[4], sizeof w->c[4], m->have_mem, m->mem_free);
-			snprintf(w->c[5], sizeof w->c[5], "%s", onoff(m->ecc));
-			snprintf(w->c[6], sizeof w->c[6], "-");
-			snprintf(w->c[7], sizeof w->c[7], "%s", m->visible ? "yes" : "no");
-			snprintf(w->c[8], sizeof w->c[8], "%s", m->uuid[0] ? m->uuid : "?");
-		}
+		dev_row(&rows[r++], d);
+		for (size_t k = 0; k < d->nmigs; k++)
+			mig_row(&rows[r++], d, &d->migs[k]);
 	}
+	return rows;
+}
+
+static void print_rows(const struct row *rows, size_t nrows)
+{
 	int width[NCOL] = {0};
 	for (size_t i = 0; i < nrows; i++)
 		for (int k = 0; k < NCOL; k++) {
 			int l = (int)strlen(rows[i].c[k]);
 			width[k] = l > width[k] ? l : width[k];
 		}
-	char cv[16];
-	gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv);
-	if (!cli->quiet)
-		ui_out("NVIDIA driver %s, CUDA %s (%s)\n", info->driver[0] ? info->driver : "?",
-		       cv[0] ? cv : "?", info->library ? info->library : GG_GPU_NVML_LIB);
 	int color = ui_color();
 	for (size_t i = 0; i < nrows; i++) {
 		int dim = color && i > 0 && !strcmp(rows[i].c[7], "no");
@@ -120,6 +125,20 @@ static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
 			fputs("\033[0m", stdout);
 		putchar('\n');
 	}
+}
+
+static void print_table(struct gg_cli *cli, const struct gg_gpu_info *info)
+{
+	size_t nrows;
+	struct row *rows = table_rows(info, &nrows);
+	if (!rows)
+		return;
+	char cv[16];
+	gg_gpu_cuda_version_str(info->cuda_driver, cv, sizeof cv);
+	if (!cli->quiet)
+		ui_out("NVIDIA driver %s, CUDA %s (%s)\n", info->driver[0] ? info->driver : "?",
+		       cv[0] ? cv : "?", info->library ? info->library : GG_GPU_NVML_LIB);
+	print_rows(rows, nrows);
 	free(rows);
 	if (!cli->quiet) {
 		ui_out("%zu device%s usable by this process", info->nvisible,
