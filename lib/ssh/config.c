@@ -213,7 +213,9 @@ static int master_lines(FILE *f, const struct gg_site *site, int k, struct gg_er
 	return rc;
 }
 
-static int format_hop(FILE *f, const struct gg_site *site, int k, struct gg_err *err)
+/* windows: for OpenSSH for Windows, which has no ControlMaster: a second-factor
+ * hop there asks for its code at each connection (no BatchMode, no master). */
+static int format_hop(FILE *f, const struct gg_site *site, int k, int windows, struct gg_err *err)
 {
 	struct gg_ssh_jump jp;
 	char field[96];
@@ -245,7 +247,7 @@ static int format_hop(FILE *f, const struct gg_site *site, int k, struct gg_err 
 			return rc;
 		fprintf(f, "  StrictHostKeyChecking yes\n");
 	}
-	return gg_site_second_factor(site, k) ? master_lines(f, site, k, err) : 0;
+	return gg_site_second_factor(site, k) && !windows ? master_lines(f, site, k, err) : 0;
 }
 
 /* Text written to a memory stream, then to f when all of it could be made:
@@ -273,17 +275,25 @@ static int block_close(struct block *b, FILE *f, int rc, struct gg_err *err)
 	return rc;
 }
 
-int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra, struct gg_err *err)
+static int format_hops(FILE *f, const struct gg_site *site, const char *extra, int windows,
+		       struct gg_err *err)
 {
 	struct block b;
 	int rc = block_open(&b, err);
 	if (rc < 0)
 		return rc;
 	for (int k = 0; k < site->njumps && rc == 0; k++) {
-		rc = format_hop(b.m, site, k, err);
-		fprintf(b.m, "  BatchMode yes\n%s", extra ? extra : "");
+		rc = format_hop(b.m, site, k, windows, err);
+		if (!gg_site_second_factor(site, k) || !windows)
+			fprintf(b.m, "  BatchMode yes\n");
+		fprintf(b.m, "%s", extra ? extra : "");
 	}
 	return block_close(&b, f, rc, err);
+}
+
+int gg_ssh_format_hops(FILE *f, const struct gg_site *site, const char *extra, struct gg_err *err)
+{
+	return format_hops(f, site, extra, 0, err);
 }
 
 /* One master connection per session, its socket named by the session's id
@@ -415,7 +425,7 @@ char *gg_ssh_format_config(const struct gg_ssh_paths *p, const struct gg_config 
 		char extra[64];
 		snprintf(extra, sizeof extra, "  ConnectTimeout %d\n  ServerAliveInterval 30\n",
 			 GG_SSH_CONNECT_TIMEOUT);
-		if (gg_ssh_format_hops(f, site, extra, &err) < 0) {
+		if (format_hops(f, site, extra, windows, &err) < 0) {
 			comment(f, "jump hosts left out", err.msg);
 		}
 	}

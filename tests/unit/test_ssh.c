@@ -751,6 +751,41 @@ static void test_config_bytes(void **state)
 	gg_ssh_paths_clear(&p);
 }
 
+/* A second-factor hop rides on gridgpu login's master in the config; the
+ * Windows config (no ControlMaster in OpenSSH for Windows) lets it ask for its
+ * code instead: no ControlPath, no BatchMode for that hop. */
+static void test_second_factor_windows(void **state)
+{
+	(void)state;
+	struct gg_site site = {.name = (char *)"otp", .njumps = 2, .nsecond_factor = 1};
+	site.jumps[0] = (char *)"alice@gw.example";
+	site.jumps[1] = (char *)"alice@otp.example";
+	site.second_factor[0] = (char *)"2";
+	struct gg_config cfg = {.sites = &site, .nsites = 1};
+	struct gg_ssh_paths p;
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_paths_init(&p, &err), 0);
+	char *s = gg_ssh_format_config(&p, &cfg, NULL, 0, 0);
+	assert_non_null(s);
+	const char *h2 = strstr(s, "\nHost gridgpu-hop.otp.2\n");
+	assert_non_null(h2);
+	assert_non_null(strstr(h2, "  ControlPath "));
+	assert_non_null(strstr(h2, "  ControlMaster no\n  BatchMode yes\n"));
+	free(s);
+	s = gg_ssh_format_config(&p, &cfg, NULL, 0, 1);
+	assert_non_null(s);
+	h2 = strstr(s, "\nHost gridgpu-hop.otp.2\n");
+	assert_non_null(h2);
+	assert_null(strstr(s, "Control"));
+	assert_null(strstr(h2, "BatchMode"));
+	/* the first hop, with no second factor, stays in batch mode */
+	const char *h1 = strstr(s, "\nHost gridgpu-hop.otp.1\n");
+	assert_non_null(h1);
+	assert_true(strstr(h1, "  BatchMode yes\n") < h2);
+	free(s);
+	gg_ssh_paths_clear(&p);
+}
+
 /* lib/ssh with plain targets: a block for every target it is given. */
 static void test_target_config(void **state)
 {
@@ -973,6 +1008,7 @@ int main(void)
 		cmocka_unit_test(test_config_ssh_G),
 		cmocka_unit_test(test_config_bytes),
 		cmocka_unit_test(test_target_config),
+		cmocka_unit_test(test_second_factor_windows),
 		cmocka_unit_test(test_session_live),
 		cmocka_unit_test(test_identity_check),
 		cmocka_unit_test(test_session_argv),
