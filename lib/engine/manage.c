@@ -1,11 +1,11 @@
 /* Many records at once: sync (with adoption of jobs whose submission was cut
  * off), kill and clean, one bulk call per CE and kind of credential. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/par.h"
 #include "engine/engine_int.h"
 #include "engine/sync.h"
 #include "http/http.h"
@@ -148,11 +148,6 @@ static int submitted(const struct gg_record *r)
 /* One CE, one credential: its records refreshed in one call (on a thread of
  * its own when there are several CEs: one slow CE does not hold the others),
  * then probed and saved. */
-struct sync_all {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-};
-
 struct sync_one {
 	const struct gg_rec_group *g;
 	struct gg_record *sub; /* the group's records, shallow copies */
@@ -160,9 +155,7 @@ struct sync_one {
 	json_t **before; /* each record as it was read, to tell what the sync changed */
 	struct gg_ce *ce;
 	struct gg_err err;
-	int rc, done, threaded;
-	pthread_t th;
-	struct sync_all *all;
+	int rc;
 };
 
 /* The engine's thread: the records taken, the CE opened, its deadline set. */
@@ -184,18 +177,13 @@ static void sync_prepare(struct gg_engine *e, struct gg_record *recs, struct syn
 
 /* The CE's part, on its own thread: the CE and the group's records only
  * (each record as it was read kept first, the CEs' threads side by side). */
-static void *sync_ask(void *ud)
+static void sync_ask(void *ud)
 {
 	struct sync_one *s = ud;
 	for (size_t k = 0; s->sub && s->before && k < s->g->n; k++)
 		s->before[k] = gg_record_to_json(&s->sub[k]);
 	if (s->rc == 0)
 		s->rc = gg_session_refresh_lrms(s->ce, s->sub, s->g->n, s->seen, &s->err);
-	pthread_mutex_lock(&s->all->mu);
-	s->done = 1;
-	pthread_cond_broadcast(&s->all->cv);
-	pthread_mutex_unlock(&s->all->mu);
-	return NULL;
 }
 
 /* The records the sync changed saved, all at once: they reach the disk
@@ -253,56 +241,30 @@ static int sync_finish(struct gg_engine *e, struct gg_record *recs, struct sync_
 	return code;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The next group whose CE has answered, waited for. */
-static struct sync_one *sync_next(struct sync_one *ss, size_t ng, struct sync_all *all)
-{
-	struct sync_one *s = NULL;
-	pthread_mutex_lock(&all->mu);
-	for (;;) {
-		for (size_t i = 0; !s && i < ng; i++)
-			if (ss[i].done == 1)
-				s = &ss[i];
-		if (s)
-			break;
-		pthread_cond_wait(&all->cv, &all->mu);
-	}
-	s->done = 2; /* taken */
-	pthread_mutex_unlock(&all->mu);
-	if (s->threaded)
-		pthread_join(s->th, NULL);
-	return s;
-}
-
 static int sync_groups(struct gg_engine *e, struct gg_record *recs, const struct gg_rec_group *gs,
 		       size_t ng)
 {
 	struct sync_one *ss = calloc(ng ? ng : 1, sizeof *ss);
-	struct sync_all all = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 	struct gg_err err = {0};
 	if (!ss) {
 		gg_err_set(&err, GG_ENOMEM, "out of memory");
 		return gg_engine_failf(e, &err, "sync");
 	}
-	int64_t deadline = now_ms() + GG_SYNC_CE_TIMEOUT_MS;
+	int64_t deadline = gg_mono_ms() + GG_SYNC_CE_TIMEOUT_MS;
 	for (size_t i = 0; i < ng; i++) {
 		ss[i].g = &gs[i];
-		ss[i].all = &all;
 		sync_prepare(e, recs, &ss[i], deadline);
 	}
-	for (size_t i = 0; i < ng; i++)
-		if (ng == 1 ||
-		    !(ss[i].threaded = !pthread_create(&ss[i].th, NULL, sync_ask, &ss[i])))
-			sync_ask(&ss[i]); /* one CE, or no thread to be had: here */
 	int code = 0;
-	for (size_t left = ng; left; left--)
-		first(&code, sync_finish(e, recs, sync_next(ss, ng, &all)));
+	struct gg_par *par = gg_par_start(ss, ng, sizeof *ss, sync_ask);
+	struct sync_one *s;
+	for (size_t i = 0; !par && i < ng; i++) { /* no memory for threads: one by one */
+		sync_ask(&ss[i]);
+		first(&code, sync_finish(e, recs, &ss[i]));
+	}
+	while (par && (s = gg_par_next(par)))
+		first(&code, sync_finish(e, recs, s));
+	gg_par_free(par);
 	free(ss);
 	return code;
 }

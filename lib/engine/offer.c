@@ -7,7 +7,6 @@
  * each site takes the GPU facts from the last session's record where there is
  * one (what nvidia-smi said on a node), else from the profile; the queue's
  * from the CE. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 
 #include "ce/ce.h"
+#include "core/par.h"
 #include "cred/cred.h"
 #include "engine/engine_int.h"
 #include "gpu/gpu.h"
@@ -28,22 +28,14 @@ struct probe {
 	int64_t deadline_ms, timeout_ms;
 	json_t *offer;
 	struct gg_err err;
-	int rc, started;
-	pthread_t th;
+	int rc;
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* The deadline, or the caller's own cancel (Ctrl-C). */
 static int probe_cancel(void *ud)
 {
 	struct probe *p = ud;
-	return mono_ms() >= p->deadline_ms || (p->e->cancel && p->e->cancel(p->e->ud));
+	return gg_mono_ms() >= p->deadline_ms || (p->e->cancel && p->e->cancel(p->e->ud));
 }
 
 static int probe_open(struct probe *p, const struct gg_auth *a, struct gg_ce **ce)
@@ -66,9 +58,11 @@ static int probe_open(struct probe *p, const struct gg_auth *a, struct gg_ce **c
 	return rc;
 }
 
-static void *probe_run(void *ud)
+static void probe_run(void *ud)
 {
 	struct probe *p = ud;
+	if (!p->site) /* the cache's word is fresh */
+		return;
 	struct gg_auth a;
 	struct gg_ce *ce = NULL;
 	p->rc = gg_auth_find(p->site, NULL, 0, &a, &p->err);
@@ -76,12 +70,11 @@ static void *probe_run(void *ud)
 		p->rc = probe_open(p, &a, &ce);
 	if (p->rc == 0)
 		p->rc = gg_ce_offer(ce, &p->offer, &p->err);
-	if (p->rc < 0 && p->rc != GG_ECRED && mono_ms() >= p->deadline_ms)
+	if (p->rc < 0 && p->rc != GG_ECRED && gg_mono_ms() >= p->deadline_ms)
 		p->rc = gg_err_set(&p->err, GG_ENET, "%s: no answer within %.1f s", p->site->ce,
 				   (double)p->timeout_ms / 1000);
 	gg_ce_free(ce);
 	gg_auth_clear(&a);
-	return NULL;
 }
 
 static char *cache_path(void)
@@ -378,21 +371,16 @@ static int chosen(const struct gg_config *cfg, const char *const *names, size_t 
 /* Ask, in parallel, the CEs the cache has no fresh word of. */
 static void ask(struct gg_engine *e, struct probe *p, size_t n, int64_t timeout_ms)
 {
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = gg_mono_ms() + timeout_ms;
 	for (size_t i = 0; i < n; i++) {
-		if (!p[i].site)
-			continue;
 		p[i].e = e;
 		p[i].deadline_ms = deadline;
 		p[i].timeout_ms = timeout_ms;
-		p[i].started = pthread_create(&p[i].th, NULL, probe_run, &p[i]) == 0;
-		if (!p[i].started)
-			p[i].rc = gg_err_set(&p[i].err, GG_ENOMEM, "no thread to ask %s",
-					     p[i].site->ce);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (p[i].started)
-			pthread_join(p[i].th, NULL);
+	struct gg_par *par = gg_par_start(p, n, sizeof *p, probe_run);
+	for (size_t i = 0; !par && i < n; i++) /* no memory for threads: one by one */
+		probe_run(&p[i]);
+	gg_par_free(par);
 }
 
 static int64_t config_mtime(const struct gg_config *cfg, int64_t now)
