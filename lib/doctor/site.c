@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/par.h"
 #include "ce/ce.h"
 #include "core/run.h"
 #include "cred/cred.h"
@@ -15,13 +16,6 @@
 #include "ssh/ssh.h"
 
 #define S(...) gg_strdup_printf(__VA_ARGS__)
-
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 void gg_doctor_check_ce(struct gg_doctor *d)
 {
@@ -49,7 +43,7 @@ void gg_doctor_check_ce(struct gg_doctor *d)
 	const char *version = NULL;
 	struct gg_ce_result *res = NULL;
 	size_t nres = 0;
-	double t0 = now_ms();
+	double t0 = gg_mono_msf();
 	struct gg_engine *plain = NULL;
 	int rc = d->engine ? 0 : gg_engine_new(NULL, NULL, &plain, &err);
 	if (rc == 0)
@@ -60,7 +54,7 @@ void gg_doctor_check_ce(struct gg_doctor *d)
 	}
 	if (rc == 0)
 		rc = gg_ce_list(ce, &res, &nres, &err);
-	double ms = now_ms() - t0;
+	double ms = gg_mono_msf() - t0;
 	if (rc == 0 && !version) {
 		gg_doctor_add(d, "ce", "CE", GG_DOCTOR_OK,
 			      S("%s: %s, reached with your %s key (%zu job%s), %.0f ms",
@@ -182,11 +176,11 @@ void gg_doctor_check_jumps(struct gg_doctor *d)
 		}
 		char *argv[] = {d->ssh_path, "-F", cfg, "-T", alias, "true", NULL};
 		char line[512];
-		double t0 = now_ms();
+		double t0 = gg_mono_msf();
 		/* ssh gives up by itself first: the hops' waits, then the login */
 		int st = gg_doctor_exec(argv, (GG_SSH_CONNECT_TIMEOUT * (k + 1) + 15) * 1000, line,
 					sizeof line);
-		double ms = now_ms() - t0;
+		double ms = gg_mono_msf() - t0;
 		if (st == 0) {
 			gg_doctor_add(d, id, title, GG_DOCTOR_OK,
 				      S("%s: ssh login works (%.0f ms)", s->jumps[k], ms), NULL);

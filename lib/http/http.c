@@ -1,4 +1,5 @@
 /* lib/http: libcurl set-up, keep-alive, retries, TLS, auth. */
+#include "core/par.h"
 #include "http/http.h"
 #include "http/version.h"
 #include "compat/compat.h"
@@ -182,13 +183,11 @@ void gg_http_set_deadline(struct gg_http *h, int64_t at_ms)
 	h->deadline_ms = at_ms;
 }
 
-static double mono_ms(void);
-
 void gg_http_cleanup_window(struct gg_http *h, long ms)
 {
 	if (ms > 0 && !h->cleanup) {
 		h->saved_deadline_ms = h->deadline_ms;
-		h->deadline_ms = (int64_t)mono_ms() + ms;
+		h->deadline_ms = (int64_t)gg_mono_msf() + ms;
 		h->cleanup = 1;
 	} else if (ms <= 0 && h->cleanup) {
 		h->deadline_ms = h->saved_deadline_ms;
@@ -598,25 +597,18 @@ static int before_request(CURLcode c)
 	}
 }
 
-static double mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg_err *err)
 {
-	double t0 = mono_ms();
+	double t0 = gg_mono_msf();
 	CURLcode c = h->last = curl_easy_perform(h->curl);
 	long code = 0;
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (c == CURLE_OK)
 		gg_logf(h->o.log, 1, "%s %s -> %ld (%.0f ms)", x->method, url, code,
-			mono_ms() - t0);
+			gg_mono_msf() - t0);
 	else
 		gg_logf(h->o.log, 1, "%s %s -> failed: %s (%.0f ms)", x->method, url,
-			h->errbuf[0] ? h->errbuf : curl_easy_strerror(c), mono_ms() - t0);
+			h->errbuf[0] ? h->errbuf : curl_easy_strerror(c), gg_mono_msf() - t0);
 	long nc = 0, sent = 0;
 	curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &nc);
 	h->connections += nc;
@@ -672,7 +664,7 @@ static int request(struct gg_http *h, const char *method, const char *url, const
 		if ((rc = refresh_auth(h, err)) < 0)
 			return rc;
 		long timeout = h->o.timeout_ms;
-		int64_t left = h->deadline_ms ? h->deadline_ms - (int64_t)mono_ms() : 0;
+		int64_t left = h->deadline_ms ? h->deadline_ms - (int64_t)gg_mono_msf() : 0;
 		if (h->deadline_ms && left <= 0)
 			return gg_err_set(err, GG_ENET, "%s: no answer in the time given", url);
 		if (h->deadline_ms && (!timeout || left < timeout))

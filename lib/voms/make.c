@@ -1,5 +1,6 @@
 /* gg_proxy_make: what `gridgpu proxy init` does, from the user's credential
  * to the proxy file, the VOMS ACs included. */
+#include "core/par.h"
 #include "voms/proxyreq.h"
 
 #include <stdlib.h>
@@ -21,13 +22,6 @@ struct make {
 	int clipped;
 	double t_start, t_key;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Old PKCS#12 files need OpenSSL's legacy provider: loaded for this process,
  * only for PKCS#12 input; without it only such old files fail (a verbose note). */
@@ -154,7 +148,7 @@ static int make_proxy(struct make *m, struct gg_err *err)
 	m->kg = NULL;
 	if (rc < 0)
 		return rc;
-	m->t_key = now_ms();
+	m->t_key = gg_mono_msf();
 	po.key = m->key;
 	if (gg_proxy_create(m->user, &po, &m->proxy, &m->clipped, err) < 0 ||
 	    (q->verify && gg_cred_verify(m->proxy, m->ca_dir, 0, err) < 0) ||
@@ -213,7 +207,7 @@ int gg_proxy_make(const struct gg_proxy_req *q, struct gg_proxy_report **out, st
 	 * the certificate, the pass phrase, the VOMS servers) happens meanwhile.
 	 * The key is a secret too, so no core dumps from here on. */
 	gg_proxy_no_core_dumps(q);
-	m.t_start = now_ms();
+	m.t_start = gg_mono_msf();
 	int rc = gg_keygen_start(q->bits, q->threads, &m.kg, err);
 	if (rc == 0)
 		rc = prepare(&m, err);
@@ -224,7 +218,7 @@ int gg_proxy_make(const struct gg_proxy_req *q, struct gg_proxy_report **out, st
 	if (rc == 0) {
 		gg_proxy_note(q, GG_NOTE_VERBOSE,
 			      "timing: key ready after %.1f ms, the rest took %.1f ms",
-			      m.t_key - m.t_start, now_ms() - m.t_key);
+			      m.t_key - m.t_start, gg_mono_msf() - m.t_key);
 		rc = report(&m, out, err);
 	}
 	make_clear(&m);
