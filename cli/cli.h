@@ -42,6 +42,7 @@ enum gg_opt_arg {
 	OPT_JOB,     /* a batch job's name (get) */
 	OPT_IMAGE,   /* an image: a directory, or a file named as one (gg_image_suffixes) */
 	OPT_MIG,     /* a MIG profile (the library's table, gg_mig_profiles) */
+	OPT_ENDED,   /* an interactive session's name that has ended (request --resume) */
 };
 
 struct gg_opt {

@@ -66,14 +66,15 @@ static void print_sites(struct gg_cli *cli, const char *cur)
 
 /* Whether a record is one a command taking kind can act on: connect and
  * freeze --session a live interactive session (they refuse a batch job and
- * an ended session), kill what has not ended, get a batch job; status and
- * clean any. */
+ * an ended session), kill what has not ended, get a batch job, request
+ * --resume an ended session; status and clean any. */
 static int offered(const struct gg_record *r, enum gg_opt_arg kind)
 {
 	switch (kind) {
 	case OPT_SESSION: return r->kind == GG_REC_SESSION && !gg_sess_state_ended(r->state);
 	case OPT_LIVE: return !gg_sess_state_ended(r->state);
 	case OPT_JOB: return r->kind == GG_REC_JOB;
+	case OPT_ENDED: return r->kind == GG_REC_SESSION && gg_sess_state_ended(r->state);
 	default: return 1;
 	}
 }
@@ -121,7 +122,8 @@ static void print_kind(struct gg_cli *cli, enum gg_opt_arg kind, const char *cho
 	printf("words\n");
 	if (kind == OPT_SITE)
 		print_sites(cli, cur);
-	else if (kind == OPT_RECORD || kind == OPT_SESSION || kind == OPT_LIVE || kind == OPT_JOB)
+	else if (kind == OPT_RECORD || kind == OPT_SESSION || kind == OPT_LIVE || kind == OPT_JOB ||
+		 kind == OPT_ENDED)
 		print_records(cur, kind);
 	else if (kind == OPT_COMMAND)
 		print_cmds(NULL, cur, describe);

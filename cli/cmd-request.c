@@ -24,6 +24,7 @@ enum {
 	O_TIMEOUT,
 	O_BIND,
 	O_RACE,
+	O_RESUME,
 };
 
 const struct gg_opt cmd_request_opts[] = {
@@ -48,6 +49,8 @@ const struct gg_opt cmd_request_opts[] = {
 	 O_DRY_RUN},
 	{"race", 0, OPT_ARG, "N", "send it to the N best sites at once: the first ready wins",
 	 O_RACE},
+	{"resume", 0, OPT_ENDED, "S",
+	 "a new session whose sandbox is ended session S's as it ended (S's site, GPUs)", O_RESUME},
 	OPT_END,
 };
 
@@ -74,6 +77,7 @@ static int duration_opt(struct gg_cli *cli, int c, struct req *q)
 static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 {
 	int rc = cli_res_opt(cli, c, &q->res, &q->token);
+	q->gpus_given |= c == O_RES_GPUS || c == O_RES_MIG;
 	if (rc != 1)
 		return rc;
 	switch (c) {
@@ -89,6 +93,7 @@ static int apply_opt(struct gg_cli *cli, int c, struct req *q)
 	case O_IDENTITY: q->identity = cli->optarg; break;
 	case O_BIND: return add_bind(cli, q);
 	case O_RACE: return cli_opt_race(cli, &q->race);
+	case O_RESUME: q->resume = cli->optarg; break;
 	}
 	return 0;
 }
@@ -196,6 +201,8 @@ struct gg_session_spec *cli_request_spec(struct gg_cli *cli, const struct req *q
 		rc = gg_session_spec_set_idle(spec, q->idle, &err);
 	if (rc == 0)
 		rc = gg_session_spec_set_image(spec, q->image, &err);
+	if (rc == 0 && q->from)
+		rc = gg_session_spec_set_resume(spec, q->from, &err);
 	for (int i = 0; rc == 0 && i < q->nbinds; i++)
 		rc = gg_session_spec_add_bind(spec, q->binds[i], &err);
 	if (rc == 0)
@@ -241,42 +248,52 @@ static int dry_run(struct gg_cli *cli, const struct gg_session_spec *spec,
 	return rc;
 }
 
-int cmd_request(struct gg_cli *cli, int argc, char **argv)
+/* The session asked for (q), at its site. */
+static int request(struct gg_cli *cli, struct req *q)
 {
-	struct req q = {.wait = 1, .res.walltime = 4 * 3600};
-	int rc = parse_opts(cli, argc, argv, &q);
-	if (rc)
-		return rc == -2 ? EXIT_OK : rc;
-	if (q.race && !q.dry_run) /* the N best at once */
-		return cli_request_race(cli, &q);
+	if (q->race && !q->dry_run) /* the N best at once */
+		return cli_request_race(cli, q);
 	const struct gg_site *site = NULL; /* --site auto or A,B: where it fits best */
-	rc = cli_request_site(cli, &q.res, q.image, q.dry_run, q.ce == NULL, &site);
-	if (rc || (!site && (!q.ce || cli->site)))
+	int rc = cli_request_site(cli, &q->res, q->image, q->dry_run, q->ce == NULL, &site);
+	if (rc || (!site && (!q->ce || cli->site)))
 		return rc ? rc : cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
-	const char *endpoint = q.ce ? q.ce : site->ce;
+	const char *endpoint = q->ce ? q->ce : site->ce;
 	if (!endpoint)
 		return ui_usage(cli, "site '%s' has no CE URL: 'gridgpu site add %s --ce URL'",
 				site->name, site->name);
 	struct gg_err err = {0};
-	if (q.identity && !q.dry_run && gg_ssh_identity_check(q.identity, &err) < 0)
+	if (q->identity && !q->dry_run && gg_ssh_identity_check(q->identity, &err) < 0)
 		return ui_fail(cli, &err, "request");
 	char *launcher = cli_libexec(cli, "session-launcher", "session launcher", "request");
 	if (!launcher)
 		return EXIT_FAIL;
-	struct gg_session_spec *spec = cli_request_spec(cli, &q, site, launcher);
+	struct gg_session_spec *spec = cli_request_spec(cli, q, site, launcher);
 	struct gg_session_stage *stage = NULL;
 	if (!spec)
 		rc = EXIT_FAIL;
 	else if (gg_session_spec_image(spec))
-		rc = cli_request_stage(cli, q.dry_run, spec, site, &stage);
+		rc = cli_request_stage(cli, q->dry_run, spec, site, &stage);
 	if (rc == 0) {
 		struct gg_submission s;
-		gg_session_submission(&s, spec, site, endpoint, q.name, q.identity, q.token);
-		rc = q.dry_run ? dry_run(cli, spec, site, &s, stage) : submit(cli, &q, &s);
+		gg_session_submission(&s, spec, site, endpoint, q->name, q->identity, q->token);
+		rc = q->dry_run ? dry_run(cli, spec, site, &s, stage) : submit(cli, q, &s);
 		gg_record_clear(&s.rec);
 	}
 	gg_session_stage_free(stage);
 	gg_session_spec_free(spec);
 	free(launcher);
 	return rc;
+}
+
+int cmd_request(struct gg_cli *cli, int argc, char **argv)
+{
+	struct req q = {.wait = 1, .res.walltime = 4 * 3600};
+	struct gg_record from = {0}; /* --resume S: S's */
+	int rc = parse_opts(cli, argc, argv, &q);
+	if (rc == 0 && q.resume)
+		rc = cli_request_resume(cli, &q, &from);
+	if (rc == 0)
+		rc = request(cli, &q);
+	gg_record_clear(&from);
+	return rc == -2 ? EXIT_OK : rc;
 }

@@ -169,6 +169,8 @@ static void print_status(const struct gg_record *r, const char *diag, const char
 		ui_out("memory:      %s\n", gg_size_format(r->memory, b, sizeof b));
 	if (r->image)
 		ui_out("image:       %s\n", r->image);
+	if (r->resumed_from)
+		ui_out("resumed:     from session %s (its sandbox as it ended)\n", r->resumed_from);
 	if (r->command)
 		ui_out("command:     %s\n", r->command);
 	if (r->kind == GG_REC_SESSION) {

@@ -74,6 +74,7 @@ static void set_session(json_t *o, const struct gg_record *r)
 		gg_json_set(o, "snapshot_bytes", json_integer((json_int_t)r->snapshot_size));
 	set_time(o, "snapshot_at", r->snapshot_at);
 	set_str(o, "snapshot_error", r->snapshot_error);
+	set_str(o, "resumed_from", r->resumed_from);
 	set_deadline(o, r);
 	set_str(o, "race", r->race);
 	set_str(o, "race_name", r->race_name);

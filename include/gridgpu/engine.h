@@ -190,7 +190,21 @@ GG_API int gg_session_spec_set_enter(struct gg_session_spec *q, const char *ente
  * job's GRIDGPU_WARN_LEADS); NULL: its default, 10 and 1 min. */
 GG_API int gg_session_spec_set_warn_leads(struct gg_session_spec *q, const char *leads,
 					  struct gg_err *err);
+/* request --resume: can the session r be resumed? 0 when it is a session that ended
+ * and left a snapshot of its sandbox (its record as the last sync saw it); GG_EUSAGE
+ * for a batch job or a session that has not ended (what to do said); GG_ENOTFOUND
+ * for one that had no sandbox (no image of this machine's) or left no snapshot (the
+ * launcher's reason said). */
+GG_API int gg_session_resumable(const struct gg_record *r, struct gg_err *err);
+/* The new session resumes from (a copy of r, checked by gg_session_resumable):
+ * its image is r's (set as gg_session_spec_set_image does); gg_session_stage
+ * stages r's sandbox as it ended (its image and snapshot, fetched from r's CE and
+ * frozen into one SIF), and the record made of the spec names r
+ * (resumed_from). */
+GG_API int gg_session_spec_set_resume(struct gg_session_spec *q, const struct gg_record *from,
+				      struct gg_err *err);
 /* What was set (the strings are the spec's). */
+GG_API const char *gg_session_spec_resumed_from(const struct gg_session_spec *q);
 GG_API const struct gg_jd_resources *gg_session_spec_resources(const struct gg_session_spec *q);
 GG_API int64_t gg_session_spec_deadline(const struct gg_session_spec *q);
 GG_API int64_t gg_session_spec_idle(const struct gg_session_spec *q);
@@ -218,7 +232,11 @@ GG_API int gg_session_describe(const struct gg_session_spec *q, const struct gg_
  * for a bind it cannot take). Sets q's enter script and image file
  * (gg_session_spec_set_enter) to the staged files: free *out (the files are
  * removed) once the session is submitted.
- * With dry_run nothing is frozen or written (e may be NULL). */
+ * With dry_run nothing is frozen or written (e may be NULL). A spec resuming a
+ * session (gg_session_spec_set_resume) stages that session's sandbox as it ended
+ * instead: its image and snapshot fetched from its CE through e and frozen into one
+ * SIF, as freeze --session makes it (told as a GG_NOTE_INFO; GG_ENOTFOUND when
+ * the CE no longer has them). */
 #define GG_IMAGE_NODE_MARK "node:" /* request --image node:/cvmfs/...: on the node */
 struct gg_session_stage;
 GG_API int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q,

@@ -107,6 +107,9 @@ struct gg_record {
 	 * none), or why none was kept (the launcher's words, made printable) */
 	int64_t snapshot_size, snapshot_at;
 	char *snapshot_error;
+	/* sessions started with request --resume: the name of the session whose sandbox
+	 * (its image and the snapshot of its changes) this one's was made from */
+	char *resumed_from;
 };
 
 /* The record's string and whole-number fields, each as the JSON key of the same
@@ -116,7 +119,8 @@ struct gg_record {
 	X(name) X(uid) X(site) X(ce) X(job_id) X(ce_state) X(error) X(mig) X(image) \
 	X(queue) X(auth) X(node) X(user) X(host_key) X(sessiondir) X(key) X(image_path) \
 	X(command) X(outputs_dir) X(active_reason) X(storage_outputs) X(staging) \
-	X(launch_error) X(stderr_tail) X(race) X(race_name) X(snapshot_error)
+	X(launch_error) X(stderr_tail) X(race) X(race_name) X(snapshot_error) \
+	X(resumed_from)
 #define GG_RECORD_INT_FIELDS(X) \
 	X(created) X(updated) X(walltime) X(gpus) X(cpus) X(memory) X(connect_deadline) \
 	X(idle_limit) X(port) X(started) X(deadline_at) X(last_activity) X(first_login) \

@@ -44,7 +44,15 @@ struct gg_session_spec {
 	const char **binds;
 	int nbinds;
 	const char *warn_leads;
+	struct gg_record *resume; /* request --resume: the session resumed (a copy) */
 };
+
+/* request --resume (resume.c): the spec's copy of the session resumed freed; the
+ * image of that session's sandbox as it ended made into output (a SIF), from its
+ * image and snapshot at its CE (reached through e, whose cancel stops it). */
+void gg_session_spec_resume_clear(struct gg_session_spec *q);
+int gg_session_resume_image(struct gg_engine *e, const struct gg_record *from, const char *output,
+			    struct gg_err *err);
 
 /* What a batch job asks for, the same way. */
 struct gg_job_spec {

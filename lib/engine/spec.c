@@ -103,6 +103,7 @@ void gg_session_spec_free(struct gg_session_spec *q)
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 		free((void *)strs[i]);
 	list_free(q->binds, q->nbinds);
+	gg_session_spec_resume_clear(q);
 	free(q);
 }
 

@@ -184,6 +184,28 @@ static int pick_image(struct gg_engine *e, const char *image, const struct gg_si
 	return freeze_to_sif(e, image, s, err);
 }
 
+/* request --resume: the resumed session's sandbox as it ended, made into a SIF to
+ * stage (resume.c); with dry_run nothing is fetched or made. */
+static int resume_image(struct gg_engine *e, const struct gg_session_spec *q, int dry_run,
+			struct gg_session_stage *s, struct gg_err *err)
+{
+	if (dry_run) {
+		s->image_file = "(the sandbox of the session resumed, made at submission)";
+		return 0;
+	}
+	s->sif_tmp = stage_path(s, "image.sif", err);
+	if (!s->sif_tmp)
+		return err->code ? err->code : gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = gg_session_resume_image(e, q->resume, s->sif_tmp, err);
+	if (rc < 0)
+		return rc;
+	if (!sif_offset(s->sif_tmp, &s->offset))
+		return gg_err_set(err, GG_EFAIL, "--resume %s: the SIF made of it does not read",
+				  q->resume->name);
+	s->image_file = s->sif_tmp;
+	return 0;
+}
+
 /* The enter script for q at site, its text in s (and, unless dry_run, in a
  * file of the stage's directory). */
 static int enter_script(const struct gg_session_spec *q, const struct gg_site *site, int dry_run,
@@ -213,8 +235,9 @@ int gg_session_stage(struct gg_engine *e, struct gg_session_spec *q, const struc
 	struct gg_session_stage *s = calloc(1, sizeof *s);
 	if (!s)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	int rc = q->image ? pick_image(e, q->image, site, dry_run, s, err)
-			  : gg_err_set(err, GG_EUSAGE, "no image to stage");
+	int rc = q->resume  ? resume_image(e, q, dry_run, s, err)
+		 : q->image ? pick_image(e, q->image, site, dry_run, s, err)
+			    : gg_err_set(err, GG_EUSAGE, "no image to stage");
 	if (rc == 0)
 		rc = enter_script(q, site, dry_run, s, err);
 	if (rc == 0) /* the spec keeps copies: it is freed on its own */

@@ -56,6 +56,7 @@ void gg_session_submission(struct gg_submission *s, const struct gg_session_spec
 	r->auth = strdup(auth_of(token, site));
 	r->name = dup_or_null(name);
 	r->key = dup_or_null(identity);
+	r->resumed_from = dup_or_null(q->resume ? q->resume->name : NULL);
 }
 
 /* The job's command as one line, for list and status, its words quoted so that
