@@ -55,11 +55,13 @@ expect_eq "bash: help COMMAND" "$(bc gridgpu help si)" "site sites "
 expect_eq "bash: help COMMAND SUB-COMMAND" "$(bc gridgpu help proxy i)" "info init "
 # Only what the command can act on: connect and freeze --session a live
 # interactive session (they refuse a batch job, an ended session cannot be
-# reached), kill what has not ended, get a batch job; status and clean any.
+# reached), kill what has not ended, get a batch job, request --resume an
+# ended session; status and clean any.
 expect_eq "bash: connect offers live session names" "$(bc gridgpu connect '')" "dev1 "
 expect_eq "bash: reconnect offers live session names" "$(bc gridgpu reconnect '')" "dev1 "
 expect_eq "bash: kill offers what has not ended" "$(bc gridgpu kill '')" "dev1 job-7 "
 expect_eq "bash: get offers batch jobs" "$(bc gridgpu get '')" "jdone job-7 "
+expect_eq "bash: request --resume offers ended sessions" "$(bc gridgpu request --resume '')" "old1 "
 for c in status clean; do
 	expect_eq "bash: $c offers every session and job" "$(bc gridgpu $c '')" "dev1 jdone job-7 old1 "
 	expect_eq "bash: $c d offers dev1" "$(bc gridgpu $c d)" "dev1 "
