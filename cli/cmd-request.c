@@ -119,7 +119,8 @@ static int parse_opts(struct gg_cli *cli, int argc, char **argv, struct req *q)
 		return ui_usage(cli, "--name: %s", err.msg);
 	if (q->identity && gg_ssh_cfg_check("--identity", q->identity, GG_SSHV_PATH, &err) < 0)
 		return ui_usage(cli, "%s", err.msg);
-	return cli_race_check(cli, q);
+	rc = cli_race_check(cli, q);
+	return rc || !q->resume ? rc : cli_request_resume(cli, q);
 }
 
 /* Wait for the launcher to publish the sshd, pin its host key, tell how to
@@ -201,8 +202,8 @@ struct gg_session_spec *cli_request_spec(struct gg_cli *cli, const struct req *q
 		rc = gg_session_spec_set_idle(spec, q->idle, &err);
 	if (rc == 0)
 		rc = gg_session_spec_set_image(spec, q->image, &err);
-	if (rc == 0 && q->from)
-		rc = gg_session_spec_set_resume(spec, q->from, &err);
+	if (rc == 0 && q->resume)
+		rc = gg_session_spec_set_resume(spec, &q->from, &err);
 	for (int i = 0; rc == 0 && i < q->nbinds; i++)
 		rc = gg_session_spec_add_bind(spec, q->binds[i], &err);
 	if (rc == 0)
@@ -288,12 +289,9 @@ static int request(struct gg_cli *cli, struct req *q)
 int cmd_request(struct gg_cli *cli, int argc, char **argv)
 {
 	struct req q = {.wait = 1, .res.walltime = 4 * 3600};
-	struct gg_record from = {0}; /* --resume S: S's */
 	int rc = parse_opts(cli, argc, argv, &q);
-	if (rc == 0 && q.resume)
-		rc = cli_request_resume(cli, &q, &from);
 	if (rc == 0)
 		rc = request(cli, &q);
-	gg_record_clear(&from);
+	gg_record_clear(&q.from);
 	return rc == -2 ? EXIT_OK : rc;
 }

@@ -24,8 +24,9 @@ static int load(struct gg_cli *cli, const struct req *q, struct gg_record *from)
 	return 0;
 }
 
-int cli_request_resume(struct gg_cli *cli, struct req *q, struct gg_record *from)
+int cli_request_resume(struct gg_cli *cli, struct req *q)
 {
+	struct gg_record *from = &q->from;
 	if (q->image)
 		return ui_usage(cli, "--resume and --image exclude each other (the session "
 				     "resumed has its image)");
@@ -37,7 +38,6 @@ int cli_request_resume(struct gg_cli *cli, struct req *q, struct gg_record *from
 	struct gg_err err = {0};
 	if (gg_session_resumable(from, &err) < 0)
 		return ui_fail(cli, &err, "request --resume %s", q->resume);
-	q->from = from;
 	if (!q->gpus_given) {
 		q->res.gpus = from->gpus;
 		q->res.mig = from->mig;

@@ -15,9 +15,9 @@ struct req {
 	int64_t timeout;
 	const char *binds[GG_JD_MAX];
 	int nbinds;
-	const char *resume;     /* --resume S */
-	struct gg_record *from; /* S's record (cli_request_resume) */
-	int gpus_given;         /* --gpus or --mig given (else S's) */
+	const char *resume;    /* --resume S */
+	struct gg_record from; /* S's record (cli_request_resume; cleared by the caller) */
+	int gpus_given;        /* --gpus or --mig given (else S's) */
 };
 
 /* The most sites one race sends the session to. */
@@ -36,10 +36,10 @@ int cli_request_stage(struct gg_cli *cli, int dry, struct gg_session_spec *spec,
 void cli_request_print_ready(struct gg_cli *cli, const struct gg_record *r, const char *config,
 			     json_t *race);
 
-/* request --resume S: S's record into from (q->from), brought up to date from its
- * CE, checked before anything is made or sent; S's GPUs and site the defaults;
- * 0 or the exit code after saying what is wrong. */
-int cli_request_resume(struct gg_cli *cli, struct req *q, struct gg_record *from);
+/* request --resume S: S's record into q->from, brought up to date from its CE,
+ * checked before anything is made or sent; S's GPUs and site the defaults; 0 or
+ * the exit code after saying what is wrong. */
+int cli_request_resume(struct gg_cli *cli, struct req *q);
 
 /* --race N's value; its companions checked once all options are read. */
 int cli_opt_race(struct gg_cli *cli, int *race);
