@@ -5,7 +5,7 @@
  *   nvidia-smi --query-gpu=FIELD[,FIELD...] --format=csv[,noheader][,nounits]
  *              [-i ID[,ID...] | --id=ID[,ID...]]
  *
- * FIELD: index, uuid, name, memory.total (MiB), compute_cap (X.Y),
+ * FIELD: index, uuid, name, memory.total and memory.used (MiB), compute_cap (X.Y),
  * utilization.gpu (%), driver_version. Like the real tool it lists every GPU of the node,
  * whatever CUDA_VISIBLE_DEVICES says, or those -i names (by index or UUID;
  * none known: "No devices were found", exit 6). Anything else: the real
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	}
 	static const char *known[] = {"index",         "uuid",        "name",
 				      "memory.total",  "compute_cap", "utilization.gpu",
-				      "driver_version"};
+				      "driver_version", "memory.used"};
 	char list[256];
 	char *f[16];
 	int nf = 0;
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < nf; k++)
 			printf("%s%s%s", k ? ", " : "", f[k],
 			       !units                             ? ""
-			       : !strcmp(f[k], "memory.total")    ? " [MiB]"
+			       : !strncmp(f[k], "memory.", 7)      ? " [MiB]"
 			       : !strcmp(f[k], "utilization.gpu") ? " [%]"
 								  : "");
 		putchar('\n');
@@ -153,10 +153,11 @@ int main(int argc, char **argv)
 				printf("%s", uuid(d, buf, sizeof buf) == 0 ? buf : "[N/A]");
 			} else if (!strcmp(f[k], "name")) {
 				printf("%s", name(d, buf, sizeof buf) == 0 ? buf : "[N/A]");
-			} else if (!strcmp(f[k], "memory.total")) {
+			} else if (!strncmp(f[k], "memory.", 7)) {
 				nvmlMemory_t m;
 				if (mem(d, &m) == 0)
-					printf("%llu%s", m.total >> 20, units ? " MiB" : "");
+					printf("%llu%s", (f[k][7] == 't' ? m.total : m.used) >> 20,
+					       units ? " MiB" : "");
 				else
 					printf("[N/A]");
 			} else if (!strcmp(f[k], "driver_version")) {

@@ -12,9 +12,12 @@
  *       ecc=on|off|na mig=on|off|na pending=on|off      (mem, free in MiB)
  *   mig profile=3g.20gb mem=19968 gi=1 ci=0 [uuid=MIG-...] [name=...] [slot=N]
  *                                 a MIG device of the last gpu
- *   load PATH                     nvmlDeviceGetUtilizationRates: read PATH at
- *                                 each call, lines "INDEX PERCENT" (a GPU not
- *                                 named is idle), so a test can load a GPU
+ *   load PATH                     nvmlDeviceGetUtilizationRates and
+ *                                 nvmlDeviceGetMemoryInfo: read PATH at each
+ *                                 call, lines "INDEX PERCENT [USED_MIB]" (a
+ *                                 GPU not named is idle; without USED_MIB its
+ *                                 memory used is mem - free), so a test can
+ *                                 load a GPU and script the memory it holds
  *   fail FUNCTION CODE [dev=N | dev=N/M]
  *                                 FUNCTION returns CODE (for every device, or
  *                                 GPU N, or MIG slot M of GPU N)
@@ -375,30 +378,39 @@ EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int le
 }
 #endif
 
+/* The load a test put on GPU index: its percent (0 when it named none) and,
+ * when the line has it, the MiB it holds (*used_mib, else left as it is). */
+static unsigned int load_of(int index, unsigned long long *used_mib)
+{
+	FILE *f = S.loadfile[0] ? fopen(S.loadfile, "r") : NULL;
+	char line[128];
+	int i, n;
+	unsigned int pct, got = 0;
+	unsigned long long mib;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if ((n = sscanf(line, "%d %u %llu", &i, &pct, &mib)) >= 2 && i == index) {
+			got = pct > 100 ? 100 : pct;
+			if (n == 3 && used_mib)
+				*used_mib = mib;
+		}
+	fclose(f);
+	return got;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
 	CHECK("nvmlDeviceGetMemoryInfo", d);
 	if (!d || !m)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	unsigned long long used = (d->mem - d->free) / MiB;
+	if (!d->parent)
+		load_of(d->index, &used);
 	m->total = d->mem;
-	m->free = d->free;
-	m->used = d->mem - d->free;
+	m->used = used * MiB > d->mem ? d->mem : used * MiB;
+	m->free = d->mem - m->used;
 	return NVML_SUCCESS;
-}
-
-/* The load a test put on GPU index (0 when it named none). */
-static unsigned int load_of(int index)
-{
-	FILE *f = S.loadfile[0] ? fopen(S.loadfile, "r") : NULL;
-	int i;
-	unsigned int pct, got = 0;
-	if (!f)
-		return 0;
-	while (fscanf(f, "%d %u", &i, &pct) == 2)
-		if (i == index)
-			got = pct > 100 ? 100 : pct;
-	fclose(f);
-	return got;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
@@ -408,7 +420,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilizatio
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (d->parent)
 		return NVML_ERROR_NOT_SUPPORTED; /* as on MIG devices */
-	u->gpu = load_of(d->index);
+	u->gpu = load_of(d->index, NULL);
 	u->memory = u->gpu / 2;
 	return NVML_SUCCESS;
 }
