@@ -262,6 +262,8 @@ enum gg_site_kind {
 	  "time a session's snapshot at its end may take (0s: none)")                            \
 	S(GG_SK_TEXT, snapshot_max, "snapshot-max", 0, "SIZE", "2G", 0, size,                    \
 	  "largest snapshot of a session's changes kept (2G)")                                   \
+	D(usage_interval, "usage-interval", "30s",                                               \
+	  "how often a session's node samples what the work uses (GPU, CPU, memory)")            \
 	L(GG_SK_LIST, second_factor, nsecond_factor, GG_MAX_JUMPS, "second-factor hops",         \
 	  "second_factor", "second-factor", 0, "N", hop_number,                                  \
 	  "jump host N (1 = the first) asks for a second factor: 'gridgpu login' (repeat)")      \

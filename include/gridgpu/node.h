@@ -26,6 +26,7 @@
 #define GG_SESSION_FILE       "gridgpu-session.json"
 #define GG_SNAPSHOT_NAME      "gridgpu-snapshot.tar"
 #define GG_LAUNCHER_LOG       "gridgpu-launcher.log"
+#define GG_USAGE_NAME         "gridgpu-usage"
 
 /* How a session is to be frozen: made by gg_session_freeze_new, set up, run once by
  * gg_session_freeze, freed by gg_session_freeze_free. */

@@ -79,6 +79,17 @@ static int snapshot_args(struct gg_jobdesc *jd, const struct gg_site *site, stru
 	return rc < 0 ? rc : gg_node_jd_arg(jd, GG_NF_SNAPMAX, buf, err);
 }
 
+/* -u SECS: how often the launcher samples what the work uses (the site's
+ * usage_interval; unset: the launcher's 30 s). */
+static int usage_arg(struct gg_jobdesc *jd, const struct gg_site *site, struct gg_err *err)
+{
+	char buf[32];
+	if (!site || !site->usage_interval)
+		return 0;
+	snprintf(buf, sizeof buf, "%lld", (long long)site->usage_interval);
+	return gg_node_jd_arg(jd, GG_NF_USAGE, buf, err);
+}
+
 int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *site,
 			const struct gg_record *r, const char *pubkey, struct gg_jobdesc *jd,
 			struct gg_err *err)
@@ -109,6 +120,11 @@ int gg_session_describe(const struct gg_session_spec *q, const struct gg_site *s
 		rc = gg_node_jd_arg(jd, GG_NF_ENTER, GG_ENTER_NAME, err);
 	if (rc == 0 && q->image && q->enter)
 		rc = snapshot_args(jd, site, err);
+	if (rc == 0)
+		rc = usage_arg(jd, site, err);
+	/* kept in the job's directory when it ends: what the work used */
+	if (rc == 0)
+		rc = gg_jd_output(jd, GG_USAGE_NAME, err);
 	/* kept in the job's directory when it ends (A-REX deletes the rest): the
 	 * snapshot and the image it is the difference to */
 	if (rc == 0 && q->image && q->enter && q->image_file)
