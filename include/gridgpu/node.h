@@ -104,6 +104,43 @@ GG_API const char *gg_session_freeze_source(const struct gg_session_freeze *sf);
 /* The bytes received from the node (compressed, as they came). */
 GG_API uint64_t gg_session_freeze_received(const struct gg_session_freeze *sf);
 
+/* ---- what a session's work used (usage.c) ---- */
+
+/* The launcher's samples of a session (GG_USAGE_NAME in the job's directory; the
+ * image's provenance "usage" once frozen): peaks and sums, not a log. gpu_samples 0:
+ * no GPU figure (no nvidia-smi on the node, no whole GPU, nothing sampled yet). */
+struct gg_usage {
+	int64_t interval, samples, first, last; /* seconds; times of the first and last */
+	int64_t gpu_samples;                    /* samples nvidia-smi answered */
+	int64_t gpu_busy_pct;                   /* mean utilisation.gpu, % (the busy fraction) */
+	int64_t gpu_util_peak;                  /* % */
+	int64_t gpu_mem_peak_mib;               /* the most one GPU of the job held */
+	int64_t gpu_mem_total_mib;              /* that GPU's memory */
+	int64_t cpu_seconds;                    /* CPU time of the session's processes */
+	int64_t rss_peak_kib;                   /* their resident memory at most */
+};
+/* The launcher's file: "gridgpu-usage 1", then "KEY NUMBER" lines (outside input:
+ * known keys, digits only, each once, bounded; GG_EPROTO saying what is wrong). */
+GG_API int gg_usage_parse(const char *text, size_t len, struct gg_usage *u, struct gg_err *err);
+/* As JSON (status --json "usage", the provenance's "usage"; doc/json/usage.schema.json),
+ * and back (GG_EPROTO for an object that is not one). */
+GG_API json_t *gg_usage_json(const struct gg_usage *u);
+GG_API int gg_usage_from_json(json_t *j, struct gg_usage *u, struct gg_err *err);
+/* The smallest GPU that fits the peak GPU memory with a margin (a quarter, at least
+ * 1 GiB): the smallest of site's MIG profiles (mig_profile keys) whose memory holds it
+ * into mig (""): none fits, or the site offers none: a whole GPU), and one line for
+ * the user into line: "peak 3.0 GiB, busy 7%: --mig 1g.10gb would do". GG_ENOTFOUND
+ * when u has no GPU figure (the line says so). site may be NULL (no MIG profile). */
+GG_API int gg_usage_fit(const struct gg_usage *u, const struct gg_site *site, char *mig,
+			size_t miglen, char *line, size_t linelen, struct gg_err *err);
+/* What a SIF image's provenance records of the session it was frozen from (freeze
+ * --session): GG_ENOTFOUND when it records none. */
+GG_API int gg_image_usage(const char *sif, struct gg_usage *u, struct gg_err *err);
+/* What the session r's work used so far, from its job's directory at its CE (e's):
+ * GG_ENOTFOUND when its node wrote nothing (yet). */
+GG_API int gg_engine_usage(struct gg_engine *e, const struct gg_record *r, struct gg_usage *u,
+			   struct gg_err *err);
+
 /* The GPUs of this machine for an image's provenance (what changes from one moment
  * to the next, free memory, left out, so that two freezes stay byte-identical):
  * *json = NULL (rc 0) off a GPU machine. malloc'd. */

@@ -338,6 +338,7 @@ static int build_meta(struct run *r, struct gg_err *err)
 		.labels = o->labels,
 		.nlabels = o->nlabels,
 		.gpus_json = o->gpus_json,
+		.usage_json = r->fdr ? r->fdr->usage_json : NULL,
 		.tool_version = o->tool_version ? o->tool_version : GG_VERSION,
 		.comp = r->qo.comp,
 		.level = o->level ? o->level : default_level(r->qo.comp),

@@ -75,6 +75,7 @@ struct gg_freeze_feeder {
 	int (*read)(struct gg_feed *fz, void *ud, struct gg_err *err);
 	void *ud;
 	int no_digest;
+	const char *usage_json; /* the provenance's "usage" (freeze --session), or NULL */
 };
 int gg_image_freeze_fed(const struct gg_freeze_opts *o, const struct gg_image_callbacks *cb,
 			const struct gg_freeze_feeder *fdr, struct gg_freeze_result *res,

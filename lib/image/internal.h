@@ -495,6 +495,7 @@ struct gg_meta_in {
 	const char *const *labels;
 	size_t nlabels;
 	const char *gpus_json;
+	const char *usage_json; /* what the session's work used, or NULL */
 	const char *tool_version;
 	int comp, level;
 	uint32_t block_size;

@@ -399,6 +399,8 @@ static int build_provenance(const struct gg_meta_in *in, const struct meta_ctx *
 	gg_json_set(prov, "squashfs", comp);
 	if (in->oci && in->oci->config_json)
 		set_new(prov, "oci_config", json_loads(in->oci->config_json, 0, NULL));
+	if (in->usage_json)
+		set_new(prov, "usage", json_loads(in->usage_json, 0, NULL));
 	if (!in->gpus_json || !*in->gpus_json) {
 		gg_json_set(prov, "gpus", json_null());
 		return 0;

@@ -47,6 +47,7 @@ struct gg_session_freeze {
 	char *source; /* its label: SOURCE_LABEL "session NAME:sandbox" */
 	char *image;  /* the session's image (a --path is read in its container), or NULL */
 	char *excl_label, *gpus;
+	char *usage; /* what the work used (with GPU figures), the provenance's "usage" */
 	const char **labels;
 	/* the stream */
 	struct gg_ssh_conn *conn;
@@ -140,6 +141,7 @@ void gg_session_freeze_free(struct gg_session_freeze *sf)
 	free(sf->image);
 	free(sf->excl_label);
 	free(sf->gpus);
+	free(sf->usage);
 	free(sf->labels);
 	free(sf);
 }
@@ -295,6 +297,33 @@ static int session_gpus(struct gg_session_freeze *sf, struct gg_err *err)
 		rc = gg_gpu_smi_provenance(out, &sf->gpus, err);
 	free(out);
 	return rc;
+}
+
+/* What the session's work used, as JSON text into sf->usage, when the launcher's file
+ * has GPU figures (without them the image records none: a freeze of the live sandbox
+ * and one of its snapshot stay the same bytes for a session without a GPU). */
+static void usage_text(struct gg_session_freeze *sf, const struct gg_usage *u)
+{
+	json_t *j = u->gpu_samples ? gg_usage_json(u) : NULL;
+	free(sf->usage);
+	sf->usage = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(j);
+}
+
+/* The launcher's usage file, read on the node (best effort: none, no usage). */
+static void node_usage(struct gg_session_freeze *sf)
+{
+	char *out = NULL, *errtext = NULL, *cmd = gg_node_read_command(GG_NP_USAGE);
+	size_t len = 0;
+	int st = -1;
+	struct gg_err err = {0};
+	struct gg_usage u;
+	if (cmd && node_exec(sf, cmd, 8192, &out, &len, &st, &errtext, &err) == 0 && st == 0 &&
+	    len && gg_usage_parse(out, len, &u, &err) == 0)
+		usage_text(sf, &u);
+	free(cmd);
+	free(out);
+	free(errtext);
 }
 
 /* The environment was developed on the session's node, with the GPUs its job was
@@ -485,6 +514,8 @@ static int open_stream(struct gg_session_freeze *sf, const struct gg_config *cfg
 	}
 	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
 		node_gpus(sf, r);
+	if (rc == 0 && !sf->path)
+		node_usage(sf);
 	if (rc == 0 && !sf->path && (rc = cancelled(sf, err)) == 0)
 		rc = node_unfrozen(sf, err);
 	if (rc == 0 && (rc = cancelled(sf, err)) == 0)
@@ -626,7 +657,7 @@ int gg_session_freeze(struct gg_session_freeze *sf, const struct gg_config *cfg,
 				       .source_end = source_end};
 	/* the stream's digest is not recorded: no one keeps that stream, and a freeze
 	 * of the session's snapshot (snapshot.c) makes the same image without it */
-	struct gg_freeze_feeder fdr = {.no_digest = 1};
+	struct gg_freeze_feeder fdr = {.no_digest = 1, .usage_json = sf->usage};
 	rc = gg_image_freeze_fed(&so, &w, &fdr, res, err);
 	return end_stream(sf, rc, err);
 }
@@ -756,6 +787,9 @@ int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_engine *e
 		return gg_err_set(err, GG_EFAIL,
 				  "no connection to the session's CE could be set up");
 	int rc = gg_engine_open_record_ce(e, r, &ce, err);
+	struct gg_usage u;
+	if (rc == 0 && gg_engine_usage(e, r, &u, NULL) == 0)
+		usage_text(sf, &u);
 	char *dir = rc == 0 ? fetch_dir(err) : NULL, *base = NULL, *snap = NULL;
 	if (rc == 0)
 		rc = dir ? fetch_snapshot(ce, r, dir, &base, &snap, err) : err->code;
@@ -765,7 +799,7 @@ int gg_session_freeze_snapshot(struct gg_session_freeze *sf, struct gg_engine *e
 		struct stat st;
 		sf->bytes = stat(snap, &st) == 0 ? (uint64_t)st.st_size : 0;
 		rc = gg_snapshot_freeze_files(base, snap, (const char *const *)sf->excl, sf->nexcl,
-					      &so, cb, res, err);
+					      sf->usage, &so, cb, res, err);
 	}
 	remove_fetched(dir, base, snap);
 	return rc;

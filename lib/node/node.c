@@ -167,7 +167,12 @@ char *gg_node_sh_quote(const char *s)
  * 64 KiB at most, in 20 s at most. */
 char *gg_node_gpus_command(void)
 {
-	char *f = gg_node_sd_path(GG_NP_GPUS);
+	return gg_node_read_command(GG_NP_GPUS);
+}
+
+char *gg_node_read_command(enum gg_node_path p)
+{
+	char *f = gg_node_sd_path(p);
 	char *cmd = f ? gg_strdup_printf(GG_NODE_MARK
 					 " f=%s; "
 					 "{ [ -f \"$f\" ] && [ ! -h \"$f\" ]; } || exit 0; "

@@ -130,6 +130,8 @@ char *gg_node_sh_quote(const char *s);
  * on stdout when it is a regular file (64 KiB at most), nothing otherwise, never
  * blocking. malloc'd. */
 char *gg_node_gpus_command(void);
+/* The same for another file of the session directory (GG_NP_USAGE). */
+char *gg_node_read_command(enum gg_node_path p);
 
 /* freeze --session's stream: how the node compresses it. */
 enum gg_node_link { GG_LINK_AUTO, GG_LINK_ZSTD, GG_LINK_GZIP, GG_LINK_NONE };
@@ -246,9 +248,10 @@ int gg_snap_list_parse(const char *text, size_t len, struct gg_snap_entry **out,
 		       struct gg_err *err);
 void gg_snap_list_free(struct gg_snap_entry *e, size_t n);
 /* Freeze the sandbox a snapshot (a file, the launcher's) and the image it was made
- * from (base, a SIF) give, less what excl leaves out, into o->output. */
+ * from (base, a SIF) give, less what excl leaves out, into o->output; usage_json (or
+ * NULL) the provenance's "usage". */
 int gg_snapshot_freeze_files(const char *base, const char *snapshot, const char *const *excl,
-			     size_t nexcl, const struct gg_freeze_opts *o,
+			     size_t nexcl, const char *usage_json, const struct gg_freeze_opts *o,
 			     const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
 			     struct gg_err *err);
 /* GNU tar --sort=name's order of two paths (component by component). */

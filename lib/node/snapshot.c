@@ -417,7 +417,7 @@ static int snap_read(struct gg_feed *fz, void *ud, struct gg_err *err)
 }
 
 int gg_snapshot_freeze_files(const char *base, const char *snapshot, const char *const *excl,
-			     size_t nexcl, const struct gg_freeze_opts *o,
+			     size_t nexcl, const char *usage_json, const struct gg_freeze_opts *o,
 			     const struct gg_image_callbacks *cb, struct gg_freeze_result *res,
 			     struct gg_err *err)
 {
@@ -438,7 +438,8 @@ int gg_snapshot_freeze_files(const char *base, const char *snapshot, const char 
 		so.input_fd = -1;
 		so.format = GG_IMAGE_TAR;
 		so.gpus_json = gpus;
-		struct gg_freeze_feeder fdr = {.read = snap_read, .ud = &s, .no_digest = 1};
+		struct gg_freeze_feeder fdr = {
+			.read = snap_read, .ud = &s, .no_digest = 1, .usage_json = usage_json};
 		rc = gg_image_freeze_fed(&so, cb, &fdr, res, err);
 	}
 	free(gpus);

@@ -49,6 +49,7 @@
 #include "../fuzz/fuzz_tar.c"
 #include "../fuzz/fuzz_token.c"
 #include "../fuzz/fuzz_unfrozen.c"
+#include "../fuzz/fuzz_usage.c"
 #include "../fuzz/fuzz_voms.c"
 
 #ifndef GG_FUZZ_DIR
@@ -76,6 +77,7 @@ static const struct target targets[] = {
 	{"http_version", no_init, fuzz_one_http_version},
 	{"huffman", no_init, fuzz_one_huffman},
 	{"job_exit", no_init, fuzz_one_job_exit},
+	{"usage", no_init, fuzz_one_usage},
 	{"launch_file", fuzz_init_launch_file, fuzz_one_launch_file},
 	{"launch_info", no_init, fuzz_one_launch_info},
 	{"lrms_refusal", no_init, fuzz_one_lrms_refusal},

@@ -144,7 +144,7 @@ static void test_same_bytes(void **state)
 	free(tar);
 	assert_int_equal(freeze_stream(live, a), 0);
 	struct gg_freeze_opts so = {.source = "-", .output = b};
-	int frc = gg_snapshot_freeze_files(base, snap, excl, 2, &so, NULL, NULL, &err);
+	int frc = gg_snapshot_freeze_files(base, snap, excl, 2, NULL, &so, NULL, NULL, &err);
 	if (frc)
 		print_message("%s\n", err.msg);
 	assert_int_equal(frc, 0);
@@ -157,7 +157,7 @@ static void test_same_bytes(void **state)
 	bo.output = other;
 	assert_int_equal(gg_image_freeze(&bo, NULL, NULL, &err), 0);
 	err = (struct gg_err){0};
-	assert_int_equal(gg_snapshot_freeze_files(other, snap, excl, 2, &so, NULL, NULL, &err),
+	assert_int_equal(gg_snapshot_freeze_files(other, snap, excl, 2, NULL, &so, NULL, NULL, &err),
 			 GG_EFAIL);
 	assert_non_null(strstr(err.msg, "var/big"));
 	assert_int_equal(access(b, F_OK), -1);
