@@ -99,9 +99,11 @@ struct gg_cli {
 	int optind;
 	char *optarg;
 	const char *optname;
-	int sites_checked; /* cli_check_sites ran */
-	json_t *match;     /* --site auto / A,B with --dry-run --json: the ranking */
-	int gpu_optional;  /* submit --gpus 0-1: 1; after matching 2 (a GPU job) or 3 (CPU) */
+	int sites_checked;  /* cli_check_sites ran */
+	json_t *match;      /* --site auto / A,B with --dry-run --json: the ranking */
+	int gpu_optional;   /* submit --gpus 0-1: 1; after matching 2 (a GPU job) or 3 (CPU) */
+	int right_size;     /* request and submit --right-size */
+	char right_mig[32]; /* the MIG profile it took */
 };
 
 /* Iterate over the options of argv (argv[0] = command or subcommand name) with

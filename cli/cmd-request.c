@@ -252,10 +252,13 @@ static int dry_run(struct gg_cli *cli, const struct gg_session_spec *spec,
 /* The session asked for (q), at its site. */
 static int request(struct gg_cli *cli, struct req *q)
 {
+	int rc = cli_right_size(cli, q->image, &q->res, q->image != NULL);
+	if (rc)
+		return rc;
 	if (q->race && !q->dry_run) /* the N best at once */
 		return cli_request_race(cli, q);
 	const struct gg_site *site = NULL; /* --site auto or A,B: where it fits best */
-	int rc = cli_request_site(cli, &q->res, q->image, q->dry_run, q->ce == NULL, &site);
+	rc = cli_request_site(cli, &q->res, q->image, q->dry_run, q->ce == NULL, &site);
 	if (rc || (!site && (!q->ce || cli->site)))
 		return rc ? rc : cli->cfg_exit ? cli->cfg_exit : EXIT_USAGE;
 	const char *endpoint = q->ce ? q->ce : site->ce;

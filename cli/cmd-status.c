@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctx.h"
+#include "resopt.h"
 #include "gridgpu/session.h"
 #include "gridgpu/ssh.h"
 
@@ -240,9 +241,11 @@ int cmd_status(struct gg_cli *cli, int argc, char **argv)
 			gg_json_set_text(j, "ce_errors", diag);
 		if (gg_session_published(&r) && probe_why[0])
 			gg_json_set_text(j, "ssh_check", probe_why);
+		cli_usage_status(cli, e, &r, j);
 		ui_json_doc("status", j);
 	} else {
 		print_status(&r, diag, probe_why, waits, all_errors);
+		cli_usage_status(cli, e, &r, NULL);
 	}
 	if (!exit_code && r.state == GG_S_FAILED)
 		exit_code = EXIT_JOB;

@@ -178,6 +178,8 @@ static int check_image(struct gg_cli *cli, struct sub *s)
 		return rc;
 	if (s->match_dev)
 		match_dev_gpu(cli, &dev, s);
+	if ((rc = cli_right_size(cli, gg_job_spec_image(s->spec), &s->res, s->match_dev)))
+		return rc;
 	if (how != GG_JOB_IMAGE_TO_FREEZE && gg_job_program_check(s->spec, &err) < 0)
 		ui_warn(cli, "%s", err.msg); /* a warning: the site may bind it in */
 	return 0;

@@ -23,6 +23,7 @@ int cli_res_opt(struct gg_cli *cli, int c, struct gg_jd_resources *res, int *tok
 		return res->walltime ? 0 : ui_usage(cli, "--walltime must be more than 0");
 	case O_RES_QUEUE: res->queue = v; return 0;
 	case O_RES_TOKEN: *token = 1; return 0;
+	case O_RES_RIGHT_SIZE: cli->right_size = 1; return 0;
 	}
 	return 1;
 }

@@ -15,6 +15,7 @@ enum {
 	O_RES_WALLTIME,
 	O_RES_QUEUE,
 	O_RES_TOKEN,
+	O_RES_RIGHT_SIZE,
 };
 
 /* walltime_help: what --walltime means for this command, with its default. */
@@ -30,6 +31,12 @@ enum {
 		{"memory", 'm', OPT_ARG, "SIZE", "memory, e.g. 16G", O_RES_MEMORY},             \
 		{"walltime", 't', OPT_ARG, "DUR", walltime_help, O_RES_WALLTIME},               \
 		{"queue", 0, OPT_ARG, "QUEUE", "queue (default from the site)", O_RES_QUEUE},   \
+		{"right-size",                                                                  \
+		 0,                                                                             \
+		 OPT_NONE,                                                                      \
+		 NULL,                                                                          \
+		 "the GPU or MIG slice the image's recorded use suggests, not --gpus/--mig",    \
+		 O_RES_RIGHT_SIZE},                                                             \
 	{                                                                                       \
 		"token", 0, OPT_NONE, NULL,                                                     \
 			"authenticate with a bearer token instead of the proxy", O_RES_TOKEN    \
@@ -41,5 +48,13 @@ enum {
 int cli_res_opt(struct gg_cli *cli, int c, struct gg_jd_resources *res, int *token);
 /* What the options together cannot mean (--gpus with --mig): 0 or the exit code. */
 int cli_res_check(struct gg_cli *cli, const struct gg_jd_resources *res);
+/* What the image (a SIF here, frozen from a session) records of the work's use: the
+ * suggestion's line (said when show, or with --right-size), and with --right-size its
+ * GPU or MIG slice into res. 0, or the exit code after saying why not (--right-size
+ * without a record of GPU use: EXIT_NOTFOUND). */
+int cli_right_size(struct gg_cli *cli, const char *image, struct gg_jd_resources *res, int show);
+/* status: what the session's work used so far (text, or into j with --json). */
+void cli_usage_status(struct gg_cli *cli, struct gg_engine *e, const struct gg_record *r,
+		      json_t *j);
 
 #endif

@@ -12,12 +12,25 @@
 #define USAGE_NUM_MAX 999999999999999LL
 
 /* The file's keys, in the launcher's order; NULL: read, not kept (a sum). */
-enum { K_INTERVAL, K_SAMPLES, K_FIRST, K_LAST, K_GSAMPLES, K_READINGS, K_USUM, K_UPEAK,
-       K_MEM, K_TOTAL, K_CPU, K_RSS, K_N };
+enum {
+	K_INTERVAL,
+	K_SAMPLES,
+	K_FIRST,
+	K_LAST,
+	K_GSAMPLES,
+	K_READINGS,
+	K_USUM,
+	K_UPEAK,
+	K_MEM,
+	K_TOTAL,
+	K_CPU,
+	K_RSS,
+	K_N
+};
 static const char *const usage_keys[K_N] = {
-	"interval",     "samples",       "first",            "last",
-	"gpu_samples",  "gpu_readings",  "gpu_util_sum",     "gpu_util_peak",
-	"gpu_mem_peak_mib", "gpu_mem_total_mib", "cpu_seconds", "rss_peak_kib",
+	"interval",         "samples",           "first",        "last",
+	"gpu_samples",      "gpu_readings",      "gpu_util_sum", "gpu_util_peak",
+	"gpu_mem_peak_mib", "gpu_mem_total_mib", "cpu_seconds",  "rss_peak_kib",
 };
 
 /* One "KEY NUMBER" line into v (its key's slot); a key of a newer launcher is left. */
@@ -47,14 +60,15 @@ static int usage_line(const char *p, size_t n, int64_t *v, int *seen, struct gg_
 /* The numbers that cannot be together. */
 static int usage_sane(const int64_t *v, struct gg_err *err)
 {
-	const char *bad = v[K_GSAMPLES] > v[K_SAMPLES]                ? "more GPU samples than samples"
-			  : v[K_GSAMPLES] && !v[K_READINGS]          ? "GPU samples without readings"
-			  : v[K_UPEAK] > 100                         ? "a utilisation over 100%"
-			  : v[K_USUM] > 100 * v[K_READINGS]          ? "a utilisation sum over 100% each"
-			  : v[K_TOTAL] && v[K_MEM] > v[K_TOTAL]      ? "more GPU memory held than it has"
-			  : v[K_FIRST] > v[K_LAST]                   ? "the first sample after the last"
-			  : !v[K_GSAMPLES] && (v[K_MEM] || v[K_USUM]) ? "GPU figures without GPU samples"
-								      : NULL;
+	const char *bad = v[K_GSAMPLES] > v[K_SAMPLES]          ? "more GPU samples than samples"
+			  : v[K_GSAMPLES] && !v[K_READINGS]     ? "GPU samples without readings"
+			  : v[K_UPEAK] > 100                    ? "a utilisation over 100%"
+			  : v[K_USUM] > 100 * v[K_READINGS]     ? "a utilisation sum over 100% each"
+			  : v[K_TOTAL] && v[K_MEM] > v[K_TOTAL] ? "more GPU memory held than it has"
+			  : v[K_FIRST] > v[K_LAST]              ? "the first sample after the last"
+			  : !v[K_GSAMPLES] && (v[K_MEM] || v[K_USUM])
+				  ? "GPU figures without GPU samples"
+				  : NULL;
 	return bad ? gg_err_set(err, GG_EPROTO, "%s", bad) : 0;
 }
 
@@ -97,10 +111,12 @@ int gg_usage_parse(const char *text, size_t len, struct gg_usage *u, struct gg_e
 }
 
 /* The members of the JSON, in order, with their places in struct gg_usage. */
-#define USAGE_MEMBERS(X)                                                                   \
-	X(interval) X(samples) X(first) X(last) X(gpu_samples) X(gpu_busy_pct)             \
-	X(gpu_util_peak) X(gpu_mem_peak_mib) X(gpu_mem_total_mib) X(cpu_seconds)           \
+/* clang-format off */
+#define USAGE_MEMBERS(X) \
+	X(interval) X(samples) X(first) X(last) X(gpu_samples) X(gpu_busy_pct) \
+	X(gpu_util_peak) X(gpu_mem_peak_mib) X(gpu_mem_total_mib) X(cpu_seconds) \
 	X(rss_peak_kib)
+/* clang-format on */
 
 json_t *gg_usage_json(const struct gg_usage *u)
 {
@@ -118,13 +134,13 @@ int gg_usage_from_json(json_t *j, struct gg_usage *u, struct gg_err *err)
 	memset(u, 0, sizeof *u);
 	if (!json_is_object(j))
 		return gg_err_set(err, GG_EPROTO, "the usage is not an object");
-#define GET(m)                                                                                 \
-	{                                                                                      \
-		json_t *x = json_object_get(j, #m);                                            \
-		if (!json_is_integer(x) || json_integer_value(x) < 0 ||                        \
-		    json_integer_value(x) > USAGE_NUM_MAX)                                     \
+#define GET(m)                                                                                   \
+	{                                                                                        \
+		json_t *x = json_object_get(j, #m);                                              \
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||                          \
+		    json_integer_value(x) > USAGE_NUM_MAX)                                       \
 			return gg_err_set(err, GG_EPROTO, "the usage's " #m " is not a number"); \
-		u->m = json_integer_value(x);                                                  \
+		u->m = json_integer_value(x);                                                    \
 	}
 	USAGE_MEMBERS(GET)
 #undef GET
@@ -166,8 +182,9 @@ int gg_usage_fit(const struct gg_usage *u, const struct gg_site *site, char *mig
 	if (miglen)
 		mig[0] = '\0';
 	if (!u->gpu_samples) {
-		snprintf(line, linelen, "no GPU use was sampled (no nvidia-smi on the node, a MIG "
-					"device, or the session too short)");
+		snprintf(line, linelen,
+			 "no GPU use was sampled (no nvidia-smi on the node, a MIG "
+			 "device, or the session too short)");
 		return gg_err_set(err, GG_ENOTFOUND, "%s", line);
 	}
 	int64_t m = u->gpu_mem_peak_mib, need = m + (m / 4 > 1024 ? m / 4 : 1024);
@@ -180,8 +197,9 @@ int gg_usage_fit(const struct gg_usage *u, const struct gg_site *site, char *mig
 	} else {
 		snprintf(line, linelen, "peak %s, busy %lld%%: a whole GPU (%s)", peak,
 			 (long long)u->gpu_busy_pct,
-			 site && site->nmig_profiles ? "no MIG slice of the site holds it with a margin"
-						     : "the site offers no MIG slice");
+			 site && site->nmig_profiles
+				 ? "no MIG slice of the site holds it with a margin"
+				 : "the site offers no MIG slice");
 	}
 	return 0;
 }

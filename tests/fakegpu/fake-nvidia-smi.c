@@ -81,8 +81,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "this nvidia-smi answers only --query-gpu=... --format=csv\n");
 		return 2;
 	}
-	static const char *known[] = {"index",         "uuid",        "name",
-				      "memory.total",  "compute_cap", "utilization.gpu",
+	static const char *known[] = {"index",          "uuid",        "name",
+				      "memory.total",   "compute_cap", "utilization.gpu",
 				      "driver_version", "memory.used"};
 	char list[256];
 	char *f[16];
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < nf; k++)
 			printf("%s%s%s", k ? ", " : "", f[k],
 			       !units                             ? ""
-			       : !strncmp(f[k], "memory.", 7)      ? " [MiB]"
+			       : !strncmp(f[k], "memory.", 7)     ? " [MiB]"
 			       : !strcmp(f[k], "utilization.gpu") ? " [%]"
 								  : "");
 		putchar('\n');

@@ -157,8 +157,9 @@ static void test_same_bytes(void **state)
 	bo.output = other;
 	assert_int_equal(gg_image_freeze(&bo, NULL, NULL, &err), 0);
 	err = (struct gg_err){0};
-	assert_int_equal(gg_snapshot_freeze_files(other, snap, excl, 2, NULL, &so, NULL, NULL, &err),
-			 GG_EFAIL);
+	assert_int_equal(
+		gg_snapshot_freeze_files(other, snap, excl, 2, NULL, &so, NULL, NULL, &err),
+		GG_EFAIL);
 	assert_non_null(strstr(err.msg, "var/big"));
 	assert_int_equal(access(b, F_OK), -1);
 }

@@ -37,7 +37,7 @@ static void test_refused(void **state)
 	static const char *const bad[] = {
 		"",
 		"gridgpu-usage 2\nsamples 1\n",
-		"gridgpu-usage 1\nsamples 1",        /* the last line not whole */
+		"gridgpu-usage 1\nsamples 1", /* the last line not whole */
 		"gridgpu-usage 1\nsamples -1\n",
 		"gridgpu-usage 1\nsamples 1234567890123456\n",
 		"gridgpu-usage 1\nsamples 1\nsamples 2\n",
