@@ -32,6 +32,8 @@ int cli_right_size(struct gg_cli *cli, const char *image, struct gg_jd_resources
 				  line, sizeof line, &err);
 	if (rc < 0 && !cli->right_size)
 		return 0; /* nothing to suggest from: nothing said */
+	if (rc < 0 && rc != GG_ENOMEM) /* not a SIF of a session: no record of its use */
+		err.code = GG_ENOTFOUND;
 	if (rc < 0)
 		return ui_fail(cli, &err,
 			       "--right-size (it takes the GPU use freeze --session records in the "

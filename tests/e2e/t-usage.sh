@@ -56,7 +56,7 @@ poll_ce 30 sh -c "[ \"\$(\"$GRIDGPU\" --json status ua | python3 -c 'import json
 	ok "ua: the session's CPU time is counted" || not_ok "ua: cpu_seconds $(sfield ua usage.cpu_seconds)"
 
 run_gg status ua
-printf '%s\n' "$OUT" | grep -q "^GPU use:     peak 3.0 GiB of 40.0 GiB, busy 7% (at most 7%)$" &&
+printf '%s\n' "$OUT" | grep -q "^GPU use:     peak 3.0 GiB of 40 GiB, busy 7% (at most 7%)$" &&
 	ok "status: peak GPU memory of the GPU's total, the busy fraction" || not_ok "status ua: $OUT"
 printf '%s\n' "$OUT" | grep -q "^CPU use:     .* of CPU time, memory peak .*B$" &&
 	ok "status: CPU time and memory peak" || not_ok "status ua: $OUT"
@@ -88,7 +88,7 @@ run_gg request --name ub --image ua.sif --gpus 2 --right-size --walltime 30m --n
 expect_eq "request --right-size --gpus 2 (the suggestion instead)" "$RC" 0
 printf '%s\n' "$ERR" | grep -q "peak 3.0 GiB, busy 7%: --mig $GG_TB_MIG_PROFILE would do (--right-size: taken)" &&
 	ok "request says the line it took" || not_ok "request stderr: $ERR"
-expect_eq "ub's record asks for MIG $GG_TB_MIG_PROFILE, no whole GPU" "$(sfield ub mig) $(sfield ub gpus)" "$GG_TB_MIG_PROFILE 0"
+expect_eq "ub's record asks for MIG $GG_TB_MIG_PROFILE, no whole GPU" "$(sfield ub mig)|$(sfield ub gpus)" "$GG_TB_MIG_PROFILE|"
 slurm_id() { _b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("batch_job_id", ""))' "$(session_file ub)" 2>/dev/null) && [ -n "$_b" ]; }
 poll_ce 120 slurm_id && ok "ub: its Slurm job ($_b)" || not_ok "ub: no Slurm job: $(sfield ub state)"
 job=$(sl scontrol show job "$_b" 2>&1)
