@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "resopt.h"
 #include "ctx.h"
 #include "commands.h"
 #include "gridgpu/image.h"
@@ -193,6 +194,7 @@ static void print_provenance(json_t *prov)
 	       json_is_true(json_object_get(prov, "reproducible")) ? " (reproducible)" : "");
 	ui_out("  gridgpu:    %s\n", str_or(json_object_get(prov, "gridgpu_version"), "?"));
 	print_gpus(json_object_get(prov, "gpus"));
+	cli_usage_provenance(json_object_get(prov, "usage"));
 }
 
 int cmd_inspect(struct gg_cli *cli, int argc, char **argv)

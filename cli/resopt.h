@@ -53,6 +53,8 @@ int cli_res_check(struct gg_cli *cli, const struct gg_jd_resources *res);
  * GPU or MIG slice into res. 0, or the exit code after saying why not (--right-size
  * without a record of GPU use: EXIT_NOTFOUND). */
 int cli_right_size(struct gg_cli *cli, const char *image, struct gg_jd_resources *res, int show);
+/* inspect: the provenance's "usage" (freeze --session), one line; nothing without. */
+void cli_usage_provenance(json_t *usage);
 /* status: what the session's work used so far (text, or into j with --json). */
 void cli_usage_status(struct gg_cli *cli, struct gg_engine *e, const struct gg_record *r,
 		      json_t *j);

@@ -31,7 +31,7 @@ int cli_right_size(struct gg_cli *cli, const char *image, struct gg_jd_resources
 		rc = gg_usage_fit(&u, fit_site(cli, NULL), cli->right_mig, sizeof cli->right_mig,
 				  line, sizeof line, &err);
 	if (rc < 0 && !cli->right_size)
-		return 0; /* nothing to suggest from: nothing said */
+		return 0;              /* nothing to suggest from: nothing said */
 	if (rc < 0 && rc != GG_ENOMEM) /* not a SIF of a session: no record of its use */
 		err.code = GG_ENOTFOUND;
 	if (rc < 0)
@@ -61,6 +61,19 @@ static void usage_text(const struct gg_usage *u, const char *line)
 	       gg_duration_format(u->cpu_seconds, d, sizeof d),
 	       gg_size_format((uint64_t)u->rss_peak_kib << 10, a, sizeof a));
 	ui_out("right size:  %s\n", line);
+}
+
+void cli_usage_provenance(json_t *usage)
+{
+	struct gg_usage u;
+	char a[32], b[32], c[32], d[32];
+	if (!usage || gg_usage_from_json(usage, &u, NULL) < 0)
+		return;
+	ui_out("  used:       GPU peak %s of %s, busy %lld%%; CPU %s, memory peak %s\n",
+	       gg_size_format((uint64_t)u.gpu_mem_peak_mib << 20, a, sizeof a),
+	       gg_size_format((uint64_t)u.gpu_mem_total_mib << 20, b, sizeof b),
+	       (long long)u.gpu_busy_pct, gg_duration_format(u.cpu_seconds, d, sizeof d),
+	       gg_size_format((uint64_t)u.rss_peak_kib << 10, c, sizeof c));
 }
 
 void cli_usage_status(struct gg_cli *cli, struct gg_engine *e, const struct gg_record *r, json_t *j)

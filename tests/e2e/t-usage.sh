@@ -82,6 +82,9 @@ expect_eq "the image's provenance: usage (peak MiB, of MiB, busy %)" \
 	"$(printf '%s' "$OUT" | jf provenance.usage.gpu_mem_peak_mib) $(printf '%s' "$OUT" | jf provenance.usage.gpu_mem_total_mib) $(printf '%s' "$OUT" | jf provenance.usage.gpu_busy_pct)" \
 	"3072 40960 7"
 json_valid inspect
+run_gg inspect ua.sif
+printf '%s\n' "$OUT" | grep -q "^  used:       GPU peak 3.0 GiB of 40 GiB, busy 7%; CPU .*, memory peak .*B$" &&
+	ok "inspect shows the use the image records" || not_ok "inspect ua.sif: $OUT"
 
 # --- request --right-size: Slurm is asked for the slice ---
 run_gg request --name ub --image ua.sif --gpus 2 --right-size --walltime 30m --no-wait
