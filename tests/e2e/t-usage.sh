@@ -98,6 +98,14 @@ job=$(sl scontrol show job "$_b" 2>&1)
 printf '%s\n' "$job" | grep -q "TresPerNode=gres:gpu:$GG_TB_MIG_PROFILE:1\$" &&
 	ok "Slurm's record of ub: gres:gpu:$GG_TB_MIG_PROFILE:1 (the slice, not 2 GPUs)" || not_ok "scontrol show job $_b: $job"
 
+# --- submit: the line with --match-dev-gpu, the slice with --right-size ---
+run_gg submit ua.sif --right-size --match-dev-gpu --dry-run -- true
+expect_eq "submit --right-size --match-dev-gpu --dry-run" "$RC" 0
+printf '%s\n' "$ERR" | grep -q "peak 3.0 GiB, busy 7%: --mig $GG_TB_MIG_PROFILE would do (--right-size: taken)" &&
+	printf '%s\n' "$OUT" | grep -q "\"$GG_TB_MIG_PROFILE\"" && ! printf '%s\n' "$OUT" | grep -q "gpu:a100" &&
+	ok "submit --right-size: the job asks the site's GPU RTE for $GG_TB_MIG_PROFILE" ||
+	not_ok "submit --right-size --dry-run: $ERR / $(printf '%s' "$OUT" | grep -i -e gpu -e mig | head -5)"
+
 # --- an image without a record of GPU use: refused, nothing sent ---
 run_gg list --json
 before=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))' 2>/dev/null)

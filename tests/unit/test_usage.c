@@ -47,8 +47,8 @@ static void test_refused(void **state)
 		"gridgpu-usage 1\nsamples 1\ngpu_samples 2\ngpu_readings 2\n",
 		"gridgpu-usage 1\nsamples 1\ngpu_samples 1\ngpu_readings 1\ngpu_util_peak 101\n",
 		"gridgpu-usage 1\nsamples 1\ngpu_samples 1\ngpu_readings 1\ngpu_util_sum 101\n",
-		"gridgpu-usage 1\nsamples 1\ngpu_samples 1\ngpu_readings 1\ngpu_mem_peak_mib 9\n"
-		"gpu_mem_total_mib 8\n",
+		("gridgpu-usage 1\nsamples 1\ngpu_samples 1\ngpu_readings 1\ngpu_mem_peak_mib 9\n"
+		 "gpu_mem_total_mib 8\n"),
 		"gridgpu-usage 1\nsamples 1\ngpu_mem_peak_mib 9\n",
 		"gridgpu-usage 1\nsamples 1\ngpu_samples 1\n",
 		"gridgpu-usage 1\nfirst 9\nlast 8\n",
