@@ -253,10 +253,8 @@ static int dry_run(struct gg_cli *cli, const struct gg_session_spec *spec,
 static int request(struct gg_cli *cli, struct req *q)
 {
 	int rc = cli_right_size(cli, q->image, &q->res, q->image != NULL);
-	if (rc)
-		return rc;
-	if (q->race && !q->dry_run) /* the N best at once */
-		return cli_request_race(cli, q);
+	if (rc || (q->race && !q->dry_run)) /* the N best at once */
+		return rc ? rc : cli_request_race(cli, q);
 	const struct gg_site *site = NULL; /* --site auto or A,B: where it fits best */
 	rc = cli_request_site(cli, &q->res, q->image, q->dry_run, q->ce == NULL, &site);
 	if (rc || (!site && (!q->ce || cli->site)))
