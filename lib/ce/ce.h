@@ -39,6 +39,15 @@ int gg_slurm_url_is(const char *url);
 /* Slurm's state name (squeue %T, sacct State: "PENDING", "CANCELLED by 0")
  * as a CE state. */
 enum gg_ce_state gg_slurm_state(const char *state);
+/* A failed end state of Slurm's (sacct State, squeue %T; exit: sacct's
+ * ExitCode "N:S", or NULL) in the user's words, Slurm's word beside them:
+ * "out of memory: ... (Slurm: OUT_OF_MEMORY)"; TIMEOUT is "Slurm: TIMEOUT",
+ * which gg_slurm_failed_walltime knows. NULL when the state is not a failed
+ * one. malloc'd. */
+char *gg_slurm_end_phrase(const char *state, const char *exit);
+/* 1 when a slurm+ssh CE's "failed" diagnostics say Slurm ended the job at its
+ * time limit (TIMEOUT). */
+int gg_slurm_failed_walltime(const char *failed);
 /* For each results[i] still without a code (ids[i] a job squeue no longer
  * shows), what text says of it (sacct.c): sacct's "ID|STATE|EXITCODE" lines
  * (-n -P -X -o JobIDRaw,State,ExitCode), else the "dir|ID|EXIT" line of its

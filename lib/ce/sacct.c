@@ -1,6 +1,7 @@
 /* The slurm+ssh backend's parser of what it asks about jobs squeue no longer
  * shows (outside text): sacct's "ID|STATE|EXITCODE" lines and the job
- * directories' "dir|ID|EXIT" lines. */
+ * directories' "dir|ID|EXIT" lines; and Slurm's end states in the user's
+ * words. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,43 @@ static void set(struct gg_ce_result *r, enum gg_ce_state st, const char *raw, ch
 	r->reason = reason;
 }
 
+#define WALLTIME_WORD "Slurm: TIMEOUT"
+
+/* The end states Slurm gives a job it stopped, in the user's words. */
+static const struct {
+	const char *state, *words;
+} ends[] = {
+	{"OUT_OF_MEMORY", "out of memory: Slurm stopped the job at its memory limit; ask for "
+			  "more with --memory"},
+	{"NODE_FAIL", "the node running the job failed; submit it again"},
+	{"BOOT_FAIL", "the node for the job failed to start; submit it again"},
+	{"PREEMPTED", "preempted: Slurm gave its resources to a job of higher priority"},
+	{"DEADLINE", "its deadline passed before it could end"},
+};
+
+char *gg_slurm_end_phrase(const char *state, const char *exit)
+{
+	size_t n = strcspn(state, " +");
+	if (gg_slurm_state(state) != GG_CE_FAILED)
+		return NULL;
+	if (n == 7 && !strncmp(state, "TIMEOUT", 7))
+		return strdup(WALLTIME_WORD);
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		if (strlen(ends[i].state) == n && !strncmp(state, ends[i].state, n))
+			return gg_strdup_printf("%s (Slurm: %s)", ends[i].words, ends[i].state);
+	int code = exit ? exit_code(exit) : -1;
+	if (code > 0)
+		return gg_strdup_printf("the job ended with exit %d (Slurm: %.*s)", code, (int)n,
+					state);
+	return gg_strdup_printf("Slurm: %.*s", (int)n, state);
+}
+
+int gg_slurm_failed_walltime(const char *failed)
+{
+	size_t n = strlen(WALLTIME_WORD);
+	return failed && !strncmp(failed, WALLTIME_WORD, n) && (!failed[n] || failed[n] == '\n');
+}
+
 /* sacct's line: the state Slurm accounted, its exit code. */
 static void sacct_line(const char *f[3], const char *const *ids, size_t n, struct gg_ce_result *res)
 {
@@ -54,11 +92,7 @@ static void sacct_line(const char *f[3], const char *const *ids, size_t n, struc
 	enum gg_ce_state st = gg_slurm_state(f[1]);
 	if (!r || st == GG_CE_UNKNOWN)
 		return;
-	int code = exit_code(f[2]);
-	char *why = st == GG_CE_FAILED && code > 0 ? gg_strdup_printf("exit %d", code)
-		    : st == GG_CE_FAILED           ? gg_strdup_printf("Slurm: %s", f[1])
-						   : NULL;
-	set(r, st, f[1], why);
+	set(r, st, f[1], gg_slurm_end_phrase(f[1], f[2]));
 }
 
 /* A job directory's line: the exit status the job script left, or none. */

@@ -664,13 +664,32 @@ static int slurm_get_file(struct gg_ce *ce, const char *id, const char *name, co
 	return rc;
 }
 
+static int slurm_status(struct gg_ce *ce, const char *const *ids, size_t n,
+			struct gg_ce_result **results, struct gg_err *err);
+
+/* "failed": how Slurm ended the job, in the user's words (its status's
+ * reason: "Slurm: TIMEOUT", "out of memory: ..."), "" when it did not fail. */
+static int failed_words(struct gg_ce *ce, const char *id, char **text, struct gg_err *err)
+{
+	struct gg_ce_result *res = NULL;
+	int rc = slurm_status(ce, &id, 1, &res, err);
+	if (rc < 0)
+		return rc;
+	*text = strdup(res[0].state == GG_CE_FAILED && res[0].reason ? res[0].reason : "");
+	gg_ce_results_free(res, 1);
+	return *text ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+}
+
 /* "errors": what Slurm itself wrote for the job (its batch script's own
- * output: a job directory it could not enter, a signal), the last 64 KiB. */
+ * output: a job directory it could not enter, a signal), the last 64 KiB;
+ * "failed": how Slurm ended it. */
 static int slurm_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
 			  struct gg_err *err)
 {
 	size_t len = 0;
 	*text = NULL;
+	if (!strcmp(item, "failed"))
+		return failed_words(ce, id, text, err);
 	if (strcmp(item, "errors"))
 		return gg_err_set(err, GG_EUSAGE, "%s: a slurm-ssh CE has no '%s' diagnostics",
 				  ce->endpoint, item);
@@ -774,8 +793,9 @@ static int from_squeue(struct slurm *s, const char *const *ok, size_t k, const c
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(ids[i], jobs[j].id) && !res[i].code) {
 				enum gg_ce_state cs = gg_slurm_state(jobs[j].state);
+				char *why = gg_slurmq_phrase(&jobs[j]);
 				set_result(&res[i], 200, cs, jobs[j].state,
-					   gg_slurmq_phrase(&jobs[j]));
+					   why ? why : gg_slurm_end_phrase(jobs[j].state, NULL));
 			}
 	free(jobs);
 	free(out);

@@ -78,14 +78,15 @@ static int diagnose(struct gg_ce *ce, const struct gg_record *r, char **summary,
 	struct gg_err e = {0};
 	if (gg_ce_diagnose(ce, r->job_id, "failed", &failed, &e) == 0)
 		first_line(failed, a, sizeof a);
-	if (gg_arc_failed_walltime(a)) {
+	int slurm = gg_slurm_failed_walltime(a); /* a slurm+ssh CE: Slurm's word itself */
+	if (slurm || gg_arc_failed_walltime(a)) {
 		char d[32] = "?";
 		if (r->walltime > 0)
 			gg_duration_format(r->walltime, d, sizeof d);
 		*walltime = 1;
 		*summary = gg_strdup_printf("ended by walltime: its walltime (%s) ran out and the "
-					    "batch system stopped the job (CE: %s)",
-					    d, a);
+					    "batch system stopped the job (%s%s)",
+					    d, slurm ? "" : "CE: ", a);
 		free(failed);
 		return *summary ? 0 : -1;
 	}

@@ -9,7 +9,8 @@
 # leaves nothing in the shared directory; a job waiting for GPUs shows Slurm's
 # reason (Resources) in status; a session with an image is changed, frozen
 # (freeze --session), submitted with an input and get brings its output back;
-# an image pre-placed on the shared file system (node:/PATH) is used in place.
+# an image pre-placed on the shared file system (node:/PATH) is used in place;
+# a job past its walltime (Slurm's TIMEOUT) is shown in the ARC path's words.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ -z "${GG_TB_SLURMSSH_CONF:-}" ] || [ ! -r "${GG_TB_SLURMSSH_CONF:-}" ]; then
@@ -97,6 +98,10 @@ run_gg freeze --session dev -o work.sif
 expect_eq "freeze --session over the same hops (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
 run_gg kill dev
 run_gg clean dev
+# a job longer than its walltime (checked at the end: Slurm ends it meanwhile)
+run_gg submit work.sif --name tw --walltime 1m -- sleep 600
+expect_eq "submit tw with a 1-minute walltime (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
+JW=$(job tw)
 echo "hello from the laptop" >input.txt
 run_gg submit work.sif --name j1 --walltime 10m --input input.txt --output result.txt -- \
 	sh -c 'cat input.txt /marker >result.txt; echo done-here'
@@ -123,5 +128,19 @@ run_gg get --wait j2
 expect_eq "... and the job ran on it" "$(cat j2/gridgpu-job.out 2>/dev/null)" installed-in-session
 run_gg clean j2
 rm -f "$GG_TB_DIR/shared/images/placed-$$.sif"
+
+# --- walltime: Slurm's TIMEOUT in the words the ARC path uses ---------------------------------
+slurm_timeout() { [ "$(slurm_state "$1")" = TIMEOUT ]; }
+expect_eq "Slurm gave tw its walltime (TimeLimit)" \
+	"$(sl scontrol show job "$JW" 2>/dev/null | grep -o 'TimeLimit=[0-9:]*')" TimeLimit=00:01:00
+poll 150 slurm_timeout "$JW"
+expect_eq "Slurm ended tw at its walltime" "$(slurm_state "$JW")" TIMEOUT
+poll 30 state_is tw failed
+run_gg status tw
+printf '%s\n' "$OUT" | grep -q '^reason: *ended by walltime: its walltime (1m) ran out and the batch system stopped the job (Slurm: TIMEOUT)$' &&
+	ok "status tw: ended by walltime, in the ARC path's words with Slurm's" ||
+	not_ok "status tw (exit $RC): $(printf '%s' "$OUT" | grep -i 'reason\|state')"
+expect_eq "... a batch job stopped at its walltime has failed" "$(state tw)" failed
+run_gg clean tw
 
 done_testing

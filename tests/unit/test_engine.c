@@ -1146,6 +1146,18 @@ static void test_sync_walltime(void **state)
 	assert_string_equal(b.error, "LRMS error: (1) Job failed");
 	gg_record_clear(&b);
 	gg_record_clear(&r);
+	/* a slurm+ssh CE's word for it (Slurm's TIMEOUT): the same sentence */
+	struct gg_submission s4 = job("slurm", "proxy");
+	assert_int_equal(gg_engine_submit(E, &s4, &r, NULL, &err), 0);
+	F.jobs[3].state = GG_CE_FAILED;
+	F.jobs[3].failed = "Slurm: TIMEOUT";
+	assert_int_equal(gg_engine_sync(K, &r, 1, 0), 0);
+	struct gg_record t = load("slurm");
+	assert_int_equal(t.state, GG_S_FAILED);
+	assert_string_equal(t.error, "ended by walltime: its walltime (10m) ran out and the batch "
+				     "system stopped the job (Slurm: TIMEOUT)");
+	gg_record_clear(&t);
+	gg_record_clear(&r);
 }
 
 /* A failed job whose wrapper recorded how its command ended: the reason says
