@@ -2,9 +2,11 @@
  * hosts, then the login node, host keys pinned as for every hop). A job is a
  * directory DIR/ID on the shared file system the nodes see, holding what the
  * job description stages (launcher, wrapper, image, inputs), a job script made
- * from the same description an ARC CE gets, and the job's outputs. It is
- * submitted held (sbatch --parsable --hold) and released once its uploads are
- * in. Files go both ways over sftp (lib/ssh/sftp.c) on the same connection.
+ * from the same description an ARC CE gets, and the job's outputs. A submit
+ * is one sftp session that makes a fresh directory and puts the job's files in
+ * it, then one command: the script written, sbatch --parsable --hold, the
+ * directory renamed to the job's id, the job released. Files go both ways
+ * over sftp (lib/ssh/sftp.c), one sftp session kept on the connection.
  * Every value in a remote command is quoted for sh; what comes back is parsed
  * (squeue through ce/slurmq.h, sacct in sacct.c) and kept printable. */
 #include "ce/backend.h"
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compat/compat.h"
 #include "core/json.h"
 #include "ce/slurmq.h"
 #include "node/node.h"
@@ -33,12 +36,13 @@ struct slurm {
 	char *identity, *known_hosts;
 	char *gpu_mode, *gpu_type; /* the site's slurm_gpu, slurm_gpu_type */
 	struct gg_ssh_conn *conn;
+	struct gg_ssh_sftp *sftp; /* on conn, once a file went either way */
 	const struct gg_log *log;
 	int (*cancel)(void *);
 	void *cancel_ud;
-	char *held; /* the last job submitted, held for its uploads */
-	char *pending[GG_JD_MAX];
-	int npending; /* its uploads still to come */
+	char *staged; /* the last job submitted, its files put before sbatch */
+	char *sent[GG_JD_MAX];
+	int nsent; /* those of its inputs the caller's put_file need not send */
 };
 
 int gg_slurm_url_is(const char *url)
@@ -150,6 +154,15 @@ static struct slurm *S(struct gg_ce *ce)
 	return ce->impl;
 }
 
+/* A broken connection is not reused: it and its sftp session go. */
+static void drop_conn(struct slurm *s)
+{
+	gg_ssh_sftp_end(s->sftp);
+	s->sftp = NULL;
+	gg_ssh_disconnect(s->conn);
+	s->conn = NULL;
+}
+
 static int connect_login(struct slurm *s, struct gg_err *err)
 {
 	if (s->conn)
@@ -207,10 +220,8 @@ static int run(struct slurm *s, const char *what, const char *cmd, size_t max, c
 	int st = 0, rc = connect_login(s, err);
 	if (rc == 0)
 		rc = gg_ssh_exec_capture(s->conn, cmd, max, &text, &len, &st, &errtext, err);
-	if (rc < 0 && rc != GG_EUSAGE && s->conn) {
-		gg_ssh_disconnect(s->conn); /* a broken connection is not reused */
-		s->conn = NULL;
-	}
+	if (rc < 0 && rc != GG_EUSAGE && s->conn)
+		drop_conn(s);
 	if (rc == 0 && !status && st != 0) {
 		char *p = errtext ? gg_str_printable(errtext, strnlen(errtext, 400)) : NULL;
 		rc = gg_err_set(err, GG_EJOB, "%s on %s failed (exit %d)%s%s", what, s->url.host,
@@ -224,6 +235,23 @@ static int run(struct slurm *s, const char *what, const char *cmd, size_t max, c
 		*out = text;
 	else
 		free(text);
+	return rc;
+}
+
+/* A connection an sftp call broke is not reused. */
+static int sftp_done(struct slurm *s, int rc)
+{
+	if ((rc == GG_ENET || rc == GG_EPROTO) && s->conn)
+		drop_conn(s);
+	return rc;
+}
+
+/* The connection's sftp session, started once. */
+static int sftp_on(struct slurm *s, struct gg_err *err)
+{
+	int rc = connect_login(s, err);
+	if (rc == 0 && !s->sftp)
+		rc = sftp_done(s, gg_ssh_sftp_start(s->conn, &s->sftp, err));
 	return rc;
 }
 
@@ -371,19 +399,22 @@ static void outputs_list(FILE *f, const struct gg_jobdesc *jd)
 	fputs(" >\"$t/" OUTPUTS "\"", f);
 }
 
-/* The command: a fresh directory under DIR, the script and the outputs' list
- * in it, sbatch --hold, the directory renamed to the job's id; the id on
- * stdout. */
+/* The command: the script and the outputs' list into the directory t the
+ * uploads made, sbatch --hold, t renamed to the job's id, the job released;
+ * the id on stdout. On failure nothing is left (t removed, a job made
+ * cancelled and its directory removed). */
 static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, const char *script,
-			  char **cmd, struct gg_err *err)
+			  const char *t, char **cmd, struct gg_err *err)
 {
 	size_t len = 0;
 	FILE *f = open_memstream(cmd, &len);
 	if (!f)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	fputs("umask 077; d=", f);
+	fputs("umask 077; id=; cd ", f);
 	sq(f, s->url.dir);
-	fputs(" && mkdir -p \"$d\" && cd \"$d\" && t=$(mktemp -d .new-XXXXXX) && printf '%s' ", f);
+	fputs(" && t=", f);
+	sq(f, t);
+	fputs(" && printf '%s' ", f);
 	sq(f, script);
 	fputs(" >\"$t/" JOB_SCRIPT "\"", f);
 	outputs_list(f, jd);
@@ -391,27 +422,139 @@ static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, co
 	      "--output=\"$PWD/%j/gridgpu-slurm.out\"",
 	      f);
 	sbatch_options(f, s, jd);
-	fputs(" \"$t/" JOB_SCRIPT "\") && id=${id%%;*} && mv \"$t\" \"$id\" && echo \"$id\" || "
-	      "{ rm -rf \"$t\"; exit 1; }",
+	fputs(" \"$t/" JOB_SCRIPT "\") && id=${id%%;*} && mv \"$t\" \"$id\" && "
+	      "scontrol release \"$id\" && echo \"$id\" || { rm -rf \"$t\"; case $id in '' | "
+	      "*[!0-9_]*) ;; *) scancel \"$id\"; rm -rf \"$id\" ;; esac; exit 1; }",
 	      f);
 	return close_cmd(f, cmd, &len, err);
 }
 
-static void pending_clear(struct slurm *s)
+static void sent_clear(struct slurm *s)
 {
-	for (int i = 0; i < s->npending; i++)
-		free(s->pending[i]);
-	s->npending = 0;
-	free(s->held);
-	s->held = NULL;
+	for (int i = 0; i < s->nsent; i++)
+		free(s->sent[i]);
+	s->nsent = 0;
+	free(s->staged);
+	s->staged = NULL;
 }
 
-static int release(struct slurm *s, const char *id, struct gg_err *err)
+/* 1 when the last job submitted has name already (put before sbatch): the
+ * caller's upload of it is done. */
+static int already_sent(struct slurm *s, const char *id, const char *name)
 {
-	char *cmd = gg_strdup_printf("scontrol release %s", id);
-	int rc = cmd ? run(s, "scontrol release", cmd, 4096, NULL, NULL, err)
-		     : gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (!s->staged || strcmp(s->staged, id))
+		return 0;
+	for (int i = 0; i < s->nsent; i++)
+		if (!strcmp(s->sent[i], name)) {
+			free(s->sent[i]);
+			s->sent[i] = s->sent[--s->nsent];
+			return 1;
+		}
+	return 0;
+}
+
+static int bad_name(const char *name)
+{
+	return !name[0] || !strcmp(name, ".") || !strcmp(name, "..") || gg_str_has_control(name) ||
+	       name[0] == '/' || strstr(name, "../");
+}
+
+/* A fresh directory DIR/.new-HEX for the job's files, over sftp (DIR made
+ * first when it is not there yet); *t its name. */
+static int make_new_dir(struct slurm *s, char **t, struct gg_err *err)
+{
+	unsigned char r[8];
+	char name[32] = ".new-";
+	if (gg_compat_random(r, sizeof r) < 0)
+		return gg_err_set(err, GG_EIO, "no random bytes for a directory name");
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(name + 5 + 2 * i, 3, "%02x", r[i]);
+	char *path = gg_strdup_printf("%s/%s", s->url.dir, name);
+	int rc = path && (*t = strdup(name)) ? sftp_on(s, err)
+					     : gg_err_set(err, GG_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = sftp_done(s, gg_ssh_sftp_mkdir(s->sftp, path, err));
+	if (rc == GG_ENOTFOUND) { /* the first job under DIR */
+		char *cmd = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&cmd, &len);
+		rc = f ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
+		if (f) {
+			fputs("umask 077; mkdir -p ", f);
+			sq(f, s->url.dir);
+			rc = close_cmd(f, &cmd, &len, err);
+		}
+		if (rc == 0)
+			rc = run(s, "making the jobs' directory", cmd, 4096, NULL, NULL, err);
+		if (rc == 0 && (rc = sftp_on(s, err)) == 0)
+			rc = sftp_done(s, gg_ssh_sftp_mkdir(s->sftp, path, err));
+		free(cmd);
+	}
+	free(path);
+	return rc < 0 ? gg_err_prefix(err, "making a job directory under %s on %s", s->url.dir,
+				      s->url.host)
+		      : 0;
+}
+
+/* The job's local inputs into DIR/t, on the one sftp session. */
+static int put_inputs(struct slurm *s, const struct gg_jobdesc *jd, const char *t,
+		      struct gg_err *err)
+{
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < jd->ninputs; i++) {
+		const struct gg_jd_file *in = &jd->inputs[i];
+		if (!in->local)
+			continue;
+		if (bad_name(in->name))
+			return gg_err_set(err, GG_EUSAGE,
+					  "a bad file name for the job's directory");
+		int fd = open(in->local, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return gg_err_sys(err, GG_EIO, errno, "opening '%s'", in->local);
+		char *path = gg_strdup_printf("%s/%s/%s", s->url.dir, t, in->name);
+		rc = path ? sftp_done(s, gg_ssh_sftp_put_on(s->sftp, fd, path, NULL, NULL, err))
+			  : gg_err_set(err, GG_ENOMEM, "out of memory");
+		free(path);
+		close(fd);
+		if (rc < 0)
+			gg_err_prefix(err, "writing %s on %s", in->name, s->url.host);
+	}
+	return rc;
+}
+
+/* DIR/t removed after a failed upload, best effort. */
+static void remove_new_dir(struct slurm *s, const char *t)
+{
+	char *cmd = NULL;
+	size_t len = 0;
+	struct gg_err e = {0};
+	FILE *f = open_memstream(&cmd, &len);
+	if (!f)
+		return;
+	fputs("cd ", f);
+	sq(f, s->url.dir);
+	fputs(" && rm -rf ", f);
+	sq(f, t);
+	if (close_cmd(f, &cmd, &len, &e) == 0)
+		run(s, "removing a job directory", cmd, 4096, NULL, NULL, &e);
 	free(cmd);
+}
+
+/* The job's inputs staged, then the job made: an upload that fails leaves no
+ * job and no directory. */
+static int stage_and_submit(struct slurm *s, const struct gg_jobdesc *jd, const char *script,
+			    char **out, struct gg_err *err)
+{
+	char *t = NULL, *cmd = NULL;
+	int rc = make_new_dir(s, &t, err);
+	if (rc == 0 && (rc = put_inputs(s, jd, t, err)) < 0)
+		remove_new_dir(s, t);
+	if (rc == 0)
+		rc = submit_command(s, jd, script, t, &cmd, err);
+	if (rc == 0)
+		rc = run(s, "sbatch", cmd, 4096, out, NULL, err);
+	free(cmd);
+	free(t);
 	return rc;
 }
 
@@ -419,16 +562,13 @@ static int slurm_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char *
 			   struct gg_err *err)
 {
 	struct slurm *s = S(ce);
-	char *script = NULL, *cmd = NULL, *out = NULL;
+	char *script = NULL, *out = NULL;
 	int rc = refuse_unsupported(jd, err);
 	if (rc == 0)
 		rc = job_script(s, jd, &script, err);
 	if (rc == 0)
-		rc = submit_command(s, jd, script, &cmd, err);
-	if (rc == 0)
-		rc = run(s, "sbatch", cmd, 4096, &out, NULL, err);
+		rc = stage_and_submit(s, jd, script, &out, err);
 	free(script);
-	free(cmd);
 	if (rc < 0)
 		return rc;
 	out[strcspn(out, "\r\n")] = '\0';
@@ -436,14 +576,12 @@ static int slurm_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char *
 		free(out);
 		return gg_err_set(err, GG_EPROTO, "sbatch on %s answered no job id", s->url.host);
 	}
-	pending_clear(s);
-	s->held = strdup(out);
-	for (int i = 0; i < jd->ninputs && s->held; i++)
-		if (jd->inputs[i].local)
-			s->pending[s->npending++] = strdup(jd->inputs[i].name);
+	sent_clear(s);
+	s->staged = strdup(out);
+	for (int i = 0; i < jd->ninputs && s->staged; i++)
+		if (jd->inputs[i].local && (s->sent[s->nsent] = strdup(jd->inputs[i].name)))
+			s->nsent++;
 	*id = out;
-	if (s->npending == 0)
-		return release(s, out, err);
 	return 0;
 }
 
@@ -453,34 +591,13 @@ static int slurm_submit(struct gg_ce *ce, const char *description, char **id, st
 	return gg_err_set(err, GG_EUSAGE, "a slurm+ssh CE takes no xRSL");
 }
 
-/* An upload of the held job arrived: release it after the last one. */
-static int uploaded(struct slurm *s, const char *id, const char *name, struct gg_err *err)
-{
-	if (!s->held || strcmp(s->held, id))
-		return 0;
-	for (int i = 0; i < s->npending; i++)
-		if (s->pending[i] && !strcmp(s->pending[i], name)) {
-			free(s->pending[i]);
-			s->pending[i] = s->pending[--s->npending];
-			break;
-		}
-	if (s->npending)
-		return 0;
-	char *held = s->held;
-	s->held = NULL;
-	int rc = release(s, held, err);
-	free(held);
-	return rc;
-}
-
 /* ---- files ------------------------------------------------------------------------------- */
 
 static int check_name(const char *id, const char *name, struct gg_err *err)
 {
 	if (!gg_slurmq_id_ok(id))
 		return gg_err_set(err, GG_ENOTFOUND, "'%s' is not a Slurm job id", id);
-	if (name && (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") ||
-		     gg_str_has_control(name) || name[0] == '/' || strstr(name, "../")))
+	if (name && bad_name(name))
 		return gg_err_set(err, GG_EUSAGE, "a bad file name for the job's directory");
 	return 0;
 }
@@ -512,29 +629,19 @@ static char *job_path(const struct slurm *s, const char *id, const char *name)
 	return gg_strdup_printf("%s/%s/%s", s->url.dir, id, name);
 }
 
-/* A connection an sftp call broke is not reused. */
-static int sftp_done(struct slurm *s, int rc)
-{
-	if ((rc == GG_ENET || rc == GG_EPROTO) && s->conn) {
-		gg_ssh_disconnect(s->conn);
-		s->conn = NULL;
-	}
-	return rc;
-}
-
 static int put_fd(struct slurm *s, const char *id, const char *name, int fd, struct gg_err *err)
 {
 	char *path = job_path(s, id, name);
-	int rc = path ? connect_login(s, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
+	int rc = path ? sftp_on(s, err) : gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = sftp_done(s, gg_ssh_sftp_put(s->conn, fd, path, NULL, NULL, err));
+		rc = sftp_done(s, gg_ssh_sftp_put_on(s->sftp, fd, path, NULL, NULL, err));
 	free(path);
 	if (rc == GG_ENOTFOUND)
 		return gg_err_set(err, GG_ENOTFOUND, "job %s has no directory on %s", id,
 				  s->url.host);
 	if (rc < 0)
 		return gg_err_prefix(err, "writing %s of job %s on %s", name, id, s->url.host);
-	return uploaded(s, id, name, err);
+	return 0;
 }
 
 static int slurm_put_file(struct gg_ce *ce, const char *id, const char *name, const char *path,
@@ -542,7 +649,7 @@ static int slurm_put_file(struct gg_ce *ce, const char *id, const char *name, co
 {
 	(void)progress, (void)ud;
 	int rc = check_name(id, name, err);
-	if (rc < 0)
+	if (rc < 0 || already_sent(S(ce), id, name))
 		return rc;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -620,9 +727,9 @@ static int read_job_file(struct slurm *s, const char *id, const char *name, uint
 	if (rc == 0 && !path)
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = connect_login(s, err);
+		rc = sftp_on(s, err);
 	if (rc == 0)
-		rc = sftp_done(s, gg_ssh_sftp_get(s->conn, path, max, sink, ud, err));
+		rc = sftp_done(s, gg_ssh_sftp_get_on(s->sftp, path, max, sink, ud, err));
 	free(path);
 	if (rc == GG_ENOTFOUND)
 		return gg_err_set(err, GG_ENOTFOUND, "job %s has no file %s on %s", id, name,
@@ -1055,9 +1162,9 @@ static void slurm_close(struct gg_ce *ce)
 	struct slurm *s = S(ce);
 	if (!s)
 		return;
-	gg_ssh_disconnect(s->conn);
+	drop_conn(s);
 	gg_ssh_route_clear(&s->rt);
-	pending_clear(s);
+	sent_clear(s);
 	free(s->identity);
 	free(s->known_hosts);
 	free(s->gpu_mode);

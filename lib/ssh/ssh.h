@@ -157,6 +157,18 @@ int gg_ssh_sftp_put(struct gg_ssh_conn *c, int fd, const char *path,
  * file. */
 int gg_ssh_sftp_get(struct gg_ssh_conn *c, const char *path, uint64_t max, gg_ssh_sink_fn sink,
 		    void *ud, struct gg_err *err);
+/* One sftp session for several files (its subsystem started once): the
+ * same calls on it. End it before the connection is closed. */
+struct gg_ssh_sftp;
+int gg_ssh_sftp_start(struct gg_ssh_conn *c, struct gg_ssh_sftp **x, struct gg_err *err);
+void gg_ssh_sftp_end(struct gg_ssh_sftp *x);
+int gg_ssh_sftp_put_on(struct gg_ssh_sftp *x, int fd, const char *path,
+		       void (*fed)(void *ud, uint64_t bytes), void *ud, struct gg_err *err);
+int gg_ssh_sftp_get_on(struct gg_ssh_sftp *x, const char *path, uint64_t max, gg_ssh_sink_fn sink,
+		       void *ud, struct gg_err *err);
+/* Make directory path (mode 0700); GG_ENOTFOUND when its parent is not
+ * there, GG_EIO when it is already. */
+int gg_ssh_sftp_mkdir(struct gg_ssh_sftp *x, const char *path, struct gg_err *err);
 /* 1 when the key blob (as a server sends it) is the key of the OpenSSH public
  * key line pinned. */
 int gg_ssh_key_matches(const char *pinned, const void *blob, size_t len);

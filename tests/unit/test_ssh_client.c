@@ -390,6 +390,55 @@ static void test_sftp(void **state)
 	gg_ssh_disconnect(c);
 }
 
+/* One sftp session kept for several files: a directory made (not twice, not
+ * under a missing parent), files put into it and read back, a command run on
+ * the connection between them. */
+static void test_sftp_session(void **state)
+{
+	(void)state;
+	NEED_SSHD();
+	struct gg_ssh_hop h = direct();
+	struct gg_ssh_conn *c = NULL;
+	struct gg_ssh_sftp *x = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_ssh_connect(&h, 1, 10000, &c, NULL, &err), 0);
+	assert_int_equal(gg_ssh_sftp_start(c, &x, &err), 0);
+	char d[128], path[160], src[128], missing[160];
+	snprintf(d, sizeof d, "%s/kept", dir);
+	snprintf(src, sizeof src, "%s/kept-src", dir);
+	snprintf(missing, sizeof missing, "%s/no-such-dir/d", dir);
+	assert_int_equal(gg_ssh_sftp_mkdir(x, d, &err), 0);
+	struct stat sb;
+	assert_int_equal(stat(d, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	assert_int_equal(gg_ssh_sftp_mkdir(x, d, &err), GG_EIO);
+	assert_int_equal(gg_ssh_sftp_mkdir(x, missing, &err), GG_ENOTFOUND);
+	FILE *f = fopen(src, "w");
+	assert_non_null(f);
+	fputs("kept session\n", f);
+	fclose(f);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/f%d", d, i);
+		int fd = open(src, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(gg_ssh_sftp_put_on(x, fd, path, NULL, NULL, &err), 0);
+		close(fd);
+		char *out = NULL;
+		size_t len = 0;
+		int st = -1;
+		assert_int_equal(
+			gg_ssh_exec_capture(c, "printf ok", 100, &out, &len, &st, NULL, &err), 0);
+		assert_string_equal(out, "ok");
+		free(out);
+		char *back = NULL;
+		assert_int_equal(gg_ssh_sftp_get_on(x, path, 0, sink_mem, &back, &err), 0);
+		assert_string_equal(back, "kept session\n");
+		free(back);
+	}
+	gg_ssh_sftp_end(x);
+	gg_ssh_disconnect(c);
+}
+
 /* Three hops, each a connection through the one before (the same sshd each
  * time: it forwards to itself), with 8 MiB through all of them. */
 static void test_hops(void **state)
@@ -855,6 +904,7 @@ int main(void)
 		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_sftp),
+		cmocka_unit_test(test_sftp_session),
 		cmocka_unit_test(test_known_hosts_lines),
 		cmocka_unit_test(test_image_node_check),
 		cmocka_unit_test(test_master),
