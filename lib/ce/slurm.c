@@ -909,8 +909,9 @@ static int from_squeue(struct slurm *s, const char *const *ok, size_t k, const c
 	return rc;
 }
 
-/* Jobs squeue has forgotten: sacct's word, else the exit status the job
- * script left, else gone (no directory). */
+/* Jobs squeue no longer shows: sacct's word, else scontrol's (an ended job
+ * slurmctld still holds: TIMEOUT, OUT_OF_MEMORY...), else the exit status the
+ * job script left, else gone (no directory). */
 static int from_sacct_and_dirs(struct slurm *s, const char *const *ids, size_t n,
 			       struct gg_ce_result *res, struct gg_err *err)
 {
@@ -923,8 +924,12 @@ static int from_sacct_and_dirs(struct slurm *s, const char *const *ids, size_t n
 	for (size_t i = 0; i < n; i++)
 		if (!res[i].code && gg_slurmq_id_ok(ids[i]))
 			fprintf(f, " %s", ids[i]);
+	/* sacct where Slurm keeps accounts; else slurmctld's memory of an ended
+	 * job (scontrol, in sacct's form) */
 	fputs("; do sacct -n -P -X -j \"$i\" -o JobIDRaw,State,ExitCode 2>/dev/null | head -n 1; "
-	      "d=",
+	      "scontrol -o show job \"$i\" 2>/dev/null | sed -n 's/^JobId=\\([0-9]*\\) .* "
+	      "JobState=\\([A-Z_]*\\) .* ExitCode=\\([0-9]*:[0-9]*\\).*/\\1|\\2|\\3/p' | "
+	      "head -n 1; d=",
 	      f);
 	jobdir(f, s, "");
 	fputs("\"$i\"; if [ -d \"$d\" ]; then printf 'dir|%s|%s\\n' \"$i\" \"$(head -c 12 "

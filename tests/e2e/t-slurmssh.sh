@@ -1,7 +1,7 @@
 #!/bin/sh
 # The user's loop against a slurm+ssh:// CE (issue 49): the test site's Slurm
-# reached through its jump hosts and its login node (jump2, where Slurm's
-# clients run), jobs staged into a directory of the file system the node
+# reached through its jump hosts and its login node (an sshd of its own behind
+# jump2, where Slurm's clients run), jobs staged into a directory of the file system the node
 # shares, and no grid credential at all (no proxy, no token). Asserted from
 # Slurm's side (scontrol in the site's namespace) and the shared directory:
 # request --gpus 1 reaches ready with the gres asked as the profile maps it,
@@ -88,7 +88,7 @@ run_gg list
 expect_eq "list: nothing" "$(printf '%s' "$OUT" | grep -c 's[12] ')" 0
 
 # --- the development loop: an image on the node, changed, frozen, submitted, got ------------
-sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" >/dev/null 2>&1
+sh "$(dirname "$0")/mkrootfs.sh" "$T_TMP/sandbox" sleep >/dev/null 2>&1
 cd "$T_TMP" || exit 1
 run_gg request --name dev --gpus 1 --image sandbox --walltime 10m
 expect_eq "request --image sandbox reaches ready (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
@@ -137,9 +137,11 @@ poll 150 slurm_timeout "$JW"
 expect_eq "Slurm ended tw at its walltime" "$(slurm_state "$JW")" TIMEOUT
 poll 30 state_is tw failed
 run_gg status tw
-printf '%s\n' "$OUT" | grep -q '^reason: *ended by walltime: its walltime (1m) ran out and the batch system stopped the job (Slurm: TIMEOUT)$' &&
-	ok "status tw: ended by walltime, in the ARC path's words with Slurm's" ||
+if printf '%s\n' "$OUT" | grep -q '^reason: *ended by walltime: its walltime (1m) ran out and the batch system stopped the job (Slurm: TIMEOUT)$'; then
+	ok "status tw: ended by walltime, in the ARC path's words with Slurm's"
+else
 	not_ok "status tw (exit $RC): $(printf '%s' "$OUT" | grep -i 'reason\|state')"
+fi
 expect_eq "... a batch job stopped at its walltime has failed" "$(state tw)" failed
 run_gg clean tw
 
