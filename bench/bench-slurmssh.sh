@@ -3,10 +3,12 @@
 # (Slurm through the test site's login node, issue 49), beside a plain
 # `ssh login sbatch` of the same job measured in the same run. Not a test: it
 # prints figures.
-#   gridgpu submit IMAGE -- true   (the wrapper, enter script and image staged
-#                                   into a job directory, sbatch --hold, release)
-#   ssh -J jump1 jump2 'tar x; sbatch --wrap ...' < the same wrapper and image,
-#                                  (one ssh through the same hops, OpenSSH)
+#   gridgpu submit IMAGE -- true   (one sftp session: a job directory made, the
+#                                   wrapper, enter script and image put in it;
+#                                   then one command: sbatch --hold, rename, release)
+#   ssh login 'tar x; sbatch --wrap ...' < the same wrapper and image
+#                                  (one ssh through the same hops, jump1 and
+#                                   jump2, to the login node, OpenSSH)
 # Env: GRIDGPU, RUNS (default 10), GG_TB_DIR (the site must be up: bench/run).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +31,7 @@ mkdir -p "$XDG_CONFIG_HOME/gridgpu" "$W/stage"
 DIR=$GG_TB_SLURMSSH_DIR
 cleanup() {
 	"$G" clean -q --all >/dev/null 2>&1 || true
-	ssh -F "$GG_TB_SSH_CONFIG" -J jump1 jump2 "rm -rf $DIR/bench.*" >/dev/null 2>&1 || true
+	ssh -F "$GG_TB_SSH_CONFIG" login "rm -rf $DIR/bench.*" >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
@@ -43,7 +45,7 @@ cp "$top/libexec/gridgpu/batch-wrapper" "$W/stage/gridgpu-wrapper"
 # the peer: one ssh through the same hops, the same files, sbatch of the same command
 cat >"$W/peer.sh" <<EOP
 tar -C '$W/stage' -cf - gridgpu-wrapper image.sif |
-	ssh -F '$GG_TB_SSH_CONFIG' -J jump1 jump2 'd=\$(mktemp -d $DIR/bench.XXXXXX) && tar -xf - -C "\$d" &&
+	ssh -F '$GG_TB_SSH_CONFIG' login 'd=\$(mktemp -d $DIR/bench.XXXXXX) && tar -xf - -C "\$d" &&
 		sbatch --parsable --chdir="\$d" --output="\$d/out" --time=60 --job-name=bench \
 		--wrap "sh gridgpu-wrapper -r bwrap image.sif -- true"' >/dev/null
 EOP

@@ -8,7 +8,8 @@
 # namespace, the ports and the state dir come from the environment.  The
 # defaults give the historical site: netns ggsite, ports 9522-9524, 9543-9544.
 #   GG_TB_NS         network namespace (default ggsite)
-#   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, jumpotp (TOTP) = +8, REST = +23,
+#   GG_TB_PORT_BASE  jump1 = BASE+2, jump2 = +3, worker = +4, Slurm login node = +5,
+#                    jumpotp (TOTP) = +8, REST = +23,
 #                    issuer = +24, VOMS = +25, slurmctld = +30, slurmd = +31,
 #                    storage element (root:// and https:// on one port) = +40,
 #                    its XCache = +41, its door (a redirector) = +42 (default 9520)
@@ -101,6 +102,7 @@ tb_shape() {
 	TB_JUMP1_PORT=$((TB_PORT_BASE + 2))      # sshd jump1, root namespace
 	TB_JUMP2_PORT=$((TB_PORT_BASE + 3))      # sshd jump2, inside; bridged to the root namespace
 	TB_WORKER_PORT=$((TB_PORT_BASE + 4))     # sshd "worker", inside only
+	TB_LOGIN_PORT=$((TB_PORT_BASE + 5))      # sshd "login", the Slurm login node, inside only
 	TB_SLURMCTLD_PORT=$((TB_PORT_BASE + 30)) # slurmctld, inside only
 	TB_SLURMD_PORT=$((TB_PORT_BASE + 31))    # slurmd, inside only
 	TB_SE_PORT=$((TB_PORT_BASE + 40))        # XRootD SE: root:// and https:// (XrdHttp); bridged
@@ -357,6 +359,7 @@ EOF
 munged|$TB_RUN/munged.pid|munged -F --socket=$TB_SLURM/run/munge.socket|$TB_NS|
 slurmctld|$TB_RUN/slurmctld.pid|slurmctld -D -f $TB_SLURM/etc/slurm.conf|$TB_NS|$TB_SLURMCTLD_PORT
 slurmd|$TB_RUN/slurmd.pid|slurmd -D -f $TB_SLURM/etc/slurm.conf|$TB_NS|$TB_SLURMD_PORT
+login|$TB_RUN/login.pid|$TB_SSH/login/sshd_config |$TB_NS|$TB_LOGIN_PORT
 EOF
 }
 
