@@ -1,6 +1,7 @@
 /* The slurm+ssh backend's parts that need no login node (lib/ce/slurm.c,
  * lib/ce/sacct.c): its CE URL, Slurm's states, the parser of what the login
- * node says of jobs squeue no longer shows, the backend chosen by URL with no
+ * node says of jobs squeue no longer shows (sacct's, scontrol's in its form),
+ * Slurm's end states in the user's words, the backend chosen by URL with no
  * grid credential, and a slurm+ssh site as a GPU mapping and an ssh-only
  * credential. */
 #include "unit.h"
@@ -76,7 +77,7 @@ static void sacct(void **state)
 	assert_int_equal(r[0].state, GG_CE_FINISHED);
 	assert_null(r[0].reason);
 	assert_int_equal(r[1].state, GG_CE_FAILED);
-	assert_string_equal(r[1].reason, "exit 3");
+	assert_string_equal(r[1].reason, "the job ended with exit 3 (Slurm: FAILED)");
 	assert_int_equal(r[2].state, GG_CE_KILLED);
 	assert_string_equal(r[2].raw_state, "CANCELLED by 1000");
 	assert_int_equal(r[3].state, GG_CE_FINISHED); /* the exit status the script left */
@@ -147,12 +148,84 @@ static void site_profile(void **state)
 	gg_site_clear(&s);
 }
 
+static void end_is(const char *state, const char *exit, const char *want)
+{
+	char *p = gg_slurm_end_phrase(state, exit);
+	if (!want) {
+		assert_null(p);
+		return;
+	}
+	assert_non_null(p);
+	assert_string_equal(p, want);
+	free(p);
+}
+
+/* Slurm's end states in the user's words; TIMEOUT is the walltime's. */
+static void end_phrases(void **state)
+{
+	(void)state;
+	end_is("TIMEOUT", "0:15", "Slurm: TIMEOUT");
+	end_is("OUT_OF_MEMORY", "0:125",
+	       "out of memory: Slurm stopped the job at its memory limit; ask for more with "
+	       "--memory (Slurm: OUT_OF_MEMORY)");
+	end_is("NODE_FAIL", NULL,
+	       "the node running the job failed; submit it again (Slurm: "
+	       "NODE_FAIL)");
+	end_is("PREEMPTED", "0:0",
+	       "preempted: Slurm gave its resources to a job of higher priority (Slurm: "
+	       "PREEMPTED)");
+	end_is("FAILED", "3:0", "the job ended with exit 3 (Slurm: FAILED)");
+	end_is("FAILED", "x", "Slurm: FAILED");
+	end_is("SPECIAL_EXIT", NULL, "Slurm: SPECIAL_EXIT");
+	end_is("TIMEOUT+", NULL, "Slurm: TIMEOUT"); /* sacct marks a requeued one */
+	end_is("COMPLETED", "0:0", NULL);
+	end_is("CANCELLED by 1000", "0:15", NULL); /* killed, not failed */
+	end_is("RUNNING", NULL, NULL);
+	end_is("TIMEOUTX", NULL, NULL);
+	assert_true(gg_slurm_failed_walltime("Slurm: TIMEOUT"));
+	assert_true(gg_slurm_failed_walltime("Slurm: TIMEOUT\nmore"));
+	assert_false(gg_slurm_failed_walltime("Slurm: TIMEOUTS"));
+	assert_false(gg_slurm_failed_walltime("Slurm: FAILED"));
+	assert_false(gg_slurm_failed_walltime("LRMS error: (271) Job timeout"));
+	assert_false(gg_slurm_failed_walltime(NULL));
+}
+
+/* The status's reasons for ended jobs: sacct's state and exit, the phrase. */
+static void sacct_ends(void **state)
+{
+	(void)state;
+	static const char out[] = "51|TIMEOUT|0:15\n"
+				  "52|OUT_OF_MEMORY|0:125\n"
+				  "53|NODE_FAIL|0:0\n"
+				  "54|FAILED|2:0\n"
+				  "55|COMPLETED|0:0\n"
+				  "dir|56|\n";
+	const char *ids[] = {"51", "52", "53", "54", "55", "56"};
+	struct gg_ce_result r[6] = {{0}};
+	gg_slurm_parse_sacct(out, strlen(out), ids, 6, r);
+	assert_int_equal(r[0].state, GG_CE_FAILED);
+	assert_string_equal(r[0].reason, "Slurm: TIMEOUT");
+	assert_int_equal(r[1].state, GG_CE_FAILED);
+	assert_non_null(strstr(r[1].reason, "(Slurm: OUT_OF_MEMORY)"));
+	assert_non_null(strstr(r[2].reason, "(Slurm: NODE_FAIL)"));
+	assert_string_equal(r[3].reason, "the job ended with exit 2 (Slurm: FAILED)");
+	assert_int_equal(r[4].state, GG_CE_FINISHED);
+	assert_null(r[4].reason);
+	assert_int_equal(r[5].state, GG_CE_FAILED);
+	assert_non_null(strstr(r[5].reason, "no exit status"));
+	for (int i = 0; i < 6; i++) {
+		free(r[i].raw_state);
+		free(r[i].reason);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(url),          cmocka_unit_test(states),
 		cmocka_unit_test(sacct),        cmocka_unit_test(open_without_credential),
-		cmocka_unit_test(site_profile),
+		cmocka_unit_test(site_profile), cmocka_unit_test(end_phrases),
+		cmocka_unit_test(sacct_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
