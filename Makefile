@@ -51,7 +51,25 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
+# The shared library: ELF (.so, -soname) by default; Mach-O on macOS (configure's GG_OS
+# from uname -s): .dylib named @rpath/libgridgpu.0.dylib, found through the rpath of
+# what loads it (the command's @loader_path/../lib). SONAME_FLAG: a library's own name.
+ifeq ($(GG_OS),Darwin)
+SONAME   := libgridgpu.0.dylib
+DEVLINK  := libgridgpu.dylib
+SHLIB_FLAGS = -dynamiclib -install_name @rpath/$(SONAME) -compatibility_version 1 \
+              -current_version $(VERSION)
+SONAME_FLAG = -Wl,-install_name,@rpath/$(1)
+ORIGIN_RPATH := @loader_path/../lib
+LIBPATH_VAR := DYLD_LIBRARY_PATH
+else
 SONAME   := libgridgpu.so.0
+DEVLINK  := libgridgpu.so
+SHLIB_FLAGS = -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined
+SONAME_FLAG = -Wl,-soname,$(1)
+ORIGIN_RPATH := $$ORIGIN/../lib
+LIBPATH_VAR := LD_LIBRARY_PATH
+endif
 LIBSO    := $(B)/lib/$(SONAME)
 LIBA     := $(B)/lib/libgridgpu.a
 BIN      := $(B)/bin/gridgpu
@@ -104,11 +122,11 @@ $(LIBA): $(LIB_OBJ)
 
 $(LIBSO): $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(LIBS)
-	ln -sf $(SONAME) $(B)/lib/libgridgpu.so
+	$(CC) $(SHLIB_FLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	ln -sf $(SONAME) $(B)/lib/$(DEVLINK)
 
 # BIN_RPATH empty (packages): only where the dynamic linker looks.
-BIN_RPATH ?= -Wl,-rpath,'$$ORIGIN/../lib'
+BIN_RPATH ?= -Wl,-rpath,'$(ORIGIN_RPATH)'
 # The command links the shared library, as any other program would: found
 # beside it, in ../lib (the build tree's build/lib, an install's $(libdir) when
 # that is $(prefix)/lib), or where the dynamic linker looks.
@@ -133,16 +151,16 @@ FAKEGPU  := $(FAKEGPU_DIR)/libnvidia-ml.so.1 $(FAKEGPU_DIR)/old/libnvidia-ml.so.
 FAKEGPU_CC = $(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fPIC -shared $(WARN) -Wno-missing-prototypes
 $(FAKEGPU_DIR)/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
 	@mkdir -p $(@D)
-	$(FAKEGPU_CC) -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(FAKEGPU_CC) $(call SONAME_FLAG,libnvidia-ml.so.1) -o $@ $<
 $(FAKEGPU_DIR)/old/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
 	@mkdir -p $(@D)
-	$(FAKEGPU_CC) -DFAKE_OLD -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(FAKEGPU_CC) -DFAKE_OLD $(call SONAME_FLAG,libnvidia-ml.so.1) -o $@ $<
 $(FAKEGPU_DIR)/broken/libnvidia-ml.so.1: tests/fakegpu/fake-nvml.c
 	@mkdir -p $(@D)
-	$(FAKEGPU_CC) -DFAKE_BROKEN -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(FAKEGPU_CC) -DFAKE_BROKEN $(call SONAME_FLAG,libnvidia-ml.so.1) -o $@ $<
 $(FAKEGPU_DIR)/libcuda.so.1: tests/fakegpu/fake-cuda.c
 	@mkdir -p $(@D)
-	$(FAKEGPU_CC) -Wl,-soname,libcuda.so.1 -o $@ $<
+	$(FAKEGPU_CC) $(call SONAME_FLAG,libcuda.so.1) -o $@ $<
 $(B)/tests/test_gpu $(B)/tests/test_doctor: $(FAKEGPU)
 $(B)/tests/test_gpu $(B)/tests/test_doctor: ALLCFLAGS += \
 	-DGG_FAKEGPU_DIR='"$(abspath $(FAKEGPU_DIR))"' -DGG_FAKEGPU_SPECS='"$(abspath tests/fakegpu)"'
@@ -180,7 +198,7 @@ example-check: $(BIN) $(LIBSO)
 	rm -rf $(EX_DIR) && mkdir -p $(EX_DIR)/tree/etc $(EX_DIR)/store
 	$(MAKE) --no-print-directory install DESTDIR=$(EX_DIR)/destdir prefix=/usr >$(EX_DIR)/install.log
 	@for f in usr/include/gridgpu/core.h usr/include/gridgpu/engine.h usr/lib/$(SONAME) \
-	  usr/lib/libgridgpu.so usr/lib/pkgconfig/gridgpu.pc; do \
+	  usr/lib/$(DEVLINK) usr/lib/pkgconfig/gridgpu.pc; do \
 	  [ -e $(EX_DIR)/destdir/$$f ] || { echo "example-check: make install left out $$f" >&2; exit 1; }; done
 	flags=$$(PKG_CONFIG_PATH=$(EX_DIR)/destdir/usr/lib/pkgconfig \
 	  PKG_CONFIG_SYSROOT_DIR=$(EX_DIR)/destdir pkg-config --cflags --libs gridgpu) && \
@@ -193,7 +211,7 @@ example-check: $(BIN) $(LIBSO)
 	printf '%s\n' '{"version":1,"kind":"job","state":"queued","name":"j1","site":"west","created":2}' \
 	  >$(EX_DIR)/store/j1.json
 	chmod 700 $(EX_DIR)/store && chmod 600 $(EX_DIR)/store/*.json
-	LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib $(EX_DIR)/list-and-freeze $(EX_DIR)/store \
+	$(LIBPATH_VAR)=$(EX_DIR)/destdir/usr/lib $(EX_DIR)/list-and-freeze $(EX_DIR)/store \
 	  $(EX_DIR)/tree $(EX_DIR)/out.sif >$(EX_DIR)/out.txt
 	@cat $(EX_DIR)/out.txt
 	@grep -Eq '^s1 +session +ready +east$$' $(EX_DIR)/out.txt && \
@@ -201,7 +219,7 @@ example-check: $(BIN) $(LIBSO)
 	 grep -q '^2 records (0 unreadable)' $(EX_DIR)/out.txt && \
 	 grep -Eq '^froze 1 files, 2 directories into .*: verified$$' $(EX_DIR)/out.txt || \
 	 { echo "example-check: FAILED: unexpected output of examples/list-and-freeze" >&2; exit 1; }
-	@LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib ldd $(EX_DIR)/list-and-freeze | grep -q '$(EX_DIR)/destdir/usr/lib/$(SONAME)' || \
+	@$(LIBPATH_VAR)=$(EX_DIR)/destdir/usr/lib ldd $(EX_DIR)/list-and-freeze | grep -q '$(EX_DIR)/destdir/usr/lib/$(SONAME)' || \
 	 { echo "example-check: FAILED: the example did not load the installed library" >&2; exit 1; }
 	@scripts/check-exports.sh $(EX_DIR)/destdir/usr/lib/$(SONAME)
 	$(MAKE) --no-print-directory example-connect
@@ -232,7 +250,7 @@ example-connect:
 	  | tr -d '\n' >$(EXC)/state/gridgpu/records/s1.json
 	chmod 700 $(EXC)/state/gridgpu/records && chmod 600 $(EXC)/state/gridgpu/records/s1.json
 	env HOME=$(EXC) XDG_CONFIG_HOME=$(EXC)/config XDG_STATE_HOME=$(EXC)/state \
-	  XDG_CACHE_HOME=$(EXC)/cache LD_LIBRARY_PATH=$(EX_DIR)/destdir/usr/lib sh -c \
+	  XDG_CACHE_HOME=$(EXC)/cache $(LIBPATH_VAR)=$(EX_DIR)/destdir/usr/lib sh -c \
 	  '$(EX_DIR)/list-and-connect && $(EX_DIR)/list-and-connect --print s1 -- hostname' \
 	  >$(EX_DIR)/connect.txt
 	@cat $(EX_DIR)/connect.txt
@@ -346,7 +364,7 @@ distcheck: dist
 	  CONFIG_MK=$(DISTDIR)/check/_build/config.mk all unit sh-check
 	$(MAKE) -C $(DISTDIR)/check/$(DIST) B=$(DISTDIR)/check/_build \
 	  CONFIG_MK=$(DISTDIR)/check/_build/config.mk install DESTDIR=$(DISTDIR)/check/_inst >/dev/null
-	@for f in usr/bin/gridgpu usr/lib/libgridgpu.so.0 usr/libexec/gridgpu/session-launcher \
+	@for f in usr/bin/gridgpu usr/lib/$(SONAME) usr/libexec/gridgpu/session-launcher \
 	  usr/share/man/man1/gridgpu.1; do [ -e $(DISTDIR)/check/_inst/$$f ] || \
 	  { echo "distcheck: make install left out $$f" >&2; exit 1; }; done
 	@[ -z "$$(find $(DISTDIR)/check/$(DIST) -newer $(DIST).tar.gz ! -type d | head -1)" ] || \
@@ -383,10 +401,12 @@ sh-check: $(B)/tests/enter_dump
 
 # The unit tests of a build with the compat layer's POSIX fallbacks only (configured
 # --disable-linux-fastpaths in build-portable/, its own config.mk there), and
-# scripts/check-portable.sh: no Linux-only call outside lib/compat/.
+# scripts/check-portable.sh: no Linux-only call outside lib/compat/; and
+# scripts/check-darwin-link.sh: macOS's link commands (make -n GG_OS=Darwin).
 PORTABLE_B := build-portable
 portable-check:
 	@scripts/check-portable.sh
+	@scripts/check-darwin-link.sh
 	@mkdir -p $(PORTABLE_B)
 	@cd $(PORTABLE_B) && [ config.mk -nt ../configure ] || \
 	  ../configure --disable-linux-fastpaths >configure.log || { tail -20 configure.log; exit 1; }
@@ -431,7 +451,7 @@ install: $(BIN) $(LIBSO)
 	  $(DESTDIR)$(datarootdir)/zsh/vendor-completions
 	install -m 0755 $(BIN) $(DESTDIR)$(bindir)/gridgpu
 	install -m 0755 $(LIBSO) $(DESTDIR)$(libdir)/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libgridgpu.so
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/$(DEVLINK)
 	install -m 0644 $(PUB_H) $(DESTDIR)$(includedir)/gridgpu/
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' -e 's|@includedir@|$(includedir)|' \
 	  -e 's|@VERSION@|$(VERSION)|' gridgpu.pc.in >$(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
@@ -446,7 +466,7 @@ install: $(BIN) $(LIBSO)
 	install -m 0644 completions/_gridgpu $(DESTDIR)$(datarootdir)/zsh/vendor-completions/_gridgpu
 
 uninstall:
-	rm -f $(DESTDIR)$(bindir)/gridgpu $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/libgridgpu.so
+	rm -f $(DESTDIR)$(bindir)/gridgpu $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/$(DEVLINK)
 	rm -rf $(DESTDIR)$(includedir)/gridgpu
 	rm -f $(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
 	rm -rf $(DESTDIR)$(libexecdir)/gridgpu
