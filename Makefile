@@ -62,6 +62,8 @@ SHLIB_FLAGS = -dynamiclib -install_name @rpath/$(SONAME) -compatibility_version 
 SONAME_FLAG = -Wl,-install_name,@rpath/$(1)
 ORIGIN_RPATH := @loader_path/../lib
 LIBPATH_VAR := DYLD_LIBRARY_PATH
+# a program built with gridgpu.pc's flags finds @rpath/libgridgpu.0.dylib in libdir
+PC_RPATH := -Wl,-rpath,$${libdir}
 else
 SONAME   := libgridgpu.so.0
 DEVLINK  := libgridgpu.so
@@ -76,7 +78,8 @@ BIN      := $(B)/bin/gridgpu
 
 .PHONY: all deps check unit e2e demo bench fuzz install uninstall clean distclean format format-check \
         sanitize clang-check cli-public-check example-check format-check help fuzz-build fuzz-short valgrind fresh-check bench-tools \
-        abi-check abi-dump example-connect portable-check sh-check dist distcheck deb-check rpm-check client-check
+        abi-check abi-dump example-connect portable-check portable-e2e sh-check dist distcheck deb-check rpm-check \
+        client-check
 
 all: $(BIN) $(LIBSO)
 
@@ -94,6 +97,7 @@ help:
 	@echo "make valgrind   unit tests under valgrind (no leaks, no invalid access)"
 	@echo "make sh-check   the node's scripts parse with dash and posh, pass shellcheck"
 	@echo "make portable-check  unit tests of a --disable-linux-fastpaths build (build-portable/)"
+	@echo "make portable-e2e  the client e2e tests with that build's command against a test site"
 	@echo "make fresh-check  make demo and make check of HEAD on a pristine Debian 12 root (root, debootstrap)"
 	@echo "make dist       gridgpu-VERSION.tar.gz (HEAD and a generated configure); distcheck: it builds and tests out of tree"
 	@echo "make client-check  the client built and unit-tested on a pristine Debian 13 root, its e2e tests against this machine's site"
@@ -404,17 +408,27 @@ sh-check: $(B)/tests/enter_dump
 # scripts/check-portable.sh: no Linux-only call outside lib/compat/; and
 # scripts/check-darwin-link.sh: macOS's link commands (make -n GG_OS=Darwin).
 PORTABLE_B := build-portable
+PORTABLE_CONFIGURE = @mkdir -p $(PORTABLE_B) && cd $(PORTABLE_B) && { [ config.mk -nt ../configure ] || \
+	  ../configure --disable-linux-fastpaths >configure.log || { tail -20 configure.log; exit 1; }; }
 portable-check:
 	@scripts/check-portable.sh
 	@scripts/check-darwin-link.sh
-	@mkdir -p $(PORTABLE_B)
-	@cd $(PORTABLE_B) && [ config.mk -nt ../configure ] || \
-	  ../configure --disable-linux-fastpaths >configure.log || { tail -20 configure.log; exit 1; }
+	$(PORTABLE_CONFIGURE)
 	$(MAKE) B=$(PORTABLE_B) CONFIG_MK=$(PORTABLE_B)/config.mk all \
 	  $(patsubst $(B)/%,$(PORTABLE_B)/%,$(UNIT_BIN))
 	@echo "portable-check: fast paths in this build: '$$($(PORTABLE_B)/tests/test_compat 2>&1 | \
 	  sed -n 's/^compat fast paths://p')'"
 	@tests/run-unit $(patsubst $(B)/%,$(PORTABLE_B)/%,$(UNIT_BIN))
+
+# The client's e2e tests (PORTABLE_E2E) with the command of that build against a test
+# site on this machine (tests/run-e2e: GG_TB_DIR, GG_TB_NS, GG_TB_PORT_BASE choose it).
+PORTABLE_E2E ?= t-cli t-loop t-exits t-check
+portable-e2e:
+	$(PORTABLE_CONFIGURE)
+	$(MAKE) B=$(PORTABLE_B) CONFIG_MK=$(PORTABLE_B)/config.mk all
+	@echo "portable-e2e: the compat layer's fast paths in $(PORTABLE_B)/bin/gridgpu: \
+	  '$$(sed -n 's/^COMPAT_DEFS *= *//p' $(PORTABLE_B)/config.mk | grep -o 'GG_HAVE_[A-Z0-9_]*' | tr '\n' ' ')'"
+	@tests/run-e2e $(PORTABLE_B) $(addprefix tests/e2e/,$(addsuffix .sh,$(PORTABLE_E2E)))
 
 # The README's two commands on a pristine Debian 12 root (tests/fresh/fresh-check):
 # catches a package that is missing from scripts/deps.sh but happens to be here.
@@ -454,7 +468,8 @@ install: $(BIN) $(LIBSO)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/$(DEVLINK)
 	install -m 0644 $(PUB_H) $(DESTDIR)$(includedir)/gridgpu/
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' -e 's|@includedir@|$(includedir)|' \
-	  -e 's|@VERSION@|$(VERSION)|' gridgpu.pc.in >$(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
+	  -e 's|@VERSION@|$(VERSION)|' -e 's|@PC_RPATH@|$(PC_RPATH)|' -e 's| *$$||' \
+	  gridgpu.pc.in >$(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
 	chmod 0644 $(DESTDIR)$(libdir)/pkgconfig/gridgpu.pc
 	for f in $(wildcard libexec/gridgpu/*); do install -m 0755 $$f $(DESTDIR)$(libexecdir)/gridgpu/; done
 	install -m 0644 $(MAN1) $(DESTDIR)$(mandir)/man1/
