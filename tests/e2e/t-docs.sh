@@ -187,7 +187,7 @@ expect_eq "every gridgpu command and option the documents show exists" "${bad:-n
 bad=""
 for d in $docs; do
 	for t in $( (grep -o '`[^`]*`' "$d"; awk '/^ *```/ { s = !s; next } s' "$d") |
-		grep -oE '(^|[^a-z-])make [a-z][a-z-]*' | sed 's/.*make //' | sort -u); do
+		grep -oE '(^|[^a-z-])make [a-z][a-z0-9-]*' | sed 's/.*make //' | sort -u); do
 		grep -qE "^$t:" "$top/Makefile" || bad="$bad ${d#"$top"/}:$t"
 	done
 done
