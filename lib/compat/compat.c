@@ -485,6 +485,26 @@ ssize_t gg_compat_send(int fd, const void *buf, size_t len)
 #endif
 }
 
+int gg_compat_peer_uid(int fd, uid_t *uid)
+{
+#if defined(SO_PEERCRED)
+	struct ucred c;
+	socklen_t l = sizeof c;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &l) < 0)
+		return -1;
+	*uid = c.uid;
+	return 0;
+#elif defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
+	gid_t g;
+	return getpeereid(fd, uid, &g);
+#else
+	(void)fd;
+	(void)uid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
 /* ---- process -------------------------------------------------------------------- */
 
 static int urandom(void *buf, size_t len)

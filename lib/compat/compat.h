@@ -90,6 +90,11 @@ void gg_compat_pipe_size(int fd, int size);
  * this thread around the call). */
 ssize_t gg_compat_send(int fd, const void *buf, size_t len);
 
+/* The user id of the process at the other end of a Unix socket (SO_PEERCRED,
+ * getpeereid); -1 with errno (ENOSYS where the system has neither: the caller
+ * refuses the peer). */
+int gg_compat_peer_uid(int fd, uid_t *uid);
+
 /* ---- process -------------------------------------------------------------------- */
 /* len random bytes from the kernel (getrandom, getentropy, arc4random_buf, else
  * /dev/urandom). 0, or -1 with errno. */

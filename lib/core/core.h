@@ -60,6 +60,9 @@ int gg_file_write_changed(const char *path, const void *data, size_t len, mode_t
 int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err);
 /* mkdir -p with the given mode for directories it creates. */
 int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err);
+/* path made (0700, with its parents) or found as a directory of ours that no one
+ * else may use (lstat: a symbolic link is refused); GG_EIO saying what is wrong. */
+int gg_dir_private(const char *path, struct gg_err *err);
 /* Remove dir's regular files (not a subdirectory's) whose content last changed more
  * than max_age seconds before now, except the one named keep (NULL: none). What
  * cannot be removed is left; returns how many were. A cache's clean-up. */

@@ -267,3 +267,24 @@ int gg_dir_prune(const char *dir, int64_t max_age, int64_t now, const char *keep
 		closedir(d);
 	return n;
 }
+
+int gg_dir_private(const char *d, struct gg_err *err)
+{
+	int rc = gg_mkdir_p(d, 0700, err);
+	if (rc < 0)
+		return rc;
+	struct stat st;
+	/* lstat: in /tmp, a symbolic link put there by someone else is refused */
+	if (lstat(d, &st) < 0)
+		return gg_err_sys(err, GG_EIO, errno, "'%s'", d);
+	if (!S_ISDIR(st.st_mode))
+		return gg_err_set(err, GG_EIO, "'%s' is not a directory", d);
+	if (st.st_uid != geteuid())
+		return gg_err_set(err, GG_EIO, "'%s' is owned by uid %u, not by you", d,
+				  (unsigned)st.st_uid);
+	if (st.st_mode & 077)
+		return gg_err_set(err, GG_EIO,
+				  "'%s' is accessible by others (mode %04o): run chmod 700 '%s'", d,
+				  (unsigned)(st.st_mode & 07777), d);
+	return 0;
+}

@@ -25,27 +25,6 @@ void gg_ssh_paths_clear(struct gg_ssh_paths *p)
 	memset(p, 0, sizeof *p);
 }
 
-static int private_dir(const char *d, struct gg_err *err)
-{
-	int rc = gg_mkdir_p(d, 0700, err);
-	if (rc < 0)
-		return rc;
-	struct stat st;
-	/* lstat: in /tmp, a symbolic link put there by someone else is refused */
-	if (lstat(d, &st) < 0)
-		return gg_err_sys(err, GG_EIO, errno, "'%s'", d);
-	if (!S_ISDIR(st.st_mode))
-		return gg_err_set(err, GG_EIO, "'%s' is not a directory", d);
-	if (st.st_uid != geteuid())
-		return gg_err_set(err, GG_EIO, "'%s' is owned by uid %u, not by you", d,
-				  (unsigned)st.st_uid);
-	if (st.st_mode & 077)
-		return gg_err_set(err, GG_EIO,
-				  "'%s' is accessible by others (mode %04o): run chmod 700 '%s'", d,
-				  (unsigned)(st.st_mode & 07777), d);
-	return 0;
-}
-
 /* A socket path is at most 107 bytes; ssh adds "/" and 40 for %C, then 17 for a
  * temporary name while it binds. */
 #define CONTROL_DIR_MAX (107 - 58)
@@ -58,7 +37,7 @@ static int control_dir(struct gg_ssh_paths *p, struct gg_err *err)
 	const char *rt = getenv("XDG_RUNTIME_DIR");
 	if (rt && rt[0] == '/' && strlen(rt) < 40) {
 		p->control = gg_strdup_printf("%s/gridgpu-cm", rt);
-		return p->control ? private_dir(p->control, err)
+		return p->control ? gg_dir_private(p->control, err)
 				  : gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
 	const char *t = getenv("TMPDIR");
@@ -71,7 +50,7 @@ static int control_dir(struct gg_ssh_paths *p, struct gg_err *err)
 	if (mkdir(tmp, 0700) == 0 || errno == EEXIST) {
 		if (lstat(tmp, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
 			p->control = tmp; /* ours: a mode others may use is an error */
-			return private_dir(tmp, err);
+			return gg_dir_private(tmp, err);
 		}
 	}
 	char *state = NULL;
@@ -97,7 +76,7 @@ static int control_dir(struct gg_ssh_paths *p, struct gg_err *err)
 				  "ssh's control sockets: set XDG_RUNTIME_DIR to a short private "
 				  "directory",
 				  t, (unsigned)geteuid(), p->control);
-	return private_dir(p->control, err);
+	return gg_dir_private(p->control, err);
 }
 
 int gg_ssh_paths_init(struct gg_ssh_paths *p, struct gg_err *err)
@@ -125,7 +104,7 @@ int gg_ssh_paths_init(struct gg_ssh_paths *p, struct gg_err *err)
 				   err)) < 0 ||
 	    (rc = gg_ssh_cfg_check("the gridgpu config directory", p->config, GG_SSHV_INCLUDE,
 				   err)) < 0 ||
-	    (rc = private_dir(p->dir, err)) < 0 || (rc = private_dir(p->keys, err)) < 0 ||
+	    (rc = gg_dir_private(p->dir, err)) < 0 || (rc = gg_dir_private(p->keys, err)) < 0 ||
 	    (rc = control_dir(p, err)) < 0 ||
 	    (rc = gg_ssh_cfg_check("the control socket directory", p->control, GG_SSHV_PATH, err)) <
 		    0) {
