@@ -86,6 +86,7 @@ struct gg_cli {
 	const char *sites[16]; /* every --site, in order (submit tries them all) */
 	int nsites;
 	const char *config_path; /* --config */
+	int no_keep;             /* --no-keep */
 	const struct gg_cmd *cmd;
 	const struct gg_cmd *sub; /* the sub-command running ("site add"), or NULL */
 	struct gg_config *cfg;    /* loaded lazily by cli_config() */

@@ -1,10 +1,13 @@
 /* What several commands need: the site, the credential, the CE, the store, the
  * generated SSH configuration, the session launcher's path, Ctrl-C. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -239,6 +242,50 @@ static void show_fetched(void *ud, const char *path)
 		ui_out("%s\n", path);
 }
 
+/* How long a connection keeper stays up unused, in ms: GRIDGPU_KEEP (a
+ * duration; 0, "no" or "off": none), else 10 minutes; 0 with --no-keep. */
+static int64_t keep_idle_ms(const struct gg_cli *cli)
+{
+	const char *v = getenv("GRIDGPU_KEEP");
+	int64_t s = GG_KEEP_IDLE_DEFAULT;
+	if (cli->no_keep || (v && (!strcmp(v, "no") || !strcmp(v, "off"))))
+		return 0;
+	if (v && *v && gg_duration_parse(v, &s, NULL) < 0)
+		s = GG_KEEP_IDLE_DEFAULT; /* a value it cannot read: the default */
+	return s * 1000;
+}
+
+/* A keeper for the proxy (gg_keep_serve), started detached: this program
+ * again as 'gridgpu __keep', in a session of its own, its output /dev/null,
+ * no descriptor of ours (the store's lock) carried over. Not waited for. */
+static void keep_start(void *ud, const char *sock, const char *proxy, const char *ca_dir)
+{
+	int64_t idle = keep_idle_ms(ud);
+	char exe[PATH_MAX], ms[24];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* portable: else none */
+	if (idle <= 0 || n <= 0)
+		return;
+	exe[n] = '\0';
+	snprintf(ms, sizeof ms, "%lld", (long long)idle);
+	long max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 4096)
+		max = 4096;
+	pid_t pid = fork();
+	if (pid == 0) { /* only async-signal-safe calls from here: other threads may run */
+		if (setsid() < 0 || fork() != 0)
+			_exit(0);
+		int nul = open("/dev/null", O_RDWR);
+		if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0)
+			_exit(1);
+		for (int fd = 3; fd < max; fd++)
+			close(fd);
+		execl(exe, "gridgpu", "__keep", "--idle", ms, sock, proxy, ca_dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
 void cli_engine_callbacks(struct gg_cli *cli, struct gg_engine_callbacks *cb)
 {
 	*cb = (struct gg_engine_callbacks){.size = sizeof *cb,
@@ -254,7 +301,8 @@ void cli_engine_callbacks(struct gg_cli *cli, struct gg_engine_callbacks *cb)
 					   .download_end = progress_end,
 					   .fetched = show_fetched,
 					   .log = cli_log,
-					   .log_level = cli->verbose};
+					   .log_level = cli->verbose,
+					   .keep_start = keep_start};
 }
 
 struct gg_engine *cli_engine(struct gg_cli *cli)

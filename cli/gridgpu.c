@@ -68,7 +68,7 @@ const char *cli_nearest(const char *word, const char *const *cands, size_t n)
 }
 
 /* Global options, accepted before the command and after it. */
-enum { G_JSON = 1000, G_QUIET, G_VERBOSE, G_SITE, G_CONFIG, G_HELP, G_VERSION };
+enum { G_JSON = 1000, G_QUIET, G_VERBOSE, G_SITE, G_CONFIG, G_NO_KEEP, G_HELP, G_VERSION };
 static const struct gg_opt global_opts[] = {
 	{"json", 0, OPT_NONE, NULL, "machine-readable JSON on stdout", G_JSON},
 	{"quiet", 'q', OPT_NONE, NULL, "print only errors and results", G_QUIET},
@@ -76,6 +76,8 @@ static const struct gg_opt global_opts[] = {
 	{"site", 0, OPT_SITE, "NAME", "site profile to use (see gridgpu site)", G_SITE},
 	{"config", 0, OPT_FILE, "FILE", "configuration file ($XDG_CONFIG_HOME/gridgpu/config)",
 	 G_CONFIG},
+	{"no-keep", 0, OPT_NONE, NULL,
+	 "no connection keeper: connect to the CE anew (or GRIDGPU_KEEP=0)", G_NO_KEEP},
 	{"help", 'h', OPT_NONE, NULL, "show help and exit", G_HELP},
 	OPT_END,
 };
@@ -260,6 +262,7 @@ static int parse_next(struct gg_cli *cli, int argc, char **argv, const struct gg
 				cli->sites[cli->nsites++] = optarg;
 			continue;
 		case G_CONFIG: cli->config_path = optarg; continue;
+		case G_NO_KEEP: cli->no_keep = 1; continue;
 		case G_HELP: return -2;
 		case '?':
 		case ':': bad_option(cli, c, argc, argv, tabs, counts); return -1;

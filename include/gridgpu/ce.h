@@ -163,6 +163,11 @@ struct gg_ce_auth {
 	 * each request, so a long wait outlives the token it started with. The CE
 	 * holds a reference (gg_tsource_ref) until it is freed. Or NULL. */
 	struct gg_tsource *tsource;
+	/* A connection keeper's socket (gg_keep_path) to carry the requests
+	 * through, or NULL: each request then connects itself. One that is not
+	 * there, does not greet at once or ends is not waited on: the request
+	 * goes over a connection of its own. Only with proxy_path (no token). */
+	const char *keep_sock;
 };
 
 struct gg_ce;
@@ -247,5 +252,32 @@ GG_API int gg_ce_ls(struct gg_ce *ce, const char *id, char ***names, size_t *n, 
 GG_API int gg_ce_diagnose(struct gg_ce *ce, const char *id, const char *item, char **text,
 			  struct gg_err *err);
 GG_API const char *gg_ce_endpoint(const struct gg_ce *ce);
+
+/* ---- the connection keeper (lib/http/keepd.c) --------------------------------------
+ * A process of the user that keeps TLS connections to the CEs open between commands,
+ * as OpenSSH's ControlPersist keeps a master: commands hand it their requests over a
+ * Unix socket in a private directory (the runtime directory's gridgpu/keep, 0700),
+ * and it sends them over its kept-alive connections with the same credential, CA
+ * directory and checks a command's own connection has. It is bound to one proxy file
+ * and CA directory: a proxy renewed in place is read again (its connections closed),
+ * an expired one ends it; so does idle_ms without a request, or its socket removed. */
+/* How long a keeper stays up unused unless told otherwise: 10 minutes (s). */
+#define GG_KEEP_IDLE_DEFAULT 600
+struct gg_keep_opts {
+	const char *sock;       /* gg_keep_path's */
+	const char *proxy_path; /* the credential it is bound to */
+	const char *ca_dir;     /* NULL: X509_CERT_DIR, else /etc/grid-security/certificates */
+	int64_t idle_ms;        /* exit after this long without a request (> 0) */
+};
+/* The socket of the keeper of proxy_path and ca_dir (NULL: the default), in the
+ * private directory (made when missing; GG_EIO when it is not private). malloc'd. */
+GG_API int gg_keep_path(const char *proxy_path, const char *ca_dir, char **out, struct gg_err *err);
+/* 1 when a keeper listens on sock (a connection accepted), else 0. No wait. */
+GG_API int gg_keep_alive(const char *sock);
+/* Serve on o->sock until idle, the credential's end or the socket's removal: 0. 1 at
+ * once when another keeper holds it; GG_ECRED for a proxy that is unreadable or
+ * expired, GG_EIO/GG_EUSAGE for a socket that cannot be made. The caller detaches
+ * (the library never forks); nothing is printed. */
+GG_API int gg_keep_serve(const struct gg_keep_opts *o, struct gg_err *err);
 
 #endif

@@ -58,6 +58,12 @@ struct gg_engine_callbacks {
 	void (*download_end)(void *progress_ud);
 	/* A file gg_engine_fetch has written whole: its path. */
 	void (*fetched)(void *ud, const char *path);
+	/* Carry the CE requests of a proxy through a connection keeper
+	 * (gg_keep_serve, gridgpu/ce.h): when none answers on sock, this is asked
+	 * to start one for the proxy and CA directory (ca_dir NULL: the default),
+	 * once per engine, and the requests of this command connect themselves.
+	 * NULL: no keeper (the library never starts one itself). */
+	void (*keep_start)(void *ud, const char *sock, const char *proxy_path, const char *ca_dir);
 };
 #define GG_ENGINE_CALLBACKS_INIT                           \
 	{                                                  \

@@ -2,6 +2,7 @@
  * records grouped for bulk calls; the SSH configuration of live sessions. */
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ static const size_t cb_ends[] = {CB_END(ud),
 				 CB_END(download_progress),
 				 CB_END(download_end),
 				 CB_END(fetched),
+				 CB_END(keep_start),
 				 sizeof(struct gg_engine_callbacks)};
 
 /* cb as this library's struct: what an older caller's lacks is NULL. */
@@ -108,6 +110,7 @@ int gg_engine_set_callbacks(struct gg_engine *e, const struct gg_engine_callback
 	e->download_progress = c.download_progress;
 	e->download_end = c.download_end;
 	e->fetched = c.fetched;
+	e->keep_start = c.keep_start;
 	e->log = (struct gg_log){.fn = c.log, .ud = c.ud, .level = c.log_level};
 	return 0;
 }
@@ -154,6 +157,33 @@ const struct gg_site *gg_engine_site(const struct gg_engine *e, const char *name
 	return e->cfg && name ? gg_config_site(e->cfg, name) : NULL;
 }
 
+/* The socket of the keeper that carries a's requests to an https:// endpoint
+ * when one answers there (malloc'd), else NULL after asking the caller to
+ * start one (once). Only for a proxy, and only when the caller starts keepers. */
+static char *keeper(struct gg_engine *e, const char *endpoint, const struct gg_ce_auth *a)
+{
+	char *sock = NULL;
+	struct gg_err err = {0};
+	if (!e->keep_start || !a->proxy_path || a->token || a->tsource ||
+	    strncmp(endpoint, "https://", 8) != 0)
+		return NULL;
+	if (gg_keep_path(a->proxy_path, a->ca_dir, &sock, &err) < 0) {
+		gg_logf(&e->log, 1, "no connection keeper: %s", err.msg);
+		return NULL;
+	}
+	if (gg_keep_alive(sock))
+		return sock;
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* sync's threads */
+	pthread_mutex_lock(&mu);
+	int ask = !e->keep_asked;
+	e->keep_asked = 1;
+	pthread_mutex_unlock(&mu);
+	if (ask)
+		e->keep_start(e->ud, sock, a->proxy_path, a->ca_dir);
+	free(sock);
+	return NULL;
+}
+
 /* Open endpoint with site's profile (NULL: the configured site whose CE it is). */
 static int open_ce_at(struct gg_engine *e, const char *endpoint, const struct gg_site *site,
 		      const struct gg_auth *a, struct gg_ce **ce, struct gg_err *err)
@@ -173,8 +203,11 @@ static int open_ce_at(struct gg_engine *e, const char *endpoint, const struct gg
 				.cancel = e->cancel,
 				.cancel_ud = e->ud,
 				.log = &e->log};
+	char *keep = keeper(e, endpoint, &ca);
+	ca.keep_sock = keep;
 	int rc = e->open_ce ? e->open_ce(e->ud, endpoint, &ca, ce, err)
 			    : gg_ce_open_site(endpoint, &ca, site, ce, err);
+	free(keep);
 	free(cache);
 	return rc;
 }

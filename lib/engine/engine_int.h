@@ -24,6 +24,8 @@ struct gg_engine {
 	void (*fetched)(void *ud, const char *path);
 	int (*open_ce)(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
 		       struct gg_ce **ce, struct gg_err *err);
+	void (*keep_start)(void *ud, const char *sock, const char *proxy_path, const char *ca_dir);
+	int keep_asked;    /* keep_start was asked in this run */
 	struct gg_log log; /* the callbacks' log, ud and log_level */
 	/* why the last sshd probe failed ("" when it did not), and a site whose
 	 * jump hosts failed in this run (not probed again) */

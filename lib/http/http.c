@@ -2,6 +2,7 @@
 #include "core/par.h"
 #include "http/http.h"
 #include "http/version.h"
+#include "http/keep.h"
 #include "compat/compat.h"
 
 #include <curl/curl.h>
@@ -31,6 +32,10 @@ struct gg_http {
 	int64_t saved_deadline_ms; /* the caller's, during a clean-up window */
 	int cleanup;               /* in a clean-up window: the cancel callback not polled */
 	char errbuf[CURL_ERROR_SIZE];
+	char *keep_sock; /* the keeper's socket, or NULL (none, or it failed) */
+	int keep_fd;     /* the connection to it, or -1 */
+	long kept;       /* requests it answered */
+	unsigned tag;
 };
 
 /* Per-transfer state. */
@@ -99,6 +104,10 @@ int gg_http_new(const struct gg_http_opts *opts, struct gg_http **out, struct gg
 	if (opts->token)
 		h->auth_header = gg_strdup_printf("Authorization: Bearer %s", opts->token);
 	h->o.proxy_path = h->proxy_path;
+	h->keep_fd = -1;
+	if (opts->keep_sock && opts->proxy_path && !opts->token && !opts->token_fn)
+		h->keep_sock = strdup(opts->keep_sock); /* NULL: none, as out of memory */
+	h->o.keep_sock = NULL;
 	h->o.token = NULL; /* only the header keeps it */
 	h->o.ca_dir = h->ca_dir;
 	h->curl = curl_easy_init();
@@ -115,6 +124,7 @@ int gg_http_clone(const struct gg_http *h, struct gg_http **out, struct gg_err *
 {
 	struct gg_http_opts o = h->o;
 	o.token = NULL; /* the header below carries it */
+	o.keep_sock = h->keep_sock;
 	int rc = gg_http_new(&o, out, err);
 	if (rc < 0)
 		return rc;
@@ -161,6 +171,9 @@ void gg_http_free(struct gg_http *h)
 		return;
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
+	if (h->keep_fd >= 0)
+		close(h->keep_fd);
+	free(h->keep_sock);
 	drop_auth_header(h);
 	free(h->proxy_path);
 	free(h->ca_dir);
@@ -176,6 +189,28 @@ void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received)
 long gg_http_connections(const struct gg_http *h)
 {
 	return h->connections;
+}
+
+void gg_http_set_limits(struct gg_http *h, long timeout_ms, int retries, int64_t deadline_ms)
+{
+	h->o.timeout_ms = timeout_ms;
+	h->o.retries = retries;
+	h->deadline_ms = deadline_ms;
+}
+
+void gg_http_set_tag(struct gg_http *h, unsigned tag)
+{
+	h->tag = tag;
+}
+
+unsigned gg_http_tag(const struct gg_http *h)
+{
+	return h->tag;
+}
+
+long gg_http_kept(const struct gg_http *h)
+{
+	return h->kept;
 }
 
 void gg_http_set_deadline(struct gg_http *h, int64_t at_ms)
@@ -650,6 +685,49 @@ static int perform(struct gg_http *h, struct xfer *x, const char *url, struct gg
 	return 0;
 }
 
+/* The request through the keeper: 1 and *rc when it answered (or failed in a
+ * way that must not be repeated), 0 to send it here (it is not used again). */
+static int via_keeper(struct gg_http *h, const char *method, const char *url,
+		      const char *content_type, const void *body, size_t len, const char *accept,
+		      int idempotent, struct gg_http_resp *resp, int *rc, struct gg_err *err)
+{
+	int64_t left = h->deadline_ms ? h->deadline_ms - (int64_t)mono_ms() : 0;
+	if (h->cleanup || (h->deadline_ms && left <= 0))
+		return 0;
+	struct gg_keep_call c = {.method = method,
+				 .url = url,
+				 .content_type = content_type,
+				 .accept = accept,
+				 .body = body,
+				 .len = len,
+				 .idempotent = idempotent,
+				 .retries = h->o.retries,
+				 .timeout_ms = h->o.timeout_ms,
+				 .deadline_left_ms = left,
+				 .cancel = h->o.cancel,
+				 .cancel_ud = h->o.cancel_ud};
+	struct gg_keep_counts n = {0};
+	double t0 = mono_ms();
+	if (!gg_keep_request(&h->keep_fd, h->keep_sock, &c, resp, &n, rc, err)) {
+		gg_logf(h->o.log, 1, "no connection keeper answers: connecting directly");
+		free(h->keep_sock);
+		h->keep_sock = NULL;
+		return 0;
+	}
+	h->kept++;
+	h->connections += n.conns;
+	h->bytes_sent += n.sent;
+	h->bytes_received += n.received;
+	h->unsent = n.unsent;
+	if (*rc == 0)
+		gg_logf(h->o.log, 1, "%s %s -> %ld (%.0f ms, kept connection%s)", method, url,
+			resp->status, mono_ms() - t0, n.conns ? ", new" : "");
+	else
+		gg_logf(h->o.log, 1, "%s %s -> failed: %s (%.0f ms, kept connection)", method, url,
+			err ? err->msg : "", mono_ms() - t0);
+	return 1;
+}
+
 /* gg_http_request with more header lines (NULL-terminated, or NULL). */
 static int request(struct gg_http *h, const char *method, const char *url, const char *content_type,
 		   const void *body, size_t len, const char *accept, const char *const *extra,
@@ -658,6 +736,9 @@ static int request(struct gg_http *h, const char *method, const char *url, const
 	int tries = 1 + h->o.retries;
 	long backoff = h->o.retry_base_ms;
 	int rc = 0;
+	if (h->keep_sock && !extra &&
+	    via_keeper(h, method, url, content_type, body, len, accept, idempotent, resp, &rc, err))
+		return rc;
 	h->unsent = 1; /* until a try may have sent something */
 	for (int i = 0; i < tries; i++) {
 		gg_http_resp_clear(resp);

@@ -36,6 +36,9 @@ struct gg_http_opts {
 	 * sends clients to its disk servers. The client certificate goes along;
 	 * a bearer token only to the same host and port. */
 	int follow;
+	/* A connection keeper's socket (keep.h): gg_http_request goes through it
+	 * while it answers, else over a connection of its own. NULL: never. */
+	const char *keep_sock;
 };
 
 struct gg_http_resp {
@@ -112,6 +115,13 @@ long gg_http_connections(const struct gg_http *h);
 /* Bytes sent and received so far (request and answer, headers included; TLS
  * not counted): what a command moved, for -v and the tests. */
 void gg_http_bytes(const struct gg_http *h, int64_t *sent, int64_t *received);
+/* For the keeper (keepd.c): the next request's time per try, extra tries and
+ * deadline (CLOCK_MONOTONIC ms, 0: none); a number it tags the handle with. */
+void gg_http_set_limits(struct gg_http *h, long timeout_ms, int retries, int64_t deadline_ms);
+void gg_http_set_tag(struct gg_http *h, unsigned tag);
+unsigned gg_http_tag(const struct gg_http *h);
+/* Requests that went through a keeper so far (for tests and -v). */
+long gg_http_kept(const struct gg_http *h);
 /* Default CA dir: $X509_CERT_DIR or /etc/grid-security/certificates. */
 const char *gg_http_default_ca_dir(void);
 
