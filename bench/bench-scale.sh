@@ -11,7 +11,9 @@
 #      submit --count N` of a job that sleeps, so that they stay queued or
 #      running; once the CE's states have settled, `gridgpu list --sync` beside
 #      `arcstat -a` on the same jobs (arcsync fills arcstat's job list from the
-#      CE), RUNS of each, interleaved A B A B; medians; beside them the floor
+#      CE), RUNS of each, interleaved A B A B; medians; gridgpu twice: through
+#      a warm connection keeper (the default: its TLS connection kept from the
+#      sync before) and cold (--no-keep: a handshake per command); the floor
 #      of a client that connects once per command: `curl` of A-REX's least
 #      answer (GET /rest) over one fresh TLS connection; the CPU of each
 #      command and of A-REX's WS daemon per run. Then the system calls of
@@ -20,7 +22,8 @@
 #      proxy (tests/e2e/faultproxy.py, mode "jobs") answers for, one of them
 #      slow (each answer after SLOW_MS, default 1000): `gridgpu list --sync`,
 #      RUNS runs, interleaved with `curl` of the slow CE's job list alone
-#      (its answer time: the floor); then neither CE slow for reference.
+#      (its answer time: the floor); then neither CE slow for reference. Both
+#      through a warm keeper and cold (--no-keep).
 # Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1),
 # SUBMIT_ONLY=1 (only 0: stop after it), ARCSUB=0 (part 0 without arcsub:
 # it submits one job at a time, ~1.3 s each, so N=2000 alone takes ~45 min;
@@ -48,9 +51,16 @@ done
 [ -z "${GG_BENCH_TOOLS_ONLY:-}" ] || exit 0 # bench/run --tools
 W=$(mktemp -d /tmp/gg-bench-scale.XXXXXX)
 export HOME=$W/home XDG_CONFIG_HOME=$W/home/.config XDG_STATE_HOME=$W/home/.local/state
+unset XDG_RUNTIME_DIR # the keeper's socket in $W: it ends when $W is removed
 export X509_USER_PROXY=$W/x509up X509_CERT_DIR=$GG_TB_CA_DIR
 mkdir -p "$HOME"
 R=$XDG_STATE_HOME/gridgpu/records
+keepers_stop() { # the connection keepers of this run (their pids in their lock files)
+	for f in "$XDG_STATE_HOME"/gridgpu/keep/*.lock; do
+		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null
+	done
+	return 0
+}
 fp_stop() {
 	for d in "$W/fp1" "$W/fp2"; do
 		[ -f "$d/pid" ] && kill "$(cat "$d/pid")" 2>/dev/null
@@ -66,6 +76,7 @@ cleanup() {
 	arcclean -a -j "$W/jobs.dat" >/dev/null 2>&1 || true
 	arckill -a -j "$W/arcsub.dat" >/dev/null 2>&1 || true
 	arcclean -a -f -j "$W/arcsub.dat" >/dev/null 2>&1 || true
+	keepers_stop
 	rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
@@ -227,11 +238,15 @@ njobs=$(arcstat -a -j "$W/jobs.dat" 2>/dev/null | grep -c '^Job:' || true)
 # the floor of any client that opens a connection per command: curl's one
 # TLS handshake with the proxy and A-REX's least answer (GET /rest, 17 bytes)
 floor="curl -s -o /dev/null --capath $X509_CERT_DIR --cert $X509_USER_PROXY --key $X509_USER_PROXY $GG_TB_CE_URL/rest"
+"$G" list --sync >/dev/null 2>&1 || true # the keeper started (and its connections made, next)
+"$G" list --sync >/dev/null 2>&1 || true
 CPU_PID=$(cat "$GG_TB_DIR/run/arex-ws.pid" 2>/dev/null || echo 0) \
 	interleaved "sync=$G list --sync" "arcstat=arcstat -a -j $W/jobs.dat" "floor=$floor" \
-	${BEFORE:+"before=$BEFORE list --sync"} >"$W/t1.txt"
+	"cold=$G --no-keep list --sync" ${BEFORE:+"before=$BEFORE list --sync"} >"$W/t1.txt"
 g=$(field sync "$W/t1.txt"); a=$(field arcstat "$W/t1.txt"); f=$(field floor "$W/t1.txt")
-printf '  %-44s %8s ms   %sx arcstat -a (target <= 0.5)\n' "gridgpu list --sync, $N unchanged jobs" "$(ms "$g")" "$(ratio "$g" "$a")"
+c=$(field cold "$W/t1.txt")
+printf '  %-44s %8s ms   %sx arcstat -a (target <= 0.5)\n' "gridgpu list --sync, $N unchanged, warm keeper" "$(ms "$g")" "$(ratio "$g" "$a")"
+printf '  %-44s %8s ms   %sx arcstat -a\n' "the same, cold (--no-keep)" "$(ms "$c")" "$(ratio "$c" "$a")"
 [ -z "${BEFORE:-}" ] || { b=$(field before "$W/t1.txt")
 	printf '  %-44s %8s ms   %sx arcstat -a\n' "the same, BEFORE's gridgpu" "$(ms "$b")" "$(ratio "$b" "$a")"; }
 printf '  %-44s %8s ms\n' "arcstat -a, $njobs jobs" "$(ms "$a")"
@@ -274,9 +289,12 @@ EOF
 "$G" list --sync >/dev/null 2>&1 || true # the store's own layout of each record, once
 slow="curl -s -o /dev/null --capath $X509_CERT_DIR --cert $X509_USER_PROXY --key $X509_USER_PROXY"
 slow="$slow https://localhost:$((FP_PORT + 1))/arex/rest/1.0/jobs?state=RUNNING"
-interleaved "two=$G list --sync" "slow=$slow" ${BEFORE:+"before=$BEFORE list --sync"} >"$W/t2.txt"
+"$G" list --sync >/dev/null 2>&1 || true # the keeper's connections to the two CEs
+interleaved "two=$G list --sync" "slow=$slow" "twocold=$G --no-keep list --sync" \
+	${BEFORE:+"before=$BEFORE list --sync"} >"$W/t2.txt"
 g=$(field two "$W/t2.txt")
 printf '  %-44s %8s ms   (target <= 2000 ms)\n' "gridgpu list --sync, 10,000 records, 2 CEs" "$(ms "$g")"
+printf '  %-44s %8s ms\n' "the same, cold (--no-keep)" "$(ms "$(field twocold "$W/t2.txt")")"
 printf '  %-44s %8s ms\n' "curl of the slow CE's job list alone" "$(ms "$(field slow "$W/t2.txt")")"
 [ -z "${BEFORE:-}" ] || printf '  %-44s %8s ms\n' "the same, BEFORE's gridgpu" "$(ms "$(field before "$W/t2.txt")")"
 sed 's/^/    runs: /' "$W/t2.txt"
