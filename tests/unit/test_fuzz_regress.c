@@ -31,6 +31,7 @@
 #include "../fuzz/fuzz_http_version.c"
 #include "../fuzz/fuzz_huffman.c"
 #include "../fuzz/fuzz_job_exit.c"
+#include "../fuzz/fuzz_keep.c"
 #include "../fuzz/fuzz_launch_file.c"
 #include "../fuzz/fuzz_launch_info.c"
 #include "../fuzz/fuzz_node_gpus.c"
@@ -78,6 +79,7 @@ static const struct target targets[] = {
 	{"huffman", no_init, fuzz_one_huffman},
 	{"job_exit", no_init, fuzz_one_job_exit},
 	{"usage", no_init, fuzz_one_usage},
+	{"keep", no_init, fuzz_one_keep},
 	{"launch_file", fuzz_init_launch_file, fuzz_one_launch_file},
 	{"launch_info", no_init, fuzz_one_launch_info},
 	{"lrms_refusal", no_init, fuzz_one_lrms_refusal},
