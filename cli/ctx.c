@@ -7,12 +7,12 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "ctx.h"
+#include "gridgpu/ce.h"
 #include "gridgpu/cred.h"
 #include "gridgpu/engine.h"
 #include "gridgpu/session.h"
@@ -255,35 +255,13 @@ static int64_t keep_idle_ms(const struct gg_cli *cli)
 	return s * 1000;
 }
 
-/* A keeper for the proxy (gg_keep_serve), started detached: this program
- * again as 'gridgpu __keep', in a session of its own, its output /dev/null,
- * no descriptor of ours (the store's lock) carried over. Not waited for. */
+/* A keeper for the proxy: this program again as 'gridgpu __keep', detached. */
 static void keep_start(void *ud, const char *sock, const char *proxy, const char *ca_dir)
 {
-	int64_t idle = keep_idle_ms(ud);
-	char exe[PATH_MAX], ms[24];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* portable: else none */
-	if (idle <= 0 || n <= 0)
-		return;
-	exe[n] = '\0';
-	snprintf(ms, sizeof ms, "%lld", (long long)idle);
-	long max = sysconf(_SC_OPEN_MAX);
-	if (max < 0 || max > 4096)
-		max = 4096;
-	pid_t pid = fork();
-	if (pid == 0) { /* only async-signal-safe calls from here: other threads may run */
-		if (setsid() < 0 || fork() != 0)
-			_exit(0);
-		int nul = open("/dev/null", O_RDWR);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0)
-			_exit(1);
-		for (int fd = 3; fd < max; fd++)
-			close(fd);
-		execl(exe, "gridgpu", "__keep", "--idle", ms, sock, proxy, ca_dir, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
+	struct gg_keep_opts o = {
+		.sock = sock, .proxy_path = proxy, .ca_dir = ca_dir, .idle_ms = keep_idle_ms(ud)};
+	if (o.idle_ms > 0)
+		gg_keep_start(NULL, &o, NULL); /* none: this command connects itself */
 }
 
 void cli_engine_callbacks(struct gg_cli *cli, struct gg_engine_callbacks *cb)

@@ -274,9 +274,15 @@ struct gg_keep_opts {
 GG_API int gg_keep_path(const char *proxy_path, const char *ca_dir, char **out, struct gg_err *err);
 /* 1 when a keeper listens on sock (a connection accepted), else 0. No wait. */
 GG_API int gg_keep_alive(const char *sock);
-/* Serve on o->sock until idle (SOCK.lock, held while it runs, holds its pid), the credential's end or the socket's removal: 0. 1 at
- * once when another keeper holds it; GG_ECRED for a proxy that is unreadable or
- * expired, GG_EIO/GG_EUSAGE for a socket that cannot be made. The caller detaches
+/* Start a keeper for o, detached, when asked (the library never starts one by
+ * itself): exe (NULL: this program) run as "EXE __keep --idle MS SOCK PROXY
+ * [CA_DIR]" (what the gridgpu command does with it: gg_keep_serve), in a session
+ * of its own, its output /dev/null, no descriptor of the caller's carried over.
+ * Not waited for; GG_EFAIL when it cannot be started. */
+GG_API int gg_keep_start(const char *exe, const struct gg_keep_opts *o, struct gg_err *err);
+/* Serve on o->sock until idle (SOCK.lock, held while it runs, holds its pid), the credential's end
+ * or the socket's removal: 0. 1 at once when another keeper holds it; GG_ECRED for a proxy that is
+ * unreadable or expired, GG_EIO/GG_EUSAGE for a socket that cannot be made. The caller detaches
  * (the library never forks); nothing is printed. */
 GG_API int gg_keep_serve(const struct gg_keep_opts *o, struct gg_err *err);
 

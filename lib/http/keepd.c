@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -378,4 +379,43 @@ int gg_keep_serve(const struct gg_keep_opts *o, struct gg_err *err)
 	pthread_mutex_destroy(&k.mu);
 	close(lock);
 	return rc;
+}
+
+/* The child's part of gg_keep_start: only async-signal-safe calls (the caller
+ * may have threads running). */
+static void keep_exec(const char *exe, char *const argv[], long max)
+{
+	if (setsid() < 0 || fork() != 0)
+		_exit(0);
+	int nul = open("/dev/null", O_RDWR);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0)
+		_exit(1);
+	for (int fd = 3; fd < max; fd++) /* the store's lock, above all */
+		close(fd);
+	execv(exe, argv);
+	_exit(127);
+}
+
+int gg_keep_start(const char *exe, const struct gg_keep_opts *o, struct gg_err *err)
+{
+	char self[4096], ms[24];
+	if (!exe && !(exe = gg_compat_self_exe(self, sizeof self)))
+		return gg_err_set(err, GG_EFAIL, "cannot tell this program's path");
+	if (!o->sock || !o->proxy_path || o->idle_ms <= 0)
+		return gg_err_set(err, GG_EUSAGE, "the keeper needs a socket, a proxy and a time");
+	snprintf(ms, sizeof ms, "%lld", (long long)o->idle_ms);
+	char *const argv[] = {
+		"gridgpu",         "__keep", "--idle", ms, (char *)o->sock, (char *)o->proxy_path,
+		(char *)o->ca_dir, NULL};
+	long max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 4096)
+		max = 4096;
+	pid_t pid = fork();
+	if (pid == 0)
+		keep_exec(exe, argv, max);
+	if (pid < 0)
+		return gg_err_sys(err, GG_EFAIL, errno, "starting the connection keeper");
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return 0;
 }
