@@ -163,11 +163,6 @@ struct gg_ce_auth {
 	 * each request, so a long wait outlives the token it started with. The CE
 	 * holds a reference (gg_tsource_ref) until it is freed. Or NULL. */
 	struct gg_tsource *tsource;
-	/* A connection keeper's socket (gg_keep_path) to carry the requests
-	 * through, or NULL: each request then connects itself. One that is not
-	 * there, does not greet at once or ends is not waited on: the request
-	 * goes over a connection of its own. Only with proxy_path (no token). */
-	const char *keep_sock;
 };
 
 struct gg_ce;

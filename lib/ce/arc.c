@@ -161,7 +161,7 @@ static int arc_open(struct gg_ce *g, const struct gg_ce_auth *auth, struct gg_er
 				  .cancel = auth->cancel,
 				  .cancel_ud = auth->cancel_ud,
 				  .log = auth->log,
-				  .keep_sock = auth->keep_sock};
+				  .keep_sock = g->keep_sock};
 	if (auth->tsource) {
 		ce->tsource = gg_tsource_ref(auth->tsource);
 		ho.proxy_path = NULL;

@@ -12,6 +12,9 @@ struct gg_ce {
 	char *endpoint;             /* as given, without trailing '/' */
 	void *impl;                 /* the backend's */
 	const struct gg_site *site; /* the profile it was opened with, or NULL */
+	/* A connection keeper's socket (gg_keep_path) to carry the requests
+	 * through, or NULL; borrowed for the open only, as site. */
+	const char *keep_sock;
 };
 
 typedef int (*gg_ce_bulk_fn)(struct gg_ce *ce, const char *const *ids, size_t n,

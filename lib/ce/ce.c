@@ -8,8 +8,8 @@
 static const struct gg_ce_ops *const backends[] = {&gg_ce_arc_rest, &gg_ce_slurm_ssh};
 
 static int open_with(const struct gg_ce_ops *ops, const char *endpoint,
-		     const struct gg_ce_auth *auth, const struct gg_site *site, struct gg_ce **out,
-		     struct gg_err *err)
+		     const struct gg_ce_auth *auth, const struct gg_site *site, const char *keep,
+		     struct gg_ce **out, struct gg_err *err)
 {
 	*out = NULL;
 	if (!ops->no_credential && !auth->proxy_path && !auth->token && !auth->tsource)
@@ -23,11 +23,13 @@ static int open_with(const struct gg_ce_ops *ops, const char *endpoint,
 	}
 	ce->ops = ops;
 	ce->site = site;
+	ce->keep_sock = keep;
 	size_t l = strlen(ce->endpoint);
 	while (l > 8 && ce->endpoint[l - 1] == '/')
 		ce->endpoint[--l] = '\0';
 	int rc = ops->open(ce, auth, err);
 	ce->site = NULL; /* borrowed for the open only */
+	ce->keep_sock = NULL;
 	if (rc < 0) {
 		gg_ce_free(ce);
 		return rc;
@@ -39,7 +41,7 @@ static int open_with(const struct gg_ce_ops *ops, const char *endpoint,
 int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err)
 {
-	return open_with(ops, endpoint, auth, NULL, out, err);
+	return open_with(ops, endpoint, auth, NULL, NULL, out, err);
 }
 
 int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce **out,
@@ -51,9 +53,15 @@ int gg_ce_open(const char *endpoint, const struct gg_ce_auth *auth, struct gg_ce
 int gg_ce_open_site(const char *endpoint, const struct gg_ce_auth *auth, const struct gg_site *site,
 		    struct gg_ce **out, struct gg_err *err)
 {
+	return gg_ce_open_kept(endpoint, auth, site, NULL, out, err);
+}
+
+int gg_ce_open_kept(const char *endpoint, const struct gg_ce_auth *auth, const struct gg_site *site,
+		    const char *keep_sock, struct gg_ce **out, struct gg_err *err)
+{
 	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
 		if (backends[i]->accepts(endpoint))
-			return open_with(backends[i], endpoint, auth, site, out, err);
+			return open_with(backends[i], endpoint, auth, site, keep_sock, out, err);
 	*out = NULL;
 	return gg_err_set(err, GG_EUSAGE, "CE URL '%s' must start with https:// or slurm+ssh://",
 			  endpoint);

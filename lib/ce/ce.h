@@ -14,6 +14,10 @@
  * mapping, what a slurm+ssh:// CE is reached and asked by. */
 int gg_ce_open_site(const char *endpoint, const struct gg_ce_auth *auth, const struct gg_site *site,
 		    struct gg_ce **out, struct gg_err *err);
+/* gg_ce_open_site whose requests go through the connection keeper at
+ * keep_sock while it answers (NULL: none; an https:// CE with a proxy only). */
+int gg_ce_open_kept(const char *endpoint, const struct gg_ce_auth *auth, const struct gg_site *site,
+		    const char *keep_sock, struct gg_ce **out, struct gg_err *err);
 /* The same with a given backend (tests plug in a fake one this way). */
 int gg_ce_open_with(const struct gg_ce_ops *ops, const char *endpoint,
 		    const struct gg_ce_auth *auth, struct gg_ce **out, struct gg_err *err);

@@ -203,10 +203,9 @@ static int open_ce_at(struct gg_engine *e, const char *endpoint, const struct gg
 				.cancel = e->cancel,
 				.cancel_ud = e->ud,
 				.log = &e->log};
-	char *keep = keeper(e, endpoint, &ca);
-	ca.keep_sock = keep;
+	char *keep = e->open_ce ? NULL : keeper(e, endpoint, &ca);
 	int rc = e->open_ce ? e->open_ce(e->ud, endpoint, &ca, ce, err)
-			    : gg_ce_open_site(endpoint, &ca, site, ce, err);
+			    : gg_ce_open_kept(endpoint, &ca, site, keep, ce, err);
 	free(keep);
 	free(cache);
 	return rc;
