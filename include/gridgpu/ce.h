@@ -250,7 +250,8 @@ GG_API const char *gg_ce_endpoint(const struct gg_ce *ce);
 
 /* ---- the connection keeper (lib/http/keepd.c) --------------------------------------
  * A process of the user that keeps TLS connections to the CEs open between commands,
- * as OpenSSH's ControlPersist keeps a master: commands hand it their requests over a
+ * as OpenSSH's ControlPersist keeps a master: commands hand it their idempotent requests
+ * (what may be sent twice: job lists, info, kill, clean) over a
  * Unix socket in a private directory (the runtime directory's gridgpu/keep, 0700),
  * and it sends them over its kept-alive connections with the same credential, CA
  * directory and checks a command's own connection has. It is bound to one proxy file

@@ -736,7 +736,9 @@ static int request(struct gg_http *h, const char *method, const char *url, const
 	int tries = 1 + h->o.retries;
 	long backoff = h->o.retry_base_ms;
 	int rc = 0;
-	if (h->keep_sock && !extra &&
+	/* only what may be sent twice goes through the keeper: a submission or
+	 * delegation stays this process's, so that killing it stops it */
+	if (h->keep_sock && !extra && idempotent &&
 	    via_keeper(h, method, url, content_type, body, len, accept, idempotent, resp, &rc, err))
 		return rc;
 	h->unsent = 1; /* until a try may have sent something */

@@ -11,6 +11,9 @@ export HOME="$T_TMP/home" XDG_CONFIG_HOME="$T_TMP/home/.config" \
 	XDG_STATE_HOME="$T_TMP/home/.local/state" XDG_CACHE_HOME="$T_TMP/home/.cache"
 mkdir -p "$HOME"
 unset XDG_RUNTIME_DIR BEARER_TOKEN BEARER_TOKEN_FILE X509_USER_PROXY X509_USER_CERT X509_USER_KEY
+# no connection keeper (each command its own connections, as the fault proxy's
+# modes and the SIGKILL steps expect); t-keep tests it
+export GRIDGPU_KEEP=0
 t_cleanup() { peer_site_stop; [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }
 trap t_cleanup EXIT
 

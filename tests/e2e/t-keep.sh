@@ -8,6 +8,7 @@
 # itself); it ends when idle, with --no-keep nothing is started, and none is
 # left when the test's directory goes.
 . "$(dirname "$0")/lib.sh"
+unset GRIDGPU_KEEP # lib.sh turns the keeper off for the other tests
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
