@@ -691,7 +691,7 @@ static int via_keeper(struct gg_http *h, const char *method, const char *url,
 		      const char *content_type, const void *body, size_t len, const char *accept,
 		      int idempotent, struct gg_http_resp *resp, int *rc, struct gg_err *err)
 {
-	int64_t left = h->deadline_ms ? h->deadline_ms - (int64_t)mono_ms() : 0;
+	int64_t left = h->deadline_ms ? h->deadline_ms - gg_mono_ms() : 0;
 	if (h->cleanup || (h->deadline_ms && left <= 0))
 		return 0;
 	struct gg_keep_call c = {.method = method,
@@ -707,7 +707,7 @@ static int via_keeper(struct gg_http *h, const char *method, const char *url,
 				 .cancel = h->o.cancel,
 				 .cancel_ud = h->o.cancel_ud};
 	struct gg_keep_counts n = {0};
-	double t0 = mono_ms();
+	double t0 = gg_mono_msf();
 	if (!gg_keep_request(&h->keep_fd, h->keep_sock, &c, resp, &n, rc, err)) {
 		gg_logf(h->o.log, 1, "no connection keeper answers: connecting directly");
 		free(h->keep_sock);
@@ -721,10 +721,10 @@ static int via_keeper(struct gg_http *h, const char *method, const char *url,
 	h->unsent = n.unsent;
 	if (*rc == 0)
 		gg_logf(h->o.log, 1, "%s %s -> %ld (%.0f ms, kept connection%s)", method, url,
-			resp->status, mono_ms() - t0, n.conns ? ", new" : "");
+			resp->status, gg_mono_msf() - t0, n.conns ? ", new" : "");
 	else
 		gg_logf(h->o.log, 1, "%s %s -> failed: %s (%.0f ms, kept connection)", method, url,
-			err ? err->msg : "", mono_ms() - t0);
+			err ? err->msg : "", gg_mono_msf() - t0);
 	return 1;
 }
 

@@ -1,5 +1,6 @@
 /* lib/http/keep.c: the connection keeper's frames (keep.h) and a command's side
  * of it: a request handed to the keeper, or handed back when it cannot take it. */
+#include "core/par.h"
 #include "http/keep.h"
 #include "compat/compat.h"
 
@@ -15,13 +16,6 @@
 #include <unistd.h>
 
 #define ABSENT 0xffffffffu
-
-int64_t gg_keep_now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static uint32_t get32(const char *p)
 {
@@ -106,7 +100,7 @@ static int read_full(int fd, char *p, size_t n, int64_t deadline_ms, int (*cance
 				*cancelled = 1;
 				return -1;
 			}
-			if (deadline_ms && gg_keep_now_ms() > deadline_ms)
+			if (deadline_ms && gg_mono_ms() > deadline_ms)
 				return -1;
 			continue;
 		}
@@ -182,8 +176,8 @@ static int keep_connect(const char *sock)
 	struct gg_keep_frame f;
 	int cancelled = 0;
 	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-	    gg_keep_read(fd, gg_keep_now_ms() + GG_KEEP_GREET_MS, NULL, NULL, &cancelled, &buf,
-			 &f) < 0 ||
+	    gg_keep_read(fd, gg_mono_ms() + GG_KEEP_GREET_MS, NULL, NULL, &cancelled, &buf, &f) <
+		    0 ||
 	    f.n != 1 || !f.v[0] || strcmp(f.v[0], "K") != 0) {
 		free(buf);
 		close(fd);
@@ -290,8 +284,8 @@ int gg_keep_request(int *fd, const char *sock, const struct gg_keep_call *c,
 	int64_t bound = c->timeout_ms > 0 ? c->timeout_ms * (c->retries + 1) + 10000 : 0;
 	if (c->deadline_left_ms > 0 && (!bound || c->deadline_left_ms + 10000 < bound))
 		bound = c->deadline_left_ms + 10000;
-	if (gg_keep_read(*fd, bound ? gg_keep_now_ms() + bound : 0, c->cancel, c->cancel_ud,
-			 &cancelled, &buf, &f) < 0) {
+	if (gg_keep_read(*fd, bound ? gg_mono_ms() + bound : 0, c->cancel, c->cancel_ud, &cancelled,
+			 &buf, &f) < 0) {
 		close(*fd);
 		*fd = -1;
 		if (cancelled) {

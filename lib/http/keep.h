@@ -73,7 +73,6 @@ int gg_keep_read(int fd, int64_t deadline_ms, int (*cancel)(void *), void *ud, i
 int gg_keep_write(int fd, const char *buf, size_t len);
 /* A decimal number of a field: 0, or -1 when it is not one. */
 int gg_keep_num(const char *s, int64_t *v);
-int64_t gg_keep_now_ms(void);
 
 /* One gg_http_request through the keeper at sock over *fd (connected and greeted
  * first when -1). 1: it answered (*rc, resp, err and what the keeper counted in

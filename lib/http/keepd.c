@@ -1,6 +1,7 @@
 /* lib/http/keepd.c: the connection keeper itself (gridgpu/ce.h): a Unix socket
  * in the private directory, a thread per command's connection, a pool of HTTP
  * handles whose kept-alive TLS connections outlive the commands. */
+#include "core/par.h"
 #include "http/keep.h"
 #include "compat/compat.h"
 #include "cred/cred.h"
@@ -145,7 +146,7 @@ static void give_back(struct keeper *k, struct gg_http *h)
 		k->pool[k->npool++] = h;
 		h = NULL;
 	}
-	k->last_ms = gg_keep_now_ms();
+	k->last_ms = gg_mono_ms();
 	pthread_mutex_unlock(&k->mu);
 	gg_http_free(h);
 }
@@ -159,7 +160,7 @@ static char *answer(struct gg_http *h, const struct gg_keep_frame *f, size_t *le
 	    gg_keep_num(f->v[KQ_DEADLINE], &dl) < 0 || !f->v[KQ_METHOD] || !f->v[KQ_URL] ||
 	    tmo < 0 || ret < 0 || ret > 10)
 		return NULL;
-	gg_http_set_limits(h, (long)tmo, (int)ret, dl > 0 ? gg_keep_now_ms() + dl : 0);
+	gg_http_set_limits(h, (long)tmo, (int)ret, dl > 0 ? gg_mono_ms() + dl : 0);
 	long c0 = gg_http_connections(h);
 	int64_t s0, r0, s1, r1;
 	gg_http_bytes(h, &s0, &r0);
@@ -239,7 +240,7 @@ static void *conn_main(void *arg)
 	close(c->fd);
 	pthread_mutex_lock(&k->mu);
 	k->clients--;
-	k->last_ms = gg_keep_now_ms();
+	k->last_ms = gg_mono_ms();
 	pthread_mutex_unlock(&k->mu);
 	free(c);
 	return NULL;
@@ -301,7 +302,7 @@ static int should_end(struct keeper *k)
 	/* a command's connection open: it is waited for (it ends with the command) */
 	pthread_mutex_lock(&k->mu);
 	int end = k->clients == 0 &&
-		  (gone || gg_keep_now_ms() - k->last_ms >= k->o->idle_ms || cred_check(k) < 0);
+		  (gone || gg_mono_ms() - k->last_ms >= k->o->idle_ms || cred_check(k) < 0);
 	pthread_mutex_unlock(&k->mu);
 	return end;
 }
@@ -338,7 +339,7 @@ static void serve_loop(struct keeper *k, int l)
 {
 	while (!should_end(k)) {
 		struct pollfd pf = {.fd = l, .events = POLLIN};
-		int64_t left = k->o->idle_ms - (gg_keep_now_ms() - k->last_ms);
+		int64_t left = k->o->idle_ms - (gg_mono_ms() - k->last_ms);
 		int wait = left > 1000 || left < 0 ? 1000 : (int)left + 1;
 		if (poll(&pf, 1, wait) <= 0)
 			continue;
@@ -358,7 +359,7 @@ int gg_keep_serve(const struct gg_keep_opts *o, struct gg_err *err)
 		return gg_err_set(err, GG_EUSAGE, "the keeper needs a socket, a proxy and a time");
 	struct keeper k = {.o = o, .ca_dir = o->ca_dir ? o->ca_dir : gg_http_default_ca_dir()};
 	pthread_mutex_init(&k.mu, NULL);
-	k.last_ms = gg_keep_now_ms();
+	k.last_ms = gg_mono_ms();
 	int lock = lock_sock(o->sock), rc = 0, l = -1;
 	if (lock < 0)
 		return errno == EAGAIN ? 1 : gg_err_sys(err, GG_EIO, errno, "'%s.lock'", o->sock);
