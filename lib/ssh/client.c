@@ -8,6 +8,7 @@
  * that alone owns that hop's libssh2 session; the next hop's session runs over
  * the other end of the pair as if it were a TCP socket. The last session is
  * used by the caller's thread only. */
+#include "core/par.h"
 #include "ssh/ssh.h"
 #include "compat/compat.h"
 
@@ -562,13 +563,6 @@ static int open_session(struct gg_ssh_conn *c, const struct gg_ssh_hop *h, size_
 	return rc;
 }
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* -v: hop i reached (its host key checked, logged in or not), or why not. */
 static void log_hop(const struct gg_ssh_hop *hops, size_t i, size_t n, const char *why, double ms)
 {
@@ -625,7 +619,7 @@ static int open_tunnel(struct gg_ssh_conn *c, const struct gg_ssh_hop *hops, siz
 		*at = i + 1;
 		int rc = gg_err_set(err, GG_ENET, "%s could not open a connection to %s: %s", label,
 				    nlabel, ssh_msg(c->sess[i]));
-		log_hop(hops, i + 1, c->n, err ? err->msg : "failed", now_ms() - t0);
+		log_hop(hops, i + 1, c->n, err ? err->msg : "failed", gg_mono_msf() - t0);
 		return rc;
 	}
 	int sv[2];
@@ -697,17 +691,18 @@ int gg_ssh_connect(const struct gg_ssh_hop *hops, size_t n, int timeout_ms,
 	struct gg_ssh_conn *c = conn_new(n, timeout_ms);
 	if (!c)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	double t0 = now_ms();
+	double t0 = gg_mono_msf();
 	size_t first = 0;
 	int rc = through_master(c, hops, &first, &at, err);
 	if (rc == 0 && first == 0)
 		rc = tcp_connect(&hops[0], c->timeout_ms, &c->socks[0], err);
 	if (rc < 0)
-		log_hop(hops, at, n, err ? err->msg : "failed", now_ms() - t0);
+		log_hop(hops, at, n, err ? err->msg : "failed", gg_mono_msf() - t0);
 	for (size_t i = first; rc == 0 && i < n; i++) {
 		at = i;
 		rc = open_session(c, &hops[i], i, err);
-		log_hop(hops, i, n, rc < 0 ? (err ? err->msg : "failed") : NULL, now_ms() - t0);
+		log_hop(hops, i, n, rc < 0 ? (err ? err->msg : "failed") : NULL,
+			gg_mono_msf() - t0);
 		if (rc == 0 && i + 1 < n)
 			rc = open_tunnel(c, hops, i, &at, t0, err);
 	}
