@@ -60,6 +60,9 @@ int gg_file_write_changed(const char *path, const void *data, size_t len, mode_t
 int gg_file_name_unnamed(int fd, char *tmp, const char *path, struct gg_err *err);
 /* mkdir -p with the given mode for directories it creates. */
 int gg_mkdir_p(const char *path, mode_t mode, struct gg_err *err);
+/* A stream connected to the Unix socket at path (close-on-exec); -1 when nothing
+ * answers there or the path is too long for a socket's name. */
+int gg_unix_connect(const char *path);
 /* path made (0700, with its parents) or found as a directory of ours that no one
  * else may use (lstat: a symbolic link is refused); GG_EIO saying what is wrong. */
 int gg_dir_private(const char *path, struct gg_err *err);

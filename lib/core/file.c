@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static int write_all(int fd, const void *data, size_t len)
@@ -287,4 +289,18 @@ int gg_dir_private(const char *d, struct gg_err *err)
 				  "'%s' is accessible by others (mode %04o): run chmod 700 '%s'", d,
 				  (unsigned)(st.st_mode & 07777), d);
 	return 0;
+}
+
+int gg_unix_connect(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (!path || strlen(path) >= sizeof a.sun_path)
+		return -1;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	int fd = gg_compat_socket(AF_UNIX, SOCK_STREAM, 0, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }

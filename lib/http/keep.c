@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,18 +164,13 @@ int gg_keep_num(const char *s, int64_t *v)
 /* A connection to the keeper at sock that greeted at once; -1 for none. */
 static int keep_connect(const char *sock)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	if (strlen(sock) >= sizeof a.sun_path)
-		return -1;
-	memcpy(a.sun_path, sock, strlen(sock) + 1);
-	int fd = gg_compat_socket(AF_UNIX, SOCK_STREAM, 0, 0);
+	int fd = gg_unix_connect(sock);
 	if (fd < 0)
 		return -1;
 	char *buf = NULL;
 	struct gg_keep_frame f;
 	int cancelled = 0;
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-	    gg_keep_read(fd, gg_mono_ms() + GG_KEEP_GREET_MS, NULL, NULL, &cancelled, &buf, &f) <
+	if (gg_keep_read(fd, gg_mono_ms() + GG_KEEP_GREET_MS, NULL, NULL, &cancelled, &buf, &f) <
 		    0 ||
 	    f.n != 1 || !f.v[0] || strcmp(f.v[0], "K") != 0) {
 		free(buf);
@@ -189,16 +183,10 @@ static int keep_connect(const char *sock)
 
 int gg_keep_alive(const char *sock)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	if (!sock || strlen(sock) >= sizeof a.sun_path)
-		return 0;
-	memcpy(a.sun_path, sock, strlen(sock) + 1);
-	int fd = gg_compat_socket(AF_UNIX, SOCK_STREAM, 0, 0);
-	if (fd < 0)
-		return 0;
-	int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	close(fd);
-	return ok;
+	int fd = gg_unix_connect(sock);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
 }
 
 static char *dup_field(const struct gg_keep_frame *f, int i)

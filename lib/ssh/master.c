@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,16 +62,10 @@ char *gg_ssh_master_path(const char *control_dir, const struct gg_site *site, in
 
 int gg_ssh_master_alive(const char *path)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	if (!path || strlen(path) >= sizeof a.sun_path)
-		return 0;
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	int fd = gg_compat_socket(AF_UNIX, SOCK_STREAM, 0, 0);
-	if (fd < 0)
-		return 0;
-	int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	close(fd);
-	return ok;
+	int fd = gg_unix_connect(path);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
 }
 
 int gg_ssh_master_missing(const char *label, const char *login, struct gg_err *err)

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -967,6 +969,35 @@ static void test_config_controls(void **state)
 	free(cfg.sites);
 }
 
+/* gg_unix_connect: a listening socket answers; a path with none, a plain file
+ * or a name too long for a socket does not. */
+static void test_unix_connect(void **state)
+{
+	(void)state;
+	char path[128], file[128], longp[200];
+	snprintf(path, sizeof path, "%s/sock", tmpdir);
+	snprintf(file, sizeof file, "%s/plain", tmpdir);
+	memset(longp, 'x', sizeof longp - 1);
+	longp[sizeof longp - 1] = 0;
+	assert_int_equal(gg_unix_connect(path), -1);
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(l, 1), 0);
+	int fd = gg_unix_connect(path);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	close(l);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(gg_unix_connect(file), -1);
+	assert_int_equal(gg_unix_connect(longp), -1);
+	assert_int_equal(gg_unix_connect(NULL), -1);
+}
+
 static void test_wipe(void **state)
 {
 	(void)state;
@@ -1025,6 +1056,7 @@ int main(void)
 		cmocka_unit_test(test_config_controls),
 		cmocka_unit_test(test_site_name),
 		cmocka_unit_test(test_wipe),
+		cmocka_unit_test(test_unix_connect),
 	};
 	return cmocka_run_group_tests_name("core", tests, setup_tmp, teardown_tmp);
 }
