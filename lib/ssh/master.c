@@ -9,6 +9,7 @@
  * on a prompt nobody sees. */
 #include "ssh/ssh.h"
 #include "compat/compat.h"
+#include "core/par.h"
 #include "core/run.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -150,6 +152,40 @@ static void last_line(const char *file, char *buf, size_t len)
 		fclose(f);
 }
 
+/* ssh -O OP for the master at ctl (check, exit). */
+static int master_op(const char *ctl, const char *op, pid_t *pid)
+{
+	char *argv[] = {"ssh",       "-F", "none",     "-S",
+			(char *)ctl, "-O", (char *)op, "gridgpu-master.invalid",
+			NULL};
+	struct gg_run r;
+	struct gg_err e = {0};
+	if (gg_run_capture(argv, 10000, 1024, &r, &e) < 0)
+		return -1;
+	int st = r.status;
+	const char *at = pid && r.out ? strstr(r.out, "(pid=") : NULL;
+	if (pid)
+		*pid = at ? (pid_t)atol(at + 5) : 0;
+	gg_run_clear(&r);
+	return st;
+}
+
+/* ssh -f puts the master in a session of its own (daemon(3): fork, the parent
+ * exits, the child calls setsid) only after the ssh we waited for has exited:
+ * a terminal closed in between (a window closed right after `gridgpu login`,
+ * `gridgpu login S && exit`) hangs it up with the terminal's process group.
+ * Wait, 2 s at most, until it leads a session of its own. */
+static void wait_detached(const char *ctl)
+{
+	pid_t pid = 0;
+	if (master_op(ctl, "check", &pid) != 0 || pid <= 0)
+		return;
+	int64_t end = gg_mono_ms() + 2000;
+	struct timespec tick = {0, 5 * 1000 * 1000};
+	while (getsid(pid) != pid && getsid(pid) != -1 && gg_mono_ms() < end)
+		nanosleep(&tick, NULL);
+}
+
 /* Open the master of hop k: ssh itself asks for the code on the terminal. */
 static int open_master(const struct gg_ssh_paths *p, const struct gg_site *site, int k,
 		       const char *ctl, struct gg_err *err)
@@ -195,7 +231,7 @@ static int open_master(const struct gg_ssh_paths *p, const struct gg_site *site,
 	char *said = gg_str_printable(why, strlen(why));
 	int rc = 0;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && gg_ssh_master_alive(ctl))
-		rc = 0;
+		wait_detached(ctl);
 	else if (strstr(why, "Permission denied") || strstr(why, "Authentication failed"))
 		rc = gg_err_set(
 			err, GG_ECRED,
@@ -209,21 +245,6 @@ static int open_master(const struct gg_ssh_paths *p, const struct gg_site *site,
 				site->name, said && *said ? said : "ssh failed");
 	free(said);
 	return rc;
-}
-
-/* ssh -O OP for the master at ctl (check, exit). */
-static int master_op(const char *ctl, const char *op)
-{
-	char *argv[] = {"ssh",       "-F", "none",     "-S",
-			(char *)ctl, "-O", (char *)op, "gridgpu-master.invalid",
-			NULL};
-	struct gg_run r;
-	struct gg_err e = {0};
-	if (gg_run_capture(argv, 10000, 1024, &r, &e) < 0)
-		return -1;
-	int st = r.status;
-	gg_run_clear(&r);
-	return st;
 }
 
 static int missing(const struct gg_site *site, int k, struct gg_err *err)
@@ -273,7 +294,7 @@ int gg_ssh_login(const struct gg_ssh_paths *p, const struct gg_site *site, enum 
 			rc = open_master(p, site, k, ctl, err);
 			s = GG_LOGIN_OPENED;
 		} else if (op == GG_LOGIN_EXIT && alive) {
-			master_op(ctl, "exit");
+			master_op(ctl, "exit", NULL);
 			s = gg_ssh_master_alive(ctl) ? GG_LOGIN_UP : GG_LOGIN_CLOSED;
 		} else if (op == GG_LOGIN_CHECK && !alive) {
 			rc = missing(site, k, err);
