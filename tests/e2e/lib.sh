@@ -90,6 +90,23 @@ poll() {
 		sleep 0.05
 	done
 }
+# poll_ce SECS CMD...: poll as poll does, asking the CE (an outside system) every 2 s at most
+poll_ce() {
+	_end=$(($(date +%s) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(date +%s)" -ge "$_end" ] && return 1
+		sleep 2
+	done
+}
+# jf KEY: member KEY (a.b for nested members) of the JSON object on stdin, "" when none
+jf() {
+	python3 -c 'import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d = d.get(k, "") if isinstance(d, dict) else ""
+print(d)' "$1"
+}
+# sfield NAME KEY: member KEY of `status --json NAME`
+sfield() { "$GRIDGPU" --json status "$1" 2>/dev/null | jf "$2"; }
 # sl CMD...: a Slurm command in the test site (its namespace and slurm.conf)
 sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -13,19 +13,8 @@
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 CFG=$XDG_CONFIG_HOME/gridgpu/ssh/config
 cd "$T_TMP" || exit 1
-jf() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1], ""))' "$1"; }
-sfield() { "$GRIDGPU" --json status "$1" 2>/dev/null | jf "$2"; }
 state_is() { [ "$(sfield "$1" state)" = "$2" ]; }
 status_says() { "$GRIDGPU" status "$1" 2>/dev/null | grep -q -- "$2"; }
-# poll_ce SECS CMD...: poll, asking the CE (an outside system) every 2 s at most
-poll_ce() {
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 2
-	done
-}
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
 check "site profile" "$GRIDGPU" site add tb --ce "$GG_TB_CE_URL" --jump "$GG_TB_JUMP1" --jump "$GG_TB_JUMP2" \

@@ -12,18 +12,8 @@
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 cd "$T_TMP" || exit 1
-jf() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1], ""))' "$1"; }
-sfield() { "$GRIDGPU" --json status "$1" 2>/dev/null | jf "$2"; }
 ended() { case $(sfield "$1" state) in finished | killed | failed) return 0 ;; esac; return 1; }
 has_snapshot() { [ -n "$(sfield "$1" snapshot_at)$(sfield "$1" snapshot_error)" ]; }
-poll_ce() { # SECS CMD...: asking the CE every 2 s at most
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 2
-	done
-}
 REC=$XDG_STATE_HOME/gridgpu/records
 records() { find "$REC" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l; }
 ce_jobs() { # the jobs both CEs hold

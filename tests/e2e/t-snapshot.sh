@@ -10,18 +10,8 @@
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 cd "$T_TMP" || exit 1
-jf() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1], ""))' "$1"; }
-sfield() { "$GRIDGPU" --json status "$1" 2>/dev/null | jf "$2"; }
 ended() { case $(sfield "$1" state) in finished | killed | failed) return 0 ;; esac; return 1; }
 has_snapshot() { [ -n "$(sfield "$1" snapshot_at)$(sfield "$1" snapshot_error)" ]; }
-poll_ce() { # SECS CMD...: asking the CE every 2 s at most
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 2
-	done
-}
 jobdir() { echo "$GG_TB_SESSION_DIR/$("$GRIDGPU" --json status "$1" --no-sync | jf job_id)"; }
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"

@@ -17,19 +17,7 @@ if [ -z "$LOAD" ] || [ -z "${GG_TB_GPU_RTE:-}" ] || [ "${GG_TB_GPUS:-}" != a100 
 	done_testing
 	exit 0
 fi
-jf() { python3 -c 'import json,sys; d=json.load(sys.stdin)
-for k in sys.argv[1].split("."): d = d.get(k, "") if isinstance(d, dict) else ""
-print(d)' "$1"; }
-sfield() { "$GRIDGPU" --json status "$1" 2>/dev/null | jf "$2"; }
 sampled() { [ "$(sfield "$1" usage.gpu_samples)" -ge "$2" ] 2>/dev/null; }
-poll_ce() { # SECS CMD...: asking the CE every 2 s at most
-	_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -ge "$_end" ] && return 1
-		sleep 2
-	done
-}
 session_file() { echo "$GG_TB_SESSION_DIR/$("$GRIDGPU" --json status "$1" --no-sync | jf job_id)/gridgpu-session.json"; }
 t_cleanup_usage() { : >"$LOAD"; }
 trap 't_cleanup_usage; t_cleanup' EXIT
