@@ -24,7 +24,8 @@
 #      RUNS runs, interleaved with `curl` of the slow CE's job list alone
 #      (its answer time: the floor); then neither CE slow for reference. Both
 #      through a warm keeper and cold (--no-keep).
-# Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1),
+# Env: GRIDGPU, N (default 200), RUNS (default 5), SUBMIT_RUNS (default 1), PARTS=2
+# (part 2 alone),
 # SUBMIT_ONLY=1 (only 0: stop after it), ARCSUB=0 (part 0 without arcsub:
 # it submits one job at a time, ~1.3 s each, so N=2000 alone takes ~45 min;
 # the whole bench at N=2000 with ARCSUB=0 is ~25-40 min on 2 cores, at
@@ -135,6 +136,7 @@ print(", ".join("%s %s" % (k, c.get(k, "0")) for k in ("fsync", "syncfs", "renam
 EOF
 }
 
+if [ "${PARTS:-0 1 2}" != 2 ]; then # PARTS=2: part 2 alone (it needs no jobs on the site)
 echo "== 0. $N jobs: gridgpu submit --count $N vs arcsub -T arcrest of $N descriptions ($SUBMIT_RUNS run(s) each, interleaved)"
 sh "$top/tests/e2e/mkrootfs.sh" "$W/sandbox" sleep >/dev/null
 "$G" freeze -q "$W/sandbox" -o "$W/sleep.sif"
@@ -258,6 +260,8 @@ names=$("$G" __complete sessions 2>/dev/null || true)
 [ -n "$names" ] && "$G" kill -q $names >/dev/null 2>&1
 "$G" clean -q --all >/dev/null 2>&1 || true
 arcclean -a -j "$W/jobs.dat" >/dev/null 2>&1 || true
+
+fi
 
 echo "== 2. 10,000 records on two fake CEs (fault proxy), one answering after $SLOW_MS ms"
 fp() { # fp DIR PORT MODE...: a fake CE, once it listens
