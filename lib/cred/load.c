@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/decoder.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
@@ -426,14 +427,46 @@ static int pw_cb(char *buf, int size, int rwflag, void *u)
 	return (int)p->len;
 }
 
+/* The first RSA private key among the PEM blocks of bio (a proxy file holds
+ * its certificate first), or NULL. A decoder chain for RSA alone: OpenSSL 3's
+ * PEM_read_bio_PrivateKey builds one for every key type each time, 16 M
+ * instructions (about 4 ms, a fifth of a `list --sync`'s own work). */
+static EVP_PKEY *pem_rsa_key(BIO *bio, struct pw *pw)
+{
+	EVP_PKEY *k = NULL;
+	OSSL_DECODER_CTX *dc =
+		OSSL_DECODER_CTX_new_for_pkey(&k, "PEM", NULL, "RSA", EVP_PKEY_KEYPAIR, NULL, NULL);
+	if (!dc || !OSSL_DECODER_CTX_set_pem_password_cb(dc, pw_cb, pw)) {
+		OSSL_DECODER_CTX_free(dc);
+		return NULL;
+	}
+	long pos = BIO_tell(bio), next;
+	while (!OSSL_DECODER_from_bio(dc, bio) || !k) {
+		next = BIO_tell(bio);
+		if (BIO_eof(bio) || next <= pos)
+			break;
+		pos = next;
+	}
+	OSSL_DECODER_CTX_free(dc);
+	return k;
+}
+
 /* Decode the private key of a PEM buffer with pass (may be NULL: then an
- * encrypted key fails with pw->called set). */
+ * encrypted key fails with pw->called set): an RSA key the fast way, any
+ * other as OpenSSL's generic reader finds it. */
 static EVP_PKEY *pem_key(const unsigned char *data, size_t len, struct pw *pw)
 {
 	BIO *bio = BIO_new_mem_buf(data, (int)len);
 	if (!bio)
 		return NULL;
-	EVP_PKEY *k = PEM_read_bio_PrivateKey(bio, NULL, pw_cb, pw);
+	EVP_PKEY *k = pem_rsa_key(bio, pw);
+	if (!k && (!pw->called || pw->pass)) {
+		ERR_clear_error();
+		BIO_free(bio);
+		if (!(bio = BIO_new_mem_buf(data, (int)len)))
+			return NULL;
+		k = PEM_read_bio_PrivateKey(bio, NULL, pw_cb, pw);
+	}
 	BIO_free(bio);
 	return k;
 }

@@ -367,6 +367,53 @@ static void test_load_plain_and_encrypted(void **state)
 	gg_cred_free(NULL);
 }
 
+/* Keys other than RSA (read by OpenSSL's generic reader after the RSA-only
+ * decoder found none), the traditional "RSA PRIVATE KEY" block, and a key
+ * after its certificate in one file (a proxy's layout). */
+static void test_load_key_kinds(void **state)
+{
+	(void)state;
+	struct gg_err err = {0};
+	EVP_PKEY *ec = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	assert_non_null(ec);
+	X509 *x = mk_cert(F.ca, F.cakey, ec, "EC User", F.now - 60, F.now + 3600, 0, 40);
+	char cert[300], key[300], enc[300], one[300];
+	fpath(cert, sizeof cert, "eccert.pem");
+	fpath(key, sizeof key, "eckey.pem");
+	fpath(enc, sizeof enc, "eckey-enc.pem");
+	fpath(one, sizeof one, "rsa-trad.pem");
+	write_certs(cert, x, NULL);
+	write_key(key, ec, NULL);
+	write_key(enc, ec, PASS);
+	struct gg_cred *c = NULL;
+	struct gg_cred_source src = {cert, key, 0, "test"};
+	assert_int_equal(gg_cred_open(&src, &c, &err), 0);
+	assert_int_equal(EVP_PKEY_eq(gg_cred_key(c), ec), 1);
+	gg_cred_free(c);
+	src.key = enc;
+	assert_int_equal(gg_cred_open(&src, &c, &err), 0);
+	assert_true(gg_cred_needs_passphrase(c));
+	assert_err(gg_cred_unlock(c, "wrong", 5, &err), &err, GG_ECRED, "wrong passphrase");
+	assert_int_equal(gg_cred_unlock(c, PASS, strlen(PASS), &err), 0);
+	assert_int_equal(EVP_PKEY_eq(gg_cred_key(c), ec), 1);
+	gg_cred_free(c);
+	/* certificate, traditional RSA key, the CA after: one file */
+	BIO *b = BIO_new_file(one, "w");
+	assert_non_null(b);
+	PEM_write_bio_X509(b, F.user);
+	assert_true(PEM_write_bio_PrivateKey_traditional(b, F.ukey, NULL, NULL, 0, NULL, NULL));
+	PEM_write_bio_X509(b, F.ca);
+	BIO_free(b);
+	chmod(one, 0600);
+	struct gg_cred_source both = {one, NULL, 0, "test"};
+	assert_int_equal(gg_cred_open(&both, &c, &err), 0);
+	assert_int_equal(EVP_PKEY_eq(gg_cred_key(c), F.ukey), 1);
+	assert_int_equal(sk_X509_num(gg_cred_chain(c)), 1);
+	gg_cred_free(c);
+	X509_free(x);
+	EVP_PKEY_free(ec);
+}
+
 static void test_load_key_mismatch(void **state)
 {
 	(void)state;
@@ -1339,6 +1386,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_locate_order),
 		cmocka_unit_test(test_load_plain_and_encrypted),
+		cmocka_unit_test(test_load_key_kinds),
 		cmocka_unit_test(test_load_key_mismatch),
 		cmocka_unit_test(test_load_expired_and_future),
 		cmocka_unit_test(test_load_key_permissions),
