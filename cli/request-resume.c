@@ -6,8 +6,8 @@
 #include "ctx.h"
 #include "gridgpu/session.h"
 
-/* S's record: a sync asks S's CE how it ended (state, snapshot) unless the record
- * already knows. A dry run asks nothing. */
+/* S's record, checked (and brought up to date from its CE unless a dry run) by the
+ * library; 0 or the exit code after saying what is wrong. */
 static int load(struct gg_cli *cli, const struct req *q, struct gg_record *from)
 {
 	struct gg_engine *e = q->dry_run ? NULL : cli_engine(cli);
@@ -16,11 +16,11 @@ static int load(struct gg_cli *cli, const struct req *q, struct gg_record *from)
 		return cli->cfg_exit ? cli->cfg_exit : EXIT_FAIL;
 	int rc = cli_find_record(cli, st, q->resume, from);
 	gg_store_free(own);
-	if (rc || !e)
+	if (rc)
 		return rc;
-	if (from->kind == GG_REC_SESSION &&
-	    (!gg_sess_state_ended(from->state) || (!from->snapshot_at && !from->snapshot_error)))
-		gg_engine_sync(e, from, 1, 0); /* a CE that cannot say: the record as it was */
+	struct gg_err err = {0};
+	if (gg_engine_resumable(e, from, &err) < 0)
+		return ui_fail(cli, &err, "request --resume %s", q->resume);
 	return 0;
 }
 
@@ -35,9 +35,6 @@ int cli_request_resume(struct gg_cli *cli, struct req *q)
 	int rc = load(cli, q, from);
 	if (rc)
 		return rc;
-	struct gg_err err = {0};
-	if (gg_session_resumable(from, &err) < 0)
-		return ui_fail(cli, &err, "request --resume %s", q->resume);
 	if (!q->gpus_given) {
 		q->res.gpus = from->gpus;
 		q->res.mig = from->mig;

@@ -202,6 +202,11 @@ GG_API int gg_session_spec_set_warn_leads(struct gg_session_spec *q, const char 
  * for one that had no sandbox (no image of this machine's) or left no snapshot (the
  * launcher's reason said). */
 GG_API int gg_session_resumable(const struct gg_record *r, struct gg_err *err);
+/* The same for the session r as stored, brought up to date first: unless r already
+ * knows how it ended (ended, with its snapshot or the launcher's reason for none),
+ * r's CE is asked (gg_engine_sync; a CE that cannot say leaves r as it was). e NULL
+ * (a dry run): r is checked as it is, nothing asked. */
+GG_API int gg_engine_resumable(struct gg_engine *e, struct gg_record *r, struct gg_err *err);
 /* The new session resumes from (a copy of r, checked by gg_session_resumable):
  * its image is r's (set as gg_session_spec_set_image does); gg_session_stage
  * stages r's sandbox as it ended (its image and snapshot, fetched from r's CE and

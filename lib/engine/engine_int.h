@@ -49,6 +49,11 @@ struct gg_session_spec {
 	struct gg_record *resume; /* request --resume: the session resumed (a copy) */
 };
 
+/* request --resume (resume.c): does the record r not know yet how it ended (a session not
+ * ended, or ended without its snapshot or the reason for none)? Then its CE is
+ * asked first (gg_engine_resumable). */
+int gg_resume_wants_sync(const struct gg_record *r);
+
 /* request --resume (resume.c): the spec's copy of the session resumed freed; the
  * image of that session's sandbox as it ended made into output (a SIF), from its
  * image and snapshot at its CE (reached through e, whose cancel stops it). */

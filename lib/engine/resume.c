@@ -36,6 +36,19 @@ int gg_session_resumable(const struct gg_record *r, struct gg_err *err)
 	return 0;
 }
 
+int gg_resume_wants_sync(const struct gg_record *r)
+{
+	return r->kind == GG_REC_SESSION &&
+	       (!gg_sess_state_ended(r->state) || (!r->snapshot_at && !r->snapshot_error));
+}
+
+int gg_engine_resumable(struct gg_engine *e, struct gg_record *r, struct gg_err *err)
+{
+	if (e && gg_resume_wants_sync(r))
+		gg_engine_sync(e, r, 1, 0); /* a CE that cannot say: the record as it was */
+	return gg_session_resumable(r, err);
+}
+
 int gg_session_spec_set_resume(struct gg_session_spec *q, const struct gg_record *from,
 			       struct gg_err *err)
 {

@@ -1,6 +1,7 @@
 /* request --resume (lib/engine/resume.c): which sessions can be resumed, each
  * refusal's kind and words; the spec that resumes one takes its image and names it
- * in the record a submission starts with; staging it makes nothing in a dry run
+ * in the record a submission starts with; the CE is asked how a session ended only
+ * when its record does not know yet; staging it makes nothing in a dry run
  * nor without a way to its CE. */
 #include "unit.h"
 
@@ -90,6 +91,74 @@ static void test_resumable(void **state)
 	refused(&r, GG_ENOTFOUND, "ended without a snapshot of its sandbox: nothing to resume");
 }
 
+/* Which records its CE is asked about first: a session that has not ended, or
+ * ended without its snapshot or the launcher's reason for none; not a batch job. */
+static void test_wants_sync(void **state)
+{
+	(void)state;
+	struct gg_record r = ended();
+	assert_false(gg_resume_wants_sync(&r));
+	r.snapshot_size = r.snapshot_at = 0;
+	assert_true(gg_resume_wants_sync(&r));
+	r.snapshot_error = "too large";
+	assert_false(gg_resume_wants_sync(&r));
+	r = ended();
+	r.state = GG_S_READY;
+	assert_true(gg_resume_wants_sync(&r));
+	r.kind = GG_REC_JOB;
+	assert_false(gg_resume_wants_sync(&r));
+}
+
+/* The CEs the engine was asked to open (each refused: the CE cannot say). */
+static int opened;
+
+static int open_refused(void *ud, const char *endpoint, const struct gg_ce_auth *auth,
+			struct gg_ce **ce, struct gg_err *err)
+{
+	(void)ud, (void)endpoint, (void)auth, (void)ce;
+	opened++;
+	return gg_err_set(err, GG_ENET, "connection refused");
+}
+
+static void quiet(void *ud, const struct gg_err *err, const char *what)
+{
+	(void)ud, (void)err, (void)what;
+}
+
+/* gg_engine_resumable asks the CE only when the record does not know how the
+ * session ended; a CE that cannot say leaves the record as it was, and it is
+ * checked as gg_session_resumable checks it. Without an engine (a dry run),
+ * nothing is asked. */
+static void test_engine_resumable(void **state)
+{
+	(void)state;
+	char d[128];
+	snprintf(d, sizeof d, "%s/records", tmpdir);
+	struct gg_store *st = NULL;
+	struct gg_engine *e = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_store_open(d, &st, NULL), 0);
+	assert_int_equal(gg_engine_new(st, NULL, &e, NULL), 0);
+	struct gg_engine_callbacks cb = {.size = sizeof cb, .fail = quiet, .open_ce = open_refused};
+	assert_int_equal(gg_engine_set_callbacks(e, &cb, NULL), 0);
+	setenv("BEARER_TOKEN", "eyJhbGciOiJub25lIn0.e30.unit-test-token", 1);
+	struct gg_record r = ended();
+	r.ce = "https://ce.example/arex";
+	r.auth = "token";
+	opened = 0;
+	assert_int_equal(gg_engine_resumable(e, &r, &err), 0);
+	assert_int_equal(opened, 0);
+	r.state = GG_S_READY;
+	assert_int_equal(gg_engine_resumable(NULL, &r, &err), GG_EUSAGE);
+	assert_int_equal(opened, 0);
+	assert_int_equal(gg_engine_resumable(e, &r, &err), GG_EUSAGE);
+	assert_true(opened > 0);
+	assert_non_null(strstr(err.msg, "'gridgpu kill dev' ends it"));
+	assert_int_equal(r.state, GG_S_READY);
+	gg_engine_free(e);
+	gg_store_free(st);
+}
+
 /* A refused session leaves the spec as it was; an accepted one gives it its image,
  * and the record a submission starts with names it. */
 static void test_spec_resume(void **state)
@@ -166,10 +235,9 @@ static void test_stage_resume(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_resumable),
-		cmocka_unit_test(test_spec_resume),
-		cmocka_unit_test(test_not_resumed),
-		cmocka_unit_test(test_stage_resume),
+		cmocka_unit_test(test_resumable),        cmocka_unit_test(test_wants_sync),
+		cmocka_unit_test(test_engine_resumable), cmocka_unit_test(test_spec_resume),
+		cmocka_unit_test(test_not_resumed),      cmocka_unit_test(test_stage_resume),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown_tmp);
 }
