@@ -123,6 +123,39 @@ static void ostream_free(struct gg_ssh_ostream *x)
 	free(x);
 }
 
+/* The argv of the user's ssh, for a stream and for its master: the config
+ * gridgpu wrote, BatchMode (nothing may prompt), master ("ControlMaster=..."),
+ * the master's socket ctl (NULL: the config's), ssh's compression off (as the
+ * peer way has it), opts (NULL-ended) before "--", host and command (NULL:
+ * none). Its strings are the caller's or a's. */
+struct ssh_argv {
+	char *v[24];
+	char ctl[200];
+};
+
+static char **ssh_argv(struct ssh_argv *a, const char *config, const char *master, const char *ctl,
+		       char *const opts[], const char *host, const char *command)
+{
+	char *head[] = {"ssh",          "-F", (char *)config,  "-o", "BatchMode=yes", "-o",
+			(char *)master, "-o", "Compression=no"};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof head / sizeof *head; i++)
+		a->v[n++] = head[i];
+	if (ctl) {
+		snprintf(a->ctl, sizeof a->ctl, "ControlPath=%s", ctl);
+		a->v[n++] = "-o";
+		a->v[n++] = a->ctl;
+	}
+	for (size_t i = 0; opts[i] && n < sizeof a->v / sizeof *a->v - 4; i++)
+		a->v[n++] = opts[i];
+	a->v[n++] = "--";
+	a->v[n++] = (char *)host;
+	if (command)
+		a->v[n++] = (char *)command;
+	a->v[n] = NULL;
+	return a->v;
+}
+
 /* ssh with stdout and stderr on pipes of x; its own process group. */
 static int spawn_ssh(struct gg_ssh_ostream *x, char *const argv[], struct gg_err *err)
 {
@@ -166,26 +199,10 @@ int gg_ssh_ostream_start(const char *config, const char *ctl, const char *host, 
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	x->out = x->errfd = x->wfd = x->stop[0] = x->stop[1] = -1;
 	x->pid = -1;
-	/* BatchMode: nothing may prompt; no master of its own (a master that lingers
-	 * would hold the pipes); ssh's compression off, as the peer way has it. */
-	char ctlopt[200];
-	snprintf(ctlopt, sizeof ctlopt, "ControlPath=%s", ctl ? ctl : "none");
-	char *argv[] = {"ssh",
-			"-F",
-			(char *)config,
-			"-o",
-			"BatchMode=yes",
-			"-o",
-			"ControlMaster=no",
-			"-o",
-			ctl ? ctlopt : "Compression=no",
-			"-o",
-			"Compression=no",
-			"-T",
-			"--",
-			(char *)host,
-			(char *)command,
-			NULL};
+	/* no master of its own (a master that lingers would hold the pipes) */
+	struct ssh_argv a;
+	char *opts[] = {"-T", NULL};
+	char **argv = ssh_argv(&a, config, "ControlMaster=no", ctl, opts, host, command);
 	int p[2] = {-1, -1};
 	int rc = gg_compat_pipe(p, 0) < 0 || gg_compat_pipe(x->stop, 0) < 0
 			 ? gg_err_sys(err, GG_EIO, errno, "pipe")
@@ -259,30 +276,12 @@ int gg_ssh_ostream_finish(struct gg_ssh_ostream *x, int abort, int *status, char
 int gg_ssh_omaster_open(const char *config, const char *host, const char *ctl, int persist,
 			struct gg_err *err)
 {
-	char ctlopt[200], log[220], keep[48];
-	snprintf(ctlopt, sizeof ctlopt, "ControlPath=%s", ctl);
+	char log[220], keep[48];
 	snprintf(keep, sizeof keep, "ControlPersist=%ds", persist);
 	snprintf(log, sizeof log, "%s.log", ctl);
-	char *argv[] = {"ssh",
-			"-F",
-			(char *)config,
-			"-o",
-			"BatchMode=yes",
-			"-o",
-			"ControlMaster=yes",
-			"-o",
-			ctlopt,
-			"-o",
-			keep,
-			"-o",
-			"Compression=no",
-			"-E",
-			log,
-			"-N",
-			"-f",
-			"--",
-			(char *)host,
-			NULL};
+	struct ssh_argv a;
+	char *opts[] = {"-o", keep, "-E", log, "-N", "-f", NULL};
+	char **argv = ssh_argv(&a, config, "ControlMaster=yes", ctl, opts, host, NULL);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
