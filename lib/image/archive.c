@@ -158,10 +158,14 @@ int gg_image_feed_archive_data(struct gg_feed *fz, struct archive *a, struct gg_
 	return gg_image_feed_end(fz, err);
 }
 
-/* The compressions a tar or layer may come in. Listed rather than "all": libarchive
- * would run external programs (lrzip, grzip, ...) for some others. */
-void gg_image_archive_filters(struct archive *a)
+/* A reader of tar (plain or GNU) in the compressions a tar or layer may come in.
+ * Listed rather than "all": libarchive would run external programs (lrzip, grzip,
+ * ...) for some others. */
+struct archive *gg_image_tar_reader(void)
 {
+	struct archive *a = archive_read_new();
+	if (!a)
+		return NULL;
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_bzip2(a);
 	archive_read_support_filter_xz(a);
@@ -169,6 +173,9 @@ void gg_image_archive_filters(struct archive *a)
 	archive_read_support_filter_zstd(a);
 	archive_read_support_filter_lz4(a);
 	archive_read_support_filter_compress(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	return a;
 }
 
 /* libarchive warns when a UTF-8 name cannot be shown in the current locale; the name

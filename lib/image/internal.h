@@ -359,8 +359,10 @@ struct gg_entry_buf {
 int gg_image_entry_from_archive(struct gg_feed *fz, struct archive_entry *ae,
 				struct gg_entry_buf *b, const char *what, struct gg_err *err);
 void gg_image_entry_buf_free(struct gg_entry_buf *b);
-/* Enable the decompression filters a tar or layer may use. */
-void gg_image_archive_filters(struct archive *a);
+/* A new libarchive reader of a tar (plain or GNU) or layer, in any of the
+ * compressions it may come in (gzip, bzip2, xz, lzma, zstd, lz4, compress); NULL
+ * when out of memory. */
+struct archive *gg_image_tar_reader(void);
 /* 0 for libarchive warnings not worth showing (locale conversion of UTF-8 names). */
 int gg_image_archive_warning_matters(const char *msg);
 /* Copy the data of the current archive entry into the freeze (sparse holes as zeros). */

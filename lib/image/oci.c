@@ -636,16 +636,13 @@ static int layer_open(const struct container *c, const char *name, struct range 
 		return err->code;
 	r->buf = malloc(RANGE_BUF);
 	r->fz = c->fz;
-	struct archive *a = archive_read_new();
+	struct archive *a = gg_image_tar_reader();
 	if (!r->buf || !a) {
 		if (a)
 			archive_read_free(a);
 		blob_close(r);
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	}
-	gg_image_archive_filters(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
 	archive_read_support_format_empty(a);
 	if (archive_read_open2(a, r, NULL, range_read, range_skip, NULL) != ARCHIVE_OK) {
 		gg_err_set(err, GG_EFAIL, "'%s': layer '%s': %s", c->path, name,
@@ -1167,12 +1164,9 @@ int gg_image_detect(const char *path, enum gg_image_format *out, struct gg_err *
 		return 0;
 	}
 	/* compressed? peek at the first entries for an image archive's files */
-	struct archive *a = archive_read_new();
+	struct archive *a = gg_image_tar_reader();
 	if (!a)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	gg_image_archive_filters(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
 	int img = 0, compressed = 0;
 	if (archive_read_open_filename(a, path, 64 << 10) == ARCHIVE_OK) {
 		struct archive_entry *ae;

@@ -97,15 +97,12 @@ int gg_image_read_tar(struct gg_feed *fz, int fd, const char *name, char **diges
 	memset(&eb, 0, sizeof eb);
 	in.md = EVP_MD_CTX_new();
 	in.buf = malloc(TAR_BUF);
-	struct archive *a = archive_read_new();
+	struct archive *a = gg_image_tar_reader();
 	int rc = 0;
 	if (!in.md || !in.buf || !a || EVP_DigestInit_ex(in.md, EVP_sha256(), NULL) != 1) {
 		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
 		goto out;
 	}
-	gg_image_archive_filters(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
 	if (archive_read_open(a, &in, NULL, tar_read, NULL) != ARCHIVE_OK) {
 		const char *m = archive_error_string(a);
 		if (in.consumed == 0)

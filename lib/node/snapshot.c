@@ -201,12 +201,9 @@ static int read_snapshot(struct snap *s, const char *path, const char *spool_dir
 	s->spool = gg_compat_scratch(spool_dir);
 	if (s->spool < 0)
 		return gg_err_sys(err, GG_EIO, errno, "a temporary file in %s", spool_dir);
-	struct archive *a = archive_read_new();
+	struct archive *a = gg_image_tar_reader();
 	if (!a)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
-	gg_image_archive_filters(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
 	int rc = 0;
 	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
 		rc = gg_err_set(err, GG_EPROTO, "the snapshot '%s': %s", path,
