@@ -776,14 +776,7 @@ static int exec_read_err(struct exec_run *x, struct gg_err *err)
 	char tmp[1024];
 	ssize_t q = x->err_eof ? 0 : libssh2_channel_read_stderr(x->ch, tmp, sizeof tmp);
 	if (q > 0) {
-		size_t add = (size_t)q, cap = sizeof x->ebuf - 1;
-		if (x->elen + add > cap) {
-			size_t drop = x->elen + add - cap;
-			memmove(x->ebuf, x->ebuf + drop, x->elen - drop);
-			x->elen -= drop;
-		}
-		memcpy(x->ebuf + x->elen, tmp, add);
-		x->elen += add;
+		gg_ssh_keep_tail(x->ebuf, sizeof x->ebuf, &x->elen, tmp, (size_t)q);
 		return 1;
 	}
 	if (q == 0 && !x->err_eof && libssh2_channel_eof(x->ch))

@@ -60,20 +60,20 @@ static int move_out(struct gg_ssh_ostream *x)
 	return n > 0;
 }
 
-static void keep_err(struct gg_ssh_ostream *x, const char *b, size_t n)
+void gg_ssh_keep_tail(char *buf, size_t size, size_t *len, const char *b, size_t n)
 {
-	size_t cap = sizeof x->ebuf - 1;
+	size_t cap = size - 1;
 	if (n > cap) {
 		b += n - cap;
 		n = cap;
 	}
-	if (x->elen + n > cap) {
-		size_t drop = x->elen + n - cap;
-		memmove(x->ebuf, x->ebuf + drop, x->elen - drop);
-		x->elen -= drop;
+	if (*len + n > cap) {
+		size_t drop = *len + n - cap;
+		memmove(buf, buf + drop, *len - drop);
+		*len -= drop;
 	}
-	memcpy(x->ebuf + x->elen, b, n);
-	x->elen += n;
+	memcpy(buf + *len, b, n);
+	*len += n;
 }
 
 static void *ostream_run(void *arg)
@@ -104,7 +104,7 @@ static void *ostream_run(void *arg)
 			char b[1024];
 			ssize_t n = read(x->errfd, b, sizeof b);
 			if (n > 0)
-				keep_err(x, b, (size_t)n);
+				gg_ssh_keep_tail(x->ebuf, sizeof x->ebuf, &x->elen, b, (size_t)n);
 			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
 				err_open = 0;
 		}

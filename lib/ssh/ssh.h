@@ -88,6 +88,11 @@ int gg_ssh_hops_masters(const struct gg_site *site, struct gg_ssh_hop *h, struct
 
 /* ---- bulk streams through OpenSSH (ostream.c) ---- */
 
+/* A command's error output, its last part kept: b (n bytes) appended to buf (its
+ * *len bytes, size in all), the oldest bytes dropped so that at most size - 1 are
+ * kept (room for a NUL). */
+void gg_ssh_keep_tail(char *buf, size_t size, size_t *len, const char *b, size_t n);
+
 /* Run command on host (a Host of the ssh config file config) with the user's
  * ssh (BatchMode, no master of its own, no compression); its output is read
  * from *fd, as gg_ssh_stream_start's. GG_EFAIL when ssh cannot be run. */

@@ -892,6 +892,24 @@ static void test_master_config(void **state)
 	free(buf);
 }
 
+/* The last part of a command's error output is what is kept. */
+static void test_keep_tail(void **state)
+{
+	(void)state;
+	char buf[8];
+	size_t len = 0;
+	gg_ssh_keep_tail(buf, sizeof buf, &len, "abc", 3);
+	gg_ssh_keep_tail(buf, sizeof buf, &len, "defg", 4);
+	assert_int_equal(len, 7);
+	assert_memory_equal(buf, "abcdefg", 7);
+	gg_ssh_keep_tail(buf, sizeof buf, &len, "hi", 2);
+	assert_int_equal(len, 7);
+	assert_memory_equal(buf, "cdefghi", 7);
+	gg_ssh_keep_tail(buf, sizeof buf, &len, "0123456789", 10);
+	assert_int_equal(len, 7);
+	assert_memory_equal(buf, "3456789", 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -910,6 +928,7 @@ int main(void)
 		cmocka_unit_test(test_master),
 		cmocka_unit_test(test_master_config),
 		cmocka_unit_test(test_openssh),
+		cmocka_unit_test(test_keep_tail),
 	};
 	return cmocka_run_group_tests_name("ssh client", tests, setup, teardown);
 }
