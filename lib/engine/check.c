@@ -307,8 +307,8 @@ static int job_command(const struct gg_check *c, const struct gg_job_spec *s,
 			"r=$(mktemp -d \"$c/run.XXXXXX\"); } "
 			"|| exit 125\ntrap 'cd /; rm -rf \"$r\"' EXIT; trap 'exit 129' HUP INT "
 			"TERM\n%s%sln -s %s \"$r/" CHECK_IMAGE "\" && cd \"$r\" && sh "
-			"gridgpu-wrapper%s -r %s " CHECK_IMAGE " -- %s\n",
-			env, w, en, img, s->res.gpus || s->res.mig ? " -g" : "", rt, probe);
+			"gridgpu-wrapper -r %s " CHECK_IMAGE " -- %s\n",
+			env, w, en, img, rt, probe);
 	free(probe);
 	free(env);
 	free(rt);

@@ -279,8 +279,6 @@ int gg_job_describe(const struct gg_job_spec *s, const struct gg_site *site,
 		rc = gg_jd_set(&jd->executable, "/bin/sh", err);
 	if (rc == 0)
 		rc = gg_jd_arg(jd, GG_WRAPPER_NAME, err);
-	if (rc == 0 && (s->res.gpus || s->res.mig))
-		rc = gg_node_jd_warg(jd, GG_NW_GPUS, NULL, err);
 	if (rc == 0 && site && site->runtime)
 		rc = gg_node_jd_warg(jd, GG_NW_RUNTIME, site->runtime, err);
 	if (rc == 0 && !command_plain(s->cmd, s->ncmd))

@@ -157,7 +157,7 @@ run_gg --site tb submit work.sif --gpus 2 --walltime 2h -- echo hi
 run_gg --site tbgpu submit work.sif --dry-run --gpus 2 --walltime 2h -- echo hi
 printf '%s' "$OUT" | grep -q '(runtimeenvironment="ENV/GPU" "2")' &&
 	ok "--dry-run: the site's GPU RTE gets the count" || not_ok "--dry-run RTE: $OUT"
-printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-g" "-r" "bwrap" "image.sif" "--" "echo" "hi")' &&
+printf '%s' "$OUT" | grep -q '(arguments="gridgpu-wrapper" "-r" "bwrap" "image.sif" "--" "echo" "hi")' &&
 	ok "--dry-run prints the job description" || not_ok "--dry-run: $OUT"
 printf '%s' "$OUT" | grep -q '(walltime="PT7200S")' && ok "--dry-run: walltime in seconds, with its unit" || not_ok "--dry-run walltime: $OUT"
 expect_eq "--dry-run submits nothing" "$(ce_jobs)" "$n0"
