@@ -107,6 +107,11 @@ print(d)' "$1"
 }
 # sfield NAME KEY: member KEY of `status --json NAME`
 sfield() { "$GRIDGPU" --json status "$1" 2>/dev/null | jf "$2"; }
+# ended NAME: the record NAME has ended (finished, killed or failed), as its last sync saw
+ended() { case $(sfield "$1" state) in finished | killed | failed) return 0 ;; esac; return 1; }
+# has_snapshot NAME: the session NAME's launcher has said how its sandbox was saved
+# (a snapshot, or why none)
+has_snapshot() { [ -n "$(sfield "$1" snapshot_at)$(sfield "$1" snapshot_error)" ]; }
 # sl CMD...: a Slurm command in the test site (its namespace and slurm.conf)
 sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

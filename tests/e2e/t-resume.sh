@@ -12,8 +12,6 @@
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 cd "$T_TMP" || exit 1
-ended() { case $(sfield "$1" state) in finished | killed | failed) return 0 ;; esac; return 1; }
-has_snapshot() { [ -n "$(sfield "$1" snapshot_at)$(sfield "$1" snapshot_error)" ]; }
 REC=$XDG_STATE_HOME/gridgpu/records
 records() { find "$REC" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l; }
 ce_jobs() { # the jobs both CEs hold

@@ -10,8 +10,6 @@
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 export X509_USER_PROXY="$T_TMP/x509up" X509_CERT_DIR="$GG_TB_CA_DIR"
 cd "$T_TMP" || exit 1
-ended() { case $(sfield "$1" state) in finished | killed | failed) return 0 ;; esac; return 1; }
-has_snapshot() { [ -n "$(sfield "$1" snapshot_at)$(sfield "$1" snapshot_error)" ]; }
 jobdir() { echo "$GG_TB_SESSION_DIR/$("$GRIDGPU" --json status "$1" --no-sync | jf job_id)"; }
 
 "$GRIDGPU" proxy init --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY" --pass-stdin -q <"$GG_TB_USER_KEY_PASS_FILE"
