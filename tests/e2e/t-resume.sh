@@ -121,8 +121,12 @@ expect_fail "resume sb (over snapshot_max): refused, exit 5, the launcher's reas
 	"ended without a snapshot of its sandbox: the sandbox's changes are larger than the site's limit" \
 	request --resume sb --site tp
 expect_eq "... one line, no record, no job sent" "$(printf '%s\n' "$ERR" | wc -l) $(records) $(ce_jobs)" "1 $n1 $j1"
+sb_job=$(sfield sb job_id)
 run_gg clean sb
 expect_eq "clean sb" "$RC" 0
+# the CE removes a cleaned job's files in its own time: counted once they are gone
+sb_gone() { [ -z "$(find "$GG_TB_CONTROL_DIR" -name "job.$sb_job.description")" ]; }
+poll_ce 60 sb_gone || not_ok "sb's job ($sb_job) still at the CE a minute after clean"
 n0=$(records) j0=$(ce_jobs)
 expect_fail "resume sn (no image): refused, exit 5" 5 "had no sandbox to resume" request --resume sn
 expect_fail "resume an unknown name: exit 5" 5 "no such session or job" request --resume nosuch --site tp
