@@ -1,6 +1,6 @@
 /* The slurm+ssh backend's parser of what it asks about jobs squeue no longer
  * shows (outside text): sacct's "ID|STATE|EXITCODE" lines and the job
- * directories' "dir|ID|EXIT" lines; and Slurm's end states in the user's
+ * directories' "dir|ID|EXIT[|STAGING'S FAILURE]" lines; and Slurm's end states in the user's
  * words. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,9 +95,17 @@ static void sacct_line(const char *f[3], const char *const *ids, size_t n, struc
 	set(r, st, f[1], gg_slurm_end_phrase(f[1], f[2]));
 }
 
-/* A job directory's line: the exit status the job script left, or none. */
-static void dir_line(const char *f[3], const char *const *ids, size_t n, struct gg_ce_result *res)
+/* A job directory's line: the exit status the job script left, or none;
+ * its staging's failure (stage, the line the script left) is the job's,
+ * whatever Slurm says of it. */
+static void dir_line(const char *f[3], const char *stage, const char *const *ids, size_t n,
+		     struct gg_ce_result *res)
 {
+	for (size_t i = 0; stage && stage[0] && i < n; i++)
+		if (!strcmp(ids[i], f[1]) && res[i].code != 404) {
+			set(&res[i], GG_CE_FAILED, "FAILED", strdup(stage));
+			return;
+		}
 	struct gg_ce_result *r = find(f[1], ids, n, res);
 	if (!r)
 		return;
@@ -118,7 +126,7 @@ void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, 
 	for (const char *p = text, *end = text + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t ln = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[256], *f[3] = {line, NULL, NULL};
+		char line[512], *f[3] = {line, NULL, NULL};
 		field(p, ln, line, sizeof line);
 		p += ln + 1;
 		for (int k = 1; k < 3; k++) {
@@ -132,9 +140,9 @@ void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, 
 			continue;
 		char *more = strchr(f[2], '|');
 		if (more)
-			*more = '\0';
+			*more++ = '\0';
 		if (!strcmp(f[0], "dir"))
-			dir_line((const char **)f, ids, n, res);
+			dir_line((const char **)f, more, ids, n, res);
 		else
 			sacct_line((const char **)f, ids, n, res);
 	}

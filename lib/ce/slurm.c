@@ -22,6 +22,7 @@
 #include "compat/compat.h"
 #include "core/json.h"
 #include "ce/slurmq.h"
+#include "ce/slurmstage.h"
 #include "node/node.h"
 #include "ssh/ssh.h"
 
@@ -35,6 +36,7 @@ struct slurm {
 	struct gg_ssh_route rt;
 	char *identity, *known_hosts;
 	char *gpu_mode, *gpu_type; /* the site's slurm_gpu, slurm_gpu_type */
+	char *proxy;               /* the user's proxy, for storage URLs; or NULL */
 	struct gg_ssh_conn *conn;
 	struct gg_ssh_sftp *sftp; /* on conn, once a file went either way */
 	const struct gg_log *log;
@@ -176,25 +178,12 @@ static int connect_login(struct slurm *s, struct gg_err *err)
 	return 0;
 }
 
-/* sh quoting, into a memstream. */
-static void sq(FILE *f, const char *v)
-{
-	fputc('\'', f);
-	for (; *v; v++) {
-		if (*v == '\'')
-			fputs("'\\''", f);
-		else
-			fputc(*v, f);
-	}
-	fputc('\'', f);
-}
-
 /* The job's directory, quoted: DIR/ID (DIR relative to the login's home when
  * not absolute). */
 static void jobdir(FILE *f, const struct slurm *s, const char *id)
 {
 	char *d = gg_strdup_printf("%s/%s", s->url.dir, id ? id : "");
-	sq(f, d ? d : "/nonexistent");
+	gg_slurm_sq(f, d ? d : "/nonexistent");
 	free(d);
 }
 
@@ -280,7 +269,7 @@ static void gpu_option(FILE *f, const struct slurm *s, const struct gg_jobdesc *
 		       : gg_strdup_printf("--gpus=%s%s%s", type ? type : "", type ? ":" : "", n);
 	if (v) {
 		fputc(' ', f);
-		sq(f, v);
+		gg_slurm_sq(f, v);
 	}
 	free(v);
 }
@@ -290,7 +279,7 @@ static void opt(FILE *f, const char *fmt, long long v)
 	char b[64];
 	snprintf(b, sizeof b, fmt, v);
 	fputc(' ', f);
-	sq(f, b);
+	gg_slurm_sq(f, b);
 }
 
 /* sbatch's options: name, walltime, CPUs, memory, partition, GPUs. */
@@ -298,7 +287,7 @@ static void sbatch_options(FILE *f, const struct slurm *s, const struct gg_jobde
 {
 	if (jd->name) {
 		fputs(" --job-name=", f);
-		sq(f, jd->name);
+		gg_slurm_sq(f, jd->name);
 	}
 	if (jd->walltime > 0)
 		opt(f, "--time=%lld", (long long)((jd->walltime + 59) / 60));
@@ -308,14 +297,15 @@ static void sbatch_options(FILE *f, const struct slurm *s, const struct gg_jobde
 		opt(f, "--mem=%lldM", (long long)((jd->memory + (1u << 20) - 1) >> 20));
 	if (jd->queue) {
 		fputs(" --partition=", f);
-		sq(f, jd->queue);
+		gg_slurm_sq(f, jd->queue);
 	}
 	gpu_option(f, s, jd);
 }
 
-/* The job script: into its directory, the description's environment, then
- * its executable and arguments with stdout and stderr where it names them,
- * and the exit status left in EXIT_FILE. */
+/* The job script: into its directory, the description's environment, its
+ * inputs from storage, then its executable and arguments with stdout and
+ * stderr where it names them, its outputs to storage, and the exit status
+ * left in EXIT_FILE. */
 static int job_script(const struct slurm *s, const struct gg_jobdesc *jd, char **out,
 		      struct gg_err *err)
 {
@@ -330,46 +320,56 @@ static int job_script(const struct slurm *s, const struct gg_jobdesc *jd, char *
 	for (int i = 0; i < jd->nenv; i++) {
 		const char *eq = strchr(jd->env[i], '=');
 		fprintf(f, "%.*s=", (int)(eq - jd->env[i]), jd->env[i]);
-		sq(f, eq + 1);
+		gg_slurm_sq(f, eq + 1);
 		fprintf(f, "; export %.*s\n", (int)(eq - jd->env[i]), jd->env[i]);
 	}
+	gg_slurm_stage_in(f, jd);
 	if (jd->executable[0] != '/')
 		fputs("./", f);
-	sq(f, jd->executable);
+	gg_slurm_sq(f, jd->executable);
 	for (int i = 0; i < jd->nargs; i++) {
 		fputc(' ', f);
-		sq(f, jd->args[i]);
+		gg_slurm_sq(f, jd->args[i]);
 	}
 	fputs(" </dev/null >", f);
-	sq(f, jd->stdout_name ? jd->stdout_name : "/dev/null");
+	gg_slurm_sq(f, jd->stdout_name ? jd->stdout_name : "/dev/null");
 	if (jd->stderr_name && jd->stdout_name && !strcmp(jd->stderr_name, jd->stdout_name)) {
 		fputs(" 2>&1", f);
 	} else {
 		fputs(" 2>", f);
-		sq(f, jd->stderr_name ? jd->stderr_name : "/dev/null");
+		gg_slurm_sq(f, jd->stderr_name ? jd->stderr_name : "/dev/null");
 	}
-	fputs("\necho $? >" EXIT_FILE "\n", f);
+	fputs("\ngg_rc=$?\n", f);
+	gg_slurm_stage_out(f, jd);
+	fputs("echo \"$gg_rc\" >" EXIT_FILE "\n", f);
 	return close_cmd(f, &buf, &len, err) < 0 ? err->code : (*out = buf, 0);
 }
 
+static int bad_name(const char *name)
+{
+	return !name[0] || !strcmp(name, ".") || !strcmp(name, "..") || gg_str_has_control(name) ||
+	       name[0] == '/' || strstr(name, "../");
+}
+
 /* What the CE cannot do here, refused before anything is sent. */
-static int refuse_unsupported(const struct gg_jobdesc *jd, struct gg_err *err)
+static int refuse_unsupported(const struct gg_jobdesc *jd, const char *proxy, struct gg_err *err)
 {
 	if (!jd->executable || !jd->executable[0])
 		return gg_err_set(err, GG_EUSAGE, "job description: no executable");
+	if (gg_slurm_stage_check(jd, err) < 0)
+		return err->code;
 	for (int i = 0; i < jd->ninputs; i++)
-		if (jd->inputs[i].source && jd->inputs[i].source[0])
+		if (bad_name(jd->inputs[i].name))
 			return gg_err_set(err, GG_EUSAGE,
-					  "input '%s' from storage: a slurm+ssh site's nodes stage "
-					  "nothing from storage; give a local file",
-					  jd->inputs[i].name);
+					  "a bad file name for the job's directory");
 	for (int i = 0; i < jd->noutputs; i++)
-		if (jd->output_urls[i])
-			return gg_err_set(
-				err, GG_EUSAGE,
-				"output '%s' to storage: a slurm+ssh site keeps outputs in "
-				"the job's directory; 'gridgpu get' brings them",
-				jd->outputs[i]);
+		if (jd->output_urls[i] && bad_name(jd->outputs[i]))
+			return gg_err_set(err, GG_EUSAGE,
+					  "a bad file name for the job's directory");
+	if (gg_slurm_stage_named(jd) && !proxy)
+		return gg_err_set(err, GG_ECRED,
+				  "the job's storage URLs are reached with your proxy: run "
+				  "'gridgpu proxy init'");
 	for (int i = 0; i < jd->nenv; i++)
 		if (!strchr(jd->env[i], '=') || jd->env[i][strcspn(jd->env[i], "=")] != '=' ||
 		    strspn(jd->env[i],
@@ -381,20 +381,21 @@ static int refuse_unsupported(const struct gg_jobdesc *jd, struct gg_err *err)
 }
 
 /* The outputs the job declares (its outputs, stdout and stderr), one a line:
- * what ls shows of its directory, as an ARC CE keeps only those. */
+ * what ls shows of its directory, as an ARC CE keeps only those (not those it
+ * puts to storage). */
 static void outputs_list(FILE *f, const struct gg_jobdesc *jd)
 {
 	const char *std[2] = {jd->stdout_name, jd->stderr_name};
 	fputs(" && printf '%s\\n'", f);
 	for (int i = 0; i < jd->noutputs; i++)
-		if (!strchr(jd->outputs[i], '\n')) {
+		if (!strchr(jd->outputs[i], '\n') && !jd->output_urls[i]) {
 			fputc(' ', f);
-			sq(f, jd->outputs[i]);
+			gg_slurm_sq(f, jd->outputs[i]);
 		}
 	for (int k = 0; k < 2; k++)
 		if (std[k] && !strchr(std[k], '\n')) {
 			fputc(' ', f);
-			sq(f, std[k]);
+			gg_slurm_sq(f, std[k]);
 		}
 	fputs(" >\"$t/" OUTPUTS "\"", f);
 }
@@ -411,11 +412,11 @@ static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, co
 	if (!f)
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	fputs("umask 077; id=; cd ", f);
-	sq(f, s->url.dir);
+	gg_slurm_sq(f, s->url.dir);
 	fputs(" && t=", f);
-	sq(f, t);
+	gg_slurm_sq(f, t);
 	fputs(" && printf '%s' ", f);
-	sq(f, script);
+	gg_slurm_sq(f, script);
 	fputs(" >\"$t/" JOB_SCRIPT "\"", f);
 	outputs_list(f, jd);
 	fputs(" && id=$(sbatch --parsable --hold --chdir=\"$PWD\" "
@@ -453,12 +454,6 @@ static int already_sent(struct slurm *s, const char *id, const char *name)
 	return 0;
 }
 
-static int bad_name(const char *name)
-{
-	return !name[0] || !strcmp(name, ".") || !strcmp(name, "..") || gg_str_has_control(name) ||
-	       name[0] == '/' || strstr(name, "../");
-}
-
 /* A fresh directory DIR/.new-HEX for the job's files, over sftp (DIR made
  * first when it is not there yet); *t its name. */
 static int make_new_dir(struct slurm *s, char **t, struct gg_err *err)
@@ -481,7 +476,7 @@ static int make_new_dir(struct slurm *s, char **t, struct gg_err *err)
 		rc = f ? 0 : gg_err_set(err, GG_ENOMEM, "out of memory");
 		if (f) {
 			fputs("umask 077; mkdir -p ", f);
-			sq(f, s->url.dir);
+			gg_slurm_sq(f, s->url.dir);
 			rc = close_cmd(f, &cmd, &len, err);
 		}
 		if (rc == 0)
@@ -522,6 +517,20 @@ static int put_inputs(struct slurm *s, const struct gg_jobdesc *jd, const char *
 	return rc;
 }
 
+/* The user's proxy into DIR/t for the staging (sftp makes it 0600). */
+static int put_proxy(struct slurm *s, const char *t, struct gg_err *err)
+{
+	int fd = open(s->proxy, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gg_err_sys(err, GG_ECRED, errno, "reading your proxy '%s'", s->proxy);
+	char *path = gg_strdup_printf("%s/%s/" GG_SLURM_PROXY, s->url.dir, t);
+	int rc = path ? sftp_done(s, gg_ssh_sftp_put_on(s->sftp, fd, path, NULL, NULL, err))
+		      : gg_err_set(err, GG_ENOMEM, "out of memory");
+	free(path);
+	close(fd);
+	return rc < 0 ? gg_err_prefix(err, "writing your proxy on %s", s->url.host) : 0;
+}
+
 /* DIR/t removed after a failed upload, best effort. */
 static void remove_new_dir(struct slurm *s, const char *t)
 {
@@ -532,9 +541,9 @@ static void remove_new_dir(struct slurm *s, const char *t)
 	if (!f)
 		return;
 	fputs("cd ", f);
-	sq(f, s->url.dir);
+	gg_slurm_sq(f, s->url.dir);
 	fputs(" && rm -rf ", f);
-	sq(f, t);
+	gg_slurm_sq(f, t);
 	if (close_cmd(f, &cmd, &len, &e) == 0)
 		run(s, "removing a job directory", cmd, 4096, NULL, NULL, &e);
 	free(cmd);
@@ -546,8 +555,10 @@ static int stage_and_submit(struct slurm *s, const struct gg_jobdesc *jd, const 
 			    char **out, struct gg_err *err)
 {
 	char *t = NULL, *cmd = NULL;
-	int rc = make_new_dir(s, &t, err);
-	if (rc == 0 && (rc = put_inputs(s, jd, t, err)) < 0)
+	int rc = make_new_dir(s, &t, err), made = rc == 0;
+	if (rc == 0 && (rc = put_inputs(s, jd, t, err)) == 0 && gg_slurm_stage_named(jd))
+		rc = put_proxy(s, t, err);
+	if (rc < 0 && made)
 		remove_new_dir(s, t);
 	if (rc == 0)
 		rc = submit_command(s, jd, script, t, &cmd, err);
@@ -563,7 +574,7 @@ static int slurm_submit_jd(struct gg_ce *ce, const struct gg_jobdesc *jd, char *
 {
 	struct slurm *s = S(ce);
 	char *script = NULL, *out = NULL;
-	int rc = refuse_unsupported(jd, err);
+	int rc = refuse_unsupported(jd, s->proxy, err);
 	if (rc == 0)
 		rc = job_script(s, jd, &script, err);
 	if (rc == 0)
@@ -613,7 +624,7 @@ static char *file_command(const struct slurm *s, const char *id, const char *nam
 	fputs("cd ", f);
 	jobdir(f, s, id);
 	fprintf(f, " 2>/dev/null || exit %d; f=", NO_FILE);
-	sq(f, name);
+	gg_slurm_sq(f, name);
 	fprintf(f, "; %s", action);
 	if (fclose(f) != 0) {
 		free(cmd);
@@ -932,8 +943,10 @@ static int from_sacct_and_dirs(struct slurm *s, const char *const *ids, size_t n
 	      "head -n 1; d=",
 	      f);
 	jobdir(f, s, "");
-	fputs("\"$i\"; if [ -d \"$d\" ]; then printf 'dir|%s|%s\\n' \"$i\" \"$(head -c 12 "
-	      "\"$d/" EXIT_FILE "\" 2>/dev/null)\"; fi; done; true",
+	fputs("\"$i\"; if [ -d \"$d\" ]; then rm -f \"$d/" GG_SLURM_PROXY "\"; printf "
+	      "'dir|%s|%s|%s\\n' \"$i\" \"$(head -c 12 \"$d/" EXIT_FILE "\" 2>/dev/null)\" "
+	      "\"$(head -c 300 \"$d/" GG_SLURM_STAGE_ERR "\" 2>/dev/null | head -n 1)\"; fi; "
+	      "done; true",
 	      f);
 	int rc = close_cmd(f, &cmd, &len, err);
 	if (rc == 0)
@@ -998,8 +1011,10 @@ static int each_job(struct gg_ce *ce, const char *const *ids, size_t n, int clea
 		      "\"$i|none\"; fi; done; true",
 		      f);
 	} else {
-		fputs("; do if scancel \"$i\" 2>/dev/null; then echo \"$i|ok\"; else echo "
-		      "\"$i|none\"; fi; done; true",
+		fputs("; do d=", f);
+		jobdir(f, s, "");
+		fputs("\"$i\"; rm -f \"$d/" GG_SLURM_PROXY "\"; if scancel \"$i\" 2>/dev/null; "
+		      "then echo \"$i|ok\"; else echo \"$i|none\"; fi; done; true",
 		      f);
 	}
 	int rc = close_cmd(f, &cmd, &len, err);
@@ -1174,6 +1189,7 @@ static void slurm_close(struct gg_ce *ce)
 	free(s->known_hosts);
 	free(s->gpu_mode);
 	free(s->gpu_type);
+	free(s->proxy);
 	free(s);
 	ce->impl = NULL;
 }
@@ -1191,6 +1207,8 @@ static int slurm_open(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg
 	s->log = auth->log;
 	s->cancel = auth->cancel;
 	s->cancel_ud = auth->cancel_ud;
+	if (auth->proxy_path && !(s->proxy = strdup(auth->proxy_path)))
+		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	if (site) {
 		s->identity = dup_or_null(site->identity);
 		s->known_hosts = dup_or_null(site->known_hosts);

@@ -115,6 +115,20 @@ static int proxy_auth(struct gg_auth *a, int64_t need_left, struct gg_err *err)
 	return 0;
 }
 
+int gg_auth_add_proxy(struct gg_auth *a, int64_t need_left, struct gg_err *err)
+{
+	if (a->proxy_path)
+		return 0;
+	const char *kind = a->kind;
+	int rc = proxy_auth(a, need_left, err);
+	a->kind = kind;
+	if (rc < 0) {
+		free(a->proxy_path);
+		a->proxy_path = NULL;
+	}
+	return rc;
+}
+
 int gg_auth_find(const struct gg_site *site, const char *want, int64_t need_left, struct gg_auth *a,
 		 struct gg_err *err)
 {

@@ -70,6 +70,8 @@ static int prepare(struct batch *b, struct gg_err *err)
 	const char *want = b->token ? "token" : gg_site_auth_kind(site);
 	if ((rc = gg_auth_find(site, want, b->q->res.walltime, &b->auth, err)) < 0)
 		return rc;
+	if ((rc = gg_storage_auth(b->q, site, b->q->res.walltime, &b->auth, err)) < 0)
+		return rc;
 	return gg_storage_check(b->e, &b->auth, b->q, site, err);
 }
 
@@ -100,7 +102,8 @@ static void create_records(struct batch *b)
 static int open_ce(struct batch *b, struct gg_err *err)
 {
 	int rc = gg_engine_open_ce(b->e, b->site->ce, &b->auth, &b->ce, err);
-	if (rc < 0 || !b->auth.proxy_path)
+	/* a slurm+ssh site's ("ssh") proxy is for its storage URLs: no delegation */
+	if (rc < 0 || !b->auth.proxy_path || !strcmp(b->auth.kind, "ssh"))
 		return rc;
 	char *state_dir = NULL, *cache = NULL;
 	if (gg_xdg_dir(GG_XDG_STATE, &state_dir, err) == 0)

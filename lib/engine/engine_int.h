@@ -81,6 +81,11 @@ struct gg_job_spec {
 	int neach;
 };
 
+/* A slurm+ssh site's job (auth kind "ssh") that names a storage URL: the
+ * user's proxy added to a, checked to last need_left (storage.c); else 0. */
+int gg_storage_auth(const struct gg_job_spec *q, const struct gg_site *site, int64_t need_left,
+		    struct gg_auth *a, struct gg_err *err);
+
 /* A batch job's enter script (gridgpu-enter: the session's container run,
  * lib/node/enter.c) for s at site, image the image's path on the node (its
  * name in the job's directory): its text (malloc'd), or the cache's file that

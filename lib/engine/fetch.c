@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cred/cred.h"
 #include "engine/engine_int.h"
 
 struct fetch {
@@ -119,6 +120,16 @@ static int same_as_there(struct fetch *f, size_t i, const char *path, const stru
 	return rc;
 }
 
+/* The credential the job's outputs at storage are read with: the record's,
+ * and on a slurm+ssh site (its ssh key) the user's proxy. */
+static int storage_auth(struct fetch *f, struct gg_auth *a, struct gg_err *err)
+{
+	int rc = gg_auth_find(gg_engine_site(f->e, f->r->site), f->r->auth, 0, a, err);
+	if (rc == 0 && !strcmp(a->kind, "ssh"))
+		rc = gg_auth_add_proxy(a, 0, err);
+	return rc;
+}
+
 /* A file already there that is the job's output, byte for byte, is kept and
  * not fetched again (f->skip); one that differs is refused before anything is
  * downloaded, so nothing is half replaced. Outputs at storage of a job that did
@@ -134,8 +145,7 @@ static int refuse_existing(struct fetch *f, struct gg_err *err)
 			return gg_err_set(err, GG_ENOMEM, "out of memory");
 		if (access(p, F_OK) == 0 && !(storage && f->r->state != GG_S_FINISHED)) {
 			if (storage && !auth++)
-				rc = gg_auth_find(gg_engine_site(f->e, f->r->site), f->r->auth, 0,
-						  &a, err);
+				rc = storage_auth(f, &a, err);
 			int same = rc < 0 ? rc : same_as_there(f, i, p, &a, err);
 			if (same == 1)
 				gg_engine_notef(
@@ -244,7 +254,7 @@ static int from_storage(struct fetch *f, struct gg_err *err)
 		return 0;
 	}
 	struct gg_auth a;
-	int rc = gg_auth_find(gg_engine_site(f->e, r->site), r->auth, 0, &a, err);
+	int rc = storage_auth(f, &a, err);
 	for (size_t i = 0; rc == 0 && i < f->ns; i++)
 		if (!f->skip[f->nfiles + i])
 			rc = storage_one(f, &a, &f->so[i], err);

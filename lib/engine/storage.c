@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ce/ce.h"
+#include "cred/cred.h"
 #include "http/http.h"
 #include "engine/engine_int.h"
 
@@ -164,10 +165,27 @@ static int check_one(struct gg_engine *e, struct gg_http *h, const char *what, c
 	return rc > 0 ? 0 : rc;
 }
 
+/* 1 when the job names a storage URL (an input, an output, the site's
+ * output base for its outputs). */
+static int names_storage(const struct gg_job_spec *q, const struct gg_site *site)
+{
+	return q->ndata_in || q->ndata_out || (site && site->output_base && q->noutputs);
+}
+
+int gg_storage_auth(const struct gg_job_spec *q, const struct gg_site *site, int64_t need_left,
+		    struct gg_auth *a, struct gg_err *err)
+{
+	if (!a->kind || strcmp(a->kind, "ssh") || !names_storage(q, site))
+		return 0;
+	int rc = gg_auth_add_proxy(a, need_left, err);
+	return rc < 0 ? gg_err_prefix(err, "the job's storage URLs are reached with your proxy")
+		      : 0;
+}
+
 int gg_storage_check(struct gg_engine *e, const struct gg_auth *a, const struct gg_job_spec *q,
 		     const struct gg_site *site, struct gg_err *err)
 {
-	if (!q->ndata_in && !q->ndata_out && !(site && site->output_base && q->noutputs))
+	if (!names_storage(q, site))
 		return 0;
 	struct gg_http_opts o = {.proxy_path = strcmp(a->kind, "token") ? a->proxy_path : NULL,
 				 .token = a->token ? a->token->value : NULL,

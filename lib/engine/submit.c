@@ -83,6 +83,9 @@ static int prepare(struct run *x, struct gg_err *err)
 	if ((rc = gg_auth_find(site, x->r.auth, x->r.walltime, &x->auth, err)) < 0)
 		return rc;
 	/* storage files that cannot work: told before anything is written */
+	if (x->s->job &&
+	    (rc = gg_storage_auth(x->s->job, x->s->site, x->r.walltime, &x->auth, err)) < 0)
+		return rc;
 	if (x->s->job && (rc = gg_storage_check(x->e, &x->auth, x->s->job, x->s->site, err)) < 0)
 		return rc;
 	if (x->s->make_key && !x->r.key) {
@@ -123,10 +126,11 @@ static int make_key(struct run *x, struct gg_err *err)
 	return st == GG_S_KILLED ? gg_err_set(err, GG_EJOB, "killed before it was submitted") : 0;
 }
 
-/* Delegate the proxy (reusing one the CE holds while it lasts the walltime). */
+/* Delegate the proxy (reusing one the CE holds while it lasts the walltime);
+ * a slurm+ssh site's ("ssh") proxy is for its storage URLs, not delegated. */
 static int delegate(struct run *x, struct gg_err *err)
 {
-	if (!x->auth.proxy_path)
+	if (!x->auth.proxy_path || !strcmp(x->auth.kind, "ssh"))
 		return 0;
 	char *state_dir = NULL, *cache = NULL;
 	if (gg_xdg_dir(GG_XDG_STATE, &state_dir, err) == 0)
