@@ -112,6 +112,13 @@ ended() { case $(sfield "$1" state) in finished | killed | failed) return 0 ;; e
 # has_snapshot NAME: the session NAME's launcher has said how its sandbox was saved
 # (a snapshot, or why none)
 has_snapshot() { [ -n "$(sfield "$1" snapshot_at)$(sfield "$1" snapshot_error)" ]; }
+# se_mkdir PATH...: directories on the storage element, as its admin makes them
+se_mkdir() {
+	for d in "$@"; do
+		mkdir -p "$GG_TB_SE_DATA$d" || return 1
+		while [ "$d" != /store ]; do chown ggxrd: "$GG_TB_SE_DATA$d"; d=$(dirname "$d"); done
+	done
+}
 # sl CMD...: a Slurm command in the test site (its namespace and slurm.conf)
 sl() { ip netns exec "$GG_TB_NS" env SLURM_CONF="$GG_TB_SLURM_CONF" "$@"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

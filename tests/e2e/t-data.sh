@@ -29,13 +29,6 @@ MiB=1048576
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1],""))' "$1"; }
 # sent BYTES: the bytes the client sent to the CE, from submit -v's own count
 sent() { printf '%s\n' "$ERR" | sed -n 's/.* \([0-9][0-9]*\) bytes sent.*/\1/p' | tail -n 1; }
-# se_mkdir PATH...: directories on the storage element, as its admin makes them
-se_mkdir() {
-	for d in "$@"; do
-		mkdir -p "$GG_TB_SE_DATA$d" || return 1
-		while [ "$d" != /store ]; do chown ggxrd: "$GG_TB_SE_DATA$d"; d=$(dirname "$d"); done
-	done
-}
 ce_count() {
 	curl -s --cert "$GG_TB_USER_CERT" --key "$GG_TB_USER_KEY_PLAIN" --capath "$GG_TB_CA_DIR" \
 		-H 'Accept: application/json' "$GG_TB_CE_URL/rest/1.0/jobs" |
