@@ -272,7 +272,9 @@ enum gg_site_kind {
 	S(GG_SK_CHOICE, slurm_gpu, "slurm-gpu", 0, "gres|gpus", "gres", 0, choice,               \
 	  "slurm+ssh: sbatch asks --gres=gpu:[TYPE:]N or --gpus=[TYPE:]N")                       \
 	S(GG_SK_TEXT, slurm_gpu_type, "slurm-gpu-type", 0, "TYPE", NULL, 0, gres_type,           \
-	  "slurm+ssh: the GPU type whole GPUs are asked by (a100)")
+	  "slurm+ssh: the GPU type whole GPUs are asked by (a100)")                              \
+	S(GG_SK_CHOICE, slurm_stage, "slurm-stage", 0, "node|login", "node", 0, choice,          \
+	  "slurm+ssh: storage URLs are copied on the compute node or on the login node")
 
 #define GG_SITE_FIELD_S(kind, field, ...) char *field;
 #define GG_SITE_FIELD_L(kind, field, count, max, ...) \

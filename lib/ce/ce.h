@@ -54,10 +54,11 @@ char *gg_slurm_end_phrase(const char *state, const char *exit);
 int gg_slurm_failed_walltime(const char *failed);
 /* For each results[i] still without a code (ids[i] a job squeue no longer
  * shows), what text says of it (sacct.c): sacct's "ID|STATE|EXITCODE" lines
- * (-n -P -X -o JobIDRaw,State,ExitCode), else the "dir|ID|EXIT[|FAILURE]"
+ * (-n -P -X -o JobIDRaw,State,ExitCode), else the "dir|ID|EXIT[|STAGE|FAILURE]"
  * line of its job directory (EXIT: the status the job script left, or empty;
+ * STAGE "out": the login node is putting its outputs, the job finishing;
  * FAILURE: the line a failed staging left, which makes the job failed with it
- * as its reason whatever sacct said). Lines that do not parse are skipped;
+ * as its reason; both whatever sacct said). Lines that do not parse are skipped;
  * fields are kept printable. */
 void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, size_t n,
 			  struct gg_ce_result *res);

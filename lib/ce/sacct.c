@@ -1,6 +1,6 @@
 /* The slurm+ssh backend's parser of what it asks about jobs squeue no longer
  * shows (outside text): sacct's "ID|STATE|EXITCODE" lines and the job
- * directories' "dir|ID|EXIT[|STAGING'S FAILURE]" lines; and Slurm's end states in the user's
+ * directories' "dir|ID|EXIT[|STAGE|STAGING'S FAILURE]" lines; and Slurm's end states in the user's
  * words. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,14 +96,21 @@ static void sacct_line(const char *f[3], const char *const *ids, size_t n, struc
 }
 
 /* A job directory's line: the exit status the job script left, or none;
- * its staging's failure (stage, the line the script left) is the job's,
+ * its staging's failure (why, the line the staging left) is the job's, and
+ * outputs the login node is still putting (stage "out") make it finishing,
  * whatever Slurm says of it. */
-static void dir_line(const char *f[3], const char *stage, const char *const *ids, size_t n,
-		     struct gg_ce_result *res)
+static void dir_line(const char *f[3], const char *stage, const char *why, const char *const *ids,
+		     size_t n, struct gg_ce_result *res)
 {
-	for (size_t i = 0; stage && stage[0] && i < n; i++)
+	int out = stage && !strcmp(stage, "out");
+	for (size_t i = 0; ((why && why[0]) || out) && i < n; i++)
 		if (!strcmp(ids[i], f[1]) && res[i].code != 404) {
-			set(&res[i], GG_CE_FAILED, "FAILED", strdup(stage));
+			if (why && why[0])
+				set(&res[i], GG_CE_FAILED, "FAILED", strdup(why));
+			else
+				set(&res[i], GG_CE_FINISHING, "STAGE_OUT",
+				    strdup("its outputs are being put to storage from the login "
+					   "node"));
 			return;
 		}
 	struct gg_ce_result *r = find(f[1], ids, n, res);
@@ -138,11 +145,13 @@ void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, 
 		}
 		if (!f[2])
 			continue;
-		char *more = strchr(f[2], '|');
+		char *more = strchr(f[2], '|'), *why = NULL;
 		if (more)
 			*more++ = '\0';
+		if (more && (why = strchr(more, '|')))
+			*why++ = '\0';
 		if (!strcmp(f[0], "dir"))
-			dir_line((const char **)f, more, ids, n, res);
+			dir_line((const char **)f, more, why, ids, n, res);
 		else
 			sacct_line((const char **)f, ids, n, res);
 	}

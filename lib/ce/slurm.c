@@ -37,6 +37,7 @@ struct slurm {
 	char *identity, *known_hosts;
 	char *gpu_mode, *gpu_type; /* the site's slurm_gpu, slurm_gpu_type */
 	char *proxy;               /* the user's proxy, for storage URLs; or NULL */
+	int stage_login;           /* slurm_stage = login: the login node copies them */
 	struct gg_ssh_conn *conn;
 	struct gg_ssh_sftp *sftp; /* on conn, once a file went either way */
 	const struct gg_log *log;
@@ -212,7 +213,10 @@ static int run(struct slurm *s, const char *what, const char *cmd, size_t max, c
 	if (rc < 0 && rc != GG_EUSAGE && s->conn)
 		drop_conn(s);
 	if (rc == 0 && !status && st != 0) {
-		char *p = errtext ? gg_str_printable(errtext, strnlen(errtext, 400)) : NULL;
+		size_t n = errtext ? strnlen(errtext, 400) : 0;
+		while (n && (errtext[n - 1] == '\n' || errtext[n - 1] == ' '))
+			n--; /* what it said, not the line's end */
+		char *p = errtext ? gg_str_printable(errtext, n) : NULL;
 		rc = gg_err_set(err, GG_EJOB, "%s on %s failed (exit %d)%s%s", what, s->url.host,
 				st, p && p[0] ? ": " : "", p ? p : "");
 		free(p);
@@ -323,7 +327,8 @@ static int job_script(const struct slurm *s, const struct gg_jobdesc *jd, char *
 		gg_slurm_sq(f, eq + 1);
 		fprintf(f, "; export %.*s\n", (int)(eq - jd->env[i]), jd->env[i]);
 	}
-	gg_slurm_stage_in(f, jd);
+	if (!s->stage_login)
+		gg_slurm_stage_in(f, jd);
 	if (jd->executable[0] != '/')
 		fputs("./", f);
 	gg_slurm_sq(f, jd->executable);
@@ -340,7 +345,8 @@ static int job_script(const struct slurm *s, const struct gg_jobdesc *jd, char *
 		gg_slurm_sq(f, jd->stderr_name ? jd->stderr_name : "/dev/null");
 	}
 	fputs("\ngg_rc=$?\n", f);
-	gg_slurm_stage_out(f, jd);
+	if (!s->stage_login)
+		gg_slurm_stage_out(f, jd);
 	fputs("echo \"$gg_rc\" >" EXIT_FILE "\n", f);
 	return close_cmd(f, &buf, &len, err) < 0 ? err->code : (*out = buf, 0);
 }
@@ -401,7 +407,8 @@ static void outputs_list(FILE *f, const struct gg_jobdesc *jd)
 }
 
 /* The command: the script and the outputs' list into the directory t the
- * uploads made, sbatch --hold, t renamed to the job's id, the job released;
+ * uploads made, the inputs from storage when the login node copies them (a
+ * failed copy's line on stderr), sbatch --hold, t renamed to the job's id, the job released;
  * the id on stdout. On failure nothing is left (t removed, a job made
  * cancelled and its directory removed). */
 static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, const char *script,
@@ -419,15 +426,23 @@ static int submit_command(const struct slurm *s, const struct gg_jobdesc *jd, co
 	gg_slurm_sq(f, script);
 	fputs(" >\"$t/" JOB_SCRIPT "\"", f);
 	outputs_list(f, jd);
+	int oom = s->stage_login && gg_slurm_stage_login(f, jd) < 0;
 	fputs(" && id=$(sbatch --parsable --hold --chdir=\"$PWD\" "
 	      "--output=\"$PWD/%j/gridgpu-slurm.out\"",
 	      f);
 	sbatch_options(f, s, jd);
 	fputs(" \"$t/" JOB_SCRIPT "\") && id=${id%%;*} && mv \"$t\" \"$id\" && "
-	      "scontrol release \"$id\" && echo \"$id\" || { rm -rf \"$t\"; case $id in '' | "
-	      "*[!0-9_]*) ;; *) scancel \"$id\"; rm -rf \"$id\" ;; esac; exit 1; }",
+	      "scontrol release \"$id\" && echo \"$id\" || { head -n 1 \"$t/" GG_SLURM_STAGE_ERR
+	      "\" >&2 2>/dev/null; rm -rf \"$t\"; case $id in '' | *[!0-9_]*) ;; *) scancel "
+	      "\"$id\"; rm -rf \"$id\" ;; esac; exit 1; }",
 	      f);
-	return close_cmd(f, cmd, &len, err);
+	int rc = close_cmd(f, cmd, &len, err);
+	if (rc == 0 && oom) {
+		free(*cmd);
+		*cmd = NULL;
+		rc = gg_err_set(err, GG_ENOMEM, "out of memory");
+	}
+	return rc;
 }
 
 static void sent_clear(struct slurm *s)
@@ -562,8 +577,11 @@ static int stage_and_submit(struct slurm *s, const struct gg_jobdesc *jd, const 
 		remove_new_dir(s, t);
 	if (rc == 0)
 		rc = submit_command(s, jd, script, t, &cmd, err);
+	const char *what = s->stage_login && gg_slurm_stage_named(jd)
+				   ? "staging the inputs from storage or sbatch"
+				   : "sbatch";
 	if (rc == 0)
-		rc = run(s, "sbatch", cmd, 4096, out, NULL, err);
+		rc = run(s, what, cmd, 4096, out, NULL, err);
 	free(cmd);
 	free(t);
 	return rc;
@@ -920,6 +938,16 @@ static int from_squeue(struct slurm *s, const char *const *ok, size_t k, const c
 	return rc;
 }
 
+/* For an ended job's directory d (its exit status x): a job that ended well
+ * with outputs the login node puts has them put (in the background, once),
+ * reading as finishing until done (s=out); otherwise its proxy goes. */
+#define STAGE_OUT_START                                                                  \
+	"if [ \"$x\" = 0 ] && [ -f \"$d/" GG_SLURM_STAGE_OUT                             \
+	"\" ] && [ ! -e \"$d/" GG_SLURM_STAGED "\" ] && [ ! -e \"$d/" GG_SLURM_STAGE_ERR \
+	"\" ]; then s=out; if mkdir \"$d/" GG_SLURM_STAGING                              \
+	"\" 2>/dev/null; then (cd \"$d\" && nohup sh " GG_SLURM_STAGE_OUT " </dev/null " \
+	">/dev/null 2>&1 &); fi; else rm -f \"$d/" GG_SLURM_PROXY "\"; fi;"
+
 /* Jobs squeue no longer shows: sacct's word, else scontrol's (an ended job
  * slurmctld still holds: TIMEOUT, OUT_OF_MEMORY...), else the exit status the
  * job script left, else gone (no directory). */
@@ -943,9 +971,9 @@ static int from_sacct_and_dirs(struct slurm *s, const char *const *ids, size_t n
 	      "head -n 1; d=",
 	      f);
 	jobdir(f, s, "");
-	fputs("\"$i\"; if [ -d \"$d\" ]; then rm -f \"$d/" GG_SLURM_PROXY "\"; printf "
-	      "'dir|%s|%s|%s\\n' \"$i\" \"$(head -c 12 \"$d/" EXIT_FILE "\" 2>/dev/null)\" "
-	      "\"$(head -c 300 \"$d/" GG_SLURM_STAGE_ERR "\" 2>/dev/null | head -n 1)\"; fi; "
+	fputs("\"$i\"; [ -d \"$d\" ] || continue; x=$(head -c 12 \"$d/" EXIT_FILE
+	      "\" 2>/dev/null); s=; " STAGE_OUT_START " printf 'dir|%s|%s|%s|%s\\n' \"$i\" \"$x\" "
+	      "\"$s\" \"$(head -c 300 \"$d/" GG_SLURM_STAGE_ERR "\" 2>/dev/null | head -n 1)\"; "
 	      "done; true",
 	      f);
 	int rc = close_cmd(f, &cmd, &len, err);
@@ -1214,6 +1242,7 @@ static int slurm_open(struct gg_ce *ce, const struct gg_ce_auth *auth, struct gg
 		s->known_hosts = dup_or_null(site->known_hosts);
 		s->gpu_mode = dup_or_null(site->slurm_gpu);
 		s->gpu_type = dup_or_null(site->slurm_gpu_type);
+		s->stage_login = site->slurm_stage && !strcmp(site->slurm_stage, "login");
 	}
 	return route(s, site, err);
 }

@@ -29,6 +29,11 @@ int gg_slurm_stage_named(const struct gg_jobdesc *jd)
 	for (int i = 0; i < jd->ninputs; i++)
 		if (jd->inputs[i].source && jd->inputs[i].source[0])
 			return 1;
+	return gg_slurm_stage_outputs(jd);
+}
+
+int gg_slurm_stage_outputs(const struct gg_jobdesc *jd)
+{
 	for (int i = 0; i < jd->noutputs; i++)
 		if (jd->output_urls[i])
 			return 1;
@@ -111,4 +116,45 @@ void gg_slurm_stage_out(FILE *f, const struct gg_jobdesc *jd)
 		if (jd->output_urls[i])
 			copy_line(f, jd->outputs[i], jd->output_urls[i], 1);
 	fputs("fi\nrm -f " GG_SLURM_PROXY "\n", f);
+}
+
+/* The outputs' script the login node runs in the job's directory once the
+ * job ended well: the puts, the proxy removed, GG_SLURM_STAGED made. */
+static char *stage_out_script(const struct gg_jobdesc *jd)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	fputs(prologue, f);
+	fputs("gg_rc=0\n", f);
+	gg_slurm_stage_out(f, jd);
+	fputs(": >" GG_SLURM_STAGED "\n", f);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int gg_slurm_stage_login(FILE *f, const struct gg_jobdesc *jd)
+{
+	if (!gg_slurm_stage_named(jd))
+		return 0;
+	fputs(" && (cd \"$t\" || exit 1\n", f);
+	gg_slurm_stage_in(f, jd);
+	if (!gg_slurm_stage_outputs(jd))
+		fputs("rm -f " GG_SLURM_PROXY "\n", f);
+	fputs(")", f);
+	if (!gg_slurm_stage_outputs(jd))
+		return 0;
+	char *out = stage_out_script(jd);
+	if (!out)
+		return -1;
+	fputs(" && printf '%s' ", f);
+	gg_slurm_sq(f, out);
+	fputs(" >\"$t/" GG_SLURM_STAGE_OUT "\"", f);
+	free(out);
+	return 0;
 }

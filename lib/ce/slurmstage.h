@@ -13,6 +13,10 @@
 #define GG_SLURM_PROXY     ".gridgpu-proxy"
 #define GG_SLURM_STAGE_ERR ".gridgpu-stage-error"
 #define GG_SLURM_STAGE_LOG ".gridgpu-stage-log"
+/* Login staging: the outputs' script, the mark of its start, of its end. */
+#define GG_SLURM_STAGE_OUT ".gridgpu-stage-out.sh"
+#define GG_SLURM_STAGING   ".gridgpu-staging"
+#define GG_SLURM_STAGED    ".gridgpu-staged"
 
 /* v quoted for sh ('...', a ' as '\''), into f. */
 void gg_slurm_sq(FILE *f, const char *v);
@@ -27,5 +31,13 @@ void gg_slurm_stage_in(FILE *f, const struct gg_jobdesc *jd);
 /* The lines after it (its status in $gg_rc): the outputs put to storage when
  * it succeeded, then the proxy removed. */
 void gg_slurm_stage_out(FILE *f, const struct gg_jobdesc *jd);
+/* Login staging (slurm-stage = login), part of the submit's command on the
+ * login node, the job's files in directory "$t": the inputs fetched there (the
+ * proxy removed after when no output needs it), and the outputs' script
+ * GG_SLURM_STAGE_OUT written beside them; each begins " && ". -1: out of
+ * memory. */
+int gg_slurm_stage_login(FILE *f, const struct gg_jobdesc *jd);
+/* 1 when the job puts an output to storage. */
+int gg_slurm_stage_outputs(const struct gg_jobdesc *jd);
 
 #endif

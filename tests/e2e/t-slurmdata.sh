@@ -10,7 +10,10 @@
 # davs:// and are read back with xrdcp (and by get); the proxy is 0600 while
 # the job runs and gone after it, after a failed stage-in and after kill; an
 # input gone from storage before the job ran fails the job with the tool's
-# reason in status, its command never run.
+# reason in status, its command never run. With slurm-stage = login, the
+# login node fetches the inputs during the submit (one that cannot be copied
+# fails it, nothing left) and puts the outputs when status first sees the job
+# ended, the job staging out until then; a put that fails is its failure.
 . "$(dirname "$0")/lib.sh"
 : "${GG_TB_DIR:?the test site must be up (tests/run-e2e starts it)}"
 if [ -z "${GG_TB_SLURMSSH_CONF:-}" ] || [ ! -r "${GG_TB_SLURMSSH_CONF:-}" ] || [ -z "${GG_TB_SE_ROOT:-}" ]; then
@@ -109,5 +112,48 @@ check "kill removed d3's proxy" test ! -e "$DIR/$J3/.gridgpu-proxy"
 run_gg clean d1 d2 d3
 expect_eq "clean d1 d2 d3" "$RC" 0
 check "nothing left of the jobs in the shared directory" sh -c "[ ! -e '$DIR/$J1' ] && [ ! -e '$DIR/$J2' ] && [ ! -e '$DIR/$J3' ]"
+
+# --- slurm-stage = login: the login node copies, the node never does ---------------------
+check "site set slurm-stage login" "$GRIDGPU" site set slurmssh slurm-stage login
+run_gg submit work.sif --name l1 --walltime 10m --input "$IN" \
+	--output "res.txt=$SE//store/user/$RUN/lres.txt" -- sh -c 'sha256sum in.txt >res.txt'
+expect_eq "login: submit with a root:// input and output (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
+L1=$(job l1)
+check "login: the job script on the node copies nothing" sh -c "! grep -q 'xrdcp\|curl' '$DIR/$L1/gridgpu-job.sh'"
+poll 60 sh -c "[ \"\$(head -c 12 '$DIR/$L1/.gridgpu-exit' 2>/dev/null)\" = 0 ]"
+expect_eq "login: the input was there when the job ran (its sha256 over it)" \
+	"$(cut -d' ' -f1 "$DIR/$L1/res.txt" 2>&1)" "$SUM"
+expect_eq "login: the proxy waits for the outputs, 0600" "$(stat -c %a "$DIR/$L1/.gridgpu-proxy" 2>&1)" 600
+poll 30 sh -c "! ip netns exec '$GG_TB_NS' env SLURM_CONF='$GG_TB_SLURM_CONF' squeue -h -j '$L1' | grep -q ."
+run_gg --json status l1
+case "$(printf '%s' "$OUT" | jf staging) $(printf '%s' "$OUT" | jf state)" in
+"staging out queued" | "staging out running") ok "login: the job ended, its outputs not yet put: it reads as staging out, not finished" ;;
+*) not_ok "login: the job ended, its outputs not yet put: it reads as staging out, not finished ($(printf '%s' "$OUT" | jf staging) $(printf '%s' "$OUT" | jf state))" ;; esac
+run_gg get --wait l1
+expect_eq "login: get --wait l1 (stderr: $(printf '%s' "$ERR" | tail -n 1))" "$RC" 0
+xrdcp -s -f "$SE//store/user/$RUN/lres.txt" "$T_TMP/lback.txt" 2>/dev/null
+expect_eq "login: the output put from the login node, read back with xrdcp" \
+	"$(cut -d' ' -f1 "$T_TMP/lback.txt" 2>&1)" "$SUM"
+check "login: the proxy is gone once the outputs are put" test ! -e "$DIR/$L1/.gridgpu-proxy"
+# an output that cannot be put (a directory the storage cannot write): the job's failure
+se_mkdir "/store/user/$RUN/ro"
+chmod 0555 "$GG_TB_SE_DATA/store/user/$RUN/ro"
+run_gg submit work.sif --name l2 --walltime 10m --output "r.txt=$SE//store/user/$RUN/ro/r.txt" -- sh -c 'echo x >r.txt'
+expect_eq "login: submit l2" "$RC" 0
+L2=$(job l2)
+poll_ce 90 state_is l2 failed
+run_gg status l2
+case $OUT in *"stage-out of r.txt to $SE//store/user/$RUN/ro/r.txt: "*) ok "login: a put that fails is the job's failure, with its reason ($(printf '%s' "$OUT" | grep -o 'stage-out.*' | head -n 1))" ;;
+*) not_ok "login: a put that fails is the job's failure: $(printf '%s' "$OUT" | grep -i 'reason\|state')" ;; esac
+check "login: l2's proxy is gone" test ! -e "$DIR/$L2/.gridgpu-proxy"
+# an input the login node cannot copy (a directory): the submit fails, one line, nothing left
+files=$(ls -A "$DIR" | wc -l) queued=$(slurm_jobs)
+expect_fail "login: an input that cannot be copied fails the submit with the tool's reason" 6 \
+	"stage-in of d from $SE//store/data/$RUN: " submit work.sif --name l3 --walltime 10m --input "$SE//store/data/$RUN:d" -- cp d x
+expect_eq "login: ... in one line, nothing left (no directory, no Slurm job)" \
+	"$(printf '%s\n' "$ERR" | wc -l) $(ls -A "$DIR" | wc -l) $(slurm_jobs)" "1 $files $queued"
+run_gg clean l1 l2
+expect_eq "clean l1 l2" "$RC" 0
+check "nothing left of l1 and l2" sh -c "[ ! -e '$DIR/$L1' ] && [ ! -e '$DIR/$L2' ]"
 rm -rf "${GG_TB_SE_DATA:?}/store/data/$RUN" "${GG_TB_SE_DATA:?}/store/user/$RUN"
 done_testing

@@ -134,6 +134,10 @@ static void site_profile(void **state)
 	assert_int_equal(gg_site_set_key(&s, "slurm-gpu-type", "a100", &err), 0);
 	assert_int_equal(gg_site_set_key(&s, "slurm-gpu-type", "a1 00", &err), GG_EUSAGE);
 	assert_int_equal(gg_site_set_key(&s, "slurm-gpu-type", "$(x)", &err), GG_EUSAGE);
+	assert_int_equal(gg_site_set_key(&s, "slurm-stage", "login", &err), 0);
+	assert_string_equal(s.slurm_stage, "login");
+	assert_int_equal(gg_site_set_key(&s, "slurm-stage", "node", &err), 0);
+	assert_int_equal(gg_site_set_key(&s, "slurm-stage", "frontend", &err), GG_EUSAGE);
 	assert_int_equal(gg_site_set_key(&s, "ce", "slurm+ssh://u@login/a/../b", &err), GG_EUSAGE);
 	/* sbatch asks the GPUs: no gpu_queue or gpu_rte needed */
 	struct gg_jd_resources res = {.gpus = 1};

@@ -229,38 +229,119 @@ static void script_failures(void **state)
 	gg_jd_clear(&jd);
 }
 
-/* The line a failed staging left is the job's failure, whatever sacct says. */
+/* The line a failed staging left is the job's failure, and outputs the login
+ * node is putting make the job finishing, whatever sacct says. */
 static void status_line(void **state)
 {
 	(void)state;
-	static const char out[] = "71|COMPLETED|0:0\n"
-				  "dir|71|0|stage-out of r.txt to root://se//r.txt: [ERROR] a | b\n"
-				  "72|FAILED|1:0\n"
-				  "dir|72||stage-in of a from root://se//a: \033No such file\n"
-				  "73|COMPLETED|0:0\n"
-				  "dir|73|0|\n";
-	const char *ids[] = {"71", "72", "73"};
-	struct gg_ce_result r[3] = {{0}};
-	gg_slurm_parse_sacct(out, strlen(out), ids, 3, r);
+	static const char out[] =
+		"71|COMPLETED|0:0\n"
+		"dir|71|0||stage-out of r.txt to root://se//r.txt: [ERROR] a | b\n"
+		"72|FAILED|1:0\n"
+		"dir|72|||stage-in of a from root://se//a: \033No such file\n"
+		"73|COMPLETED|0:0\n"
+		"dir|73|0||\n"
+		"74|COMPLETED|0:0\n"
+		"dir|74|0|out|\n";
+	const char *ids[] = {"71", "72", "73", "74"};
+	struct gg_ce_result r[4] = {{0}};
+	gg_slurm_parse_sacct(out, strlen(out), ids, 4, r);
 	assert_int_equal(r[0].state, GG_CE_FAILED);
 	assert_string_equal(r[0].reason, "stage-out of r.txt to root://se//r.txt: [ERROR] a | b");
 	assert_int_equal(r[1].state, GG_CE_FAILED);
 	assert_string_equal(r[1].reason, "stage-in of a from root://se//a: ?No such file");
 	assert_int_equal(r[2].state, GG_CE_FINISHED);
 	assert_null(r[2].reason);
-	for (int i = 0; i < 3; i++) {
+	/* the login node still putting its outputs: finishing, not finished */
+	assert_int_equal(r[3].state, GG_CE_FINISHING);
+	assert_non_null(strstr(r[3].reason, "login node"));
+	for (int i = 0; i < 4; i++) {
 		free(r[i].raw_state);
 		free(r[i].reason);
 	}
 }
 
+/* Login staging: the submit command's part run by sh in the jobs' directory
+ * (the inputs into "$t", the outputs' script beside them), then that script as
+ * status starts it: the puts, the proxy gone, the mark of its end. */
+static void login_staging(void **state)
+{
+	(void)state;
+	struct gg_jobdesc jd;
+	char *text = NULL, dir[128], cmd[512];
+	size_t len = 0;
+	job(&jd);
+	fake_tools("bin", 1);
+	snprintf(dir, sizeof dir, "%s/job", tmpdir);
+	unit_rmtree(dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	put(dir, GG_SLURM_PROXY, "a proxy\n", 0600);
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	fprintf(f, "cd '%s' && t=job", tmpdir);
+	assert_int_equal(gg_slurm_stage_login(f, &jd), 0);
+	fputs(" && echo submitted >job/ran\n", f);
+	fclose(f);
+	put(tmpdir, "submit.sh", text, 0600);
+	free(text);
+	snprintf(
+		cmd, sizeof cmd,
+		"env -u X509_CERT_DIR PATH='%s/bin:/usr/bin:/bin' LOG='%s/log' /bin/sh '%s/submit.sh'",
+		tmpdir, tmpdir, tmpdir);
+	char logp[160];
+	snprintf(logp, sizeof logp, "%s/log", tmpdir);
+	unlink(logp);
+	assert_int_equal(system(cmd), 0);
+	char *log = slurp(tmpdir, "log");
+	assert_non_null(log);
+	assert_non_null(strstr(log, "root://se.example:1094//store/in.dat ./in.dat\n"));
+	assert_non_null(strstr(log, "-o ./b.txt https://se.example:443/store/b.txt\n"));
+	assert_null(strstr(log, "out.txt")); /* not yet */
+	free(log);
+	assert_true(exists(dir, "ran"));
+	assert_true(exists(dir, GG_SLURM_PROXY)); /* the outputs need it */
+	assert_true(exists(dir, GG_SLURM_STAGE_OUT));
+	snprintf(
+		cmd, sizeof cmd,
+		"cd '%s' && env PATH='%s/bin:/usr/bin:/bin' LOG='%s/log' /bin/sh " GG_SLURM_STAGE_OUT,
+		dir, tmpdir, tmpdir);
+	assert_int_equal(system(cmd), 0);
+	log = slurp(tmpdir, "log");
+	assert_non_null(strstr(log, "-s -f ./out.txt root://se.example//store/u/out.txt\n"));
+	free(log);
+	assert_true(exists(dir, GG_SLURM_STAGED));
+	assert_false(exists(dir, GG_SLURM_PROXY));
+	gg_jd_clear(&jd);
+	/* no output to storage: the proxy goes once the inputs are in, no script */
+	struct gg_err err = {0};
+	memset(&jd, 0, sizeof jd);
+	assert_int_equal(gg_jd_input(&jd, "a", "root://se.example//store/a", NULL, &err), 0);
+	put(dir, GG_SLURM_PROXY, "a proxy\n", 0600);
+	snprintf(cmd, sizeof cmd, "%s/" GG_SLURM_STAGE_OUT, dir);
+	unlink(cmd);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	fprintf(f, "cd '%s' && t=job", tmpdir);
+	assert_int_equal(gg_slurm_stage_login(f, &jd), 0);
+	fputc('\n', f);
+	fclose(f);
+	put(tmpdir, "submit.sh", text, 0600);
+	free(text);
+	snprintf(cmd, sizeof cmd,
+		 "env PATH='%s/bin:/usr/bin:/bin' LOG=/dev/null /bin/sh '%s/submit.sh'", tmpdir,
+		 tmpdir);
+	assert_int_equal(system(cmd), 0);
+	assert_false(exists(dir, GG_SLURM_PROXY));
+	assert_false(exists(dir, GG_SLURM_STAGE_OUT));
+	gg_jd_clear(&jd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(named_and_checked),
-		cmocka_unit_test(script_transfers),
-		cmocka_unit_test(script_failures),
-		cmocka_unit_test(status_line),
+		cmocka_unit_test(named_and_checked), cmocka_unit_test(script_transfers),
+		cmocka_unit_test(script_failures),   cmocka_unit_test(status_line),
+		cmocka_unit_test(login_staging),
 	};
 	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
