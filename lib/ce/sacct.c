@@ -100,11 +100,11 @@ static void sacct_line(const char *f[3], const char *const *ids, size_t n, struc
  * outputs the login node is still putting (stage "out") make it finishing,
  * whatever Slurm says of it. */
 static void dir_line(const char *f[3], const char *stage, const char *why, const char *const *ids,
-		     size_t n, struct gg_ce_result *res)
+		     size_t n, const unsigned char *asked, struct gg_ce_result *res)
 {
 	int out = stage && !strcmp(stage, "out");
-	for (size_t i = 0; ((why && why[0]) || out) && i < n; i++)
-		if (!strcmp(ids[i], f[1]) && res[i].code != 404) {
+	for (size_t i = 0; asked && ((why && why[0]) || out) && i < n; i++)
+		if (asked[i] && !strcmp(ids[i], f[1])) {
 			if (why && why[0])
 				set(&res[i], GG_CE_FAILED, "FAILED", strdup(why));
 			else
@@ -130,6 +130,11 @@ static void dir_line(const char *f[3], const char *stage, const char *why, const
 void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, size_t n,
 			  struct gg_ce_result *res)
 {
+	/* the results this text answers (a line of its may replace another's);
+	 * out of memory: a staging's word is not taken over sacct's */
+	unsigned char *asked = calloc(n ? n : 1, 1);
+	for (size_t i = 0; asked && i < n; i++)
+		asked[i] = !res[i].code;
 	for (const char *p = text, *end = text + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t ln = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -151,8 +156,9 @@ void gg_slurm_parse_sacct(const char *text, size_t len, const char *const *ids, 
 		if (more && (why = strchr(more, '|')))
 			*why++ = '\0';
 		if (!strcmp(f[0], "dir"))
-			dir_line((const char **)f, more, why, ids, n, res);
+			dir_line((const char **)f, more, why, ids, n, asked, res);
 		else
 			sacct_line((const char **)f, ids, n, res);
 	}
+	free(asked);
 }

@@ -1,6 +1,6 @@
 /* What a slurm+ssh login node answers about jobs squeue no longer shows
  * (outside text): sacct's "ID|STATE|EXITCODE" lines and the job directories'
- * "dir|ID|EXIT" lines, read by gg_slurm_parse_sacct; and a slurm+ssh:// URL
+ * "dir|ID|EXIT[|STAGE|FAILURE]" lines, read by gg_slurm_parse_sacct; and a slurm+ssh:// URL
  * as a profile gives it (gg_slurm_url_parse). A result is filled only for an
  * id asked about, once, with a known state and a printable reason and raw
  * state; a URL taken has a plain host and user and a directory without a
