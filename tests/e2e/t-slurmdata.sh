@@ -26,7 +26,9 @@ unset X509_USER_CERT X509_USER_KEY BEARER_TOKEN BEARER_TOKEN_FILE
 DIR=$GG_TB_SLURMSSH_DIR
 SE=$GG_TB_SE_ROOT
 RUN=t-slurmdata-$$-$(date +%s)
-job() { sfield "$1" job_id; }
+# job NAME: the Slurm job id of a record (from the record alone: a status that
+# asks the CE would start a login staging's puts)
+job() { "$GRIDGPU" --json status "$1" --no-sync 2>/dev/null | jf job_id; }
 state_is() { [ "$(sfield "$1" state)" = "$2" ]; }
 waits_for() { [ "$(sl squeue -h -j "$1" -o %r 2>/dev/null)" = "$2" ]; }
 slurm_jobs() { sl squeue -h -o %i 2>/dev/null | wc -l; }
