@@ -222,6 +222,14 @@ for _ in $(seq 120); do
 	sleep 5
 done
 [ "$still" -ge 2 ] || echo "  (the CE's states had not settled after 10 minutes: figures include writes)"
+# A-REX starting 200 jobs in Slurm runs a config parser per job for minutes
+# after the states settle: until the load average is under 1 (at most 5
+# minutes), so that both tools are measured beside a quiet CE.
+for _ in $(seq 60); do
+	awk '{ exit !($1 < 1.0) }' /proc/loadavg && break
+	sleep 5
+done
+echo "  (load average at the runs: $(cut -d' ' -f1-3 /proc/loadavg))"
 # arcstat's job list: the CE's jobs (arcsync), then only those of these records
 arcsync -C "$GG_TB_CE_URL" -j "$W/jobs.dat" -f -T >/dev/null 2>&1
 python3 - "$W/jobs.dat" "$R" <<'EOF'
