@@ -7,6 +7,7 @@
  *  - one-element lists collapse to objects, empty lists are empty bodies;
  *  - the delegation id is the last path segment of a malformed Location. */
 #include "ce/arc.h"
+#include "ce/arcinfo.h"
 #include "cred/cred.h"
 
 #include <ctype.h>
@@ -925,13 +926,61 @@ int gg_arc_parse_info(const char *body, size_t len, struct gg_ce_result **result
 	return 0;
 }
 
+static int info_ask(void *ud, const char *const *ids, size_t n, struct gg_ce_result **results,
+		    struct gg_err *err);
+
+/* The time of job id's info document (gg_arc_info_ops.run): asked in XML,
+ * whose attributes A-REX keeps (its JSON answer blanks them). */
+static int info_run(void *ud, const char *id, char **time, struct gg_err *err)
+{
+	struct arc *ce = ud;
+	struct gg_http_resp r = {0};
+	char *text = bulk_body(&id, 1), t[GG_ARC_TIME_MAX];
+	char *url = text ? rest_url(ce, "jobs?action=info", err) : NULL;
+	int rc = !text ? gg_err_set(err, GG_ENOMEM, "out of memory")
+		 : url ? gg_http_request(ce->http, "POST", url, JSON, text, strlen(text),
+					 "text/xml", 1, &r, err)
+		       : err->code;
+	if (rc == 0 && r.status != 201 && r.status != 200)
+		rc = http_fail(ce, &r, "asking the CE about a job", err);
+	*time = rc == 0 && gg_arc_info_time(r.body, r.len, t) ? strdup(t) : NULL;
+	gg_http_resp_clear(&r);
+	free(url);
+	free(text);
+	return rc;
+}
+
+/* Where the CE's info documents are remembered: beside the REST versions, a
+ * file per CE. NULL when nothing is kept. */
+static char *info_memory(const struct arc *ce)
+{
+	char hex[GG_SHA256_HEX];
+	const char *slash = ce->cache_path ? strrchr(ce->cache_path, '/') : NULL;
+	if (!slash || gg_sha256_hex(ce->endpoint, strlen(ce->endpoint), hex, NULL) < 0)
+		return NULL;
+	return gg_strdup_printf("%.*s/ce-info-%.16s.json", (int)(slash - ce->cache_path),
+				ce->cache_path, hex);
+}
+
 /* The LRMS's view of jobs the live list calls RUNNING (INLRMS): queued or
- * running, from their info documents (one POST jobs?action=info). The
- * documents lag by up to the infoprovider's period. */
+ * running, from their info documents, remembered from one run of A-REX's
+ * infoprovider to the next (arcinfo.c). The documents lag by up to the
+ * infoprovider's period. */
 static int arc_lrms_status(struct gg_ce *g, const char *const *ids, size_t n,
 			   struct gg_ce_result **results, struct gg_err *err)
 {
-	struct arc *ce = g->impl;
+	char *mem = info_memory(g->impl);
+	struct gg_arc_info_ops ops = {.run = info_run, .ask = info_ask, .ud = g->impl};
+	int rc = gg_arc_info_asked(mem, ids, n, &ops, results, err);
+	free(mem);
+	return rc;
+}
+
+/* One POST jobs?action=info (gg_arc_info_ops.ask). */
+static int info_ask(void *ud, const char *const *ids, size_t n, struct gg_ce_result **results,
+		    struct gg_err *err)
+{
+	struct arc *ce = ud;
 	*results = NULL;
 	struct gg_http_resp r = {0};
 	struct gg_ce_result *got = NULL, *res = NULL;

@@ -2,8 +2,11 @@
 #include "unit.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 
+#include "ce/arcinfo.h"
 #include "ce/ce.h"
 
 static void test_xrsl(void **state)
@@ -370,13 +373,196 @@ static void test_open(void **state)
 	gg_ce_free(NULL);
 }
 
+/* ---- the info documents remembered (arcinfo.c) ---- */
+UNIT_TMPDIR("gg-unit-ce")
+
+/* A fake A-REX: jobs a-d have documents of the infoprovider's run `run`
+ * (NULL: as written at submission, without a time), e has none. Counts the
+ * requests, the time checks and the ids asked (the last request's in last). */
+struct fake_ce {
+	const char *run;
+	enum gg_ce_state st[4];
+	int requests, checks, asked;
+	char last[256], checked[8];
+	int fail;
+};
+static struct fake_ce fake;
+
+static int fake_run(void *ud, const char *id, char **time, struct gg_err *err)
+{
+	(void)ud;
+	(void)err;
+	fake.checks++;
+	snprintf(fake.checked, sizeof fake.checked, "%s", id);
+	*time = fake.run && id[0] >= 'a' && id[0] <= 'd' ? strdup(fake.run) : NULL;
+	return 0;
+}
+
+static int fake_ask(void *ud, const char *const *ids, size_t n, struct gg_ce_result **res,
+		    struct gg_err *err)
+{
+	(void)ud;
+	fake.requests++;
+	fake.asked += (int)n;
+	fake.last[0] = '\0';
+	if (fake.fail)
+		return gg_err_set(err, GG_ENET, "the CE did not answer");
+	*res = calloc(n, sizeof **res);
+	for (size_t i = 0; i < n; i++) {
+		strcat(fake.last, ids[i]);
+		(*res)[i].id = strdup(ids[i]);
+		if (ids[i][0] < 'a' || ids[i][0] > 'd')
+			continue; /* no document: unknown */
+		enum gg_ce_state st = fake.st[ids[i][0] - 'a'];
+		(*res)[i].state = st;
+		(*res)[i].raw_state = strdup(st == GG_CE_QUEUED ? "INLRMS:Q" : "INLRMS:R");
+		(*res)[i].reason = gg_strdup_printf("%c1\nLRMS: waits", ids[i][0]);
+	}
+	return 0;
+}
+
+static const struct gg_arc_info_ops fake_ops = {.run = fake_run, .ask = fake_ask};
+
+static void info_check(const char *mem, const char *const *ids, size_t n, const char *expect)
+{
+	struct gg_ce_result *r = NULL;
+	struct gg_err err = {0};
+	assert_int_equal(gg_arc_info_asked(mem, ids, n, &fake_ops, &r, &err), 0);
+	char got[64] = "";
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(r[i].id, ids[i]);
+		strcat(got, r[i].state == GG_CE_QUEUED    ? "Q"
+			    : r[i].state == GG_CE_RUNNING ? "R"
+							  : "?");
+		if (r[i].state == GG_CE_QUEUED) {
+			assert_string_equal(r[i].raw_state, "INLRMS:Q");
+			assert_int_equal(r[i].reason[0], ids[i][0]);
+			assert_string_equal(r[i].reason + 1, "1\nLRMS: waits");
+		}
+	}
+	assert_string_equal(got, expect);
+	gg_ce_results_free(r, n);
+}
+
+static void test_info_remembered(void **state)
+{
+	(void)state;
+	char mem[128];
+	snprintf(mem, sizeof mem, "%s/ce-info-x.json", tmpdir);
+	const char *ids[] = {"a", "b", "c", "e"};
+	fake = (struct fake_ce){.run = "2026-12-03T05:33:14Z",
+				.st = {GG_CE_QUEUED, GG_CE_QUEUED, GG_CE_RUNNING, GG_CE_QUEUED}};
+	/* nothing remembered: the run checked (by the first job), all asked,
+	 * remembered */
+	info_check(mem, ids, 4, "QQR?");
+	assert_int_equal(fake.requests, 1);
+	assert_string_equal(fake.last, "abce");
+	/* the same run: the check of a remembered job (a) stands for all; only
+	 * e (no document) is asked again; nothing written */
+	struct stat st0, st1;
+	assert_int_equal(stat(mem, &st0), 0);
+	fake.requests = fake.checks = 0;
+	info_check(mem, ids, 4, "QQR?");
+	assert_int_equal(fake.checks, 1);
+	assert_string_equal(fake.checked, "a");
+	assert_int_equal(fake.requests, 1);
+	assert_string_equal(fake.last, "e");
+	assert_int_equal(stat(mem, &st1), 0);
+	assert_true(st0.st_ino == st1.st_ino && st0.st_mtim.tv_nsec == st1.st_mtim.tv_nsec);
+	const char *known[] = {"c", "a"};
+	fake.requests = 0;
+	info_check(mem, known, 2, "RQ");
+	assert_int_equal(fake.requests, 0);
+	/* the infoprovider ran again (b now runs): all asked, the new run kept */
+	fake.run = "2026-12-03T05:33:26Z";
+	fake.st[1] = GG_CE_RUNNING;
+	fake.requests = 0;
+	info_check(mem, ids, 4, "QRR?");
+	assert_int_equal(fake.requests, 1);
+	assert_string_equal(fake.last, "abce");
+	fake.requests = 0;
+	info_check(mem, known, 2, "RQ");
+	assert_int_equal(fake.requests, 0);
+	/* a job not remembered (d, new) is asked, and remembered */
+	const char *more[] = {"a", "b", "d"};
+	fake.requests = 0;
+	info_check(mem, more, 3, "QRQ");
+	assert_string_equal(fake.last, "d");
+	info_check(mem, more, 3, "QRQ");
+	assert_int_equal(fake.requests, 1);
+	/* the CE does not answer: an error, nothing made up from the file */
+	struct gg_ce_result *r = NULL;
+	struct gg_err err = {0};
+	fake.fail = 1;
+	fake.run = "2026-12-03T05:34:00Z";
+	assert_int_equal(gg_arc_info_asked(mem, ids, 4, &fake_ops, &r, &err), GG_ENET);
+	assert_null(r);
+	fake.fail = 0;
+	/* no time to check by (documents as written at submission): all asked
+	 * each time, nothing remembered */
+	unlink(mem);
+	fake.run = NULL;
+	fake.requests = 0;
+	info_check(mem, ids, 4, "QRR?");
+	info_check(mem, ids, 4, "QRR?");
+	assert_int_equal(fake.requests, 2);
+	assert_int_equal(access(mem, F_OK), -1);
+	/* a damaged file remembers nothing; no file (path NULL): nothing checked */
+	assert_int_equal(gg_file_write_atomic(mem, "{\"v\":1,\"time\":\"x\",\"jobs\":{\"a\":7}}",
+					      33, 0600, &err),
+			 0);
+	fake.run = "x";
+	fake.asked = fake.checks = 0;
+	info_check(mem, known, 2, "RQ");
+	assert_int_equal(fake.asked, 2);
+	info_check(NULL, known, 2, "RQ");
+	assert_int_equal(fake.asked, 4);
+	assert_int_equal(fake.checks, 1);
+}
+
+static void test_info_time(void **state)
+{
+	(void)state;
+	char t[GG_ARC_TIME_MAX];
+	const char *ok = "<jobs><job><id>x</id><info_document>\n<ComputingActivity "
+			 "xmlns=\"http://schemas.ogf.org/glue/2009/03/spec_2.0_r1\" "
+			 "BaseType=\"Activity\" CreationTime=\"2026-12-03T05:50:09Z\" "
+			 "Validity=\"10800\">  <ID>urn:caid:x</ID>";
+	assert_int_equal(gg_arc_info_time(ok, strlen(ok), t), 1);
+	assert_string_equal(t, "2026-12-03T05:50:09Z");
+	const char *bad[] = {
+		"<ComputingActivity BaseType=\"Activity\">"
+		"<X CreationTime=\"2026-12-03T05:50:09Z\"/>", /* not its attribute */
+		"<ComputingActivity CreationTime=\"   \">",   /* blank */
+		"<ComputingActivity CreationTime=\"2026-12-03 05:50\">",
+		"<ComputingActivity CreationTime=\"2026-12-03T05:50:09Z", /* cut */
+		"<ComputingActivityX CreationTime=\"2026-12-03T05:50:09Z\">",
+		"<ComputingActivity XCreationTime=\"2026-12-03T05:50:09Z\">",
+		"",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(gg_arc_info_time(bad[i], strlen(bad[i]), t), 0);
+	const char *longer = "<ComputingActivity CreationTime=\"2026-12-03T05:50:09.123456789012345"
+			     "67890123Z\">";
+	assert_int_equal(gg_arc_info_time(longer, strlen(longer), t), 0);
+	/* the length is the bound, not a NUL */
+	assert_int_equal(gg_arc_info_time(ok, 60, t), 0);
+	assert_int_equal(gg_arc_info_time(NULL, 0, t), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xrsl),         cmocka_unit_test(test_gpu_mapping),
-		cmocka_unit_test(test_states),       cmocka_unit_test(test_parse_jobs),
-		cmocka_unit_test(test_parse_info),   cmocka_unit_test(test_failed_walltime),
-		cmocka_unit_test(test_lrms_refusal), cmocka_unit_test(test_open),
+		cmocka_unit_test(test_xrsl),
+		cmocka_unit_test(test_gpu_mapping),
+		cmocka_unit_test(test_states),
+		cmocka_unit_test(test_parse_jobs),
+		cmocka_unit_test(test_parse_info),
+		cmocka_unit_test(test_failed_walltime),
+		cmocka_unit_test(test_lrms_refusal),
+		cmocka_unit_test(test_open),
+		cmocka_unit_test(test_info_remembered),
+		cmocka_unit_test(test_info_time),
 	};
-	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("ce", tests, setup_tmp, teardown_tmp);
 }
