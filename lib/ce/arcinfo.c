@@ -20,12 +20,16 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
 /* A file of 10,000 jobs' answers is about 1.5 MB. */
 #define MEM_MAX     (16u << 20)
 #define MEM_VERSION 1
+/* A CE that gave no time to check by is not asked for one again before this
+ * (seconds): a check costs a request, and the answers are then asked anyway. */
+#define UNTIMED_FOR 600
 
 struct mem {
 	json_t *doc;      /* {"v": 1, "time": T, "jobs": {ID: [STATE, RAW, SAID]}} */
@@ -74,9 +78,18 @@ static void mem_run(struct mem *m, const char *t)
 	if (m->time && !strcmp(m->time, t))
 		return;
 	json_object_clear(m->jobs);
+	json_object_del(m->doc, "untimed");
 	gg_json_set(m->doc, "time", gg_json_text(t));
 	m->time = json_string_value(json_object_get(m->doc, "time"));
 	m->changed = 1;
+}
+
+/* A check found no time lately and nothing is remembered: not checked again
+ * for UNTIMED_FOR seconds. */
+static int untimed_lately(const struct mem *m)
+{
+	json_int_t at = json_integer_value(json_object_get(m->doc, "untimed"));
+	return !m->time && at > 0 && (json_int_t)time(NULL) - at < UNTIMED_FOR;
 }
 
 static void mem_put(struct mem *m, const struct gg_ce_result *r)
@@ -146,17 +159,22 @@ int gg_arc_info_asked(const char *path, const char *const *ids, size_t n,
 		return gg_err_set(err, GG_ENOMEM, "out of memory");
 	mem_load(path, &m);
 	/* the check: a remembered job's document, else any one's */
-	const char *probe = n ? ids[0] : NULL;
-	for (size_t i = 0; m.time && i < n; i++)
+	const char *probe = n && path && !untimed_lately(&m) ? ids[0] : NULL;
+	for (size_t i = 0; probe && m.time && i < n; i++)
 		if (json_object_get(m.jobs, ids[i])) {
 			probe = ids[i];
 			break;
 		}
 	struct gg_err ignored = {0}; /* no time: nothing remembered, all asked */
-	if (path && probe && ops->run(ops->ud, probe, &t, &ignored) == 0 && t) {
+	if (probe && ops->run(ops->ud, probe, &t, &ignored) == 0 && t) {
 		for (size_t i = 0; m.time && !strcmp(t, m.time) && i < n; i++)
 			from_mem[i] = json_object_get(m.jobs, ids[i]) != NULL;
 		mem_run(&m, t);
+	} else if (probe && !m.time) {
+		/* a CE whose documents carry no time (or the first job's does
+		 * not yet): not checked again for a while, all asked meanwhile */
+		gg_json_set(m.doc, "untimed", json_integer((json_int_t)time(NULL)));
+		m.changed = 1;
 	}
 	int rc = ask_rest(&m, ids, n, from_mem, ops, t, results, err);
 	if (rc == 0 && m.changed)

@@ -498,19 +498,28 @@ static void test_info_remembered(void **state)
 	assert_int_equal(gg_arc_info_asked(mem, ids, 4, &fake_ops, &r, &err), GG_ENET);
 	assert_null(r);
 	fake.fail = 0;
-	/* no time to check by (documents as written at submission): all asked
-	 * each time, nothing remembered */
+	/* no time to check by (a CE whose documents carry none): all asked, each
+	 * time, nothing remembered, and not checked again for a while */
 	unlink(mem);
 	fake.run = NULL;
-	fake.requests = 0;
+	fake.requests = fake.checks = 0;
 	info_check(mem, ids, 4, "QRR?");
+	fake.run = "2026-12-03T05:35:00Z";
 	info_check(mem, ids, 4, "QRR?");
 	assert_int_equal(fake.requests, 2);
-	assert_int_equal(access(mem, F_OK), -1);
+	assert_int_equal(fake.checks, 1);
+	/* ... until then (the mark made older): checked, and remembered again */
+	const char *old = "{\"v\":1,\"untimed\":1000,\"jobs\":{}}";
+	assert_int_equal(gg_file_write_atomic(mem, old, strlen(old), 0600, &err), 0);
+	info_check(mem, ids, 4, "QRR?");
+	assert_int_equal(fake.checks, 2);
+	fake.requests = 0;
+	info_check(mem, ids, 4, "QRR?");
+	assert_int_equal(fake.requests, 1);
+	assert_string_equal(fake.last, "e");
 	/* a damaged file remembers nothing; no file (path NULL): nothing checked */
-	assert_int_equal(gg_file_write_atomic(mem, "{\"v\":1,\"time\":\"x\",\"jobs\":{\"a\":7}}",
-					      33, 0600, &err),
-			 0);
+	const char *damaged = "{\"v\":1,\"time\":\"x\",\"jobs\":{\"a\":7}}";
+	assert_int_equal(gg_file_write_atomic(mem, damaged, strlen(damaged), 0600, &err), 0);
 	fake.run = "x";
 	fake.asked = fake.checks = 0;
 	info_check(mem, known, 2, "RQ");
