@@ -112,6 +112,20 @@ ms=$(($(now_ms) - t0))
 	[ -z "$ERR" ] && ok "status d (login host unreachable): queued, nothing more, no error (${ms} ms)" ||
 	not_ok "status d (exit $RC, ${ms} ms): $OUT $ERR"
 
-run_gg kill q r n d full
-expect_eq "kill q r n d full" "$RC" 0
+# --- the info documents remembered (lib/ce/arcinfo.c): q queued there, as of a
+# run of A-REX's infoprovider; once the GPUs are free and Slurm starts q, the
+# next run's documents are asked (the remembered one does not hold it queued)
+mem=$(ls "$T_TMP"/home/.local/state/gridgpu/ce-info-*.json 2>/dev/null | head -n 1)
+expect_eq "the CE's info documents remembered: 0600, of a run, q queued with its Slurm id" \
+	"$(py 'import json,os,re,sys
+d=json.load(open(sys.argv[1])); j=d["jobs"].get(sys.argv[2], [0, "", ""])
+print(oct(os.stat(sys.argv[1]).st_mode & 0o777), bool(re.match(r"\d{4}-\d\d-\d\dT", d.get("time", ""))),
+      j[0] == 2, j[2].split("\n")[0] == sys.argv[3])' "${mem:-/nonexistent}" "$(ce_id q)" "$SJQ" 2>&1)" \
+	"0o600 True True True"
+run_gg kill full
+q_started() { jstatus q | grep -Eq '^(starting|ready) '; }
+poll 120 q_started && ok "q starts once the GPUs are free: $(jstatus q)" || not_ok "q still: $(jstatus q)"
+
+run_gg kill q r n d
+expect_eq "kill q r n d" "$RC" 0
 done_testing
