@@ -114,7 +114,10 @@ ms=$(($(now_ms) - t0))
 
 # --- the info documents remembered (lib/ce/arcinfo.c): q queued there, as of a
 # run of A-REX's infoprovider; once the GPUs are free and Slurm starts q, the
-# next run's documents are asked (the remembered one does not hold it queued)
+# next run's documents are asked (the remembered one does not hold it queued).
+# The file keeps the last run's answers for what was asked since: a sync asks
+# them all.
+run_gg list --sync
 mem=$(ls "$T_TMP"/home/.local/state/gridgpu/ce-info-*.json 2>/dev/null | head -n 1)
 expect_eq "the CE's info documents remembered: 0600, of a run, q queued with its Slurm id" \
 	"$(py 'import json,os,re,sys
