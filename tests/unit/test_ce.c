@@ -540,9 +540,9 @@ static void test_info_time(void **state)
 	assert_int_equal(gg_arc_info_time(ok, strlen(ok), t), 1);
 	assert_string_equal(t, "2026-12-03T05:50:09Z");
 	const char *bad[] = {
-		"<ComputingActivity BaseType=\"Activity\">"
-		"<X CreationTime=\"2026-12-03T05:50:09Z\"/>", /* not its attribute */
-		"<ComputingActivity CreationTime=\"   \">",   /* blank */
+		/* not its attribute */
+		("<ComputingActivity BaseType=\"Activity\"><X CreationTime=\"2026-12-03T05:50:09Z\"/>"),
+		"<ComputingActivity CreationTime=\"   \">", /* blank */
 		"<ComputingActivity CreationTime=\"2026-12-03 05:50\">",
 		"<ComputingActivity CreationTime=\"2026-12-03T05:50:09Z", /* cut */
 		"<ComputingActivityX CreationTime=\"2026-12-03T05:50:09Z\">",
