@@ -28,8 +28,11 @@
 #define MEM_MAX     (16u << 20)
 #define MEM_VERSION 1
 /* A CE that gave no time to check by is not asked for one again before this
- * (seconds): a check costs a request, and the answers are then asked anyway. */
-#define UNTIMED_FOR 600
+ * (seconds): a check costs a request, and the answers are then asked anyway.
+ * One stock period of the infoprovider: a first job checked right after its
+ * submission (its document as A-REX wrote it then, without a time) has one
+ * by then. */
+#define UNTIMED_FOR 60
 
 struct mem {
 	json_t *doc;      /* {"v": 1, "time": T, "jobs": {ID: [STATE, RAW, SAID]}} */
