@@ -215,7 +215,7 @@ static int f_status(struct gg_ce *ce, const char *const *ids, size_t n,
 		assert_int_equal(read(F.hold_fd, &c, 1), 1);
 	/* asked at once, the batch system's view comes while this answer is
 	 * awaited: wait for it (a bounded poll: what is observed decides) */
-	for (int i = 0; F.clonable && i < 500 && !__atomic_load_n(&F.lrms_asked, __ATOMIC_SEQ_CST);
+	for (int i = 0; F.clonable && i < 3000 && !__atomic_load_n(&F.lrms_asked, __ATOMIC_SEQ_CST);
 	     i++) {
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
@@ -967,7 +967,7 @@ static void test_sync_writes_changes_only(void **state)
 /* Several CEs at once (issue 52): a sync asks each CE on its own thread and
  * saves each CE's records as soon as it has answered. The slow CE's status
  * answer is held until the watcher has seen the fast CE's record saved (or has
- * waited 10 s for it): asked one after the other, slow first, the fast record
+ * waited 30 s for it): asked one after the other, slow first, the fast record
  * could not be saved before the slow CE answered. */
 #define EP_SLOW "https://slow.example.org:443/arex"
 static struct {
@@ -978,7 +978,7 @@ static struct {
 static void *watch_fast(void *ud)
 {
 	(void)ud;
-	for (int i = 0; i < 1000 && !watch.saw; i++) {
+	for (int i = 0; i < 3000 && !watch.saw; i++) {
 		struct gg_record r = {0};
 		if (gg_store_load(watch.st, "fast", &r, NULL) == 0) {
 			watch.saw = r.state == GG_S_RUNNING;

@@ -208,7 +208,7 @@ static void test_fallback(void **state)
 	assert_int_equal(listen(l, 4), 0);
 	int64_t t0 = gg_mono_ms();
 	h = command(&k, k.sock, 2);
-	assert_true(gg_mono_ms() - t0 < GG_KEEP_GREET_MS + 1500);
+	assert_true(gg_mono_ms() - t0 < GG_KEEP_GREET_MS + 10000); /* not curl's 30 s or more */
 	assert_int_equal(gg_http_kept(h), 0);
 	gg_http_free(h);
 	close(l);

@@ -127,7 +127,7 @@ static int setup(void **state)
 		_exit(127);
 	}
 	/* Wait (bounded) until it listens: an outside process, polled. */
-	for (int i = 0; i < 200 && !sshd_listening(); i++) {
+	for (int i = 0; i < 1200 && !sshd_listening(); i++) {
 		struct timespec t = {0, 25 * 1000000L};
 		nanosleep(&t, NULL);
 	}
@@ -632,7 +632,7 @@ static void test_auth(void **state)
 	/* sshd writes its log after the client went: read until the close is logged */
 	char after[64 * 1024];
 	size_t na = 0;
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 1200; i++) {
 		f = fopen(path_log, "r");
 		na = fread(after, 1, sizeof after - 1, f);
 		fclose(f);
@@ -766,19 +766,19 @@ static void test_master(void **state)
 	c = NULL;
 	assert_int_equal(gg_ssh_connect(h, 1, 10000, &c, &failed, &err), GG_EUSAGE);
 	assert_null(c);
-	/* no master: at once, one line naming the command */
+	/* no master: at once (well before the minute given), one line naming the command */
 	snprintf(cmd, sizeof cmd, "ssh -F none -S %s -O exit x 2>/dev/null", ctl);
 	assert_int_equal(run(cmd), 0);
-	for (int i = 0; i < 100 && gg_ssh_master_alive(ctl); i++) {
+	for (int i = 0; i < 1500 && gg_ssh_master_alive(ctl); i++) {
 		struct timespec t = {0, 20 * 1000000L};
 		nanosleep(&t, NULL);
 	}
 	assert_false(gg_ssh_master_alive(ctl));
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(gg_ssh_connect(h, 2, 10000, &c, &failed, &err), GG_ENET);
+	assert_int_equal(gg_ssh_connect(h, 2, 60000, &c, &failed, &err), GG_ENET);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	assert_true(t1.tv_sec - t0.tv_sec < 2);
+	assert_true(t1.tv_sec - t0.tv_sec < 30);
 	assert_int_equal(failed, 0);
 	assert_non_null(strstr(err.msg, "run 'gridgpu login s'"));
 	assert_null(strchr(err.msg, '\n'));
@@ -838,7 +838,7 @@ static void test_openssh(void **state)
 	 * stayed for good: ControlPersist=yes) */
 	assert_int_equal(gg_ssh_omaster_open(cfg, "t", ctl, 1, &err), 0);
 	int alive = 1;
-	for (int i = 0; i < 150 && (alive = gg_ssh_master_alive(ctl)); i++)
+	for (int i = 0; i < 300 && (alive = gg_ssh_master_alive(ctl)); i++)
 		nanosleep(&(struct timespec){0, 100000000}, NULL);
 	assert_false(alive);
 	/* ssh's own failure: GG_ENET with its last line */
