@@ -202,11 +202,13 @@ static char *answer(struct gg_http *h, const struct gg_keep_frame *f, size_t *le
 	return out;
 }
 
+/* A command's connection: each request takes a handle from the pool and gives it
+ * back before its answer is written, so that the command's next request, or the
+ * next command once this one has its answer, finds the kept connection there. */
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
 	struct keeper *k = c->k;
-	struct gg_http *h = NULL;
 	size_t len;
 	char *greet = gg_keep_build(1, (const char *const[]){"K"}, NULL, &len);
 	int ok = greet && gg_keep_write(c->fd, greet, len) == 0;
@@ -220,23 +222,15 @@ static void *conn_main(void *arg)
 			free(buf);
 			break;
 		}
-		pthread_mutex_lock(&k->mu);
-		int stale = h && gg_http_tag(h) != k->gen; /* the credential changed */
-		pthread_mutex_unlock(&k->mu);
-		if (stale) {
-			give_back(k, h);
-			h = NULL;
-		}
-		if (!h)
-			h = take(k);
+		struct gg_http *h = take(k); /* of the credential's present generation */
 		out = h ? answer(h, &f, &len)
 			: gg_keep_build(1, (const char *const[]){"N"}, NULL, &len);
+		if (h)
+			give_back(k, h);
 		ok = out && gg_keep_write(c->fd, out, len) == 0;
 		free(out);
 		free(buf);
 	}
-	if (h)
-		give_back(k, h);
 	close(c->fd);
 	pthread_mutex_lock(&k->mu);
 	k->clients--;

@@ -189,6 +189,25 @@ static void test_kept_across_commands(void **state)
 	assert_int_equal(k.rc, 0);
 }
 
+/* A command that has its answer has given the connection back, even while it
+ * is still connected: the next command (here while the first is still open)
+ * rides on it and does not wait for the first to end. */
+static void test_given_back_with_the_answer(void **state)
+{
+	(void)state;
+	struct kt k;
+	kt_start(&k, 10000);
+	struct gg_http *a = command(&k, k.sock, 1);
+	assert_int_equal(gg_http_connections(a), 1);
+	struct gg_http *b = command(&k, k.sock, 2);
+	assert_int_equal(gg_http_kept(b), 2);
+	assert_int_equal(gg_http_connections(b), 0);
+	gg_http_free(b);
+	gg_http_free(a);
+	kt_stop(&k);
+	assert_int_equal(k.rc, 0);
+}
+
 /* No keeper there, or one that accepts and never greets: each request
  * connects itself, at once. */
 static void test_fallback(void **state)
@@ -311,9 +330,13 @@ static void test_private_dir(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_frames),      cmocka_unit_test(test_kept_across_commands),
-		cmocka_unit_test(test_fallback),    cmocka_unit_test(test_keeper_ends),
-		cmocka_unit_test(test_credential),  cmocka_unit_test(test_idle_and_one),
+		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_kept_across_commands),
+		cmocka_unit_test(test_given_back_with_the_answer),
+		cmocka_unit_test(test_fallback),
+		cmocka_unit_test(test_keeper_ends),
+		cmocka_unit_test(test_credential),
+		cmocka_unit_test(test_idle_and_one),
 		cmocka_unit_test(test_private_dir),
 	};
 	return cmocka_run_group_tests_name("keep", tests, NULL, NULL);
