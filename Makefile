@@ -391,7 +391,7 @@ rpm-check: dist
 	cp $(DIST).tar.gz build-rpm/SOURCES/
 	rpmbuild --define "_topdir $(abspath build-rpm)" --nodeps \
 	  --define "_libexecdir /usr/libexec" -bb packaging/rpm/gridgpu.spec >build-rpm/rpmbuild.log 2>&1 || \
-	  { tail -30 build-rpm/rpmbuild.log; exit 1; }
+	  { scripts/failed-lines.sh build-rpm/rpmbuild.log; tail -30 build-rpm/rpmbuild.log; exit 1; }
 	@for p in build-rpm/RPMS/*/*.rpm; do echo "rpm-check: $$p: $$(rpm -qpl $$p 2>/dev/null | wc -l) files"; done
 	@rpm -qpl build-rpm/RPMS/*/gridgpu-$(VERSION)-*.rpm | grep -qx /usr/bin/gridgpu || \
 	  { echo "rpm-check: the gridgpu rpm has no /usr/bin/gridgpu" >&2; exit 1; }

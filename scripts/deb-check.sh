@@ -36,7 +36,7 @@ if [ "$build" = 1 ]; then
 	git -C "$top" archive --prefix=gridgpu/ HEAD | tar -x -C "$out/src"
 	t=$(now)
 	(cd "$out/src/gridgpu" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 || {
-		tail -30 "$out/build.log" >&2
+		{ "$top/scripts/failed-lines.sh" "$out/build.log"; tail -30 "$out/build.log"; } >&2
 		echo "deb-check: dpkg-buildpackage failed (whole log: $out/build.log)" >&2
 		exit 1
 	}
